@@ -1,0 +1,85 @@
+// Byte classes used by the cookie grammars (RFC 6265bis §4.1.1, §5.1.1, §5.6; RFC 5234 Appendix B.1).
+
+@usableFromInline
+enum ASCII {
+    /// WSP = SP / HTAB (RFC 5234 Appendix B.1); RFC 6265bis §5.6 step 4 trims these.
+    @inlinable
+    static func isWSP(_ byte: UInt8) -> Bool { byte == 0x20 || byte == 0x09 }
+
+    /// CTL characters other than HTAB: %x00-08 / %x0A-1F / %x7F (RFC 6265bis §5.6 step 1).
+    @inlinable
+    static func isForbiddenControl(_ byte: UInt8) -> Bool {
+        (byte < 0x20 && byte != 0x09) || byte == 0x7F
+    }
+
+    /// DIGIT = %x30-39.
+    @inlinable
+    static func isDigit(_ byte: UInt8) -> Bool { byte &- 0x30 < 10 }
+
+    /// ALPHA = %x41-5A / %x61-7A.
+    @inlinable
+    static func isAlpha(_ byte: UInt8) -> Bool { (byte | 0x20) &- 0x61 < 26 }
+
+    @inlinable
+    static func lower(_ byte: UInt8) -> UInt8 { byte &- 0x41 < 26 ? byte | 0x20 : byte }
+
+    /// cookie-octet = %x21 / %x23-2B / %x2D-3A / %x3C-5B / %x5D-7E (RFC 6265bis §4.1.1):
+    /// US-ASCII excluding CTLs, whitespace, DQUOTE, comma, semicolon and backslash.
+    @inlinable
+    static func isCookieOctet(_ byte: UInt8) -> Bool {
+        byte == 0x21 || (byte >= 0x23 && byte <= 0x2B) || (byte >= 0x2D && byte <= 0x3A)
+            || (byte >= 0x3C && byte <= 0x5B) || (byte >= 0x5D && byte <= 0x7E)
+    }
+
+    /// tchar (RFC 9110 §5.6.2), the characters of a `token` such as a cookie-name.
+    @inlinable
+    static func isTokenChar(_ byte: UInt8) -> Bool {
+        switch byte {
+        case 0x21, 0x23...0x27, 0x2A, 0x2B, 0x2D, 0x2E, 0x30...0x39, 0x41...0x5A, 0x5E...0x7A, 0x7C, 0x7E:
+            return true
+        default:
+            return false
+        }
+    }
+
+    /// Case-insensitive ASCII comparison of a byte range against a lowercase ASCII literal.
+    @inlinable
+    static func equalsLowercase(_ bytes: UnsafeBufferPointer<UInt8>, _ start: Int, _ end: Int, _ literal: StaticString)
+        -> Bool
+    {
+        guard end - start == literal.utf8CodeUnitCount else { return false }
+        let lit = literal.utf8Start
+        for i in 0..<(end - start) where lower(bytes[start + i]) != lit[i] {
+            return false
+        }
+        return true
+    }
+
+    /// Whether `bytes` begins with the lowercase ASCII `prefix`, ignoring case.
+    static func hasPrefixIgnoringCase<C: Collection<UInt8>>(_ bytes: C, _ prefix: String) -> Bool {
+        var iterator = bytes.makeIterator()
+        for p in prefix.utf8 {
+            guard let b = iterator.next(), lower(b) == p else { return false }
+        }
+        return true
+    }
+}
+
+extension String {
+    /// Decodes bytes as UTF-8, replacing invalid sequences with U+FFFD (display only, never re-encoded).
+    @inlinable
+    init<C: Collection<UInt8>>(lossy bytes: C) {
+        self = String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// ASCII-only lowercase, leaving other bytes untouched (host names and attribute names).
+    var asciiLowercased: String {
+        var utf8 = Array(self.utf8)
+        var changed = false
+        for i in utf8.indices where utf8[i] &- 0x41 < 26 {
+            utf8[i] |= 0x20
+            changed = true
+        }
+        return changed ? String(decoding: utf8, as: UTF8.self) : self
+    }
+}

@@ -1,0 +1,418 @@
+/// A cookie store that follows the user-agent algorithms of RFC 6265bis §5.7 (storage) and §5.8
+/// (retrieval), with the acceptance policies of Foundation's `HTTPCookieStorage` and a change observer.
+/// Time comes from an injected clock; the Public Suffix List is injected too.
+public struct CookieJar: Sendable {
+    /// When cookies are accepted at all, as `HTTPCookie.AcceptPolicy`.
+    public enum AcceptPolicy: String, Sendable, Hashable, CaseIterable {
+        case always
+        case never
+        /// Only cookies whose domain the main document's host domain-matches (as Foundation does).
+        case onlyFromMainDocumentDomain
+    }
+
+    /// How a cookie arrives or is read: a `Set-Cookie` / `Cookie` header, or a non-HTTP API such as
+    /// `document.cookie` (RFC 6265bis §5.8.2), which can neither set nor see HttpOnly cookies.
+    public enum Channel: Sendable, Hashable {
+        case http
+        case nonHTTP
+    }
+
+    /// The same-site status of a request (RFC 6265bis §5.2); same-site unless said otherwise.
+    public struct RequestContext: Sendable, Hashable {
+        public var isSameSite: Bool
+        public var isTopLevelNavigation: Bool
+        public var isSafeMethod: Bool
+        public init(isSameSite: Bool = true, isTopLevelNavigation: Bool = true, isSafeMethod: Bool = true) {
+            self.isSameSite = isSameSite
+            self.isTopLevelNavigation = isTopLevelNavigation
+            self.isSafeMethod = isSafeMethod
+        }
+        public static let sameSite = RequestContext()
+    }
+
+    /// A change to the jar, the analogue of `NSHTTPCookieManagerCookiesChanged`.
+    public enum Change: Sendable, Hashable {
+        case inserted(StoredCookie)
+        case replaced(old: StoredCookie, new: StoredCookie)
+        case removed(StoredCookie, Removal)
+    }
+
+    /// Why a cookie left the jar.
+    public enum Removal: String, Sendable, Hashable {
+        /// Its expiry time passed.
+        case expired
+        /// The server replaced it with an already-expired cookie (Max-Age=0 or a past Expires).
+        case deletedByServer
+        /// The jar was over its limits (§5.7, "remove excess cookies").
+        case evicted
+        /// ``CookieJar/removeAll()``.
+        case cleared
+    }
+
+    public var acceptPolicy: AcceptPolicy
+    /// Called after every change; it must not touch the jar.
+    public var onChange: (@Sendable (Change) -> Void)?
+    /// Cookies per domain before excess ones are evicted (§5.7 suggests 50).
+    public var maximumPerDomain = 50
+    /// Cookies in the jar before excess ones are evicted (§5.7 suggests 3000).
+    public var maximumTotal = 3000
+
+    private let clock: @Sendable () -> Int64
+    private let suffixes: PublicSuffixList
+    private var byDomain: [String: [StoredCookie]] = [:]
+    private var sequence: UInt64 = 0
+    public private(set) var count = 0
+
+    /// A jar. `clock` returns the current time in seconds since the epoch.
+    public init(
+        acceptPolicy: AcceptPolicy = .always, publicSuffixes: PublicSuffixList = .system,
+        clock: @escaping @Sendable () -> Int64
+    ) {
+        self.acceptPolicy = acceptPolicy
+        self.suffixes = publicSuffixes
+        self.clock = clock
+    }
+
+    // MARK: - Storage (§5.7)
+
+    /// Receives one Set-Cookie value from `url` (RFC 6265bis §5.7) and returns the cookie stored, or why
+    /// it was not.
+    @discardableResult
+    public mutating func receive(
+        _ setCookie: SetCookie, from url: RequestURL, via channel: Channel = .http,
+        context: RequestContext = .sameSite, mainDocumentURL: RequestURL? = nil
+    ) -> Result<StoredCookie, CookieRejection> {
+        let now = clock()
+        let cookie: StoredCookie
+        switch Self.evaluate(setCookie, from: url, via: channel, context: context, now: now, suffixes: suffixes) {
+        case .failure(let rejection): return .failure(rejection)
+        case .success(let c): cookie = c
+        }
+        switch acceptPolicy {
+        case .always: break
+        case .never: return .failure(CookieRejection(.policy, "the jar's accept policy is 'never'"))
+        case .onlyFromMainDocumentDomain:
+            guard let main = mainDocumentURL, Host.domainMatches(main.host, cookie.domain) else {
+                return .failure(
+                    CookieRejection(
+                        .policy, "cookie domain \(cookie.domain) is not the main document's domain"
+                            + (mainDocumentURL.map { " (\($0.host))" } ?? " (none given)")))
+            }
+        }
+        return store(cookie, from: url, via: channel, now: now)
+    }
+
+    /// Receives every Set-Cookie value of one response, in order.
+    public mutating func receive(_ values: [SetCookie], from url: RequestURL, via channel: Channel = .http) {
+        for value in values { receive(value, from: url, via: channel) }
+    }
+
+    private mutating func store(_ candidate: StoredCookie, from url: RequestURL, via channel: Channel, now: Int64)
+        -> Result<StoredCookie, CookieRejection>
+    {
+        var cookie = candidate
+        purgeExpired(now: now)
+        // Step 16: leave secure cookies alone.
+        if !cookie.secureOnly && !url.isSecure {
+            for list in byDomain.values {
+                for old in list
+                where old.secureOnly && old.nameBytes == cookie.nameBytes
+                    && (Host.domainMatches(old.domain, cookie.domain) || Host.domainMatches(cookie.domain, old.domain))
+                    && pathMatches(cookie.path, old.path)
+                {
+                    return .failure(
+                        CookieRejection(
+                            .overlaysSecureCookie, "a Secure cookie with this name exists; an insecure origin cannot overlay it"))
+                }
+            }
+        }
+        sequence += 1
+        cookie.creationSequence = sequence
+        // Step 23.
+        var list = byDomain[cookie.domain] ?? []
+        if let index = list.firstIndex(where: {
+            $0.nameBytes == cookie.nameBytes && $0.hostOnly == cookie.hostOnly && $0.path == cookie.path
+        }) {
+            let old = list[index]
+            if channel == .nonHTTP && old.httpOnly {
+                return .failure(CookieRejection(.httpOnlyFromScript, "a non-HTTP API cannot overwrite an HttpOnly cookie"))
+            }
+            cookie.creationTime = old.creationTime
+            cookie.creationSequence = old.creationSequence
+            if cookie.isExpired(at: now) {
+                list.remove(at: index)
+                count -= 1
+                byDomain[cookie.domain] = list.isEmpty ? nil : list
+                onChange?(.removed(old, .deletedByServer))
+                return .success(cookie)
+            }
+            list[index] = cookie
+            byDomain[cookie.domain] = list
+            if let expiry = cookie.expiry { nextExpiry = min(nextExpiry, expiry) }
+            onChange?(.replaced(old: old, new: cookie))
+            return .success(cookie)
+        }
+        // An already-expired cookie is evicted at once (§5.7: "MUST evict all expired cookies").
+        if cookie.isExpired(at: now) { return .success(cookie) }
+        list.append(cookie)
+        count += 1
+        if let expiry = cookie.expiry { nextExpiry = min(nextExpiry, expiry) }
+        byDomain[cookie.domain] = list
+        onChange?(.inserted(cookie))
+        evictExcess(domain: cookie.domain)
+        return .success(cookie)
+    }
+
+    /// The storage-model checks of RFC 6265bis §5.7 that do not depend on what the jar holds: the cookie
+    /// a user agent would create from this line at `url`, or why it would ignore it.
+    public static func evaluate(
+        _ setCookie: SetCookie, from url: RequestURL, via channel: Channel = .http,
+        context: RequestContext = .sameSite, now: Int64, suffixes: PublicSuffixList
+    ) -> Result<StoredCookie, CookieRejection> {
+        // §5.6 steps 1 and 5, §5.7 steps 2–4.
+        if let problem = setCookie.problem {
+            return .failure(CookieRejection(.malformed(problem.code), problem.description))
+        }
+        let attributes = setCookie.attributes
+        let host = url.host
+        var domainAttribute = attributes.domain ?? ""
+        // Browsers ignore `Domain=.` (a dot and nothing else) rather than treat it as absent.
+        if domainAttribute.isEmpty, let written = attributes.domainAsWritten, !written.isEmpty {
+            return .failure(CookieRejection(.domainMismatch, "Domain=\(written) names no domain"))
+        }
+        // Step 8.
+        if domainAttribute.utf8.contains(where: { $0 >= 0x80 }) {
+            return .failure(CookieRejection(.domainInvalid, "Domain=\(domainAttribute) is not ASCII (§5.7 step 8)"))
+        }
+        // Step 9.
+        if !domainAttribute.isEmpty && suffixes.isPublicSuffix(domainAttribute) {
+            if domainAttribute == host {
+                domainAttribute = ""
+            } else {
+                return .failure(
+                    CookieRejection(.publicSuffix, "Domain=\(domainAttribute) is a public suffix (§5.7 step 9)"))
+            }
+        }
+        // Step 10.
+        let hostOnly = domainAttribute.isEmpty
+        if !hostOnly && !Host.domainMatches(host, domainAttribute) {
+            return .failure(
+                CookieRejection(.domainMismatch, "host \(host) does not domain-match Domain=\(domainAttribute) (§5.7 step 10)"))
+        }
+        let domain = hostOnly ? host : domainAttribute
+        // Step 11.
+        let path = attributes.path ?? url.defaultPath
+        // Steps 12–13.
+        if attributes.secure && !url.isSecure {
+            return .failure(CookieRejection(.secureFromInsecure, "Secure cookie set from insecure origin \(url.scheme)://\(host) (§5.7 step 13)"))
+        }
+        // Steps 14–15.
+        if channel == .nonHTTP && attributes.httpOnly {
+            return .failure(CookieRejection(.httpOnlyFromScript, "HttpOnly cookie set through a non-HTTP API (§5.7 step 15)"))
+        }
+        // Step 18.
+        if attributes.sameSite != .none && !context.isSameSite && !context.isTopLevelNavigation {
+            return .failure(CookieRejection(.crossSite, "SameSite=\(attributes.sameSite.rawValue) cookie set from a cross-site request (§5.7 step 18)"))
+        }
+        // Step 19.
+        if attributes.sameSite == .none && !attributes.secure {
+            return .failure(CookieRejection(.sameSiteNoneInsecure, "SameSite=None requires Secure (§5.7 step 19)"))
+        }
+        // Step 20–22: prefixes, matched case-insensitively (§5.5).
+        let name = setCookie.nameBytes
+        if ASCII.hasPrefixIgnoringCase(name, "__secure-") && !attributes.secure {
+            return .failure(CookieRejection(.prefix, "__Secure- cookie without Secure (§5.7 step 20)"))
+        }
+        if ASCII.hasPrefixIgnoringCase(name, "__host-") {
+            if !attributes.secure || !hostOnly || !attributes.hasPath || path != "/" {
+                return .failure(
+                    CookieRejection(.prefix, "__Host- cookie needs Secure, no Domain and Path=/ (§5.7 step 21)"))
+            }
+        }
+        if name.isEmpty {
+            let value = setCookie.valueBytes
+            if ASCII.hasPrefixIgnoringCase(value, "__secure-") || ASCII.hasPrefixIgnoringCase(value, "__host-") {
+                return .failure(CookieRejection(.prefix, "nameless cookie whose value looks like a prefixed name (§5.7 step 22)"))
+            }
+        }
+        // CHIPS: Partitioned requires Secure (browsers reject it otherwise).
+        if attributes.partitioned && !attributes.secure {
+            return .failure(CookieRejection(.partitionedInsecure, "Partitioned requires Secure"))
+        }
+        return .success(
+            StoredCookie(
+                nameBytes: Array(name), valueBytes: Array(setCookie.valueBytes), expiry: attributes.expiry(now: now),
+                domain: domain, path: path, creationTime: now, creationSequence: 0, lastAccessTime: now,
+                hostOnly: hostOnly, secureOnly: attributes.secure, httpOnly: attributes.httpOnly,
+                sameSite: attributes.sameSite, partitioned: attributes.partitioned))
+    }
+
+    // MARK: - Retrieval (§5.8.3)
+
+    /// The cookies to send to `url`, in RFC 6265bis order (longer paths first, then earlier creation);
+    /// updates their last-access time.
+    public mutating func cookies(
+        for url: RequestURL, via channel: Channel = .http, context: RequestContext = .sameSite
+    ) -> [StoredCookie] {
+        let now = clock()
+        purgeExpired(now: now)
+        let host = url.host
+        let requestPath = url.path.isEmpty ? "/" : url.path
+        var selected: [(String, Int)] = []
+        for domain in Self.candidateDomains(host) {
+            guard let list = byDomain[domain] else { continue }
+            for (index, cookie) in list.enumerated() {
+                if cookie.hostOnly {
+                    guard host == cookie.domain else { continue }
+                } else {
+                    guard Host.domainMatches(host, cookie.domain), !suffixes.isPublicSuffix(cookie.domain) else {
+                        continue
+                    }
+                }
+                guard pathMatches(requestPath, cookie.path) else { continue }
+                if cookie.secureOnly && !url.isSecure { continue }
+                if cookie.httpOnly && channel == .nonHTTP { continue }
+                if cookie.sameSite != .none && !context.isSameSite {
+                    let laxAllowed =
+                        channel == .http && (cookie.sameSite == .lax || cookie.sameSite == .default)
+                        && context.isSafeMethod && context.isTopLevelNavigation
+                    if !laxAllowed { continue }
+                }
+                selected.append((domain, index))
+            }
+        }
+        var result: [StoredCookie] = []
+        result.reserveCapacity(selected.count)
+        for (domain, index) in selected {
+            byDomain[domain]![index].lastAccessTime = now
+            result.append(byDomain[domain]![index])
+        }
+        result.sort { a, b in
+            if a.path.utf8.count != b.path.utf8.count { return a.path.utf8.count > b.path.utf8.count }
+            if a.creationTime != b.creationTime { return a.creationTime < b.creationTime }
+            return a.creationSequence < b.creationSequence
+        }
+        return result
+    }
+
+    /// The `Cookie` header value for `url` (§5.8.3 step 6); empty when nothing would be sent.
+    public mutating func cookieHeader(
+        for url: RequestURL, via channel: Channel = .http, context: RequestContext = .sameSite
+    ) -> String {
+        let list = cookies(for: url, via: channel, context: context)
+        var out: [UInt8] = []
+        for (i, cookie) in list.enumerated() {
+            if i > 0 { out += [0x3B, 0x20] }
+            out += cookie.pairBytes
+        }
+        return String(lossy: out)
+    }
+
+    /// Every cookie in the jar (unordered), expired ones removed first.
+    public mutating func allCookies() -> [StoredCookie] {
+        purgeExpired(now: clock())
+        return byDomain.values.flatMap { $0 }
+    }
+
+    /// Empties the jar.
+    public mutating func removeAll() {
+        let all = byDomain.values.flatMap { $0 }
+        byDomain.removeAll()
+        count = 0
+        for cookie in all { onChange?(.removed(cookie, .cleared)) }
+    }
+
+    // MARK: - Housekeeping
+
+    /// The host and each parent domain, longest first: where a cookie that matches `host` can live.
+    static func candidateDomains(_ host: String) -> [String] {
+        if Host.isIPAddress(host) { return [host] }
+        var result = [host]
+        var rest = Substring(host)
+        while let dot = rest.firstIndex(of: ".") {
+            rest = rest[rest.index(after: dot)...]
+            if !rest.isEmpty { result.append(String(rest)) }
+        }
+        return result
+    }
+
+    private var nextExpiry: Int64 = .max
+
+    private mutating func purgeExpired(now: Int64) {
+        guard now >= nextExpiry else { return }
+        var soonest = Int64.max
+        for (domain, list) in byDomain {
+            var kept: [StoredCookie] = []
+            for cookie in list {
+                if cookie.isExpired(at: now) {
+                    count -= 1
+                    onChange?(.removed(cookie, .expired))
+                } else {
+                    kept.append(cookie)
+                    if let e = cookie.expiry { soonest = min(soonest, e) }
+                }
+            }
+            byDomain[domain] = kept.isEmpty ? nil : kept
+        }
+        nextExpiry = soonest
+    }
+
+    private mutating func evictExcess(domain: String) {
+        if var list = byDomain[domain], list.count > maximumPerDomain {
+            // §5.7: non-secure cookies first, then the least recently accessed.
+            while list.count > maximumPerDomain {
+                let victim =
+                    list.indices.filter { !list[$0].secureOnly }.min { list[$0].lastAccessTime < list[$1].lastAccessTime }
+                    ?? list.indices.min { list[$0].lastAccessTime < list[$1].lastAccessTime }!
+                let removed = list.remove(at: victim)
+                count -= 1
+                onChange?(.removed(removed, .evicted))
+            }
+            byDomain[domain] = list
+        }
+        while count > maximumTotal {
+            var oldest: (String, Int)? = nil
+            var oldestTime = Int64.max
+            for (d, list) in byDomain {
+                for (i, c) in list.enumerated() where c.lastAccessTime < oldestTime {
+                    oldest = (d, i)
+                    oldestTime = c.lastAccessTime
+                }
+            }
+            guard let (d, i) = oldest else { break }
+            let removed = byDomain[d]!.remove(at: i)
+            if byDomain[d]!.isEmpty { byDomain[d] = nil }
+            count -= 1
+            onChange?(.removed(removed, .evicted))
+        }
+    }
+}
+
+/// Why a user agent does not store a cookie.
+public struct CookieRejection: Error, Sendable, Hashable, CustomStringConvertible {
+    /// A stable code for scripts and tests.
+    public struct Code: Sendable, Hashable, CustomStringConvertible {
+        public let rawValue: String
+        public var description: String { rawValue }
+        static func malformed(_ code: String) -> Code { Code(rawValue: code) }
+        public static let domainMismatch = Code(rawValue: "domain-mismatch")
+        public static let domainInvalid = Code(rawValue: "domain-invalid")
+        public static let publicSuffix = Code(rawValue: "domain-public-suffix")
+        public static let secureFromInsecure = Code(rawValue: "secure-from-insecure-origin")
+        public static let httpOnlyFromScript = Code(rawValue: "httponly-from-script")
+        public static let crossSite = Code(rawValue: "cross-site")
+        public static let sameSiteNoneInsecure = Code(rawValue: "samesite-none-insecure")
+        public static let prefix = Code(rawValue: "prefix")
+        public static let partitionedInsecure = Code(rawValue: "partitioned-insecure")
+        public static let overlaysSecureCookie = Code(rawValue: "overlays-secure-cookie")
+        public static let policy = Code(rawValue: "accept-policy")
+    }
+
+    public let code: Code
+    public let reason: String
+    init(_ code: Code, _ reason: String) {
+        self.code = code
+        self.reason = reason
+    }
+    public var description: String { reason }
+}

@@ -1,0 +1,108 @@
+/// The parts of a request URL that cookies care about: scheme, canonical host, port and path
+/// (RFC 6265bis §5.1.2, §5.1.4). Parsed by hand, leniently; the host is lowercased.
+public struct RequestURL: Sendable, Hashable, CustomStringConvertible {
+    /// Lowercased scheme, e.g. `https`.
+    public var scheme: String
+    /// Canonicalised host: lowercased, without brackets for IPv6, without a trailing dot.
+    public var host: String
+    /// The port, if written.
+    public var port: Int?
+    /// The path (no query or fragment); may be empty.
+    public var path: String
+
+    /// Parses `scheme://[userinfo@]host[:port][/path][?query][#fragment]`; nil if there is no host.
+    public init?(_ string: String) {
+        let s = Substring(string)
+        guard let colon = s.firstIndex(of: ":"), s[colon...].hasPrefix("://") else { return nil }
+        scheme = String(s[..<colon]).asciiLowercased
+        var rest = s[s.index(colon, offsetBy: 3)...]
+        let authorityEnd = rest.firstIndex { $0 == "/" || $0 == "?" || $0 == "#" } ?? rest.endIndex
+        var authority = rest[..<authorityEnd]
+        rest = rest[authorityEnd...]
+        if let at = authority.lastIndex(of: "@") { authority = authority[authority.index(after: at)...] }
+        var hostPart = authority
+        port = nil
+        if authority.hasPrefix("[") {
+            guard let close = authority.firstIndex(of: "]") else { return nil }
+            hostPart = authority[authority.index(after: authority.startIndex)..<close]
+            let after = authority[authority.index(after: close)...]
+            if after.hasPrefix(":") { port = Int(after.dropFirst()) }
+        } else if let c = authority.lastIndex(of: ":") {
+            hostPart = authority[..<c]
+            port = Int(authority[authority.index(after: c)...])
+        }
+        var h = String(hostPart).asciiLowercased
+        if h.hasSuffix(".") && h.count > 1 { h.removeLast() }
+        guard !h.isEmpty else { return nil }
+        host = h
+        let pathEnd = rest.firstIndex { $0 == "?" || $0 == "#" } ?? rest.endIndex
+        path = String(rest[..<pathEnd])
+    }
+
+    public init(scheme: String, host: String, port: Int? = nil, path: String) {
+        self.scheme = scheme.asciiLowercased
+        self.host = host.asciiLowercased
+        self.port = port
+        self.path = path
+    }
+
+    public var description: String {
+        let h = host.contains(":") ? "[\(host)]" : host
+        return "\(scheme)://\(h)\(port.map { ":\($0)" } ?? "")\(path.isEmpty ? "/" : path)"
+    }
+
+    /// A "secure" origin for cookies: https/wss, or a loopback host (RFC 6265bis §5.7 step 13 leaves
+    /// "secure" to the user agent; browsers treat `localhost` and loopback addresses as secure contexts).
+    public var isSecure: Bool {
+        scheme == "https" || scheme == "wss" || Host.isLoopback(host)
+    }
+
+    /// The default-path of a cookie set from this URL (RFC 6265bis §5.1.4).
+    public var defaultPath: String {
+        guard path.first == "/" else { return "/" }
+        guard let lastSlash = path.lastIndex(of: "/"), lastSlash != path.startIndex else { return "/" }
+        return String(path[..<lastSlash])
+    }
+}
+
+/// Host name helpers (RFC 6265bis §5.1.2–§5.1.3).
+public enum Host {
+    /// Whether `host` is an IPv4 or IPv6 literal (IPv6 without brackets).
+    public static func isIPAddress(_ host: String) -> Bool {
+        if host.contains(":") { return true }
+        let parts = host.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 4 else { return false }
+        return parts.allSatisfy { part in
+            !part.isEmpty && part.count <= 3 && part.allSatisfy(\.isASCIIDigit) && Int(part)! <= 255
+        }
+    }
+
+    /// `localhost`, a name under `.localhost`, 127.0.0.0/8 or ::1.
+    public static func isLoopback(_ host: String) -> Bool {
+        host == "localhost" || host.hasSuffix(".localhost") || host == "::1"
+            || (isIPAddress(host) && host.hasPrefix("127."))
+    }
+
+    /// RFC 6265bis §5.1.3 domain-match: `string` domain-matches `domain`.
+    public static func domainMatches(_ string: String, _ domain: String) -> Bool {
+        if string == domain { return true }
+        guard string.utf8.count > domain.utf8.count, string.hasSuffix(domain), !isIPAddress(string) else {
+            return false
+        }
+        let u = string.utf8
+        return u[u.index(u.endIndex, offsetBy: -(domain.utf8.count + 1))] == UInt8(ascii: ".")
+    }
+}
+
+extension Character {
+    var isASCIIDigit: Bool { isASCII && isNumber }
+}
+
+/// RFC 6265bis §5.1.4 path-match: `requestPath` path-matches `cookiePath`.
+public func pathMatches(_ requestPath: String, _ cookiePath: String) -> Bool {
+    if requestPath == cookiePath { return true }
+    guard requestPath.hasPrefix(cookiePath) else { return false }
+    if cookiePath.hasSuffix("/") { return true }
+    let u = requestPath.utf8
+    return u[u.index(u.startIndex, offsetBy: cookiePath.utf8.count)] == UInt8(ascii: "/")
+}

@@ -1,0 +1,143 @@
+/// The SameSite enforcement of a cookie (RFC 6265bis §5.6.7): anything but Strict, Lax or None is Default.
+public enum SameSite: String, Sendable, Hashable, CaseIterable {
+    case strict = "Strict"
+    case lax = "Lax"
+    case none = "None"
+    case `default` = "Default"
+}
+
+/// What a user agent takes from a Set-Cookie line's attributes (RFC 6265bis §5.6.1–§5.6.7 and CHIPS),
+/// with last-one-wins for repeated attributes (§5.7 steps 6–17). Times are seconds since the epoch.
+public struct CookieAttributes: Sendable, Hashable {
+    /// The last Expires that parses as a cookie-date (§5.6.1), before the 400-day cap; nil if none does.
+    public var expires: Int64?
+    /// The last valid Max-Age delta-seconds (§5.6.2), before the cap; may be zero or negative.
+    public var maxAge: Int64?
+    /// The last Domain (§5.6.3): leading dot dropped, lowercased. Nil when there is none; may be empty.
+    public var domain: String?
+    /// The last Domain exactly as written (for lint: a leading dot, a lone `.`).
+    public var domainAsWritten: String?
+    /// Whether the line has a Path attribute at all (§5.7 step 21.3 for `__Host-`).
+    public var hasPath: Bool
+    /// The last Path if it starts with `/` (§5.6.4); nil means the default-path of the request URL.
+    public var path: String?
+    /// §5.6.5.
+    public var secure: Bool
+    /// §5.6.6.
+    public var httpOnly: Bool
+    /// §5.6.7 / §5.7 step 17.
+    public var sameSite: SameSite
+    /// CHIPS `Partitioned`.
+    public var partitioned: Bool
+
+    /// The cookie-age-limit of RFC 6265bis §5.5: 400 days.
+    public static let maximumLifetime: Int64 = 400 * 86_400
+    /// The earliest representable time; a cookie expiring then is already expired (§5.6.2 step 7).
+    public static let earliest = Int64.min
+
+    /// The expiry-time at `now` (§5.6.1, §5.6.2, §5.7 step 6): Max-Age wins over Expires, both capped
+    /// at 400 days. Nil for a session cookie.
+    public func expiry(now: Int64) -> Int64? {
+        if let maxAge {
+            if maxAge <= 0 { return Self.earliest }
+            return now + min(maxAge, Self.maximumLifetime)
+        }
+        if let expires { return min(expires, now + Self.maximumLifetime) }
+        return nil
+    }
+
+    /// Whether the lifetime asked for is longer than the 400-day cap (§5.5).
+    public func isLifetimeCapped(now: Int64) -> Bool {
+        if let maxAge { return maxAge > Self.maximumLifetime }
+        if let expires { return expires > now + Self.maximumLifetime }
+        return false
+    }
+}
+
+extension SetCookie {
+    /// The user-agent view of the attributes (RFC 6265bis §5.6), last one wins.
+    public var attributes: CookieAttributes {
+        var result = CookieAttributes(
+            expires: nil, maxAge: nil, domain: nil, domainAsWritten: nil, hasPath: false, path: nil, secure: false,
+            httpOnly: false, sameSite: .default, partitioned: false)
+        bytes.withUnsafeBufferPointer { b in
+            for span in layout.spans {
+                let vs = Int(span.valueStart)
+                let ve = Int(span.valueEnd)
+                // §5.6 attributes step 6: over-long values are ignored.
+                if ve - vs > Int(SetCookie.maximumAttributeValueLength) { continue }
+                switch span.kind {
+                case .expires:
+                    if let date = CookieDate.parse(UnsafeBufferPointer(rebasing: b[vs..<ve])) { result.expires = date }
+                case .maxAge:
+                    if let delta = Self.parseMaxAge(b, vs, ve) { result.maxAge = delta }
+                case .domain:
+                    var domain = Array(b[vs..<ve])
+                    result.domainAsWritten = String(lossy: domain)
+                    if domain.first == 0x2E { domain.removeFirst() }
+                    result.domain = String(lossy: domain).asciiLowercased
+                case .path:
+                    result.hasPath = true
+                    result.path = (ve > vs && b[vs] == 0x2F) ? String(lossy: b[vs..<ve]) : nil
+                case .secure: result.secure = true
+                case .httpOnly: result.httpOnly = true
+                case .partitioned: result.partitioned = true
+                case .sameSite:
+                    if ASCII.equalsLowercase(b, vs, ve, "strict") {
+                        result.sameSite = .strict
+                    } else if ASCII.equalsLowercase(b, vs, ve, "lax") {
+                        result.sameSite = .lax
+                    } else if ASCII.equalsLowercase(b, vs, ve, "none") {
+                        result.sameSite = .none
+                    } else {
+                        result.sameSite = .default
+                    }
+                default: break
+                }
+            }
+        }
+        return result
+    }
+
+    /// §5.6.2 steps 1–4: `-`? DIGIT+; nil when the cookie-av is ignored. Saturates instead of overflowing.
+    static func parseMaxAge(_ b: UnsafeBufferPointer<UInt8>, _ start: Int, _ end: Int) -> Int64? {
+        var i = start
+        var negative = false
+        if i < end && b[i] == 0x2D {
+            negative = true
+            i += 1
+        }
+        guard i < end else { return nil }
+        var value: Int64 = 0
+        while i < end {
+            guard ASCII.isDigit(b[i]) else { return nil }
+            if value < Int64.max / 100 { value = value * 10 + Int64(b[i] - 0x30) }
+            i += 1
+        }
+        return negative ? -value : value
+    }
+
+    /// Whether an attribute of this kind is written at all (in effect or not).
+    public func contains(_ kind: CookieAttributeKind) -> Bool {
+        layout.spans.contains { $0.kind == kind }
+    }
+
+    /// Whether an attribute with this name (case-insensitive) is written.
+    public func contains(attributeNamed name: String) -> Bool {
+        indices(ofAttributeNamed: name).isEmpty == false
+    }
+
+    /// Indices into the attribute list of attributes spelled `name`, case-insensitively.
+    func indices(ofAttributeNamed name: String) -> [Int] {
+        let wanted = Array(name.asciiLowercased.utf8)
+        return bytes.withUnsafeBufferPointer { b in
+            layout.spans.indices.filter { index in
+                let span = layout.spans[index]
+                let length = Int(span.nameEnd - span.nameStart)
+                guard length == wanted.count else { return false }
+                for k in 0..<length where ASCII.lower(b[Int(span.nameStart) + k]) != wanted[k] { return false }
+                return true
+            }
+        }
+    }
+}

@@ -1,0 +1,297 @@
+/// One `Set-Cookie` field value, kept byte for byte (RFC 6265bis §4.1, §5.6).
+///
+/// Reading is lenient and lossless: every input parses, including malformed ones. The value keeps the
+/// raw bytes, where the name and value sit, and every attribute in order with its original spelling,
+/// spacing, duplicates and unknown or invalid attributes. ``bytes`` of an unedited value is the input.
+/// What a user agent would make of it is ``attributes`` (§5.6), and whether it would ignore the line
+/// entirely is ``problem``.
+public struct SetCookie: Sendable, Hashable, CustomStringConvertible {
+    /// The field value as it is now: the input, or the input with the edits applied.
+    public internal(set) var bytes: [UInt8]
+    @usableFromInline var layout: Layout
+
+    /// Parses a field value. Never fails; see ``problem`` for lines a user agent ignores.
+    public init(bytes: [UInt8]) {
+        self.bytes = bytes
+        self.layout = bytes.withUnsafeBufferPointer { Layout.parse($0) }
+    }
+
+    /// Parses a field value given as text (its UTF-8 bytes).
+    public init(_ string: String) {
+        self.init(bytes: Array(string.utf8))
+    }
+
+    /// Parses the bytes of a header line value from a larger buffer.
+    public init<C: Collection<UInt8>>(_ bytes: C) {
+        self.init(bytes: Array(bytes))
+    }
+
+    public static func == (lhs: SetCookie, rhs: SetCookie) -> Bool { lhs.bytes == rhs.bytes }
+    public func hash(into hasher: inout Hasher) { hasher.combine(bytes) }
+
+    /// The field value as text (invalid UTF-8 shown as U+FFFD).
+    public var description: String { String(lossy: bytes) }
+
+    // MARK: Name and value (§5.6 steps 2–4)
+
+    /// The cookie-name bytes, without surrounding whitespace. Empty when the pair has no `=` (§5.6 step 3).
+    public var nameBytes: ArraySlice<UInt8> { bytes[Int(layout.nameStart)..<Int(layout.nameEnd)] }
+    /// The cookie-value bytes, without surrounding whitespace; quotes are kept (they are part of the value).
+    public var valueBytes: ArraySlice<UInt8> { bytes[Int(layout.valueStart)..<Int(layout.valueEnd)] }
+    /// The cookie-name as text.
+    public var name: String { String(lossy: nameBytes) }
+    /// The cookie-value as text.
+    public var value: String { String(lossy: valueBytes) }
+    /// Whether the name-value-pair contains `=`; `Set-Cookie: foo` is a cookie with an empty name (§5.6 step 3).
+    public var hasNameValueSeparator: Bool { layout.pairHasEquals }
+    /// Byte range of the name-value-pair (up to the first `;`), whitespace included.
+    public var nameValuePairRange: Range<Int> { 0..<Int(layout.pairEnd) }
+
+    // MARK: Attributes as written
+
+    /// The attributes as written, in order, duplicates and unknown ones included.
+    public var writtenAttributes: [WrittenAttribute] {
+        layout.spans.map { span in
+            WrittenAttribute(
+                kind: span.kind,
+                name: String(lossy: bytes[Int(span.nameStart)..<Int(span.nameEnd)]),
+                value: span.hasEquals ? String(lossy: bytes[Int(span.valueStart)..<Int(span.valueEnd)]) : nil,
+                range: Int(span.start)..<Int(span.end),
+                isIgnored: span.valueEnd - span.valueStart > SetCookie.maximumAttributeValueLength
+            )
+        }
+    }
+
+    /// Number of attributes as written (cookie-av segments after the first `;`).
+    public var attributeCount: Int { layout.spans.count }
+
+    /// Whether a user agent would ignore this line entirely (§5.6 steps 1 and 5, §5.7 step 2), and why.
+    public var problem: Problem? { layout.problem }
+
+    /// RFC 6265bis §5.6 step 5: name plus value longer than this is ignored.
+    public static let maximumNameValueLength = 4096
+    /// RFC 6265bis §5.6 (attributes) step 6: an attribute value longer than this is ignored.
+    public static let maximumAttributeValueLength: Int32 = 1024
+}
+
+extension SetCookie {
+    /// An attribute as written in the field value.
+    public struct WrittenAttribute: Sendable, Hashable {
+        /// Which attribute RFC 6265bis gives this name to (matched case-insensitively), or `.unknown`.
+        public var kind: CookieAttributeKind
+        /// The attribute name as written, without surrounding whitespace.
+        public var name: String
+        /// The attribute value as written without surrounding whitespace; nil when there is no `=`.
+        public var value: String?
+        /// Byte range of the cookie-av, between its `;` and the next one.
+        public var range: Range<Int>
+        /// Whether a user agent ignores it because its value is over 1024 bytes (§5.6 attributes step 6).
+        public var isIgnored: Bool
+    }
+
+    /// Why a user agent ignores the whole line.
+    public struct Problem: Sendable, Hashable, CustomStringConvertible {
+        enum Reason: Hashable {
+            case controlCharacter(offset: Int, byte: UInt8)
+            case emptyNameAndValue
+            case nameValueTooLong(Int)
+        }
+        let reason: Reason
+
+        /// A stable code for scripts.
+        public var code: String {
+            switch reason {
+            case .controlCharacter: return "control-character"
+            case .emptyNameAndValue: return "empty-cookie"
+            case .nameValueTooLong: return "name-value-too-long"
+            }
+        }
+
+        public var description: String {
+            switch reason {
+            case .controlCharacter(let offset, let byte):
+                let hex = String(byte, radix: 16, uppercase: true)
+                return "control character 0x\(hex.count == 1 ? "0" + hex : hex) at byte \(offset) (RFC 6265bis §5.6 step 1)"
+            case .emptyNameAndValue:
+                return "empty name and value (RFC 6265bis §5.7 step 2)"
+            case .nameValueTooLong(let length):
+                return "name and value are \(length) bytes, over the 4096-byte limit (RFC 6265bis §5.6 step 5)"
+            }
+        }
+    }
+}
+
+/// The attribute names RFC 6265bis §5.6 and CHIPS give meaning to. An open set: anything else is `.unknown`.
+public struct CookieAttributeKind: Sendable, Hashable, CustomStringConvertible {
+    @usableFromInline let rawValue: UInt8
+    @usableFromInline init(rawValue: UInt8) { self.rawValue = rawValue }
+
+    public static let unknown = CookieAttributeKind(rawValue: 0)
+    public static let expires = CookieAttributeKind(rawValue: 1)
+    public static let maxAge = CookieAttributeKind(rawValue: 2)
+    public static let domain = CookieAttributeKind(rawValue: 3)
+    public static let path = CookieAttributeKind(rawValue: 4)
+    public static let secure = CookieAttributeKind(rawValue: 5)
+    public static let httpOnly = CookieAttributeKind(rawValue: 6)
+    public static let sameSite = CookieAttributeKind(rawValue: 7)
+    /// CHIPS (draft-cutler-httpbis-partitioned-cookies).
+    public static let partitioned = CookieAttributeKind(rawValue: 8)
+
+    /// The canonical spelling, used when an attribute is added.
+    public var canonicalName: String {
+        switch self {
+        case .expires: return "Expires"
+        case .maxAge: return "Max-Age"
+        case .domain: return "Domain"
+        case .path: return "Path"
+        case .secure: return "Secure"
+        case .httpOnly: return "HttpOnly"
+        case .sameSite: return "SameSite"
+        case .partitioned: return "Partitioned"
+        default: return ""
+        }
+    }
+
+    /// Whether the attribute is a flag (no value).
+    public var isFlag: Bool { self == .secure || self == .httpOnly || self == .partitioned }
+
+    public var description: String { self == .unknown ? "unknown" : canonicalName }
+
+    /// The kind for an attribute name, matched case-insensitively.
+    public init(name: String) {
+        var utf8 = Array(name.utf8)
+        self = utf8.withUnsafeMutableBufferPointer { Self.classify(UnsafeBufferPointer($0), 0, $0.count) }
+    }
+
+    @usableFromInline
+    static func classify(_ b: UnsafeBufferPointer<UInt8>, _ start: Int, _ end: Int) -> CookieAttributeKind {
+        switch end - start {
+        case 4: return ASCII.equalsLowercase(b, start, end, "path") ? .path : .unknown
+        case 6:
+            if ASCII.equalsLowercase(b, start, end, "domain") { return .domain }
+            if ASCII.equalsLowercase(b, start, end, "secure") { return .secure }
+            return .unknown
+        case 7:
+            if ASCII.equalsLowercase(b, start, end, "expires") { return .expires }
+            if ASCII.equalsLowercase(b, start, end, "max-age") { return .maxAge }
+            return .unknown
+        case 8:
+            if ASCII.equalsLowercase(b, start, end, "httponly") { return .httpOnly }
+            if ASCII.equalsLowercase(b, start, end, "samesite") { return .sameSite }
+            return .unknown
+        case 11: return ASCII.equalsLowercase(b, start, end, "partitioned") ? .partitioned : .unknown
+        default: return .unknown
+        }
+    }
+}
+
+extension SetCookie {
+    /// Where each part of the field value lies; recomputed after every edit.
+    @usableFromInline
+    struct Layout: Sendable {
+        var pairEnd: Int32
+        var nameStart: Int32
+        var nameEnd: Int32
+        var valueStart: Int32
+        var valueEnd: Int32
+        var pairHasEquals: Bool
+        var problem: Problem?
+        var spans: ContiguousArray<Span>
+
+        /// One cookie-av: `start` is just after its `;`, `end` at the next `;` or the end.
+        @usableFromInline
+        struct Span: Sendable {
+            var start: Int32
+            var end: Int32
+            var nameStart: Int32
+            var nameEnd: Int32
+            var valueStart: Int32
+            var valueEnd: Int32
+            var hasEquals: Bool
+            var kind: CookieAttributeKind
+        }
+
+        /// RFC 6265bis §5.6, both algorithms, recording positions instead of copying.
+        static func parse(_ b: UnsafeBufferPointer<UInt8>) -> Layout {
+            let count = b.count
+            var problem: Problem? = nil
+            // Step 2: the name-value-pair ends at the first ';'. Step 1 is checked in the same pass.
+            var pairEnd = count
+            var equals = -1
+            var i = 0
+            while i < count {
+                let byte = b[i]
+                if byte == 0x3B {
+                    pairEnd = i
+                    break
+                }
+                if byte == 0x3D && equals < 0 { equals = i }
+                if problem == nil && ASCII.isForbiddenControl(byte) {
+                    problem = Problem(reason: .controlCharacter(offset: i, byte: byte))
+                }
+                i += 1
+            }
+            // Step 3 and 4.
+            var nameStart = 0
+            var nameEnd = 0
+            var valueStart: Int
+            if equals >= 0 {
+                (nameStart, nameEnd) = trim(b, 0, equals)
+                valueStart = equals + 1
+            } else {
+                valueStart = 0
+            }
+            var valueEnd: Int
+            (valueStart, valueEnd) = trim(b, valueStart, pairEnd)
+            if equals < 0 { (nameStart, nameEnd) = (valueStart, valueStart) }
+
+            var spans = ContiguousArray<Span>()
+            var position = pairEnd
+            while position < count {
+                // Attributes step 2–3: skip the ';', consume up to the next one.
+                let start = position + 1
+                var end = start
+                var avEquals = -1
+                while end < count && b[end] != 0x3B {
+                    let byte = b[end]
+                    if byte == 0x3D && avEquals < 0 { avEquals = end }
+                    if problem == nil && ASCII.isForbiddenControl(byte) {
+                        problem = Problem(reason: .controlCharacter(offset: end, byte: byte))
+                    }
+                    end += 1
+                }
+                // Step 4–5.
+                let (ns, ne) = trim(b, start, avEquals >= 0 ? avEquals : end)
+                var (vs, ve) = (end, end)
+                if avEquals >= 0 { (vs, ve) = trim(b, avEquals + 1, end) }
+                spans.append(
+                    Span(
+                        start: Int32(start), end: Int32(end), nameStart: Int32(ns), nameEnd: Int32(ne),
+                        valueStart: Int32(vs), valueEnd: Int32(ve), hasEquals: avEquals >= 0,
+                        kind: CookieAttributeKind.classify(b, ns, ne)))
+                position = end
+            }
+            if problem == nil {
+                let length = (nameEnd - nameStart) + (valueEnd - valueStart)
+                if length == 0 {
+                    problem = Problem(reason: .emptyNameAndValue)
+                } else if length > SetCookie.maximumNameValueLength {
+                    problem = Problem(reason: .nameValueTooLong(length))
+                }
+            }
+            return Layout(
+                pairEnd: Int32(pairEnd), nameStart: Int32(nameStart), nameEnd: Int32(nameEnd),
+                valueStart: Int32(valueStart), valueEnd: Int32(valueEnd), pairHasEquals: equals >= 0,
+                problem: problem, spans: spans)
+        }
+
+        @inline(__always)
+        static func trim(_ b: UnsafeBufferPointer<UInt8>, _ start: Int, _ end: Int) -> (Int, Int) {
+            var s = start
+            var e = end
+            while s < e && ASCII.isWSP(b[s]) { s += 1 }
+            while e > s && ASCII.isWSP(b[e - 1]) { e -= 1 }
+            return (s, e)
+        }
+    }
+}
