@@ -1,1 +1,56 @@
-print("cookie-proxy")
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+let rootSpec = CommandSpec(
+    name: "",
+    abstract: "A local HTTP/HTTPS proxy that rewrites Set-Cookie headers by declarative rules and logs every change.",
+    usage: "cookie-proxy <subcommand> [options]",
+    options: [],
+    arguments: """
+          parse          Parse Set-Cookie values and show what a browser makes of them.
+          conformance    Run cookie conformance corpora against the jar.
+
+        Run 'cookie-proxy <subcommand> --help' for a subcommand's options.
+        """)
+
+let commands: [String: CommandSpec] = [
+    "parse": ParseCommand.spec,
+    "conformance": ConformanceCommand.spec,
+]
+
+func currentTime() -> Int64 { Int64(time(nil)) }
+
+func runMain() -> Int32 {
+    let argv = Array(CommandLine.arguments.dropFirst())
+    guard let first = argv.first, first != "--help", first != "-h", first != "help" else {
+        Console.out(rootSpec.helpText)
+        return argv.isEmpty ? 2 : 0
+    }
+    guard let spec = commands[first] else {
+        let suggestion = CommandSpec.nearest(first, Array(commands.keys))
+        Console.err(
+            "error: unknown subcommand '\(first)'" + (suggestion.map { "; did you mean '\($0)'?" } ?? "")
+                + "\nRun 'cookie-proxy --help' for the list of subcommands.")
+        return 2
+    }
+    do {
+        let args = try spec.parse(Array(argv.dropFirst()))
+        if args.helpRequested {
+            Console.out(spec.helpText)
+            return 0
+        }
+        switch first {
+        case "parse": return try ParseCommand.run(args, now: currentTime())
+        case "conformance": return try ConformanceCommand.run(args)
+        default: return 2
+        }
+    } catch {
+        Console.err("error: \(error.message)\nRun 'cookie-proxy \(error.command) --help' for usage.")
+        return 2
+    }
+}
+
+exit(runMain())

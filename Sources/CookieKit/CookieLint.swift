@@ -1,0 +1,192 @@
+/// Browser-acceptance lint: what browsers will make of a Set-Cookie line from a request URL, and where
+/// that differs from what its author probably meant. Each finding has a stable ``LintFinding/code``.
+public struct LintFinding: Sendable, Hashable, CustomStringConvertible {
+    /// How much a finding matters.
+    public enum Severity: String, Sendable, Hashable, Comparable {
+        /// Browsers will not store the cookie.
+        case rejects
+        /// Stored, but not as the author probably expects (an attribute ignored, a lifetime capped, …).
+        case warning
+        /// Worth knowing; browsers behave as written.
+        case info
+
+        private var rank: Int {
+            switch self {
+            case .rejects: return 0
+            case .warning: return 1
+            case .info: return 2
+            }
+        }
+        public static func < (a: Severity, b: Severity) -> Bool { a.rank < b.rank }
+    }
+
+    /// A stable, kebab-case code, e.g. `samesite-none-insecure`.
+    public let code: String
+    public let severity: Severity
+    /// One line that says what happens and why.
+    public let message: String
+
+    public var description: String { "\(severity.rawValue) \(code): \(message)" }
+}
+
+/// The lint itself.
+public enum CookieLint {
+    /// Every finding for `setCookie` received from `url` at `now`, most severe first.
+    public static func findings(
+        for setCookie: SetCookie, from url: RequestURL, now: Int64, suffixes: PublicSuffixList = .system
+    ) -> [LintFinding] {
+        var out: [LintFinding] = []
+        func add(_ code: String, _ severity: LintFinding.Severity, _ message: String) {
+            out.append(LintFinding(code: code, severity: severity, message: message))
+        }
+        if let problem = setCookie.problem {
+            add(problem.code, .rejects, problem.description)
+        }
+        checkCharacters(setCookie, add)
+        let a = setCookie.attributes
+        let host = url.host
+        let written = setCookie.writtenAttributes
+
+        // Attributes: values over 1024 bytes, conflicts, unparseable values.
+        var seen: [CookieAttributeKind: String] = [:]
+        var conflicted: Set<CookieAttributeKind> = []
+        for attribute in written {
+            if attribute.isIgnored {
+                add(
+                    "attribute-value-too-long", .warning,
+                    "\(attribute.name) value is over 1024 bytes; browsers ignore the attribute (RFC 6265bis §5.6)")
+                continue
+            }
+            guard attribute.kind != .unknown else { continue }
+            let normalised = (attribute.value ?? "").lowercased()
+            if let previous = seen[attribute.kind], previous != normalised, !conflicted.contains(attribute.kind) {
+                conflicted.insert(attribute.kind)
+                add(
+                    "attribute-conflict", .warning,
+                    "\(attribute.kind.canonicalName) is repeated with different values; the last valid one wins (RFC 6265bis §5.7)")
+            }
+            seen[attribute.kind] = normalised
+            switch attribute.kind {
+            case .expires where CookieDate.parse(attribute.value ?? "") == nil:
+                add(
+                    "expires-invalid", .warning,
+                    "Expires=\(attribute.value ?? "") is not a cookie-date; browsers ignore it (RFC 6265bis §5.1.1)")
+            case .maxAge where !isValidMaxAge(attribute.value ?? ""):
+                add("max-age-invalid", .warning, "Max-Age=\(attribute.value ?? "") is not a number; browsers ignore it")
+            case .sameSite:
+                let v = normalised
+                if v != "strict" && v != "lax" && v != "none" {
+                    add(
+                        "samesite-invalid", .warning,
+                        "SameSite=\(attribute.value ?? "") is not Strict, Lax or None; browsers use the default (Lax in Chromium)")
+                }
+            case .path where attribute.value?.first != "/":
+                add(
+                    "path-invalid", .warning,
+                    "Path=\(attribute.value ?? "") does not start with '/'; browsers use the default path \(url.defaultPath)")
+            default: break
+            }
+        }
+        if a.isLifetimeCapped(now: now) {
+            add("lifetime-capped", .warning, "lifetime is over 400 days; browsers cap it at 400 days (RFC 6265bis §5.5)")
+        }
+        if let expiry = a.expiry(now: now), expiry <= now {
+            add("already-expired", .info, "the cookie is already expired: browsers delete any stored cookie it matches")
+        }
+
+        // Domain.
+        if let written = a.domainAsWritten, let domain = a.domain {
+            if domain.isEmpty && !written.isEmpty {
+                add("domain-mismatch", .rejects, "Domain=\(written) names no domain; browsers reject the cookie")
+            } else if domain.utf8.contains(where: { $0 >= 0x80 }) {
+                add("domain-non-ascii", .rejects, "Domain=\(written) is not ASCII (RFC 6265bis §5.7 step 8)")
+            } else if !domain.isEmpty {
+                if domain == "localhost" || Host.isIPAddress(domain) {
+                    add(
+                        "domain-ip-or-localhost", domain == host ? .warning : .rejects,
+                        "Domain=\(domain) is an IP address or localhost; it can only ever mean this one host")
+                }
+                if suffixes.isPublicSuffix(domain) && domain != "localhost" {
+                    if domain == host {
+                        add(
+                            "domain-public-suffix", .warning,
+                            "Domain=\(domain) is a public suffix equal to the host; browsers make the cookie host-only")
+                    } else {
+                        add(
+                            "domain-public-suffix", .rejects,
+                            "Domain=\(domain) is a public suffix; browsers reject the cookie (RFC 6265bis §5.7 step 9)")
+                    }
+                } else if !Host.domainMatches(host, domain) {
+                    add(
+                        "domain-mismatch", .rejects,
+                        "host \(host) is not within Domain=\(domain); browsers reject the cookie (RFC 6265bis §5.7 step 10)")
+                }
+                if written.hasPrefix(".") {
+                    add(
+                        "domain-leading-dot", .info,
+                        "Domain=\(written): browsers ignore the leading dot; Netscape-style clients such as HTTPCookie(properties:) need it to reach subdomains")
+                }
+            }
+        }
+
+        // Secure and the things that need it.
+        if a.secure && !url.isSecure {
+            add(
+                "secure-from-insecure-origin", .rejects,
+                "Secure cookie set over plain \(url.scheme) from \(host); browsers reject it (RFC 6265bis §5.7 step 13)")
+        }
+        if a.sameSite == .none && !a.secure {
+            add("samesite-none-insecure", .rejects, "SameSite=None without Secure; browsers reject it (RFC 6265bis §5.7 step 19)")
+        }
+        if a.partitioned && !a.secure {
+            add("partitioned-insecure", .rejects, "Partitioned without Secure; browsers reject it (CHIPS)")
+        }
+        let name = setCookie.nameBytes
+        if ASCII.hasPrefixIgnoringCase(name, "__secure-") && !a.secure {
+            add("secure-prefix-insecure", .rejects, "__Secure- cookie without Secure (RFC 6265bis §5.7 step 20)")
+        }
+        if ASCII.hasPrefixIgnoringCase(name, "__host-") {
+            if a.domain.map({ !$0.isEmpty }) ?? false {
+                add("host-prefix-domain", .rejects, "__Host- cookie with a Domain attribute (RFC 6265bis §5.7 step 21)")
+            }
+            if !a.secure {
+                add("host-prefix-insecure", .rejects, "__Host- cookie without Secure (RFC 6265bis §5.7 step 21)")
+            }
+            if !a.hasPath || (a.path ?? url.defaultPath) != "/" {
+                add("host-prefix-path", .rejects, "__Host- cookie needs Path=/ (RFC 6265bis §5.7 step 21)")
+            }
+        }
+        return out.enumerated().sorted {
+            $0.element.severity != $1.element.severity ? $0.element.severity < $1.element.severity : $0.offset < $1.offset
+        }.map(\.element)
+    }
+
+    /// Characters a server should not send (RFC 6265bis §4.1.1): name not a token, value not cookie-octets.
+    private static func checkCharacters(_ c: SetCookie, _ add: (String, LintFinding.Severity, String) -> Void) {
+        if c.problem != nil { return }
+        if let bad = c.nameBytes.first(where: { !ASCII.isTokenChar($0) }) {
+            add(
+                "invalid-character", .warning,
+                "cookie name has \(describe(bad)), which is not allowed in a token (RFC 6265bis §4.1.1); servers and clients may disagree on it")
+        }
+        var value = c.valueBytes
+        if value.count >= 2 && value.first == 0x22 && value.last == 0x22 { value = value.dropFirst().dropLast() }
+        if let bad = value.first(where: { !ASCII.isCookieOctet($0) }) {
+            add(
+                "invalid-character", .warning,
+                "cookie value has \(describe(bad)), which is not a cookie-octet (RFC 6265bis §4.1.1); servers and clients may disagree on it")
+        }
+    }
+
+    private static func describe(_ byte: UInt8) -> String {
+        if byte >= 0x80 { return "a non-ASCII byte" }
+        if byte == 0x20 { return "a space" }
+        if byte == 0x09 { return "a tab" }
+        return "'\(Character(Unicode.Scalar(byte)))'"
+    }
+
+    private static func isValidMaxAge(_ v: String) -> Bool {
+        let digits = v.hasPrefix("-") ? v.dropFirst() : Substring(v)
+        return !digits.isEmpty && digits.utf8.allSatisfy(ASCII.isDigit)
+    }
+}

@@ -1,0 +1,189 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// A small declarative command-line parser in the shape of swift-argument-parser: each command declares
+/// its options once; parsing, `--help` text and usage errors all come from that declaration.
+struct OptionSpec: Sendable {
+    /// Spellings, long first: `["--url", "-u"]`.
+    var names: [String]
+    /// Placeholder for the value (`URL`); nil for a flag.
+    var value: String?
+    var help: String
+    /// Shown in `--help`.
+    var defaultValue: String? = nil
+    var repeatable = false
+
+    var key: String { names[0] }
+}
+
+struct CommandSpec: Sendable {
+    var name: String
+    var abstract: String
+    var usage: String
+    var options: [OptionSpec]
+    /// Help for positional arguments, or nil when none are taken.
+    var arguments: String? = nil
+    var discussion: String? = nil
+
+    var helpText: String {
+        var out = "OVERVIEW: \(abstract)\n\nUSAGE: \(usage)\n"
+        if let arguments { out += "\nARGUMENTS:\n\(arguments)\n" }
+        out += "\nOPTIONS:\n"
+        let rows: [(String, String)] =
+            options.map { option in
+                let left = option.names.joined(separator: ", ") + (option.value.map { " <\($0)>" } ?? "")
+                var right = option.help
+                if let d = option.defaultValue { right += " (default: \(d))" }
+                if option.repeatable { right += " (repeatable)" }
+                return (left, right)
+            } + [("-h, --help", "Show help information.")]
+        let width = min(30, rows.map(\.0.count).max() ?? 0)
+        for (left, right) in rows {
+            if left.count > width {
+                out += "  \(left)\n" + String(repeating: " ", count: width + 4) + right + "\n"
+            } else {
+                out += "  \(left)" + String(repeating: " ", count: width - left.count + 2) + right + "\n"
+            }
+        }
+        if let discussion { out += "\n\(discussion)\n" }
+        return out
+    }
+}
+
+/// A usage error: what was wrong and what to do.
+struct UsageError: Error {
+    var message: String
+    var command: String
+}
+
+struct ParsedArguments {
+    var values: [String: [String]] = [:]
+    var flags: Set<String> = []
+    var positionals: [String] = []
+    var helpRequested = false
+
+    func value(_ key: String) -> String? { values[key]?.last }
+    func all(_ key: String) -> [String] { values[key] ?? [] }
+    func flag(_ key: String) -> Bool { flags.contains(key) }
+}
+
+extension CommandSpec {
+    func parse(_ args: [String]) throws(UsageError) -> ParsedArguments {
+        var result = ParsedArguments()
+        var i = 0
+        var onlyPositionals = false
+        while i < args.count {
+            let arg = args[i]
+            i += 1
+            if onlyPositionals || arg == "-" || !arg.hasPrefix("-") {
+                result.positionals.append(arg)
+                continue
+            }
+            if arg == "--" {
+                onlyPositionals = true
+                continue
+            }
+            if arg == "-h" || arg == "--help" {
+                result.helpRequested = true
+                continue
+            }
+            var name = arg
+            var inline: String? = nil
+            if arg.hasPrefix("--"), let eq = arg.firstIndex(of: "=") {
+                name = String(arg[..<eq])
+                inline = String(arg[arg.index(after: eq)...])
+            }
+            guard let option = options.first(where: { $0.names.contains(name) }) else {
+                let suggestion = Self.nearest(name, options.flatMap(\.names) + ["--help"])
+                throw UsageError(
+                    message: "unknown option '\(name)'" + (suggestion.map { "; did you mean '\($0)'?" } ?? ""),
+                    command: self.name)
+            }
+            if option.value == nil {
+                if inline != nil {
+                    throw UsageError(message: "option '\(name)' takes no value", command: self.name)
+                }
+                result.flags.insert(option.key)
+                continue
+            }
+            let value: String
+            if let inline {
+                value = inline
+            } else {
+                guard i < args.count else {
+                    throw UsageError(message: "option '\(name)' needs a value <\(option.value!)>", command: self.name)
+                }
+                value = args[i]
+                i += 1
+            }
+            if !option.repeatable, result.values[option.key] != nil {
+                throw UsageError(message: "option '\(name)' given more than once", command: self.name)
+            }
+            result.values[option.key, default: []].append(value)
+        }
+        if arguments == nil, let first = result.positionals.first {
+            throw UsageError(message: "unexpected argument '\(first)'", command: self.name)
+        }
+        return result
+    }
+
+    /// The closest spelling within edit distance 2, for "did you mean".
+    static func nearest(_ word: String, _ candidates: [String]) -> String? {
+        candidates.map { ($0, editDistance(word, $0)) }.filter { $0.1 <= 2 }.min { $0.1 < $1.1 }?.0
+    }
+}
+
+/// Levenshtein distance, for "did you mean" suggestions.
+func editDistance(_ a: String, _ b: String) -> Int {
+    let a = Array(a)
+    let b = Array(b)
+    if a.isEmpty { return b.count }
+    if b.isEmpty { return a.count }
+    var previous = Array(0...b.count)
+    for i in 1...a.count {
+        var current = [i] + Array(repeating: 0, count: b.count)
+        for j in 1...b.count {
+            current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1))
+        }
+        previous = current
+    }
+    return previous[b.count]
+}
+
+/// Standard output and error without Foundation's buffering surprises.
+enum Console {
+    static func out(_ text: String) {
+        var t = text
+        if !t.hasSuffix("\n") { t += "\n" }
+        writeAll(1, t)
+    }
+    static func err(_ text: String) {
+        var t = text
+        if !t.hasSuffix("\n") { t += "\n" }
+        writeAll(2, t)
+    }
+
+    static func writeAll(_ fd: Int32, _ text: String) {
+        var bytes = Array(text.utf8)
+        var offset = 0
+        while offset < bytes.count {
+            let n = bytes.withUnsafeMutableBytes { write(fd, $0.baseAddress! + offset, $0.count - offset) }
+            if n <= 0 {
+                if n < 0 && errno == EINTR { continue }
+                return
+            }
+            offset += n
+        }
+    }
+    static var stdoutIsTerminal: Bool { isatty(1) != 0 }
+
+    /// Lines of standard input.
+    static func readLines() -> [String] {
+        var lines: [String] = []
+        while let line = readLine(strippingNewline: true) { lines.append(line) }
+        return lines
+    }
+}

@@ -1,0 +1,46 @@
+import CookieConformance
+import CookieKit
+
+/// `cookie-proxy conformance`: runs scenario corpora (shared/conformance format) against the jar.
+enum ConformanceCommand {
+    static let spec = CommandSpec(
+        name: "conformance",
+        abstract: "Run cookie conformance corpora against cookie-proxy's jar.",
+        usage: "cookie-proxy conformance FILE...",
+        options: [
+            OptionSpec(names: ["--quiet", "-q"], value: nil, help: "Print only the per-suite lines and the total.")
+        ],
+        arguments: "  FILE     A corpus in the shared/conformance JSON format (http-state.json, wpt.json).",
+        discussion: "Counted cases decide the exit status (0 all pass, 1 some fail); informative ones are reported.")
+
+    static func run(_ args: ParsedArguments) throws(UsageError) -> Int32 {
+        guard !args.positionals.isEmpty else {
+            throw UsageError(message: "give at least one corpus file, e.g. ../shared/conformance/wpt.json", command: spec.name)
+        }
+        if let error = PublicSuffixList.systemLoadError { Console.err("warning: \(error)") }
+        var passed = 0
+        var failed = 0
+        for file in args.positionals {
+            let suite: ConformanceSuite
+            do { suite = try ConformanceSuite(contentsOf: file) } catch {
+                Console.err("error: \(file): \(error)")
+                return 2
+            }
+            let results = suite.run()
+            let counted = results.filter { !$0.informative }
+            let informative = results.filter(\.informative)
+            let ok = counted.filter(\.passed).count
+            passed += ok
+            failed += counted.count - ok
+            Console.out(
+                "\(suite.name): \(ok)/\(counted.count) counted cases pass; informative: \(informative.filter(\.passed).count)/\(informative.count) match")
+            for result in results where !result.passed && (!args.flag("--quiet") || !result.informative) {
+                if args.flag("--quiet") && result.informative { continue }
+                Console.out(
+                    "  \(result.informative ? "informative" : "FAIL") \(result.id): expected \(result.expected!.debugDescription), got \(result.got!.debugDescription)")
+            }
+        }
+        Console.out("\(passed) passed, \(failed) failed")
+        return failed == 0 ? 0 : 1
+    }
+}
