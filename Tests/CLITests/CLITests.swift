@@ -1,1 +1,72 @@
+import Foundation
 import Testing
+
+@Suite struct CLITests {
+    /// `--help` of every subcommand matches its golden file (Tests/CLITests/golden/).
+    @Test(arguments: ["", "parse", "conformance"])
+    func helpMatchesGoldenText(_ subcommand: String) throws {
+        let args = subcommand.isEmpty ? ["--help"] : [subcommand, "--help"]
+        let result = try Binary.run(args)
+        #expect(result.status == 0)
+        let golden = "\(Binary.repositoryRoot)/Tests/CLITests/golden/help-\(subcommand.isEmpty ? "root" : subcommand).txt"
+        if ProcessInfo.processInfo.environment["UPDATE_GOLDEN"] != nil {
+            try result.stdout.write(toFile: golden, atomically: true, encoding: .utf8)
+        }
+        #expect(result.stdout == (try String(contentsOfFile: golden, encoding: .utf8)))
+    }
+
+    @Test func parsePrintsOneJSONObjectPerCookieWithTheDocumentedKeys() throws {
+        let result = try Binary.run([
+            "parse", "--url", "https://bin.example.com/login",
+            "Set-Cookie: Bin-Auth-Token=abc; Path=/; Domain=bin.example.com; Max-Age=604800; HttpOnly",
+            "x=1; Expires=Wed, 09 Jun 2021 10:18:14 GMT; SameSite=None",
+        ])
+        #expect(result.status == 0)
+        #expect(
+            result.stdout == """
+                {"name":"Bin-Auth-Token","value":"abc","hostOnly":false,"domain":"bin.example.com","path":"/","expires":null,"maxAge":604800,"secure":false,"httpOnly":true,"partitioned":false,"sameSite":"Default","attributes":[{"name":"Path","value":"/"},{"name":"Domain","value":"bin.example.com"},{"name":"Max-Age","value":"604800"},{"name":"HttpOnly","value":null}],"rejected":null,"findings":[]}
+                {"name":"x","value":"1","hostOnly":true,"domain":null,"path":"/","expires":"2021-06-09T10:18:14Z","maxAge":null,"secure":false,"httpOnly":false,"partitioned":false,"sameSite":"None","attributes":[{"name":"Expires","value":"Wed, 09 Jun 2021 10:18:14 GMT"},{"name":"SameSite","value":"None"}],"rejected":"SameSite=None requires Secure (§5.7 step 19)","findings":["samesite-none-insecure","already-expired"]}
+
+                """)
+    }
+
+    @Test(arguments: [
+        ("", "empty name and value"), ("a=b\u{7}", "control character 0x07"), (";;;", "empty name and value"),
+        ("x; Domain=evil.com", "does not domain-match"),
+    ])
+    func parseReportsInputThatIsNotACookieWithoutCrashing(_ input: String, _ reason: String) throws {
+        let result = try Binary.run(["parse", "--url", "https://example.com/", "--", input])
+        #expect(result.status == 0)
+        let object = try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any]
+        let rejected = try #require(object?["rejected"] as? String)
+        #expect(rejected.contains(reason))
+    }
+
+    @Test func parseReadsStandardInputLineByLine() throws {
+        let result = try Binary.run(["parse"], stdin: "Set-Cookie: a=1\nb=2; Secure\n")
+        #expect(result.stdout.split(separator: "\n").count == 2)
+        #expect(result.stdout.contains("\"name\":\"b\""))
+    }
+
+    @Test(arguments: [
+        (["parse", "--formt", "json"], "unknown option '--formt'; did you mean '--format'?"),
+        (["parse", "--format", "yaml"], "--format must be json or text"),
+        (["parse", "--url", "not a url"], "is not an absolute URL"),
+        (["prase"], "unknown subcommand 'prase'; did you mean 'parse'?"),
+        (["conformance"], "give at least one corpus file"),
+    ])
+    func usageErrorsSayWhatToDoAndExitWith2(_ args: [String], _ message: String) throws {
+        let result = try Binary.run(args)
+        #expect(result.status == 2)
+        #expect(result.stderr.contains(message))
+        #expect(result.stderr.contains("--help"))
+    }
+
+    @Test func conformanceCommandRunsTheSharedCorpora() throws {
+        let folder = URL(fileURLWithPath: Binary.repositoryRoot).deletingLastPathComponent()
+            .appendingPathComponent("shared/conformance").path
+        let result = try Binary.run(["conformance", "--quiet", "\(folder)/http-state.json", "\(folder)/wpt.json"])
+        #expect(result.status == 0)
+        #expect(result.stdout.hasSuffix("1007 passed, 0 failed\n"))
+    }
+}
