@@ -261,13 +261,14 @@ public struct CookieJar: Sendable {
         var selected: [(String, Int)] = []
         for domain in Self.candidateDomains(host) {
             guard let list = byDomain[domain] else { continue }
+            // Every cookie in `list` has this domain, which `host` domain-matches by construction.
+            var domainIsPublicSuffix: Bool? = nil
             for (index, cookie) in list.enumerated() {
                 if cookie.hostOnly {
                     guard host == cookie.domain else { continue }
                 } else {
-                    guard Host.domainMatches(host, cookie.domain), !suffixes.isPublicSuffix(cookie.domain) else {
-                        continue
-                    }
+                    if domainIsPublicSuffix == nil { domainIsPublicSuffix = suffixes.isPublicSuffix(domain) }
+                    if domainIsPublicSuffix! { continue }
                 }
                 guard pathMatches(requestPath, cookie.path) else { continue }
                 if cookie.secureOnly && !url.isSecure { continue }

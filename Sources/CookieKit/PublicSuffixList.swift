@@ -70,24 +70,30 @@ public struct PublicSuffixList: Sendable {
 
     /// The public suffix of a (lowercased, A-label) domain, by the list's algorithm.
     public func publicSuffix(of domain: String) -> String {
-        let labels = domain.split(separator: ".", omittingEmptySubsequences: false)
-        guard !labels.isEmpty else { return domain }
+        // Start of each label, left to right; suffixes are substrings from those positions.
+        var starts = [domain.startIndex]
+        var index = domain.startIndex
+        while let dot = domain[index...].firstIndex(of: ".") {
+            index = domain.index(after: dot)
+            starts.append(index)
+        }
+        let labelCount = starts.count
         var best = 1  // implicit "*" rule: the last label
-        for i in 0..<labels.count {
-            let suffix = labels[i...].joined(separator: ".")
+        for i in 0..<labelCount {
+            let suffix = String(domain[starts[i]...])
             if exceptions.contains(suffix) {
-                return labels[(i + 1)...].joined(separator: ".")
+                return i + 1 < labelCount ? String(domain[starts[i + 1]...]) : ""
             }
-            let length = labels.count - i
+            let length = labelCount - i
             if length > best {
                 if rules.contains(suffix) {
                     best = length
-                } else if i + 1 < labels.count, wildcards.contains(labels[(i + 1)...].joined(separator: ".")) {
+                } else if i + 1 < labelCount, wildcards.contains(String(domain[starts[i + 1]...])) {
                     best = length
                 }
             }
         }
-        return labels[(labels.count - best)...].joined(separator: ".")
+        return String(domain[starts[labelCount - best]...])
     }
 
     /// Whether `domain` is itself a public suffix.

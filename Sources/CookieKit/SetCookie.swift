@@ -21,8 +21,13 @@ public struct SetCookie: Sendable, Hashable, CustomStringConvertible {
         self.init(bytes: Array(string.utf8))
     }
 
-    /// Parses the bytes of a header line value from a larger buffer.
-    public init<C: Collection<UInt8>>(_ bytes: C) {
+    /// Parses the bytes of a header line value from a larger buffer (one copy, one allocation).
+    public init(_ bytes: ArraySlice<UInt8>) {
+        self.init(bytes: Array(bytes))
+    }
+
+    /// Parses bytes in memory owned by someone else (one copy, one allocation).
+    public init(_ bytes: UnsafeBufferPointer<UInt8>) {
         self.init(bytes: Array(bytes))
     }
 
@@ -226,7 +231,8 @@ extension SetCookie {
                     break
                 }
                 if byte == 0x3D && equals < 0 { equals = i }
-                if problem == nil && ASCII.isForbiddenControl(byte) {
+                // Only bytes below 0x20 or from 0x7F up need a closer look.
+                if byte &- 0x20 >= 0x5F && problem == nil && ASCII.isForbiddenControl(byte) {
                     problem = Problem(reason: .controlCharacter(offset: i, byte: byte))
                 }
                 i += 1
@@ -246,6 +252,12 @@ extension SetCookie {
             if equals < 0 { (nameStart, nameEnd) = (valueStart, valueStart) }
 
             var spans = ContiguousArray<Span>()
+            if pairEnd < count {
+                // One allocation for the attribute list: count the cookie-avs first.
+                var separators = 0
+                for k in pairEnd..<count where b[k] == 0x3B { separators += 1 }
+                spans.reserveCapacity(separators)
+            }
             var position = pairEnd
             while position < count {
                 // Attributes step 2–3: skip the ';', consume up to the next one.
@@ -255,7 +267,7 @@ extension SetCookie {
                 while end < count && b[end] != 0x3B {
                     let byte = b[end]
                     if byte == 0x3D && avEquals < 0 { avEquals = end }
-                    if problem == nil && ASCII.isForbiddenControl(byte) {
+                    if byte &- 0x20 >= 0x5F && problem == nil && ASCII.isForbiddenControl(byte) {
                         problem = Problem(reason: .controlCharacter(offset: end, byte: byte))
                     }
                     end += 1
