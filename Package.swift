@@ -16,11 +16,18 @@ let package = Package(
         .target(name: "CookieFoundation", dependencies: ["CookieKit"]),
         // Runs the scenario corpora of shared/conformance against the jar (tests and `cookie-proxy conformance`).
         .target(name: "CookieConformance", dependencies: ["CookieKit"]),
-        .executableTarget(name: "cookie-proxy", dependencies: ["CookieKit", "CookieFoundation", "CookieConformance"]),
+        // Sans-I/O HTTP/1.1 codec and the per-connection proxy state machine.
+        .target(name: "ProxyCore", dependencies: ["CookieKit"]),
+        // The only C of the proxy shell: epoll, eventfd, accept4, sockets, getaddrinfo.
+        .target(name: "CProxyShims"),
+        // The I/O shell: event loops, sockets, upstream pool, resolver, timers.
+        .target(name: "ProxyServer", dependencies: ["ProxyCore", "CProxyShims"]),
+        .executableTarget(name: "cookie-proxy", dependencies: ["CookieKit", "CookieFoundation", "CookieConformance", "ProxyCore", "ProxyServer"]),
         // Counts allocations in the benchmark only (interposes malloc in that executable).
         .target(name: "CBenchSupport"),
         .executableTarget(name: "cookie-bench", dependencies: ["CookieKit", "CookieFoundation", "CBenchSupport"]),
         .testTarget(name: "CookieKitTests", dependencies: ["CookieKit", "CookieFoundation", "CookieConformance"]),
+        .testTarget(name: "ProxyCoreTests", dependencies: ["ProxyCore"]),
         .testTarget(name: "CLITests", dependencies: ["cookie-proxy"], exclude: ["golden"]),
     ]
 )

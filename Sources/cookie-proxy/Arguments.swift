@@ -166,6 +166,9 @@ enum Console {
         writeAll(2, t)
     }
 
+    /// Writes to stderr without adding a newline (the live status line).
+    static func errRaw(_ text: String) { writeAll(2, text) }
+
     static func writeAll(_ fd: Int32, _ text: String) {
         var bytes = Array(text.utf8)
         var offset = 0

@@ -10,6 +10,7 @@ let rootSpec = CommandSpec(
     usage: "cookie-proxy <subcommand> [options]",
     options: [],
     arguments: """
+          run            Run the proxy in the foreground.
           parse          Parse Set-Cookie values and show what a browser makes of them.
           conformance    Run cookie conformance corpora against the jar.
 
@@ -17,6 +18,7 @@ let rootSpec = CommandSpec(
         """)
 
 let commands: [String: CommandSpec] = [
+    "run": RunCommand.spec,
     "parse": ParseCommand.spec,
     "conformance": ConformanceCommand.spec,
 ]
@@ -43,6 +45,7 @@ func runMain() -> Int32 {
             return 0
         }
         switch first {
+        case "run": return try RunCommand.run(args)
         case "parse": return try ParseCommand.run(args, now: currentTime())
         case "conformance": return try ConformanceCommand.run(args)
         default: return 2

@@ -1,0 +1,99 @@
+/// A message head on its way out: every line the proxy does not touch is copied from the received bytes
+/// unchanged; removed lines vanish and added or edited lines are written fresh (CRLF, `Name: value`).
+public struct OutgoingHead: Sendable {
+    public let source: HTTPHead
+    /// A replacement start line (without CRLF), or nil to keep the received one.
+    public var startLine: [UInt8]?
+    public private(set) var lines: [Line]
+
+    public enum Line: Sendable {
+        /// A field of `source`, by index, forwarded byte for byte.
+        case original(Int)
+        /// A new or edited field line: name and value (written as `name: value\r\n`).
+        case written(name: String, value: [UInt8])
+    }
+
+    public init(_ source: HTTPHead) {
+        self.source = source
+        self.startLine = nil
+        self.lines = source.fields.indices.map { .original($0) }
+    }
+
+    public var count: Int { lines.count }
+
+    /// The field name at `index`, as written.
+    public func name(at index: Int) -> String {
+        switch lines[index] {
+        case .original(let i): return source.name(source.fields[i])
+        case .written(let name, _): return name
+        }
+    }
+
+    /// Whether the field at `index` is named `lowercaseName` (ASCII case-insensitive).
+    public func name(at index: Int, is lowercaseName: String) -> Bool {
+        switch lines[index] {
+        case .original(let i): return source.field(source.fields[i], is: lowercaseName)
+        case .written(let name, _): return name.lowercased() == lowercaseName
+        }
+    }
+
+    public func value(at index: Int) -> [UInt8] {
+        switch lines[index] {
+        case .original(let i): return Array(source.valueBytes(source.fields[i]))
+        case .written(_, let value): return value
+        }
+    }
+
+    public func valueString(at index: Int) -> String { String(decoding: value(at: index), as: UTF8.self) }
+
+    /// Indices of fields named `lowercaseName`.
+    public func indices(of lowercaseName: String) -> [Int] {
+        lines.indices.filter { name(at: $0, is: lowercaseName) }
+    }
+
+    public func contains(_ lowercaseName: String) -> Bool { lines.indices.contains { name(at: $0, is: lowercaseName) } }
+
+    public mutating func remove(at index: Int) { lines.remove(at: index) }
+
+    /// Removes every field named `lowercaseName`.
+    public mutating func removeAll(_ lowercaseName: String) {
+        lines.removeAll { line in
+            switch line {
+            case .original(let i): return source.field(source.fields[i], is: lowercaseName)
+            case .written(let name, _): return name.lowercased() == lowercaseName
+            }
+        }
+    }
+
+    public mutating func append(name: String, value: [UInt8]) { lines.append(.written(name: name, value: value)) }
+    public mutating func append(name: String, value: String) { append(name: name, value: Array(value.utf8)) }
+
+    /// Replaces the value at `index`, keeping the field's name as written.
+    public mutating func replaceValue(at index: Int, with value: [UInt8]) {
+        lines[index] = .written(name: name(at: index), value: value)
+    }
+
+    /// The head bytes: start line, fields, empty line.
+    public func serialize(into out: inout [UInt8]) {
+        if let startLine {
+            out.append(contentsOf: startLine)
+            out.append(contentsOf: [0x0D, 0x0A])
+        } else {
+            // The received start line with its own line ending.
+            let end = source.fields.first?.line.lowerBound ?? source.startLine.upperBound
+            out.append(contentsOf: source.bytes[0..<end])
+            if source.fields.isEmpty { out.append(contentsOf: [0x0D, 0x0A]) }
+        }
+        for line in lines {
+            switch line {
+            case .original(let i): out.append(contentsOf: source.bytes[source.fields[i].line])
+            case .written(let name, let value):
+                out.append(contentsOf: name.utf8)
+                out.append(contentsOf: [0x3A, 0x20])
+                out.append(contentsOf: value)
+                out.append(contentsOf: [0x0D, 0x0A])
+            }
+        }
+        out.append(contentsOf: [0x0D, 0x0A])
+    }
+}

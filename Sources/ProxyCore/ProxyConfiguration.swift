@@ -1,0 +1,88 @@
+/// Where a request goes.
+public struct Origin: Sendable, Hashable, CustomStringConvertible {
+    public var host: String
+    public var port: Int
+    public init(host: String, port: Int) {
+        self.host = host
+        self.port = port
+    }
+    /// `host:port`, IPv6 in brackets.
+    public var description: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
+}
+
+/// Settings of one proxy connection's state machine. All limits are documented with their defaults in
+/// `cookie-proxy run --help`.
+public struct ProxyConfiguration: Sendable {
+    public var parserLimits = HTTPParserLimits()
+    /// Add `Via: 1.1 cookie-proxy` to requests and responses (RFC 9110 §7.6.3).
+    public var addVia = true
+    public var viaPseudonym = "cookie-proxy"
+    /// Reverse mode: origin-form requests all go here (`--reverse http://localhost:3000`).
+    public var reverseUpstream: Origin? = nil
+    /// The proxy's own listening ports; requests addressed to them on a local address are refused.
+    public var ownPorts: Set<Int> = []
+    /// Hosts (besides loopback names) that address the proxy itself, e.g. its listen address.
+    public var ownHosts: Set<String> = []
+    public init() {}
+}
+
+/// Why an upstream could not be used; turned into a `502` or `504` that names the host.
+public enum UpstreamFailure: Sendable, Hashable {
+    case resolve(host: String, reason: String)
+    case refused(Origin)
+    case connectTimeout(Origin)
+    case responseTimeout(Origin)
+    case failed(Origin, reason: String)
+
+    var status: Int {
+        switch self {
+        case .connectTimeout, .responseTimeout: return 504
+        default: return 502
+        }
+    }
+
+    var message: String {
+        switch self {
+        case .resolve(let host, let reason): return "cannot resolve upstream host '\(host)': \(reason)"
+        case .refused(let o): return "upstream \(o) refused the connection"
+        case .connectTimeout(let o): return "timed out connecting to upstream \(o)"
+        case .responseTimeout(let o): return "upstream \(o) did not answer in time"
+        case .failed(let o, let reason): return "upstream \(o) failed: \(reason)"
+        }
+    }
+}
+
+/// What the hooks (rules, log) learn about an exchange.
+public struct ExchangeContext: Sendable {
+    public var requestID: UInt64
+    public var clientAddress: String
+    public var method: String
+    /// `http` or `https` (intercepted).
+    public var scheme: String
+    public var host: String
+    public var port: Int
+    /// Path and query as requested.
+    public var target: String
+    /// The response status, once known.
+    public var status: Int?
+
+    /// `scheme://host:port/path` (the port always written, as the log wants it).
+    public var url: String { "\(scheme)://\(host.contains(":") ? "[\(host)]" : host):\(port)\(target)" }
+    public var path: String {
+        String(target.prefix { $0 != "?" && $0 != "#" })
+    }
+}
+
+/// Points where the rules layer changes messages. The default changes nothing.
+public protocol ProxyHooks: Sendable {
+    /// The request head as it will go upstream (hop-by-hop fields already removed).
+    func willForwardRequest(_ head: inout OutgoingHead, context: ExchangeContext)
+    /// The response head as it will go to the client (hop-by-hop fields already removed).
+    func willForwardResponse(_ head: inout OutgoingHead, context: ExchangeContext)
+}
+
+public struct NoHooks: ProxyHooks {
+    public init() {}
+    public func willForwardRequest(_ head: inout OutgoingHead, context: ExchangeContext) {}
+    public func willForwardResponse(_ head: inout OutgoingHead, context: ExchangeContext) {}
+}

@@ -1,0 +1,717 @@
+/// Bytes and commands the I/O shell carries out after each event. The shell owns these buffers: it sends
+/// from the front of `toClient` / `toUpstream`, and stops reading from the other side while they are full
+/// (backpressure), so memory stays bounded whatever the body size.
+public struct ConnectionIO: Sendable {
+    public var toClient: [UInt8] = []
+    public var toUpstream: [UInt8] = []
+    public var commands: [Command] = []
+    public init() {}
+
+    public enum Command: Sendable, Hashable {
+        /// Open (or take from the pool) a connection to `origin`; answer with `upstreamConnected` or
+        /// `upstreamFailed`. `fresh` forbids a pooled connection (a retry after a stale one).
+        case connect(Origin, fresh: Bool)
+        /// The exchange is done with the upstream connection: pool it if `reusable`, else close it.
+        case releaseUpstream(reusable: Bool)
+        /// Half-close towards the upstream (tunnels).
+        case shutdownUpstreamWrite
+        /// Half-close towards the client (tunnels).
+        case shutdownClientWrite
+        /// Close the client connection once `toClient` is flushed.
+        case closeClient
+    }
+}
+
+/// The per-client-connection state machine of the proxy (sans-I/O): events in, bytes and commands out.
+/// It parses requests, decides where they go, rewrites heads through ``ProxyHooks``, frames bodies, and
+/// turns failures into `400`/`431`/`502`/`504` answers. Requests on one connection are handled in order
+/// (pipelined requests wait in the input buffer until the previous response is complete).
+public struct ProxyConnectionMachine: Sendable {
+    /// Where the connection is; the shell uses it to pick timeouts.
+    public enum Phase: Sendable, Hashable {
+        /// Between requests, nothing buffered (idle keep-alive timeout).
+        case idle
+        /// Part of a request head has arrived (header read timeout: slowloris).
+        case readingHead
+        /// Waiting for the upstream connection (connect timeout).
+        case connecting
+        /// Request sent, waiting for the response head (response timeout).
+        case awaitingResponse
+        /// Streaming a body.
+        case streaming
+        /// Relaying bytes both ways (CONNECT or Upgrade).
+        case tunnel
+        /// Done; the shell closes after flushing.
+        case closed
+    }
+
+    enum State: Sendable {
+        /// Waiting for (more of) a request head. Transitions: → connecting (head parsed), → closed (error, EOF).
+        case idle
+        /// A request is parsed and waits for its upstream. → exchanging (connected), → closed (failure).
+        case connecting(Exchange)
+        /// Request and response in flight. → idle (response done, keep-alive), → tunnel (101), → closed.
+        case exchanging(Exchange)
+        /// A byte tunnel; `clientDone` / `upstreamDone` record half-closes. → closed when both are done.
+        case tunnel(clientDone: Bool, upstreamDone: Bool)
+        /// Nothing more will be read or written after the pending output.
+        case closed
+    }
+
+    /// One request/response exchange.
+    struct Exchange: Sendable {
+        var context: ExchangeContext
+        var origin: Origin
+        var isConnect: Bool
+        var wantsUpgrade: Bool
+        var requestHeadBytes: [UInt8]
+        var requestBody: BodyReader
+        var clientVersion: HTTPVersion
+        var clientKeepAlive: Bool
+        var reusedUpstream = false
+        var responseBytesSeen = false
+        var response: ResponsePhase = .head
+        var responseParser: HTTPHeadParser
+        var upstreamIn: [UInt8] = []
+        var dechunk = false
+        var closeClientAfter = false
+        var upstreamReusable = true
+    }
+
+    enum ResponsePhase: Sendable {
+        case head
+        case body(BodyReader)
+    }
+
+    public private(set) var configuration: ProxyConfiguration
+    let hooks: any ProxyHooks
+    let clientAddress: String
+    var state: State = .idle
+    var clientIn: [UInt8] = []
+    var clientInStart = 0
+    var clientEOF = false
+    var headParser: HTTPHeadParser
+    var nextRequestID: @Sendable () -> UInt64
+    /// Requests parsed on this connection so far (for the status line).
+    public private(set) var requestCount = 0
+
+    public init(
+        configuration: ProxyConfiguration, hooks: any ProxyHooks = NoHooks(), clientAddress: String,
+        requestIDs: @escaping @Sendable () -> UInt64
+    ) {
+        self.configuration = configuration
+        self.hooks = hooks
+        self.clientAddress = clientAddress
+        self.headParser = HTTPHeadParser(limits: configuration.parserLimits)
+        self.nextRequestID = requestIDs
+    }
+
+    public var phase: Phase {
+        switch state {
+        case .idle: return clientIn.count > clientInStart ? .readingHead : .idle
+        case .connecting: return .connecting
+        case .exchanging(let e):
+            if case .head = e.response { return e.responseBytesSeen ? .streaming : .awaitingResponse }
+            return .streaming
+        case .tunnel: return .tunnel
+        case .closed: return .closed
+        }
+    }
+
+    /// Client bytes received but not yet consumed (pipelined requests, unsent body).
+    public var bufferedClientBytes: Int { clientIn.count - clientInStart }
+
+    /// Whether the shell should read from the client at all now.
+    public var wantsClientData: Bool {
+        switch state {
+        case .closed: return false
+        case .tunnel(let clientDone, _): return !clientDone
+        default: return !clientEOF
+        }
+    }
+
+    /// Gives back buffer memory while idle (1,000 idle keep-alive connections must stay small).
+    public mutating func shrinkBuffers() {
+        if bufferedClientBytes == 0 && clientIn.capacity > 4096 {
+            clientIn = []
+            clientInStart = 0
+        }
+    }
+
+    // MARK: - Events
+
+    public mutating func clientData(_ bytes: ArraySlice<UInt8>, _ io: inout ConnectionIO) {
+        switch state {
+        case .closed: return
+        case .tunnel:
+            io.toUpstream.append(contentsOf: bytes)
+            return
+        default: break
+        }
+        if clientInStart > 0 && clientInStart == clientIn.count {
+            clientIn.removeAll(keepingCapacity: true)
+            clientInStart = 0
+        }
+        clientIn.append(contentsOf: bytes)
+        process(&io)
+    }
+
+    public mutating func clientClosed(_ io: inout ConnectionIO) {
+        clientEOF = true
+        switch state {
+        case .idle:
+            // A partial head is abandoned; between requests this is a normal close.
+            state = .closed
+            io.commands.append(.closeClient)
+        case .connecting(let e), .exchanging(let e):
+            if !e.requestBody.isComplete {
+                // The request was cut short: there is nothing sensible to send upstream.
+                abortExchange(&io)
+            }
+        // Otherwise finish the response first, then close.
+        case .tunnel(_, let upstreamDone):
+            state = .tunnel(clientDone: true, upstreamDone: upstreamDone)
+            io.commands.append(.shutdownUpstreamWrite)
+            if upstreamDone { finishTunnel(&io) }
+        case .closed: break
+        }
+    }
+
+    public mutating func upstreamConnected(reused: Bool, _ io: inout ConnectionIO) {
+        guard case .connecting(var e) = state else { return }
+        e.reusedUpstream = reused
+        if e.isConnect {
+            io.toClient.append(contentsOf: Array("HTTP/1.1 200 Connection Established\r\n\r\n".utf8))
+            state = .tunnel(clientDone: false, upstreamDone: false)
+            // Bytes the client sent after the CONNECT head belong to the tunnel.
+            if bufferedClientBytes > 0 {
+                io.toUpstream.append(contentsOf: clientIn[clientInStart...])
+                clientIn.removeAll()
+                clientInStart = 0
+            }
+            if clientEOF { clientClosed(&io) }
+            return
+        }
+        io.toUpstream.append(contentsOf: e.requestHeadBytes)
+        state = .exchanging(e)
+        forwardRequestBody(&io)
+    }
+
+    public mutating func upstreamFailed(_ failure: UpstreamFailure, _ io: inout ConnectionIO) {
+        switch state {
+        case .connecting(let e):
+            answer(failure.status, failure.message, &io, keepAlive: e.clientKeepAlive && e.requestBody.isComplete)
+        case .exchanging(let e):
+            io.commands.append(.releaseUpstream(reusable: false))
+            if case .head = e.response, !e.responseBytesSeen {
+                answer(failure.status, failure.message, &io, keepAlive: false)
+            } else {
+                // Part of the response is out: closing is the only honest signal.
+                state = .closed
+                io.commands.append(.closeClient)
+            }
+        case .tunnel:
+            state = .closed
+            io.commands.append(.closeClient)
+        default: break
+        }
+    }
+
+    public mutating func upstreamData(_ bytes: ArraySlice<UInt8>, _ io: inout ConnectionIO) {
+        switch state {
+        case .tunnel:
+            io.toClient.append(contentsOf: bytes)
+        case .exchanging(var e):
+            e.responseBytesSeen = true
+            switch e.response {
+            case .head:
+                e.upstreamIn.append(contentsOf: bytes)
+                state = .exchanging(e)
+                processResponseHead(&io)
+            case .body:
+                state = .exchanging(e)
+                forwardResponseBody(bytes, &io)
+            }
+        default: break
+        }
+    }
+
+    public mutating func upstreamClosed(_ io: inout ConnectionIO) {
+        switch state {
+        case .tunnel(let clientDone, _):
+            state = .tunnel(clientDone: clientDone, upstreamDone: true)
+            io.commands.append(.shutdownClientWrite)
+            if clientDone { finishTunnel(&io) }
+        case .exchanging(var e):
+            if case .body(var reader) = e.response {
+                if reader.endOfStream() {
+                    e.response = .body(reader)
+                    e.upstreamReusable = false
+                    e.closeClientAfter = e.closeClientAfter || reader.framing == .untilClose
+                    state = .exchanging(e)
+                    finishExchange(&io)
+                } else {
+                    io.commands.append(.releaseUpstream(reusable: false))
+                    state = .closed
+                    io.commands.append(.closeClient)
+                }
+                return
+            }
+            // No response head yet. A pooled connection the server had closed: retry once on a fresh one
+            // when that is safe (no request body was sent).
+            if e.reusedUpstream && !e.responseBytesSeen && e.requestBody.framing == .none {
+                io.commands.append(.releaseUpstream(reusable: false))
+                e.reusedUpstream = false
+                e.upstreamIn.removeAll()
+                state = .connecting(e)
+                io.commands.append(.connect(e.origin, fresh: true))
+                return
+            }
+            io.commands.append(.releaseUpstream(reusable: false))
+            if e.responseBytesSeen {
+                answer(502, "upstream \(e.origin) sent an incomplete response head", &io, keepAlive: false)
+            } else {
+                answer(502, "upstream \(e.origin) closed the connection without answering", &io, keepAlive: false)
+            }
+        default: break
+        }
+    }
+
+    /// A timer set for the current ``phase`` ran out.
+    public mutating func timedOut(_ io: inout ConnectionIO) {
+        switch state {
+        case .idle:
+            if bufferedClientBytes > 0 {
+                answer(408, "request head not received in time", &io, keepAlive: false)
+            } else {
+                state = .closed
+                io.commands.append(.closeClient)
+            }
+        case .connecting(let e):
+            answer(504, UpstreamFailure.connectTimeout(e.origin).message, &io, keepAlive: false)
+        case .exchanging(let e):
+            io.commands.append(.releaseUpstream(reusable: false))
+            if case .head = e.response, !e.responseBytesSeen {
+                answer(504, UpstreamFailure.responseTimeout(e.origin).message, &io, keepAlive: false)
+            } else {
+                state = .closed
+                io.commands.append(.closeClient)
+            }
+        case .tunnel:
+            state = .closed
+            io.commands.append(.closeClient)
+        case .closed: break
+        }
+    }
+
+    /// Graceful shutdown: close now if idle, else after the exchange in flight.
+    public mutating func drain(_ io: inout ConnectionIO) {
+        if case .idle = state, bufferedClientBytes == 0 {
+            state = .closed
+            io.commands.append(.closeClient)
+        } else {
+            clientEOF = true
+        }
+    }
+
+    // MARK: - Requests
+
+    private mutating func process(_ io: inout ConnectionIO) {
+        switch state {
+        case .idle:
+            parseRequest(&io)
+        case .connecting, .exchanging:
+            forwardRequestBody(&io)
+        default: break
+        }
+    }
+
+    private mutating func parseRequest(_ io: inout ConnectionIO) {
+        let skip = HTTPHeadParser.leadingEmptyLines(clientIn[clientInStart...])
+        clientInStart += skip
+        guard clientInStart < clientIn.count else { return }
+        let length: Int
+        do {
+            guard let l = try headParser.headLength(clientIn[clientInStart...]) else { return }
+            length = l
+        } catch {
+            answer(error.kind == .headTooLarge ? 431 : 400, error.description, &io, keepAlive: false)
+            return
+        }
+        let headBytes = Array(clientIn[clientInStart..<(clientInStart + length)])
+        clientInStart += length
+        let request: RequestHead
+        let framing: BodyFraming
+        do {
+            request = try headParser.parseRequest(headBytes)
+            framing = try BodyFraming.forRequest(request.head)
+        } catch {
+            answer(error.kind == .tooManyFields ? 431 : 400, error.description, &io, keepAlive: false)
+            return
+        }
+        startExchange(request, framing: framing, &io)
+    }
+
+    private mutating func startExchange(_ request: RequestHead, framing: BodyFraming, _ io: inout ConnectionIO) {
+        requestCount += 1
+        let head = request.head
+        let connectionTokens = head.listElements("connection")
+        let keepAlive =
+            request.version.minor >= 1 ? !connectionTokens.contains("close") : connectionTokens.contains("keep-alive")
+        let isConnect = request.method == "CONNECT"
+        // Where does it go? (RFC 9112 §3.2: absolute-form to a proxy, authority-form for CONNECT.)
+        var scheme = "http"
+        let origin: Origin
+        var target: String
+        if isConnect {
+            guard let o = Self.parseAuthority(Substring(request.target), defaultPort: 443) else {
+                answer(400, "CONNECT target must be host:port", &io, keepAlive: false)
+                return
+            }
+            origin = o
+            target = ""
+            scheme = "https"
+        } else if request.target.hasPrefix("/") {
+            guard let reverse = configuration.reverseUpstream else {
+                answer(
+                    400, "this is a forward proxy: send an absolute URL (curl -x http://this-proxy http://host/path)",
+                    &io, keepAlive: false)
+                return
+            }
+            origin = reverse
+            target = request.target
+        } else {
+            let lower = request.target.lowercased()
+            if lower.hasPrefix("https://") {
+                answer(400, "https URLs go through CONNECT; this proxy does not fetch https:// targets itself", &io, keepAlive: false)
+                return
+            }
+            guard lower.hasPrefix("http://") else {
+                answer(400, "request target must be an absolute http:// URL", &io, keepAlive: false)
+                return
+            }
+            let rest = request.target.dropFirst(7)
+            let authorityEnd = rest.firstIndex { $0 == "/" || $0 == "?" || $0 == "#" } ?? rest.endIndex
+            var authority = rest[..<authorityEnd]
+            if let at = authority.lastIndex(of: "@") { authority = authority[authority.index(after: at)...] }
+            guard let o = Self.parseAuthority(authority, defaultPort: 80) else {
+                answer(400, "invalid host in request URL", &io, keepAlive: false)
+                return
+            }
+            origin = o
+            target = String(rest[authorityEnd...])
+            if target.isEmpty || target.first == "?" { target = "/" + target }
+            if let hash = target.firstIndex(of: "#") { target = String(target[..<hash]) }
+        }
+        if configuration.reverseUpstream == nil && isOwnAddress(origin) {
+            answer(400, "refusing a request addressed to the proxy itself (\(origin))", &io, keepAlive: false)
+            return
+        }
+        let context = ExchangeContext(
+            requestID: nextRequestID(), clientAddress: clientAddress, method: request.method, scheme: scheme,
+            host: configuration.reverseUpstream == nil ? origin.host : (Self.hostHeader(head) ?? origin.host),
+            port: configuration.reverseUpstream == nil ? origin.port : (Self.hostPort(head) ?? origin.port),
+            target: isConnect ? "" : target, status: nil)
+        let wantsUpgrade = !isConnect && connectionTokens.contains("upgrade") && head.values("upgrade").count == 1
+        var headBytes: [UInt8] = []
+        if !isConnect {
+            var out = OutgoingHead(head)
+            out.startLine = Array("\(request.method) \(target) HTTP/1.1".utf8)
+            Self.removeHopByHop(&out, connectionTokens: connectionTokens, keepUpgrade: wantsUpgrade)
+            out.removeAll("proxy-authorization")
+            // RFC 9112 §3.2.2: a proxy replaces Host with the target URI's authority.
+            if configuration.reverseUpstream == nil {
+                let hostValue = origin.port == 80 ? Self.bracketed(origin.host) : origin.description
+                let hosts = out.indices(of: "host")
+                if let first = hosts.first {
+                    if out.valueString(at: first) != hostValue { out.replaceValue(at: first, with: Array(hostValue.utf8)) }
+                    for extra in hosts.dropFirst().reversed() { out.remove(at: extra) }
+                } else {
+                    out.append(name: "Host", value: hostValue)
+                }
+            }
+            if wantsUpgrade { out.append(name: "Connection", value: "upgrade") }
+            if configuration.addVia { Self.addVia(&out, version: request.version, pseudonym: configuration.viaPseudonym) }
+            hooks.willForwardRequest(&out, context: context)
+            headBytes.reserveCapacity(head.bytes.count + 64)
+            out.serialize(into: &headBytes)
+        }
+        let exchange = Exchange(
+            context: context, origin: origin, isConnect: isConnect, wantsUpgrade: wantsUpgrade,
+            requestHeadBytes: headBytes, requestBody: BodyReader(isConnect ? .none : framing),
+            clientVersion: request.version, clientKeepAlive: keepAlive, responseParser: HTTPHeadParser(limits: configuration.parserLimits))
+        state = .connecting(exchange)
+        io.commands.append(.connect(origin, fresh: false))
+    }
+
+    private mutating func forwardRequestBody(_ io: inout ConnectionIO) {
+        let e: Exchange
+        switch state {
+        case .exchanging(let x): e = x
+        case .connecting: return  // body waits in clientIn until the upstream is there
+        default: return
+        }
+        guard !e.requestBody.isComplete, bufferedClientBytes > 0 else { return }
+        var reader = e.requestBody
+        let n: Int
+        do {
+            n = try reader.consume(clientIn[clientInStart...])
+        } catch {
+            io.commands.append(.releaseUpstream(reusable: false))
+            answer(400, "bad request body: \(error.description)", &io, keepAlive: false)
+            return
+        }
+        io.toUpstream.append(contentsOf: clientIn[clientInStart..<(clientInStart + n)])
+        clientInStart += n
+        var updated = e
+        updated.requestBody = reader
+        state = .exchanging(updated)
+    }
+
+    // MARK: - Responses
+
+    private mutating func processResponseHead(_ io: inout ConnectionIO) {
+        guard case .exchanging(var e) = state else { return }
+        while true {
+            let length: Int
+            do {
+                guard let l = try e.responseParser.headLength(e.upstreamIn[...]) else {
+                    state = .exchanging(e)
+                    return
+                }
+                length = l
+            } catch {
+                state = .exchanging(e)
+                failResponse(e, "upstream response head is too large", &io)
+                return
+            }
+            let headBytes = Array(e.upstreamIn[0..<length])
+            e.upstreamIn.removeFirst(length)
+            let response: ResponseHead
+            let framing: BodyFraming
+            do {
+                response = try e.responseParser.parseResponse(headBytes)
+                framing = try BodyFraming.forResponse(
+                    response.head, status: response.status, requestMethod: e.context.method)
+            } catch {
+                state = .exchanging(e)
+                failResponse(e, "upstream sent an invalid response: \(error.description)", &io)
+                return
+            }
+            e.context.status = response.status
+            if response.status == 101 && e.wantsUpgrade {
+                var out = OutgoingHead(response.head)
+                if configuration.addVia { Self.addVia(&out, version: response.version, pseudonym: configuration.viaPseudonym) }
+                hooks.willForwardResponse(&out, context: e.context)
+                out.serialize(into: &io.toClient)
+                io.toClient.append(contentsOf: e.upstreamIn)
+                state = .tunnel(clientDone: false, upstreamDone: false)
+                if bufferedClientBytes > 0 {
+                    io.toUpstream.append(contentsOf: clientIn[clientInStart...])
+                    clientIn.removeAll()
+                    clientInStart = 0
+                }
+                return
+            }
+            if (100..<200).contains(response.status) {
+                // Interim responses (100 Continue, 103 Early Hints) go to 1.1 clients as they are.
+                if e.clientVersion.minor >= 1 { io.toClient.append(contentsOf: headBytes) }
+                continue
+            }
+            let connectionTokens = response.head.listElements("connection")
+            if connectionTokens.contains("close") || response.version.minor == 0 { e.upstreamReusable = false }
+            var out = OutgoingHead(response.head)
+            Self.removeHopByHop(&out, connectionTokens: connectionTokens, keepUpgrade: false)
+            e.dechunk = framing == .chunked && e.clientVersion.minor == 0
+            if e.dechunk { out.removeAll("transfer-encoding") }
+            e.closeClientAfter = !e.clientKeepAlive || clientEOF || framing == .untilClose || e.dechunk
+            if e.closeClientAfter {
+                out.append(name: "Connection", value: "close")
+            } else if e.clientVersion.minor == 0 {
+                out.append(name: "Connection", value: "keep-alive")
+            }
+            if configuration.addVia { Self.addVia(&out, version: response.version, pseudonym: configuration.viaPseudonym) }
+            hooks.willForwardResponse(&out, context: e.context)
+            out.serialize(into: &io.toClient)
+            let rest = e.upstreamIn
+            e.upstreamIn = []
+            e.response = .body(BodyReader(framing))
+            state = .exchanging(e)
+            if rest.isEmpty {
+                if case .body(let r) = e.response, r.isComplete { finishExchange(&io) }
+            } else {
+                forwardResponseBody(rest[...], &io)
+            }
+            return
+        }
+    }
+
+    private mutating func forwardResponseBody(_ bytes: ArraySlice<UInt8>, _ io: inout ConnectionIO) {
+        guard case .exchanging(var e) = state, case .body(var reader) = e.response else { return }
+        let n: Int
+        do {
+            if e.dechunk {
+                n = try withUnsafeMutablePointer(to: &io.toClient) { try reader.consume(bytes, payload: $0) }
+            } else {
+                n = try reader.consume(bytes)
+                io.toClient.append(contentsOf: bytes.prefix(n))
+            }
+        } catch {
+            io.commands.append(.releaseUpstream(reusable: false))
+            state = .closed
+            io.commands.append(.closeClient)
+            return
+        }
+        if n < bytes.count { e.upstreamReusable = false }  // bytes after the body: the upstream is confused
+        e.response = .body(reader)
+        state = .exchanging(e)
+        if reader.isComplete { finishExchange(&io) }
+    }
+
+    private mutating func finishExchange(_ io: inout ConnectionIO) {
+        guard case .exchanging(let e) = state else { return }
+        if !e.requestBody.isComplete {
+            // The response came before the whole request body: the rest cannot be sent any more.
+            io.commands.append(.releaseUpstream(reusable: false))
+            state = .closed
+            io.commands.append(.closeClient)
+            return
+        }
+        io.commands.append(.releaseUpstream(reusable: e.upstreamReusable))
+        if e.closeClientAfter {
+            state = .closed
+            io.commands.append(.closeClient)
+            return
+        }
+        state = .idle
+        if bufferedClientBytes > 0 {
+            parseRequest(&io)
+        } else if clientEOF {
+            state = .closed
+            io.commands.append(.closeClient)
+        }
+    }
+
+    private mutating func failResponse(_ e: Exchange, _ reason: String, _ io: inout ConnectionIO) {
+        io.commands.append(.releaseUpstream(reusable: false))
+        answer(502, reason, &io, keepAlive: false)
+    }
+
+    private mutating func abortExchange(_ io: inout ConnectionIO) {
+        io.commands.append(.releaseUpstream(reusable: false))
+        state = .closed
+        io.commands.append(.closeClient)
+    }
+
+    private mutating func finishTunnel(_ io: inout ConnectionIO) {
+        state = .closed
+        io.commands.append(.releaseUpstream(reusable: false))
+        io.commands.append(.closeClient)
+    }
+
+    /// A response of the proxy's own: status, a one-line plain-text reason.
+    private mutating func answer(_ status: Int, _ reason: String, _ io: inout ConnectionIO, keepAlive: Bool) {
+        let body = reason + "\n"
+        let keep = keepAlive && !clientEOF
+        var text = "HTTP/1.1 \(status) \(Self.reasonPhrase(status))\r\n"
+        text += "Content-Type: text/plain; charset=utf-8\r\nContent-Length: \(body.utf8.count)\r\n"
+        if configuration.addVia { text += "Via: 1.1 \(configuration.viaPseudonym)\r\n" }
+        text += keep ? "\r\n" : "Connection: close\r\n\r\n"
+        io.toClient.append(contentsOf: Array(text.utf8))
+        io.toClient.append(contentsOf: Array(body.utf8))
+        if keep {
+            state = .idle
+            if bufferedClientBytes > 0 { parseRequest(&io) }
+        } else {
+            state = .closed
+            io.commands.append(.closeClient)
+        }
+    }
+
+    // MARK: - Helpers
+
+    private func isOwnAddress(_ origin: Origin) -> Bool {
+        guard configuration.ownPorts.contains(origin.port) else { return false }
+        let h = origin.host
+        return h == "localhost" || h.hasPrefix("127.") || h == "::1" || h == "0.0.0.0" || h == "::"
+            || configuration.ownHosts.contains(h)
+    }
+
+    /// Removes the hop-by-hop fields of RFC 9110 §7.6.1: Connection and the fields it names, Keep-Alive,
+    /// Proxy-Connection, TE, Upgrade (kept for an upgrade request), and Transfer-Encoding is kept because
+    /// bodies are forwarded in their received framing.
+    static func removeHopByHop(_ out: inout OutgoingHead, connectionTokens: [String], keepUpgrade: Bool) {
+        var drop: Set<String> = ["connection", "keep-alive", "proxy-connection", "te"]
+        if !keepUpgrade { drop.insert("upgrade") }
+        for token in connectionTokens where token != "transfer-encoding" && token != "upgrade" && token != "close"
+            && token != "keep-alive"
+        {
+            drop.insert(token)
+        }
+        var index = out.count - 1
+        while index >= 0 {
+            let name = out.name(at: index).lowercased()
+            if drop.contains(name) { out.remove(at: index) }
+            index -= 1
+        }
+    }
+
+    static func addVia(_ out: inout OutgoingHead, version: HTTPVersion, pseudonym: String) {
+        out.append(name: "Via", value: "\(version.major).\(version.minor) \(pseudonym)")
+    }
+
+    static func parseAuthority(_ authority: Substring, defaultPort: Int) -> Origin? {
+        var host: Substring
+        var port = defaultPort
+        if authority.hasPrefix("[") {
+            guard let close = authority.firstIndex(of: "]") else { return nil }
+            host = authority[authority.index(after: authority.startIndex)..<close]
+            let after = authority[authority.index(after: close)...]
+            if after.hasPrefix(":") {
+                guard let p = Int(after.dropFirst()) else { return nil }
+                port = p
+            } else if !after.isEmpty {
+                return nil
+            }
+        } else if let colon = authority.lastIndex(of: ":") {
+            host = authority[..<colon]
+            guard let p = Int(authority[authority.index(after: colon)...]) else { return nil }
+            port = p
+        } else {
+            host = authority
+        }
+        guard !host.isEmpty, (1...65535).contains(port),
+            host.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F && $0 != 0x2F && $0 != 0x40 })
+        else { return nil }
+        var h = host.lowercased()
+        if h.hasSuffix(".") { h.removeLast() }
+        return Origin(host: h, port: port)
+    }
+
+    static func hostHeader(_ head: HTTPHead) -> String? {
+        guard let value = head.values("host").first, let o = parseAuthority(Substring(value), defaultPort: 80) else {
+            return nil
+        }
+        return o.host
+    }
+
+    static func hostPort(_ head: HTTPHead) -> Int? {
+        guard let value = head.values("host").first else { return nil }
+        return parseAuthority(Substring(value), defaultPort: 80)?.port
+    }
+
+    static func bracketed(_ host: String) -> String { host.contains(":") ? "[\(host)]" : host }
+
+    static func reasonPhrase(_ status: Int) -> String {
+        switch status {
+        case 400: return "Bad Request"
+        case 403: return "Forbidden"
+        case 408: return "Request Timeout"
+        case 431: return "Request Header Fields Too Large"
+        case 502: return "Bad Gateway"
+        case 503: return "Service Unavailable"
+        case 504: return "Gateway Timeout"
+        default: return "Error"
+        }
+    }
+}

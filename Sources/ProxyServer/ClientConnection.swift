@@ -1,0 +1,417 @@
+import Dispatch
+import ProxyCore
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The I/O shell around one ``ProxyConnectionMachine``: reads and writes the client socket and its
+/// upstream socket, carries out the machine's commands, applies backpressure and deadlines.
+final class ClientConnection: LoopHandler, @unchecked Sendable {
+    let fd: Int32
+    let address: String
+    unowned let loop: EventLoop
+    var machine: ProxyConnectionMachine
+    var io = ConnectionIO()
+    var clientSent = 0
+    var upstreamSent = 0
+    var upstream: UpstreamConnection?
+    var interest: UInt32 = Poller.readable
+    var closeAfterFlush = false
+    var shutdownUpstreamPending = false
+    var shutdownClientPending = false
+    var clientWriteShut = false
+    var closed = false
+    var connectGeneration = 0
+    var lastPhase: ProxyConnectionMachine.Phase = .idle
+    var phaseStart: Int64
+    var lastActivity: Int64
+    var countedRequests = 0
+
+    init(fd: Int32, address: String, loop: EventLoop) {
+        self.fd = fd
+        self.address = address
+        self.loop = loop
+        let server = loop.server
+        self.machine = ProxyConnectionMachine(
+            configuration: loop.configuration.proxy, hooks: server.hooks, clientAddress: address,
+            requestIDs: { server.nextRequestID() })
+        phaseStart = loop.now
+        lastActivity = loop.now
+    }
+
+    var pendingToClient: Int { io.toClient.count - clientSent }
+    var pendingToUpstream: Int { io.toUpstream.count - upstreamSent }
+
+    // MARK: Events
+
+    override func handle(_ events: UInt32) {
+        if closed { return }
+        if events & (Poller.readable | Poller.hangup) != 0 && interest & Poller.readable != 0 {
+            readClient()
+        }
+        if events & Poller.writable != 0 { flush() }
+        apply()
+    }
+
+    private func readClient() {
+        let n = loop.readBuffer.withUnsafeMutableBytes { Sys.recv(fd, $0) }
+        if n > 0 {
+            lastActivity = loop.now
+            machine.clientData(loop.readBuffer[0..<n], &io)
+        } else if n == 0 {
+            machine.clientClosed(&io)
+        } else if Int32(-n) != Sys.EAGAIN && Int32(-n) != Sys.EINTR {
+            // Reset by peer or similar: nothing can be delivered any more.
+            closeNow()
+        }
+    }
+
+    func upstreamReadable(_ upstream: UpstreamConnection) {
+        let n = loop.readBuffer.withUnsafeMutableBytes { Sys.recv(upstream.fd, $0) }
+        if n > 0 {
+            lastActivity = loop.now
+            machine.upstreamData(loop.readBuffer[0..<n], &io)
+        } else if n == 0 {
+            upstream.readClosed = true
+            machine.upstreamClosed(&io)
+        } else if Int32(-n) != Sys.EAGAIN && Int32(-n) != Sys.EINTR {
+            upstream.readClosed = true
+            machine.upstreamFailed(.failed(upstream.origin, reason: Sys.errorText(Int32(n))), &io)
+        }
+        apply()
+    }
+
+    func upstreamConnectFinished(_ upstream: UpstreamConnection, error: Int32) {
+        if error == 0 {
+            upstream.connecting = false
+            machine.upstreamConnected(reused: false, &io)
+        } else {
+            detachUpstream(reusable: false)
+            connectNext(origin: upstream.origin, addresses: upstream.remainingAddresses, lastError: error)
+        }
+        apply()
+    }
+
+    // MARK: Applying the machine's output
+
+    func apply() {
+        if closed { return }
+        while !io.commands.isEmpty {
+            let commands = io.commands
+            io.commands.removeAll()
+            for command in commands { execute(command) }
+            if closed { return }
+        }
+        flush()
+        if closed { return }
+        if closeAfterFlush && pendingToClient == 0 {
+            closeNow()
+            return
+        }
+        let requests = machine.requestCount
+        if requests > countedRequests {
+            loop.server.totalRequests.add(requests - countedRequests, ordering: .relaxed)
+            countedRequests = requests
+        }
+        let phase = machine.phase
+        if phase != lastPhase {
+            lastPhase = phase
+            phaseStart = loop.now
+            if phase == .idle {
+                machine.shrinkBuffers()
+                if io.toClient.capacity > 4096 && pendingToClient == 0 {
+                    io.toClient = []
+                    clientSent = 0
+                }
+            }
+        }
+        updateInterest()
+    }
+
+    private func execute(_ command: ConnectionIO.Command) {
+        switch command {
+        case .connect(let origin, let fresh):
+            startConnect(origin, fresh: fresh)
+        case .releaseUpstream(let reusable):
+            detachUpstream(reusable: reusable)
+        case .shutdownUpstreamWrite:
+            shutdownUpstreamPending = true
+        case .shutdownClientWrite:
+            shutdownClientPending = true
+        case .closeClient:
+            closeAfterFlush = true
+        }
+    }
+
+    private func flush() {
+        // Towards the client.
+        while clientSent < io.toClient.count {
+            let n = io.toClient.withUnsafeBytes { Sys.send(fd, UnsafeRawBufferPointer(rebasing: $0[clientSent...])) }
+            if n > 0 {
+                clientSent += n
+                lastActivity = loop.now
+            } else if Int32(-n) == Sys.EAGAIN || Int32(-n) == Sys.EINTR {
+                break
+            } else {
+                closeNow()
+                return
+            }
+        }
+        if clientSent == io.toClient.count {
+            io.toClient.removeAll(keepingCapacity: true)
+            clientSent = 0
+            if shutdownClientPending && !clientWriteShut {
+                clientWriteShut = true
+                Sys.shutdownWrite(fd)
+            }
+        } else if clientSent > 256 * 1024 {
+            io.toClient.removeFirst(clientSent)
+            clientSent = 0
+        }
+        // Towards the upstream.
+        guard let upstream, !upstream.connecting else { return }
+        while upstreamSent < io.toUpstream.count {
+            let n = io.toUpstream.withUnsafeBytes {
+                Sys.send(upstream.fd, UnsafeRawBufferPointer(rebasing: $0[upstreamSent...]))
+            }
+            if n > 0 {
+                upstreamSent += n
+                lastActivity = loop.now
+            } else if Int32(-n) == Sys.EAGAIN || Int32(-n) == Sys.EINTR {
+                break
+            } else {
+                machine.upstreamFailed(.failed(upstream.origin, reason: Sys.errorText(Int32(n))), &io)
+                return
+            }
+        }
+        if upstreamSent == io.toUpstream.count {
+            io.toUpstream.removeAll(keepingCapacity: true)
+            upstreamSent = 0
+            if shutdownUpstreamPending && !upstream.writeShut {
+                upstream.writeShut = true
+                Sys.shutdownWrite(upstream.fd)
+            }
+        } else if upstreamSent > 256 * 1024 {
+            io.toUpstream.removeFirst(upstreamSent)
+            upstreamSent = 0
+        }
+    }
+
+    private func updateInterest() {
+        let highWater = loop.configuration.highWater
+        var wanted: UInt32 = 0
+        if machine.wantsClientData && !closeAfterFlush && pendingToUpstream < highWater
+            && machine.bufferedClientBytes < highWater
+        {
+            wanted |= Poller.readable
+        }
+        if pendingToClient > 0 { wanted |= Poller.writable }
+        if wanted != interest {
+            interest = wanted
+            loop.poller.modify(fd, wanted, token: UInt64(slot))
+        }
+        if let upstream {
+            var up: UInt32 = 0
+            if upstream.connecting {
+                up = Poller.writable
+            } else {
+                if !upstream.readClosed && pendingToClient < highWater { up |= Poller.readable }
+                if pendingToUpstream > 0 { up |= Poller.writable }
+            }
+            upstream.setInterest(up)
+        }
+    }
+
+    // MARK: Upstream connections
+
+    private func startConnect(_ origin: Origin, fresh: Bool) {
+        connectGeneration += 1
+        if !fresh, let pooled = loop.takePooled(origin) {
+            attach(pooled)
+            machine.upstreamConnected(reused: true, &io)
+            return
+        }
+        let host = origin.host
+        if Host.isNumeric(host) {
+            connectNext(origin: origin, addresses: [host], lastError: 0)
+        } else if host == "localhost" || host.hasSuffix(".localhost") {
+            connectNext(origin: origin, addresses: ["127.0.0.1", "::1"], lastError: 0)
+        } else if let cached = loop.server.resolver.cached(host, now: loop.now) {
+            connectNext(origin: origin, addresses: cached, lastError: 0)
+        } else {
+            let generation = connectGeneration
+            let loop = self.loop
+            loop.server.resolver.resolve(host) { [weak self] result in
+                loop.post { [weak self] in
+                    guard let self, !self.closed, self.connectGeneration == generation,
+                        self.machine.phase == .connecting
+                    else { return }
+                    switch result {
+                    case .success(let addresses): self.connectNext(origin: origin, addresses: addresses, lastError: 0)
+                    case .failure(let error):
+                        self.machine.upstreamFailed(.resolve(host: host, reason: error.reason), &self.io)
+                    }
+                    self.apply()
+                }
+            }
+        }
+    }
+
+    /// Tries the addresses in order; reports the last error when none connects.
+    func connectNext(origin: Origin, addresses: [String], lastError: Int32) {
+        var remaining = addresses
+        var error = lastError
+        while !remaining.isEmpty {
+            let address = remaining.removeFirst()
+            let (ufd, inProgress) = Sys.connect(address, origin.port)
+            if ufd < 0 {
+                error = -ufd
+                continue
+            }
+            let upstream = UpstreamConnection(fd: ufd, origin: origin, loop: loop)
+            upstream.connecting = inProgress
+            upstream.remainingAddresses = remaining
+            upstream.connectStarted = loop.now
+            attach(upstream)
+            if !inProgress { machine.upstreamConnected(reused: false, &io) }
+            return
+        }
+        if error == ECONNREFUSED {
+            machine.upstreamFailed(.refused(origin), &io)
+        } else if error == ETIMEDOUT {
+            machine.upstreamFailed(.connectTimeout(origin), &io)
+        } else {
+            machine.upstreamFailed(.failed(origin, reason: error == 0 ? "no address" : Sys.errorText(-error)), &io)
+        }
+    }
+
+    private func attach(_ upstream: UpstreamConnection) {
+        upstream.owner = self
+        self.upstream = upstream
+        upstreamSent = 0
+        shutdownUpstreamPending = false
+        if upstream.slot < 0 {
+            loop.register(upstream, fd: upstream.fd, events: upstream.connecting ? Poller.writable : Poller.readable)
+            upstream.interest = upstream.connecting ? Poller.writable : Poller.readable
+        }
+    }
+
+    private func detachUpstream(reusable: Bool) {
+        guard let upstream else { return }
+        self.upstream = nil
+        let unsent = pendingToUpstream > 0
+        io.toUpstream.removeAll(keepingCapacity: false)
+        upstreamSent = 0
+        shutdownUpstreamPending = false
+        if reusable && !unsent && !upstream.readClosed && !upstream.writeShut && !upstream.connecting {
+            loop.givePooled(upstream)
+        } else {
+            upstream.close()
+        }
+    }
+
+    // MARK: Deadlines and closing
+
+    func checkDeadline() {
+        if closed { return }
+        let c = loop.configuration
+        let (start, seconds): (Int64, Double)
+        switch machine.phase {
+        case .idle: (start, seconds) = (lastActivity, c.idleTimeout)
+        case .readingHead: (start, seconds) = (phaseStart, c.headerTimeout)
+        case .connecting: (start, seconds) = (phaseStart, c.connectTimeout)
+        case .awaitingResponse: (start, seconds) = (max(phaseStart, lastActivity), c.responseTimeout)
+        case .streaming, .tunnel: (start, seconds) = (lastActivity, c.streamIdleTimeout)
+        case .closed: (start, seconds) = (phaseStart, 5)
+        }
+        if loop.now - start >= Int64(seconds * 1000) {
+            if machine.phase == .closed {
+                closeNow()
+                return
+            }
+            machine.timedOut(&io)
+            apply()
+        }
+    }
+
+    func drain() {
+        machine.drain(&io)
+        apply()
+    }
+
+    func closeNow() {
+        if closed { return }
+        closed = true
+        if let upstream {
+            self.upstream = nil
+            upstream.close()
+        }
+        loop.unregister(self, fd: fd)
+        Sys.close(fd)
+        loop.removed(self)
+    }
+}
+
+/// A connection to an upstream: owned by one client connection, or idle in the pool.
+final class UpstreamConnection: LoopHandler, @unchecked Sendable {
+    let fd: Int32
+    let origin: Origin
+    unowned let loop: EventLoop
+    weak var owner: ClientConnection?
+    var connecting = false
+    var remainingAddresses: [String] = []
+    var connectStarted: Int64 = 0
+    var interest: UInt32 = 0
+    var readClosed = false
+    var writeShut = false
+    var pooledAt: Int64 = 0
+    var isClosed = false
+
+    init(fd: Int32, origin: Origin, loop: EventLoop) {
+        self.fd = fd
+        self.origin = origin
+        self.loop = loop
+    }
+
+    func setInterest(_ events: UInt32) {
+        guard !isClosed, slot >= 0, events != interest else { return }
+        interest = events
+        loop.poller.modify(fd, events, token: UInt64(slot))
+    }
+
+    override func handle(_ events: UInt32) {
+        guard let owner else {
+            // Idle in the pool: any event means the server closed it or sent garbage.
+            loop.dropPooled(self)
+            return
+        }
+        if connecting {
+            if events & (Poller.writable | Poller.hangup) != 0 {
+                owner.upstreamConnectFinished(self, error: Sys.socketError(fd))
+            }
+            return
+        }
+        if events & (Poller.readable | Poller.hangup) != 0 && interest & Poller.readable != 0 {
+            owner.upstreamReadable(self)
+            return
+        }
+        if events & Poller.writable != 0 { owner.apply() }
+    }
+
+    func close() {
+        if isClosed { return }
+        isClosed = true
+        owner = nil
+        loop.unregister(self, fd: fd)
+        Sys.close(fd)
+    }
+}
+
+enum Host {
+    static func isNumeric(_ host: String) -> Bool {
+        if host.contains(":") { return true }
+        let parts = host.split(separator: ".", omittingEmptySubsequences: false)
+        return parts.count == 4 && parts.allSatisfy { !$0.isEmpty && $0.count <= 3 && UInt8($0) != nil }
+    }
+}

@@ -1,0 +1,216 @@
+import Dispatch
+import ProxyCore
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Milliseconds on the monotonic clock.
+func monotonicMilliseconds() -> Int64 {
+    var ts = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &ts)
+    return Int64(ts.tv_sec) * 1000 + Int64(ts.tv_nsec) / 1_000_000
+}
+
+/// Something registered with the loop's poller under a slot number.
+/// Loop-confined: only its loop's thread touches it; other threads only carry references back through `post`.
+class LoopHandler: @unchecked Sendable {
+    var slot = -1
+    func handle(_ events: UInt32) {}
+}
+
+/// One event loop: a thread, an epoll instance, its own listening socket (SO_REUSEPORT), the client
+/// connections it accepted and their upstream connections, an upstream pool, and coarse timers.
+/// Everything here is touched only by the loop's thread, except `post`, which any thread may call.
+final class EventLoop: @unchecked Sendable {
+    unowned let server: ProxyServer
+    let poller = Poller()
+    var configuration: ServerConfiguration { server.configuration }
+    private var handlers: [LoopHandler?] = []
+    private var freeSlots: [Int] = []
+    var readBuffer = [UInt8](repeating: 0, count: 64 * 1024)
+    var pool: [Origin: [UpstreamConnection]] = [:]
+    private var clientList: [ObjectIdentifier: ClientConnection] = [:]
+    private let inbox = Mutex<[@Sendable () -> Void]>([])
+    private var listener: Listener?
+    var draining = false
+    var now: Int64 = monotonicMilliseconds()
+    private var lastTick: Int64 = 0
+
+    init(server: ProxyServer) {
+        self.server = server
+    }
+
+    // MARK: Slots
+
+    func register(_ handler: LoopHandler, fd: Int32, events: UInt32) {
+        let slot: Int
+        if let free = freeSlots.popLast() {
+            slot = free
+            handlers[slot] = handler
+        } else {
+            slot = handlers.count
+            handlers.append(handler)
+        }
+        handler.slot = slot
+        poller.add(fd, events, token: UInt64(slot))
+    }
+
+    func unregister(_ handler: LoopHandler, fd: Int32) {
+        guard handler.slot >= 0 else { return }
+        poller.remove(fd)
+        handlers[handler.slot] = nil
+        freeSlots.append(handler.slot)
+        handler.slot = -1
+    }
+
+    /// Runs `work` on the loop's thread soon (from any thread).
+    func post(_ work: @escaping @Sendable () -> Void) {
+        inbox.withLock { $0.append(work) }
+        poller.wake()
+    }
+
+    // MARK: Running
+
+    func start(listenFD: Int32) {
+        let listener = Listener(fd: listenFD, loop: self)
+        self.listener = listener
+        register(listener, fd: listenFD, events: Poller.readable)
+    }
+
+    func run() {
+        while true {
+            poller.wait(timeoutMilliseconds: 250) { token, events in
+                if token == Poller.wakeToken {
+                    poller.drainWake()
+                    let work = inbox.withLock { items -> [@Sendable () -> Void] in
+                        let taken = items
+                        items.removeAll()
+                        return taken
+                    }
+                    now = monotonicMilliseconds()
+                    for item in work { item() }
+                    return
+                }
+                now = monotonicMilliseconds()
+                handlers[Int(token)]?.handle(events)
+            }
+            now = monotonicMilliseconds()
+            if now - lastTick >= 250 {
+                lastTick = now
+                tick()
+            }
+            if draining && clientList.isEmpty { break }
+        }
+        for (_, list) in pool { for upstream in list { upstream.close() } }
+        pool.removeAll()
+    }
+
+    /// Timers: per-phase deadlines of client connections, idle pooled upstreams.
+    private func tick() {
+        for client in Array(clientList.values) { client.checkDeadline() }
+        let limit = Int64(configuration.poolIdleTimeout * 1000)
+        for (origin, list) in pool {
+            let keep = list.filter { now - $0.pooledAt < limit }
+            for stale in list where now - stale.pooledAt >= limit { stale.close() }
+            pool[origin] = keep.isEmpty ? nil : keep
+        }
+    }
+
+    /// Stop accepting; let connections finish their exchange in flight.
+    func beginDrain() {
+        draining = true
+        if let listener {
+            unregister(listener, fd: listener.fd)
+            Sys.close(listener.fd)
+            self.listener = nil
+        }
+        for client in Array(clientList.values) { client.drain() }
+    }
+
+    /// Closes everything at once (the drain deadline passed).
+    func closeAll() {
+        for client in Array(clientList.values) { client.closeNow() }
+    }
+
+    // MARK: Clients
+
+    func accepted(fd: Int32, address: String) {
+        let allowed =
+            address == "::1" || address.hasPrefix("127.") || address.hasPrefix("::ffff:127.")
+            || configuration.allowed.contains { $0.contains(address) }
+        if !allowed || draining || server.activeConnections.load(ordering: .relaxed) >= configuration.maximumConnections {
+            let (status, reason) =
+                !allowed
+                ? ("403 Forbidden", "client \(address) is not allowed; start the proxy with --allow CIDR to admit it")
+                : ("503 Service Unavailable", "too many connections")
+            let body = reason + "\n"
+            let text =
+                "HTTP/1.1 \(status)\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n\(body)"
+            var bytes = Array(text.utf8)
+            _ = bytes.withUnsafeMutableBytes { Sys.send(fd, UnsafeRawBufferPointer($0)) }
+            Sys.close(fd)
+            return
+        }
+        Sys.setNoDelay(fd)
+        let client = ClientConnection(fd: fd, address: address, loop: self)
+        clientList[ObjectIdentifier(client)] = client
+        server.activeConnections.add(1, ordering: .relaxed)
+        register(client, fd: fd, events: Poller.readable)
+    }
+
+    func removed(_ client: ClientConnection) {
+        if clientList.removeValue(forKey: ObjectIdentifier(client)) != nil {
+            server.activeConnections.subtract(1, ordering: .relaxed)
+        }
+    }
+
+    // MARK: Pool
+
+    func takePooled(_ origin: Origin) -> UpstreamConnection? {
+        guard var list = pool[origin], let upstream = list.popLast() else { return nil }
+        pool[origin] = list.isEmpty ? nil : list
+        return upstream
+    }
+
+    func givePooled(_ upstream: UpstreamConnection) {
+        var list = pool[upstream.origin] ?? []
+        if list.count >= configuration.poolPerOrigin || draining {
+            upstream.close()
+            return
+        }
+        upstream.owner = nil
+        upstream.pooledAt = now
+        upstream.setInterest(Poller.readable)
+        list.append(upstream)
+        pool[upstream.origin] = list
+    }
+
+    func dropPooled(_ upstream: UpstreamConnection) {
+        if var list = pool[upstream.origin] {
+            list.removeAll { $0 === upstream }
+            pool[upstream.origin] = list.isEmpty ? nil : list
+        }
+        upstream.close()
+    }
+}
+
+/// The loop's listening socket.
+final class Listener: LoopHandler, @unchecked Sendable {
+    let fd: Int32
+    unowned let loop: EventLoop
+    init(fd: Int32, loop: EventLoop) {
+        self.fd = fd
+        self.loop = loop
+    }
+    override func handle(_ events: UInt32) {
+        for _ in 0..<64 {
+            let (c, address, _) = Sys.accept(fd)
+            if c < 0 { return }
+            loop.accepted(fd: c, address: address)
+        }
+    }
+}

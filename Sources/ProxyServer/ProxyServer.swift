@@ -1,0 +1,84 @@
+import Dispatch
+import Foundation
+import ProxyCore
+import Synchronization
+
+/// The proxy server: one event loop per configured thread, all listening on the same address through
+/// SO_REUSEPORT. Start with ``start()``, stop with ``shutdown(deadline:)``.
+public final class ProxyServer: @unchecked Sendable {
+    public private(set) var configuration: ServerConfiguration
+    let hooks: any ProxyHooks
+    let resolver = Resolver()
+    let activeConnections = Atomic<Int>(0)
+    let totalRequests = Atomic<Int>(0)
+    private let requestIDs = Atomic<UInt64>(0)
+    private var loops: [EventLoop] = []
+    private var threads: [Thread] = []
+    private let finished = DispatchGroup()
+    /// The port actually bound (useful with port 0).
+    public private(set) var boundPort = 0
+
+    public struct StartError: Error, CustomStringConvertible {
+        public let description: String
+    }
+
+    public init(configuration: ServerConfiguration, hooks: any ProxyHooks = NoHooks()) {
+        var c = configuration
+        c.proxy.ownPorts.insert(c.listenPort)
+        c.proxy.ownHosts.insert(c.listenHost)
+        self.configuration = c
+        self.hooks = hooks
+    }
+
+    public var connections: Int { activeConnections.load(ordering: .relaxed) }
+    public var requests: Int { totalRequests.load(ordering: .relaxed) }
+    func nextRequestID() -> UInt64 { requestIDs.add(1, ordering: .relaxed).newValue }
+
+    /// Binds the listening sockets and starts the loops' threads.
+    public func start() throws(StartError) {
+        var port = configuration.listenPort
+        var fds: [Int32] = []
+        for _ in 0..<max(1, configuration.loops) {
+            let fd = Sys.listen(host: configuration.listenHost, port: port, reusePort: true)
+            if fd < 0 {
+                for f in fds { Sys.close(f) }
+                let reason = fd == -EADDRINUSE ? "the address is in use (another proxy running? pick --listen HOST:PORT)"
+                    : fd == -EINVAL ? "'\(configuration.listenHost)' is not a numeric IPv4 or IPv6 address"
+                    : Sys.errorText(fd)
+                throw StartError(description: "cannot listen on \(configuration.listenHost):\(port): \(reason)")
+            }
+            if port == 0 { port = Sys.localPort(fd) }
+            fds.append(fd)
+        }
+        boundPort = port
+        // Requests addressed to the port actually bound are the proxy's own (set before any loop runs).
+        configuration.proxy.ownPorts.insert(port)
+        for fd in fds {
+            let loop = EventLoop(server: self)
+            loop.start(listenFD: fd)
+            loops.append(loop)
+        }
+        for loop in loops {
+            finished.enter()
+            let group = finished
+            let thread = Thread {
+                loop.run()
+                group.leave()
+            }
+            thread.name = "cookie-proxy-loop"
+            thread.stackSize = 1 << 20
+            threads.append(thread)
+            thread.start()
+        }
+    }
+
+    /// Stops accepting, lets in-flight exchanges finish for up to `deadline` seconds, then closes the rest.
+    /// Returns when every loop has stopped.
+    public func shutdown(deadline: Double) {
+        for loop in loops { loop.post { loop.beginDrain() } }
+        if finished.wait(timeout: .now() + deadline) == .timedOut {
+            for loop in loops { loop.post { loop.closeAll() } }
+            _ = finished.wait(timeout: .now() + 2)
+        }
+    }
+}

@@ -1,0 +1,133 @@
+import ProxyCore
+
+/// Settings of the server shell; every default is shown by `cookie-proxy run --help`.
+public struct ServerConfiguration: Sendable {
+    /// Numeric address to listen on (loopback by default: never an open proxy).
+    public var listenHost = "127.0.0.1"
+    public var listenPort = 8080
+    /// Clients allowed besides loopback (`--allow CIDR`).
+    public var allowed: [CIDR] = []
+    /// Event loops (threads); one per core by default.
+    public var loops = 1
+    public var maximumConnections = 4096
+    /// Seconds to receive a whole request head once it has started (slowloris).
+    public var headerTimeout: Double = 10
+    /// Seconds an idle keep-alive client connection is kept.
+    public var idleTimeout: Double = 60
+    /// Seconds to connect to an upstream.
+    public var connectTimeout: Double = 10
+    /// Seconds to wait for an upstream's response head.
+    public var responseTimeout: Double = 60
+    /// Seconds a body stream or tunnel may be silent.
+    public var streamIdleTimeout: Double = 300
+    /// Idle upstream connections kept per origin, and for how long.
+    public var poolPerOrigin = 32
+    public var poolIdleTimeout: Double = 30
+    /// Bytes queued towards one side before reading from the other side pauses (backpressure).
+    public var highWater = 256 * 1024
+    public var proxy = ProxyConfiguration()
+    public init() {}
+}
+
+/// An IPv4 or IPv6 network in CIDR notation, e.g. `192.168.1.0/24`.
+public struct CIDR: Sendable, Hashable, CustomStringConvertible {
+    let bytes: [UInt8]
+    let prefix: Int
+    public let description: String
+
+    public init?(_ text: String) {
+        let parts = text.split(separator: "/", maxSplits: 1)
+        guard let address = CIDR.parseAddress(String(parts[0])) else { return nil }
+        let maxPrefix = address.count * 8
+        let prefix = parts.count == 2 ? Int(parts[1]) : maxPrefix
+        guard let prefix, (0...maxPrefix).contains(prefix) else { return nil }
+        self.bytes = address
+        self.prefix = prefix
+        self.description = text
+    }
+
+    public func contains(_ address: String) -> Bool {
+        guard var a = CIDR.parseAddress(address) else { return false }
+        // IPv4-mapped IPv6 (::ffff:a.b.c.d) against an IPv4 network.
+        if a.count == 16 && bytes.count == 4 && a[0..<10].allSatisfy({ $0 == 0 }) && a[10] == 0xFF && a[11] == 0xFF {
+            a = Array(a[12...])
+        }
+        guard a.count == bytes.count else { return false }
+        var bits = prefix
+        for i in 0..<bytes.count where bits > 0 {
+            let mask: UInt8 = bits >= 8 ? 0xFF : UInt8(0xFF << (8 - bits))
+            if a[i] & mask != bytes[i] & mask { return false }
+            bits -= 8
+        }
+        return true
+    }
+
+    static func parseAddress(_ s: String) -> [UInt8]? {
+        if !s.contains(":") {
+            let parts = s.split(separator: ".", omittingEmptySubsequences: false)
+            guard parts.count == 4 else { return nil }
+            var out: [UInt8] = []
+            for p in parts {
+                guard let v = UInt8(p) else { return nil }
+                out.append(v)
+            }
+            return out
+        }
+        // IPv6, with :: and an optional dotted IPv4 tail.
+        var head: [UInt16] = []
+        var tail: [UInt16] = []
+        let halves = s.components(separatedBy: "::")
+        guard halves.count <= 2 else { return nil }
+        func groups(_ part: String) -> [UInt16]? {
+            if part.isEmpty { return [] }
+            var result: [UInt16] = []
+            for g in part.split(separator: ":", omittingEmptySubsequences: false) {
+                if g.contains(".") {
+                    guard let v4 = parseAddress(String(g)) else { return nil }
+                    result.append(UInt16(v4[0]) << 8 | UInt16(v4[1]))
+                    result.append(UInt16(v4[2]) << 8 | UInt16(v4[3]))
+                } else {
+                    guard let v = UInt16(g, radix: 16), g.count <= 4 else { return nil }
+                    result.append(v)
+                }
+            }
+            return result
+        }
+        guard let h = groups(halves[0]) else { return nil }
+        head = h
+        if halves.count == 2 {
+            guard let t = groups(halves[1]) else { return nil }
+            tail = t
+            guard head.count + tail.count < 8 else { return nil }
+        } else {
+            guard head.count == 8 else { return nil }
+        }
+        let all = head + Array(repeating: 0, count: 8 - head.count - tail.count) + tail
+        return all.flatMap { [UInt8($0 >> 8), UInt8($0 & 0xFF)] }
+    }
+}
+
+extension String {
+    func components(separatedBy separator: String) -> [String] {
+        var result: [String] = []
+        var rest = Substring(self)
+        while let range = rest.range(of: separator) {
+            result.append(String(rest[..<range.lowerBound]))
+            rest = rest[range.upperBound...]
+        }
+        result.append(String(rest))
+        return result
+    }
+}
+
+extension Substring {
+    func range(of needle: String) -> Range<Substring.Index>? {
+        guard !needle.isEmpty else { return nil }
+        var i = startIndex
+        while i < endIndex {
+            if self[i...].hasPrefix(needle) { return i..<index(i, offsetBy: needle.count) }
+            i = index(after: i)
+        }
+        return nil
+    }
+}

@@ -1,0 +1,210 @@
+import ProxyCore
+import ProxyServer
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `cookie-proxy run`: the proxy in the foreground.
+enum RunCommand {
+    static let defaults = ServerConfiguration()
+
+    static let spec = CommandSpec(
+        name: "run",
+        abstract: "Run the proxy in the foreground.",
+        usage: "cookie-proxy run [--listen HOST:PORT] [--rules PATH] [--reverse URL] [options]",
+        options: [
+            OptionSpec(
+                names: ["--listen", "-l"], value: "host:port", help: "Address to listen on (numeric).",
+                defaultValue: "127.0.0.1:8080"),
+            OptionSpec(names: ["--rules", "-r"], value: "path", help: "Rules file, or a folder of *.rules files."),
+            OptionSpec(
+                names: ["--reverse"], value: "url",
+                help: "Reverse mode: send origin-form requests to this upstream, e.g. http://localhost:3000."),
+            OptionSpec(
+                names: ["--allow"], value: "cidr", help: "Also accept clients from this network (loopback always).",
+                repeatable: true),
+            OptionSpec(names: ["--no-via"], value: nil, help: "Do not add a Via header."),
+            OptionSpec(names: ["--threads"], value: "n", help: "Event loops.", defaultValue: "number of cores"),
+            OptionSpec(
+                names: ["--max-connections"], value: "n", help: "Client connections at once.",
+                defaultValue: "\(defaults.maximumConnections)"),
+            OptionSpec(
+                names: ["--max-head-bytes"], value: "n", help: "Largest request or response head (431 beyond).",
+                defaultValue: "\(defaults.proxy.parserLimits.maximumHeadBytes)"),
+            OptionSpec(
+                names: ["--max-headers"], value: "n", help: "Most header fields in one head.",
+                defaultValue: "\(defaults.proxy.parserLimits.maximumFieldCount)"),
+            OptionSpec(
+                names: ["--header-timeout"], value: "seconds", help: "Time to receive a request head once started.",
+                defaultValue: seconds(defaults.headerTimeout)),
+            OptionSpec(
+                names: ["--idle-timeout"], value: "seconds", help: "Idle keep-alive client connections are closed after.",
+                defaultValue: seconds(defaults.idleTimeout)),
+            OptionSpec(
+                names: ["--connect-timeout"], value: "seconds", help: "Time to connect to an upstream (504 beyond).",
+                defaultValue: seconds(defaults.connectTimeout)),
+            OptionSpec(
+                names: ["--response-timeout"], value: "seconds", help: "Time for an upstream's response head (504 beyond).",
+                defaultValue: seconds(defaults.responseTimeout)),
+            OptionSpec(
+                names: ["--drain-timeout"], value: "seconds",
+                help: "On SIGINT/SIGTERM, time given to exchanges in flight.", defaultValue: "10s"),
+            OptionSpec(names: ["--quiet", "-q"], value: nil, help: "No banner and no live status line."),
+        ],
+        discussion: """
+            Point a client at the proxy:
+              curl -x http://127.0.0.1:8080 http://example.com/
+              export http_proxy=http://127.0.0.1:8080 https_proxy=http://127.0.0.1:8080
+              iOS simulator: the Mac's network settings → Proxies → Web Proxy (HTTP) and Secure Web Proxy.
+            The proxy listens on loopback only unless told otherwise (--listen 0.0.0.0:8080 --allow 192.168.1.0/24).
+            SIGINT/SIGTERM stop accepting, finish exchanges in flight (up to --drain-timeout) and exit 0.
+            """)
+
+    static func seconds(_ s: Double) -> String { s == s.rounded() ? "\(Int(s))s" : "\(s)s" }
+
+    static func run(_ args: ParsedArguments) throws(UsageError) -> Int32 {
+        var config = ServerConfiguration()
+        config.loops = max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))))
+        if let listen = args.value("--listen") {
+            guard let (host, port) = parseHostPort(listen) else {
+                throw UsageError(message: "--listen '\(listen)' must be HOST:PORT, e.g. 127.0.0.1:8080", command: spec.name)
+            }
+            config.listenHost = host
+            config.listenPort = port
+        }
+        if let reverse = args.value("--reverse") {
+            guard let origin = parseUpstreamURL(reverse) else {
+                throw UsageError(message: "--reverse '\(reverse)' must be an http:// URL such as http://localhost:3000", command: spec.name)
+            }
+            config.proxy.reverseUpstream = origin
+        }
+        for cidr in args.all("--allow") {
+            guard let c = CIDR(cidr) else {
+                throw UsageError(message: "--allow '\(cidr)' is not a network such as 192.168.1.0/24", command: spec.name)
+            }
+            config.allowed.append(c)
+        }
+        if args.flag("--no-via") { config.proxy.addVia = false }
+        func int(_ key: String, _ range: ClosedRange<Int>) throws(UsageError) -> Int? {
+            guard let v = args.value(key) else { return nil }
+            guard let n = Int(v), range.contains(n) else {
+                throw UsageError(message: "\(key) must be a whole number from \(range.lowerBound) to \(range.upperBound)", command: spec.name)
+            }
+            return n
+        }
+        func secs(_ key: String) throws(UsageError) -> Double? {
+            guard let v = args.value(key) else { return nil }
+            let trimmed = v.hasSuffix("s") ? String(v.dropLast()) : v
+            guard let d = Double(trimmed), d > 0, d <= 86_400 else {
+                throw UsageError(message: "\(key) must be a number of seconds, e.g. 30 or 2.5", command: spec.name)
+            }
+            return d
+        }
+        if let n = try int("--threads", 1...64) { config.loops = n }
+        if let n = try int("--max-connections", 1...1_000_000) { config.maximumConnections = n }
+        if let n = try int("--max-head-bytes", 1024...(1 << 24)) { config.proxy.parserLimits.maximumHeadBytes = n }
+        if let n = try int("--max-headers", 1...10_000) { config.proxy.parserLimits.maximumFieldCount = n }
+        if let s = try secs("--header-timeout") { config.headerTimeout = s }
+        if let s = try secs("--idle-timeout") { config.idleTimeout = s }
+        if let s = try secs("--connect-timeout") { config.connectTimeout = s }
+        if let s = try secs("--response-timeout") { config.responseTimeout = s }
+        let drain = try secs("--drain-timeout") ?? 10
+        let quiet = args.flag("--quiet")
+
+        let runtime = try ProxyRuntime.make(args: args, command: spec.name)
+        // Signals are taken synchronously on this thread; loops inherit the blocked mask.
+        var signals = sigset_t()
+        sigemptyset(&signals)
+        sigaddset(&signals, SIGINT)
+        sigaddset(&signals, SIGTERM)
+        sigaddset(&signals, SIGHUP)
+        pthread_sigmask(SIG_BLOCK, &signals, nil)
+        signal(SIGPIPE, SIG_IGN)
+
+        let server = ProxyServer(configuration: config, hooks: runtime.hooks)
+        do {
+            try server.start()
+        } catch {
+            Console.err("error: \(error)")
+            return 1
+        }
+        let address = config.listenHost.contains(":") ? "[\(config.listenHost)]" : config.listenHost
+        let proxyURL = "http://\(address):\(server.boundPort)"
+        Console.out("cookie-proxy listening on \(proxyURL)")
+        if !quiet {
+            var banner = ""
+            if let reverse = config.proxy.reverseUpstream {
+                banner += "  reverse mode: every request goes to http://\(reverse)\n"
+                banner += "  open \(proxyURL)/ in a browser or app\n"
+            } else {
+                banner += "  curl:         curl -x \(proxyURL) http://example.com/\n"
+                banner += "  environment:  export http_proxy=\(proxyURL) https_proxy=\(proxyURL)\n"
+                banner += "  iOS simulator / macOS: System Settings → Network → Proxies → Web Proxy \(address):\(server.boundPort)\n"
+            }
+            banner += runtime.banner
+            banner += "  https:        CONNECT is tunnelled untouched (no interception)\n"
+            banner += "  stop:         Ctrl-C"
+            Console.out(banner)
+        }
+        let statusLine = !quiet && isatty(2) != 0
+        while true {
+            var info = siginfo_t()
+            var timeout = timespec(tv_sec: 1, tv_nsec: 0)
+            let sig = sigtimedwait(&signals, &info, &timeout)
+            if sig == SIGHUP {
+                runtime.reload(reason: "SIGHUP")
+                continue
+            }
+            if sig == SIGINT || sig == SIGTERM {
+                if statusLine { Console.errRaw("\n") }
+                Console.err("cookie-proxy: stopping (finishing exchanges in flight, up to \(seconds(drain)))")
+                server.shutdown(deadline: drain)
+                runtime.finish()
+                return 0
+            }
+            runtime.poll()
+            if statusLine {
+                Console.errRaw(
+                    "\r\u{1B}[2K\(server.connections) connections · \(server.requests) requests · \(runtime.statusSummary)")
+            }
+        }
+    }
+
+    static func parseHostPort(_ s: String) -> (String, Int)? {
+        var host: Substring
+        var portText: Substring
+        if s.hasPrefix("[") {
+            guard let close = s.firstIndex(of: "]") else { return nil }
+            host = s[s.index(after: s.startIndex)..<close]
+            let rest = s[s.index(after: close)...]
+            guard rest.hasPrefix(":") else { return nil }
+            portText = rest.dropFirst()
+        } else {
+            guard let colon = s.lastIndex(of: ":") else {
+                // A bare port means loopback.
+                guard let p = Int(s), (0...65535).contains(p) else { return nil }
+                return ("127.0.0.1", p)
+            }
+            host = s[..<colon]
+            portText = s[s.index(after: colon)...]
+        }
+        guard let port = Int(portText), (0...65535).contains(port) else { return nil }
+        let h = host == "localhost" ? "127.0.0.1" : String(host)
+        return (h, port)
+    }
+
+    static func parseUpstreamURL(_ s: String) -> Origin? {
+        guard s.lowercased().hasPrefix("http://") else { return nil }
+        let rest = s.dropFirst(7)
+        let authority = rest.prefix { $0 != "/" }
+        guard let (host, port) = parseHostPortDefault(String(authority), defaultPort: 80) else { return nil }
+        return Origin(host: host.lowercased(), port: port)
+    }
+
+    static func parseHostPortDefault(_ s: String, defaultPort: Int) -> (String, Int)? {
+        if s.contains(":") && !s.hasPrefix("[") || s.hasPrefix("[") && s.contains("]:") { return parseHostPort(s) }
+        let host = s.hasPrefix("[") ? String(s.dropFirst().dropLast()) : s
+        return host.isEmpty ? nil : (host, defaultPort)
+    }
+}
