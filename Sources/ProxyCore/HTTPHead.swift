@@ -94,6 +94,10 @@ public struct HTTPParseError: Error, Sendable, Hashable, CustomStringConvertible
     }
     public var kind: Kind
     public var description: String
+    public init(kind: Kind, description: String) {
+        self.kind = kind
+        self.description = description
+    }
 }
 
 /// Finds and parses message heads in a growing buffer. Sans-I/O: bytes in, heads out; feeding one byte

@@ -364,7 +364,9 @@ public struct ProxyConnectionMachine: Sendable {
         let origin: Origin
         var target: String
         if isConnect {
-            guard let o = Self.parseAuthority(Substring(request.target), defaultPort: 443) else {
+            // RFC 9110 §9.3.6: authority-form, the port is required.
+            guard request.target.contains(":"), let o = Self.parseAuthority(Substring(request.target), defaultPort: 443)
+            else {
                 answer(400, "CONNECT target must be host:port", &io, keepAlive: false)
                 return
             }

@@ -1,0 +1,106 @@
+import ProxyCore
+import Testing
+
+@Suite struct HTTPCodecTests {
+    static let request = Array(
+        "GET http://example.com/a?b HTTP/1.1\r\nHost: example.com\r\nX-Odd:  spaced value \r\nSet-Cookie: x\r\n\r\nBODY".utf8)
+
+    /// The parser finds the same head whether bytes come one at a time or all at once.
+    @Test(arguments: [1, 2, 7, 1000])
+    func headIsFoundTheSameWayWhateverTheChunkSize(_ chunk: Int) throws {
+        var parser = HTTPHeadParser()
+        var buffer: [UInt8] = []
+        var found: Int? = nil
+        var offset = 0
+        while found == nil && offset < Self.request.count {
+            buffer += Self.request[offset..<min(offset + chunk, Self.request.count)]
+            offset += chunk
+            found = try parser.headLength(buffer[...])
+        }
+        let length = try #require(found)
+        #expect(length == Self.request.count - 4)
+        let head = try parser.parseRequest(Array(buffer[0..<length]))
+        #expect(head.method == "GET")
+        #expect(head.target == "http://example.com/a?b")
+        #expect(head.version == .http1_1)
+        #expect(head.head.fields.count == 3)
+        #expect(head.head.value(head.head.fields[1]) == "spaced value")
+    }
+
+    @Test(arguments: [
+        ("GET / HTTP/1.1\r\nHost : x\r\n\r\n", "invalid character in header field name"),
+        ("GET / HTTP/1.1\r\nHost: x\r\n folded\r\n\r\n", "obsolete line folding in header field"),
+        ("GET / HTTP/1.1\r\nNoColon\r\n\r\n", "header line without a colon"),
+        ("GET /  HTTP/1.1\r\n\r\n", "request line is not 'METHOD target HTTP/1.1'"),
+        ("GET / HTTP/2.0\r\n\r\n", "unsupported HTTP version"),
+        ("G(T / HTTP/1.1\r\n\r\n", "invalid method"),
+        ("GET / HTTP/1.1\r\n: empty\r\n\r\n", "header field with an empty name"),
+    ])
+    func malformedRequestHeadsAreRefusedWithAReason(_ text: String, _ reason: String) {
+        let parser = HTTPHeadParser()
+        #expect(throws: HTTPParseError(kind: .malformed, description: reason)) { try parser.parseRequest(Array(text.utf8)) }
+    }
+
+    @Test func oversizedHeadsAreRefusedBeforeTheyEnd() {
+        var parser = HTTPHeadParser(limits: HTTPParserLimits(maximumHeadBytes: 1024, maximumFieldCount: 10))
+        let big = Array(("GET / HTTP/1.1\r\nX: " + String(repeating: "a", count: 2000)).utf8)
+        #expect(throws: HTTPParseError.self) { _ = try parser.headLength(big[...]) }
+    }
+
+    @Test(arguments: [
+        ("Transfer-Encoding: chunked\r\nContent-Length: 5\r\n", nil),
+        ("Transfer-Encoding: gzip\r\n", nil),
+        ("Content-Length: 5\r\nContent-Length: 6\r\n", nil),
+        ("Content-Length: -1\r\n", nil),
+        ("Content-Length: 5, 5\r\n", BodyFraming.contentLength(5)),
+        ("Content-Length: 0\r\n", BodyFraming.none),
+        ("Transfer-Encoding: gzip, chunked\r\n", BodyFraming.chunked),
+        ("", BodyFraming.none),
+    ] as [(String, BodyFraming?)])
+    func requestFramingRefusesSmugglingShapes(_ fields: String, _ expected: BodyFraming?) throws {
+        let head = try HTTPHeadParser().parseHead(Array("POST / HTTP/1.1\r\n\(fields)\r\n".utf8))
+        if let expected {
+            #expect(try BodyFraming.forRequest(head) == expected)
+        } else {
+            #expect(throws: HTTPParseError.self) { try BodyFraming.forRequest(head) }
+        }
+    }
+
+    @Test(arguments: [
+        ("HEAD", 200, "Content-Length: 10\r\n", BodyFraming.none),
+        ("GET", 204, "", .none), ("GET", 304, "Content-Length: 10\r\n", .none), ("GET", 101, "", .none),
+        ("GET", 200, "", .untilClose), ("GET", 200, "Transfer-Encoding: chunked\r\n", .chunked),
+        ("GET", 200, "Content-Length: 3\r\n", .contentLength(3)),
+    ])
+    func responseFramingFollowsRFC9112Section6_3(_ method: String, _ status: Int, _ fields: String, _ expected: BodyFraming)
+        throws
+    {
+        let head = try HTTPHeadParser().parseHead(Array("HTTP/1.1 \(status) X\r\n\(fields)\r\n".utf8))
+        #expect(try BodyFraming.forResponse(head, status: status, requestMethod: method) == expected)
+    }
+
+    static let chunked = Array("4;ext=1\r\nWiki\r\n5\r\npedia\r\nE\r\n in\r\n\r\nchunks.\r\n0\r\nTrailer: x\r\n\r\nNEXT".utf8)
+
+    @Test(arguments: [1, 3, 1000])
+    func chunkedBodiesEndAtTheLastChunkAndTrailersWhateverTheChunkSize(_ step: Int) throws {
+        var reader = BodyReader(.chunked)
+        var consumed = 0
+        var payload: [UInt8] = []
+        var offset = 0
+        while !reader.isComplete && offset < Self.chunked.count {
+            let slice = Self.chunked[offset..<min(offset + step, Self.chunked.count)]
+            consumed += try withUnsafeMutablePointer(to: &payload) { try reader.consume(slice, payload: $0) }
+            offset += step
+        }
+        #expect(reader.isComplete)
+        #expect(consumed == Self.chunked.count - 4)
+        #expect(String(decoding: payload, as: UTF8.self) == "Wikipedia in\r\n\r\nchunks.")
+    }
+
+    @Test(arguments: ["x\r\n", "4\r\nWikiXX", "5\r\nab"])
+    func badOrTruncatedChunkedBodiesAreNotComplete(_ text: String) {
+        var reader = BodyReader(.chunked)
+        let result = Result { try reader.consume(Array(text.utf8)[...]) }
+        #expect((try? result.get()) == nil || !reader.isComplete)
+    }
+}

@@ -1,0 +1,284 @@
+import ProxyCore
+import Testing
+
+/// Transcript tests: bytes and events in, bytes and commands out, no sockets.
+@Suite struct ProxyConnectionMachineTests {
+    struct Transcript {
+        var machine: ProxyConnectionMachine
+        var io = ConnectionIO()
+        var toClient = ""
+        var toUpstream = ""
+        var commands: [ConnectionIO.Command] = []
+
+        init(_ configure: (inout ProxyConfiguration) -> Void = { _ in }) {
+            var configuration = ProxyConfiguration()
+            configuration.ownPorts = [8080]
+            configure(&configuration)
+            machine = ProxyConnectionMachine(configuration: configuration, clientAddress: "127.0.0.1", requestIDs: { 1 })
+        }
+
+        mutating func collect() {
+            toClient += String(decoding: io.toClient, as: UTF8.self)
+            toUpstream += String(decoding: io.toUpstream, as: UTF8.self)
+            commands += io.commands
+            io = ConnectionIO()
+        }
+        mutating func client(_ s: String) {
+            machine.clientData(Array(s.utf8)[...], &io)
+            collect()
+        }
+        mutating func upstream(_ s: String) {
+            machine.upstreamData(Array(s.utf8)[...], &io)
+            collect()
+        }
+        mutating func connected(reused: Bool = false) {
+            machine.upstreamConnected(reused: reused, &io)
+            collect()
+        }
+        mutating func upstreamClosed() {
+            machine.upstreamClosed(&io)
+            collect()
+        }
+        mutating func clientClosed() {
+            machine.clientClosed(&io)
+            collect()
+        }
+        mutating func failed(_ f: UpstreamFailure) {
+            machine.upstreamFailed(f, &io)
+            collect()
+        }
+        mutating func timedOut() {
+            machine.timedOut(&io)
+            collect()
+        }
+        mutating func reset() {
+            toClient = ""
+            toUpstream = ""
+            commands = []
+        }
+    }
+
+    static let origin = Origin(host: "example.com", port: 80)
+    static let response =
+        "HTTP/1.1 200 OK\r\nSet-Cookie: a=1; Expires=Wed, 09 Jun 2021 10:18:14 GMT, b=2\r\nSet-Cookie: q=\"x y\"; weird\r\nContent-Length: 5\r\n\r\nhello"
+
+    @Test func forwardsARequestInOriginFormAndTheResponseUnchangedButForVia() {
+        var t = Transcript()
+        t.client("GET http://example.com/p?q=1 HTTP/1.1\r\nHost: example.com\r\nProxy-Connection: keep-alive\r\nAccept: */*\r\n\r\n")
+        #expect(t.commands == [.connect(Self.origin, fresh: false)])
+        t.connected()
+        #expect(t.toUpstream == "GET /p?q=1 HTTP/1.1\r\nHost: example.com\r\nAccept: */*\r\nVia: 1.1 cookie-proxy\r\n\r\n")
+        t.upstream(Self.response)
+        #expect(
+            t.toClient
+                == "HTTP/1.1 200 OK\r\nSet-Cookie: a=1; Expires=Wed, 09 Jun 2021 10:18:14 GMT, b=2\r\nSet-Cookie: q=\"x y\"; weird\r\nContent-Length: 5\r\nVia: 1.1 cookie-proxy\r\n\r\nhello"
+        )
+        #expect(t.commands.last == .releaseUpstream(reusable: true))
+        #expect(t.machine.phase == .idle)
+    }
+
+    @Test func hopByHopFieldsAndTheFieldsConnectionNamesAreRemoved() {
+        var t = Transcript { $0.addVia = false }
+        t.client(
+            "GET http://example.com/ HTTP/1.1\r\nHost: wrong.example\r\nConnection: keep-alive, X-Secret\r\nX-Secret: 1\r\nKeep-Alive: 5\r\nTE: trailers\r\nProxy-Authorization: Basic x\r\nUpgrade: h2c\r\nX-Kept: yes\r\n\r\n")
+        t.connected()
+        #expect(t.toUpstream == "GET / HTTP/1.1\r\nHost: example.com\r\nX-Kept: yes\r\n\r\n")
+        t.upstream("HTTP/1.1 200 OK\r\nConnection: X-Hop\r\nX-Hop: 1\r\nKeep-Alive: timeout=5\r\nContent-Length: 0\r\n\r\n")
+        #expect(t.toClient == "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
+    }
+
+    @Test func pipelinedRequestsAreAnsweredInOrder() {
+        var t = Transcript { $0.addVia = false }
+        t.client("GET http://example.com/1 HTTP/1.1\r\nHost: example.com\r\n\r\nGET http://example.com/2 HTTP/1.1\r\nHost: example.com\r\n\r\n")
+        t.connected()
+        #expect(t.toUpstream == "GET /1 HTTP/1.1\r\nHost: example.com\r\n\r\n")
+        t.upstream("HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\n1")
+        #expect(t.commands == [.connect(Self.origin, fresh: false), .releaseUpstream(reusable: true), .connect(Self.origin, fresh: false)])
+        t.connected(reused: true)
+        #expect(t.toUpstream.hasSuffix("GET /2 HTTP/1.1\r\nHost: example.com\r\n\r\n"))
+        t.upstream("HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\n2")
+        #expect(t.toClient == "HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\n1HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\n2")
+    }
+
+    @Test func requestBodiesStreamByContentLengthAndChunked() {
+        var t = Transcript { $0.addVia = false }
+        t.client("POST http://example.com/ HTTP/1.1\r\nHost: example.com\r\nContent-Length: 10\r\n\r\n01234")
+        t.connected()
+        t.client("56789")
+        #expect(t.toUpstream == "POST / HTTP/1.1\r\nHost: example.com\r\nContent-Length: 10\r\n\r\n0123456789")
+        var c = Transcript { $0.addVia = false }
+        c.client("POST http://example.com/ HTTP/1.1\r\nHost: example.com\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n")
+        c.connected()
+        c.client("0\r\nX-Trailer: t\r\n\r\n")
+        #expect(c.toUpstream.hasSuffix("\r\n\r\n3\r\nabc\r\n0\r\nX-Trailer: t\r\n\r\n"))
+    }
+
+    @Test func expectContinueInterimResponsesReachTheClient() {
+        var t = Transcript { $0.addVia = false }
+        t.client("PUT http://example.com/ HTTP/1.1\r\nHost: example.com\r\nExpect: 100-continue\r\nContent-Length: 2\r\n\r\n")
+        t.connected()
+        t.upstream("HTTP/1.1 100 Continue\r\n\r\n")
+        #expect(t.toClient == "HTTP/1.1 100 Continue\r\n\r\n")
+        t.client("ok")
+        t.upstream("HTTP/1.1 201 Created\r\nContent-Length: 0\r\n\r\n")
+        #expect(t.toClient.hasSuffix("HTTP/1.1 201 Created\r\nContent-Length: 0\r\n\r\n"))
+        #expect(t.toUpstream.hasSuffix("\r\n\r\nok"))
+    }
+
+    @Test func http10ClientsGetChunkedBodiesUnframedAndTheConnectionClosed() {
+        var t = Transcript { $0.addVia = false }
+        t.client("GET http://example.com/ HTTP/1.0\r\n\r\n")
+        t.connected()
+        t.upstream("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n")
+        #expect(t.toClient == "HTTP/1.1 200 OK\r\nConnection: close\r\n\r\nabc")
+        #expect(t.commands.suffix(2) == [.releaseUpstream(reusable: true), .closeClient])
+    }
+
+    @Test func headResponsesHaveNoBody() {
+        var t = Transcript { $0.addVia = false }
+        t.client("HEAD http://example.com/ HTTP/1.1\r\nHost: example.com\r\n\r\n")
+        t.connected()
+        t.upstream("HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n")
+        #expect(t.machine.phase == .idle)
+        #expect(t.commands.last == .releaseUpstream(reusable: true))
+    }
+
+    @Test func closeDelimitedBodiesEndWithTheUpstreamAndCloseTheClient() {
+        var t = Transcript { $0.addVia = false }
+        t.client("GET http://example.com/ HTTP/1.1\r\nHost: example.com\r\n\r\n")
+        t.connected()
+        t.upstream("HTTP/1.1 200 OK\r\n\r\npart")
+        t.upstream("rest")
+        t.upstreamClosed()
+        #expect(t.toClient == "HTTP/1.1 200 OK\r\nConnection: close\r\n\r\npartrest")
+        #expect(t.commands.last == .closeClient)
+    }
+
+    @Test func anUpstreamThatClosesMidBodyClosesTheClientWithoutFakingSuccess() {
+        var t = Transcript { $0.addVia = false }
+        t.client("GET http://example.com/ HTTP/1.1\r\nHost: example.com\r\n\r\n")
+        t.connected()
+        t.upstream("HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nonly some")
+        t.upstreamClosed()
+        #expect(t.commands.suffix(2) == [.releaseUpstream(reusable: false), .closeClient])
+        #expect(t.machine.phase == .closed)
+    }
+
+    @Test func aStalePooledConnectionIsRetriedOnceOnAFreshOne() {
+        var t = Transcript { $0.addVia = false }
+        t.client("GET http://example.com/ HTTP/1.1\r\nHost: example.com\r\n\r\n")
+        t.connected(reused: true)
+        t.upstreamClosed()
+        #expect(t.commands.suffix(2) == [.releaseUpstream(reusable: false), .connect(Self.origin, fresh: true)])
+        t.connected()
+        #expect(t.toUpstream == "GET / HTTP/1.1\r\nHost: example.com\r\n\r\nGET / HTTP/1.1\r\nHost: example.com\r\n\r\n")
+    }
+
+    @Test func connectOpensATunnelWithHalfClose() {
+        var t = Transcript()
+        t.client("CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\nCLIENTHELLO")
+        #expect(t.commands == [.connect(Origin(host: "example.com", port: 443), fresh: false)])
+        t.connected()
+        #expect(t.toClient == "HTTP/1.1 200 Connection Established\r\n\r\n")
+        #expect(t.toUpstream == "CLIENTHELLO")
+        t.upstream("SERVERHELLO")
+        t.client("more")
+        t.clientClosed()
+        #expect(t.commands.last == .shutdownUpstreamWrite)
+        t.upstream("last")
+        t.upstreamClosed()
+        #expect(t.toClient.hasSuffix("SERVERHELLOlast"))
+        #expect(t.toUpstream == "CLIENTHELLOmore")
+        #expect(t.commands.suffix(3) == [.shutdownClientWrite, .releaseUpstream(reusable: false), .closeClient])
+    }
+
+    @Test func upgradeTo101SwitchesToATunnel() {
+        var t = Transcript { $0.addVia = false }
+        t.client("GET http://example.com/ws HTTP/1.1\r\nHost: example.com\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Key: k\r\n\r\n")
+        t.connected()
+        #expect(t.toUpstream == "GET /ws HTTP/1.1\r\nHost: example.com\r\nUpgrade: websocket\r\nSec-WebSocket-Key: k\r\nConnection: upgrade\r\n\r\n")
+        t.upstream("HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\nframe")
+        #expect(t.toClient == "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\nframe")
+        #expect(t.machine.phase == .tunnel)
+        t.client("\u{81}\u{05}hello")
+        #expect(t.toUpstream.hasSuffix("\u{81}\u{05}hello"))
+    }
+
+    @Test(arguments: [
+        ("GARBAGE\r\n\r\n", "HTTP/1.1 400 Bad Request", "request line is not"),
+        ("GET / HTTP/1.1\r\nHost: x\r\n\r\n", "HTTP/1.1 400 Bad Request", "this is a forward proxy"),
+        ("GET https://example.com/ HTTP/1.1\r\n\r\n", "HTTP/1.1 400 Bad Request", "https URLs go through CONNECT"),
+        ("GET http://127.0.0.1:8080/ HTTP/1.1\r\n\r\n", "HTTP/1.1 400 Bad Request", "addressed to the proxy itself"),
+        ("GET http://localhost:8080/x HTTP/1.1\r\n\r\n", "HTTP/1.1 400 Bad Request", "addressed to the proxy itself"),
+        ("POST http://e.com/ HTTP/1.1\r\nContent-Length: 1\r\nTransfer-Encoding: chunked\r\n\r\n", "HTTP/1.1 400 Bad Request", "both Transfer-Encoding"),
+        ("GET http://e.com/ HTTP/1.1\r\nX: " + String(repeating: "a", count: 70_000), "HTTP/1.1 431 Request Header Fields Too Large", "over 65536 bytes"),
+        ("CONNECT nohost HTTP/1.1\r\n\r\n", "HTTP/1.1 400 Bad Request", "host:port"),
+    ])
+    func badRequestsGetAStatusAndAOneLineReason(_ request: String, _ statusLine: String, _ reason: String) {
+        var t = Transcript()
+        t.client(request)
+        #expect(t.toClient.hasPrefix(statusLine + "\r\n"))
+        #expect(t.toClient.contains("Content-Type: text/plain"))
+        #expect(t.toClient.contains(reason))
+        #expect(t.commands.last == .closeClient)
+    }
+
+    @Test(arguments: [
+        (UpstreamFailure.resolve(host: "nope.invalid", reason: "Name or service not known"), "502 Bad Gateway", "nope.invalid"),
+        (.refused(Origin(host: "example.com", port: 80)), "502 Bad Gateway", "example.com:80 refused"),
+        (.connectTimeout(Origin(host: "example.com", port: 80)), "504 Gateway Timeout", "timed out connecting to upstream example.com:80"),
+    ])
+    func upstreamFailuresNameTheHost(_ failure: UpstreamFailure, _ status: String, _ text: String) {
+        var t = Transcript()
+        t.client("GET http://example.com/ HTTP/1.1\r\nHost: example.com\r\n\r\n")
+        t.failed(failure)
+        #expect(t.toClient.hasPrefix("HTTP/1.1 \(status)\r\n"))
+        #expect(t.toClient.contains(text))
+    }
+
+    @Test func aSilentUpstreamGets504AndASlowClientGets408() {
+        var t = Transcript()
+        t.client("GET http://example.com/ HTTP/1.1\r\nHost: example.com\r\n\r\n")
+        t.connected()
+        #expect(t.machine.phase == .awaitingResponse)
+        t.timedOut()
+        #expect(t.toClient.hasPrefix("HTTP/1.1 504 Gateway Timeout\r\n"))
+        var slow = Transcript()
+        slow.client("GET http://exa")
+        #expect(slow.machine.phase == .readingHead)
+        slow.timedOut()
+        #expect(slow.toClient.hasPrefix("HTTP/1.1 408 Request Timeout\r\n"))
+    }
+
+    @Test func reverseModeSendsOriginFormRequestsToTheUpstream() {
+        let upstream = Origin(host: "localhost", port: 3000)
+        var t = Transcript {
+            $0.reverseUpstream = upstream
+            $0.addVia = false
+        }
+        t.client("GET /app HTTP/1.1\r\nHost: localhost:8080\r\n\r\n")
+        #expect(t.commands == [.connect(upstream, fresh: false)])
+        t.connected()
+        #expect(t.toUpstream == "GET /app HTTP/1.1\r\nHost: localhost:8080\r\n\r\n")
+    }
+
+    /// Fed one byte at a time, the machine produces exactly what it produces from one chunk.
+    @Test func byteAtATimeEqualsAllAtOnce() {
+        let request = "POST http://example.com/x HTTP/1.1\r\nHost: example.com\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nhi\r\n0\r\n\r\n"
+        let response = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nSet-Cookie: a=b\r\n\r\n5\r\nhello\r\n0\r\n\r\n"
+        var whole = Transcript()
+        whole.client(request)
+        whole.connected()
+        whole.upstream(response)
+        var bytewise = Transcript()
+        for ch in request.utf8 { bytewise.machine.clientData([ch][...], &bytewise.io) }
+        bytewise.collect()
+        bytewise.connected()
+        for ch in response.utf8 { bytewise.machine.upstreamData([ch][...], &bytewise.io) }
+        bytewise.collect()
+        #expect(whole.toUpstream == bytewise.toUpstream)
+        #expect(whole.toClient == bytewise.toClient)
+        #expect(whole.commands == bytewise.commands)
+        #expect(whole.machine.phase == .idle)
+    }
+}
