@@ -225,6 +225,7 @@ public struct ProxyConnectionMachine: Sendable {
             e.responseBytesSeen = true
             switch e.response {
             case .head:
+                state = .closed  // drop the second reference so the append below does not copy
                 e.upstreamIn.append(contentsOf: bytes)
                 state = .exchanging(e)
                 processResponseHead(&io)
@@ -474,6 +475,7 @@ public struct ProxyConnectionMachine: Sendable {
 
     private mutating func processResponseHead(_ io: inout ConnectionIO) {
         guard case .exchanging(var e) = state else { return }
+        state = .closed  // the exchange is held in `e` only until it is put back below
         while true {
             let length: Int
             do {
@@ -643,17 +645,21 @@ public struct ProxyConnectionMachine: Sendable {
     /// Proxy-Connection, TE, Upgrade (kept for an upgrade request), and Transfer-Encoding is kept because
     /// bodies are forwarded in their received framing.
     static func removeHopByHop(_ out: inout OutgoingHead, connectionTokens: [String], keepUpgrade: Bool) {
-        var drop: Set<String> = ["connection", "keep-alive", "proxy-connection", "te"]
-        if !keepUpgrade { drop.insert("upgrade") }
+        var named: [String] = []
         for token in connectionTokens where token != "transfer-encoding" && token != "upgrade" && token != "close"
             && token != "keep-alive"
         {
-            drop.insert(token)
+            named.append(token)
         }
         var index = out.count - 1
         while index >= 0 {
-            let name = out.name(at: index).lowercased()
-            if drop.contains(name) { out.remove(at: index) }
+            if out.name(at: index, is: "connection") || out.name(at: index, is: "keep-alive")
+                || out.name(at: index, is: "proxy-connection") || out.name(at: index, is: "te")
+                || (!keepUpgrade && out.name(at: index, is: "upgrade"))
+                || named.contains(where: { out.name(at: index, is: $0) })
+            {
+                out.remove(at: index)
+            }
             index -= 1
         }
     }

@@ -21,7 +21,7 @@ public struct ServerConfiguration: Sendable {
     /// Seconds a body stream or tunnel may be silent.
     public var streamIdleTimeout: Double = 300
     /// Idle upstream connections kept per origin, and for how long.
-    public var poolPerOrigin = 32
+    public var poolPerOrigin = 256
     public var poolIdleTimeout: Double = 30
     /// Bytes queued towards one side before reading from the other side pauses (backpressure).
     public var highWater = 256 * 1024
