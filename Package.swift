@@ -28,6 +28,8 @@ let package = Package(
         .executableTarget(name: "cookie-bench", dependencies: ["CookieKit", "CookieFoundation", "CBenchSupport"]),
         .testTarget(name: "CookieKitTests", dependencies: ["CookieKit", "CookieFoundation", "CookieConformance"]),
         .testTarget(name: "ProxyCoreTests", dependencies: ["ProxyCore"]),
+        // End-to-end: the built binary between real clients and a real upstream (started by the tests).
+        .testTarget(name: "EndToEndTests", dependencies: ["cookie-proxy"], exclude: ["Fixtures"]),
         .testTarget(name: "CLITests", dependencies: ["cookie-proxy"], exclude: ["golden"]),
     ]
 )

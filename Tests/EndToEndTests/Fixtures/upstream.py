@@ -1,0 +1,110 @@
+#!/usr/bin/env python3
+"""A test upstream for cookie-proxy's end-to-end tests: answers with exact bytes, per path.
+Listens on 127.0.0.1 (port 0 = any free port), prints "PORT <n>" on stdout, runs until killed."""
+import socket, sys, threading, time, hashlib
+
+ODD_COOKIES = (
+    b"Set-Cookie: a=1; Expires=Wed, 09 Jun 2021 10:18:14 GMT; Path=/\r\n"
+    b"Set-Cookie: a=1; Expires=Wed, 09 Jun 2021 10:18:14 GMT; Path=/\r\n"
+    b"Set-Cookie: q=\"quoted, value\"; Domain=example.test;  Weird=attr ;HttpOnly\r\n"
+    b"Set-Cookie: u=caf\xc3\xa9\xff; Max-Age=60; x-unknown\r\n"
+    b"set-cookie: lower=case;path=/p;;\r\n"
+    b"SET-COOKIE:nospace=1\r\n"
+    b"X-Other:   spaced   \r\n"
+)
+
+def read_head(conn, buf):
+    while b"\r\n\r\n" not in buf:
+        chunk = conn.recv(65536)
+        if not chunk:
+            return None, buf
+        buf += chunk
+    head, rest = buf.split(b"\r\n\r\n", 1)
+    return head, rest
+
+def content_length(head):
+    for line in head.split(b"\r\n")[1:]:
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"content-length":
+            return int(value.strip())
+    return 0
+
+def handle(conn):
+    buf = b""
+    try:
+        while True:
+            head, buf = read_head(conn, buf)
+            if head is None:
+                return
+            line = head.split(b"\r\n")[0].decode("latin-1")
+            method, path, _ = line.split(" ", 2)
+            n = content_length(head)
+            expect = b"100-continue" in head.lower()
+            if expect:
+                conn.sendall(b"HTTP/1.1 100 Continue\r\n\r\n")
+            while len(buf) < n:
+                chunk = conn.recv(65536)
+                if not chunk:
+                    return
+                buf += chunk
+            body, buf = buf[:n], buf[n:]
+            if path.startswith("/cookies"):
+                payload = b"cookies\n"
+                conn.sendall(b"HTTP/1.1 200 OK\r\n" + ODD_COOKIES + b"Content-Length: %d\r\n\r\n" % len(payload) + payload)
+            elif path.startswith("/echo"):
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\nX-Method: %s\r\n\r\n" % (len(body), method.encode()) + body)
+            elif path.startswith("/chunked"):
+                conn.sendall(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nTrailer: X-Checksum\r\nSet-Cookie: c=1\r\n\r\n"
+                             b"5\r\nhello\r\n7;ext=1\r\n, world\r\n0\r\nX-Checksum: abc\r\n\r\n")
+            elif path.startswith("/large"):
+                size = int(path.split("=")[1])
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\nContent-Type: application/octet-stream\r\n\r\n" % size)
+                block = bytes(range(256)) * 256  # 64 KiB
+                sent = 0
+                while sent < size:
+                    part = block[: min(len(block), size - sent)]
+                    conn.sendall(part)
+                    sent += len(part)
+            elif path.startswith("/slow"):
+                time.sleep(float(path.split("=")[1]))
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nslow")
+            elif path.startswith("/truncated"):
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nonly ten b")
+                conn.close()
+                return
+            elif path.startswith("/until-close"):
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\nbody until close")
+                conn.close()
+                return
+            elif path.startswith("/ws"):
+                conn.sendall(b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n")
+                while True:
+                    data = buf or conn.recv(65536)
+                    buf = b""
+                    if not data:
+                        return
+                    conn.sendall(b"echo:" + data)
+            elif path.startswith("/path"):
+                payload = ("%s %s" % (method, path)).encode()
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % len(payload) + payload)
+            else:
+                conn.sendall(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n")
+    except (ConnectionError, OSError):
+        pass
+    finally:
+        try:
+            conn.close()
+        except OSError:
+            pass
+
+def main():
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind(("127.0.0.1", int(sys.argv[1]) if len(sys.argv) > 1 else 0))
+    s.listen(128)
+    print("PORT", s.getsockname()[1], flush=True)
+    while True:
+        c, _ = s.accept()
+        threading.Thread(target=handle, args=(c,), daemon=True).start()
+
+main()

@@ -1,0 +1,232 @@
+import Foundation
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Real processes for end-to-end tests: the built cookie-proxy, a Python upstream, curl, openssl.
+/// Everything listens on 127.0.0.1 with a port the kernel picks, and is killed when the test ends.
+final class TestProcess: @unchecked Sendable {
+    let process = Process()
+    private let output = LockedText()
+    private let errors = LockedText()
+    private let stdinPipe = Pipe()
+
+    init(_ executable: String, _ arguments: [String], environment: [String: String]? = nil) throws {
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        if let environment {
+            process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        }
+        let out = Pipe()
+        let err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        process.standardInput = stdinPipe
+        out.fileHandleForReading.readabilityHandler = { [output] handle in
+            let data = handle.availableData
+            if !data.isEmpty { output.append(String(decoding: data, as: UTF8.self)) }
+        }
+        err.fileHandleForReading.readabilityHandler = { [errors] handle in
+            let data = handle.availableData
+            if !data.isEmpty { errors.append(String(decoding: data, as: UTF8.self)) }
+        }
+        try process.run()
+    }
+
+    var stdout: String { output.value }
+    var stderr: String { errors.value }
+    var pid: Int32 { process.processIdentifier }
+
+    /// Waits until stdout contains a line starting with `prefix`; returns that line.
+    func waitForLine(startingWith prefix: String, timeout: Double = 20) throws -> String {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            if let line = stdout.split(separator: "\n").first(where: { $0.hasPrefix(prefix) }) { return String(line) }
+            if !process.isRunning { break }
+            usleep(20_000)
+        }
+        throw HarnessError("no line starting with '\(prefix)'; stdout: \(stdout) stderr: \(stderr)")
+    }
+
+    func signal(_ sig: Int32) { kill(process.processIdentifier, sig) }
+
+    func waitForExit(timeout: Double = 20) -> Int32? {
+        let deadline = Date().addingTimeInterval(timeout)
+        while process.isRunning && Date() < deadline { usleep(20_000) }
+        return process.isRunning ? nil : process.terminationStatus
+    }
+
+    /// Resident memory high-water mark (VmHWM) in KiB.
+    var peakRSSKiB: Int? {
+        guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return nil }
+        for line in status.split(separator: "\n") where line.hasPrefix("VmHWM:") {
+            return Int(line.split(separator: " ", omittingEmptySubsequences: true)[1])
+        }
+        return nil
+    }
+
+    var residentKiB: Int? {
+        guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return nil }
+        for line in status.split(separator: "\n") where line.hasPrefix("VmRSS:") {
+            return Int(line.split(separator: " ", omittingEmptySubsequences: true)[1])
+        }
+        return nil
+    }
+
+    deinit {
+        if process.isRunning {
+            // SIGKILL: a child may inherit a blocked SIGTERM from the test runner.
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+        }
+    }
+}
+
+final class LockedText: Sendable {
+    private let text = Mutex<String>("")
+    func append(_ s: String) { text.withLock { $0 += s } }
+    var value: String { text.withLock { $0 } }
+}
+
+struct HarnessError: Error, CustomStringConvertible {
+    let description: String
+    init(_ d: String) { description = d }
+}
+
+enum Paths {
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().path
+    static let fixtures = root + "/Tests/EndToEndTests/Fixtures"
+    static let binary: String = {
+        let exe = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+        var dir = URL(fileURLWithPath: exe).deletingLastPathComponent()
+        while dir.path != "/" {
+            let candidate = dir.appendingPathComponent("cookie-proxy").path
+            if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
+            dir = dir.deletingLastPathComponent()
+        }
+        return root + "/.build/debug/cookie-proxy"
+    }()
+
+    static func which(_ tool: String) -> String {
+        for dir in ["/usr/bin", "/usr/local/bin", "/bin"] where FileManager.default.isExecutableFile(atPath: "\(dir)/\(tool)") {
+            return "\(dir)/\(tool)"
+        }
+        return "/usr/bin/\(tool)"
+    }
+}
+
+/// The Python upstream of Fixtures/upstream.py.
+final class Upstream: Sendable {
+    let process: TestProcess
+    let port: Int
+    init() throws {
+        process = try TestProcess(Paths.which("python3"), ["-u", Paths.fixtures + "/upstream.py", "0"])
+        let line = try process.waitForLine(startingWith: "PORT ")
+        port = Int(line.dropFirst(5))!
+    }
+    var base: String { "http://127.0.0.1:\(port)" }
+}
+
+/// The real cookie-proxy binary, `run` on a free loopback port.
+final class Proxy: Sendable {
+    let process: TestProcess
+    let port: Int
+    init(_ extra: [String] = [], environment: [String: String]? = nil) throws {
+        process = try TestProcess(
+            Paths.binary, ["run", "--listen", "127.0.0.1:0", "--threads", "2"] + extra, environment: environment)
+        let line = try process.waitForLine(startingWith: "cookie-proxy listening on ")
+        port = Int(line.split(separator: ":").last!)!
+    }
+    var url: String { "http://127.0.0.1:\(port)" }
+}
+
+struct CommandResult {
+    var status: Int32
+    var stdout: Data
+    var stderr: String
+    var text: String { String(decoding: stdout, as: UTF8.self) }
+}
+
+/// Runs a command to completion.
+func run(_ executable: String, _ arguments: [String], stdin: Data? = nil) throws -> CommandResult {
+    let p = Process()
+    p.executableURL = URL(fileURLWithPath: executable)
+    p.arguments = arguments
+    let out = Pipe()
+    let err = Pipe()
+    let input = Pipe()
+    p.standardOutput = out
+    p.standardError = err
+    p.standardInput = input
+    try p.run()
+    if let stdin { input.fileHandleForWriting.write(stdin) }
+    try? input.fileHandleForWriting.close()
+    let errText = LockedText()
+    let errThread = Thread { errText.append(String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)) }
+    errThread.start()
+    let o = out.fileHandleForReading.readDataToEndOfFile()
+    p.waitUntilExit()
+    while !errThread.isFinished { usleep(1000) }
+    return CommandResult(status: p.terminationStatus, stdout: o, stderr: errText.value)
+}
+
+func curl(_ arguments: [String]) throws -> CommandResult {
+    try run(Paths.which("curl"), ["-sS", "--max-time", "30"] + arguments)
+}
+
+/// A raw TCP client: sends bytes, reads until the peer closes (or `until` says the reply is complete).
+enum RawClient {
+    static func exchange(
+        port: Int, send chunks: [[UInt8]], pause: UInt32 = 0, timeout: Int = 10, until: (([UInt8]) -> Bool)? = nil
+    ) throws -> [UInt8] {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw HarnessError("socket failed") }
+        defer { close(fd) }
+        var tv = timeval(tv_sec: timeout, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
+        var addr = sockaddr_in()
+        addr.sin_family = sa_family_t(AF_INET)
+        addr.sin_port = in_port_t(UInt16(port).bigEndian)
+        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let rc = withUnsafePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard rc == 0 else { throw HarnessError("connect failed") }
+        for chunk in chunks {
+            _ = chunk.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            if pause > 0 { usleep(pause) }
+        }
+        var received: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        while true {
+            if let until, until(received) { break }
+            let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            if n <= 0 { break }
+            received += buffer[0..<n]
+        }
+        return received
+    }
+
+    static func exchange(port: Int, _ text: String, until: (([UInt8]) -> Bool)? = nil) throws -> String {
+        String(decoding: try exchange(port: port, send: [Array(text.utf8)], until: until), as: UTF8.self)
+    }
+}
+
+extension Array where Element == UInt8 {
+    /// The Set-Cookie and other header lines of a raw response, as bytes.
+    func headerLines() -> [[UInt8]] {
+        guard let end = firstRange(of: [13, 10, 13, 10]) else { return [] }
+        return self[0..<end.lowerBound].split(separator: 10).map { Array($0.last == 13 ? $0.dropLast() : $0) }
+    }
+
+    func firstRange(of needle: [UInt8]) -> Range<Int>? {
+        guard count >= needle.count else { return nil }
+        for i in 0...(count - needle.count) where self[i..<(i + needle.count)].elementsEqual(needle) {
+            return i..<(i + needle.count)
+        }
+        return nil
+    }
+}
