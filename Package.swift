@@ -14,6 +14,8 @@ let package = Package(
         .target(name: "CookieKit"),
         // The bridge to Foundation's HTTPCookie (FoundationNetworking on Linux).
         .target(name: "CookieFoundation", dependencies: ["CookieKit"]),
+        // Pure: the rules language → validated rule set → two-phase application → list of changes.
+        .target(name: "CookieRules", dependencies: ["CookieKit"]),
         // Runs the scenario corpora of shared/conformance against the jar (tests and `cookie-proxy conformance`).
         .target(name: "CookieConformance", dependencies: ["CookieKit"]),
         // Sans-I/O HTTP/1.1 codec and the per-connection proxy state machine.
@@ -22,12 +24,15 @@ let package = Package(
         .target(name: "CProxyShims"),
         // The I/O shell: event loops, sockets, upstream pool, resolver, timers.
         .target(name: "ProxyServer", dependencies: ["ProxyCore", "CProxyShims"]),
-        .executableTarget(name: "cookie-proxy", dependencies: ["CookieKit", "CookieFoundation", "CookieConformance", "ProxyCore", "ProxyServer"]),
+        .executableTarget(name: "cookie-proxy", dependencies: [
+                "CookieKit", "CookieFoundation", "CookieConformance", "CookieRules", "ProxyCore", "ProxyServer",
+            ]),
         // Counts allocations in the benchmark only (interposes malloc in that executable).
         .target(name: "CBenchSupport"),
         .executableTarget(name: "cookie-bench", dependencies: ["CookieKit", "CookieFoundation", "CBenchSupport"]),
         .testTarget(name: "CookieKitTests", dependencies: ["CookieKit", "CookieFoundation", "CookieConformance"]),
         .testTarget(name: "ProxyCoreTests", dependencies: ["ProxyCore"]),
+        .testTarget(name: "CookieRulesTests", dependencies: ["CookieRules", "CookieKit"]),
         // End-to-end: the built binary between real clients and a real upstream (started by the tests).
         .testTarget(name: "EndToEndTests", dependencies: ["cookie-proxy"], exclude: ["Fixtures"]),
         .testTarget(name: "CLITests", dependencies: ["cookie-proxy"], exclude: ["golden"]),

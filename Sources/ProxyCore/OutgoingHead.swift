@@ -44,6 +44,14 @@ public struct OutgoingHead: Sendable {
         }
     }
 
+    /// The value without copying when the field is the received one.
+    public func valueBytes(at index: Int) -> ArraySlice<UInt8> {
+        switch lines[index] {
+        case .original(let i): return source.valueBytes(source.fields[i])
+        case .written(_, let value): return value[...]
+        }
+    }
+
     public func valueString(at index: Int) -> String { String(decoding: value(at: index), as: UTF8.self) }
 
     /// Indices of fields named `lowercaseName`.

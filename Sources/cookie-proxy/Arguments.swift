@@ -57,6 +57,9 @@ struct CommandSpec: Sendable {
 struct UsageError: Error {
     var message: String
     var command: String
+    var exitStatus: Int32 = 2
+    /// Input errors (an invalid rules file) say what is wrong without pointing at --help.
+    var showsHelpHint: Bool { !message.hasPrefix("invalid rules") }
 }
 
 struct ParsedArguments {

@@ -1,21 +1,116 @@
+import CookieKit
+import CookieRules
+import Foundation
 import ProxyCore
 
-/// What `run` adds around the server: rules, the log, reloads. (Rules arrive with the rules issue.)
+/// What `run` adds around the server: the rules (hot-reloaded), the transformation log, audit mode.
 final class ProxyRuntime: @unchecked Sendable {
-    let hooks: any ProxyHooks
+    let hooks: RulesHooks
     let banner: String
+    let rulesPath: String?
+    private var fingerprint: String
+    private let sink: LogSink?
 
-    init(hooks: any ProxyHooks, banner: String) {
+    static let options: [OptionSpec] = [
+        OptionSpec(names: ["--dry-run"], value: nil, help: "Audit mode: change nothing, log what the rules would do to every cookie."),
+        OptionSpec(names: ["--log"], value: "file", help: "Write the transformation log (JSON Lines) to this file.", defaultValue: "stdout"),
+        OptionSpec(names: ["--log-format"], value: "format", help: "Log on stdout as json or line (compact).", defaultValue: "line on a terminal, else json"),
+        OptionSpec(names: ["--log-values"], value: nil, help: "Show cookie values in the log (redacted to a short hash by default)."),
+    ]
+
+    private init(hooks: RulesHooks, banner: String, rulesPath: String?, sink: LogSink?) {
         self.hooks = hooks
         self.banner = banner
+        self.rulesPath = rulesPath
+        self.sink = sink
+        self.fingerprint = rulesPath.map(RulesFiles.fingerprint) ?? ""
     }
 
     static func make(args: ParsedArguments, command: String) throws(UsageError) -> ProxyRuntime {
-        ProxyRuntime(hooks: NoHooks(), banner: "  rules:        none (everything passes through unchanged)\n")
+        let rulesPath = args.value("--rules")
+        var ruleSet = RuleSet.empty
+        if let rulesPath {
+            do {
+                ruleSet = try RulesFiles.load(rulesPath)
+            } catch let error as RulesError {
+                throw UsageError(message: "invalid rules\n\(error)", command: command, exitStatus: 2)
+            } catch {
+                throw UsageError(message: "\(error)", command: command, exitStatus: 2)
+            }
+        }
+        let dryRun = args.flag("--dry-run")
+        let sink: LogSink?
+        do {
+            if let file = args.value("--log") {
+                sink = try LogSink(destination: .file(file), showValues: args.flag("--log-values"))
+            } else {
+                let format = args.value("--log-format") ?? (isatty(1) != 0 ? "line" : "json")
+                guard format == "json" || format == "line" else {
+                    throw UsageError(message: "--log-format must be json or line", command: command)
+                }
+                sink = try LogSink(
+                    destination: .standardOutput(compact: format == "line", color: format == "line" && isatty(1) != 0),
+                    showValues: args.flag("--log-values"))
+            }
+        } catch let error as UsageError {
+            throw error
+        } catch {
+            throw UsageError(message: "\(error)", command: command)
+        }
+        let hooks = RulesHooks(engine: RuleEngine(ruleSet), dryRun: dryRun, sink: sink)
+        var banner = ""
+        if let rulesPath {
+            banner += "  rules:        \(ruleSet.rules.count) from \(rulesPath)\(dryRun ? " (dry run: nothing is changed)" : "")"
+            banner += " — reloaded on change or SIGHUP\n"
+        } else {
+            banner += "  rules:        none (everything passes through unchanged)\(dryRun ? "; dry run logs every cookie" : "")\n"
+        }
+        banner += "  log:          \(args.value("--log") ?? "stdout")\(args.flag("--log-values") ? " (cookie values shown)" : " (cookie values redacted)")\n"
+        return ProxyRuntime(hooks: hooks, banner: banner, rulesPath: rulesPath, sink: sink)
     }
 
-    func reload(reason: String) {}
-    func poll() {}
-    func finish() {}
-    var statusSummary: String { "0 cookies rewritten" }
+    /// Reloads the rules; an invalid file is reported and the last good rules stay in force.
+    func reload(reason: String) {
+        guard let rulesPath else { return }
+        fingerprint = RulesFiles.fingerprint(rulesPath)
+        let stamp = CookieDate.rfc3339(Int64(Date().timeIntervalSince1970))
+        do {
+            let set = try RulesFiles.load(rulesPath)
+            hooks.replace(RuleEngine(set))
+            Console.err("cookie-proxy: rules reloaded (\(reason)): \(set.rules.count) rules from \(rulesPath)")
+            sink?.submit(
+                line: JSONValue.object([
+                    ("time", .string(stamp)), ("event", "rules-reloaded"), ("reason", .string(reason)),
+                    ("rules", .int(Int64(set.rules.count))), ("path", .string(rulesPath)),
+                ]).serialized)
+        } catch {
+            Console.err("cookie-proxy: rules NOT reloaded (\(reason)); the last good rules stay in force:\n\(error)")
+            sink?.submit(
+                line: JSONValue.object([
+                    ("time", .string(stamp)), ("event", "rules-reload-failed"), ("reason", .string(reason)),
+                    ("error", .string("\(error)")), ("path", .string(rulesPath)),
+                ]).serialized)
+        }
+    }
+
+    /// Called about once a second: notices edited rules files.
+    func poll() {
+        guard let rulesPath else { return }
+        if RulesFiles.fingerprint(rulesPath) != fingerprint { reload(reason: "file changed") }
+    }
+
+    func finish() {
+        if let sink {
+            sink.close()
+            if sink.droppedCount > 0 {
+                Console.err("cookie-proxy: \(sink.droppedCount) log records were dropped because the log could not keep up")
+            }
+        }
+    }
+
+    var statusSummary: String {
+        let dropped = sink?.droppedCount ?? 0
+        return "\(hooks.rewritten.load(ordering: .relaxed)) cookies rewritten · \(hooks.observed.load(ordering: .relaxed)) seen"
+            + (dropped > 0 ? " · \(dropped) log records dropped" : "")
+    }
 }

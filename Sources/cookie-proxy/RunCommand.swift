@@ -51,7 +51,7 @@ enum RunCommand {
                 names: ["--drain-timeout"], value: "seconds",
                 help: "On SIGINT/SIGTERM, time given to exchanges in flight.", defaultValue: "10s"),
             OptionSpec(names: ["--quiet", "-q"], value: nil, help: "No banner and no live status line."),
-        ],
+        ] + ProxyRuntime.options,
         discussion: """
             Point a client at the proxy:
               curl -x http://127.0.0.1:8080 http://example.com/

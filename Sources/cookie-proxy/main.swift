@@ -11,6 +11,8 @@ let rootSpec = CommandSpec(
     options: [],
     arguments: """
           run            Run the proxy in the foreground.
+          check          Validate a rules file and say what each rule will do.
+          try            Run Set-Cookie values through rules offline.
           parse          Parse Set-Cookie values and show what a browser makes of them.
           conformance    Run cookie conformance corpora against the jar.
 
@@ -19,6 +21,8 @@ let rootSpec = CommandSpec(
 
 let commands: [String: CommandSpec] = [
     "run": RunCommand.spec,
+    "check": CheckCommand.spec,
+    "try": TryCommand.spec,
     "parse": ParseCommand.spec,
     "conformance": ConformanceCommand.spec,
 ]
@@ -46,13 +50,16 @@ func runMain() -> Int32 {
         }
         switch first {
         case "run": return try RunCommand.run(args)
+        case "check": return try CheckCommand.run(args)
+        case "try": return try TryCommand.run(args, now: currentTime())
         case "parse": return try ParseCommand.run(args, now: currentTime())
         case "conformance": return try ConformanceCommand.run(args)
         default: return 2
         }
     } catch {
-        Console.err("error: \(error.message)\nRun 'cookie-proxy \(error.command) --help' for usage.")
-        return 2
+        Console.err(
+            "error: \(error.message)" + (error.showsHelpHint ? "\nRun 'cookie-proxy \(error.command) --help' for usage." : ""))
+        return error.exitStatus
     }
 }
 

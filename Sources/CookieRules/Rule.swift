@@ -1,0 +1,207 @@
+import CookieKit
+
+/// A validated, compiled rule (see rules/README.md for the language). Conditions combine with AND; the
+/// values of one condition with OR; each condition can be negated.
+public struct Rule: Sendable {
+    public var name: String
+    public var location: SourceLocation
+    public var conditions: [Condition]
+    public var cookieActions: [CookieAction]
+    public var requestHeaderActions: [HeaderAction]
+    public var responseHeaderActions: [HeaderAction]
+    /// `stop`: later rules do not apply to a cookie this rule matched.
+    public var stops: Bool
+
+    /// Whether the rule looks at Set-Cookie lines at all.
+    public var isCookieRule: Bool { !cookieActions.isEmpty || stops || conditions.contains { $0.isCookieCondition } }
+}
+
+public struct Condition: Sendable {
+    public var test: Test
+    public var negated: Bool
+
+    public enum Test: Sendable {
+        case host([HostPattern])
+        case path([PathPattern])
+        case method(Set<String>)
+        case status([StatusPattern])
+        case cookie([NamePattern])
+        case state([StatePredicate])
+    }
+
+    var isCookieCondition: Bool {
+        switch test {
+        case .cookie, .state: return true
+        default: return false
+        }
+    }
+}
+
+/// `example.com` (exactly), `*.example.com` (any subdomain), `*` (any host).
+public enum HostPattern: Sendable, Hashable {
+    case exact(String)
+    case subdomains(of: String)
+    case any
+
+    func matches(_ host: String) -> Bool {
+        switch self {
+        case .exact(let h): return host == h
+        case .subdomains(let suffix): return host.hasSuffix("." + suffix)
+        case .any: return true
+        }
+    }
+}
+
+/// `/api/` (a prefix) or `/api/*.json` (a glob over the whole path).
+public enum PathPattern: Sendable, Hashable {
+    case prefix(String)
+    case glob(Glob)
+
+    func matches(_ path: String) -> Bool {
+        switch self {
+        case .prefix(let p): return path.hasPrefix(p)
+        case .glob(let g): return g.matches(path)
+        }
+    }
+}
+
+/// `200`, or a class such as `3xx`.
+public enum StatusPattern: Sendable, Hashable {
+    case exact(Int)
+    case hundreds(Int)
+
+    func matches(_ status: Int) -> Bool {
+        switch self {
+        case .exact(let s): return s == status
+        case .hundreds(let h): return status / 100 == h
+        }
+    }
+}
+
+/// A cookie name: exact and case-sensitive, a glob, or a regular expression `/…/`.
+public struct NamePattern: @unchecked Sendable {
+    public enum Kind: Sendable { case exact, glob, regex }
+    public let kind: Kind
+    public let source: String
+    let glob: Glob?
+    let regex: Regex<AnyRegexOutput>?
+
+    init(exact: String) {
+        kind = .exact
+        source = exact
+        glob = nil
+        regex = nil
+    }
+    init(glob: String) {
+        kind = .glob
+        source = glob
+        self.glob = Glob(glob)
+        regex = nil
+    }
+    init(regex: Regex<AnyRegexOutput>, source: String) {
+        kind = .regex
+        self.source = source
+        glob = nil
+        self.regex = regex
+    }
+
+    func matches(_ name: String) -> Bool {
+        switch kind {
+        case .exact: return name == source
+        case .glob: return glob!.matches(name)
+        case .regex: return (try? regex!.firstMatch(in: name)) != nil
+        }
+    }
+}
+
+/// What a cookie is like before any rule changes it.
+public enum StatePredicate: String, Sendable, Hashable, CaseIterable {
+    case hostOnly = "host-only"
+    case hasDomain = "has-domain"
+    case secure
+    case httpOnly = "httponly"
+    case partitioned
+    case session
+    case persistent
+    case sameSiteStrict = "samesite-strict"
+    case sameSiteLax = "samesite-lax"
+    case sameSiteNone = "samesite-none"
+    case sameSiteDefault = "samesite-default"
+    /// Browsers would reject it from this URL.
+    case rejected
+
+    func holds(_ cookie: SetCookie, _ attributes: CookieAttributes, rejected: Bool) -> Bool {
+        switch self {
+        case .hostOnly: return (attributes.domain ?? "").isEmpty
+        case .hasDomain: return !(attributes.domain ?? "").isEmpty
+        case .secure: return attributes.secure
+        case .httpOnly: return attributes.httpOnly
+        case .partitioned: return attributes.partitioned
+        case .session: return attributes.maxAge == nil && attributes.expires == nil
+        case .persistent: return attributes.maxAge != nil || attributes.expires != nil
+        case .sameSiteStrict: return attributes.sameSite == .strict
+        case .sameSiteLax: return attributes.sameSite == .lax
+        case .sameSiteNone: return attributes.sameSite == .none
+        case .sameSiteDefault: return attributes.sameSite == .default
+        case .rejected: return rejected
+        }
+    }
+}
+
+/// What a rule does to a matched Set-Cookie. Every action is idempotent.
+public enum CookieAction: Sendable, Hashable {
+    case domain(DomainEdit)
+    case path(String?)
+    case flag(CookieAttributeKind, Bool)
+    case sameSite(String?)
+    case maxAge(Int64?)
+    case expires(String?)
+    /// Remove Max-Age and Expires: a session cookie.
+    case session
+    /// Lifetime at most this many seconds.
+    case capLifetime(Int64)
+    case rename(Rename)
+    case value(String)
+    case drop
+    /// Log the cookie even when nothing changes.
+    case log
+
+    public enum DomainEdit: Sendable, Hashable {
+        case set(String)
+        case addDot
+        case stripDot
+        case remove
+        /// Give a host-only cookie a Domain: this one, or the request host's registrable domain.
+        case ensure(String?)
+    }
+
+    public enum Rename: Sendable, Hashable {
+        case to(String)
+        case addPrefix(String)
+        case stripPrefix(String)
+    }
+}
+
+/// A request or response header edit.
+public enum HeaderAction: Sendable, Hashable {
+    case set(name: String, value: String)
+    case add(name: String, value: String)
+    case remove(name: String)
+}
+
+/// A set of rules from one or more files, in order.
+public struct RuleSet: Sendable {
+    public var rules: [Rule]
+    public var files: [String]
+    public init(rules: [Rule], files: [String]) {
+        self.rules = rules
+        self.files = files
+    }
+    public static let empty = RuleSet(rules: [], files: [])
+
+    /// Whether any rule needs to see Set-Cookie lines.
+    public var hasCookieRules: Bool { rules.contains { $0.isCookieRule } }
+    public var hasRequestRules: Bool {
+        rules.contains { !$0.requestHeaderActions.isEmpty || $0.cookieActions.contains { if case .rename = $0 { return true } else { return false } } }
+    }
+}

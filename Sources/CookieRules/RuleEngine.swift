@@ -1,0 +1,303 @@
+import CookieKit
+
+/// The request and response a Set-Cookie arrived with, as the rules see them.
+public struct MessageContext: Sendable {
+    public var scheme: String
+    public var host: String
+    public var port: Int
+    /// Path without the query.
+    public var path: String
+    public var method: String
+    public var status: Int?
+
+    public init(scheme: String, host: String, port: Int, path: String, method: String, status: Int?) {
+        self.scheme = scheme
+        self.host = host.lowercased()
+        self.port = port
+        self.path = path.isEmpty ? "/" : path
+        self.method = method
+        self.status = status
+    }
+
+    /// The URL cookies are judged against (RFC 6265bis: the request-uri).
+    public var requestURL: RequestURL { RequestURL(scheme: scheme, host: host, port: port, path: path) }
+}
+
+/// One attribute-level difference between a Set-Cookie before and after the rules.
+public struct AttributeChange: Sendable, Hashable {
+    /// `add`, `remove`, `set`, `rename`, `value` or `drop`.
+    public var op: String
+    public var attribute: String
+    public var from: String?
+    public var to: String?
+}
+
+/// What the rules did to one Set-Cookie line.
+public struct CookieOutcome: Sendable {
+    public var original: SetCookie
+    /// The line to send; nil when a rule dropped it.
+    public var result: SetCookie?
+    /// Names of the rules that matched, in order.
+    public var rules: [String]
+    public var changes: [AttributeChange]
+    /// A matched rule asked for a log record even without changes.
+    public var logRequested: Bool
+    /// Notes about actions that could not apply (e.g. `domain ensure` on an IP host).
+    public var notes: [String]
+
+    public var isChanged: Bool { result == nil || result!.bytes != original.bytes }
+}
+
+/// Applies a ``RuleSet`` in two phases: every rule is matched against the original message and cookie
+/// first; then the actions of the matched rules run in file order (`stop` ends the list for that cookie).
+public struct RuleEngine: Sendable {
+    public let ruleSet: RuleSet
+    let suffixes: PublicSuffixList
+    let cookieRules: [Rule]
+    let needsRejection: Bool
+
+    public init(_ ruleSet: RuleSet, suffixes: PublicSuffixList = .system) {
+        self.ruleSet = ruleSet
+        self.suffixes = suffixes
+        cookieRules = ruleSet.rules.filter(\.isCookieRule)
+        needsRejection = cookieRules.contains { rule in
+            rule.conditions.contains { if case .state(let p) = $0.test { return p.contains(.rejected) } else { return false } }
+        }
+    }
+
+    /// Whether any rule could touch a Set-Cookie of this message (cheap; lets the proxy skip parsing).
+    public func mayRewriteCookies(_ context: MessageContext) -> Bool {
+        cookieRules.contains { messageConditionsHold($0, context) }
+    }
+
+    /// Runs the rules over the Set-Cookie values of one response.
+    public func apply(to cookies: [SetCookie], context: MessageContext, now: Int64) -> [CookieOutcome] {
+        let candidates = cookieRules.filter { messageConditionsHold($0, context) }
+        return cookies.map { cookie in
+            // Phase 1: match against the original.
+            let attributes = cookie.attributes
+            let name = cookie.name
+            var rejected: Bool? = nil
+            var matched: [Rule] = []
+            for rule in candidates {
+                let holds = rule.conditions.allSatisfy { condition in
+                    let result: Bool
+                    switch condition.test {
+                    case .cookie(let patterns): result = patterns.contains { $0.matches(name) }
+                    case .state(let predicates):
+                        if rejected == nil && predicates.contains(.rejected) {
+                            rejected =
+                                (try? CookieJar.evaluate(cookie, from: context.requestURL, now: now, suffixes: suffixes).get())
+                                == nil
+                        }
+                        result = predicates.contains { $0.holds(cookie, attributes, rejected: rejected ?? false) }
+                    default: return true  // message conditions were checked above
+                    }
+                    return result != condition.negated
+                }
+                if holds {
+                    matched.append(rule)
+                    if rule.stops { break }
+                }
+            }
+            guard !matched.isEmpty else {
+                return CookieOutcome(original: cookie, result: cookie, rules: [], changes: [], logRequested: false, notes: [])
+            }
+            // Phase 2: apply.
+            var result: SetCookie? = cookie
+            var notes: [String] = []
+            var logRequested = false
+            for rule in matched {
+                for action in rule.cookieActions {
+                    guard var current = result else { break }
+                    switch action {
+                    case .drop: result = nil
+                        continue
+                    case .log: logRequested = true
+                    default:
+                        if let note = Self.perform(action, on: &current, context: context, now: now, suffixes: suffixes) {
+                            notes.append("\(rule.name): \(note)")
+                        }
+                    }
+                    result = current
+                }
+            }
+            return CookieOutcome(
+                original: cookie, result: result, rules: matched.map(\.name),
+                changes: Self.diff(cookie, result), logRequested: logRequested, notes: notes)
+        }
+    }
+
+    /// Header edits for a request (rules whose message conditions hold; `status` never holds here).
+    public func requestHeaderActions(_ context: MessageContext) -> [HeaderAction] {
+        ruleSet.rules.filter { !$0.requestHeaderActions.isEmpty && messageConditionsHold($0, context) }
+            .flatMap(\.requestHeaderActions)
+    }
+
+    /// Header edits for a response.
+    public func responseHeaderActions(_ context: MessageContext) -> [HeaderAction] {
+        ruleSet.rules.filter { !$0.responseHeaderActions.isEmpty && messageConditionsHold($0, context) }
+            .flatMap(\.responseHeaderActions)
+    }
+
+    /// The request's `Cookie` header with renamed cookies given back their original names, so the backend
+    /// sees its own names; nil when nothing changes. Only the renamed pairs' name bytes change.
+    public func renameBack(cookieHeader: [UInt8], context: MessageContext) -> [UInt8]? {
+        var renames: [(CookieAction.Rename, [NamePattern])] = []
+        for rule in ruleSet.rules where messageConditionsHold(rule, context, ignoringStatus: true) {
+            let names = rule.conditions.compactMap { c -> [NamePattern]? in
+                if case .cookie(let p) = c.test, !c.negated { return p }
+                return nil
+            }.first ?? []
+            for case .rename(let r) in rule.cookieActions { renames.append((r, names)) }
+        }
+        guard !renames.isEmpty else { return nil }
+        var out: [UInt8] = []
+        var changed = false
+        var pairs = cookieHeader.split(separator: 0x3B, omittingEmptySubsequences: false)
+        for index in pairs.indices {
+            let pair = pairs[index]
+            let leading = pair.prefix { $0 == 0x20 || $0 == 0x09 }
+            let rest = pair.dropFirst(leading.count)
+            let nameBytes = rest.prefix { $0 != 0x3D }
+            guard nameBytes.count < rest.count else { continue }  // no '=': a nameless cookie, left alone
+            let name = String(decoding: nameBytes, as: UTF8.self)
+            var original: String? = nil
+            for (rename, patterns) in renames {
+                switch rename {
+                case .to(let new) where name == new: original = patterns.first?.source
+                case .addPrefix(let p) where name.hasPrefix(p):
+                    let base = String(name.dropFirst(p.count))
+                    if patterns.isEmpty || patterns.contains(where: { $0.matches(base) }) { original = base }
+                case .stripPrefix(let p):
+                    if patterns.isEmpty || patterns.contains(where: { $0.matches(p + name) }) { original = p + name }
+                default: break
+                }
+                if original != nil { break }
+            }
+            if let original, original != name {
+                pairs[index] = ArraySlice(Array(leading) + Array(original.utf8) + Array(rest.dropFirst(nameBytes.count)))
+                changed = true
+            }
+        }
+        guard changed else { return nil }
+        for (i, pair) in pairs.enumerated() {
+            if i > 0 { out.append(0x3B) }
+            out += pair
+        }
+        return out
+    }
+
+    func messageConditionsHold(_ rule: Rule, _ context: MessageContext, ignoringStatus: Bool = false) -> Bool {
+        rule.conditions.allSatisfy { condition in
+            let result: Bool
+            switch condition.test {
+            case .host(let patterns): result = patterns.contains { $0.matches(context.host) }
+            case .path(let patterns): result = patterns.contains { $0.matches(context.path) }
+            case .method(let methods): result = methods.contains(context.method)
+            case .status(let patterns):
+                if ignoringStatus { return true }
+                guard let status = context.status else { return condition.negated }
+                result = patterns.contains { $0.matches(status) }
+            case .cookie, .state: return true
+            }
+            return result != condition.negated
+        }
+    }
+
+    /// Applies one action; returns a note when it could not.
+    static func perform(
+        _ action: CookieAction, on cookie: inout SetCookie, context: MessageContext, now: Int64, suffixes: PublicSuffixList
+    ) -> String? {
+        do {
+            switch action {
+            case .domain(let edit):
+                let written = cookie.attributes.domainAsWritten
+                switch edit {
+                case .set(let d): try cookie.set(.domain, to: d)
+                case .addDot:
+                    if let w = written, !w.isEmpty, !w.hasPrefix(".") { try cookie.set(.domain, to: "." + w) }
+                case .stripDot:
+                    if let w = written, w.hasPrefix(".") { try cookie.set(.domain, to: String(w.dropFirst())) }
+                case .remove: cookie.remove(.domain)
+                case .ensure(let given):
+                    guard (cookie.attributes.domain ?? "").isEmpty else { return nil }
+                    guard let domain = given ?? suffixes.registrableDomain(of: context.host) else {
+                        return "domain ensure: \(context.host) has no registrable domain (an IP address or a public suffix)"
+                    }
+                    if given == nil && suffixes.isPublicSuffix(domain) { return "domain ensure: \(domain) is a public suffix" }
+                    try cookie.set(.domain, to: domain)
+                }
+            case .path(let p):
+                if let p { try cookie.set(.path, to: p) } else { cookie.remove(.path) }
+            case .flag(let kind, let on): cookie.setFlag(kind, on)
+            case .sameSite(let v):
+                if let v {
+                    if cookie.attributes.sameSite.rawValue != v || !cookie.contains(.sameSite) { try cookie.set(.sameSite, to: v) }
+                } else {
+                    cookie.remove(.sameSite)
+                }
+            case .maxAge(let seconds):
+                if let seconds { try cookie.set(.maxAge, to: String(seconds)) } else { cookie.remove(.maxAge) }
+            case .expires(let date):
+                if let date { try cookie.set(.expires, to: date) } else { cookie.remove(.expires) }
+            case .session:
+                cookie.remove(.maxAge)
+                cookie.remove(.expires)
+            case .capLifetime(let limit):
+                let a = cookie.attributes
+                if let maxAge = a.maxAge, maxAge > limit { try cookie.set(.maxAge, to: String(limit)) }
+                if let expires = a.expires, expires > now + limit {
+                    try cookie.set(.expires, to: CookieDate.imfFixdate(now + limit))
+                }
+            case .rename(let r):
+                let name = cookie.name
+                switch r {
+                case .to(let new): try cookie.rename(to: new)
+                case .addPrefix(let p): if !name.hasPrefix(p) { try cookie.rename(to: p + name) }
+                case .stripPrefix(let p): if name.hasPrefix(p) { try cookie.rename(to: String(name.dropFirst(p.count))) }
+                }
+            case .value(let v): try cookie.setValue(v)
+            case .drop, .log: break
+            }
+        } catch {
+            return error.description
+        }
+        return nil
+    }
+
+    /// The attribute-level diff between two Set-Cookie lines.
+    public static func diff(_ before: SetCookie, _ after: SetCookie?) -> [AttributeChange] {
+        guard let after else { return [AttributeChange(op: "drop", attribute: "Set-Cookie", from: before.name, to: nil)] }
+        var changes: [AttributeChange] = []
+        if before.nameBytes != after.nameBytes {
+            changes.append(AttributeChange(op: "rename", attribute: "name", from: before.name, to: after.name))
+        }
+        if before.valueBytes != after.valueBytes {
+            changes.append(AttributeChange(op: "value", attribute: "value", from: before.value, to: after.value))
+        }
+        let kinds: [CookieAttributeKind] = [.domain, .path, .expires, .maxAge, .secure, .httpOnly, .sameSite, .partitioned]
+        let b = lastWritten(before)
+        let a = lastWritten(after)
+        for kind in kinds {
+            let x = b[kind]
+            let y = a[kind]
+            switch (x, y) {
+            case (nil, nil): continue
+            case (nil, let v?): changes.append(AttributeChange(op: "add", attribute: kind.canonicalName, from: nil, to: v))
+            case (let v?, nil): changes.append(AttributeChange(op: "remove", attribute: kind.canonicalName, from: v, to: nil))
+            case (let v?, let w?) where v != w:
+                changes.append(AttributeChange(op: "set", attribute: kind.canonicalName, from: v, to: w))
+            default: continue
+            }
+        }
+        return changes
+    }
+
+    /// The last written value of each known attribute ("" for a flag without value).
+    static func lastWritten(_ cookie: SetCookie) -> [CookieAttributeKind: String] {
+        var result: [CookieAttributeKind: String] = [:]
+        for a in cookie.writtenAttributes where a.kind != .unknown { result[a.kind] = a.value ?? "" }
+        return result
+    }
+}

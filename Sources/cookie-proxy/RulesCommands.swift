@@ -1,0 +1,202 @@
+import CookieKit
+import CookieRules
+
+/// `cookie-proxy check` and `cookie-proxy try`: rules without traffic.
+enum CheckCommand {
+    static let spec = CommandSpec(
+        name: "check",
+        abstract: "Validate a rules file (or folder) and say what each rule will do.",
+        usage: "cookie-proxy check PATH",
+        options: [],
+        arguments: "  PATH     A rules file, or a folder of *.rules files (loaded in name order).",
+        discussion: "Exit status: 0 valid, 2 invalid (the error gives file:line:column).")
+
+    static func run(_ args: ParsedArguments) throws(UsageError) -> Int32 {
+        guard args.positionals.count == 1 else {
+            throw UsageError(message: "give one rules file or folder, e.g. cookie-proxy check rules/", command: spec.name)
+        }
+        let set: RuleSet
+        do {
+            set = try RulesFiles.load(args.positionals[0])
+        } catch {
+            Console.err("\(error)")
+            return 2
+        }
+        var out = ""
+        for rule in set.rules {
+            out += "\(rule.location.file):\(rule.location.line) \"\(rule.name)\"\n"
+            out += RuleDescription.describe(rule).map { "  \($0)\n" }.joined()
+        }
+        out += "\(set.rules.count) rule\(set.rules.count == 1 ? "" : "s") OK in \(set.files.count) file\(set.files.count == 1 ? "" : "s")"
+        Console.out(out)
+        return 0
+    }
+}
+
+enum TryCommand {
+    static let spec = CommandSpec(
+        name: "try",
+        abstract: "Run Set-Cookie values through rules offline and show before, after and why.",
+        usage: "cookie-proxy try --rules PATH --url URL [--status N] [--method M] [--format text|json] [VALUE...]",
+        options: [
+            OptionSpec(names: ["--rules", "-r"], value: "path", help: "Rules file or folder (required)."),
+            OptionSpec(names: ["--url"], value: "URL", help: "The request URL the cookies come from (required)."),
+            OptionSpec(names: ["--status"], value: "n", help: "Response status the rules see.", defaultValue: "200"),
+            OptionSpec(names: ["--method"], value: "m", help: "Request method the rules see.", defaultValue: "GET"),
+            OptionSpec(names: ["--format"], value: "format", help: "text or json (one object per cookie).", defaultValue: "text"),
+        ],
+        arguments: "  VALUE    A Set-Cookie value ('Set-Cookie:' prefix accepted). Without any, one per line from stdin.")
+
+    static func run(_ args: ParsedArguments, now: Int64) throws(UsageError) -> Int32 {
+        guard let path = args.value("--rules") else { throw UsageError(message: "--rules PATH is required", command: spec.name) }
+        guard let urlText = args.value("--url") else {
+            throw UsageError(message: "--url is required, e.g. --url https://app.example.com/login", command: spec.name)
+        }
+        guard let url = RequestURL(urlText) else {
+            throw UsageError(message: "--url '\(urlText)' is not an absolute URL such as https://app.example.com/", command: spec.name)
+        }
+        let format = args.value("--format") ?? "text"
+        guard format == "text" || format == "json" else {
+            throw UsageError(message: "--format must be text or json, not '\(format)'", command: spec.name)
+        }
+        let status = Int(args.value("--status") ?? "200") ?? 200
+        let set: RuleSet
+        do {
+            set = try RulesFiles.load(path)
+        } catch {
+            Console.err("\(error)")
+            return 2
+        }
+        let engine = RuleEngine(set)
+        let context = MessageContext(
+            scheme: url.scheme, host: url.host, port: url.port ?? (url.scheme == "https" ? 443 : 80), path: url.path,
+            method: (args.value("--method") ?? "GET").uppercased(), status: status)
+        let inputs = args.positionals.isEmpty ? Console.readLines().filter { !$0.isEmpty } : args.positionals
+        let cookies = inputs.map { SetCookie(ParseCommand.stripHeaderName($0)) }
+        let outcomes = engine.apply(to: cookies, context: context, now: now)
+        for outcome in outcomes {
+            let findings = CookieLint.findings(for: outcome.result ?? outcome.original, from: url, now: now)
+            if format == "json" {
+                Console.out(
+                    JSONValue.object([
+                        ("before", .string(outcome.original.description)),
+                        ("after", JSONValue(outcome.result?.description)),
+                        ("rules", .array(outcome.rules.map { .string($0) })),
+                        (
+                            "changes",
+                            .array(
+                                outcome.changes.map {
+                                    .object([
+                                        ("op", .string($0.op)), ("attribute", .string($0.attribute)), ("from", JSONValue($0.from)),
+                                        ("to", JSONValue($0.to)),
+                                    ])
+                                })
+                        ),
+                        ("findings", .array(findings.map { .string($0.code) })),
+                        ("notes", .array(outcome.notes.map { .string($0) })),
+                    ]).serialized)
+            } else {
+                var text = "before:  \(outcome.original)\n"
+                text += "after:   \(outcome.result?.description ?? "(dropped)")\n"
+                text += "rules:   \(outcome.rules.isEmpty ? "(none matched)" : outcome.rules.joined(separator: ", "))\n"
+                for c in outcome.changes {
+                    let from = c.from.flatMap { $0.isEmpty ? nil : " from \($0.debugDescription)" } ?? ""
+                    let to = c.to.flatMap { $0.isEmpty ? nil : " to \($0.debugDescription)" } ?? ""
+                    text += "change:  \(c.op) \(c.attribute)\(from)\(to)\n"
+                }
+                for note in outcome.notes { text += "note:    \(note)\n" }
+                for f in findings { text += "\(f.severity.rawValue):\(String(repeating: " ", count: max(1, 8 - f.severity.rawValue.count)))\(f.code): \(f.message)\n" }
+                Console.out(text)
+            }
+        }
+        return 0
+    }
+}
+
+/// Plain-words descriptions of rules, for `check`.
+enum RuleDescription {
+    static func describe(_ rule: Rule) -> [String] {
+        var lines: [String] = []
+        for (i, c) in rule.conditions.enumerated() {
+            lines.append((i == 0 ? "when  " : "and   ") + condition(c))
+        }
+        if rule.conditions.isEmpty { lines.append("when  any response") }
+        var actions = rule.cookieActions.map(action)
+        actions += rule.requestHeaderActions.map { "in requests, " + header($0) }
+        actions += rule.responseHeaderActions.map { "in responses, " + header($0) }
+        if rule.stops { actions.append("stop: later rules skip these cookies") }
+        for (i, a) in actions.enumerated() { lines.append((i == 0 ? "then  " : "      ") + a) }
+        return lines
+    }
+
+    static func condition(_ c: Condition) -> String {
+        let text: String
+        switch c.test {
+        case .host(let hs):
+            text = "the host is " + hs.map {
+                switch $0 {
+                case .exact(let h): return h
+                case .subdomains(let s): return "a subdomain of \(s)"
+                case .any: return "any host"
+                }
+            }.joined(separator: " or ")
+        case .path(let ps):
+            text = "the path " + ps.map {
+                switch $0 {
+                case .prefix(let p): return "starts with \(p)"
+                case .glob(let g): return "matches \(g.source)"
+                }
+            }.joined(separator: " or ")
+        case .method(let ms): text = "the method is " + ms.sorted().joined(separator: " or ")
+        case .status(let ss):
+            text = "the status is " + ss.map {
+                switch $0 {
+                case .exact(let s): return String(s)
+                case .hundreds(let h): return "\(h)xx"
+                }
+            }.joined(separator: " or ")
+        case .cookie(let ns):
+            text = "the cookie is named " + ns.map {
+                switch $0.kind {
+                case .exact: return $0.source
+                case .glob: return "like \($0.source)"
+                case .regex: return "matching \($0.source)"
+                }
+            }.joined(separator: " or ")
+        case .state(let ps): text = "the cookie is " + ps.map(\.rawValue).joined(separator: " or ")
+        }
+        return c.negated ? "NOT (\(text))" : text
+    }
+
+    static func action(_ a: CookieAction) -> String {
+        switch a {
+        case .domain(.set(let d)): return "set Domain to \(d)"
+        case .domain(.addDot): return "add a leading dot to Domain (for Netscape-style clients)"
+        case .domain(.stripDot): return "strip the leading dot from Domain"
+        case .domain(.remove): return "remove Domain (host-only cookie)"
+        case .domain(.ensure(let d)):
+            return "give host-only cookies a Domain: \(d ?? "the request host's registrable domain")"
+        case .path(let p): return p.map { "set Path to \($0)" } ?? "remove Path"
+        case .flag(let k, let on): return "turn \(k.canonicalName) \(on ? "on" : "off")"
+        case .sameSite(let v): return v.map { "set SameSite to \($0)" } ?? "remove SameSite"
+        case .maxAge(let s): return s.map { "set Max-Age to \($0) seconds" } ?? "remove Max-Age"
+        case .expires(let d): return d.map { "set Expires to \($0)" } ?? "remove Expires"
+        case .session: return "make it a session cookie (remove Max-Age and Expires)"
+        case .capLifetime(let s): return "cap its lifetime at \(s) seconds"
+        case .rename(.to(let n)): return "rename it to \(n) (and back in requests)"
+        case .rename(.addPrefix(let p)): return "add the prefix \(p) to its name (and strip it in requests)"
+        case .rename(.stripPrefix(let p)): return "strip the prefix \(p) from its name (and add it back in requests)"
+        case .value(let v): return "replace its value with \(v.debugDescription)"
+        case .drop: return "drop the Set-Cookie"
+        case .log: return "log it"
+        }
+    }
+
+    static func header(_ h: HeaderAction) -> String {
+        switch h {
+        case .set(let n, let v): return "set header \(n): \(v)"
+        case .add(let n, let v): return "add header \(n): \(v)"
+        case .remove(let n): return "remove header \(n)"
+        }
+    }
+}

@@ -1,0 +1,88 @@
+import CookieKit
+import CookieRules
+import Foundation
+import ProxyCore
+import Synchronization
+
+/// The rules and the log, plugged into the proxy's message heads. The rule set can be swapped at any time
+/// (hot reload); each message uses the set that was current when its head arrived.
+final class RulesHooks: ProxyHooks, Sendable {
+    private let engine: Mutex<RuleEngine>
+    let dryRun: Bool
+    let sink: LogSink?
+    let rewritten = Atomic<Int>(0)
+    let observed = Atomic<Int>(0)
+
+    init(engine: RuleEngine, dryRun: Bool, sink: LogSink?) {
+        self.engine = Mutex(engine)
+        self.dryRun = dryRun
+        self.sink = sink
+    }
+
+    var current: RuleEngine { engine.withLock { $0 } }
+    func replace(_ new: RuleEngine) { engine.withLock { $0 = new } }
+
+    static func messageContext(_ c: ExchangeContext) -> MessageContext {
+        MessageContext(scheme: c.scheme, host: c.host, port: c.port, path: c.path, method: c.method, status: c.status)
+    }
+
+    func willForwardRequest(_ head: inout OutgoingHead, context: ExchangeContext) {
+        let engine = current
+        guard !engine.ruleSet.rules.isEmpty, !dryRun else { return }
+        let message = Self.messageContext(context)
+        Self.applyHeaderActions(engine.requestHeaderActions(message), to: &head)
+        for index in head.indices(of: "cookie") {
+            if let renamed = engine.renameBack(cookieHeader: head.value(at: index), context: message) {
+                head.replaceValue(at: index, with: renamed)
+            }
+        }
+    }
+
+    func willForwardResponse(_ head: inout OutgoingHead, context: ExchangeContext) {
+        let engine = current
+        let message = Self.messageContext(context)
+        if !dryRun { Self.applyHeaderActions(engine.responseHeaderActions(message), to: &head) }
+        guard dryRun || engine.mayRewriteCookies(message) else { return }
+        let indices = head.indices(of: "set-cookie")
+        guard !indices.isEmpty else { return }
+        let cookies = indices.map { SetCookie(head.valueBytes(at: $0)) }
+        let nowMS = Int64(Date().timeIntervalSince1970 * 1000)
+        let now = nowMS / 1000
+        let outcomes = engine.apply(to: cookies, context: message, now: now)
+        var dropped: [Int] = []
+        for (index, outcome) in zip(indices, outcomes) {
+            let changed = outcome.isChanged
+            if changed && !dryRun {
+                rewritten.add(1, ordering: .relaxed)
+                if let result = outcome.result {
+                    head.replaceValue(at: index, with: result.bytes)
+                } else {
+                    dropped.append(index)
+                }
+            }
+            observed.add(1, ordering: .relaxed)
+            guard let sink, changed || outcome.logRequested || dryRun else { continue }
+            let url = message.requestURL
+            let findings = CookieLint.findings(for: outcome.result ?? outcome.original, from: url, now: now)
+            sink.submit(
+                TransformationRecord(
+                    time: nowMS, requestID: context.requestID, client: context.clientAddress, method: context.method,
+                    url: context.url, status: context.status ?? 0, outcome: outcome, findings: findings, dryRun: dryRun))
+        }
+        for index in dropped.reversed() { head.remove(at: index) }
+    }
+
+    static func applyHeaderActions(_ actions: [HeaderAction], to head: inout OutgoingHead) {
+        for action in actions {
+            switch action {
+            case .set(let name, let value):
+                head.removeAll(name.lowercased())
+                head.append(name: name, value: value)
+            case .add(let name, let value):
+                head.append(name: name, value: value)
+            case .remove(let name):
+                head.removeAll(name.lowercased())
+            }
+        }
+    }
+}
