@@ -30,6 +30,12 @@ public struct AttributeChange: Sendable, Hashable {
     public var attribute: String
     public var from: String?
     public var to: String?
+    public init(op: String, attribute: String, from: String?, to: String?) {
+        self.op = op
+        self.attribute = attribute
+        self.from = from
+        self.to = to
+    }
 }
 
 /// What the rules did to one Set-Cookie line.
