@@ -233,7 +233,9 @@ final class ClientConnection: LoopHandler, @unchecked Sendable {
             return
         }
         let host = origin.host
-        if Host.isNumeric(host) {
+        if let mapped = loop.configuration.resolveOverrides[host] {
+            connectNext(origin: origin, addresses: [mapped], lastError: 0)
+        } else if Host.isNumeric(host) {
             connectNext(origin: origin, addresses: [host], lastError: 0)
         } else if host == "localhost" || host.hasSuffix(".localhost") {
             connectNext(origin: origin, addresses: ["127.0.0.1", "::1"], lastError: 0)
@@ -408,7 +410,10 @@ final class UpstreamConnection: LoopHandler, @unchecked Sendable {
     }
 }
 
-enum Host {
+public enum Host {
+    /// Whether `address` is a numeric IPv4 or IPv6 address.
+    public static func isNumericAddress(_ address: String) -> Bool { isNumeric(address) }
+
     static func isNumeric(_ host: String) -> Bool {
         if host.contains(":") { return true }
         let parts = host.split(separator: ".", omittingEmptySubsequences: false)

@@ -25,6 +25,8 @@ public struct ServerConfiguration: Sendable {
     public var poolIdleTimeout: Double = 30
     /// Bytes queued towards one side before reading from the other side pauses (backpressure).
     public var highWater = 256 * 1024
+    /// Host names answered without DNS (`--resolve HOST:ADDRESS`, as curl's --resolve), for tests and dev hosts.
+    public var resolveOverrides: [String: String] = [:]
     public var proxy = ProxyConfiguration()
     public init() {}
 }

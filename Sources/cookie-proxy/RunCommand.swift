@@ -25,6 +25,10 @@ enum RunCommand {
                 names: ["--allow"], value: "cidr", help: "Also accept clients from this network (loopback always).",
                 repeatable: true),
             OptionSpec(names: ["--no-via"], value: nil, help: "Do not add a Via header."),
+            OptionSpec(
+                names: ["--resolve"], value: "host:address",
+                help: "Connect to this numeric address for this host instead of asking DNS (as curl --resolve).",
+                repeatable: true),
             OptionSpec(names: ["--threads"], value: "n", help: "Event loops.", defaultValue: "number of cores"),
             OptionSpec(
                 names: ["--max-connections"], value: "n", help: "Client connections at once.",
@@ -86,6 +90,12 @@ enum RunCommand {
             config.allowed.append(c)
         }
         if args.flag("--no-via") { config.proxy.addVia = false }
+        for entry in args.all("--resolve") {
+            guard let colon = entry.firstIndex(of: ":"), Host.isNumericAddress(String(entry[entry.index(after: colon)...])) else {
+                throw UsageError(message: "--resolve '\(entry)' must be HOST:ADDRESS, e.g. app.test:127.0.0.1", command: spec.name)
+            }
+            config.resolveOverrides[entry[..<colon].lowercased()] = String(entry[entry.index(after: colon)...])
+        }
         func int(_ key: String, _ range: ClosedRange<Int>) throws(UsageError) -> Int? {
             guard let v = args.value(key) else { return nil }
             guard let n = Int(v), range.contains(n) else {

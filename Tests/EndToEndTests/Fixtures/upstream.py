@@ -84,6 +84,24 @@ def handle(conn):
                     if not data:
                         return
                     conn.sendall(b"echo:" + data)
+            elif path.startswith("/setcookie"):
+                # /setcookie?c=<urlencoded Set-Cookie>&c=...&location=<url>
+                from urllib.parse import urlparse, parse_qs
+                q = parse_qs(urlparse(path).query)
+                lines = b"".join(b"Set-Cookie: " + v.encode("latin-1") + b"\r\n" for v in q.get("c", []))
+                if "location" in q:
+                    conn.sendall(b"HTTP/1.1 302 Found\r\n" + lines + b"Location: " + q["location"][0].encode() + b"\r\nContent-Length: 0\r\n\r\n")
+                else:
+                    payload = b"<html><body>set</body></html>"
+                    conn.sendall(b"HTTP/1.1 200 OK\r\n" + lines + b"Content-Type: text/html\r\nContent-Length: %d\r\n\r\n" % len(payload) + payload)
+            elif path.startswith("/read"):
+                cookie = b""
+                for line in head.split(b"\r\n")[1:]:
+                    name, _, value = line.partition(b":")
+                    if name.strip().lower() == b"cookie":
+                        cookie = value.strip()
+                payload = b"<html><body><pre id=cookies>COOKIE[" + cookie + b"]</pre></body></html>"
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nCache-Control: no-store\r\nContent-Length: %d\r\n\r\n" % len(payload) + payload)
             elif path.startswith("/path"):
                 payload = ("%s %s" % (method, path)).encode()
                 conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % len(payload) + payload)
