@@ -11,7 +11,7 @@ packages=(
     curl                  # tests: a real client through the proxy
     python3               # tests: a real upstream server
 )
-if [ "${1:-}" = "--with-browser" ]; then packages+=(chromium libnss3-tools); fi
+packages+=(chromium libnss3-tools)  # tests: a real browser through the proxy
 
 missing=()
 for p in "${packages[@]}"; do

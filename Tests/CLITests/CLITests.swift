@@ -3,7 +3,7 @@ import Testing
 
 @Suite struct CLITests {
     /// `--help` of every subcommand matches its golden file (Tests/CLITests/golden/).
-    @Test(arguments: ["", "parse", "conformance"])
+    @Test(arguments: ["", "run", "check", "try", "parse", "conformance"])
     func helpMatchesGoldenText(_ subcommand: String) throws {
         let args = subcommand.isEmpty ? ["--help"] : [subcommand, "--help"]
         let result = try Binary.run(args)
@@ -68,5 +68,55 @@ import Testing
         let result = try Binary.run(["conformance", "--quiet", "\(folder)/http-state.json", "\(folder)/wpt.json"])
         #expect(result.status == 0)
         #expect(result.stdout.hasSuffix("1007 passed, 0 failed\n"))
+    }
+}
+
+@Suite struct RulesCLITests {
+    static let rules = Binary.repositoryRoot + "/rules"
+
+    @Test func checkDescribesEachRuleInPlainWords() throws {
+        let result = try Binary.run(["check", Self.rules + "/subdomain-login.rules"])
+        #expect(result.status == 0)
+        #expect(
+            result.stdout == """
+                \(Self.rules)/subdomain-login.rules:5 "share login with subdomains"
+                  when  the host is bin.example.com or a subdomain of bin.example.com
+                  and   the cookie is named Bin-Auth-Token
+                  then  set Domain to .bin.example.com
+                        turn Secure on
+                        turn HttpOnly on
+                        set SameSite to Lax
+                1 rule OK in 1 file
+
+                """)
+    }
+
+    @Test func checkOfTheWholeFolderPasses() throws {
+        let result = try Binary.run(["check", Self.rules])
+        #expect(result.status == 0)
+        #expect(result.stdout.hasSuffix("6 rules OK in 4 files\n"))
+    }
+
+    @Test func checkReportsAnInvalidFileWithACaretAndExits2() throws {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("bad-\(getpid()).rules").path
+        try "rule \"x\" {\n    secure\n    samsite lax\n}\n".write(toFile: file, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(atPath: file) }
+        let result = try Binary.run(["check", file])
+        #expect(result.status == 2)
+        #expect(result.stderr == "\(file):3:5: error: unknown directive 'samsite'; did you mean 'samesite'?\n        samsite lax\n        ^\n")
+    }
+
+    @Test func tryShowsBeforeAfterRulesAndFindings() throws {
+        let result = try Binary.run([
+            "try", "--rules", Self.rules + "/subdomain-login.rules", "--url", "https://bin.example.com/login",
+            "--format", "json", "Bin-Auth-Token=abc; Path=/; Domain=bin.example.com; Max-Age=604800; HttpOnly", "other=1",
+        ])
+        #expect(result.status == 0)
+        #expect(
+            result.stdout == """
+                {"before":"Bin-Auth-Token=abc; Path=/; Domain=bin.example.com; Max-Age=604800; HttpOnly","after":"Bin-Auth-Token=abc; Path=/; Domain=.bin.example.com; Max-Age=604800; HttpOnly; Secure; SameSite=Lax","rules":["share login with subdomains"],"changes":[{"op":"set","attribute":"Domain","from":"bin.example.com","to":".bin.example.com"},{"op":"add","attribute":"Secure","from":null,"to":""},{"op":"add","attribute":"SameSite","from":null,"to":"Lax"}],"findings":["domain-leading-dot"],"notes":[]}
+                {"before":"other=1","after":"other=1","rules":[],"changes":[],"findings":[],"notes":[]}
+
+                """)
     }
 }
