@@ -27,11 +27,13 @@ public struct Condition: Sendable {
         case status([StatusPattern])
         case cookie([NamePattern])
         case state([StatePredicate])
+        /// The cookie's Domain attribute (leading dot dropped, lowercased) matches one of these.
+        case cookieDomain([HostPattern])
     }
 
     var isCookieCondition: Bool {
         switch test {
-        case .cookie, .state: return true
+        case .cookie, .state, .cookieDomain: return true
         default: return false
         }
     }

@@ -90,6 +90,9 @@ public struct RuleEngine: Sendable {
                     let result: Bool
                     switch condition.test {
                     case .cookie(let patterns): result = patterns.contains { $0.matches(name) }
+                    case .cookieDomain(let patterns):
+                        let domain = attributes.domain ?? ""
+                        result = !domain.isEmpty && patterns.contains { $0.matches(domain) }
                     case .state(let predicates):
                         if rejected == nil && predicates.contains(.rejected) {
                             rejected =
@@ -205,7 +208,7 @@ public struct RuleEngine: Sendable {
                 if ignoringStatus { return true }
                 guard let status = context.status else { return condition.negated }
                 result = patterns.contains { $0.matches(status) }
-            case .cookie, .state: return true
+            case .cookie, .state, .cookieDomain: return true
             }
             return result != condition.negated
         }

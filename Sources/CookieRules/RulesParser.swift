@@ -3,7 +3,7 @@ import CookieKit
 /// Reads the rules language (rules/README.md) into a validated ``RuleSet``. Every error carries
 /// `file:line:column`, the line and a caret, and a "did you mean" for near-miss directives and values.
 public enum RulesParser {
-    static let conditionKeywords = ["host", "path", "method", "status", "cookie", "where"]
+    static let conditionKeywords = ["host", "path", "method", "status", "cookie", "cookie-domain", "where"]
     static let actionKeywords = [
         "domain", "cookie-path", "secure", "httponly", "partitioned", "samesite", "max-age", "expires", "session",
         "cap-lifetime", "rename", "value", "drop", "log", "stop", "request-header", "response-header",
@@ -229,7 +229,7 @@ struct RuleBuilder {
             seenConditions[keyword] = here
         }
         switch keyword {
-        case "host":
+        case "host", "cookie-domain":
             try needArgs("one or more host names (example.com, *.example.com)")
             var patterns: [HostPattern] = []
             for a in args {
@@ -243,8 +243,16 @@ struct RuleBuilder {
                 } else {
                     throw fail(a.column, "'\(a.text)' is not a host name or *.suffix pattern")
                 }
+                if keyword == "cookie-domain", case .exact(let d) = patterns.last, d.hasPrefix(".") {
+                    throw fail(a.column, "write cookie-domain without the leading dot; it is ignored when matching")
+                }
             }
-            conditions.append(Condition(test: .host(patterns), negated: negated))
+            if keyword == "cookie-domain" {
+                cookieConditionAt = (here, line)
+                conditions.append(Condition(test: .cookieDomain(patterns), negated: negated))
+            } else {
+                conditions.append(Condition(test: .host(patterns), negated: negated))
+            }
         case "path":
             try needArgs("one or more paths (/prefix/ or a /glob*)")
             var patterns: [PathPattern] = []

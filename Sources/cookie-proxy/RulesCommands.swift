@@ -164,6 +164,14 @@ enum RuleDescription {
                 }
             }.joined(separator: " or ")
         case .state(let ps): text = "the cookie is " + ps.map(\.rawValue).joined(separator: " or ")
+        case .cookieDomain(let hs):
+            text = "the cookie's Domain is " + hs.map {
+                switch $0 {
+                case .exact(let h): return h
+                case .subdomains(let s): return "a subdomain of \(s)"
+                case .any: return "any domain"
+                }
+            }.joined(separator: " or ")
         }
         return c.negated ? "NOT (\(text))" : text
     }
