@@ -16,6 +16,10 @@ let package = Package(
         .target(name: "CookieFoundation", dependencies: ["CookieKit"]),
         // Pure: the rules language → validated rule set → two-phase application → list of changes.
         .target(name: "CookieRules", dependencies: ["CookieKit"]),
+        // libcurl through a system-library target; typed, non-variadic shims in its shim.h.
+        .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
+        // `cookie-proxy audit`: fetch, follow redirects, carry cookies in our jar, lint every Set-Cookie.
+        .target(name: "CookieAudit", dependencies: ["CookieKit", "CookieRules", "CCurl"]),
         // Runs the scenario corpora of shared/conformance against the jar (tests and `cookie-proxy conformance`).
         .target(name: "CookieConformance", dependencies: ["CookieKit"]),
         // Sans-I/O HTTP/1.1 codec and the per-connection proxy state machine.
@@ -25,7 +29,8 @@ let package = Package(
         // The I/O shell: event loops, sockets, upstream pool, resolver, timers.
         .target(name: "ProxyServer", dependencies: ["ProxyCore", "CProxyShims"]),
         .executableTarget(name: "cookie-proxy", dependencies: [
-                "CookieKit", "CookieFoundation", "CookieConformance", "CookieRules", "ProxyCore", "ProxyServer",
+                "CookieKit", "CookieFoundation", "CookieConformance", "CookieRules", "CookieAudit", "ProxyCore",
+                "ProxyServer",
             ]),
         // Counts allocations in the benchmark only (interposes malloc in that executable).
         .target(name: "CBenchSupport"),

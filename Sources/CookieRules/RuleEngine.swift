@@ -45,7 +45,8 @@ public struct CookieOutcome: Sendable {
     public var result: SetCookie?
     /// Names of the rules that matched, in order.
     public var rules: [String]
-    public var changes: [AttributeChange]
+    /// The attribute-level diff, computed when asked for (the log thread asks; the proxy path does not).
+    public var changes: [AttributeChange] { RuleEngine.diff(original, result) }
     /// A matched rule asked for a log record even without changes.
     public var logRequested: Bool
     /// Notes about actions that could not apply (e.g. `domain ensure` on an IP host).
@@ -110,7 +111,7 @@ public struct RuleEngine: Sendable {
                 }
             }
             guard !matched.isEmpty else {
-                return CookieOutcome(original: cookie, result: cookie, rules: [], changes: [], logRequested: false, notes: [])
+                return CookieOutcome(original: cookie, result: cookie, rules: [], logRequested: false, notes: [])
             }
             // Phase 2: apply.
             var result: SetCookie? = cookie
@@ -132,8 +133,7 @@ public struct RuleEngine: Sendable {
                 }
             }
             return CookieOutcome(
-                original: cookie, result: result, rules: matched.map(\.name),
-                changes: Self.diff(cookie, result), logRequested: logRequested, notes: notes)
+                original: cookie, result: result, rules: matched.map(\.name), logRequested: logRequested, notes: notes)
         }
     }
 
@@ -277,6 +277,7 @@ public struct RuleEngine: Sendable {
 
     /// The attribute-level diff between two Set-Cookie lines.
     public static func diff(_ before: SetCookie, _ after: SetCookie?) -> [AttributeChange] {
+        if let after, after.bytes == before.bytes { return [] }
         guard let after else { return [AttributeChange(op: "drop", attribute: "Set-Cookie", from: before.name, to: nil)] }
         var changes: [AttributeChange] = []
         if before.nameBytes != after.nameBytes {

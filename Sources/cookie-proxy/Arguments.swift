@@ -172,8 +172,10 @@ enum Console {
     /// Writes to stderr without adding a newline (the live status line).
     static func errRaw(_ text: String) { writeAll(2, text) }
 
-    static func writeAll(_ fd: Int32, _ text: String) {
-        var bytes = Array(text.utf8)
+    static func writeAll(_ fd: Int32, _ text: String) { writeAll(fd, Array(text.utf8)) }
+
+    static func writeAll(_ fd: Int32, _ data: [UInt8]) {
+        var bytes = data
         var offset = 0
         while offset < bytes.count {
             let n = bytes.withUnsafeMutableBytes { write(fd, $0.baseAddress! + offset, $0.count - offset) }

@@ -1,3 +1,4 @@
+import CookieKit
 import CookieRules
 import Foundation
 import Synchronization
@@ -10,8 +11,14 @@ final class LogSink: Sendable {
         case file(String)
     }
 
+    /// What waits to be written: formatting and lint happen on the writer thread, off the event loops.
+    enum Item: Sendable {
+        case record(TransformationRecord, lintURL: RequestURL, now: Int64)
+        case line(String)
+    }
+
     private struct State {
-        var queue: [String] = []
+        var queue: [Item] = []
         var dropped = 0
         var written = 0
         var closed = false
@@ -46,40 +53,59 @@ final class LogSink: Sendable {
     var droppedCount: Int { state.withLock { $0.dropped } }
     var writtenCount: Int { state.withLock { $0.written } }
 
-    func submit(_ record: TransformationRecord) {
-        let text: String
-        switch destination {
-        case .standardOutput(let compact, let color) where compact: text = record.line(showValues: showValues, color: color)
-        default: text = record.json(showValues: showValues).serialized
-        }
-        submit(line: text)
+    /// Queues a record; its findings are computed (lint of the result at `lintURL`) by the writer.
+    func submit(_ record: TransformationRecord, lintURL: RequestURL, now: Int64) {
+        enqueue(.record(record, lintURL: lintURL, now: now))
     }
 
     /// A line of its own, e.g. a reload event.
-    func submit(line: String) {
-        let accepted = state.withLock { s -> Bool in
+    func submit(line: String) { enqueue(.line(line)) }
+
+    private func enqueue(_ item: Item) {
+        // The writer drains everything it wakes for, so only the first item of a batch needs to wake it.
+        let wake = state.withLock { s -> Bool in
             if s.closed || s.queue.count >= capacity {
                 s.dropped += 1
                 return false
             }
-            s.queue.append(line)
-            return true
+            s.queue.append(item)
+            return s.queue.count == 1
         }
-        if accepted { signal.signal() }
+        if wake { signal.signal() }
+    }
+
+    private func format(_ item: Item) -> [UInt8] {
+        switch item {
+        case .line(let text): return Array(text.utf8)
+        case .record(var record, let url, let now):
+            record.findings = CookieLint.findings(for: record.outcome.result ?? record.outcome.original, from: url, now: now)
+            switch destination {
+            case .standardOutput(let compact, let color) where compact:
+                return Array(record.line(showValues: showValues, color: color).utf8)
+            default:
+                var out: [UInt8] = []
+                out.reserveCapacity(512)
+                record.json(showValues: showValues).write(to: &out)
+                return out
+            }
+        }
     }
 
     private func writerLoop() {
         while true {
             signal.wait()
-            let (batch, closed) = state.withLock { s -> ([String], Bool) in
+            let (batch, closed) = state.withLock { s -> ([Item], Bool) in
                 let b = s.queue
                 s.queue.removeAll(keepingCapacity: true)
                 return (b, s.closed)
             }
             if !batch.isEmpty {
-                var text = batch.joined(separator: "\n")
-                text += "\n"
-                Console.writeAll(fd, text)
+                var bytes: [UInt8] = []
+                for item in batch {
+                    bytes += format(item)
+                    bytes.append(0x0A)
+                }
+                Console.writeAll(fd, bytes)
                 state.withLock { $0.written += batch.count }
             }
             if closed && state.withLock({ $0.queue.isEmpty }) {

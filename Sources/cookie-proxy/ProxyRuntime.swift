@@ -13,7 +13,7 @@ final class ProxyRuntime: @unchecked Sendable {
 
     static let options: [OptionSpec] = [
         OptionSpec(names: ["--dry-run"], value: nil, help: "Audit mode: change nothing, log what the rules would do to every cookie."),
-        OptionSpec(names: ["--log"], value: "file", help: "Write the transformation log (JSON Lines) to this file.", defaultValue: "stdout"),
+        OptionSpec(names: ["--log"], value: "file", help: "Write the transformation log (JSON Lines) to this file; 'none' for no log.", defaultValue: "stdout"),
         OptionSpec(names: ["--log-format"], value: "format", help: "Log on stdout as json or line (compact).", defaultValue: "line on a terminal, else json"),
         OptionSpec(names: ["--log-values"], value: nil, help: "Show cookie values in the log (redacted to a short hash by default)."),
     ]
@@ -41,7 +41,9 @@ final class ProxyRuntime: @unchecked Sendable {
         let dryRun = args.flag("--dry-run")
         let sink: LogSink?
         do {
-            if let file = args.value("--log") {
+            if args.value("--log") == "none" {
+                sink = nil
+            } else if let file = args.value("--log") {
                 sink = try LogSink(destination: .file(file), showValues: args.flag("--log-values"))
             } else {
                 let format = args.value("--log-format") ?? (isatty(1) != 0 ? "line" : "json")

@@ -62,12 +62,11 @@ final class RulesHooks: ProxyHooks, Sendable {
             }
             observed.add(1, ordering: .relaxed)
             guard let sink, changed || outcome.logRequested || dryRun else { continue }
-            let url = message.requestURL
-            let findings = CookieLint.findings(for: outcome.result ?? outcome.original, from: url, now: now)
             sink.submit(
                 TransformationRecord(
                     time: nowMS, requestID: context.requestID, client: context.clientAddress, method: context.method,
-                    url: context.url, status: context.status ?? 0, outcome: outcome, findings: findings, dryRun: dryRun))
+                    url: context.url, status: context.status ?? 0, outcome: outcome, findings: [], dryRun: dryRun),
+                lintURL: message.requestURL, now: now)
         }
         for index in dropped.reversed() { head.remove(at: index) }
     }

@@ -122,12 +122,43 @@ enum Paths {
 final class Upstream: Sendable {
     let process: TestProcess
     let port: Int
-    init() throws {
-        process = try TestProcess(Paths.which("python3"), ["-u", Paths.fixtures + "/upstream.py", "0"])
+    let scheme: String
+    /// Plain http, or https with this certificate and key.
+    init(tls: (cert: String, key: String)? = nil) throws {
+        let extra = tls.map { [$0.cert, $0.key] } ?? []
+        process = try TestProcess(Paths.which("python3"), ["-u", Paths.fixtures + "/upstream.py", "0"] + extra)
         let line = try process.waitForLine(startingWith: "PORT ")
         port = Int(line.dropFirst(5))!
+        scheme = tls == nil ? "http" : "https"
     }
-    var base: String { "http://127.0.0.1:\(port)" }
+    var base: String { "\(scheme)://127.0.0.1:\(port)" }
+}
+
+/// A throwaway CA and a leaf for localhost/127.0.0.1 signed by it, made with the openssl command.
+struct TestCA {
+    let dir: String
+    var caCert: String { dir + "/ca.pem" }
+    var cert: String { dir + "/leaf.pem" }
+    var key: String { dir + "/leaf.key" }
+
+    init() throws {
+        dir = FileManager.default.temporaryDirectory.appendingPathComponent("cp-ca-\(getpid())-\(UUID().uuidString.prefix(6))").path
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        let openssl = Paths.which("openssl")
+        try TestCA.check(run(openssl, ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+            "-days", "2", "-subj", "/CN=cookie-proxy test CA", "-keyout", dir + "/ca.key", "-out", dir + "/ca.pem",
+            "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign"]))
+        try TestCA.check(run(openssl, ["req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+            "-subj", "/CN=localhost", "-keyout", dir + "/leaf.key", "-out", dir + "/leaf.csr"]))
+        try "subjectAltName=DNS:localhost,IP:127.0.0.1\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n"
+            .write(toFile: dir + "/ext.cnf", atomically: true, encoding: .utf8)
+        try TestCA.check(run(openssl, ["x509", "-req", "-in", dir + "/leaf.csr", "-CA", dir + "/ca.pem", "-CAkey",
+            dir + "/ca.key", "-CAcreateserial", "-days", "2", "-extfile", dir + "/ext.cnf", "-out", dir + "/leaf.pem"]))
+    }
+
+    static func check(_ r: CommandResult) throws {
+        if r.status != 0 { throw HarnessError("openssl failed: \(r.stderr)") }
+    }
 }
 
 /// The real cookie-proxy binary, `run` on a free loopback port.

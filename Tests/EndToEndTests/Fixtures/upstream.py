@@ -120,9 +120,20 @@ def main():
     s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     s.bind(("127.0.0.1", int(sys.argv[1]) if len(sys.argv) > 1 else 0))
     s.listen(128)
+    tls = None
+    if len(sys.argv) > 3:  # upstream.py PORT CERT KEY: serve https
+        import ssl
+        tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        tls.load_cert_chain(sys.argv[2], sys.argv[3])
     print("PORT", s.getsockname()[1], flush=True)
     while True:
         c, _ = s.accept()
+        if tls:
+            try:
+                c = tls.wrap_socket(c, server_side=True)
+            except (OSError, ValueError):
+                c.close()
+                continue
         threading.Thread(target=handle, args=(c,), daemon=True).start()
 
 main()

@@ -1,0 +1,91 @@
+import Foundation
+import Testing
+
+/// `cookie-proxy audit` against local upstreams (http, and https with a test CA).
+@Suite(.serialized) struct AuditEndToEndTests {
+    static func enc(_ s: String) -> String { s.addingPercentEncoding(withAllowedCharacters: .alphanumerics)! }
+
+    /// A redirect chain that sets cookies on each hop, with a cross-domain hop (127.0.0.1 → localhost).
+    static func chain(_ upstream: Upstream) -> String {
+        let last = "http://localhost:\(upstream.port)/read"
+        let second =
+            "http://localhost:\(upstream.port)/setcookie?c=\(enc("step2=b; Path=/"))&c=\(enc("foreign=x; Domain=example.com"))&location=\(enc(last))"
+        return
+            "http://127.0.0.1:\(upstream.port)/setcookie?c=\(enc("step1=a; Path=/; HttpOnly"))&c=\(enc("cross=1; SameSite=None"))&location=\(enc(second))"
+    }
+
+    @Test func followsRedirectsCarriesCookiesAndReportsWhatBrowsersDrop() throws {
+        let upstream = try Upstream()
+        let result = try run(Paths.binary, ["audit", "--format", "json", Self.chain(upstream)])
+        #expect(result.status == 1, "\(result.stderr)")
+        let report = try #require(try JSONSerialization.jsonObject(with: result.stdout) as? [String: Any])
+        let hops = try #require(report["hops"] as? [[String: Any]])
+        #expect(hops.map { $0["status"] as? Int } == [302, 302, 200])
+        #expect((hops[2]["url"] as? String)?.hasPrefix("http://localhost:") == true)
+        let first = try #require(hops[0]["cookies"] as? [[String: Any]])
+        #expect(first.map { $0["name"] as? String } == ["step1", "cross"])
+        #expect(first[1]["rejected"] as? String == "SameSite=None requires Secure (§5.7 step 19)")
+        #expect(first[1]["findings"] as? [String] == ["samesite-none-insecure"])
+        let second = try #require(hops[1]["cookies"] as? [[String: Any]])
+        #expect(second[1]["stored"] as? Bool == false)
+        #expect((second[1]["rejected"] as? String)?.contains("does not domain-match Domain=example.com") == true)
+        // step1 was set by 127.0.0.1: the cross-domain hop to localhost does not carry it.
+        #expect(report["cookieHeader"] as? String == "step2=b")
+        let dropped = try #require(report["dropped"] as? [[String: Any]])
+        #expect(dropped.map { $0["name"] as? String } == ["cross", "foreign"])
+    }
+
+    @Test func eachHopSendsTheCookiesTheJarHoldsForIt() throws {
+        let upstream = try Upstream()
+        let url =
+            "http://127.0.0.1:\(upstream.port)/setcookie?c=\(Self.enc("sid=1; Path=/"))&location=\(Self.enc("/read"))"
+        let result = try run(Paths.binary, ["audit", url, "-b", "pre=0"])
+        #expect(result.status == 0)
+        #expect(result.text.contains("Cookie header a browser would send to http://127.0.0.1:\(upstream.port)/read:\n  pre=0; sid=1"))
+        #expect(result.text.contains("Every cookie would be kept."))
+    }
+
+    @Test func rulesShowBeforeAndAfter() throws {
+        let upstream = try Upstream()
+        let rules = FileManager.default.temporaryDirectory.appendingPathComponent("audit-\(getpid()).rules").path
+        try "rule \"fix\" {\n    where samesite-none\n    samesite lax\n}\n".write(toFile: rules, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(atPath: rules) }
+        let url = "http://127.0.0.1:\(upstream.port)/setcookie?c=\(Self.enc("x=1; SameSite=None"))"
+        let result = try run(Paths.binary, ["audit", "--rules", rules, "--format", "json", url])
+        #expect(result.status == 0)
+        let report = try #require(try JSONSerialization.jsonObject(with: result.stdout) as? [String: Any])
+        let cookie = try #require(((report["hops"] as? [[String: Any]])?[0]["cookies"] as? [[String: Any]])?[0])
+        #expect(cookie["after"] as? String == "x=1; SameSite=Lax")
+        #expect(cookie["rules"] as? [String] == ["fix"])
+    }
+
+    @Test func httpsWithATestCAAndAVerificationFailure() throws {
+        let ca = try TestCA()
+        defer { try? FileManager.default.removeItem(atPath: ca.dir) }
+        let upstream = try Upstream(tls: (ca.cert, ca.key))
+        let url = "https://localhost:\(upstream.port)/setcookie?c=\(Self.enc("s=1; Secure; SameSite=None; Path=/"))"
+        let ok = try run(Paths.binary, ["audit", "--cacert", ca.caCert, url])
+        #expect(ok.status == 0, "\(ok.stderr)")
+        #expect(ok.text.contains("verdict:  stored"))
+        let failed = try run(Paths.binary, ["audit", url])
+        #expect(failed.status == 2)
+        #expect(failed.stderr.hasPrefix("error: TLS verification failed for localhost:"))
+        let insecure = try run(Paths.binary, ["audit", "-k", url])
+        #expect(insecure.status == 0)
+    }
+
+    @Test(arguments: [
+        (["--timeout", "1"], "/slow?t=3", "error: timed out after 1.0 s"),
+        ([], "REFUSED", "error: cannot connect to 127.0.0.1:1"),
+        ([], "DNS", "error: cannot resolve host 'no-such-host.invalid'"),
+    ])
+    func networkErrorsExitWith2AndOneClearLine(_ extra: [String], _ path: String, _ message: String) throws {
+        let upstream = try Upstream()
+        let url =
+            path == "REFUSED" ? "http://127.0.0.1:1/" : path == "DNS" ? "http://no-such-host.invalid/" : upstream.base + path
+        let result = try run(Paths.binary, ["audit"] + extra + [url])
+        #expect(result.status == 2)
+        #expect(result.stderr.hasPrefix(message), "\(result.stderr)")
+        #expect(result.stderr.split(separator: "\n").count == 1)
+    }
+}
