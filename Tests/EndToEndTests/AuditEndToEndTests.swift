@@ -89,3 +89,22 @@ import Testing
         #expect(result.stderr.split(separator: "\n").count == 1)
     }
 }
+
+extension AuditEndToEndTests {
+    /// The JSON report, compared exactly (the port is the only thing that varies between runs).
+    @Test func jsonOutputIsExactlyTheDocumentedShape() throws {
+        let upstream = try Upstream()
+        let url =
+            "http://127.0.0.1:\(upstream.port)/setcookie?c=\(Self.enc("a=1; Path=/; HttpOnly"))&c=\(Self.enc("b=2; SameSite=None"))&location=\(Self.enc("http://localhost:\(upstream.port)/read"))"
+        let result = try run(Paths.binary, ["audit", "--format", "json", url])
+        #expect(result.status == 1)
+        let text = result.text.replacingOccurrences(of: String(upstream.port), with: "PORT")
+        let first = "http://127.0.0.1:PORT/setcookie?c=a%3D1%3B%20Path%3D%2F%3B%20HttpOnly&c=b%3D2%3B%20SameSite%3DNone&location=http%3A%2F%2Flocalhost%3APORT%2Fread"
+        #expect(
+            text
+                == """
+                {"hops":[{"url":"\(first)","method":"GET","status":302,"location":"http://localhost:PORT/read","cookies":[{"setCookie":"a=1; Path=/; HttpOnly","name":"a","after":null,"rules":[],"stored":true,"rejected":null,"findings":[]},{"setCookie":"b=2; SameSite=None","name":"b","after":null,"rules":[],"stored":false,"rejected":"SameSite=None requires Secure (§5.7 step 19)","findings":["samesite-none-insecure"]}]},{"url":"http://localhost:PORT/read","method":"GET","status":200,"location":null,"cookies":[]}],"finalUrl":"http://localhost:PORT/read","cookieHeader":"","jar":[{"name":"a","domain":"127.0.0.1","hostOnly":true,"path":"/","secure":false,"httpOnly":true,"sameSite":"Default","expires":null}],"dropped":[{"name":"b","url":"\(first)","reason":"SameSite=None requires Secure (§5.7 step 19)"}],"stopped":null}
+
+                """)
+    }
+}
