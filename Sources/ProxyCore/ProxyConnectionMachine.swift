@@ -384,12 +384,11 @@ public struct ProxyConnectionMachine: Sendable {
             origin = reverse
             target = request.target
         } else {
-            let lower = request.target.lowercased()
-            if lower.hasPrefix("https://") {
+            if Self.hasPrefixIgnoringCase(request.target, "https://") {
                 answer(400, "https URLs go through CONNECT; this proxy does not fetch https:// targets itself", &io, keepAlive: false)
                 return
             }
-            guard lower.hasPrefix("http://") else {
+            guard Self.hasPrefixIgnoringCase(request.target, "http://") else {
                 answer(400, "request target must be an absolute http:// URL", &io, keepAlive: false)
                 return
             }
@@ -419,7 +418,13 @@ public struct ProxyConnectionMachine: Sendable {
         var headBytes: [UInt8] = []
         if !isConnect {
             var out = OutgoingHead(head)
-            out.startLine = Array("\(request.method) \(target) HTTP/1.1".utf8)
+            var startLine: [UInt8] = []
+            startLine.reserveCapacity(request.method.utf8.count + target.utf8.count + 10)
+            startLine.append(contentsOf: request.method.utf8)
+            startLine.append(0x20)
+            startLine.append(contentsOf: target.utf8)
+            startLine.append(contentsOf: Self.http11Suffix)
+            out.startLine = startLine
             Self.removeHopByHop(&out, connectionTokens: connectionTokens, keepUpgrade: wantsUpgrade)
             out.removeAll("proxy-authorization")
             // RFC 9112 §3.2.2: a proxy replaces Host with the target URI's authority.
@@ -427,7 +432,9 @@ public struct ProxyConnectionMachine: Sendable {
                 let hostValue = origin.port == 80 ? Self.bracketed(origin.host) : origin.description
                 let hosts = out.indices(of: "host")
                 if let first = hosts.first {
-                    if out.valueString(at: first) != hostValue { out.replaceValue(at: first, with: Array(hostValue.utf8)) }
+                    if !out.valueBytes(at: first).elementsEqual(hostValue.utf8) {
+                        out.replaceValue(at: first, with: Array(hostValue.utf8))
+                    }
                     for extra in hosts.dropFirst().reversed() { out.remove(at: extra) }
                 } else {
                     out.append(name: "Host", value: hostValue)
@@ -665,7 +672,23 @@ public struct ProxyConnectionMachine: Sendable {
     }
 
     static func addVia(_ out: inout OutgoingHead, version: HTTPVersion, pseudonym: String) {
-        out.append(name: "Via", value: "\(version.major).\(version.minor) \(pseudonym)")
+        // The common case without building a string each time.
+        if version.minor == 1 && pseudonym == "cookie-proxy" {
+            out.append(name: "Via", value: viaCookieProxy11)
+        } else {
+            out.append(name: "Via", value: "\(version.major).\(version.minor) \(pseudonym)")
+        }
+    }
+
+    static let viaCookieProxy11 = Array("1.1 cookie-proxy".utf8)
+    static let http11Suffix = Array(" HTTP/1.1".utf8)
+
+    static func hasPrefixIgnoringCase(_ s: String, _ lowercasePrefix: String) -> Bool {
+        var iterator = s.utf8.makeIterator()
+        for p in lowercasePrefix.utf8 {
+            guard let b = iterator.next(), (b &- 0x41 < 26 ? b | 0x20 : b) == p else { return false }
+        }
+        return true
     }
 
     static func parseAuthority(_ authority: Substring, defaultPort: Int) -> Origin? {
