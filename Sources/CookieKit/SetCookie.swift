@@ -220,22 +220,26 @@ extension SetCookie {
         static func parse(_ b: UnsafeBufferPointer<UInt8>) -> Layout {
             let count = b.count
             var problem: Problem? = nil
-            // Step 2: the name-value-pair ends at the first ';'. Step 1 is checked in the same pass.
+            // One pass: step 2 (the name-value-pair ends at the first ';'), the first '=' in it, how many
+            // cookie-avs follow, and step 1 (control characters) as a branch-free flag.
             var pairEnd = count
             var equals = -1
+            var separators = 0
+            var controls = false
             var i = 0
             while i < count {
                 let byte = b[i]
                 if byte == 0x3B {
-                    pairEnd = i
-                    break
+                    if separators == 0 { pairEnd = i }
+                    separators += 1
+                } else if byte == 0x3D && equals < 0 && separators == 0 {
+                    equals = i
                 }
-                if byte == 0x3D && equals < 0 { equals = i }
-                // Only bytes below 0x20 or from 0x7F up need a closer look.
-                if byte &- 0x20 >= 0x5F && problem == nil && ASCII.isForbiddenControl(byte) {
-                    problem = Problem(reason: .controlCharacter(offset: i, byte: byte))
-                }
+                controls = controls || (byte < 0x20 && byte != 0x09) || byte == 0x7F
                 i += 1
+            }
+            if controls, let offset = (0..<count).first(where: { ASCII.isForbiddenControl(b[$0]) }) {
+                problem = Problem(reason: .controlCharacter(offset: offset, byte: b[offset]))
             }
             // Step 3 and 4.
             var nameStart = 0
@@ -252,12 +256,8 @@ extension SetCookie {
             if equals < 0 { (nameStart, nameEnd) = (valueStart, valueStart) }
 
             var spans = ContiguousArray<Span>()
-            if pairEnd < count {
-                // One allocation for the attribute list: count the cookie-avs first.
-                var separators = 0
-                for k in pairEnd..<count where b[k] == 0x3B { separators += 1 }
-                spans.reserveCapacity(separators)
-            }
+            // One allocation for the attribute list.
+            if separators > 0 { spans.reserveCapacity(separators) }
             var position = pairEnd
             while position < count {
                 // Attributes step 2–3: skip the ';', consume up to the next one.
@@ -267,9 +267,6 @@ extension SetCookie {
                 while end < count && b[end] != 0x3B {
                     let byte = b[end]
                     if byte == 0x3D && avEquals < 0 { avEquals = end }
-                    if byte &- 0x20 >= 0x5F && problem == nil && ASCII.isForbiddenControl(byte) {
-                        problem = Problem(reason: .controlCharacter(offset: end, byte: byte))
-                    }
                     end += 1
                 }
                 // Step 4–5.
