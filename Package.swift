@@ -26,11 +26,15 @@ let package = Package(
         .target(name: "ProxyCore", dependencies: ["CookieKit"]),
         // The only C of the proxy shell: epoll, eventfd, accept4, sockets, getaddrinfo.
         .target(name: "CProxyShims"),
-        // The I/O shell: event loops, sockets, upstream pool, resolver, timers.
-        .target(name: "ProxyServer", dependencies: ["ProxyCore", "CProxyShims"]),
+        // OpenSSL 3 through a system-library target; macros as COpenSSL_ inline functions in its shim.h.
+        .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
+        // Swift owners of OpenSSL objects; the local CA and leaf minting; TLS engines over memory BIOs.
+        .target(name: "ProxyTLS", dependencies: ["COpenSSL"]),
+        // The I/O shell: event loops, sockets, upstream pool, resolver, timers, TLS interception plumbing.
+        .target(name: "ProxyServer", dependencies: ["ProxyCore", "CProxyShims", "ProxyTLS"]),
         .executableTarget(name: "cookie-proxy", dependencies: [
                 "CookieKit", "CookieFoundation", "CookieConformance", "CookieRules", "CookieAudit", "ProxyCore",
-                "ProxyServer",
+                "ProxyServer", "ProxyTLS",
             ]),
         // Counts allocations in the benchmark only (interposes malloc in that executable).
         .target(name: "CBenchSupport"),

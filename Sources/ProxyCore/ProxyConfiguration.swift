@@ -23,6 +23,8 @@ public struct ProxyConfiguration: Sendable {
     public var ownPorts: Set<Int> = []
     /// Hosts (besides loopback names) that address the proxy itself, e.g. its listen address.
     public var ownHosts: Set<String> = []
+    /// Whether the shell can terminate TLS (a CA is loaded); without it every CONNECT is tunnelled.
+    public var interceptionAvailable = false
     public init() {}
 }
 
@@ -75,6 +77,8 @@ public struct ExchangeContext: Sendable {
 
 /// Points where the rules layer changes messages. The default changes nothing.
 public protocol ProxyHooks: Sendable {
+    /// Whether a CONNECT to this host is intercepted (TLS terminated with a minted leaf) instead of tunnelled.
+    func shouldIntercept(host: String, port: Int) -> Bool
     /// The request head as it will go upstream (hop-by-hop fields already removed).
     func willForwardRequest(_ head: inout OutgoingHead, context: ExchangeContext)
     /// The response head as it will go to the client (hop-by-hop fields already removed).
@@ -83,6 +87,37 @@ public protocol ProxyHooks: Sendable {
 
 public struct NoHooks: ProxyHooks {
     public init() {}
+    public func shouldIntercept(host: String, port: Int) -> Bool { false }
     public func willForwardRequest(_ head: inout OutgoingHead, context: ExchangeContext) {}
     public func willForwardResponse(_ head: inout OutgoingHead, context: ExchangeContext) {}
+}
+
+/// Host name patterns for `--intercept`: `example.com` (exactly), `*.example.com` (any subdomain), `*` (all).
+public struct HostPatternList: Sendable, Hashable {
+    public var exact: Set<String> = []
+    public var suffixes: [String] = []
+    public var all = false
+    public init() {}
+
+    /// Adds `pattern`; false when it is not a host name or `*.suffix`.
+    public mutating func add(_ pattern: String) -> Bool {
+        let p = pattern.lowercased()
+        if p == "*" {
+            all = true
+        } else if p.hasPrefix("*.") && p.count > 2 {
+            suffixes.append(String(p.dropFirst(1)))
+        } else if !p.isEmpty && !p.contains("/") && !p.contains("*") {
+            exact.insert(p)
+        } else {
+            return false
+        }
+        return true
+    }
+
+    public func matches(_ host: String) -> Bool {
+        all || exact.contains(host) || suffixes.contains { host.hasSuffix($0) }
+    }
+
+    public var isEmpty: Bool { !all && exact.isEmpty && suffixes.isEmpty }
+    public var description: String { all ? "every host" : (exact.sorted() + suffixes.map { "*" + $0 }).joined(separator: ", ") }
 }

@@ -19,6 +19,9 @@ public struct ConnectionIO: Sendable {
         case shutdownClientWrite
         /// Close the client connection once `toClient` is flushed.
         case closeClient
+        /// Everything from here on is TLS with the client (an intercepted CONNECT): send what is in `toClient`
+        /// in the clear, then start a TLS server for `host`, feeding it `leftover` (bytes already received).
+        case startTLS(host: String, leftover: [UInt8])
     }
 }
 
@@ -92,6 +95,8 @@ public struct ProxyConnectionMachine: Sendable {
     var clientEOF = false
     var headParser: HTTPHeadParser
     var nextRequestID: @Sendable () -> UInt64
+    /// Set after an intercepted CONNECT: origin-form requests (inside TLS) go here, as https.
+    public private(set) var interceptedOrigin: Origin? = nil
     /// Requests parsed on this connection so far (for the status line).
     public private(set) var requestCount = 0
 
@@ -374,7 +379,25 @@ public struct ProxyConnectionMachine: Sendable {
             origin = o
             target = ""
             scheme = "https"
+            if interceptedOrigin == nil && configuration.interceptionAvailable
+                && hooks.shouldIntercept(host: o.host, port: o.port)
+            {
+                // RFC 9110 §9.3.6: 2xx, then the bytes that follow are the tunnel, which the shell decrypts.
+                io.toClient.append(contentsOf: Array("HTTP/1.1 200 Connection Established\r\n\r\n".utf8))
+                let leftover = Array(clientIn[clientInStart...])
+                clientIn.removeAll()
+                clientInStart = 0
+                interceptedOrigin = o
+                state = .idle
+                io.commands.append(.startTLS(host: o.host, leftover: leftover))
+                return
+            }
         } else if request.target.hasPrefix("/") {
+            if let intercepted = interceptedOrigin {
+                origin = intercepted
+                target = request.target
+                scheme = "https"
+            } else {
             guard let reverse = configuration.reverseUpstream else {
                 answer(
                     400, "this is a forward proxy: send an absolute URL (curl -x http://this-proxy http://host/path)",
@@ -383,6 +406,7 @@ public struct ProxyConnectionMachine: Sendable {
             }
             origin = reverse
             target = request.target
+            }
         } else {
             if Self.hasPrefixIgnoringCase(request.target, "https://") {
                 answer(400, "https URLs go through CONNECT; this proxy does not fetch https:// targets itself", &io, keepAlive: false)
@@ -405,14 +429,15 @@ public struct ProxyConnectionMachine: Sendable {
             if target.isEmpty || target.first == "?" { target = "/" + target }
             if let hash = target.firstIndex(of: "#") { target = String(target[..<hash]) }
         }
-        if configuration.reverseUpstream == nil && isOwnAddress(origin) {
+        if configuration.reverseUpstream == nil && interceptedOrigin == nil && isOwnAddress(origin) {
             answer(400, "refusing a request addressed to the proxy itself (\(origin))", &io, keepAlive: false)
             return
         }
+        let viewedFromClient = configuration.reverseUpstream != nil && interceptedOrigin == nil
         let context = ExchangeContext(
             requestID: nextRequestID(), clientAddress: clientAddress, method: request.method, scheme: scheme,
-            host: configuration.reverseUpstream == nil ? origin.host : (Self.hostHeader(head) ?? origin.host),
-            port: configuration.reverseUpstream == nil ? origin.port : (Self.hostPort(head) ?? origin.port),
+            host: viewedFromClient ? (Self.hostHeader(head) ?? origin.host) : origin.host,
+            port: viewedFromClient ? (Self.hostPort(head) ?? origin.port) : origin.port,
             target: isConnect ? "" : target, status: nil)
         let wantsUpgrade = !isConnect && connectionTokens.contains("upgrade") && head.values("upgrade").count == 1
         var headBytes: [UInt8] = []
@@ -428,7 +453,7 @@ public struct ProxyConnectionMachine: Sendable {
             Self.removeHopByHop(&out, connectionTokens: connectionTokens, keepUpgrade: wantsUpgrade)
             out.removeAll("proxy-authorization")
             // RFC 9112 §3.2.2: a proxy replaces Host with the target URI's authority.
-            if configuration.reverseUpstream == nil {
+            if configuration.reverseUpstream == nil && interceptedOrigin == nil {
                 let hostValue = origin.port == 80 ? Self.bracketed(origin.host) : origin.description
                 let hosts = out.indices(of: "host")
                 if let first = hosts.first {

@@ -1,5 +1,6 @@
 import Dispatch
 import ProxyCore
+import ProxyTLS
 
 #if canImport(Glibc)
 import Glibc
@@ -27,6 +28,11 @@ final class ClientConnection: LoopHandler, @unchecked Sendable {
     var phaseStart: Int64
     var lastActivity: Int64
     var countedRequests = 0
+    /// TLS with the client after an intercepted CONNECT; `clientRaw` holds bytes for the socket (ciphertext,
+    /// and the cleartext `200` that precedes it).
+    var clientTLS: TLSEngine?
+    var clientRaw: [UInt8] = []
+    var clientRawSent = 0
 
     init(fd: Int32, address: String, loop: EventLoop) {
         self.fd = fd
@@ -40,8 +46,10 @@ final class ClientConnection: LoopHandler, @unchecked Sendable {
         lastActivity = loop.now
     }
 
-    var pendingToClient: Int { io.toClient.count - clientSent }
-    var pendingToUpstream: Int { io.toUpstream.count - upstreamSent }
+    var pendingToClient: Int { io.toClient.count - clientSent + clientRaw.count - clientRawSent }
+    var pendingToUpstream: Int {
+        io.toUpstream.count - upstreamSent + (upstream.map { $0.raw.count - $0.rawSent } ?? 0)
+    }
 
     // MARK: Events
 
@@ -58,7 +66,12 @@ final class ClientConnection: LoopHandler, @unchecked Sendable {
         let n = loop.readBuffer.withUnsafeMutableBytes { Sys.recv(fd, $0) }
         if n > 0 {
             lastActivity = loop.now
-            machine.clientData(loop.readBuffer[0..<n], &io)
+            if let tls = clientTLS {
+                tls.feed(loop.readBuffer[0..<n])
+                clientTLSProgress(tls)
+            } else {
+                machine.clientData(loop.readBuffer[0..<n], &io)
+            }
         } else if n == 0 {
             machine.clientClosed(&io)
         } else if Int32(-n) != Sys.EAGAIN && Int32(-n) != Sys.EINTR {
@@ -67,14 +80,77 @@ final class ClientConnection: LoopHandler, @unchecked Sendable {
         }
     }
 
+    /// Advances the client-side TLS engine: handshake, then decrypted bytes into the machine.
+    private func clientTLSProgress(_ tls: TLSEngine) {
+        if !tls.handshakeComplete {
+            let status = tls.handshake()
+            tls.drainCiphertext(into: &clientRaw)
+            if case .failed(let reason) = status {
+                loop.server.noteTLSFailure("client TLS for \(tls.fallbackHost): \(reason)")
+                closeAfterFlush = true
+                return
+            }
+            if !tls.handshakeComplete { return }
+        }
+        var plain: [UInt8] = []
+        let status = tls.readPlaintext(into: &plain)
+        tls.drainCiphertext(into: &clientRaw)
+        if !plain.isEmpty { machine.clientData(plain[...], &io) }
+        switch status {
+        case .ok: break
+        case .closed: machine.clientClosed(&io)
+        case .failed: closeAfterFlush = true
+        }
+    }
+
+    /// Advances an upstream TLS engine: handshake (then the machine hears "connected"), then decrypted bytes.
+    private func upstreamTLSProgress(_ upstream: UpstreamConnection, _ tls: TLSEngine) {
+        if !tls.handshakeComplete {
+            let status = tls.handshake()
+            tls.drainCiphertext(into: &upstream.raw)
+            if case .failed(let reason) = status {
+                let origin = upstream.origin
+                detachUpstream(reusable: false)
+                machine.upstreamFailed(.failed(origin, reason: "TLS: \(reason)"), &io)
+                return
+            }
+            if !tls.handshakeComplete { return }
+            machine.upstreamConnected(reused: false, &io)
+        }
+        var plain: [UInt8] = []
+        let status = tls.readPlaintext(into: &plain)
+        tls.drainCiphertext(into: &upstream.raw)
+        if !plain.isEmpty { machine.upstreamData(plain[...], &io) }
+        switch status {
+        case .ok: break
+        case .closed:
+            upstream.readClosed = true
+            machine.upstreamClosed(&io)
+        case .failed(let reason):
+            upstream.readClosed = true
+            machine.upstreamFailed(.failed(upstream.origin, reason: "TLS: \(reason)"), &io)
+        }
+    }
+
     func upstreamReadable(_ upstream: UpstreamConnection) {
         let n = loop.readBuffer.withUnsafeMutableBytes { Sys.recv(upstream.fd, $0) }
         if n > 0 {
             lastActivity = loop.now
-            machine.upstreamData(loop.readBuffer[0..<n], &io)
+            if let tls = upstream.tls {
+                tls.feed(loop.readBuffer[0..<n])
+                upstreamTLSProgress(upstream, tls)
+            } else {
+                machine.upstreamData(loop.readBuffer[0..<n], &io)
+            }
         } else if n == 0 {
             upstream.readClosed = true
-            machine.upstreamClosed(&io)
+            if let tls = upstream.tls, !tls.handshakeComplete {
+                let origin = upstream.origin
+                detachUpstream(reusable: false)
+                machine.upstreamFailed(.failed(origin, reason: "TLS: the upstream closed the connection during the handshake"), &io)
+            } else {
+                machine.upstreamClosed(&io)
+            }
         } else if Int32(-n) != Sys.EAGAIN && Int32(-n) != Sys.EINTR {
             upstream.readClosed = true
             machine.upstreamFailed(.failed(upstream.origin, reason: Sys.errorText(Int32(n))), &io)
@@ -85,7 +161,7 @@ final class ClientConnection: LoopHandler, @unchecked Sendable {
     func upstreamConnectFinished(_ upstream: UpstreamConnection, error: Int32) {
         if error == 0 {
             upstream.connecting = false
-            machine.upstreamConnected(reused: false, &io)
+            tcpConnected(upstream)
         } else {
             detachUpstream(reusable: false)
             connectNext(origin: upstream.origin, addresses: upstream.remainingAddresses, lastError: error)
@@ -141,10 +217,70 @@ final class ClientConnection: LoopHandler, @unchecked Sendable {
             shutdownClientPending = true
         case .closeClient:
             closeAfterFlush = true
+        case .startTLS(let host, let leftover):
+            guard let setup = loop.server.interception, let tls = try? TLSEngine(server: setup.server, connectHost: host) else {
+                closeAfterFlush = true
+                return
+            }
+            // The cleartext "200 Connection Established" goes out first, then only TLS records.
+            clientRaw.append(contentsOf: io.toClient[clientSent...])
+            io.toClient.removeAll(keepingCapacity: true)
+            clientSent = 0
+            clientTLS = tls
+            loop.server.interceptedConnections.add(1, ordering: .relaxed)
+            if !leftover.isEmpty {
+                tls.feed(leftover[...])
+                clientTLSProgress(tls)
+            }
         }
     }
 
+    /// Sends `buffer[sent...]` on `fd`; false when the socket failed.
+    private func sendRaw(_ fd: Int32, _ buffer: inout [UInt8], _ sent: inout Int) -> Bool {
+        while sent < buffer.count {
+            let s = sent
+            let n = buffer.withUnsafeBytes { Sys.send(fd, UnsafeRawBufferPointer(rebasing: $0[s...])) }
+            if n > 0 {
+                sent += n
+                lastActivity = loop.now
+            } else if Int32(-n) == Sys.EAGAIN || Int32(-n) == Sys.EINTR {
+                break
+            } else {
+                return false
+            }
+        }
+        if sent == buffer.count {
+            buffer.removeAll(keepingCapacity: true)
+            sent = 0
+        } else if sent > 256 * 1024 {
+            buffer.removeFirst(sent)
+            sent = 0
+        }
+        return true
+    }
+
     private func flush() {
+        if let tls = clientTLS {
+            if clientSent < io.toClient.count && tls.handshakeComplete {
+                _ = tls.write(io.toClient[clientSent...])
+                io.toClient.removeAll(keepingCapacity: true)
+                clientSent = 0
+            }
+            if shutdownClientPending && !clientWriteShut && io.toClient.isEmpty {
+                tls.close()
+            }
+            tls.drainCiphertext(into: &clientRaw)
+            guard sendRaw(fd, &clientRaw, &clientRawSent) else {
+                closeNow()
+                return
+            }
+            if clientRaw.isEmpty && shutdownClientPending && !clientWriteShut {
+                clientWriteShut = true
+                Sys.shutdownWrite(fd)
+            }
+            flushUpstream()
+            return
+        }
         // Towards the client.
         while clientSent < io.toClient.count {
             let n = io.toClient.withUnsafeBytes { Sys.send(fd, UnsafeRawBufferPointer(rebasing: $0[clientSent...])) }
@@ -169,8 +305,29 @@ final class ClientConnection: LoopHandler, @unchecked Sendable {
             io.toClient.removeFirst(clientSent)
             clientSent = 0
         }
-        // Towards the upstream.
+        flushUpstream()
+    }
+
+    private func flushUpstream() {
         guard let upstream, !upstream.connecting else { return }
+        if let tls = upstream.tls {
+            if upstreamSent < io.toUpstream.count && tls.handshakeComplete {
+                _ = tls.write(io.toUpstream[upstreamSent...])
+                io.toUpstream.removeAll(keepingCapacity: true)
+                upstreamSent = 0
+            }
+            if shutdownUpstreamPending && !upstream.writeShut && io.toUpstream.isEmpty { tls.close() }
+            tls.drainCiphertext(into: &upstream.raw)
+            guard sendRaw(upstream.fd, &upstream.raw, &upstream.rawSent) else {
+                machine.upstreamFailed(.failed(upstream.origin, reason: "send failed"), &io)
+                return
+            }
+            if upstream.raw.isEmpty && shutdownUpstreamPending && !upstream.writeShut {
+                upstream.writeShut = true
+                Sys.shutdownWrite(upstream.fd)
+            }
+            return
+        }
         while upstreamSent < io.toUpstream.count {
             let n = io.toUpstream.withUnsafeBytes {
                 Sys.send(upstream.fd, UnsafeRawBufferPointer(rebasing: $0[upstreamSent...]))
@@ -275,8 +432,19 @@ final class ClientConnection: LoopHandler, @unchecked Sendable {
             upstream.connecting = inProgress
             upstream.remainingAddresses = remaining
             upstream.connectStarted = loop.now
+            if clientTLS != nil, let tlsSetup = loop.server.interception {
+                // Intercepted: the upstream is https too, verified against the system store (or --upstream-ca).
+                do {
+                    upstream.tls = try TLSEngine(
+                        client: tlsSetup.client, host: origin.host, insecure: tlsSetup.insecureHosts.contains(origin.host))
+                } catch {
+                    Sys.close(ufd)
+                    machine.upstreamFailed(.failed(origin, reason: "TLS: \(error)"), &io)
+                    return
+                }
+            }
             attach(upstream)
-            if !inProgress { machine.upstreamConnected(reused: false, &io) }
+            if !inProgress { tcpConnected(upstream) }
             return
         }
         if error == ECONNREFUSED {
@@ -285,6 +453,15 @@ final class ClientConnection: LoopHandler, @unchecked Sendable {
             machine.upstreamFailed(.connectTimeout(origin), &io)
         } else {
             machine.upstreamFailed(.failed(origin, reason: error == 0 ? "no address" : Sys.errorText(-error)), &io)
+        }
+    }
+
+    /// TCP is up: plain upstreams are ready; TLS ones start their handshake first.
+    private func tcpConnected(_ upstream: UpstreamConnection) {
+        if let tls = upstream.tls {
+            upstreamTLSProgress(upstream, tls)
+        } else {
+            machine.upstreamConnected(reused: false, &io)
         }
     }
 
@@ -302,11 +479,11 @@ final class ClientConnection: LoopHandler, @unchecked Sendable {
     private func detachUpstream(reusable: Bool) {
         guard let upstream else { return }
         self.upstream = nil
-        let unsent = pendingToUpstream > 0
+        let unsent = pendingToUpstream > 0 || upstream.raw.count > upstream.rawSent
         io.toUpstream.removeAll(keepingCapacity: false)
         upstreamSent = 0
         shutdownUpstreamPending = false
-        if reusable && !unsent && !upstream.readClosed && !upstream.writeShut && !upstream.connecting {
+        if reusable && !unsent && upstream.tls == nil && !upstream.readClosed && !upstream.writeShut && !upstream.connecting {
             loop.givePooled(upstream)
         } else {
             upstream.close()
@@ -369,6 +546,10 @@ final class UpstreamConnection: LoopHandler, @unchecked Sendable {
     var writeShut = false
     var pooledAt: Int64 = 0
     var isClosed = false
+    /// TLS towards an intercepted host's upstream, and the ciphertext waiting for the socket.
+    var tls: TLSEngine?
+    var raw: [UInt8] = []
+    var rawSent = 0
 
     init(fd: Int32, origin: Origin, loop: EventLoop) {
         self.fd = fd

@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import ProxyCore
+import ProxyTLS
 import Synchronization
 
 /// The proxy server: one event loop per configured thread, all listening on the same address through
@@ -11,6 +12,17 @@ public final class ProxyServer: @unchecked Sendable {
     let resolver = Resolver()
     let activeConnections = Atomic<Int>(0)
     let totalRequests = Atomic<Int>(0)
+    let interceptedConnections = Atomic<Int>(0)
+    private let tlsFailures = Mutex<[String]>([])
+
+    /// A TLS failure with a client (e.g. it does not trust the CA); the runtime reports these.
+    func noteTLSFailure(_ text: String) {
+        tlsFailures.withLock { if $0.count < 100 { $0.append(text) } }
+    }
+
+    /// TLS failures since the last call.
+    public func takeTLSFailures() -> [String] { tlsFailures.withLock { let t = $0; $0.removeAll(); return t } }
+    public var intercepted: Int { interceptedConnections.load(ordering: .relaxed) }
     private let requestIDs = Atomic<UInt64>(0)
     private var loops: [EventLoop] = []
     private var threads: [Thread] = []
@@ -22,12 +34,28 @@ public final class ProxyServer: @unchecked Sendable {
         public let description: String
     }
 
-    public init(configuration: ServerConfiguration, hooks: any ProxyHooks = NoHooks()) {
+    /// TLS interception: the server context (CA, leaf cache), the client context towards upstreams, and the
+    /// hosts whose upstream certificates are not verified (`--insecure-upstream`).
+    public struct Interception: Sendable {
+        public var server: TLSServerContext
+        public var client: TLSClientContext
+        public var insecureHosts: Set<String>
+        public init(server: TLSServerContext, client: TLSClientContext, insecureHosts: Set<String>) {
+            self.server = server
+            self.client = client
+            self.insecureHosts = insecureHosts
+        }
+    }
+    let interception: Interception?
+
+    public init(configuration: ServerConfiguration, hooks: any ProxyHooks = NoHooks(), interception: Interception? = nil) {
         var c = configuration
         c.proxy.ownPorts.insert(c.listenPort)
         c.proxy.ownHosts.insert(c.listenHost)
+        c.proxy.interceptionAvailable = interception != nil
         self.configuration = c
         self.hooks = hooks
+        self.interception = interception
     }
 
     public var connections: Int { activeConnections.load(ordering: .relaxed) }

@@ -2,6 +2,8 @@ import CookieKit
 import CookieRules
 import Foundation
 import ProxyCore
+import ProxyServer
+import ProxyTLS
 
 /// What `run` adds around the server: the rules (hot-reloaded), the transformation log, audit mode.
 final class ProxyRuntime: @unchecked Sendable {
@@ -16,6 +18,14 @@ final class ProxyRuntime: @unchecked Sendable {
         OptionSpec(names: ["--log"], value: "file", help: "Write the transformation log (JSON Lines) to this file; 'none' for no log.", defaultValue: "stdout"),
         OptionSpec(names: ["--log-format"], value: "format", help: "Log on stdout as json or line (compact).", defaultValue: "line on a terminal, else json"),
         OptionSpec(names: ["--log-values"], value: nil, help: "Show cookie values in the log (redacted to a short hash by default)."),
+        OptionSpec(
+            names: ["--intercept"], value: "host", help: "Intercept https to this host (*.suffix allowed); hosts rules target are intercepted too.",
+            repeatable: true),
+        OptionSpec(names: ["--intercept-all"], value: nil, help: "Intercept https to every host."),
+        OptionSpec(names: ["--upstream-ca"], value: "file", help: "Also trust this CA (PEM) for upstream certificates."),
+        OptionSpec(
+            names: ["--insecure-upstream"], value: "host", help: "Do not verify this upstream's certificate (dev backends).",
+            repeatable: true),
     ]
 
     private init(hooks: RulesHooks, banner: String, rulesPath: String?, sink: LogSink?) {
@@ -59,7 +69,14 @@ final class ProxyRuntime: @unchecked Sendable {
         } catch {
             throw UsageError(message: "\(error)", command: command)
         }
-        let hooks = RulesHooks(engine: RuleEngine(ruleSet), dryRun: dryRun, sink: sink)
+        var intercept = HostPatternList()
+        for host in args.all("--intercept") {
+            guard intercept.add(host) else {
+                throw UsageError(message: "--intercept '\(host)' must be a host name or *.suffix", command: command)
+            }
+        }
+        if args.flag("--intercept-all") { intercept.all = true }
+        let hooks = RulesHooks(engine: RuleEngine(ruleSet), dryRun: dryRun, sink: sink, intercept: intercept)
         var banner = ""
         if let rulesPath {
             banner += "  rules:        \(ruleSet.rules.count) from \(rulesPath)\(dryRun ? " (dry run: nothing is changed)" : "")"
@@ -114,5 +131,40 @@ final class ProxyRuntime: @unchecked Sendable {
         let dropped = sink?.droppedCount ?? 0
         return "\(hooks.rewritten.load(ordering: .relaxed)) cookies rewritten · \(hooks.observed.load(ordering: .relaxed)) seen"
             + (dropped > 0 ? " · \(dropped) log records dropped" : "")
+    }
+}
+
+extension ProxyRuntime {
+    /// Sets up TLS interception when something asks for it (or a CA already exists): loads the CA, creating it
+    /// on first use, and says so. Returns nil when every CONNECT is to be tunnelled.
+    static func interception(args: ParsedArguments, hooks: RulesHooks, command: String) throws(UsageError)
+        -> (ProxyServer.Interception, String)?
+    {
+        let environment = ProcessInfo.processInfo.environment
+        let directory = CertificateAuthority.defaultDirectory(environment: environment)
+        guard hooks.wantsInterception else {
+            return nil
+        }
+        var note = ""
+        let ca: CertificateAuthority
+        do {
+            if CertificateAuthority.exists(in: directory) {
+                ca = try CertificateAuthority.load(from: directory)
+            } else {
+                ca = try CertificateAuthority.create(in: directory, force: false, commonName: CACommand.commonName())
+                note = "  created a local CA in \(directory) (trust \(ca.certificatePath); see README \"Trusting the CA\")\n"
+            }
+            let server = try TLSServerContext(leaves: try LeafCache(ca: ca))
+            let client = try TLSClientContext(extraCAFile: args.value("--upstream-ca"))
+            let insecure = Set(args.all("--insecure-upstream").map { $0.lowercased() })
+            for host in insecure.sorted() {
+                note += "  WARNING: upstream certificates of \(host) are NOT verified (--insecure-upstream)\n"
+            }
+            note += "  https:        intercepting \(hooks.interceptDescription) with the CA \(ca.certificatePath);"
+            note += " every other CONNECT is tunnelled untouched\n"
+            return (ProxyServer.Interception(server: server, client: client, insecureHosts: insecure), note)
+        } catch {
+            throw UsageError(message: "cannot set up https interception: \(error)", command: command, exitStatus: 1)
+        }
     }
 }

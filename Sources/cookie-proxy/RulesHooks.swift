@@ -13,14 +13,58 @@ final class RulesHooks: ProxyHooks, Sendable {
     let rewritten = Atomic<Int>(0)
     let observed = Atomic<Int>(0)
 
-    init(engine: RuleEngine, dryRun: Bool, sink: LogSink?) {
+    /// Hosts named with --intercept / --intercept-all.
+    let interceptFlags: HostPatternList
+    /// Hosts the current rules target (their non-negated `host` conditions).
+    private let ruleHosts: Mutex<HostPatternList>
+
+    init(engine: RuleEngine, dryRun: Bool, sink: LogSink?, intercept: HostPatternList) {
         self.engine = Mutex(engine)
         self.dryRun = dryRun
         self.sink = sink
+        self.interceptFlags = intercept
+        self.ruleHosts = Mutex(Self.targetedHosts(engine.ruleSet))
     }
 
     var current: RuleEngine { engine.withLock { $0 } }
-    func replace(_ new: RuleEngine) { engine.withLock { $0 = new } }
+    func replace(_ new: RuleEngine) {
+        let hosts = Self.targetedHosts(new.ruleSet)
+        engine.withLock { $0 = new }
+        ruleHosts.withLock { $0 = hosts }
+    }
+
+    /// The hosts a rule set names in non-negated `host` conditions (`host *` names every host).
+    static func targetedHosts(_ set: RuleSet) -> HostPatternList {
+        var list = HostPatternList()
+        for rule in set.rules {
+            for case let condition in rule.conditions where !condition.negated {
+                guard case .host(let patterns) = condition.test else { continue }
+                for p in patterns {
+                    switch p {
+                    case .exact(let h): _ = list.add(h)
+                    case .subdomains(let suffix): _ = list.add("*." + suffix)
+                    case .any: list.all = true
+                    }
+                }
+            }
+        }
+        return list
+    }
+
+    /// What is intercepted, for the banner.
+    var interceptDescription: String {
+        var parts: [String] = []
+        if !interceptFlags.isEmpty { parts.append(interceptFlags.description) }
+        let fromRules = ruleHosts.withLock { $0 }
+        if !fromRules.isEmpty { parts.append("\(fromRules.description) (targeted by rules)") }
+        return parts.joined(separator: "; ")
+    }
+
+    var wantsInterception: Bool { !interceptFlags.isEmpty || !ruleHosts.withLock { $0.isEmpty } }
+
+    func shouldIntercept(host: String, port: Int) -> Bool {
+        interceptFlags.matches(host) || ruleHosts.withLock { $0.matches(host) }
+    }
 
     static func messageContext(_ c: ExchangeContext) -> MessageContext {
         MessageContext(scheme: c.scheme, host: c.host, port: c.port, path: c.path, method: c.method, status: c.status)

@@ -132,7 +132,8 @@ enum RunCommand {
         pthread_sigmask(SIG_BLOCK, &signals, nil)
         signal(SIGPIPE, SIG_IGN)
 
-        let server = ProxyServer(configuration: config, hooks: runtime.hooks)
+        let interception = try ProxyRuntime.interception(args: args, hooks: runtime.hooks, command: spec.name)
+        let server = ProxyServer(configuration: config, hooks: runtime.hooks, interception: interception?.0)
         do {
             try server.start()
         } catch {
@@ -153,7 +154,7 @@ enum RunCommand {
                 banner += "  iOS simulator / macOS: System Settings → Network → Proxies → Web Proxy \(address):\(server.boundPort)\n"
             }
             banner += runtime.banner
-            banner += "  https:        CONNECT is tunnelled untouched (no interception)\n"
+            banner += interception?.1 ?? "  https:        CONNECT is tunnelled untouched (no host is intercepted; see --intercept)\n"
             banner += "  stop:         Ctrl-C"
             Console.out(banner)
         }
@@ -174,6 +175,9 @@ enum RunCommand {
                 return 0
             }
             runtime.poll()
+            for failure in server.takeTLSFailures() {
+                Console.err("cookie-proxy: \(failure) (does the client trust the CA? cookie-proxy ca path)")
+            }
             if statusLine {
                 Console.errRaw(
                     "\r\u{1B}[2K\(server.connections) connections · \(server.requests) requests · \(runtime.statusSummary)")

@@ -13,6 +13,7 @@ let rootSpec = CommandSpec(
           run            Run the proxy in the foreground.
           check          Validate a rules file and say what each rule will do.
           try            Run Set-Cookie values through rules offline.
+          ca             Create, locate or export the local CA used to intercept https.
           audit          Fetch a URL, follow its redirects, check every cookie it sets.
           parse          Parse Set-Cookie values and show what a browser makes of them.
           conformance    Run cookie conformance corpora against the jar.
@@ -25,6 +26,7 @@ let commands: [String: CommandSpec] = [
     "check": CheckCommand.spec,
     "try": TryCommand.spec,
     "audit": AuditCommand.spec,
+    "ca": CACommand.spec,
     "parse": ParseCommand.spec,
     "conformance": ConformanceCommand.spec,
 ]
@@ -55,6 +57,7 @@ func runMain() -> Int32 {
         case "check": return try CheckCommand.run(args)
         case "try": return try TryCommand.run(args, now: currentTime())
         case "audit": return try AuditCommand.run(args, now: currentTime())
+        case "ca": return try CACommand.run(args)
         case "parse": return try ParseCommand.run(args, now: currentTime())
         case "conformance": return try ConformanceCommand.run(args)
         default: return 2

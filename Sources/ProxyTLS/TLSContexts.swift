@@ -1,0 +1,78 @@
+internal import COpenSSL
+
+/// The server side of interception: one `SSL_CTX` whose certificate callback picks (or mints) the leaf for the
+/// SNI host name, falling back to the CONNECT host; TLS 1.2 and 1.3; ALPN `http/1.1`.
+public final class TLSServerContext: @unchecked Sendable {
+    let context: OpaquePointer
+    public let leaves: LeafCache
+
+    public init(leaves: LeafCache) throws(TLSError) {
+        guard let ctx = SSL_CTX_new(TLS_server_method()) else { throw TLSError("SSL_CTX_new failed") }
+        context = ctx
+        self.leaves = leaves
+        _ = COpenSSL_CTX_set_min_proto_version(ctx, COpenSSL_TLS1_2_VERSION())
+        _ = COpenSSL_CTX_set_mode(ctx, COpenSSL_MODE_RELEASE_BUFFERS())
+        SSL_CTX_set_options(ctx, UInt64(COpenSSL_OP_NO_COMPRESSION()))
+        SSL_CTX_set_cert_cb(ctx, tlsCertificateCallback, Unmanaged.passUnretained(leaves).toOpaque())
+        SSL_CTX_set_alpn_select_cb(ctx, tlsALPNSelect, nil)
+    }
+
+    deinit { SSL_CTX_free(context) }
+}
+
+/// The client side towards upstreams: the system trust store (plus `--upstream-ca`), host-name verification,
+/// SNI, ALPN `http/1.1`.
+public final class TLSClientContext: @unchecked Sendable {
+    let context: OpaquePointer
+
+    public init(extraCAFile: String?) throws(TLSError) {
+        guard let ctx = SSL_CTX_new(TLS_client_method()) else { throw TLSError("SSL_CTX_new failed") }
+        context = ctx
+        _ = COpenSSL_CTX_set_min_proto_version(ctx, COpenSSL_TLS1_2_VERSION())
+        _ = COpenSSL_CTX_set_mode(ctx, COpenSSL_MODE_RELEASE_BUFFERS())
+        SSL_CTX_set_default_verify_paths(ctx)
+        if let extraCAFile, SSL_CTX_load_verify_locations(ctx, extraCAFile, nil) != 1 {
+            throw TLSError("cannot load --upstream-ca \(extraCAFile)")
+        }
+        SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, nil)
+        let alpn: [UInt8] = [8] + Array("http/1.1".utf8)
+        _ = alpn.withUnsafeBufferPointer { SSL_CTX_set_alpn_protos(ctx, $0.baseAddress, UInt32($0.count)) }
+    }
+
+    deinit { SSL_CTX_free(context) }
+}
+
+// C callbacks: free functions, so they carry no actor isolation.
+
+private func tlsCertificateCallback(_ ssl: OpaquePointer?, _ arg: UnsafeMutableRawPointer?) -> Int32 {
+    guard let ssl, let arg else { return 0 }
+    let leaves = Unmanaged<LeafCache>.fromOpaque(arg).takeUnretainedValue()
+    var host: String? = nil
+    if let name = SSL_get_servername(ssl, COpenSSL_NAMETYPE_host_name()) { host = String(cString: name) }
+    if host == nil || host!.isEmpty, let data = COpenSSL_get_app_data(ssl) {
+        host = Unmanaged<TLSEngine>.fromOpaque(data).takeUnretainedValue().fallbackHost
+    }
+    guard let host, let leaf = try? leaves.leaf(for: host.lowercased()) else { return 0 }
+    guard SSL_use_certificate(ssl, leaf.pointer) == 1, SSL_use_PrivateKey(ssl, leaves.leafKey.pointer) == 1 else { return 0 }
+    return 1
+}
+
+private func tlsALPNSelect(
+    _ ssl: OpaquePointer?, _ out: UnsafeMutablePointer<UnsafePointer<UInt8>?>?, _ outlen: UnsafeMutablePointer<UInt8>?,
+    _ input: UnsafePointer<UInt8>?, _ inlen: UInt32, _ arg: UnsafeMutableRawPointer?
+) -> Int32 {
+    guard let input, let out, let outlen else { return COpenSSL_TLSEXT_ERR_NOACK() }
+    var i = 0
+    while i < Int(inlen) {
+        let length = Int(input[i])
+        if length == 8 && i + 1 + length <= Int(inlen)
+            && UnsafeBufferPointer(start: input + i + 1, count: 8).elementsEqual("http/1.1".utf8)
+        {
+            out.pointee = input + i + 1
+            outlen.pointee = 8
+            return COpenSSL_TLSEXT_ERR_OK()
+        }
+        i += 1 + length
+    }
+    return COpenSSL_TLSEXT_ERR_NOACK()
+}
