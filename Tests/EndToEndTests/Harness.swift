@@ -165,13 +165,20 @@ struct TestCA {
 final class Proxy: Sendable {
     let process: TestProcess
     let port: Int
-    init(_ extra: [String] = [], environment: [String: String]? = nil) throws {
+    init(_ extra: [String] = [], environment: [String: String]? = ["COOKIE_PROXY_HOME": Proxy.defaultHome]) throws {
         process = try TestProcess(
             Paths.binary, ["run", "--listen", "127.0.0.1:0", "--threads", "2"] + extra, environment: environment)
         let line = try process.waitForLine(startingWith: "cookie-proxy listening on ")
         port = Int(line.split(separator: ":").last!)!
     }
     var url: String { "http://127.0.0.1:\(port)" }
+
+    /// A configuration folder of the test run's own, so tests never touch the user's CA.
+    static let defaultHome: String = {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("cp-home-\(getpid())").path
+        try? FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        return dir
+    }()
 }
 
 struct CommandResult {
