@@ -384,7 +384,7 @@ final class ClientConnection: LoopHandler, @unchecked Sendable {
 
     private func startConnect(_ origin: Origin, fresh: Bool) {
         connectGeneration += 1
-        if !fresh, let pooled = loop.takePooled(origin) {
+        if !fresh, let pooled = loop.takePooled(origin, tls: clientTLS != nil) {
             attach(pooled)
             machine.upstreamConnected(reused: true, &io)
             return
@@ -483,7 +483,9 @@ final class ClientConnection: LoopHandler, @unchecked Sendable {
         io.toUpstream.removeAll(keepingCapacity: false)
         upstreamSent = 0
         shutdownUpstreamPending = false
-        if reusable && !unsent && upstream.tls == nil && !upstream.readClosed && !upstream.writeShut && !upstream.connecting {
+        if reusable && !unsent && !upstream.readClosed && !upstream.writeShut && !upstream.connecting
+            && (upstream.tls?.handshakeComplete ?? true)
+        {
             loop.givePooled(upstream)
         } else {
             upstream.close()

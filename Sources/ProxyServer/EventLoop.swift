@@ -32,7 +32,13 @@ final class EventLoop: @unchecked Sendable {
     private var handlers: [LoopHandler?] = []
     private var freeSlots: [Int] = []
     var readBuffer = [UInt8](repeating: 0, count: 64 * 1024)
-    var pool: [Origin: [UpstreamConnection]] = [:]
+    /// Idle upstream connections per origin; plain and TLS (intercepted) ones are kept apart.
+    var pool: [PoolKey: [UpstreamConnection]] = [:]
+
+    struct PoolKey: Hashable {
+        var origin: Origin
+        var tls: Bool
+    }
     private var clientList: [ObjectIdentifier: ClientConnection] = [:]
     private let inbox = Mutex<[@Sendable () -> Void]>([])
     private var listener: Listener?
@@ -170,14 +176,16 @@ final class EventLoop: @unchecked Sendable {
 
     // MARK: Pool
 
-    func takePooled(_ origin: Origin) -> UpstreamConnection? {
-        guard var list = pool[origin], let upstream = list.popLast() else { return nil }
-        pool[origin] = list.isEmpty ? nil : list
+    func takePooled(_ origin: Origin, tls: Bool) -> UpstreamConnection? {
+        let key = PoolKey(origin: origin, tls: tls)
+        guard var list = pool[key], let upstream = list.popLast() else { return nil }
+        pool[key] = list.isEmpty ? nil : list
         return upstream
     }
 
     func givePooled(_ upstream: UpstreamConnection) {
-        var list = pool[upstream.origin] ?? []
+        let key = PoolKey(origin: upstream.origin, tls: upstream.tls != nil)
+        var list = pool[key] ?? []
         if list.count >= configuration.poolPerOrigin || draining {
             upstream.close()
             return
@@ -186,13 +194,14 @@ final class EventLoop: @unchecked Sendable {
         upstream.pooledAt = now
         upstream.setInterest(Poller.readable)
         list.append(upstream)
-        pool[upstream.origin] = list
+        pool[key] = list
     }
 
     func dropPooled(_ upstream: UpstreamConnection) {
-        if var list = pool[upstream.origin] {
+        let key = PoolKey(origin: upstream.origin, tls: upstream.tls != nil)
+        if var list = pool[key] {
             list.removeAll { $0 === upstream }
-            pool[upstream.origin] = list.isEmpty ? nil : list
+            pool[key] = list.isEmpty ? nil : list
         }
         upstream.close()
     }

@@ -42,12 +42,34 @@ def handle(conn):
             expect = b"100-continue" in head.lower()
             if expect:
                 conn.sendall(b"HTTP/1.1 100 Continue\r\n\r\n")
-            while len(buf) < n:
-                chunk = conn.recv(65536)
-                if not chunk:
-                    return
-                buf += chunk
-            body, buf = buf[:n], buf[n:]
+            if b"transfer-encoding: chunked" in head.lower():
+                body = b""
+                while True:
+                    while b"\r\n" not in buf:
+                        chunk = conn.recv(65536)
+                        if not chunk:
+                            return
+                        buf += chunk
+                    line, buf = buf.split(b"\r\n", 1)
+                    size = int(line.split(b";")[0], 16)
+                    while len(buf) < size + 2:
+                        chunk = conn.recv(65536)
+                        if not chunk:
+                            return
+                        buf += chunk
+                    if size == 0:
+                        # no trailers in these tests: the final CRLF follows
+                        buf = buf[2:]
+                        break
+                    body += buf[:size]
+                    buf = buf[size + 2:]
+            else:
+                while len(buf) < n:
+                    chunk = conn.recv(65536)
+                    if not chunk:
+                        return
+                    buf += chunk
+                body, buf = buf[:n], buf[n:]
             if path.startswith("/cookies"):
                 payload = b"cookies\n"
                 conn.sendall(b"HTTP/1.1 200 OK\r\n" + ODD_COOKIES + b"Content-Length: %d\r\n\r\n" % len(payload) + payload)
