@@ -40,7 +40,7 @@ let package = Package(
         .target(name: "CBenchSupport"),
         .executableTarget(name: "cookie-bench", dependencies: ["CookieKit", "CookieFoundation", "CBenchSupport"]),
         .testTarget(name: "CookieKitTests", dependencies: ["CookieKit", "CookieFoundation", "CookieConformance"]),
-        .testTarget(name: "ProxyCoreTests", dependencies: ["ProxyCore"]),
+        .testTarget(name: "ProxyCoreTests", dependencies: ["ProxyCore", "ProxyServer"]),
         .testTarget(name: "CookieRulesTests", dependencies: ["CookieRules", "CookieKit"]),
         // End-to-end: the built binary between real clients and a real upstream (started by the tests).
         .testTarget(name: "EndToEndTests", dependencies: ["cookie-proxy"], exclude: ["Fixtures"]),

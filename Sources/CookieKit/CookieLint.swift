@@ -45,45 +45,44 @@ public enum CookieLint {
         checkCharacters(setCookie, add)
         let a = setCookie.attributes
         let host = url.host
-        let written = setCookie.writtenAttributes
-
-        // Attributes: values over 1024 bytes, conflicts, unparseable values.
-        var seen: [CookieAttributeKind: String] = [:]
-        var conflicted: Set<CookieAttributeKind> = []
-        for attribute in written {
-            if attribute.isIgnored {
+        // Attributes: values over 1024 bytes, conflicts, unparseable values (strings only for findings).
+        var seen = [ArraySlice<UInt8>?](repeating: nil, count: 16)
+        var conflicted = [Bool](repeating: false, count: 16)
+        setCookie.forEachWrittenAttribute { kind, name, valueBytes, isIgnored in
+            if isIgnored {
                 add(
                     "attribute-value-too-long", .warning,
-                    "\(attribute.name) value is over 1024 bytes; browsers ignore the attribute (RFC 6265bis §5.6)")
-                continue
+                    "\(String(lossy: name)) value is over 1024 bytes; browsers ignore the attribute (RFC 6265bis §5.6)")
+                return
             }
-            guard attribute.kind != .unknown else { continue }
-            let normalised = (attribute.value ?? "").lowercased()
-            if let previous = seen[attribute.kind], previous != normalised, !conflicted.contains(attribute.kind) {
-                conflicted.insert(attribute.kind)
+            guard kind != .unknown else { return }
+            let k = Int(kind.rawValue)
+            let value = valueBytes ?? []
+            if let previous = seen[k], !ASCII.equalIgnoringCase(previous, value), !conflicted[k] {
+                conflicted[k] = true
                 add(
                     "attribute-conflict", .warning,
-                    "\(attribute.kind.canonicalName) is repeated with different values; the last valid one wins (RFC 6265bis §5.7)")
+                    "\(kind.canonicalName) is repeated with different values; the last valid one wins (RFC 6265bis §5.7)")
             }
-            seen[attribute.kind] = normalised
-            switch attribute.kind {
-            case .expires where CookieDate.parse(attribute.value ?? "") == nil:
+            seen[k] = value
+            switch kind {
+            case .expires where CookieDate.parse(value) == nil:
                 add(
                     "expires-invalid", .warning,
-                    "Expires=\(attribute.value ?? "") is not a cookie-date; browsers ignore it (RFC 6265bis §5.1.1)")
-            case .maxAge where !isValidMaxAge(attribute.value ?? ""):
-                add("max-age-invalid", .warning, "Max-Age=\(attribute.value ?? "") is not a number; browsers ignore it")
+                    "Expires=\(String(lossy: value)) is not a cookie-date; browsers ignore it (RFC 6265bis §5.1.1)")
+            case .maxAge where !isValidMaxAge(value):
+                add("max-age-invalid", .warning, "Max-Age=\(String(lossy: value)) is not a number; browsers ignore it")
             case .sameSite:
-                let v = normalised
-                if v != "strict" && v != "lax" && v != "none" {
+                let ok = ["strict", "lax", "none"].contains { ASCII.equalIgnoringCase(value, ArraySlice($0.utf8)) }
+                if !ok {
                     add(
                         "samesite-invalid", .warning,
-                        "SameSite=\(attribute.value ?? "") is not Strict, Lax or None; browsers use the default (Lax in Chromium)")
+                        "SameSite=\(String(lossy: value)) is not Strict, Lax or None; browsers use the default (Lax in Chromium)")
                 }
-            case .path where attribute.value?.first != "/":
+            case .path where value.first != 0x2F:
                 add(
                     "path-invalid", .warning,
-                    "Path=\(attribute.value ?? "") does not start with '/'; browsers use the default path \(url.defaultPath)")
+                    "Path=\(String(lossy: value)) does not start with '/'; browsers use the default path \(url.defaultPath)")
             default: break
             }
         }
@@ -185,8 +184,8 @@ public enum CookieLint {
         return "'\(Character(Unicode.Scalar(byte)))'"
     }
 
-    private static func isValidMaxAge(_ v: String) -> Bool {
-        let digits = v.hasPrefix("-") ? v.dropFirst() : Substring(v)
-        return !digits.isEmpty && digits.utf8.allSatisfy(ASCII.isDigit)
+    private static func isValidMaxAge(_ v: ArraySlice<UInt8>) -> Bool {
+        let digits = v.first == 0x2D ? v.dropFirst() : v
+        return !digits.isEmpty && digits.allSatisfy(ASCII.isDigit)
     }
 }

@@ -141,3 +141,25 @@ extension SetCookie {
         }
     }
 }
+
+extension SetCookie {
+    /// Visits the attributes as written without building strings: kind, name bytes, value bytes (nil without
+    /// `=`), and whether a user agent ignores it (value over 1024 bytes). For lint and diffs on hot paths.
+    public func forEachWrittenAttribute(
+        _ body: (CookieAttributeKind, ArraySlice<UInt8>, ArraySlice<UInt8>?, Bool) -> Void
+    ) {
+        for span in layout.spans {
+            let name = bytes[Int(span.nameStart)..<Int(span.nameEnd)]
+            let value: ArraySlice<UInt8>? = span.hasEquals ? bytes[Int(span.valueStart)..<Int(span.valueEnd)] : nil
+            body(span.kind, name, value, span.valueEnd - span.valueStart > SetCookie.maximumAttributeValueLength)
+        }
+    }
+}
+
+extension ASCII {
+    /// Case-insensitive equality of two byte runs.
+    static func equalIgnoringCase(_ a: ArraySlice<UInt8>, _ b: ArraySlice<UInt8>) -> Bool {
+        guard a.count == b.count else { return false }
+        return zip(a, b).allSatisfy { lower($0) == lower($1) }
+    }
+}

@@ -131,6 +131,9 @@ public struct CookieAttributeKind: Sendable, Hashable, CustomStringConvertible {
     @usableFromInline let rawValue: UInt8
     @usableFromInline init(rawValue: UInt8) { self.rawValue = rawValue }
 
+    /// A small dense number per kind (0 for unknown), for table lookups.
+    public var index: Int { Int(rawValue) }
+
     public static let unknown = CookieAttributeKind(rawValue: 0)
     public static let expires = CookieAttributeKind(rawValue: 1)
     public static let maxAge = CookieAttributeKind(rawValue: 2)

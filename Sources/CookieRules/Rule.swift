@@ -42,13 +42,16 @@ public struct Condition: Sendable {
 /// `example.com` (exactly), `*.example.com` (any subdomain), `*` (any host).
 public enum HostPattern: Sendable, Hashable {
     case exact(String)
-    case subdomains(of: String)
+    /// `suffix` without the dot; `dotted` is `.suffix`, kept so matching allocates nothing.
+    case subdomains(of: String, dotted: String)
     case any
+
+    static func subdomains(of suffix: String) -> HostPattern { .subdomains(of: suffix, dotted: "." + suffix) }
 
     func matches(_ host: String) -> Bool {
         switch self {
         case .exact(let h): return host == h
-        case .subdomains(let suffix): return host.hasSuffix("." + suffix)
+        case .subdomains(_, let dotted): return host.hasSuffix(dotted)
         case .any: return true
         }
     }

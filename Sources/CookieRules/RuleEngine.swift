@@ -62,11 +62,20 @@ public struct RuleEngine: Sendable {
     let suffixes: PublicSuffixList
     let cookieRules: [Rule]
     let needsRejection: Bool
+    // Compiled once: the rules each kind of work needs, so messages no rule concerns cost nothing.
+    let requestHeaderRules: [Rule]
+    let responseHeaderRules: [Rule]
+    let renameRules: [Rule]
 
     public init(_ ruleSet: RuleSet, suffixes: PublicSuffixList = .system) {
         self.ruleSet = ruleSet
         self.suffixes = suffixes
         cookieRules = ruleSet.rules.filter(\.isCookieRule)
+        requestHeaderRules = ruleSet.rules.filter { !$0.requestHeaderActions.isEmpty }
+        responseHeaderRules = ruleSet.rules.filter { !$0.responseHeaderActions.isEmpty }
+        renameRules = ruleSet.rules.filter { rule in
+            rule.cookieActions.contains { if case .rename = $0 { return true } else { return false } }
+        }
         needsRejection = cookieRules.contains { rule in
             rule.conditions.contains { if case .state(let p) = $0.test { return p.contains(.rejected) } else { return false } }
         }
@@ -139,21 +148,25 @@ public struct RuleEngine: Sendable {
 
     /// Header edits for a request (rules whose message conditions hold; `status` never holds here).
     public func requestHeaderActions(_ context: MessageContext) -> [HeaderAction] {
-        ruleSet.rules.filter { !$0.requestHeaderActions.isEmpty && messageConditionsHold($0, context) }
-            .flatMap(\.requestHeaderActions)
+        if requestHeaderRules.isEmpty { return [] }
+        return requestHeaderRules.filter { messageConditionsHold($0, context) }.flatMap(\.requestHeaderActions)
     }
+
+    /// Whether requests need the rules at all (header edits or renamed cookies to give back).
+    public var touchesRequests: Bool { !requestHeaderRules.isEmpty || !renameRules.isEmpty }
 
     /// Header edits for a response.
     public func responseHeaderActions(_ context: MessageContext) -> [HeaderAction] {
-        ruleSet.rules.filter { !$0.responseHeaderActions.isEmpty && messageConditionsHold($0, context) }
-            .flatMap(\.responseHeaderActions)
+        if responseHeaderRules.isEmpty { return [] }
+        return responseHeaderRules.filter { messageConditionsHold($0, context) }.flatMap(\.responseHeaderActions)
     }
 
     /// The request's `Cookie` header with renamed cookies given back their original names, so the backend
     /// sees its own names; nil when nothing changes. Only the renamed pairs' name bytes change.
     public func renameBack(cookieHeader: [UInt8], context: MessageContext) -> [UInt8]? {
+        if renameRules.isEmpty { return nil }
         var renames: [(CookieAction.Rename, [NamePattern])] = []
-        for rule in ruleSet.rules where messageConditionsHold(rule, context, ignoringStatus: true) {
+        for rule in renameRules where messageConditionsHold(rule, context, ignoringStatus: true) {
             let names = rule.conditions.compactMap { c -> [NamePattern]? in
                 if case .cookie(let p) = c.test, !c.negated { return p }
                 return nil
@@ -290,14 +303,19 @@ public struct RuleEngine: Sendable {
         let b = lastWritten(before)
         let a = lastWritten(after)
         for kind in kinds {
-            let x = b[kind]
-            let y = a[kind]
+            let x = b[kind.index]
+            let y = a[kind.index]
             switch (x, y) {
             case (nil, nil): continue
-            case (nil, let v?): changes.append(AttributeChange(op: "add", attribute: kind.canonicalName, from: nil, to: v))
-            case (let v?, nil): changes.append(AttributeChange(op: "remove", attribute: kind.canonicalName, from: v, to: nil))
+            case (nil, let v?):
+                changes.append(AttributeChange(op: "add", attribute: kind.canonicalName, from: nil, to: String(decoding: v, as: UTF8.self)))
+            case (let v?, nil):
+                changes.append(AttributeChange(op: "remove", attribute: kind.canonicalName, from: String(decoding: v, as: UTF8.self), to: nil))
             case (let v?, let w?) where v != w:
-                changes.append(AttributeChange(op: "set", attribute: kind.canonicalName, from: v, to: w))
+                changes.append(
+                    AttributeChange(
+                        op: "set", attribute: kind.canonicalName, from: String(decoding: v, as: UTF8.self),
+                        to: String(decoding: w, as: UTF8.self)))
             default: continue
             }
         }
@@ -305,9 +323,11 @@ public struct RuleEngine: Sendable {
     }
 
     /// The last written value of each known attribute ("" for a flag without value).
-    static func lastWritten(_ cookie: SetCookie) -> [CookieAttributeKind: String] {
-        var result: [CookieAttributeKind: String] = [:]
-        for a in cookie.writtenAttributes where a.kind != .unknown { result[a.kind] = a.value ?? "" }
+    static func lastWritten(_ cookie: SetCookie) -> [ArraySlice<UInt8>?] {
+        var result = [ArraySlice<UInt8>?](repeating: nil, count: 16)
+        cookie.forEachWrittenAttribute { kind, _, value, _ in
+            if kind != .unknown { result[kind.index] = value ?? [] }
+        }
         return result
     }
 }

@@ -136,7 +136,7 @@ enum RuleDescription {
             text = "the host is " + hs.map {
                 switch $0 {
                 case .exact(let h): return h
-                case .subdomains(let s): return "a subdomain of \(s)"
+                case .subdomains(let s, _): return "a subdomain of \(s)"
                 case .any: return "any host"
                 }
             }.joined(separator: " or ")
@@ -168,7 +168,7 @@ enum RuleDescription {
             text = "the cookie's Domain is " + hs.map {
                 switch $0 {
                 case .exact(let h): return h
-                case .subdomains(let s): return "a subdomain of \(s)"
+                case .subdomains(let s, _): return "a subdomain of \(s)"
                 case .any: return "any domain"
                 }
             }.joined(separator: " or ")

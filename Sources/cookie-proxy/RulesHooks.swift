@@ -42,7 +42,7 @@ final class RulesHooks: ProxyHooks, Sendable {
                 for p in patterns {
                     switch p {
                     case .exact(let h): _ = list.add(h)
-                    case .subdomains(let suffix): _ = list.add("*." + suffix)
+                    case .subdomains(let suffix, _): _ = list.add("*." + suffix)
                     case .any: list.all = true
                     }
                 }
@@ -72,7 +72,7 @@ final class RulesHooks: ProxyHooks, Sendable {
 
     func willForwardRequest(_ head: inout OutgoingHead, context: ExchangeContext) {
         let engine = current
-        guard !engine.ruleSet.rules.isEmpty, !dryRun else { return }
+        guard engine.touchesRequests, !dryRun else { return }
         let message = Self.messageContext(context)
         Self.applyHeaderActions(engine.requestHeaderActions(message), to: &head)
         for index in head.indices(of: "cookie") {

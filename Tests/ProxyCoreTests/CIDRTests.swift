@@ -1,0 +1,22 @@
+import ProxyServer
+import Testing
+
+/// `--allow CIDR`: which client addresses a network admits.
+@Suite struct CIDRTests {
+    @Test(arguments: [
+        ("192.168.1.0/24", "192.168.1.77", true), ("192.168.1.0/24", "192.168.2.1", false),
+        ("10.0.0.0/8", "10.255.0.1", true), ("0.0.0.0/0", "203.0.113.9", true), ("192.168.1.5", "192.168.1.5", true),
+        ("192.168.1.5", "192.168.1.6", false), ("192.168.1.0/24", "::ffff:192.168.1.9", true),
+        ("fd00::/8", "fd12:3456::1", true), ("fd00::/8", "fe80::1", false), ("::1/128", "::1", true),
+        ("2001:db8::/32", "2001:db8:0:0:0:0:0:1", true),
+    ])
+    func networksAdmitTheirAddressesOnly(_ network: String, _ address: String, _ admitted: Bool) throws {
+        let cidr = try #require(CIDR(network))
+        #expect(cidr.contains(address) == admitted)
+    }
+
+    @Test(arguments: ["192.168.1.0/33", "300.1.1.1/8", "not-an-address", "fd00::/129", "1.2.3/24", ""])
+    func invalidNetworksAreRefused(_ text: String) {
+        #expect(CIDR(text) == nil)
+    }
+}

@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# The cost of rules and of the log on proxy throughput, in one run, interleaved, medians side by side:
+# cookie-proxy with no rules file, an empty rules file, 48 rules that do not match the traffic, those 48 plus
+# the two rules that rewrite every cookie (bench50.rules), the two alone (bench.rules), and bench.rules with
+# the transformation log on. Origin: nginx answering with 5 Set-Cookie headers (as ../shared/bench).
+# wrk on CPU 1; origin and proxy share CPU 0. Only 127.0.0.1 is used; everything started is stopped.
+# Usage: bench/rules-cost.sh [seconds-per-run=3] [repetitions=5] [connections=16]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+DUR=${1:-3}; REPS=${2:-5}; CONNS=${3:-16}
+BIN=.build/release/cookie-proxy
+[ -x "$BIN" ] || swift build -c release --product cookie-proxy >&2
+command -v wrk >/dev/null && command -v nginx >/dev/null || { echo "needs wrk and nginx (apt-get install -y wrk nginx)" >&2; exit 1; }
+T=$(mktemp -d)
+cleanup() { kill $(jobs -p) 2>/dev/null || true; [ -f "$T/nginx.pid" ] && kill "$(cat "$T/nginx.pid")" 2>/dev/null || true; rm -rf "$T"; }
+trap cleanup EXIT
+cat > "$T/nginx.conf" <<NGINX
+worker_processes 1; daemon on; pid $T/nginx.pid; error_log $T/err;
+events { worker_connections 4096; }
+http { access_log off;
+  server { listen 127.0.0.1:18180; keepalive_requests 1000000;
+    location / {
+      add_header Set-Cookie "sid=abc123; Domain=example.test; Path=/; Expires=Wed, 21 Oct 2037 07:28:00 GMT; HttpOnly";
+      add_header Set-Cookie "pref=dark; Domain=example.test; Path=/app; Max-Age=3600";
+      add_header Set-Cookie "track=xyz; Expires=Thu, 01 Jan 2037 00:00:00 GMT; Path=/; Domain=Example.Test; SameSite=None; Secure";
+      add_header Set-Cookie "lang=en-US; Path=/";
+      add_header Set-Cookie "csrf=tok%3D%3D; Domain=sub.example.test; Path=/; Secure; SameSite=Strict";
+      return 200 "hello world hello world hello world hello world hello world hello world hello world hello\n";
+    } } }
+NGINX
+taskset -c 0 nginx -c "$T/nginx.conf" -p "$T"
+echo 'wrk.path = "http://127.0.0.1:18180/"' > "$T/abs.lua"
+declare -A ARGS=(
+  [no-rules]="--log none"
+  [empty-file]="--rules bench/empty.rules --log none"
+  [48-nonmatching]="--rules bench/bench48-nomatch.rules --log none"
+  [50-rules]="--rules bench/bench50.rules --log none"
+  [2-rewriting]="--rules bench/bench.rules --log none"
+  [2-rewriting+log]="--rules bench/bench.rules --log $T/log.jsonl"
+)
+ORDER=(no-rules empty-file 48-nonmatching 50-rules 2-rewriting 2-rewriting+log)
+declare -A RESULTS
+for rep in $(seq "$REPS"); do
+  for name in "${ORDER[@]}"; do
+    taskset -c 0 $BIN run --quiet --threads 1 --listen 127.0.0.1:18190 ${ARGS[$name]} > /dev/null 2>&1 &
+    pid=$!
+    for _ in $(seq 50); do (echo > /dev/tcp/127.0.0.1/18190) 2>/dev/null && break; sleep 0.05; done
+    rps=$(taskset -c 1 wrk -t1 -c"$CONNS" -d"${DUR}s" -s "$T/abs.lua" http://127.0.0.1:18190 | awk '/Requests\/sec/ {print $2}')
+    kill "$pid"; wait "$pid" 2>/dev/null || true
+    RESULTS[$name]="${RESULTS[$name]:-} $rps"
+    echo "rep $rep $name $rps" >&2
+  done
+done
+median() { tr ' ' '\n' | grep -v '^$' | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+base=$(echo ${RESULTS[empty-file]} | median)
+echo "# cookie-proxy: the cost of rules and of the log (keep-alive, c=$CONNS, ${REPS}×${DUR}s interleaved, median req/s)"
+echo
+echo "| configuration | req/s (median) | all runs | vs empty rules file |"
+echo "|---|---:|---|---:|"
+for name in "${ORDER[@]}"; do
+  m=$(echo ${RESULTS[$name]} | median)
+  printf "| %s | %.0f | %s | %+.1f%% |\n" "$name" "$m" "$(echo ${RESULTS[$name]} | tr ' ' ',')" "$(echo "($m - $base) * 100 / $base" | bc -l)"
+done
