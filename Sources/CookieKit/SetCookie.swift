@@ -171,23 +171,32 @@ public struct CookieAttributeKind: Sendable, Hashable, CustomStringConvertible {
         self = utf8.withUnsafeMutableBufferPointer { Self.classify(UnsafeBufferPointer($0), 0, $0.count) }
     }
 
+    /// Classifies an attribute name by packing its bytes, ASCII-lowercased (`| 0x20`), into two words and
+    /// comparing them with the packed names. `| 0x20` only maps letters (and a CR, rejected anyway) onto
+    /// the letters and `-` of these names, so nothing else can match.
     @usableFromInline
     static func classify(_ b: UnsafeBufferPointer<UInt8>, _ start: Int, _ end: Int) -> CookieAttributeKind {
-        switch end - start {
-        case 4: return ASCII.equalsLowercase(b, start, end, "path") ? .path : .unknown
+        let n = end - start
+        guard n >= 4 && n <= 11 else { return .unknown }
+        var w0: UInt64 = 0
+        var w1: UInt64 = 0
+        for k in 0..<min(n, 8) { w0 |= UInt64(b[start + k] | 0x20) << UInt64(8 * k) }
+        if n > 8 { for k in 8..<n { w1 |= UInt64(b[start + k] | 0x20) << UInt64(8 * (k - 8)) } }
+        switch n {
+        case 4: return w0 == 0x6874_6170 ? .path : .unknown
         case 6:
-            if ASCII.equalsLowercase(b, start, end, "domain") { return .domain }
-            if ASCII.equalsLowercase(b, start, end, "secure") { return .secure }
+            if w0 == 0x6e69_616d_6f64 { return .domain }
+            if w0 == 0x6572_7563_6573 { return .secure }
             return .unknown
         case 7:
-            if ASCII.equalsLowercase(b, start, end, "expires") { return .expires }
-            if ASCII.equalsLowercase(b, start, end, "max-age") { return .maxAge }
+            if w0 == 0x73_6572_6970_7865 { return .expires }
+            if w0 == 0x65_6761_2d78_616d { return .maxAge }
             return .unknown
         case 8:
-            if ASCII.equalsLowercase(b, start, end, "httponly") { return .httpOnly }
-            if ASCII.equalsLowercase(b, start, end, "samesite") { return .sameSite }
+            if w0 == 0x796c_6e6f_7074_7468 { return .httpOnly }
+            if w0 == 0x6574_6973_656d_6173 { return .sameSite }
             return .unknown
-        case 11: return ASCII.equalsLowercase(b, start, end, "partitioned") ? .partitioned : .unknown
+        case 11: return w0 == 0x6f69_7469_7472_6170 && w1 == 0x64_656e ? .partitioned : .unknown
         default: return .unknown
         }
     }
@@ -223,27 +232,31 @@ extension SetCookie {
         static func parse(_ b: UnsafeBufferPointer<UInt8>) -> Layout {
             let count = b.count
             var problem: Problem? = nil
-            // One pass: step 2 (the name-value-pair ends at the first ';'), the first '=' in it, how many
-            // cookie-avs follow, and step 1 (control characters) as a branch-free flag.
+            // Step 1: a branch-free pass (selects, no early exit) that the compiler vectorises.
+            var controls: UInt8 = 0
+            for i in 0..<count {
+                let c = b[i]
+                controls |= ((c < 0x20 ? 1 : 0) & (c != 0x09 ? 1 : 0)) | (c == 0x7F ? 1 : 0)
+            }
+            if controls != 0, let offset = (0..<count).first(where: { ASCII.isForbiddenControl(b[$0]) }) {
+                problem = Problem(reason: .controlCharacter(offset: offset, byte: b[offset]))
+            }
+            // Step 2: the name-value-pair ends at the first ';'; step 3 needs the first '=' in it.
             var pairEnd = count
             var equals = -1
-            var separators = 0
-            var controls = false
             var i = 0
             while i < count {
                 let byte = b[i]
                 if byte == 0x3B {
-                    if separators == 0 { pairEnd = i }
-                    separators += 1
-                } else if byte == 0x3D && equals < 0 && separators == 0 {
-                    equals = i
+                    pairEnd = i
+                    break
                 }
-                controls = controls || (byte < 0x20 && byte != 0x09) || byte == 0x7F
+                if byte == 0x3D && equals < 0 { equals = i }
                 i += 1
             }
-            if controls, let offset = (0..<count).first(where: { ASCII.isForbiddenControl(b[$0]) }) {
-                problem = Problem(reason: .controlCharacter(offset: offset, byte: b[offset]))
-            }
+            // How many cookie-avs follow (again branch-free), so the attribute list is allocated once.
+            var separators = 0
+            for k in pairEnd..<count { separators &+= b[k] == 0x3B ? 1 : 0 }
             // Step 3 and 4.
             var nameStart = 0
             var nameEnd = 0
@@ -258,17 +271,18 @@ extension SetCookie {
             (valueStart, valueEnd) = trim(b, valueStart, pairEnd)
             if equals < 0 { (nameStart, nameEnd) = (valueStart, valueStart) }
 
+            // The attribute list, allocated once.
             var spans = ContiguousArray<Span>()
-            // One allocation for the attribute list.
             if separators > 0 { spans.reserveCapacity(separators) }
             var position = pairEnd
             while position < count {
-                // Attributes step 2–3: skip the ';', consume up to the next one.
+                // Attributes steps 2–3: skip the ';', consume up to the next one.
                 let start = position + 1
                 var end = start
                 var avEquals = -1
-                while end < count && b[end] != 0x3B {
+                while end < count {
                     let byte = b[end]
+                    if byte == 0x3B { break }
                     if byte == 0x3D && avEquals < 0 { avEquals = end }
                     end += 1
                 }
@@ -278,9 +292,10 @@ extension SetCookie {
                 if avEquals >= 0 { (vs, ve) = trim(b, avEquals + 1, end) }
                 spans.append(
                     Span(
-                        start: Int32(start), end: Int32(end), nameStart: Int32(ns), nameEnd: Int32(ne),
-                        valueStart: Int32(vs), valueEnd: Int32(ve), hasEquals: avEquals >= 0,
-                        kind: CookieAttributeKind.classify(b, ns, ne)))
+                        start: Int32(truncatingIfNeeded: start), end: Int32(truncatingIfNeeded: end),
+                        nameStart: Int32(truncatingIfNeeded: ns), nameEnd: Int32(truncatingIfNeeded: ne),
+                        valueStart: Int32(truncatingIfNeeded: vs), valueEnd: Int32(truncatingIfNeeded: ve),
+                        hasEquals: avEquals >= 0, kind: CookieAttributeKind.classify(b, ns, ne)))
                 position = end
             }
             if problem == nil {

@@ -89,6 +89,25 @@ var sink = 0
 var output: [UInt8] = []
 output.reserveCapacity(buffer.count * 2)
 
+// `cookie-bench --round-trips N`: exactly N parse + serialise round trips and nothing else, for instruction
+// counting with `valgrind --tool=callgrind` (repeatable on this noisy machine, unlike wall or CPU time).
+if let i = CommandLine.arguments.firstIndex(of: "--round-trips"), i + 1 < CommandLine.arguments.count,
+    let count = Int(CommandLine.arguments[i + 1])
+{
+    var done = 0
+    while done < count {
+        output.removeAll(keepingCapacity: true)
+        for r in ranges where done < count {
+            let c = SetCookie(buffer[r])
+            output.append(contentsOf: c.bytes)
+            done += 1
+        }
+        sink &+= output.count
+    }
+    print("\(count) round trips, checksum \(sink)")
+    exit(0)
+}
+
 var figures: [Figure] = []
 
 figures.append(
