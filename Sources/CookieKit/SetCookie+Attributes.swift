@@ -163,3 +163,15 @@ extension ASCII {
         return zip(a, b).allSatisfy { lower($0) == lower($1) }
     }
 }
+
+extension SetCookie {
+    /// The value bytes of the last written attribute of `kind` that a user agent does not ignore, or nil
+    /// (an empty slice for a flag). Cheap: no dates are parsed and no strings are built.
+    public func lastWrittenValue(of kind: CookieAttributeKind) -> ArraySlice<UInt8>? {
+        for span in layout.spans.reversed() where span.kind == kind {
+            if span.valueEnd - span.valueStart > SetCookie.maximumAttributeValueLength { continue }
+            return bytes[Int(span.valueStart)..<Int(span.valueEnd)]
+        }
+        return nil
+    }
+}

@@ -91,17 +91,21 @@ public struct RuleEngine: Sendable {
         let candidates = cookieRules.filter { messageConditionsHold($0, context) }
         return cookies.map { cookie in
             // Phase 1: match against the original.
-            let attributes = cookie.attributes
-            let name = cookie.name
+            // Computed only when a condition needs them.
+            var attributesCache: CookieAttributes? = nil
+            var nameCache: String? = nil
             var rejected: Bool? = nil
             var matched: [Rule] = []
             for rule in candidates {
                 let holds = rule.conditions.allSatisfy { condition in
                     let result: Bool
                     switch condition.test {
-                    case .cookie(let patterns): result = patterns.contains { $0.matches(name) }
+                    case .cookie(let patterns):
+                        if nameCache == nil { nameCache = cookie.name }
+                        result = patterns.contains { $0.matches(nameCache!) }
                     case .cookieDomain(let patterns):
-                        let domain = attributes.domain ?? ""
+                        if attributesCache == nil { attributesCache = cookie.attributes }
+                        let domain = attributesCache!.domain ?? ""
                         result = !domain.isEmpty && patterns.contains { $0.matches(domain) }
                     case .state(let predicates):
                         if rejected == nil && predicates.contains(.rejected) {
@@ -109,7 +113,8 @@ public struct RuleEngine: Sendable {
                                 (try? CookieJar.evaluate(cookie, from: context.requestURL, now: now, suffixes: suffixes).get())
                                 == nil
                         }
-                        result = predicates.contains { $0.holds(cookie, attributes, rejected: rejected ?? false) }
+                        if attributesCache == nil { attributesCache = cookie.attributes }
+                        result = predicates.contains { $0.holds(cookie, attributesCache!, rejected: rejected ?? false) }
                     default: return true  // message conditions were checked above
                     }
                     return result != condition.negated
@@ -234,7 +239,7 @@ public struct RuleEngine: Sendable {
         do {
             switch action {
             case .domain(let edit):
-                let written = cookie.attributes.domainAsWritten
+                let written = cookie.lastWrittenValue(of: .domain).map { String(decoding: $0, as: UTF8.self) }
                 switch edit {
                 case .set(let d): try cookie.set(.domain, to: d)
                 case .addDot:
@@ -255,7 +260,11 @@ public struct RuleEngine: Sendable {
             case .flag(let kind, let on): cookie.setFlag(kind, on)
             case .sameSite(let v):
                 if let v {
-                    if cookie.attributes.sameSite.rawValue != v || !cookie.contains(.sameSite) { try cookie.set(.sameSite, to: v) }
+                    // Already in effect (case aside)? Then leave the bytes alone.
+                    let current = cookie.lastWrittenValue(of: .sameSite)
+                    if current == nil || !current!.elementsEqual(v.utf8, by: { ($0 | 0x20) == ($1 | 0x20) }) {
+                        try cookie.set(.sameSite, to: v)
+                    }
                 } else {
                     cookie.remove(.sameSite)
                 }
