@@ -50,8 +50,12 @@ public enum HostPattern: Sendable, Hashable {
 
     func matches(_ host: String) -> Bool {
         switch self {
-        case .exact(let h): return host == h
-        case .subdomains(_, let dotted): return host.hasSuffix(dotted)
+        case .exact(let h): return host.utf8.elementsEqual(h.utf8)
+        // Byte comparison: host names are ASCII here, and String.hasSuffix compares Unicode canonically (slow).
+        case .subdomains(_, let dotted):
+            let h = host.utf8
+            let d = dotted.utf8
+            return h.count > d.count && h.suffix(d.count).elementsEqual(d)
         case .any: return true
         }
     }
@@ -64,7 +68,7 @@ public enum PathPattern: Sendable, Hashable {
 
     func matches(_ path: String) -> Bool {
         switch self {
-        case .prefix(let p): return path.hasPrefix(p)
+        case .prefix(let p): return path.utf8.starts(with: p.utf8)
         case .glob(let g): return g.matches(path)
         }
     }

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Instructions per proxied request (valgrind --tool=callgrind), for rule files of different sizes: exact and
+# repeatable on a noisy machine where req/s are not. Each configuration runs twice (N1 and N2 requests through
+# `ab -k`, keep-alive); (I(N2) - I(N1)) / (N2 - N1) removes start-up and shut-down. Origin: nginx with 5 Set-Cookie
+# headers on 127.0.0.1. Usage: bench/rules-instructions.sh [N1=500] [N2=2500]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+N1=${1:-500}; N2=${2:-2500}
+BIN=.build/release/cookie-proxy
+command -v valgrind >/dev/null && command -v ab >/dev/null && command -v nginx >/dev/null || {
+  echo "needs valgrind, ab (apache2-utils) and nginx" >&2; exit 1; }
+T=$(mktemp -d)
+trap '[ -f "$T/nginx.pid" ] && kill "$(cat "$T/nginx.pid")" 2>/dev/null; rm -rf "$T"' EXIT
+cat > "$T/nginx.conf" <<NGINX
+worker_processes 1; daemon on; pid $T/nginx.pid; error_log $T/err;
+events { worker_connections 1024; }
+http { access_log off;
+  server { listen 127.0.0.1:18180; keepalive_requests 1000000;
+    location / {
+      add_header Set-Cookie "sid=abc123; Domain=example.test; Path=/; Expires=Wed, 21 Oct 2037 07:28:00 GMT; HttpOnly";
+      add_header Set-Cookie "pref=dark; Domain=example.test; Path=/app; Max-Age=3600";
+      add_header Set-Cookie "track=xyz; Expires=Thu, 01 Jan 2037 00:00:00 GMT; Path=/; Domain=Example.Test; SameSite=None; Secure";
+      add_header Set-Cookie "lang=en-US; Path=/";
+      add_header Set-Cookie "csrf=tok%3D%3D; Domain=sub.example.test; Path=/; Secure; SameSite=Strict";
+      return 200 "hello world\n";
+    } } }
+NGINX
+nginx -c "$T/nginx.conf" -p "$T"
+run() {  # $1 = requests, rest = proxy args; prints instructions
+  local n=$1; shift
+  valgrind --tool=callgrind --callgrind-out-file="$T/cg.out" $BIN run --quiet --threads 1 --listen 127.0.0.1:18191 "$@" \
+    > /dev/null 2> "$T/vg.err" &
+  local pid=$!
+  for _ in $(seq 200); do (echo > /dev/tcp/127.0.0.1/18191) 2>/dev/null && break; sleep 0.1; done
+  ab -q -k -n "$n" -c 4 -X 127.0.0.1:18191 http://127.0.0.1:18180/ > "$T/ab.out" 2>&1
+  kill -TERM "$pid"; wait "$pid" 2>/dev/null || true
+  grep -q "Failed requests:        0" "$T/ab.out" || { echo "ab reported failures" >&2; cat "$T/ab.out" >&2; }
+  awk '/Collected/ {print $4}' "$T/vg.err" | tr -d ','
+}
+echo "# cookie-proxy: instructions per proxied request (callgrind; keep-alive; 5 Set-Cookie per response)"
+echo
+echo "| configuration | instructions / request | vs empty rules file |"
+echo "|---|---:|---:|"
+declare -A R
+for cfg in "empty-file:--rules bench/empty.rules --log none" "48-nonmatching:--rules bench/bench48-nomatch.rules --log none" \
+           "50-rules:--rules bench/bench50.rules --log none" "2-rewriting:--rules bench/bench.rules --log none" \
+           "2-rewriting+log:--rules bench/bench.rules --log $T/log.jsonl"; do
+  name=${cfg%%:*}; args=${cfg#*:}
+  a=$(run "$N1" $args); b=$(run "$N2" $args)
+  R[$name]=$(( (b - a) / (N2 - N1) ))
+  base=${R[empty-file]}
+  printf "| %s | %d | %+.1f%% |\n" "$name" "${R[$name]}" "$(echo "(${R[$name]} - $base) * 100 / $base" | bc -l)"
+done
