@@ -149,8 +149,9 @@ public struct RulesLoadError: Error, Sendable, CustomStringConvertible {
     public init(description: String) { self.description = description }
 }
 
-enum CommandHint {
-    static func nearest(_ word: String, _ candidates: [String]) -> String? {
+/// "Did you mean …": the nearest candidate by edit distance, for rules errors and command-line errors alike.
+public enum CommandHint {
+    public static func nearest(_ word: String, _ candidates: [String]) -> String? {
         let w = word.lowercased()
         return candidates.map { ($0, distance(w, $0)) }.filter { $0.1 <= (w.count <= 3 ? 1 : 2) && $0.1 > 0 }
             .min { $0.1 < $1.1 }?.0

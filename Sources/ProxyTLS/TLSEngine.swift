@@ -20,26 +20,16 @@ public final class TLSEngine: @unchecked Sendable {
 
     /// A server-side engine for an intercepted CONNECT to `host`.
     public init(server context: TLSServerContext, connectHost host: String) throws(TLSError) {
-        guard let ssl = SSL_new(context.context) else { throw TLSError("SSL_new failed") }
-        self.ssl = ssl
+        (ssl, readBIO, writeBIO) = try Self.makeSSL(context.context)
         fallbackHost = host
-        guard let r = BIO_new(BIO_s_mem()), let w = BIO_new(BIO_s_mem()) else { throw TLSError("BIO_new failed") }
-        readBIO = r
-        writeBIO = w
-        SSL_set_bio(ssl, r, w)
         SSL_set_accept_state(ssl)
         _ = COpenSSL_set_app_data(ssl, Unmanaged.passUnretained(self).toOpaque())
     }
 
     /// A client-side engine towards an upstream: SNI and host-name verification for `host` unless `insecure`.
     public init(client context: TLSClientContext, host: String, insecure: Bool) throws(TLSError) {
-        guard let ssl = SSL_new(context.context) else { throw TLSError("SSL_new failed") }
-        self.ssl = ssl
+        (ssl, readBIO, writeBIO) = try Self.makeSSL(context.context)
         fallbackHost = host
-        guard let r = BIO_new(BIO_s_mem()), let w = BIO_new(BIO_s_mem()) else { throw TLSError("BIO_new failed") }
-        readBIO = r
-        writeBIO = w
-        SSL_set_bio(ssl, r, w)
         SSL_set_connect_state(ssl)
         let isIP = host.contains(":") || (host.split(separator: ".").count == 4 && host.split(separator: ".").allSatisfy { UInt8($0) != nil })
         if !isIP { _ = COpenSSL_set_tlsext_host_name(ssl, host) }
@@ -53,6 +43,17 @@ public final class TLSEngine: @unchecked Sendable {
     }
 
     deinit { SSL_free(ssl) }  // frees both BIOs
+
+    /// An `SSL` with a memory BIO each way (the `SSL` owns them once set).
+    private static func makeSSL(_ context: OpaquePointer) throws(TLSError) -> (OpaquePointer, OpaquePointer, OpaquePointer) {
+        guard let ssl = SSL_new(context) else { throw TLSError("SSL_new failed") }
+        guard let r = BIO_new(BIO_s_mem()), let w = BIO_new(BIO_s_mem()) else {
+            SSL_free(ssl)
+            throw TLSError("BIO_new failed")
+        }
+        SSL_set_bio(ssl, r, w)
+        return (ssl, r, w)
+    }
 
     /// Ciphertext from the network.
     public func feed(_ bytes: ArraySlice<UInt8>) {

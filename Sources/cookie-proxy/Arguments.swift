@@ -1,3 +1,5 @@
+import CookieRules
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -133,27 +135,10 @@ extension CommandSpec {
         return result
     }
 
-    /// The closest spelling within edit distance 2, for "did you mean".
+    /// The closest spelling, for "did you mean" (the same measure the rules errors use).
     static func nearest(_ word: String, _ candidates: [String]) -> String? {
-        candidates.map { ($0, editDistance(word, $0)) }.filter { $0.1 <= 2 }.min { $0.1 < $1.1 }?.0
+        CommandHint.nearest(word, candidates)
     }
-}
-
-/// Levenshtein distance, for "did you mean" suggestions.
-func editDistance(_ a: String, _ b: String) -> Int {
-    let a = Array(a)
-    let b = Array(b)
-    if a.isEmpty { return b.count }
-    if b.isEmpty { return a.count }
-    var previous = Array(0...b.count)
-    for i in 1...a.count {
-        var current = [i] + Array(repeating: 0, count: b.count)
-        for j in 1...b.count {
-            current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1))
-        }
-        previous = current
-    }
-    return previous[b.count]
 }
 
 /// Standard output and error without Foundation's buffering surprises.
