@@ -43,7 +43,10 @@ final class TestProcess: @unchecked Sendable {
     func waitForLine(startingWith prefix: String, timeout: Double = 20) throws -> String {
         let deadline = Date().addingTimeInterval(timeout)
         while Date() < deadline {
-            if let line = stdout.split(separator: "\n").first(where: { $0.hasPrefix(prefix) }) { return String(line) }
+            // Only complete lines: output can arrive in pieces ("PORT " now, the number a moment later).
+            let text = stdout
+            let complete = text.hasSuffix("\n") ? Substring(text) : text[..<(text.lastIndex(of: "\n") ?? text.startIndex)]
+            if let line = complete.split(separator: "\n").first(where: { $0.hasPrefix(prefix) }) { return String(line) }
             if !process.isRunning { break }
             usleep(20_000)
         }
