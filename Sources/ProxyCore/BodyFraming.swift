@@ -41,9 +41,13 @@ public enum BodyFraming: Sendable, Hashable {
     static func contentLength(_ values: [String]) throws(HTTPParseError) -> Int? {
         var result: Int? = nil
         for value in values {
-            for element in value.split(separator: ",", omittingEmptySubsequences: false) {
-                let e = element.trimmingWhitespace()
-                guard !e.isEmpty, e.count <= 18, e.utf8.allSatisfy({ $0 &- 0x30 < 10 }), let n = Int(e) else {
+            for element in value.utf8.split(separator: 0x2C, omittingEmptySubsequences: false) {
+                let e = element.drop { $0 == 0x20 || $0 == 0x09 }.reversed().drop { $0 == 0x20 || $0 == 0x09 }
+                guard !e.isEmpty, e.count <= 18, e.allSatisfy({ $0 &- 0x30 < 10 }) else {
+                    throw HTTPParseError(kind: .malformed, description: "invalid Content-Length")
+                }
+                let n = e.reversed().reduce(0) { $0 * 10 + Int($1 - 0x30) }
+                guard n >= 0 else {
                     throw HTTPParseError(kind: .malformed, description: "invalid Content-Length")
                 }
                 if let r = result, r != n {

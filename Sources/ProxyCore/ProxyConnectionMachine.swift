@@ -716,32 +716,43 @@ public struct ProxyConnectionMachine: Sendable {
         return true
     }
 
+    /// `host[:port]` or `[v6]:port`, parsed on bytes (Character-level Substring work is slow).
     static func parseAuthority(_ authority: Substring, defaultPort: Int) -> Origin? {
-        var host: Substring
+        let a = Array(authority.utf8)
+        var hostStart = 0
+        var hostEnd = a.count
         var port = defaultPort
-        if authority.hasPrefix("[") {
-            guard let close = authority.firstIndex(of: "]") else { return nil }
-            host = authority[authority.index(after: authority.startIndex)..<close]
-            let after = authority[authority.index(after: close)...]
-            if after.hasPrefix(":") {
-                guard let p = Int(after.dropFirst()) else { return nil }
-                port = p
-            } else if !after.isEmpty {
-                return nil
+        func number(_ from: Int, _ to: Int) -> Int? {
+            guard from < to, to - from <= 5 else { return nil }
+            var n = 0
+            for i in from..<to {
+                guard a[i] &- 0x30 < 10 else { return nil }
+                n = n * 10 + Int(a[i] - 0x30)
             }
-        } else if let colon = authority.lastIndex(of: ":") {
-            host = authority[..<colon]
-            guard let p = Int(authority[authority.index(after: colon)...]) else { return nil }
-            port = p
-        } else {
-            host = authority
+            return n
         }
-        guard !host.isEmpty, (1...65535).contains(port),
-            host.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F && $0 != 0x2F && $0 != 0x40 })
-        else { return nil }
-        var h = host.lowercased()
-        if h.hasSuffix(".") { h.removeLast() }
-        return Origin(host: h, port: port)
+        if a.first == 0x5B {
+            guard let close = a.firstIndex(of: 0x5D) else { return nil }
+            hostStart = 1
+            hostEnd = close
+            if close + 1 < a.count {
+                guard a[close + 1] == 0x3A, let p = number(close + 2, a.count) else { return nil }
+                port = p
+            }
+        } else if let colon = a.lastIndex(of: 0x3A) {
+            hostEnd = colon
+            guard let p = number(colon + 1, a.count) else { return nil }
+            port = p
+        }
+        guard hostStart < hostEnd, (1...65535).contains(port) else { return nil }
+        var host = Array(a[hostStart..<hostEnd])
+        for i in host.indices {
+            let b = host[i]
+            guard b > 0x20 && b < 0x7F && b != 0x2F && b != 0x40 else { return nil }
+            if b &- 0x41 < 26 { host[i] = b | 0x20 }
+        }
+        if host.count > 1 && host.last == 0x2E { host.removeLast() }
+        return Origin(host: String(decoding: host, as: UTF8.self), port: port)
     }
 
     static func hostHeader(_ head: HTTPHead) -> String? {
