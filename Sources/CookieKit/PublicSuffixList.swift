@@ -16,19 +16,33 @@ public struct PublicSuffixList: Sendable {
     /// Where Debian's `publicsuffix` package puts the list.
     public static let systemPath = "/usr/share/publicsuffix/public_suffix_list.dat"
 
-    /// Parses the list's text format.
+    /// Parses the list's text format: one rule per line (its first whitespace-delimited token), `//` comments.
+    /// Works on bytes; the list has about 10,000 lines and is read at every start.
     public init(text: String) {
-        for line in text.split(whereSeparator: { $0 == "\n" || $0 == "\r" }) {
-            guard let token = line.split(whereSeparator: { $0 == " " || $0 == "\t" }).first,
-                !token.hasPrefix("//")
-            else { continue }
-            let rule = Punycode.toASCII(String(token).lowercased())
-            if rule.hasPrefix("!") {
-                exceptions.insert(String(rule.dropFirst()))
-            } else if rule.hasPrefix("*.") {
-                wildcards.insert(String(rule.dropFirst(2)))
-            } else {
-                rules.insert(rule)
+        var copy = text
+        copy.withUTF8 { b in
+            var lineStart = 0
+            for i in 0...b.count where i == b.count || b[i] == 0x0A || b[i] == 0x0D {
+                var start = lineStart
+                lineStart = i + 1
+                while start < i && (b[start] == 0x20 || b[start] == 0x09) { start += 1 }
+                var end = start
+                while end < i && b[end] != 0x20 && b[end] != 0x09 { end += 1 }
+                guard end > start, !(end - start >= 2 && b[start] == 0x2F && b[start + 1] == 0x2F) else { continue }
+                let token = UnsafeBufferPointer(rebasing: b[start..<end])
+                let rule: String
+                if token.allSatisfy({ $0 < 0x80 }) {
+                    rule = String(decoding: token.map { $0 &- 0x41 < 26 ? $0 | 0x20 : $0 }, as: UTF8.self)
+                } else {
+                    rule = Punycode.toASCII(String(decoding: token, as: UTF8.self).lowercased())
+                }
+                if rule.hasPrefix("!") {
+                    exceptions.insert(String(rule.dropFirst()))
+                } else if rule.hasPrefix("*.") {
+                    wildcards.insert(String(rule.dropFirst(2)))
+                } else {
+                    rules.insert(rule)
+                }
             }
         }
     }
