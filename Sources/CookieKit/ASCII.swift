@@ -83,3 +83,10 @@ extension String {
         return changed ? String(decoding: utf8, as: UTF8.self) : self
     }
 }
+
+/// The HTTP `token` grammar (RFC 9110 §5.6.2), for other modules (the proxy's header parser).
+public enum HTTPToken {
+    /// tchar = "!" / "#" / "$" / "%" / "&" / "'" / "*" / "+" / "-" / "." / "^" / "_" / "`" / "|" / "~" / DIGIT / ALPHA
+    @inlinable
+    public static func isTokenChar(_ byte: UInt8) -> Bool { ASCII.isTokenChar(byte) }
+}

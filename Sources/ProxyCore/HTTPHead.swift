@@ -1,3 +1,5 @@
+import CookieKit
+
 /// An HTTP/1.1 message head (RFC 9112 §2–§5) kept as the bytes received, with the positions of the
 /// start line and each field line, so that a proxy can forward every line it does not change unchanged.
 public struct HTTPHead: Sendable {
@@ -274,13 +276,6 @@ public struct HTTPHeadParser: Sendable {
         HTTPParseError(kind: .malformed, description: reason)
     }
 
-    /// tchar (RFC 9110 §5.6.2).
-    static func isTokenChar(_ byte: UInt8) -> Bool {
-        switch byte {
-        case 0x21, 0x23...0x27, 0x2A, 0x2B, 0x2D, 0x2E, 0x30...0x39, 0x41...0x5A, 0x5E...0x7A, 0x7C, 0x7E:
-            return true
-        default:
-            return false
-        }
-    }
+    /// tchar (RFC 9110 §5.6.2), shared with the cookie grammar.
+    static func isTokenChar(_ byte: UInt8) -> Bool { HTTPToken.isTokenChar(byte) }
 }

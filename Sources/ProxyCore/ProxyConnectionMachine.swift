@@ -207,14 +207,7 @@ public struct ProxyConnectionMachine: Sendable {
         case .connecting(let e):
             answer(failure.status, failure.message, &io, keepAlive: e.clientKeepAlive && e.requestBody.isComplete)
         case .exchanging(let e):
-            io.commands.append(.releaseUpstream(reusable: false))
-            if case .head = e.response, !e.responseBytesSeen {
-                answer(failure.status, failure.message, &io, keepAlive: false)
-            } else {
-                // Part of the response is out: closing is the only honest signal.
-                state = .closed
-                io.commands.append(.closeClient)
-            }
+            failExchange(e, status: failure.status, message: failure.message, &io)
         case .tunnel:
             state = .closed
             io.commands.append(.closeClient)
@@ -296,13 +289,7 @@ public struct ProxyConnectionMachine: Sendable {
         case .connecting(let e):
             answer(504, UpstreamFailure.connectTimeout(e.origin).message, &io, keepAlive: false)
         case .exchanging(let e):
-            io.commands.append(.releaseUpstream(reusable: false))
-            if case .head = e.response, !e.responseBytesSeen {
-                answer(504, UpstreamFailure.responseTimeout(e.origin).message, &io, keepAlive: false)
-            } else {
-                state = .closed
-                io.commands.append(.closeClient)
-            }
+            failExchange(e, status: 504, message: UpstreamFailure.responseTimeout(e.origin).message, &io)
         case .tunnel:
             state = .closed
             io.commands.append(.closeClient)
@@ -623,6 +610,18 @@ public struct ProxyConnectionMachine: Sendable {
         if bufferedClientBytes > 0 {
             parseRequest(&io)
         } else if clientEOF {
+            state = .closed
+            io.commands.append(.closeClient)
+        }
+    }
+
+    /// The upstream failed mid-exchange: an answer of our own if nothing of the response went out yet, else
+    /// closing the client connection, the only honest signal once part of a response is out.
+    private mutating func failExchange(_ e: Exchange, status: Int, message: String, _ io: inout ConnectionIO) {
+        io.commands.append(.releaseUpstream(reusable: false))
+        if case .head = e.response, !e.responseBytesSeen {
+            answer(status, message, &io, keepAlive: false)
+        } else {
             state = .closed
             io.commands.append(.closeClient)
         }
