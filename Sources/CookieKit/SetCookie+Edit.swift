@@ -83,8 +83,13 @@ extension SetCookie {
         if let last = layout.spans.last, last.nameStart == last.nameEnd, !last.hasEquals {
             replace(Int(last.start)..<Int(last.end), with: Array(" \(text)".utf8))
         } else {
-            let end = bytes.count
-            replace(end..<end, with: Array("; \(text)".utf8))
+            // Appending one cookie-av (validated: no ';', no control character) cannot change what comes before
+            // it, so the layout gains one span instead of being recomputed.
+            let start = bytes.count + 1
+            bytes.append(0x3B)
+            bytes.append(0x20)
+            bytes.append(contentsOf: text.utf8)
+            layout.spans.append(bytes.withUnsafeBufferPointer { Layout.span(in: $0, from: start, to: $0.count) })
         }
     }
 

@@ -312,6 +312,23 @@ extension SetCookie {
                 problem: problem, spans: spans)
         }
 
+        /// One cookie-av between `start` (after its ';') and `end` (RFC 6265bis §5.6 attributes steps 3–5).
+        static func span(in b: UnsafeBufferPointer<UInt8>, from start: Int, to end: Int) -> Span {
+            var avEquals = -1
+            for k in start..<end where b[k] == 0x3D {
+                avEquals = k
+                break
+            }
+            let (ns, ne) = trim(b, start, avEquals >= 0 ? avEquals : end)
+            var (vs, ve) = (end, end)
+            if avEquals >= 0 { (vs, ve) = trim(b, avEquals + 1, end) }
+            return Span(
+                start: Int32(truncatingIfNeeded: start), end: Int32(truncatingIfNeeded: end),
+                nameStart: Int32(truncatingIfNeeded: ns), nameEnd: Int32(truncatingIfNeeded: ne),
+                valueStart: Int32(truncatingIfNeeded: vs), valueEnd: Int32(truncatingIfNeeded: ve),
+                hasEquals: avEquals >= 0, kind: CookieAttributeKind.classify(b, ns, ne))
+        }
+
         @inline(__always)
         static func trim(_ b: UnsafeBufferPointer<UInt8>, _ start: Int, _ end: Int) -> (Int, Int) {
             var s = start

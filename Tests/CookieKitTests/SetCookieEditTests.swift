@@ -59,6 +59,9 @@ import Testing
         // The edited value parses as if it had been received that way.
         #expect(cookie == SetCookie(expected))
         #expect(cookie.attributes == SetCookie(expected).attributes)
+        // The layout kept after the edit is the one a fresh parse finds (edits may update it in place).
+        #expect(cookie.writtenAttributes == SetCookie(expected).writtenAttributes)
+        #expect(cookie.name == SetCookie(expected).name && cookie.value == SetCookie(expected).value)
     }
 
     @Test(arguments: ["x;y", "x\ny", "x\u{0}"])
