@@ -66,6 +66,52 @@ public struct RuleEngine: Sendable {
     let requestHeaderRules: [Rule]
     let responseHeaderRules: [Rule]
     let renameRules: [Rule]
+    /// Cookie rules indexed by host: a rule with a (non-negated) `host` condition of exact names and `*.suffix`
+    /// patterns can only match those hosts, so most rules are never looked at for a given message.
+    let hostIndex: HostIndex
+
+    struct HostIndex: Sendable {
+        var exact: [String: [Int]] = [:]
+        var suffixes: [(dotted: [UInt8], rule: Int)] = []
+        var everywhere: [Int] = []
+
+        init(_ rules: [Rule]) {
+            for (index, rule) in rules.enumerated() {
+                let restriction = rule.conditions.first { condition in
+                    guard !condition.negated, case .host(let patterns) = condition.test else { return false }
+                    return !patterns.contains { if case .any = $0 { return true } else { return false } }
+                }
+                guard let restriction, case .host(let patterns) = restriction.test else {
+                    everywhere.append(index)
+                    continue
+                }
+                for pattern in patterns {
+                    switch pattern {
+                    case .exact(let h): exact[h, default: []].append(index)
+                    case .subdomains(_, let dotted): suffixes.append((Array(dotted.utf8), index))
+                    case .any: break
+                    }
+                }
+            }
+        }
+
+        /// Indices of the rules that may match `host`, in file order.
+        func candidates(_ host: String) -> [Int] {
+            var result = everywhere
+            if let hits = exact[host] { result += hits }
+            let h = Array(host.utf8)
+            for (dotted, rule) in suffixes where h.count > dotted.count && h.suffix(dotted.count).elementsEqual(dotted) {
+                result.append(rule)
+            }
+            if result.count > 1 {
+                result.sort()
+                var unique: [Int] = []
+                for r in result where unique.last != r { unique.append(r) }
+                return unique
+            }
+            return result
+        }
+    }
 
     public init(_ ruleSet: RuleSet, suffixes: PublicSuffixList = .system) {
         self.ruleSet = ruleSet
@@ -76,6 +122,7 @@ public struct RuleEngine: Sendable {
         renameRules = ruleSet.rules.filter { rule in
             rule.cookieActions.contains { if case .rename = $0 { return true } else { return false } }
         }
+        hostIndex = HostIndex(cookieRules)
         needsRejection = cookieRules.contains { rule in
             rule.conditions.contains { if case .state(let p) = $0.test { return p.contains(.rejected) } else { return false } }
         }
@@ -83,12 +130,15 @@ public struct RuleEngine: Sendable {
 
     /// Whether any rule could touch a Set-Cookie of this message (cheap; lets the proxy skip parsing).
     public func mayRewriteCookies(_ context: MessageContext) -> Bool {
-        cookieRules.contains { messageConditionsHold($0, context) }
+        if cookieRules.isEmpty { return false }
+        return hostIndex.candidates(context.host).contains { messageConditionsHold(cookieRules[$0], context) }
     }
 
     /// Runs the rules over the Set-Cookie values of one response.
     public func apply(to cookies: [SetCookie], context: MessageContext, now: Int64) -> [CookieOutcome] {
-        let candidates = cookieRules.filter { messageConditionsHold($0, context) }
+        let candidates = hostIndex.candidates(context.host).map { cookieRules[$0] }.filter {
+            messageConditionsHold($0, context)
+        }
         return cookies.map { cookie in
             // Phase 1: match against the original.
             // Computed only when a condition needs them.
