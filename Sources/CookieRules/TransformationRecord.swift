@@ -100,11 +100,36 @@ public struct TransformationRecord: Sendable {
         return parts.joined(separator: "  ")
     }
 
+    /// `YYYY-MM-DDTHH:MM:SS.mmmZ`, written as digits (string padding costs thousands of instructions a record).
     static func timestamp(_ ms: Int64) -> String {
-        let seconds = ms / 1000
-        let base = CookieDate.rfc3339(seconds)
-        let millis = String(ms % 1000)
-        return base.dropLast() + "." + String(repeating: "0", count: 3 - millis.count) + millis + "Z"
+        let seconds = ms >= 0 ? ms / 1000 : (ms - 999) / 1000
+        let millis = Int(ms - seconds * 1000)
+        let days = seconds >= 0 ? seconds / 86_400 : (seconds - 86_399) / 86_400
+        let rest = Int(seconds - days * 86_400)
+        let (y, m, d) = CookieDate.civilFromDays(days)
+        var out = [UInt8](repeating: 0, count: 24)
+        func put(_ value: Int, _ at: Int, _ width: Int) {
+            var v = value
+            for k in stride(from: at + width - 1, through: at, by: -1) {
+                out[k] = UInt8(0x30 + v % 10)
+                v /= 10
+            }
+        }
+        put(y, 0, 4)
+        out[4] = 0x2D
+        put(m, 5, 2)
+        out[7] = 0x2D
+        put(d, 8, 2)
+        out[10] = 0x54
+        put(rest / 3600, 11, 2)
+        out[13] = 0x3A
+        put(rest % 3600 / 60, 14, 2)
+        out[16] = 0x3A
+        put(rest % 60, 17, 2)
+        out[19] = 0x2E
+        put(millis, 20, 3)
+        out[23] = 0x5A
+        return String(decoding: out, as: UTF8.self)
     }
 }
 

@@ -192,3 +192,20 @@ import Testing
         #expect(try Self.apply("audit.rules", url: "https://example.com/", "a=1; SameSite=None") == "a=1; SameSite=None")
     }
 }
+
+@Suite struct TransformationRecordTests {
+    @Test(arguments: [
+        (Int64(1_623_233_894_123), "2021-06-09T10:18:14.123Z"), (0, "1970-01-01T00:00:00.000Z"),
+        (951_782_400_005, "2000-02-29T00:00:00.005Z"),
+    ])
+    func recordsCarryRFC3339TimesWithMilliseconds(_ ms: Int64, _ expected: String) throws {
+        let engine = RuleEngine(RuleSet(rules: try RulesParser.parse("rule \"r\" {\n    secure\n}\n", file: "t"), files: []))
+        let outcome = engine.apply(to: [SetCookie("a=\"q\\\\v\"")], context: RuleEngineTests.context, now: 0)[0]
+        let record = TransformationRecord(
+            time: ms, requestID: 7, client: "127.0.0.1", method: "GET", url: "https://x:443/", status: 200,
+            outcome: outcome, findings: [], dryRun: false)
+        let json = record.json(showValues: true).serialized
+        #expect(json.hasPrefix("{\"time\":\"\(expected)\",\"requestId\":7,"))
+        #expect(json.contains("\"before\":\"a=\\\"q\\\\\\\\v\\\"\""))
+    }
+}
