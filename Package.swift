@@ -31,7 +31,7 @@ let package = Package(
         // Swift owners of OpenSSL objects; the local CA and leaf minting; TLS engines over memory BIOs.
         .target(name: "ProxyTLS", dependencies: ["COpenSSL"]),
         // The I/O shell: event loops, sockets, upstream pool, resolver, timers, TLS interception plumbing.
-        .target(name: "ProxyServer", dependencies: ["ProxyCore", "CProxyShims", "ProxyTLS"]),
+        .target(name: "ProxyServer", dependencies: ["CookieKit", "ProxyCore", "CProxyShims", "ProxyTLS"]),
         .executableTarget(name: "cookie-proxy", dependencies: [
                 "CookieKit", "CookieFoundation", "CookieConformance", "CookieRules", "CookieAudit", "ProxyCore",
                 "ProxyServer", "ProxyTLS",

@@ -1,4 +1,5 @@
 import Dispatch
+import CookieKit
 import ProxyCore
 import ProxyTLS
 
@@ -392,7 +393,7 @@ final class ClientConnection: LoopHandler, @unchecked Sendable {
         let host = origin.host
         if let mapped = loop.configuration.resolveOverrides[host] {
             connectNext(origin: origin, addresses: [mapped], lastError: 0)
-        } else if Host.isNumeric(host) {
+        } else if Host.isIPAddress(host) {
             connectNext(origin: origin, addresses: [host], lastError: 0)
         } else if host == "localhost" || host.hasSuffix(".localhost") {
             connectNext(origin: origin, addresses: ["127.0.0.1", "::1"], lastError: 0)
@@ -590,16 +591,5 @@ final class UpstreamConnection: LoopHandler, @unchecked Sendable {
         owner = nil
         loop.unregister(self, fd: fd)
         Sys.close(fd)
-    }
-}
-
-public enum Host {
-    /// Whether `address` is a numeric IPv4 or IPv6 address.
-    public static func isNumericAddress(_ address: String) -> Bool { isNumeric(address) }
-
-    static func isNumeric(_ host: String) -> Bool {
-        if host.contains(":") { return true }
-        let parts = host.split(separator: ".", omittingEmptySubsequences: false)
-        return parts.count == 4 && parts.allSatisfy { !$0.isEmpty && $0.count <= 3 && UInt8($0) != nil }
     }
 }

@@ -1,3 +1,4 @@
+import Foundation
 import ProxyCore
 
 /// Settings of the server shell; every default is shown by `cookie-proxy run --help`.
@@ -106,30 +107,5 @@ public struct CIDR: Sendable, Hashable, CustomStringConvertible {
         }
         let all = head + Array(repeating: 0, count: 8 - head.count - tail.count) + tail
         return all.flatMap { [UInt8($0 >> 8), UInt8($0 & 0xFF)] }
-    }
-}
-
-extension String {
-    func components(separatedBy separator: String) -> [String] {
-        var result: [String] = []
-        var rest = Substring(self)
-        while let range = rest.range(of: separator) {
-            result.append(String(rest[..<range.lowerBound]))
-            rest = rest[range.upperBound...]
-        }
-        result.append(String(rest))
-        return result
-    }
-}
-
-extension Substring {
-    func range(of needle: String) -> Range<Substring.Index>? {
-        guard !needle.isEmpty else { return nil }
-        var i = startIndex
-        while i < endIndex {
-            if self[i...].hasPrefix(needle) { return i..<index(i, offsetBy: needle.count) }
-            i = index(after: i)
-        }
-        return nil
     }
 }

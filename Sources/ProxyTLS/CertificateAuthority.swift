@@ -119,7 +119,7 @@ public final class LeafCache: Sendable {
 
     func leaf(for host: String) throws(TLSError) -> Certificate {
         if let cached = cache.withLock({ $0[host] }) { return cached }
-        let isIP = host.contains(":") || host.split(separator: ".").allSatisfy { UInt8($0) != nil } && host.split(separator: ".").count == 4
+        let isIP = isIPLiteral(host)
         let cert = try Certificate.make(
             subject: [("CN", String(host.prefix(64)))], issuer: ca.certificate, publicKey: leafKey, signingKey: ca.key,
             validFrom: -3600, validFor: 397 * 86_400,

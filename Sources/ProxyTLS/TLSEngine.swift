@@ -31,7 +31,7 @@ public final class TLSEngine: @unchecked Sendable {
         (ssl, readBIO, writeBIO) = try Self.makeSSL(context.context)
         fallbackHost = host
         SSL_set_connect_state(ssl)
-        let isIP = host.contains(":") || (host.split(separator: ".").count == 4 && host.split(separator: ".").allSatisfy { UInt8($0) != nil })
+        let isIP = isIPLiteral(host)
         if !isIP { _ = COpenSSL_set_tlsext_host_name(ssl, host) }
         if insecure {
             SSL_set_verify(ssl, SSL_VERIFY_NONE, nil)
@@ -123,4 +123,11 @@ public final class TLSEngine: @unchecked Sendable {
         if let failure = verificationFailure { return .failed("certificate verification failed: \(failure)") }
         return .failed(TLSError("TLS \(what) failed").description)
     }
+}
+
+/// Whether `host` is an IPv6 literal or a dotted-quad IPv4 address (an IP SAN, no SNI, IP verification).
+func isIPLiteral(_ host: String) -> Bool {
+    if host.contains(":") { return true }
+    let parts = host.split(separator: ".", omittingEmptySubsequences: false)
+    return parts.count == 4 && parts.allSatisfy { !$0.isEmpty && $0.utf8.allSatisfy { $0 &- 0x30 < 10 } && UInt8($0) != nil }
 }

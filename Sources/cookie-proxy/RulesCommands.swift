@@ -132,14 +132,7 @@ enum RuleDescription {
     static func condition(_ c: Condition) -> String {
         let text: String
         switch c.test {
-        case .host(let hs):
-            text = "the host is " + hs.map {
-                switch $0 {
-                case .exact(let h): return h
-                case .subdomains(let s, _): return "a subdomain of \(s)"
-                case .any: return "any host"
-                }
-            }.joined(separator: " or ")
+        case .host(let hs): text = "the host is " + hosts(hs, any: "any host")
         case .path(let ps):
             text = "the path " + ps.map {
                 switch $0 {
@@ -164,16 +157,20 @@ enum RuleDescription {
                 }
             }.joined(separator: " or ")
         case .state(let ps): text = "the cookie is " + ps.map(\.rawValue).joined(separator: " or ")
-        case .cookieDomain(let hs):
-            text = "the cookie's Domain is " + hs.map {
-                switch $0 {
-                case .exact(let h): return h
-                case .subdomains(let s, _): return "a subdomain of \(s)"
-                case .any: return "any domain"
-                }
-            }.joined(separator: " or ")
+        case .cookieDomain(let hs): text = "the cookie's Domain is " + hosts(hs, any: "any domain")
         }
         return c.negated ? "NOT (\(text))" : text
+    }
+
+    /// `a.com or a subdomain of b.com`, for `host` and `cookie-domain` conditions.
+    static func hosts(_ patterns: [HostPattern], any: String) -> String {
+        patterns.map {
+            switch $0 {
+            case .exact(let h): return h
+            case .subdomains(let s, _): return "a subdomain of \(s)"
+            case .any: return any
+            }
+        }.joined(separator: " or ")
     }
 
     static func action(_ a: CookieAction) -> String {

@@ -1,3 +1,4 @@
+import CookieKit
 import ProxyCore
 import ProxyServer
 
@@ -91,7 +92,7 @@ enum RunCommand {
         }
         if args.flag("--no-via") { config.proxy.addVia = false }
         for entry in args.all("--resolve") {
-            guard let colon = entry.firstIndex(of: ":"), Host.isNumericAddress(String(entry[entry.index(after: colon)...])) else {
+            guard let colon = entry.firstIndex(of: ":"), Host.isIPAddress(String(entry[entry.index(after: colon)...])) else {
                 throw UsageError(message: "--resolve '\(entry)' must be HOST:ADDRESS, e.g. app.test:127.0.0.1", command: spec.name)
             }
             config.resolveOverrides[entry[..<colon].lowercased()] = String(entry[entry.index(after: colon)...])

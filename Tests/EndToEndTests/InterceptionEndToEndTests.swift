@@ -14,15 +14,16 @@ import Glibc
         return dir
     }
 
+    static func remove(_ home: String, _ ca: TestCA) {
+        try? FileManager.default.removeItem(atPath: home)
+        try? FileManager.default.removeItem(atPath: ca.dir)
+    }
+
     static func enc(_ s: String) -> String { s.addingPercentEncoding(withAllowedCharacters: .alphanumerics)! }
 
     @Test func rulesRewriteCookiesOnInterceptedHttpsAndTheLeafIsMintedForTheHost() throws {
-        let home = try Self.home()
-        let ca = try TestCA()
-        defer {
-            try? FileManager.default.removeItem(atPath: home)
-            try? FileManager.default.removeItem(atPath: ca.dir)
-        }
+        let (home, ca) = try (Self.home(), TestCA())
+        defer { Self.remove(home, ca) }
         let rules = home + "/fix.rules"
         try "rule \"fix\" {\n    host localhost\n    where samesite-none\n    secure\n}\n".write(toFile: rules, atomically: true, encoding: .utf8)
         let upstream = try Upstream(tls: (ca.cert, ca.key))
@@ -57,12 +58,8 @@ import Glibc
 
     @Test(arguments: [["-tls1_3"], ["-tls1_2"]])
     func opensslSeesAValidChainTheHostSANAndALPN(_ version: [String]) throws {
-        let home = try Self.home()
-        let ca = try TestCA()
-        defer {
-            try? FileManager.default.removeItem(atPath: home)
-            try? FileManager.default.removeItem(atPath: ca.dir)
-        }
+        let (home, ca) = try (Self.home(), TestCA())
+        defer { Self.remove(home, ca) }
         let upstream = try Upstream(tls: (ca.cert, ca.key))
         let proxy = try Proxy(["--intercept", "localhost", "--upstream-ca", ca.caCert], environment: ["COOKIE_PROXY_HOME": home])
         let result = try run(
@@ -80,12 +77,8 @@ import Glibc
     }
 
     @Test func anIPTargetGetsAnIPSubjectAltName() throws {
-        let home = try Self.home()
-        let ca = try TestCA()
-        defer {
-            try? FileManager.default.removeItem(atPath: home)
-            try? FileManager.default.removeItem(atPath: ca.dir)
-        }
+        let (home, ca) = try (Self.home(), TestCA())
+        defer { Self.remove(home, ca) }
         let upstream = try Upstream(tls: (ca.cert, ca.key))
         let proxy = try Proxy(["--intercept", "127.0.0.1", "--upstream-ca", ca.caCert], environment: ["COOKIE_PROXY_HOME": home])
         let result = try curl(["--cacert", home + "/ca-cert.pem", "-x", proxy.url, "https://127.0.0.1:\(upstream.port)/path/ip"])
@@ -94,12 +87,8 @@ import Glibc
     }
 
     @Test func upstreamVerificationFailureIsA502ThatSaysWhy() throws {
-        let home = try Self.home()
-        let ca = try TestCA()
-        defer {
-            try? FileManager.default.removeItem(atPath: home)
-            try? FileManager.default.removeItem(atPath: ca.dir)
-        }
+        let (home, ca) = try (Self.home(), TestCA())
+        defer { Self.remove(home, ca) }
         let upstream = try Upstream(tls: (ca.cert, ca.key))
         let proxy = try Proxy(["--intercept", "localhost"], environment: ["COOKIE_PROXY_HOME": home])
         let result = try curl(["--cacert", home + "/ca-cert.pem", "-x", proxy.url, "-w", "%{http_code}", "https://localhost:\(upstream.port)/path/x"])
@@ -113,12 +102,8 @@ import Glibc
     }
 
     @Test func hostsNobodyAskedForStayEndToEndEncrypted() throws {
-        let home = try Self.home()
-        let ca = try TestCA()
-        defer {
-            try? FileManager.default.removeItem(atPath: home)
-            try? FileManager.default.removeItem(atPath: ca.dir)
-        }
+        let (home, ca) = try (Self.home(), TestCA())
+        defer { Self.remove(home, ca) }
         let upstream = try Upstream(tls: (ca.cert, ca.key))
         let proxy = try Proxy(["--intercept", "example.com"], environment: ["COOKIE_PROXY_HOME": home])
         let result = try curl(["-v", "--cacert", ca.caCert, "-x", proxy.url, "https://localhost:\(upstream.port)/path/t"])
@@ -153,12 +138,8 @@ import Glibc
     /// accepted once a rule adds Secure.
     @Test func chromiumAcceptsACookieOnceARuleAddsSecure() throws {
         let browser = try #require(BrowserEndToEndTests.chromium(), "chromium is not installed (scripts/setup.sh installs it)")
-        let home = try Self.home()
-        let ca = try TestCA()
-        defer {
-            try? FileManager.default.removeItem(atPath: home)
-            try? FileManager.default.removeItem(atPath: ca.dir)
-        }
+        let (home, ca) = try (Self.home(), TestCA())
+        defer { Self.remove(home, ca) }
         // A CA for the proxy, and an NSS database (in a HOME of the test's own) that trusts it.
         let caHome = home + "/cp"
         let initCA = try TestProcess(Paths.binary, ["ca", "init"], environment: ["COOKIE_PROXY_HOME": caHome])
