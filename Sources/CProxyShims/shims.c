@@ -6,6 +6,7 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <sched.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
@@ -199,3 +200,14 @@ int CProxy_shutdown_write(int fd) { return shutdown(fd, SHUT_WR) < 0 ? -errno : 
 int CProxy_errno_EAGAIN(void) { return EAGAIN; }
 int CProxy_errno_EINPROGRESS(void) { return EINPROGRESS; }
 int CProxy_errno_EINTR(void) { return EINTR; }
+
+int CProxy_available_cpus(void) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (sched_getaffinity(0, sizeof(set), &set) != 0) {
+        long n = sysconf(_SC_NPROCESSORS_ONLN);
+        return n > 0 ? (int)n : 1;
+    }
+    int n = CPU_COUNT(&set);
+    return n > 0 ? n : 1;
+}

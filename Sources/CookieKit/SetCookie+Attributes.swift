@@ -72,10 +72,8 @@ extension SetCookie {
                 case .maxAge:
                     if let delta = Self.parseMaxAge(b, vs, ve) { result.maxAge = delta }
                 case .domain:
-                    var domain = Array(b[vs..<ve])
-                    result.domainAsWritten = String(lossy: domain)
-                    if domain.first == 0x2E { domain.removeFirst() }
-                    result.domain = String(lossy: domain).asciiLowercased
+                    result.domainAsWritten = String(lossy: b[vs..<ve])
+                    result.domain = Self.cookieDomain(b, vs, ve)
                 case .path:
                     result.hasPath = true
                     result.path = (ve > vs && b[vs] == 0x2F) ? String(lossy: b[vs..<ve]) : nil
@@ -97,6 +95,33 @@ extension SetCookie {
             }
         }
         return result
+    }
+
+    /// The Domain attribute in effect (§5.6.3: the last one, leading dot dropped, lowercased), without
+    /// computing the other attributes. Nil when there is none; may be empty.
+    public var domain: String? {
+        bytes.withUnsafeBufferPointer { b in
+            for span in layout.spans.reversed() where span.kind == .domain {
+                let vs = Int(span.valueStart)
+                let ve = Int(span.valueEnd)
+                if ve - vs > Int(SetCookie.maximumAttributeValueLength) { continue }
+                return Self.cookieDomain(b, vs, ve)
+            }
+            return nil
+        }
+    }
+
+    /// §5.6.3 steps 2–4 on the value bytes: drop one leading `.`, lowercase.
+    static func cookieDomain(_ b: UnsafeBufferPointer<UInt8>, _ start: Int, _ end: Int) -> String {
+        let from = start < end && b[start] == 0x2E ? start + 1 : start
+        // Lowercased while copied (invalid UTF-8 is repaired by the initialiser, as String(lossy:) does).
+        return String(unsafeUninitializedCapacity: end - from) { out in
+            for k in from..<end {
+                let c = b[k]
+                out[k - from] = c &- 0x41 < 26 ? c | 0x20 : c
+            }
+            return end - from
+        }
     }
 
     /// §5.6.2 steps 1–4: `-`? DIGIT+; nil when the cookie-av is ignored. Saturates instead of overflowing.

@@ -14,6 +14,27 @@ extension SetCookie {
         try set(spanIndex: layout.spans.lastIndex { $0.kind == kind }, name: kind.canonicalName, value: value)
     }
 
+    /// Sets an attribute's value given as bytes, as ``set(_:to:)``.
+    public mutating func set(_ kind: CookieAttributeKind, toBytes value: some Collection<UInt8>) throws(EditError) {
+        precondition(kind != .unknown, "use set(attributeNamed:to:) for other attributes")
+        try Self.checkValue(bytes: value, what: "\(kind.canonicalName) value")
+        let spanIndex = layout.spans.lastIndex { $0.kind == kind }
+        guard let spanIndex else {
+            var text = Array(kind.canonicalName.utf8)
+            text.append(0x3D)
+            text.append(contentsOf: value)
+            append(bytes: text)
+            return
+        }
+        setValue(ofSpan: spanIndex, to: value)
+    }
+
+    /// Makes room for `extra` more bytes of edits, so a run of edits reallocates at most once (the first
+    /// edit of a value that shares its bytes copies them anyway).
+    public mutating func reserveCapacity(forAdding extra: Int) {
+        bytes.reserveCapacity(bytes.count + extra)
+    }
+
     /// Sets any attribute by name (matched case-insensitively), as ``set(_:to:)``.
     public mutating func set(attributeNamed name: String, to value: String?) throws(EditError) {
         try Self.checkToken(name, what: "attribute name")
@@ -69,37 +90,78 @@ extension SetCookie {
             append("\(name)=\(value)")
             return
         }
-        let span = layout.spans[spanIndex]
-        if span.hasEquals {
-            replace(Int(span.valueStart)..<Int(span.valueEnd), with: Array(value.utf8))
-        } else {
+        setValue(ofSpan: spanIndex, to: value.utf8)
+    }
+
+    /// Replaces the value of one attribute (validated by the caller).
+    private mutating func setValue(ofSpan index: Int, to value: some Collection<UInt8>) {
+        let span = layout.spans[index]
+        guard span.hasEquals else {
             let at = Int(span.nameEnd)
-            replace(at..<at, with: Array("=\(value)".utf8))
+            replace(at..<at, with: [0x3D] + value)
+            return
         }
+        let range = Int(span.valueStart)..<Int(span.valueEnd)
+        if bytes[range].elementsEqual(value) { return }
+        // A non-empty value without edge whitespace, put where a non-empty value was, parses back into the same
+        // places (it has no ';' or control character): only the spans after it move, no reparse.
+        let keepsLayout =
+            layout.problem == nil && !range.isEmpty && !value.isEmpty && !ASCII.isWSP(value.first!)
+            && !ASCII.isWSP(value[value.index(value.startIndex, offsetBy: value.count - 1)])
+        bytes.replaceSubrange(range, with: value)
+        guard keepsLayout else { return reparse() }
+        let delta = Int32(value.count - range.count)
+        layout.spans[index].valueEnd += delta
+        layout.spans[index].end += delta
+        shiftSpans(from: index + 1, by: delta)
     }
 
     /// Appends `; text`, reusing an empty trailing cookie-av (`a=b;`) instead of writing `;;`.
     private mutating func append(_ text: String) {
+        append(bytes: text.utf8)
+    }
+
+    private mutating func append(bytes text: some Collection<UInt8>) {
         if let last = layout.spans.last, last.nameStart == last.nameEnd, !last.hasEquals {
-            replace(Int(last.start)..<Int(last.end), with: Array(" \(text)".utf8))
+            replace(Int(last.start)..<Int(last.end), with: [0x20] + text)
         } else {
             // Appending one cookie-av (validated: no ';', no control character) cannot change what comes before
             // it, so the layout gains one span instead of being recomputed.
             let start = bytes.count + 1
             bytes.append(0x3B)
             bytes.append(0x20)
-            bytes.append(contentsOf: text.utf8)
+            bytes.append(contentsOf: text)
             layout.spans.append(bytes.withUnsafeBufferPointer { Layout.span(in: $0, from: start, to: $0.count) })
         }
     }
 
     private mutating func removeSpans(_ indices: [Int]) {
         guard !indices.isEmpty else { return }
+        // Removing whole cookie-avs with their ';' leaves the others as they were, shifted; a line with a
+        // problem (whose offset may move or vanish) is reparsed instead.
+        let keepsLayout = layout.problem == nil
         for index in indices.reversed() {
             let span = layout.spans[index]
-            bytes.removeSubrange(Int(span.start) - 1..<Int(span.end))
+            let removed = Int(span.start) - 1..<Int(span.end)
+            bytes.removeSubrange(removed)
+            if keepsLayout {
+                layout.spans.remove(at: index)
+                shiftSpans(from: index, by: -Int32(removed.count))
+            }
         }
-        reparse()
+        if !keepsLayout { reparse() }
+    }
+
+    private mutating func shiftSpans(from first: Int, by delta: Int32) {
+        guard delta != 0 else { return }
+        for j in first..<layout.spans.count {
+            layout.spans[j].start += delta
+            layout.spans[j].end += delta
+            layout.spans[j].nameStart += delta
+            layout.spans[j].nameEnd += delta
+            layout.spans[j].valueStart += delta
+            layout.spans[j].valueEnd += delta
+        }
     }
 
     private mutating func replace(_ range: Range<Int>, with new: [UInt8]) {
@@ -112,12 +174,18 @@ extension SetCookie {
         layout = bytes.withUnsafeBufferPointer { Layout.parse($0) }
     }
 
-    static func checkValue(_ value: String, what: String) throws(EditError) {
-        for byte in value.utf8 where byte == 0x3B || ASCII.isForbiddenControl(byte) {
-            throw EditError(description: "\(what) must not contain ';' or control characters: \(value.debugDescription)")
+    static func checkValue(_ value: String, what: @autoclosure () -> String) throws(EditError) {
+        try checkValue(bytes: value.utf8, what: what())
+    }
+
+    /// `what` names the value in the error; built only when there is one.
+    static func checkValue(bytes value: some Collection<UInt8>, what: @autoclosure () -> String) throws(EditError) {
+        for byte in value where byte == 0x3B || ASCII.isForbiddenControl(byte) {
+            let text = String(lossy: value)
+            throw EditError(description: "\(what()) must not contain ';' or control characters: \(text.debugDescription)")
         }
-        if value.utf8.count > Int(maximumAttributeValueLength) {
-            throw EditError(description: "\(what) is longer than 1024 bytes")
+        if value.count > Int(maximumAttributeValueLength) {
+            throw EditError(description: "\(what()) is longer than 1024 bytes")
         }
     }
 

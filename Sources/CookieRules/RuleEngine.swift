@@ -134,71 +134,94 @@ public struct RuleEngine: Sendable {
         return hostIndex.candidates(context.host).contains { messageConditionsHold(cookieRules[$0], context) }
     }
 
+    /// The cookie rules whose message conditions hold for one response: work out once, apply to each cookie.
+    public struct CookiePlan: Sendable {
+        /// Indices into the engine's cookie rules, in file order.
+        let rules: [Int]
+        let context: MessageContext
+        /// Whether no rule can touch a cookie of this message.
+        public var isEmpty: Bool { rules.isEmpty }
+    }
+
+    public func cookiePlan(_ context: MessageContext) -> CookiePlan {
+        if cookieRules.isEmpty { return CookiePlan(rules: [], context: context) }
+        var candidates = hostIndex.candidates(context.host)
+        candidates.removeAll { !messageConditionsHold(cookieRules[$0], context) }
+        return CookiePlan(rules: candidates, context: context)
+    }
+
     /// Runs the rules over the Set-Cookie values of one response.
     public func apply(to cookies: [SetCookie], context: MessageContext, now: Int64) -> [CookieOutcome] {
-        let candidates = hostIndex.candidates(context.host).map { cookieRules[$0] }.filter {
-            messageConditionsHold($0, context)
-        }
-        return cookies.map { cookie in
-            // Phase 1: match against the original.
-            // Computed only when a condition needs them.
-            var attributesCache: CookieAttributes? = nil
-            var nameCache: String? = nil
-            var rejected: Bool? = nil
-            var matched: [Rule] = []
-            for rule in candidates {
-                let holds = rule.conditions.allSatisfy { condition in
-                    let result: Bool
-                    switch condition.test {
-                    case .cookie(let patterns):
-                        if nameCache == nil { nameCache = cookie.name }
-                        result = patterns.contains { $0.matches(nameCache!) }
-                    case .cookieDomain(let patterns):
-                        if attributesCache == nil { attributesCache = cookie.attributes }
-                        let domain = attributesCache!.domain ?? ""
-                        result = !domain.isEmpty && patterns.contains { $0.matches(domain) }
-                    case .state(let predicates):
-                        if rejected == nil && predicates.contains(.rejected) {
-                            rejected =
-                                (try? CookieJar.evaluate(cookie, from: context.requestURL, now: now, suffixes: suffixes).get())
-                                == nil
-                        }
-                        if attributesCache == nil { attributesCache = cookie.attributes }
-                        result = predicates.contains { $0.holds(cookie, attributesCache!, rejected: rejected ?? false) }
-                    default: return true  // message conditions were checked above
+        let plan = cookiePlan(context)
+        return cookies.map { apply(plan, to: $0, now: now) }
+    }
+
+    /// Runs the rules of a plan over one Set-Cookie value.
+    public func apply(_ plan: CookiePlan, to cookie: SetCookie, now: Int64) -> CookieOutcome {
+        let context = plan.context
+        // Phase 1: match against the original. Name, Domain and attributes are computed only when a
+        // condition needs them.
+        var attributesCache: CookieAttributes? = nil
+        var nameCache: String? = nil
+        var domainCache: String?? = nil
+        var rejected: Bool? = nil
+        var matched: [Int] = []
+        for index in plan.rules {
+            let holds = cookieRules[index].conditions.allSatisfy { condition in
+                let result: Bool
+                switch condition.test {
+                case .cookie(let patterns):
+                    if nameCache == nil { nameCache = cookie.name }
+                    result = patterns.contains { $0.matches(nameCache!) }
+                case .cookieDomain(let patterns):
+                    if domainCache == nil { domainCache = .some(cookie.domain) }
+                    let domain = domainCache! ?? ""
+                    result = !domain.isEmpty && patterns.contains { $0.matches(domain) }
+                case .state(let predicates):
+                    if rejected == nil && predicates.contains(.rejected) {
+                        rejected =
+                            (try? CookieJar.evaluate(cookie, from: context.requestURL, now: now, suffixes: suffixes).get())
+                            == nil
                     }
-                    return result != condition.negated
+                    if attributesCache == nil { attributesCache = cookie.attributes }
+                    result = predicates.contains { $0.holds(cookie, attributesCache!, rejected: rejected ?? false) }
+                default: return true  // message conditions were checked in the plan
                 }
-                if holds {
-                    matched.append(rule)
-                    if rule.stops { break }
-                }
+                return result != condition.negated
             }
-            guard !matched.isEmpty else {
-                return CookieOutcome(original: cookie, result: cookie, rules: [], logRequested: false, notes: [])
+            if holds {
+                matched.append(index)
+                if cookieRules[index].stops { break }
             }
-            // Phase 2: apply.
-            var result: SetCookie? = cookie
-            var notes: [String] = []
-            var logRequested = false
-            for rule in matched {
-                for action in rule.cookieActions {
-                    guard var current = result else { break }
-                    switch action {
-                    case .drop: result = nil
-                        continue
-                    case .log: logRequested = true
-                    default:
-                        if let note = Self.perform(action, on: &current, context: context, now: now, suffixes: suffixes) {
-                            notes.append("\(rule.name): \(note)")
-                        }
-                    }
-                    result = current
-                }
-            }
-            return CookieOutcome(
-                original: cookie, result: result, rules: matched.map(\.name), logRequested: logRequested, notes: notes)
         }
+        guard !matched.isEmpty else {
+            return CookieOutcome(original: cookie, result: cookie, rules: [], logRequested: false, notes: [])
+        }
+        // Phase 2: apply, in file order, to one working copy.
+        var working = cookie
+        // Room for a few appended attributes: one copy instead of one reallocation per edit.
+        working.reserveCapacity(forAdding: 64)
+        var dropped = false
+        var notes: [String] = []
+        var logRequested = false
+        actions: for index in matched {
+            for action in cookieRules[index].cookieActions {
+                switch action {
+                case .drop:
+                    // Nothing more can happen to a dropped line (a dropped line is always logged).
+                    dropped = true
+                    break actions
+                case .log: logRequested = true
+                default:
+                    if let note = Self.perform(action, on: &working, context: context, now: now, suffixes: suffixes) {
+                        notes.append("\(cookieRules[index].name): \(note)")
+                    }
+                }
+            }
+        }
+        return CookieOutcome(
+            original: cookie, result: dropped ? nil : working, rules: matched.map { cookieRules[$0].name },
+            logRequested: logRequested, notes: notes)
     }
 
     /// Header edits for a request (rules whose message conditions hold; `status` never holds here).
@@ -289,16 +312,20 @@ public struct RuleEngine: Sendable {
         do {
             switch action {
             case .domain(let edit):
-                let written = cookie.lastWrittenValue(of: .domain).map { String(decoding: $0, as: UTF8.self) }
+                let written = cookie.lastWrittenValue(of: .domain)
                 switch edit {
                 case .set(let d): try cookie.set(.domain, to: d)
                 case .addDot:
-                    if let w = written, !w.isEmpty, !w.hasPrefix(".") { try cookie.set(.domain, to: "." + w) }
+                    if let w = written, let first = w.first, first != 0x2E {
+                        var dotted: [UInt8] = [0x2E]
+                        dotted.append(contentsOf: w)
+                        try cookie.set(.domain, toBytes: dotted)
+                    }
                 case .stripDot:
-                    if let w = written, w.hasPrefix(".") { try cookie.set(.domain, to: String(w.dropFirst())) }
+                    if let w = written, w.first == 0x2E { try cookie.set(.domain, toBytes: Array(w.dropFirst())) }
                 case .remove: cookie.remove(.domain)
                 case .ensure(let given):
-                    guard (cookie.attributes.domain ?? "").isEmpty else { return nil }
+                    guard (cookie.domain ?? "").isEmpty else { return nil }
                     guard let domain = given ?? suffixes.registrableDomain(of: context.host) else {
                         return "domain ensure: \(context.host) has no registrable domain (an IP address or a public suffix)"
                     }

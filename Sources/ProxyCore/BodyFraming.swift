@@ -11,8 +11,8 @@ public enum BodyFraming: Sendable, Hashable {
     /// RFC 9112 §6.3 for a request. Transfer-Encoding with Content-Length, a final coding other than chunked,
     /// or a bad or conflicting Content-Length is refused (they are how requests are smuggled).
     public static func forRequest(_ head: HTTPHead) throws(HTTPParseError) -> BodyFraming {
-        let te = head.listElements("transfer-encoding")
-        let cl = head.values("content-length")
+        let te = head.listElements(.transferEncoding)
+        let cl = head.values(.contentLength)
         if !te.isEmpty {
             guard cl.isEmpty else {
                 throw HTTPParseError(kind: .malformed, description: "both Transfer-Encoding and Content-Length")
@@ -31,9 +31,9 @@ public enum BodyFraming: Sendable, Hashable {
         -> BodyFraming
     {
         if requestMethod == "HEAD" || (100..<200).contains(status) || status == 204 || status == 304 { return .none }
-        let te = head.listElements("transfer-encoding")
+        let te = head.listElements(.transferEncoding)
         if !te.isEmpty { return te.last == "chunked" ? .chunked : .untilClose }
-        guard let length = try contentLength(head.values("content-length")) else { return .untilClose }
+        guard let length = try contentLength(head.values(.contentLength)) else { return .untilClose }
         return length == 0 ? .none : .contentLength(length)
     }
 

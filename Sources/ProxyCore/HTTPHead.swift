@@ -1,5 +1,11 @@
 import CookieKit
 
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// An HTTP/1.1 message head (RFC 9112 §2–§5) kept as the bytes received, with the positions of the
 /// start line and each field line, so that a proxy can forward every line it does not change unchanged.
 public struct HTTPHead: Sendable {
@@ -16,6 +22,8 @@ public struct HTTPHead: Sendable {
         public var name: Range<Int>
         /// The value without leading and trailing whitespace (RFC 9112 §5).
         public var value: Range<Int>
+        /// The name, when it is one the proxy acts on (classified once, while parsing).
+        public var known: KnownField = .other
     }
 
     public func name(_ field: Field) -> String { String(decoding: bytes[field.name], as: UTF8.self) }
@@ -40,6 +48,15 @@ public struct HTTPHead: Sendable {
         }
     }
 
+    /// Whether a field has a name the proxy acts on (no byte comparison: classified while parsing).
+    @inlinable
+    public func field(_ field: Field, is known: KnownField) -> Bool { field.known == known }
+
+    /// The values of every field with a known name, in order.
+    public func values(_ known: KnownField) -> [String] {
+        fields.filter { $0.known == known }.map { value($0) }
+    }
+
     /// The values of every field named `lowercaseName`, in order.
     public func values(_ lowercaseName: String) -> [String] {
         fields.filter { field($0, is: lowercaseName) }.map { value($0) }
@@ -48,8 +65,17 @@ public struct HTTPHead: Sendable {
     /// The comma-separated list elements of every field named `lowercaseName` (RFC 9110 §5.6.1), lowercased.
     /// Works on bytes: Character-level string operations cost tens of thousands of instructions per request.
     public func listElements(_ lowercaseName: String) -> [String] {
+        listElements { self.field($0, is: lowercaseName) }
+    }
+
+    /// The list elements of every field with a known name, lowercased.
+    public func listElements(_ known: KnownField) -> [String] {
+        listElements { $0.known == known }
+    }
+
+    private func listElements(where wanted: (Field) -> Bool) -> [String] {
         var result: [String] = []
-        for field in fields where self.field(field, is: lowercaseName) {
+        for field in fields where wanted(field) {
             var start = field.value.lowerBound
             let end = field.value.upperBound
             while start <= end {
@@ -143,24 +169,22 @@ public struct HTTPHeadParser: Sendable {
     /// more bytes are needed; throws when the head is too large. Leading empty lines are skipped by callers
     /// through ``leadingEmptyLines(_:)``.
     public mutating func headLength(_ buffer: ArraySlice<UInt8>) throws(HTTPParseError) -> Int? {
-        let start = buffer.startIndex
-        var i = start + max(0, scanned - 3)
-        let end = buffer.endIndex
-        while i < end {
-            if buffer[i] == 0x0A {
-                // "\n\n" or "\n\r\n" ends the head (RFC 9112 §2.2 allows a bare LF line terminator).
-                if i + 1 < end && buffer[i + 1] == 0x0A {
-                    scanned = 0
-                    return try checked(i + 2 - start)
-                }
-                if i + 2 < end && buffer[i + 1] == 0x0D && buffer[i + 2] == 0x0A {
-                    scanned = 0
-                    return try checked(i + 3 - start)
-                }
+        let resume = max(0, scanned - 3)
+        let found: Int? = buffer.withUnsafeBufferPointer { b in
+            // From one LF to the next: "\n\n" or "\n\r\n" ends the head (RFC 9112 §2.2 allows a bare LF).
+            var i = Self.nextLF(b, from: resume)
+            while i < b.count {
+                if i + 1 < b.count && b[i + 1] == 0x0A { return i + 2 }
+                if i + 2 < b.count && b[i + 1] == 0x0D && b[i + 2] == 0x0A { return i + 3 }
+                i = Self.nextLF(b, from: i + 1)
             }
-            i += 1
+            return nil
         }
-        scanned = end - start
+        if let found {
+            scanned = 0
+            return try checked(found)
+        }
+        scanned = buffer.count
         if scanned > limits.maximumHeadBytes {
             throw HTTPParseError(kind: .headTooLarge, description: "message head is over \(limits.maximumHeadBytes) bytes")
         }
@@ -189,51 +213,83 @@ public struct HTTPHeadParser: Sendable {
         return i - buffer.startIndex
     }
 
-    /// Splits a complete head into its start line and field lines (RFC 9112 §5).
+    /// Splits a complete head into its start line and field lines (RFC 9112 §5), in one pass over the bytes
+    /// that also classifies the field names the proxy acts on.
     public func parseHead(_ bytes: [UInt8]) throws(HTTPParseError) -> HTTPHead {
-        var lines: [Range<Int>] = []  // content ranges without line endings
-        var lineRanges: [Range<Int>] = []  // with line endings
-        var lineStart = 0
-        for i in 0..<bytes.count where bytes[i] == 0x0A {
-            var contentEnd = i
-            if contentEnd > lineStart && bytes[contentEnd - 1] == 0x0D { contentEnd -= 1 }
-            lines.append(lineStart..<contentEnd)
-            lineRanges.append(lineStart..<(i + 1))
-            lineStart = i + 1
-        }
-        guard lines.count >= 2 else { throw Self.malformed("incomplete message head") }
-        let fieldLines = lines.count - 2  // minus start line and the final empty line
-        if fieldLines > limits.maximumFieldCount {
-            throw HTTPParseError(kind: .tooManyFields, description: "more than \(limits.maximumFieldCount) header fields")
-        }
+        var startLine = 0..<0
         var fields: [HTTPHead.Field] = []
-        fields.reserveCapacity(fieldLines)
-        for index in 1..<(lines.count - 1) {
-            let r = lines[index]
-            guard !r.isEmpty else { throw Self.malformed("empty header line") }
-            let first = bytes[r.lowerBound]
+        fields.reserveCapacity(16)
+        let failure = bytes.withUnsafeBufferPointer { b in
+            Self.scanHead(b, maximumFieldCount: limits.maximumFieldCount, startLine: &startLine, fields: &fields)
+        }
+        if let failure { throw failure }
+        return HTTPHead(bytes: bytes, startLine: startLine, fields: fields)
+    }
+
+    /// The index of the next LF at or after `from`, or `b.count` (libc's vectorised memchr).
+    @inline(__always)
+    static func nextLF(_ b: UnsafeBufferPointer<UInt8>, from: Int) -> Int {
+        guard from < b.count, let base = b.baseAddress, let hit = memchr(base + from, 0x0A, b.count - from) else {
+            return b.count
+        }
+        return UnsafeRawPointer(hit) - UnsafeRawPointer(base)
+    }
+
+    private static func scanHead(
+        _ b: UnsafeBufferPointer<UInt8>, maximumFieldCount: Int, startLine: inout Range<Int>,
+        fields: inout [HTTPHead.Field]
+    ) -> HTTPParseError? {
+        let count = b.count
+        // The start line.
+        var lineEnd = nextLF(b, from: 0)
+        guard lineEnd < count else { return malformed("incomplete message head") }
+        startLine = 0..<(lineEnd > 0 && b[lineEnd - 1] == 0x0D ? lineEnd - 1 : lineEnd)
+        var lineStart = lineEnd + 1
+        while true {
+            guard lineStart < count else { return malformed("incomplete message head") }
+            let first = b[lineStart]
+            if first == 0x0A || (first == 0x0D && lineStart + 1 < count && b[lineStart + 1] == 0x0A) {
+                // The empty line ends the head; nothing may follow it here.
+                guard lineStart + (first == 0x0A ? 1 : 2) == count else { return malformed("empty header line") }
+                return nil
+            }
+            if fields.count == maximumFieldCount {
+                return HTTPParseError(kind: .tooManyFields, description: "more than \(maximumFieldCount) header fields")
+            }
             if first == 0x20 || first == 0x09 {
                 // RFC 9112 §5.2: obs-fold is rejected rather than guessed at.
-                throw Self.malformed("obsolete line folding in header field")
+                return malformed("obsolete line folding in header field")
             }
-            guard let colon = bytes[r].firstIndex(of: 0x3A) else {
-                throw Self.malformed("header line without a colon")
+            lineEnd = nextLF(b, from: lineStart)
+            guard lineEnd < count else { return malformed("incomplete message head") }
+            let contentEnd = b[lineEnd - 1] == 0x0D ? lineEnd - 1 : lineEnd
+            // The name: tchars up to the colon (whitespace before the colon included: RFC 9112 §5.1, MUST reject).
+            var colon = lineStart
+            var nameIsToken = true
+            while colon < contentEnd && b[colon] != 0x3A {
+                nameIsToken = nameIsToken && isTokenChar(b[colon])
+                colon += 1
             }
-            guard colon > r.lowerBound else { throw Self.malformed("header field with an empty name") }
-            for k in r.lowerBound..<colon where !Self.isTokenChar(bytes[k]) {
-                // Includes whitespace between name and colon (RFC 9112 §5.1: MUST reject with 400).
-                throw Self.malformed("invalid character in header field name")
+            guard colon < contentEnd else { return malformed("header line without a colon") }
+            guard nameIsToken else { return malformed("invalid character in header field name") }
+            guard colon > lineStart else { return malformed("header field with an empty name") }
+            // The value: NUL and a bare CR are refused (RFC 9110 §5.5); a branch-free pass the compiler vectorises.
+            var invalid: UInt8 = 0
+            for k in (colon + 1)..<contentEnd {
+                let c = b[k]
+                invalid |= (c == 0x00 ? 1 : 0) | (c == 0x0D ? 1 : 0)
             }
+            if invalid != 0 { return malformed("invalid character in header field value") }
             var vs = colon + 1
-            var ve = r.upperBound
-            while vs < ve && (bytes[vs] == 0x20 || bytes[vs] == 0x09) { vs += 1 }
-            while ve > vs && (bytes[ve - 1] == 0x20 || bytes[ve - 1] == 0x09) { ve -= 1 }
-            for k in vs..<ve where bytes[k] == 0x00 || bytes[k] == 0x0D || bytes[k] == 0x0A {
-                throw Self.malformed("invalid character in header field value")
-            }
-            fields.append(HTTPHead.Field(line: lineRanges[index], name: r.lowerBound..<colon, value: vs..<ve))
+            var ve = contentEnd
+            while vs < ve && (b[vs] == 0x20 || b[vs] == 0x09) { vs += 1 }
+            while ve > vs && (b[ve - 1] == 0x20 || b[ve - 1] == 0x09) { ve -= 1 }
+            fields.append(
+                HTTPHead.Field(
+                    line: lineStart..<(lineEnd + 1), name: lineStart..<colon, value: vs..<ve,
+                    known: KnownField.classify(b, lineStart, colon)))
+            lineStart = lineEnd + 1
         }
-        return HTTPHead(bytes: bytes, startLine: lines[0], fields: fields)
     }
 
     /// Parses a request head (RFC 9112 §3): method SP request-target SP HTTP-version.
@@ -278,4 +334,75 @@ public struct HTTPHeadParser: Sendable {
 
     /// tchar (RFC 9110 §5.6.2), shared with the cookie grammar.
     static func isTokenChar(_ byte: UInt8) -> Bool { HTTPToken.isTokenChar(byte) }
+}
+
+/// The field names a proxy acts on (hop-by-hop fields, framing, Host, cookies), recognised once per field
+/// while parsing so later decisions compare a byte instead of a name (as nginx's header hash does).
+public enum KnownField: UInt8, Sendable {
+    case other
+    case host
+    case connection
+    case keepAlive
+    case proxyConnection
+    case te
+    case upgrade
+    case transferEncoding
+    case contentLength
+    case setCookie
+    case cookie
+    case proxyAuthorization
+
+    /// The name as compared (lowercase).
+    public var lowercaseName: String {
+        switch self {
+        case .other: return ""
+        case .host: return "host"
+        case .connection: return "connection"
+        case .keepAlive: return "keep-alive"
+        case .proxyConnection: return "proxy-connection"
+        case .te: return "te"
+        case .upgrade: return "upgrade"
+        case .transferEncoding: return "transfer-encoding"
+        case .contentLength: return "content-length"
+        case .setCookie: return "set-cookie"
+        case .cookie: return "cookie"
+        case .proxyAuthorization: return "proxy-authorization"
+        }
+    }
+
+    /// The known field named by `b[start..<end]`, ASCII case-insensitively; `.other` for any other name.
+    /// Dispatches on the length, then compares against at most three names.
+    @inline(__always)
+    static func classify(_ b: UnsafeBufferPointer<UInt8>, _ start: Int, _ end: Int) -> KnownField {
+        @inline(__always) func equals(_ name: StaticString) -> Bool {
+            let p = name.utf8Start
+            for k in 0..<(end - start) {
+                let x = b[start + k]
+                if (x &- 0x41 < 26 ? x | 0x20 : x) != p[k] { return false }
+            }
+            return true
+        }
+        switch end - start {
+        case 2: return equals("te") ? .te : .other
+        case 4: return equals("host") ? .host : .other
+        case 6: return equals("cookie") ? .cookie : .other
+        case 7: return equals("upgrade") ? .upgrade : .other
+        case 10:
+            if equals("set-cookie") { return .setCookie }
+            if equals("connection") { return .connection }
+            if equals("keep-alive") { return .keepAlive }
+            return .other
+        case 14: return equals("content-length") ? .contentLength : .other
+        case 16: return equals("proxy-connection") ? .proxyConnection : .other
+        case 17: return equals("transfer-encoding") ? .transferEncoding : .other
+        case 19: return equals("proxy-authorization") ? .proxyAuthorization : .other
+        default: return .other
+        }
+    }
+
+    /// The known field for a name given as text.
+    public init(name: String) {
+        var utf8 = Array(name.utf8)
+        self = utf8.withUnsafeMutableBufferPointer { Self.classify(UnsafeBufferPointer($0), 0, $0.count) }
+    }
 }

@@ -9,8 +9,10 @@ public struct OutgoingHead: Sendable {
     public enum Line: Sendable {
         /// A field of `source`, by index, forwarded byte for byte.
         case original(Int)
-        /// A new or edited field line: name and value (written as `name: value\r\n`).
+        /// A new field line: name and value (written as `name: value\r\n`).
         case written(name: String, value: [UInt8])
+        /// A field of `source` with a new value: its name as received, then `: value\r\n`.
+        case edited(Int, value: [UInt8])
     }
 
     public init(_ source: HTTPHead) {
@@ -24,7 +26,7 @@ public struct OutgoingHead: Sendable {
     /// The field name at `index`, as written.
     public func name(at index: Int) -> String {
         switch lines[index] {
-        case .original(let i): return source.name(source.fields[i])
+        case .original(let i), .edited(let i, _): return source.name(source.fields[i])
         case .written(let name, _): return name
         }
     }
@@ -32,15 +34,24 @@ public struct OutgoingHead: Sendable {
     /// Whether the field at `index` is named `lowercaseName` (ASCII case-insensitive).
     public func name(at index: Int, is lowercaseName: String) -> Bool {
         switch lines[index] {
-        case .original(let i): return source.field(source.fields[i], is: lowercaseName)
+        case .original(let i), .edited(let i, _): return source.field(source.fields[i], is: lowercaseName)
         case .written(let name, _): return name.lowercased() == lowercaseName
+        }
+    }
+
+    /// Whether the field at `index` has a known name (a byte comparison for received fields).
+    @inlinable
+    public func name(at index: Int, is known: KnownField) -> Bool {
+        switch lines[index] {
+        case .original(let i), .edited(let i, _): return source.fields[i].known == known
+        case .written(let name, _): return KnownField(name: name) == known
         }
     }
 
     public func value(at index: Int) -> [UInt8] {
         switch lines[index] {
         case .original(let i): return Array(source.valueBytes(source.fields[i]))
-        case .written(_, let value): return value
+        case .written(_, let value), .edited(_, let value): return value
         }
     }
 
@@ -48,7 +59,7 @@ public struct OutgoingHead: Sendable {
     public func valueBytes(at index: Int) -> ArraySlice<UInt8> {
         switch lines[index] {
         case .original(let i): return source.valueBytes(source.fields[i])
-        case .written(_, let value): return value[...]
+        case .written(_, let value), .edited(_, let value): return value[...]
         }
     }
 
@@ -59,6 +70,20 @@ public struct OutgoingHead: Sendable {
         lines.indices.filter { name(at: $0, is: lowercaseName) }
     }
 
+    /// Indices of fields with a known name.
+    public func indices(of known: KnownField) -> [Int] {
+        lines.indices.filter { name(at: $0, is: known) }
+    }
+
+    /// Removes every field with a known name.
+    public mutating func removeAll(_ known: KnownField) {
+        var index = lines.count - 1
+        while index >= 0 {
+            if name(at: index, is: known) { lines.remove(at: index) }
+            index -= 1
+        }
+    }
+
     public func contains(_ lowercaseName: String) -> Bool { lines.indices.contains { name(at: $0, is: lowercaseName) } }
 
     public mutating func remove(at index: Int) { lines.remove(at: index) }
@@ -67,7 +92,7 @@ public struct OutgoingHead: Sendable {
     public mutating func removeAll(_ lowercaseName: String) {
         lines.removeAll { line in
             switch line {
-            case .original(let i): return source.field(source.fields[i], is: lowercaseName)
+            case .original(let i), .edited(let i, _): return source.field(source.fields[i], is: lowercaseName)
             case .written(let name, _): return name.lowercased() == lowercaseName
             }
         }
@@ -78,7 +103,10 @@ public struct OutgoingHead: Sendable {
 
     /// Replaces the value at `index`, keeping the field's name as written.
     public mutating func replaceValue(at index: Int, with value: [UInt8]) {
-        lines[index] = .written(name: name(at: index), value: value)
+        switch lines[index] {
+        case .original(let i), .edited(let i, _): lines[index] = .edited(i, value: value)
+        case .written(let name, _): lines[index] = .written(name: name, value: value)
+        }
     }
 
     /// The head bytes: start line, fields, empty line.
@@ -95,6 +123,11 @@ public struct OutgoingHead: Sendable {
         for line in lines {
             switch line {
             case .original(let i): out.append(contentsOf: source.bytes[source.fields[i].line])
+            case .edited(let i, let value):
+                out.append(contentsOf: source.bytes[source.fields[i].name])
+                out.append(contentsOf: [0x3A, 0x20])
+                out.append(contentsOf: value)
+                out.append(contentsOf: [0x0D, 0x0A])
             case .written(let name, let value):
                 out.append(contentsOf: name.utf8)
                 out.append(contentsOf: [0x3A, 0x20])

@@ -8,6 +8,28 @@ public struct Origin: Sendable, Hashable, CustomStringConvertible {
     }
     /// `host:port`, IPv6 in brackets.
     public var description: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
+
+    /// The authority as a Host field value (RFC 9110 §7.2): `host`, or `host:port` when the port is not
+    /// `defaultPort`; IPv6 in brackets. Written as bytes, without string interpolation.
+    public func hostFieldValue(defaultPort: Int) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(host.utf8.count + 8)
+        let v6 = host.utf8.contains(0x3A)
+        if v6 { out.append(0x5B) }
+        out.append(contentsOf: host.utf8)
+        if v6 { out.append(0x5D) }
+        if port != defaultPort {
+            out.append(0x3A)
+            var digits: [UInt8] = []
+            var n = port
+            repeat {
+                digits.append(UInt8(truncatingIfNeeded: 0x30 + n % 10))
+                n /= 10
+            } while n > 0
+            out.append(contentsOf: digits.reversed())
+        }
+        return out
+    }
 }
 
 /// Settings of one proxy connection's state machine. All limits are documented with their defaults in
@@ -71,7 +93,8 @@ public struct ExchangeContext: Sendable {
     /// `scheme://host:port/path` (the port always written, as the log wants it).
     public var url: String { "\(scheme)://\(host.contains(":") ? "[\(host)]" : host):\(port)\(target)" }
     public var path: String {
-        String(target.prefix { $0 != "?" && $0 != "#" })
+        let u = target.utf8
+        return String(target[..<(u.firstIndex { $0 == 0x3F || $0 == 0x23 } ?? u.endIndex)])
     }
 }
 

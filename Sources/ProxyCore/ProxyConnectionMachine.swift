@@ -348,7 +348,7 @@ public struct ProxyConnectionMachine: Sendable {
     private mutating func startExchange(_ request: RequestHead, framing: BodyFraming, _ io: inout ConnectionIO) {
         requestCount += 1
         let head = request.head
-        let connectionTokens = head.listElements("connection")
+        let connectionTokens = head.listElements(.connection)
         let keepAlive =
             request.version.minor >= 1 ? !connectionTokens.contains("close") : connectionTokens.contains("keep-alive")
         let isConnect = request.method == "CONNECT"
@@ -379,7 +379,7 @@ public struct ProxyConnectionMachine: Sendable {
                 io.commands.append(.startTLS(host: o.host, leftover: leftover))
                 return
             }
-        } else if request.target.hasPrefix("/") {
+        } else if request.target.utf8.first == 0x2F {
             if let intercepted = interceptedOrigin {
                 origin = intercepted
                 target = request.target
@@ -403,18 +403,27 @@ public struct ProxyConnectionMachine: Sendable {
                 answer(400, "request target must be an absolute http:// URL", &io, keepAlive: false)
                 return
             }
-            let rest = request.target.dropFirst(7)
-            let authorityEnd = rest.firstIndex { $0 == "/" || $0 == "?" || $0 == "#" } ?? rest.endIndex
-            var authority = rest[..<authorityEnd]
-            if let at = authority.lastIndex(of: "@") { authority = authority[authority.index(after: at)...] }
-            guard let o = Self.parseAuthority(authority, defaultPort: 80) else {
+            // RFC 3986 §3.2–3.5 on the UTF-8 view (Character-level Substring work is slow): the authority
+            // ends at '/', '?' or '#'; userinfo ends at its last '@'; a fragment is never sent.
+            let full = request.target
+            let u = full.utf8
+            let afterScheme = u.index(u.startIndex, offsetBy: 7)
+            var authorityStart = afterScheme
+            var authorityEnd = afterScheme
+            while authorityEnd != u.endIndex {
+                let c = u[authorityEnd]
+                if c == 0x2F || c == 0x3F || c == 0x23 { break }
+                authorityEnd = u.index(after: authorityEnd)
+                if c == 0x40 { authorityStart = authorityEnd }
+            }
+            guard let o = Self.parseAuthority(full[authorityStart..<authorityEnd], defaultPort: 80) else {
                 answer(400, "invalid host in request URL", &io, keepAlive: false)
                 return
             }
             origin = o
-            target = String(rest[authorityEnd...])
-            if target.isEmpty || target.first == "?" { target = "/" + target }
-            if let hash = target.firstIndex(of: "#") { target = String(target[..<hash]) }
+            let fragment = u[authorityEnd...].firstIndex(of: 0x23) ?? u.endIndex
+            target = String(full[authorityEnd..<fragment])
+            if authorityEnd == fragment || u[authorityEnd] == 0x3F { target = "/" + target }
         }
         if configuration.reverseUpstream == nil && interceptedOrigin == nil && isOwnAddress(origin) {
             answer(400, "refusing a request addressed to the proxy itself (\(origin))", &io, keepAlive: false)
@@ -426,7 +435,7 @@ public struct ProxyConnectionMachine: Sendable {
             host: viewedFromClient ? (Self.hostHeader(head) ?? origin.host) : origin.host,
             port: viewedFromClient ? (Self.hostPort(head) ?? origin.port) : origin.port,
             target: isConnect ? "" : target, status: nil)
-        let wantsUpgrade = !isConnect && connectionTokens.contains("upgrade") && head.values("upgrade").count == 1
+        let wantsUpgrade = !isConnect && connectionTokens.contains("upgrade") && head.values(.upgrade).count == 1
         var headBytes: [UInt8] = []
         if !isConnect {
             var out = OutgoingHead(head)
@@ -438,14 +447,14 @@ public struct ProxyConnectionMachine: Sendable {
             startLine.append(contentsOf: Self.http11Suffix)
             out.startLine = startLine
             Self.removeHopByHop(&out, connectionTokens: connectionTokens, keepUpgrade: wantsUpgrade)
-            out.removeAll("proxy-authorization")
+            out.removeAll(.proxyAuthorization)
             // RFC 9112 §3.2.2: a proxy replaces Host with the target URI's authority.
             if configuration.reverseUpstream == nil && interceptedOrigin == nil {
-                let hostValue = origin.port == 80 ? Self.bracketed(origin.host) : origin.description
-                let hosts = out.indices(of: "host")
+                let hostValue = origin.hostFieldValue(defaultPort: 80)
+                let hosts = out.indices(of: .host)
                 if let first = hosts.first {
-                    if !out.valueBytes(at: first).elementsEqual(hostValue.utf8) {
-                        out.replaceValue(at: first, with: Array(hostValue.utf8))
+                    if !out.valueBytes(at: first).elementsEqual(hostValue) {
+                        out.replaceValue(at: first, with: hostValue)
                     }
                     for extra in hosts.dropFirst().reversed() { out.remove(at: extra) }
                 } else {
@@ -541,12 +550,12 @@ public struct ProxyConnectionMachine: Sendable {
                 if e.clientVersion.minor >= 1 { io.toClient.append(contentsOf: headBytes) }
                 continue
             }
-            let connectionTokens = response.head.listElements("connection")
+            let connectionTokens = response.head.listElements(.connection)
             if connectionTokens.contains("close") || response.version.minor == 0 { e.upstreamReusable = false }
             var out = OutgoingHead(response.head)
             Self.removeHopByHop(&out, connectionTokens: connectionTokens, keepUpgrade: false)
             e.dechunk = framing == .chunked && e.clientVersion.minor == 0
-            if e.dechunk { out.removeAll("transfer-encoding") }
+            if e.dechunk { out.removeAll(.transferEncoding) }
             e.closeClientAfter = !e.clientKeepAlive || clientEOF || framing == .untilClose || e.dechunk
             if e.closeClientAfter {
                 out.append(name: "Connection", value: "close")
@@ -668,7 +677,7 @@ public struct ProxyConnectionMachine: Sendable {
     private func isOwnAddress(_ origin: Origin) -> Bool {
         guard configuration.ownPorts.contains(origin.port) else { return false }
         let h = origin.host
-        return h == "localhost" || h.hasPrefix("127.") || h == "::1" || h == "0.0.0.0" || h == "::"
+        return h == "localhost" || h.utf8.starts(with: "127.".utf8) || h == "::1" || h == "0.0.0.0" || h == "::"
             || configuration.ownHosts.contains(h)
     }
 
@@ -684,10 +693,10 @@ public struct ProxyConnectionMachine: Sendable {
         }
         var index = out.count - 1
         while index >= 0 {
-            if out.name(at: index, is: "connection") || out.name(at: index, is: "keep-alive")
-                || out.name(at: index, is: "proxy-connection") || out.name(at: index, is: "te")
-                || (!keepUpgrade && out.name(at: index, is: "upgrade"))
-                || named.contains(where: { out.name(at: index, is: $0) })
+            if out.name(at: index, is: .connection) || out.name(at: index, is: .keepAlive)
+                || out.name(at: index, is: .proxyConnection) || out.name(at: index, is: .te)
+                || (!keepUpgrade && out.name(at: index, is: .upgrade))
+                || (!named.isEmpty && named.contains(where: { out.name(at: index, is: $0) }))
             {
                 out.remove(at: index)
             }
@@ -755,14 +764,14 @@ public struct ProxyConnectionMachine: Sendable {
     }
 
     static func hostHeader(_ head: HTTPHead) -> String? {
-        guard let value = head.values("host").first, let o = parseAuthority(Substring(value), defaultPort: 80) else {
+        guard let value = head.values(.host).first, let o = parseAuthority(Substring(value), defaultPort: 80) else {
             return nil
         }
         return o.host
     }
 
     static func hostPort(_ head: HTTPHead) -> Int? {
-        guard let value = head.values("host").first else { return nil }
+        guard let value = head.values(.host).first else { return nil }
         return parseAuthority(Substring(value), defaultPort: 80)?.port
     }
 

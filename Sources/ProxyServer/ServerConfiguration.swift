@@ -1,3 +1,4 @@
+internal import CProxyShims
 import Foundation
 import ProxyCore
 
@@ -8,8 +9,12 @@ public struct ServerConfiguration: Sendable {
     public var listenPort = 8080
     /// Clients allowed besides loopback (`--allow CIDR`).
     public var allowed: [CIDR] = []
-    /// Event loops (threads); one per core by default.
+    /// Event loops (threads); `cookie-proxy run` uses one per CPU the process may run on.
     public var loops = 1
+
+    /// CPUs this process may run on: the affinity mask, so `taskset -c 0` or a cgroup cpuset means one loop
+    /// rather than two threads taking turns on one CPU (as Go's `runtime.NumCPU` counts).
+    public static var availableCPUs: Int { Int(CProxy_available_cpus()) }
     public var maximumConnections = 4096
     /// Seconds to receive a whole request head once it has started (slowloris).
     public var headerTimeout: Double = 10

@@ -75,7 +75,7 @@ final class RulesHooks: ProxyHooks, Sendable {
         guard engine.touchesRequests, !dryRun else { return }
         let message = Self.messageContext(context)
         Self.applyHeaderActions(engine.requestHeaderActions(message), to: &head)
-        for index in head.indices(of: "cookie") {
+        for index in head.indices(of: .cookie) {
             if let renamed = engine.renameBack(cookieHeader: head.value(at: index), context: message) {
                 head.replaceValue(at: index, with: renamed)
             }
@@ -86,32 +86,34 @@ final class RulesHooks: ProxyHooks, Sendable {
         let engine = current
         let message = Self.messageContext(context)
         if !dryRun { Self.applyHeaderActions(engine.responseHeaderActions(message), to: &head) }
-        guard dryRun || engine.mayRewriteCookies(message) else { return }
-        let indices = head.indices(of: "set-cookie")
-        guard !indices.isEmpty else { return }
-        let cookies = indices.map { SetCookie(head.valueBytes(at: $0)) }
-        let nowMS = Int64(Date().timeIntervalSince1970 * 1000)
-        let now = nowMS / 1000
-        let outcomes = engine.apply(to: cookies, context: message, now: now)
+        let plan = engine.cookiePlan(message)
+        guard dryRun || !plan.isEmpty else { return }
+        var nowMS: Int64 = 0
+        var changedCount = 0
+        var seenCount = 0
         var dropped: [Int] = []
-        for (index, outcome) in zip(indices, outcomes) {
+        for index in 0..<head.count where head.name(at: index, is: .setCookie) {
+            if seenCount == 0 { nowMS = Int64(Date().timeIntervalSince1970 * 1000) }
+            seenCount += 1
+            let outcome = engine.apply(plan, to: SetCookie(head.valueBytes(at: index)), now: nowMS / 1000)
             let changed = outcome.isChanged
             if changed && !dryRun {
-                rewritten.add(1, ordering: .relaxed)
+                changedCount += 1
                 if let result = outcome.result {
                     head.replaceValue(at: index, with: result.bytes)
                 } else {
                     dropped.append(index)
                 }
             }
-            observed.add(1, ordering: .relaxed)
             guard let sink, changed || outcome.logRequested || dryRun else { continue }
             sink.submit(
                 TransformationRecord(
                     time: nowMS, requestID: context.requestID, client: context.clientAddress, method: context.method,
                     url: context.url, status: context.status ?? 0, outcome: outcome, findings: [], dryRun: dryRun),
-                lintURL: message.requestURL, now: now)
+                lintURL: message.requestURL, now: nowMS / 1000)
         }
+        if seenCount > 0 { observed.add(seenCount, ordering: .relaxed) }
+        if changedCount > 0 { rewritten.add(changedCount, ordering: .relaxed) }
         for index in dropped.reversed() { head.remove(at: index) }
     }
 

@@ -30,7 +30,7 @@ enum RunCommand {
                 names: ["--resolve"], value: "host:address",
                 help: "Connect to this numeric address for this host instead of asking DNS (as curl --resolve).",
                 repeatable: true),
-            OptionSpec(names: ["--threads"], value: "n", help: "Event loops.", defaultValue: "number of cores"),
+            OptionSpec(names: ["--threads"], value: "n", help: "Event loops.", defaultValue: "CPUs the process may use"),
             OptionSpec(
                 names: ["--max-connections"], value: "n", help: "Client connections at once.",
                 defaultValue: "\(defaults.maximumConnections)"),
@@ -70,7 +70,7 @@ enum RunCommand {
 
     static func run(_ args: ParsedArguments) throws(UsageError) -> Int32 {
         var config = ServerConfiguration()
-        config.loops = max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))))
+        config.loops = ServerConfiguration.availableCPUs
         if let listen = args.value("--listen") {
             guard let (host, port) = parseHostPort(listen) else {
                 throw UsageError(message: "--listen '\(listen)' must be HOST:PORT, e.g. 127.0.0.1:8080", command: spec.name)

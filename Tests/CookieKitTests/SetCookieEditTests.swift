@@ -21,6 +21,13 @@ import Testing
         ("a=b; Path=/x; path=/y", .set(.path, "/z"), "a=b; Path=/x; path=/z"),
         ("a=b; Domain", .set(.domain, "x.com"), "a=b; Domain=x.com"),
         ("a=b; SameSite=None", .set(.sameSite, "None"), "a=b; SameSite=None"),
+        // In-place value changes move only the attributes after them (kept layout checked below).
+        ("a=b; Domain=x.com; Path=/p ; Secure", .set(.domain, "longer.example.com"), "a=b; Domain=longer.example.com; Path=/p ; Secure"),
+        ("a=b; SameSite=None;Path=/;HttpOnly", .set(.sameSite, "Lax"), "a=b; SameSite=Lax;Path=/;HttpOnly"),
+        ("a=b; Max-Age=100000 ; x=1", .set(.maxAge, "5"), "a=b; Max-Age=5 ; x=1"),
+        ("a=b; Path= ; x=1", .set(.path, "/q"), "a=b; Path= /q; x=1"),
+        ("a=b; Path=/old; x=1", .set(.path, " /spaced "), "a=b; Path= /spaced ; x=1"),
+        ("a=b\u{1}; Path=/old; x=1", .set(.path, "/n"), "a=b\u{1}; Path=/n; x=1"),
         // Flags are idempotent.
         ("a=b; secure", .flag(.secure, true), "a=b; secure"),
         ("a=b", .flag(.secure, true), "a=b; Secure"),
@@ -31,6 +38,8 @@ import Testing
         ("a=b; Expires=Wed, 09 Jun 2021 10:18:14 GMT; Path=/", .remove(.expires), "a=b; Path=/"),
         ("a=b; Max-Age=1; Path=/; max-age=2", .remove(.maxAge), "a=b; Path=/"),
         ("a=b; Path=/", .remove(.domain), "a=b; Path=/"),
+        ("a=b;Domain=x; Path=/ ;  HttpOnly;Domain=y ; z", .remove(.domain), "a=b; Path=/ ;  HttpOnly; z"),
+        ("a=b; Secure\u{7F}; Path=/", .remove(.path), "a=b; Secure\u{7F}"),
         ("a=b; Foo=1; foo=2", .removeNamed("FOO"), "a=b"),
         ("a=b", .setNamed("Priority", "High"), "a=b; Priority=High"),
         ("a=b; priority=Low", .setNamed("Priority", "High"), "a=b; priority=High"),
@@ -86,6 +95,46 @@ import Testing
         cookie.setFlag(.secure, true)
         cookie.setFlag(.secure, true)
         #expect(cookie.description == once.description + "; Secure")
+    }
+
+    /// Long chains of edits on varied lines: after every step the kept layout equals a fresh parse of the bytes.
+    @Test func editChainsKeepTheLayoutAFreshParseFinds() throws {
+        let lines = [
+            "sid=abc; Domain=example.test; Path=/; Expires=Wed, 21 Oct 2037 07:28:00 GMT; HttpOnly",
+            "  t = x ;domain=.a.b ;  SameSite=None ;Secure;secure; Max-Age=5;",
+            "n; Path=/p; Domain=; Foo=bar baz; Partitioned",
+            "a=b;;; Path=/;  ;HttpOnly",
+        ]
+        let values = ["x.example", "/", "Lax", "1", "a b", "", "  padded  ", "Wed, 01 Jan 2031 00:00:00 GMT"]
+        let kinds: [CookieAttributeKind] = [.domain, .path, .sameSite, .maxAge, .expires]
+        let flags: [CookieAttributeKind] = [.secure, .httpOnly, .partitioned]
+        var generator = SplitMix64(seed: 6265)
+        for line in lines {
+            var cookie = SetCookie(line)
+            for _ in 0..<200 {
+                let r = Int(generator.next() % 100)
+                let kind = kinds[Int(generator.next() % UInt64(kinds.count))]
+                let flag = flags[Int(generator.next() % UInt64(flags.count))]
+                let value = values[Int(generator.next() % UInt64(values.count))]
+                switch r {
+                case 0..<40: try cookie.set(kind, to: value)
+                case 40..<55: try cookie.set(kind, toBytes: Array(value.utf8))
+                case 55..<75: cookie.setFlag(flag, generator.next() % 2 == 0)
+                case 75..<90: cookie.remove(kind)
+                default: try cookie.setValue(value.trimmingSpaces)
+                }
+                let fresh = SetCookie(bytes: cookie.bytes)
+                #expect(cookie.writtenAttributes == fresh.writtenAttributes, "after editing: \(cookie)")
+                #expect(cookie.attributes == fresh.attributes)
+                #expect(cookie.name == fresh.name && cookie.value == fresh.value && cookie.problem == fresh.problem)
+            }
+        }
+    }
+}
+
+extension String {
+    fileprivate var trimmingSpaces: String {
+        String(decoding: Array(utf8).drop { $0 == 0x20 }.reversed().drop { $0 == 0x20 }.reversed(), as: UTF8.self)
     }
 }
 

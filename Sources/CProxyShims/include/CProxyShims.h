@@ -55,5 +55,7 @@ int CProxy_shutdown_write(int fd);
 int CProxy_errno_EAGAIN(void);
 int CProxy_errno_EINPROGRESS(void);
 int CProxy_errno_EINTR(void);
+/// CPUs this process may run on (sched_getaffinity, so `taskset` and cgroups cpusets count); at least 1.
+int CProxy_available_cpus(void);
 
 #endif
