@@ -33,6 +33,7 @@ extension SetCookie {
     /// edit of a value that shares its bytes copies them anyway).
     public mutating func reserveCapacity(forAdding extra: Int) {
         bytes.reserveCapacity(bytes.count + extra)
+        layout.spans.reserveCapacity(layout.spans.count + 4)
     }
 
     /// Sets any attribute by name (matched case-insensitively), as ``set(_:to:)``.
@@ -108,7 +109,7 @@ extension SetCookie {
         let keepsLayout =
             layout.problem == nil && !range.isEmpty && !value.isEmpty && !ASCII.isWSP(value.first!)
             && !ASCII.isWSP(value[value.index(value.startIndex, offsetBy: value.count - 1)])
-        bytes.replaceSubrange(range, with: value)
+        Self.replace(&bytes, range, with: value)
         guard keepsLayout else { return reparse() }
         let delta = Int32(value.count - range.count)
         layout.spans[index].valueEnd += delta
@@ -152,6 +153,25 @@ extension SetCookie {
         if !keepsLayout { reparse() }
     }
 
+    /// Array.replaceSubrange with a generic collection allocates a new buffer even when the array is unique
+    /// and has room; this moves the tail within the buffer instead.
+    static func replace(_ bytes: inout [UInt8], _ range: Range<Int>, with new: some Collection<UInt8>) {
+        let delta = new.count - range.count
+        guard delta != 0 || !new.isEmpty else { return }
+        let tail = bytes.count - range.upperBound
+        if delta > 0 { bytes.append(contentsOf: repeatElement(0, count: delta)) }
+        bytes.withUnsafeMutableBufferPointer { b in
+            let base = b.baseAddress!
+            if delta != 0 { (base + range.upperBound + delta).update(from: base + range.upperBound, count: tail) }
+            var k = range.lowerBound
+            for byte in new {
+                base[k] = byte
+                k += 1
+            }
+        }
+        if delta < 0 { bytes.removeLast(-delta) }
+    }
+
     private mutating func shiftSpans(from first: Int, by delta: Int32) {
         guard delta != 0 else { return }
         for j in first..<layout.spans.count {
@@ -166,7 +186,7 @@ extension SetCookie {
 
     private mutating func replace(_ range: Range<Int>, with new: [UInt8]) {
         if bytes[range].elementsEqual(new) { return }
-        bytes.replaceSubrange(range, with: new)
+        Self.replace(&bytes, range, with: new)
         reparse()
     }
 

@@ -1,5 +1,11 @@
 import CookieKit
 
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// A validated, compiled rule (see rules/README.md for the language). Conditions combine with AND; the
 /// values of one condition with OR; each condition can be negated.
 public struct Rule: Sendable {
@@ -50,12 +56,17 @@ public enum HostPattern: Sendable, Hashable {
 
     func matches(_ host: String) -> Bool {
         switch self {
-        case .exact(let h): return host.utf8.elementsEqual(h.utf8)
-        // Byte comparison: host names are ASCII here, and String.hasSuffix compares Unicode canonically (slow).
+        // Host names are ASCII here: String == compares their bytes (its fast path); the generic
+        // elementsEqual over UTF8View, and hasSuffix (Unicode-canonical), cost hundreds of instructions.
+        case .exact(let h): return host == h
         case .subdomains(_, let dotted):
-            let h = host.utf8
-            let d = dotted.utf8
-            return h.count > d.count && h.suffix(d.count).elementsEqual(d)
+            var h = host
+            var d = dotted
+            return h.withUTF8 { hb in
+                d.withUTF8 { db in
+                    hb.count > db.count && memcmp(hb.baseAddress! + (hb.count - db.count), db.baseAddress!, db.count) == 0
+                }
+            }
         case .any: return true
         }
     }

@@ -43,8 +43,10 @@ public struct CookieOutcome: Sendable {
     public var original: SetCookie
     /// The line to send; nil when a rule dropped it.
     public var result: SetCookie?
-    /// Names of the rules that matched, in order.
-    public var rules: [String]
+    /// Names of the rules that matched, in order (looked up when asked for: the proxy path does not ask).
+    public var rules: [String] { matched.names(ruleNames) }
+    let matched: RuleMatches
+    let ruleNames: [String]
     /// The attribute-level diff, computed when asked for (the log thread asks; the proxy path does not).
     public var changes: [AttributeChange] { RuleEngine.diff(original, result) }
     /// A matched rule asked for a log record even without changes.
@@ -53,6 +55,47 @@ public struct CookieOutcome: Sendable {
     public var notes: [String]
 
     public var isChanged: Bool { result == nil || result!.bytes != original.bytes }
+
+    init(
+        original: SetCookie, result: SetCookie?, matched: RuleMatches, ruleNames: [String], logRequested: Bool,
+        notes: [String]
+    ) {
+        self.original = original
+        self.result = result
+        self.matched = matched
+        self.ruleNames = ruleNames
+        self.logRequested = logRequested
+        self.notes = notes
+    }
+}
+
+/// Which of the engine's cookie rules matched one cookie: a bit set over rule indices, without allocating
+/// for the first 64 rules; indices beyond go to an array.
+struct RuleMatches: Sendable {
+    var low: UInt64 = 0
+    var high: [Int] = []
+
+    var isEmpty: Bool { low == 0 && high.isEmpty }
+
+    mutating func insert(_ index: Int) {
+        if index < 64 { low |= 1 << UInt64(index) } else { high.append(index) }
+    }
+
+    /// The indices in increasing (file) order.
+    func forEach(_ body: (Int) -> Void) {
+        var bits = low
+        while bits != 0 {
+            body(bits.trailingZeroBitCount)
+            bits &= bits &- 1
+        }
+        for index in high { body(index) }
+    }
+
+    func names(_ all: [String]) -> [String] {
+        var result: [String] = []
+        forEach { result.append(all[$0]) }
+        return result
+    }
 }
 
 /// Applies a ``RuleSet`` in two phases: every rule is matched against the original message and cookie
@@ -61,6 +104,8 @@ public struct RuleEngine: Sendable {
     public let ruleSet: RuleSet
     let suffixes: PublicSuffixList
     let cookieRules: [Rule]
+    /// The names of `cookieRules`, shared by every outcome.
+    let cookieRuleNames: [String]
     let needsRejection: Bool
     // Compiled once: the rules each kind of work needs, so messages no rule concerns cost nothing.
     let requestHeaderRules: [Rule]
@@ -98,12 +143,21 @@ public struct RuleEngine: Sendable {
         /// Indices of the rules that may match `host`, in file order.
         func candidates(_ host: String) -> [Int] {
             var result = everywhere
-            if let hits = exact[host] { result += hits }
-            let h = Array(host.utf8)
-            for (dotted, rule) in suffixes where h.count > dotted.count && h.suffix(dotted.count).elementsEqual(dotted) {
-                result.append(rule)
+            var added = false
+            if !exact.isEmpty, let hits = exact[host] {
+                result += hits
+                added = true
             }
-            if result.count > 1 {
+            if !suffixes.isEmpty {
+                let h = Array(host.utf8)
+                for (dotted, rule) in suffixes
+                where h.count > dotted.count && h.suffix(dotted.count).elementsEqual(dotted) {
+                    result.append(rule)
+                    added = true
+                }
+            }
+            // `everywhere` alone is already in order and without repeats.
+            if added && result.count > 1 {
                 result.sort()
                 var unique: [Int] = []
                 for r in result where unique.last != r { unique.append(r) }
@@ -117,6 +171,7 @@ public struct RuleEngine: Sendable {
         self.ruleSet = ruleSet
         self.suffixes = suffixes
         cookieRules = ruleSet.rules.filter(\.isCookieRule)
+        cookieRuleNames = cookieRules.map(\.name)
         requestHeaderRules = ruleSet.rules.filter { !$0.requestHeaderActions.isEmpty }
         responseHeaderRules = ruleSet.rules.filter { !$0.responseHeaderActions.isEmpty }
         renameRules = ruleSet.rules.filter { rule in
@@ -146,7 +201,9 @@ public struct RuleEngine: Sendable {
     public func cookiePlan(_ context: MessageContext) -> CookiePlan {
         if cookieRules.isEmpty { return CookiePlan(rules: [], context: context) }
         var candidates = hostIndex.candidates(context.host)
-        candidates.removeAll { !messageConditionsHold(cookieRules[$0], context) }
+        if candidates.contains(where: { !messageConditionsHold(cookieRules[$0], context) }) {
+            candidates.removeAll { !messageConditionsHold(cookieRules[$0], context) }
+        }
         return CookiePlan(rules: candidates, context: context)
     }
 
@@ -165,7 +222,7 @@ public struct RuleEngine: Sendable {
         var nameCache: String? = nil
         var domainCache: String?? = nil
         var rejected: Bool? = nil
-        var matched: [Int] = []
+        var matched = RuleMatches()
         for index in plan.rules {
             let holds = cookieRules[index].conditions.allSatisfy { condition in
                 let result: Bool
@@ -190,12 +247,14 @@ public struct RuleEngine: Sendable {
                 return result != condition.negated
             }
             if holds {
-                matched.append(index)
+                matched.insert(index)
                 if cookieRules[index].stops { break }
             }
         }
         guard !matched.isEmpty else {
-            return CookieOutcome(original: cookie, result: cookie, rules: [], logRequested: false, notes: [])
+            return CookieOutcome(
+                original: cookie, result: cookie, matched: matched, ruleNames: cookieRuleNames, logRequested: false,
+                notes: [])
         }
         // Phase 2: apply, in file order, to one working copy.
         var working = cookie
@@ -204,13 +263,14 @@ public struct RuleEngine: Sendable {
         var dropped = false
         var notes: [String] = []
         var logRequested = false
-        actions: for index in matched {
+        matched.forEach { index in
+            // Nothing more can happen to a dropped line (a dropped line is always logged).
+            guard !dropped else { return }
             for action in cookieRules[index].cookieActions {
                 switch action {
                 case .drop:
-                    // Nothing more can happen to a dropped line (a dropped line is always logged).
                     dropped = true
-                    break actions
+                    return
                 case .log: logRequested = true
                 default:
                     if let note = Self.perform(action, on: &working, context: context, now: now, suffixes: suffixes) {
@@ -220,7 +280,7 @@ public struct RuleEngine: Sendable {
             }
         }
         return CookieOutcome(
-            original: cookie, result: dropped ? nil : working, rules: matched.map { cookieRules[$0].name },
+            original: cookie, result: dropped ? nil : working, matched: matched, ruleNames: cookieRuleNames,
             logRequested: logRequested, notes: notes)
     }
 

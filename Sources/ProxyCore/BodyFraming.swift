@@ -12,9 +12,8 @@ public enum BodyFraming: Sendable, Hashable {
     /// or a bad or conflicting Content-Length is refused (they are how requests are smuggled).
     public static func forRequest(_ head: HTTPHead) throws(HTTPParseError) -> BodyFraming {
         let te = head.listElements(.transferEncoding)
-        let cl = head.values(.contentLength)
         if !te.isEmpty {
-            guard cl.isEmpty else {
+            guard !head.fields.contains(where: { $0.known == .contentLength }) else {
                 throw HTTPParseError(kind: .malformed, description: "both Transfer-Encoding and Content-Length")
             }
             guard te.last == "chunked" else {
@@ -22,7 +21,7 @@ public enum BodyFraming: Sendable, Hashable {
             }
             return .chunked
         }
-        guard let length = try contentLength(cl) else { return .none }
+        guard let length = try contentLength(head) else { return .none }
         return length == 0 ? .none : .contentLength(length)
     }
 
@@ -33,27 +32,38 @@ public enum BodyFraming: Sendable, Hashable {
         if requestMethod == "HEAD" || (100..<200).contains(status) || status == 204 || status == 304 { return .none }
         let te = head.listElements(.transferEncoding)
         if !te.isEmpty { return te.last == "chunked" ? .chunked : .untilClose }
-        guard let length = try contentLength(head.values(.contentLength)) else { return .untilClose }
+        guard let length = try contentLength(head) else { return .untilClose }
         return length == 0 ? .none : .contentLength(length)
     }
 
-    /// Content-Length values must agree and be digits (RFC 9110 §8.6); `5, 5` is accepted as 5.
-    static func contentLength(_ values: [String]) throws(HTTPParseError) -> Int? {
+    /// Content-Length values must agree and be digits (RFC 9110 §8.6); `5, 5` is accepted as 5. Read from the
+    /// head's bytes: elements between commas, optional whitespace around each.
+    static func contentLength(_ head: HTTPHead) throws(HTTPParseError) -> Int? {
         var result: Int? = nil
-        for value in values {
-            for element in value.utf8.split(separator: 0x2C, omittingEmptySubsequences: false) {
-                let e = element.drop { $0 == 0x20 || $0 == 0x09 }.reversed().drop { $0 == 0x20 || $0 == 0x09 }
-                guard !e.isEmpty, e.count <= 18, e.allSatisfy({ $0 &- 0x30 < 10 }) else {
-                    throw HTTPParseError(kind: .malformed, description: "invalid Content-Length")
-                }
-                let n = e.reversed().reduce(0) { $0 * 10 + Int($1 - 0x30) }
-                guard n >= 0 else {
-                    throw HTTPParseError(kind: .malformed, description: "invalid Content-Length")
+        let b = head.bytes
+        for field in head.fields where field.known == .contentLength {
+            var start = field.value.lowerBound
+            let end = field.value.upperBound
+            while start <= end {
+                var stop = start
+                while stop < end && b[stop] != 0x2C { stop += 1 }
+                var x = start
+                var y = stop
+                while x < y && (b[x] == 0x20 || b[x] == 0x09) { x += 1 }
+                while y > x && (b[y - 1] == 0x20 || b[y - 1] == 0x09) { y -= 1 }
+                guard x < y, y - x <= 18 else { throw HTTPParseError(kind: .malformed, description: "invalid Content-Length") }
+                var n = 0
+                for k in x..<y {
+                    guard b[k] &- 0x30 < 10 else {
+                        throw HTTPParseError(kind: .malformed, description: "invalid Content-Length")
+                    }
+                    n = n * 10 + Int(b[k] - 0x30)
                 }
                 if let r = result, r != n {
                     throw HTTPParseError(kind: .malformed, description: "conflicting Content-Length values")
                 }
                 result = n
+                start = stop + 1
             }
         }
         return result

@@ -86,9 +86,15 @@ public struct HTTPHead: Sendable {
                 while a < b && (bytes[a] == 0x20 || bytes[a] == 0x09) { a += 1 }
                 while b > a && (bytes[b - 1] == 0x20 || bytes[b - 1] == 0x09) { b -= 1 }
                 if a < b {
-                    var element = Array(bytes[a..<b])
-                    for i in element.indices where element[i] &- 0x41 < 26 { element[i] |= 0x20 }
-                    result.append(String(decoding: element, as: UTF8.self))
+                    let from = a
+                    result.append(
+                        String(unsafeUninitializedCapacity: b - a) { out in
+                            for k in from..<b {
+                                let c = bytes[k]
+                                out[k - from] = c &- 0x41 < 26 ? c | 0x20 : c
+                            }
+                            return b - from
+                        })
                 }
                 start = stop + 1
             }
@@ -295,37 +301,46 @@ public struct HTTPHeadParser: Sendable {
     /// Parses a request head (RFC 9112 §3): method SP request-target SP HTTP-version.
     public func parseRequest(_ bytes: [UInt8]) throws(HTTPParseError) -> RequestHead {
         let head = try parseHead(bytes)
-        let parts = bytes[head.startLine].split(separator: 0x20, omittingEmptySubsequences: false)
-        guard parts.count == 3 else { throw Self.malformed("request line is not 'METHOD target HTTP/1.1'") }
-        guard !parts[0].isEmpty, parts[0].allSatisfy(Self.isTokenChar) else { throw Self.malformed("invalid method") }
-        guard !parts[1].isEmpty, parts[1].allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
+        // Exactly two single spaces split the line (RFC 9112 §3).
+        let line = head.startLine
+        guard let firstSpace = bytes[line].firstIndex(of: 0x20),
+            let secondSpace = bytes[(firstSpace + 1)..<line.upperBound].firstIndex(of: 0x20),
+            !bytes[(secondSpace + 1)..<line.upperBound].contains(0x20)
+        else { throw Self.malformed("request line is not 'METHOD target HTTP/1.1'") }
+        let method = bytes[line.lowerBound..<firstSpace]
+        let target = bytes[(firstSpace + 1)..<secondSpace]
+        guard !method.isEmpty, method.allSatisfy(Self.isTokenChar) else { throw Self.malformed("invalid method") }
+        guard !target.isEmpty, target.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
             throw Self.malformed("invalid request target")
         }
-        guard let version = Self.parseVersion(parts[2]) else { throw Self.malformed("unsupported HTTP version") }
+        guard let version = Self.parseVersion(bytes[(secondSpace + 1)..<line.upperBound]) else {
+            throw Self.malformed("unsupported HTTP version")
+        }
         return RequestHead(
-            head: head, method: String(decoding: parts[0], as: UTF8.self),
-            target: String(decoding: parts[1], as: UTF8.self), version: version)
+            head: head, method: String(decoding: method, as: UTF8.self), target: String(decoding: target, as: UTF8.self),
+            version: version)
     }
 
     /// Parses a response head (RFC 9112 §4): HTTP-version SP status-code SP [reason-phrase].
     public func parseResponse(_ bytes: [UInt8]) throws(HTTPParseError) -> ResponseHead {
         let head = try parseHead(bytes)
-        let line = bytes[head.startLine]
-        let parts = line.split(separator: 0x20, maxSplits: 2, omittingEmptySubsequences: false)
-        guard parts.count >= 2, let version = Self.parseVersion(parts[0]), parts[1].count == 3,
-            parts[1].allSatisfy({ $0 &- 0x30 < 10 })
+        // HTTP-version SP 3DIGIT, then SP and a reason phrase (possibly empty) or nothing.
+        let line = head.startLine
+        let v = line.lowerBound
+        guard line.count >= 12, let version = Self.parseVersion(bytes[v..<(v + 8)]), bytes[v + 8] == 0x20,
+            bytes[(v + 9)..<(v + 12)].allSatisfy({ $0 &- 0x30 < 10 }), line.count == 12 || bytes[v + 12] == 0x20
         else { throw Self.malformed("invalid status line") }
-        let status = parts[1].reduce(0) { $0 * 10 + Int($1 - 0x30) }
+        let status = bytes[(v + 9)..<(v + 12)].reduce(0) { $0 * 10 + Int($1 - 0x30) }
         guard status >= 100 else { throw Self.malformed("invalid status code") }
         return ResponseHead(head: head, version: version, status: status)
     }
 
-    static func parseVersion(_ b: ArraySlice<UInt8>) -> HTTPVersion? {
-        let a = Array(b)
-        guard a.count == 8, a[0] == 0x48, a[1] == 0x54, a[2] == 0x54, a[3] == 0x50, a[4] == 0x2F, a[6] == 0x2E,
-            a[5] == 0x31, a[7] &- 0x30 < 10
+    static func parseVersion(_ a: ArraySlice<UInt8>) -> HTTPVersion? {
+        let s = a.startIndex
+        guard a.count == 8, a[s] == 0x48, a[s + 1] == 0x54, a[s + 2] == 0x54, a[s + 3] == 0x50, a[s + 4] == 0x2F,
+            a[s + 6] == 0x2E, a[s + 5] == 0x31, a[s + 7] &- 0x30 < 10
         else { return nil }
-        return HTTPVersion(major: 1, minor: Int(a[7] - 0x30))
+        return HTTPVersion(major: 1, minor: Int(a[s + 7] - 0x30))
     }
 
     static func malformed(_ reason: String) -> HTTPParseError {
@@ -373,7 +388,7 @@ public enum KnownField: UInt8, Sendable {
     /// The known field named by `b[start..<end]`, ASCII case-insensitively; `.other` for any other name.
     /// Dispatches on the length, then compares against at most three names.
     @inline(__always)
-    static func classify(_ b: UnsafeBufferPointer<UInt8>, _ start: Int, _ end: Int) -> KnownField {
+    public static func classify(_ b: UnsafeBufferPointer<UInt8>, _ start: Int, _ end: Int) -> KnownField {
         @inline(__always) func equals(_ name: StaticString) -> Bool {
             let p = name.utf8Start
             for k in 0..<(end - start) {
@@ -402,7 +417,7 @@ public enum KnownField: UInt8, Sendable {
 
     /// The known field for a name given as text.
     public init(name: String) {
-        var utf8 = Array(name.utf8)
-        self = utf8.withUnsafeMutableBufferPointer { Self.classify(UnsafeBufferPointer($0), 0, $0.count) }
+        var name = name
+        self = name.withUTF8 { Self.classify($0, 0, $0.count) }
     }
 }

@@ -18,7 +18,10 @@ public struct OutgoingHead: Sendable {
     public init(_ source: HTTPHead) {
         self.source = source
         self.startLine = nil
-        self.lines = source.fields.indices.map { .original($0) }
+        var lines: [Line] = []
+        lines.reserveCapacity(source.fields.count + 4)  // room for Via, Connection and a few rule additions
+        for index in source.fields.indices { lines.append(.original(index)) }
+        self.lines = lines
     }
 
     public var count: Int { lines.count }
@@ -44,7 +47,7 @@ public struct OutgoingHead: Sendable {
     public func name(at index: Int, is known: KnownField) -> Bool {
         switch lines[index] {
         case .original(let i), .edited(let i, _): return source.fields[i].known == known
-        case .written(let name, _): return KnownField(name: name) == known
+        case .written(var name, _): return name.withUTF8 { KnownField.classify($0, 0, $0.count) } == known
         }
     }
 

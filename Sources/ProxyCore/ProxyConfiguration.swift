@@ -20,13 +20,12 @@ public struct Origin: Sendable, Hashable, CustomStringConvertible {
         if v6 { out.append(0x5D) }
         if port != defaultPort {
             out.append(0x3A)
-            var digits: [UInt8] = []
-            var n = port
-            repeat {
-                digits.append(UInt8(truncatingIfNeeded: 0x30 + n % 10))
-                n /= 10
-            } while n > 0
-            out.append(contentsOf: digits.reversed())
+            var divisor = 1
+            while divisor * 10 <= port { divisor *= 10 }
+            while divisor > 0 {
+                out.append(UInt8(truncatingIfNeeded: 0x30 + (port / divisor) % 10))
+                divisor /= 10
+            }
         }
         return out
     }

@@ -175,10 +175,15 @@ final class ClientConnection: LoopHandler, @unchecked Sendable {
     func apply() {
         if closed { return }
         while !io.commands.isEmpty {
-            let commands = io.commands
-            io.commands.removeAll()
+            // Swapped out (commands may add commands), then given back empty so its storage is reused.
+            var commands: [ConnectionIO.Command] = []
+            swap(&commands, &io.commands)
             for command in commands { execute(command) }
             if closed { return }
+            if io.commands.isEmpty {
+                commands.removeAll(keepingCapacity: true)
+                io.commands = commands
+            }
         }
         flush()
         if closed { return }
