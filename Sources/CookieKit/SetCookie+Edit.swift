@@ -11,29 +11,41 @@ extension SetCookie {
     /// when there is none, `; Name=value` is appended. Setting the value it already has changes nothing.
     public mutating func set(_ kind: CookieAttributeKind, to value: String) throws(EditError) {
         precondition(kind != .unknown, "use set(attributeNamed:to:) for other attributes")
-        try set(spanIndex: layout.spans.lastIndex { $0.kind == kind }, name: kind.canonicalName, value: value)
+        var value = value
+        let error: EditError? = value.withUTF8 { v in
+            if let error = Self.valueError(v, what: kind.canonicalName) { return error }
+            self.set(kind, validated: v)
+            return nil
+        }
+        if let error { throw error }
     }
 
     /// Sets an attribute's value given as bytes, as ``set(_:to:)``.
-    public mutating func set(_ kind: CookieAttributeKind, toBytes value: some Collection<UInt8>) throws(EditError) {
+    public mutating func set(_ kind: CookieAttributeKind, toBytes value: [UInt8]) throws(EditError) {
         precondition(kind != .unknown, "use set(attributeNamed:to:) for other attributes")
-        try Self.checkValue(bytes: value, what: "\(kind.canonicalName) value")
-        let spanIndex = layout.spans.lastIndex { $0.kind == kind }
-        guard let spanIndex else {
-            var text = Array(kind.canonicalName.utf8)
-            text.append(0x3D)
-            text.append(contentsOf: value)
-            append(bytes: text)
-            return
+        let error: EditError? = value.withUnsafeBufferPointer { v in
+            if let error = Self.valueError(v, what: kind.canonicalName) { return error }
+            self.set(kind, validated: v)
+            return nil
         }
-        setValue(ofSpan: spanIndex, to: value)
+        if let error { throw error }
+    }
+
+    /// The work of ``set(_:to:)`` once the value is known to be valid.
+    private mutating func set(_ kind: CookieAttributeKind, validated v: UnsafeBufferPointer<UInt8>) {
+        if let index = layout.spans.lastIndex(where: { $0.kind == kind }) {
+            setValue(ofSpan: index, to: v)
+        } else {
+            var name = kind.canonicalName
+            name.withUTF8 { appendAttribute(name: $0, value: v) }
+        }
     }
 
     /// Makes room for `extra` more bytes of edits, so a run of edits reallocates at most once (the first
     /// edit of a value that shares its bytes copies them anyway).
     public mutating func reserveCapacity(forAdding extra: Int) {
-        bytes.reserveCapacity(bytes.count + extra)
-        layout.spans.reserveCapacity(layout.spans.count + 4)
+        if bytes.capacity < bytes.count + extra { bytes.reserveCapacity(bytes.count + extra) }
+        if layout.spans.capacity < layout.spans.count + 4 { layout.spans.reserveCapacity(layout.spans.count + 4) }
     }
 
     /// Sets any attribute by name (matched case-insensitively), as ``set(_:to:)``.
@@ -50,7 +62,10 @@ extension SetCookie {
     public mutating func setFlag(_ kind: CookieAttributeKind, _ on: Bool) {
         precondition(kind.isFlag, "\(kind) is not a flag")
         if on {
-            if !contains(kind) { append(kind.canonicalName) }
+            if !contains(kind) {
+                var name = kind.canonicalName
+                name.withUTF8 { appendAttribute(name: $0, value: nil) }
+            }
         } else {
             remove(kind)
         }
@@ -87,15 +102,19 @@ extension SetCookie {
 
     private mutating func set(spanIndex: Int?, name: String, value: String) throws(EditError) {
         try Self.checkValue(value, what: "\(name) value")
-        guard let spanIndex else {
-            append("\(name)=\(value)")
-            return
+        var value = value
+        value.withUTF8 { v in
+            if let spanIndex {
+                setValue(ofSpan: spanIndex, to: v)
+            } else {
+                var name = name
+                name.withUTF8 { appendAttribute(name: $0, value: v) }
+            }
         }
-        setValue(ofSpan: spanIndex, to: value.utf8)
     }
 
     /// Replaces the value of one attribute (validated by the caller).
-    private mutating func setValue(ofSpan index: Int, to value: some Collection<UInt8>) {
+    private mutating func setValue(ofSpan index: Int, to value: UnsafeBufferPointer<UInt8>) {
         let span = layout.spans[index]
         guard span.hasEquals else {
             let at = Int(span.nameEnd)
@@ -107,8 +126,8 @@ extension SetCookie {
         // A non-empty value without edge whitespace, put where a non-empty value was, parses back into the same
         // places (it has no ';' or control character): only the spans after it move, no reparse.
         let keepsLayout =
-            layout.problem == nil && !range.isEmpty && !value.isEmpty && !ASCII.isWSP(value.first!)
-            && !ASCII.isWSP(value[value.index(value.startIndex, offsetBy: value.count - 1)])
+            layout.problem == nil && !range.isEmpty && !value.isEmpty && !ASCII.isWSP(value[0])
+            && !ASCII.isWSP(value[value.count - 1])
         Self.replace(&bytes, range, with: value)
         guard keepsLayout else { return reparse() }
         let delta = Int32(value.count - range.count)
@@ -119,21 +138,34 @@ extension SetCookie {
 
     /// Appends `; text`, reusing an empty trailing cookie-av (`a=b;`) instead of writing `;;`.
     private mutating func append(_ text: String) {
-        append(bytes: text.utf8)
+        var text = text
+        text.withUTF8 { appendAttribute(name: $0, value: nil) }
     }
 
-    private mutating func append(bytes text: some Collection<UInt8>) {
+    /// Appends `; name` or `; name=value` (validated by the caller), reusing an empty trailing cookie-av
+    /// (`a=b;`) instead of writing `;;`.
+    private mutating func appendAttribute(name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>?) {
         if let last = layout.spans.last, last.nameStart == last.nameEnd, !last.hasEquals {
-            replace(Int(last.start)..<Int(last.end), with: [0x20] + text)
-        } else {
-            // Appending one cookie-av (validated: no ';', no control character) cannot change what comes before
-            // it, so the layout gains one span instead of being recomputed.
-            let start = bytes.count + 1
-            bytes.append(0x3B)
-            bytes.append(0x20)
-            bytes.append(contentsOf: text)
-            layout.spans.append(bytes.withUnsafeBufferPointer { Layout.span(in: $0, from: start, to: $0.count) })
+            var text: [UInt8] = [0x20]
+            text.append(contentsOf: name)
+            if let value {
+                text.append(0x3D)
+                text.append(contentsOf: value)
+            }
+            replace(Int(last.start)..<Int(last.end), with: text)
+            return
         }
+        // Appending one cookie-av (validated: no ';', no control character) cannot change what comes before
+        // it, so the layout gains one span instead of being recomputed.
+        let start = bytes.count + 1
+        bytes.append(0x3B)
+        bytes.append(0x20)
+        bytes.append(contentsOf: name)
+        if let value {
+            bytes.append(0x3D)
+            bytes.append(contentsOf: value)
+        }
+        layout.spans.append(bytes.withUnsafeBufferPointer { Layout.span(in: $0, from: start, to: $0.count) })
     }
 
     private mutating func removeSpans(_ indices: [Int]) {
@@ -155,7 +187,7 @@ extension SetCookie {
 
     /// Array.replaceSubrange with a generic collection allocates a new buffer even when the array is unique
     /// and has room; this moves the tail within the buffer instead.
-    static func replace(_ bytes: inout [UInt8], _ range: Range<Int>, with new: some Collection<UInt8>) {
+    static func replace(_ bytes: inout [UInt8], _ range: Range<Int>, with new: UnsafeBufferPointer<UInt8>) {
         let delta = new.count - range.count
         guard delta != 0 || !new.isEmpty else { return }
         let tail = bytes.count - range.upperBound
@@ -163,11 +195,7 @@ extension SetCookie {
         bytes.withUnsafeMutableBufferPointer { b in
             let base = b.baseAddress!
             if delta != 0 { (base + range.upperBound + delta).update(from: base + range.upperBound, count: tail) }
-            var k = range.lowerBound
-            for byte in new {
-                base[k] = byte
-                k += 1
-            }
+            if let source = new.baseAddress { (base + range.lowerBound).update(from: source, count: new.count) }
         }
         if delta < 0 { bytes.removeLast(-delta) }
     }
@@ -186,7 +214,7 @@ extension SetCookie {
 
     private mutating func replace(_ range: Range<Int>, with new: [UInt8]) {
         if bytes[range].elementsEqual(new) { return }
-        Self.replace(&bytes, range, with: new)
+        new.withUnsafeBufferPointer { Self.replace(&bytes, range, with: $0) }
         reparse()
     }
 
@@ -207,6 +235,19 @@ extension SetCookie {
         if value.count > Int(maximumAttributeValueLength) {
             throw EditError(description: "\(what()) is longer than 1024 bytes")
         }
+    }
+
+    /// The error for an attribute value that may not be written, nil when it may (a branch-free scan).
+    static func valueError(_ value: UnsafeBufferPointer<UInt8>, what: String) -> EditError? {
+        var bad: UInt8 = 0
+        for c in value { bad |= (c == 0x3B ? 1 : 0) | ((c < 0x20 ? 1 : 0) & (c != 0x09 ? 1 : 0)) | (c == 0x7F ? 1 : 0) }
+        guard bad != 0 || value.count > Int(maximumAttributeValueLength) else { return nil }
+        do {
+            try checkValue(bytes: value, what: "\(what) value")
+        } catch {
+            return error
+        }
+        return nil
     }
 
     static func checkToken(_ name: String, what: String, allowEmpty: Bool = false) throws(EditError) {

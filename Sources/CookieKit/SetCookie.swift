@@ -26,6 +26,16 @@ public struct SetCookie: Sendable, Hashable, CustomStringConvertible {
         self.init(bytes: Array(bytes))
     }
 
+    /// Parses the bytes of a header line value, leaving room for `spareCapacity` more bytes and a few more
+    /// attributes, so that edits that follow do not reallocate (two allocations in all).
+    public init(_ bytes: ArraySlice<UInt8>, spareCapacity: Int) {
+        var copy: [UInt8] = []
+        copy.reserveCapacity(bytes.count + spareCapacity)
+        copy.append(contentsOf: bytes)
+        self.bytes = copy
+        self.layout = copy.withUnsafeBufferPointer { Layout.parse($0, spareSpans: spareCapacity > 0 ? 4 : 0) }
+    }
+
     /// Parses bytes in memory owned by someone else (one copy, one allocation).
     public init(_ bytes: UnsafeBufferPointer<UInt8>) {
         self.init(bytes: Array(bytes))
@@ -229,7 +239,7 @@ extension SetCookie {
         }
 
         /// RFC 6265bis §5.6, both algorithms, recording positions instead of copying.
-        static func parse(_ b: UnsafeBufferPointer<UInt8>) -> Layout {
+        static func parse(_ b: UnsafeBufferPointer<UInt8>, spareSpans: Int = 0) -> Layout {
             let count = b.count
             var problem: Problem? = nil
             // Step 1: a branch-free pass (selects, no early exit) that the compiler vectorises.
@@ -273,7 +283,7 @@ extension SetCookie {
 
             // The attribute list, allocated once.
             var spans = ContiguousArray<Span>()
-            if separators > 0 { spans.reserveCapacity(separators) }
+            if separators + spareSpans > 0 { spans.reserveCapacity(separators + spareSpans) }
             var position = pairEnd
             while position < count {
                 // Attributes steps 2–3: skip the ';', consume up to the next one.

@@ -215,6 +215,36 @@ public struct RuleEngine: Sendable {
 
     /// Runs the rules of a plan over one Set-Cookie value.
     public func apply(_ plan: CookiePlan, to cookie: SetCookie, now: Int64) -> CookieOutcome {
+        var working = cookie
+        let edit = apply(plan, editing: &working, now: now)
+        return CookieOutcome(
+            original: cookie, result: edit.dropped ? nil : working, matched: edit.matched, ruleNames: cookieRuleNames,
+            logRequested: edit.logRequested, notes: edit.notes)
+    }
+
+    /// The outcome of an in-place edit, given the original back (for the log).
+    public func outcome(original: SetCookie, edited: SetCookie, _ edit: Edit) -> CookieOutcome {
+        CookieOutcome(
+            original: original, result: edit.dropped ? nil : edited, matched: edit.matched, ruleNames: cookieRuleNames,
+            logRequested: edit.logRequested, notes: edit.notes)
+    }
+
+    /// What the rules did to a cookie edited in place.
+    public struct Edit: Sendable {
+        let matched: RuleMatches
+        /// A rule dropped the line (the cookie is left as it was matched).
+        public var dropped: Bool
+        /// Some action ran that may have changed the bytes (compare them to know).
+        public var acted: Bool
+        public var logRequested: Bool
+        public var notes: [String]
+        /// Whether any rule matched.
+        public var matchedAny: Bool { !matched.isEmpty }
+    }
+
+    /// Runs the rules of a plan over one Set-Cookie value, editing it in place: the proxy's path, which keeps
+    /// no copy of the original (its bytes are still in the received head).
+    public func apply(_ plan: CookiePlan, editing cookie: inout SetCookie, now: Int64) -> Edit {
         let context = plan.context
         // Phase 1: match against the original. Name, Domain and attributes are computed only when a
         // condition needs them.
@@ -251,37 +281,28 @@ public struct RuleEngine: Sendable {
                 if cookieRules[index].stops { break }
             }
         }
-        guard !matched.isEmpty else {
-            return CookieOutcome(
-                original: cookie, result: cookie, matched: matched, ruleNames: cookieRuleNames, logRequested: false,
-                notes: [])
-        }
-        // Phase 2: apply, in file order, to one working copy.
-        var working = cookie
-        // Room for a few appended attributes: one copy instead of one reallocation per edit.
-        working.reserveCapacity(forAdding: 64)
-        var dropped = false
-        var notes: [String] = []
-        var logRequested = false
+        var edit = Edit(matched: matched, dropped: false, acted: false, logRequested: false, notes: [])
+        guard !matched.isEmpty else { return edit }
+        // Phase 2: apply, in file order. Room for a few appended attributes first: at most one reallocation.
+        cookie.reserveCapacity(forAdding: 64)
         matched.forEach { index in
             // Nothing more can happen to a dropped line (a dropped line is always logged).
-            guard !dropped else { return }
+            guard !edit.dropped else { return }
             for action in cookieRules[index].cookieActions {
                 switch action {
                 case .drop:
-                    dropped = true
+                    edit.dropped = true
                     return
-                case .log: logRequested = true
+                case .log: edit.logRequested = true
                 default:
-                    if let note = Self.perform(action, on: &working, context: context, now: now, suffixes: suffixes) {
-                        notes.append("\(cookieRules[index].name): \(note)")
+                    edit.acted = true
+                    if let note = Self.perform(action, on: &cookie, context: context, now: now, suffixes: suffixes) {
+                        edit.notes.append("\(cookieRules[index].name): \(note)")
                     }
                 }
             }
         }
-        return CookieOutcome(
-            original: cookie, result: dropped ? nil : working, matched: matched, ruleNames: cookieRuleNames,
-            logRequested: logRequested, notes: notes)
+        return edit
     }
 
     /// Header edits for a request (rules whose message conditions hold; `status` never holds here).

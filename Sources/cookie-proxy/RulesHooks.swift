@@ -95,17 +95,22 @@ final class RulesHooks: ProxyHooks, Sendable {
         for index in 0..<head.count where head.name(at: index, is: .setCookie) {
             if seenCount == 0 { nowMS = Int64(Date().timeIntervalSince1970 * 1000) }
             seenCount += 1
-            let outcome = engine.apply(plan, to: SetCookie(head.valueBytes(at: index)), now: nowMS / 1000)
-            let changed = outcome.isChanged
+            // One copy of the received value, edited in place; the received bytes stay in the head, so the
+            // original is only rebuilt when a log record needs it.
+            let received = head.valueBytes(at: index)
+            var cookie = SetCookie(received, spareCapacity: 64)
+            let edit = engine.apply(plan, editing: &cookie, now: nowMS / 1000)
+            let changed = edit.dropped || (edit.acted && !cookie.bytes.elementsEqual(received))
             if changed && !dryRun {
                 changedCount += 1
-                if let result = outcome.result {
-                    head.replaceValue(at: index, with: result.bytes)
-                } else {
+                if edit.dropped {
                     dropped.append(index)
+                } else {
+                    head.replaceValue(at: index, with: cookie.bytes)
                 }
             }
-            guard let sink, changed || outcome.logRequested || dryRun else { continue }
+            guard let sink, changed || edit.logRequested || dryRun else { continue }
+            let outcome = engine.outcome(original: SetCookie(received), edited: cookie, edit)
             sink.submit(
                 TransformationRecord(
                     time: nowMS, requestID: context.requestID, client: context.clientAddress, method: context.method,
