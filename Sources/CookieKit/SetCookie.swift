@@ -190,8 +190,19 @@ public struct CookieAttributeKind: Sendable, Hashable, CustomStringConvertible {
         guard n >= 4 && n <= 11 else { return .unknown }
         var w0: UInt64 = 0
         var w1: UInt64 = 0
-        for k in 0..<min(n, 8) { w0 |= UInt64(b[start + k] | 0x20) << UInt64(8 * k) }
-        if n > 8 { for k in 8..<n { w1 |= UInt64(b[start + k] | 0x20) << UInt64(8 * (k - 8)) } }
+        if start + 16 <= b.count, let base = b.baseAddress {
+            // Two unaligned little-endian loads, masked to the name's length, then lowercased.
+            let raw = UnsafeRawPointer(base + start)
+            let m0: UInt64 = n >= 8 ? ~0 : (1 << UInt64(8 * n)) - 1
+            w0 = (raw.loadUnaligned(as: UInt64.self).littleEndian | 0x2020_2020_2020_2020) & m0
+            if n > 8 {
+                let m1: UInt64 = (1 << UInt64(8 * (n - 8))) - 1
+                w1 = (raw.loadUnaligned(fromByteOffset: 8, as: UInt64.self).littleEndian | 0x2020_2020_2020_2020) & m1
+            }
+        } else {
+            for k in 0..<min(n, 8) { w0 |= UInt64(b[start + k] | 0x20) << UInt64(8 * k) }
+            if n > 8 { for k in 8..<n { w1 |= UInt64(b[start + k] | 0x20) << UInt64(8 * (k - 8)) } }
+        }
         switch n {
         case 4: return w0 == 0x6874_6170 ? .path : .unknown
         case 6:
@@ -252,21 +263,7 @@ extension SetCookie {
                 problem = Problem(reason: .controlCharacter(offset: offset, byte: b[offset]))
             }
             // Step 2: the name-value-pair ends at the first ';'; step 3 needs the first '=' in it.
-            var pairEnd = count
-            var equals = -1
-            var i = 0
-            while i < count {
-                let byte = b[i]
-                if byte == 0x3B {
-                    pairEnd = i
-                    break
-                }
-                if byte == 0x3D && equals < 0 { equals = i }
-                i += 1
-            }
-            // How many cookie-avs follow (again branch-free), so the attribute list is allocated once.
-            var separators = 0
-            for k in pairEnd..<count { separators &+= b[k] == 0x3B ? 1 : 0 }
+            let (pairEnd, equals) = scanSegment(b, from: 0)
             // Step 3 and 4.
             var nameStart = 0
             var nameEnd = 0
@@ -283,19 +280,13 @@ extension SetCookie {
 
             // The attribute list, allocated once.
             var spans = ContiguousArray<Span>()
-            if separators + spareSpans > 0 { spans.reserveCapacity(separators + spareSpans) }
+            // Room for the usual number of attributes at once (a line with more grows the list).
+            if pairEnd < count { spans.reserveCapacity(8 + spareSpans) }
             var position = pairEnd
             while position < count {
                 // Attributes steps 2–3: skip the ';', consume up to the next one.
                 let start = position + 1
-                var end = start
-                var avEquals = -1
-                while end < count {
-                    let byte = b[end]
-                    if byte == 0x3B { break }
-                    if byte == 0x3D && avEquals < 0 { avEquals = end }
-                    end += 1
-                }
+                let (end, avEquals) = scanSegment(b, from: start)
                 // Step 4–5.
                 let (ns, ne) = trim(b, start, avEquals >= 0 ? avEquals : end)
                 var (vs, ve) = (end, end)
@@ -320,6 +311,50 @@ extension SetCookie {
                 pairEnd: Int32(pairEnd), nameStart: Int32(nameStart), nameEnd: Int32(nameEnd),
                 valueStart: Int32(valueStart), valueEnd: Int32(valueEnd), pairHasEquals: equals >= 0,
                 problem: problem, spans: spans)
+        }
+
+        /// From `from`, the index of the next `;` (or the end) and of the first `=` before it (or -1). Eight bytes
+        /// at a time: a word without either byte is skipped whole (the SWAR zero-byte test: a word has a byte
+        /// equal to `c` when `(x - 0x01…01) & ~x & 0x80…80` is non-zero for `x = w ^ c·0x01…01`; it may also
+        /// flag a byte after a true match, so flagged words are looked at byte by byte).
+        @inline(__always)
+        static func scanSegment(_ b: UnsafeBufferPointer<UInt8>, from: Int) -> (end: Int, equals: Int) {
+            let count = b.count
+            var i = from
+            var equals = -1
+            if let base = b.baseAddress {
+                let ones: UInt64 = 0x0101_0101_0101_0101
+                let highs: UInt64 = 0x8080_8080_8080_8080
+                while i + 8 <= count {
+                    let w = UnsafeRawPointer(base + i).loadUnaligned(as: UInt64.self)
+                    let s = w ^ (ones &* 0x3B)
+                    let e = w ^ (ones &* 0x3D)
+                    let flagged = ((s &- ones) & ~s & highs) | ((e &- ones) & ~e & highs)
+                    if flagged != 0 { break }
+                    i += 8
+                }
+            }
+            while i < count {
+                let byte = b[i]
+                if byte == 0x3B { return (i, equals) }
+                if byte == 0x3D && equals < 0 {
+                    equals = i
+                    // Only the ';' is wanted now: skip words without one.
+                    if let base = b.baseAddress {
+                        let ones: UInt64 = 0x0101_0101_0101_0101
+                        var j = i + 1
+                        while j + 8 <= count {
+                            let w = UnsafeRawPointer(base + j).loadUnaligned(as: UInt64.self) ^ (ones &* 0x3B)
+                            if (w &- ones) & ~w & 0x8080_8080_8080_8080 != 0 { break }
+                            j += 8
+                        }
+                        i = j
+                        continue
+                    }
+                }
+                i += 1
+            }
+            return (count, equals)
         }
 
         /// One cookie-av between `start` (after its ';') and `end` (RFC 6265bis §5.6 attributes steps 3–5).
