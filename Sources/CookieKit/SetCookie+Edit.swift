@@ -41,6 +41,31 @@ extension SetCookie {
         }
     }
 
+    /// Whether `value` may be written as an attribute value (no `;`, no control character, at most 1024 bytes).
+    public static func checkWritableValue(_ value: String) throws(EditError) {
+        try checkValue(value, what: "value")
+    }
+
+    /// `Domain=example.com` → `Domain=.example.com`: the Domain in effect gets a leading dot; nothing when it is
+    /// absent, empty or already dotted. (As `set(.domain, to: "." + value)`, without building the value.)
+    public mutating func addLeadingDotToDomain() {
+        guard let written = lastWrittenValue(of: .domain), let first = written.first, first != 0x2E else { return }
+        guard let index = layout.spans.lastIndex(where: { $0.kind == .domain }),
+            Int(layout.spans[index].valueStart) == written.startIndex, layout.problem == nil
+        else {
+            // The last Domain is not the one in effect (an over-long value): the general edit.
+            try? set(.domain, toBytes: [0x2E] + written)
+            return
+        }
+        let dot: [UInt8] = [0x2E]
+        let at = written.startIndex
+        dot.withUnsafeBufferPointer { Self.replace(&bytes, at..<at, with: $0) }
+        // The value grew by one byte at its front: it ends one later, and everything after moves by one.
+        layout.spans[index].valueEnd += 1
+        layout.spans[index].end += 1
+        shiftSpans(from: index + 1, by: 1)
+    }
+
     /// Makes room for `extra` more bytes of edits, so a run of edits reallocates at most once (the first
     /// edit of a value that shares its bytes copies them anyway).
     public mutating func reserveCapacity(forAdding extra: Int) {

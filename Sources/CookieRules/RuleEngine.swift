@@ -104,6 +104,8 @@ public struct RuleEngine: Sendable {
     public let ruleSet: RuleSet
     let suffixes: PublicSuffixList
     let cookieRules: [Rule]
+    /// `cookieRules` prepared for the per-cookie loop (same indices).
+    let compiled: [CompiledCookieRule]
     /// The names of `cookieRules`, shared by every outcome.
     let cookieRuleNames: [String]
     let needsRejection: Bool
@@ -172,6 +174,7 @@ public struct RuleEngine: Sendable {
         self.suffixes = suffixes
         cookieRules = ruleSet.rules.filter(\.isCookieRule)
         cookieRuleNames = cookieRules.map(\.name)
+        compiled = cookieRules.map(CompiledCookieRule.init)
         requestHeaderRules = ruleSet.rules.filter { !$0.requestHeaderActions.isEmpty }
         responseHeaderRules = ruleSet.rules.filter { !$0.responseHeaderActions.isEmpty }
         renameRules = ruleSet.rules.filter { rule in
@@ -254,7 +257,9 @@ public struct RuleEngine: Sendable {
         var rejected: Bool? = nil
         var matched = RuleMatches()
         for index in plan.rules {
-            let holds = cookieRules[index].conditions.allSatisfy { condition in
+            let rule = compiled[index]
+            var holds = true
+            for condition in rule.cookieConditions {
                 let result: Bool
                 switch condition.test {
                 case .cookie(let patterns):
@@ -272,13 +277,16 @@ public struct RuleEngine: Sendable {
                     }
                     if attributesCache == nil { attributesCache = cookie.attributes }
                     result = predicates.contains { $0.holds(cookie, attributesCache!, rejected: rejected ?? false) }
-                default: return true  // message conditions were checked in the plan
+                default: result = !condition.negated  // message conditions were checked in the plan
                 }
-                return result != condition.negated
+                if result == condition.negated {
+                    holds = false
+                    break
+                }
             }
             if holds {
                 matched.insert(index)
-                if cookieRules[index].stops { break }
+                if rule.stops { break }
             }
         }
         var edit = Edit(matched: matched, dropped: false, acted: false, logRequested: false, notes: [])
@@ -288,16 +296,32 @@ public struct RuleEngine: Sendable {
         matched.forEach { index in
             // Nothing more can happen to a dropped line (a dropped line is always logged).
             guard !edit.dropped else { return }
-            for action in cookieRules[index].cookieActions {
+            let rule = compiled[index]
+            for action in rule.actions {
                 switch action {
                 case .drop:
                     edit.dropped = true
                     return
                 case .log: edit.logRequested = true
-                default:
+                case .flag(let kind, let on):
                     edit.acted = true
-                    if let note = Self.perform(action, on: &cookie, context: context, now: now, suffixes: suffixes) {
-                        edit.notes.append("\(cookieRules[index].name): \(note)")
+                    cookie.setFlag(kind, on)
+                case .addDot:
+                    edit.acted = true
+                    cookie.addLeadingDotToDomain()
+                case .setValue(let kind, let value, let unlessEqualIgnoringCase):
+                    edit.acted = true
+                    if unlessEqualIgnoringCase, let current = cookie.lastWrittenValue(of: kind),
+                        current.elementsEqual(value, by: { ($0 | 0x20) == ($1 | 0x20) })
+                    {
+                        continue
+                    }
+                    // Compiled values were validated when the rules were read; an invalid one falls to `general`.
+                    try? cookie.set(kind, toBytes: value)
+                case .general(let general):
+                    edit.acted = true
+                    if let note = Self.perform(general, on: &cookie, context: context, now: now, suffixes: suffixes) {
+                        edit.notes.append("\(rule.name): \(note)")
                     }
                 }
             }
@@ -496,5 +520,52 @@ public struct RuleEngine: Sendable {
             if kind != .unknown { result[kind.index] = value ?? [] }
         }
         return result
+    }
+}
+
+/// A cookie rule prepared for the per-cookie loop: one reference per rule instead of copies of its enums, the
+/// cookie-level conditions only (the plan has checked the others), and the common actions with their values as
+/// bytes.
+final class CompiledCookieRule: Sendable {
+    let name: String
+    let cookieConditions: [Condition]
+    let actions: [Action]
+    let stops: Bool
+
+    enum Action: Sendable {
+        case drop
+        case log
+        case flag(CookieAttributeKind, Bool)
+        /// `domain add-dot`.
+        case addDot
+        /// Set an attribute to a value; with `unlessEqualIgnoringCase`, leave a value that differs only in case
+        /// (SameSite).
+        case setValue(CookieAttributeKind, [UInt8], unlessEqualIgnoringCase: Bool)
+        /// Everything else, through ``RuleEngine/perform(_:on:context:now:suffixes:)``.
+        case general(CookieAction)
+    }
+
+    init(_ rule: Rule) {
+        name = rule.name
+        cookieConditions = rule.conditions.filter(\.isCookieCondition)
+        stops = rule.stops
+        actions = rule.cookieActions.map { action in
+            switch action {
+            case .drop: return .drop
+            case .log: return .log
+            case .flag(let kind, let on): return .flag(kind, on)
+            case .domain(.addDot): return .addDot
+            case .domain(.set(let d)) where Self.writable(d): return .setValue(.domain, Array(d.utf8), unlessEqualIgnoringCase: false)
+            case .path(let p?) where Self.writable(p): return .setValue(.path, Array(p.utf8), unlessEqualIgnoringCase: false)
+            case .sameSite(let v?) where Self.writable(v):
+                return .setValue(.sameSite, Array(v.utf8), unlessEqualIgnoringCase: true)
+            default: return .general(action)
+            }
+        }
+    }
+
+    /// Values a Set-Cookie edit accepts (others go through `general`, which reports the refusal as a note).
+    static func writable(_ value: String) -> Bool {
+        (try? SetCookie.checkWritableValue(value)) != nil
     }
 }

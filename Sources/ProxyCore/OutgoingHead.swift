@@ -112,32 +112,60 @@ public struct OutgoingHead: Sendable {
         }
     }
 
-    /// The head bytes: start line, fields, empty line.
+    /// The head bytes: start line, fields, empty line. Runs of received lines are copied at once.
     public func serialize(into out: inout [UInt8]) {
+        let crlf: (UInt8, UInt8) = (0x0D, 0x0A)
+        let bytes = source.bytes
         if let startLine {
             out.append(contentsOf: startLine)
-            out.append(contentsOf: [0x0D, 0x0A])
+            out.append(crlf.0)
+            out.append(crlf.1)
         } else {
             // The received start line with its own line ending.
             let end = source.fields.first?.line.lowerBound ?? source.startLine.upperBound
-            out.append(contentsOf: source.bytes[0..<end])
-            if source.fields.isEmpty { out.append(contentsOf: [0x0D, 0x0A]) }
-        }
-        for line in lines {
-            switch line {
-            case .original(let i): out.append(contentsOf: source.bytes[source.fields[i].line])
-            case .edited(let i, let value):
-                out.append(contentsOf: source.bytes[source.fields[i].name])
-                out.append(contentsOf: [0x3A, 0x20])
-                out.append(contentsOf: value)
-                out.append(contentsOf: [0x0D, 0x0A])
-            case .written(let name, let value):
-                out.append(contentsOf: name.utf8)
-                out.append(contentsOf: [0x3A, 0x20])
-                out.append(contentsOf: value)
-                out.append(contentsOf: [0x0D, 0x0A])
+            out.append(contentsOf: bytes[0..<end])
+            if source.fields.isEmpty {
+                out.append(crlf.0)
+                out.append(crlf.1)
             }
         }
-        out.append(contentsOf: [0x0D, 0x0A])
+        // A run of consecutive received fields is one contiguous range of the source.
+        var run: Range<Int>? = nil
+        for line in lines {
+            if case .original(let i) = line {
+                let r = source.fields[i].line
+                if let current = run, current.upperBound == r.lowerBound {
+                    run = current.lowerBound..<r.upperBound
+                } else {
+                    if let current = run { out.append(contentsOf: bytes[current]) }
+                    run = r
+                }
+                continue
+            }
+            if let current = run {
+                out.append(contentsOf: bytes[current])
+                run = nil
+            }
+            switch line {
+            case .original: break
+            case .edited(let i, let value):
+                out.append(contentsOf: bytes[source.fields[i].name])
+                out.append(0x3A)
+                out.append(0x20)
+                out.append(contentsOf: value)
+                out.append(crlf.0)
+                out.append(crlf.1)
+            case .written(let name, let value):
+                out.append(contentsOf: name.utf8)
+                out.append(0x3A)
+                out.append(0x20)
+                out.append(contentsOf: value)
+                out.append(crlf.0)
+                out.append(crlf.1)
+            }
+        }
+        if let current = run { out.append(contentsOf: bytes[current]) }
+        out.append(crlf.0)
+        out.append(crlf.1)
     }
 }

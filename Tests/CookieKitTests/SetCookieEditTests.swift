@@ -120,7 +120,13 @@ import Testing
                 case 0..<40: try cookie.set(kind, to: value)
                 case 40..<55: try cookie.set(kind, toBytes: Array(value.utf8))
                 case 55..<75: cookie.setFlag(flag, generator.next() % 2 == 0)
-                case 75..<90: cookie.remove(kind)
+                case 75..<88: cookie.remove(kind)
+                case 88..<94:
+                    let before = cookie.lastWrittenValue(of: .domain)
+                    cookie.addLeadingDotToDomain()
+                    if let before, let first = before.first, first != 0x2E {
+                        #expect(cookie.lastWrittenValue(of: .domain).map(Array.init) == [0x2E] + before)
+                    }
                 default: try cookie.setValue(value.trimmingSpaces)
                 }
                 let fresh = SetCookie(bytes: cookie.bytes)
