@@ -100,7 +100,7 @@ struct RuleMatches: Sendable {
 
 /// Applies a ``RuleSet`` in two phases: every rule is matched against the original message and cookie
 /// first; then the actions of the matched rules run in file order (`stop` ends the list for that cookie).
-public struct RuleEngine: Sendable {
+public final class RuleEngine: Sendable {
     public let ruleSet: RuleSet
     let suffixes: PublicSuffixList
     let cookieRules: [Rule]
@@ -189,7 +189,7 @@ public struct RuleEngine: Sendable {
     /// Whether any rule could touch a Set-Cookie of this message (cheap; lets the proxy skip parsing).
     public func mayRewriteCookies(_ context: MessageContext) -> Bool {
         if cookieRules.isEmpty { return false }
-        return hostIndex.candidates(context.host).contains { messageConditionsHold(cookieRules[$0], context) }
+        return hostIndex.candidates(context.host).contains { conditionsHold(compiled[$0].messageConditions, context) }
     }
 
     /// The cookie rules whose message conditions hold for one response: work out once, apply to each cookie.
@@ -204,8 +204,8 @@ public struct RuleEngine: Sendable {
     public func cookiePlan(_ context: MessageContext) -> CookiePlan {
         if cookieRules.isEmpty { return CookiePlan(rules: [], context: context) }
         var candidates = hostIndex.candidates(context.host)
-        if candidates.contains(where: { !messageConditionsHold(cookieRules[$0], context) }) {
-            candidates.removeAll { !messageConditionsHold(cookieRules[$0], context) }
+        if candidates.contains(where: { !conditionsHold(compiled[$0].messageConditions, context) }) {
+            candidates.removeAll { !conditionsHold(compiled[$0].messageConditions, context) }
         }
         return CookiePlan(rules: candidates, context: context)
     }
@@ -394,7 +394,12 @@ public struct RuleEngine: Sendable {
     }
 
     func messageConditionsHold(_ rule: Rule, _ context: MessageContext, ignoringStatus: Bool = false) -> Bool {
-        rule.conditions.allSatisfy { condition in
+        conditionsHold(rule.conditions, context, ignoringStatus: ignoringStatus)
+    }
+
+    /// Whether the message-level conditions among `conditions` hold (cookie-level ones are not looked at).
+    func conditionsHold(_ conditions: [Condition], _ context: MessageContext, ignoringStatus: Bool = false) -> Bool {
+        conditions.allSatisfy { condition in
             let result: Bool
             switch condition.test {
             case .host(let patterns): result = patterns.contains { $0.matches(context.host) }
@@ -529,6 +534,8 @@ public struct RuleEngine: Sendable {
 final class CompiledCookieRule: Sendable {
     let name: String
     let cookieConditions: [Condition]
+    /// The host, path, method and status conditions (for the plan).
+    let messageConditions: [Condition]
     let actions: [Action]
     let stops: Bool
 
@@ -548,6 +555,7 @@ final class CompiledCookieRule: Sendable {
     init(_ rule: Rule) {
         name = rule.name
         cookieConditions = rule.conditions.filter(\.isCookieCondition)
+        messageConditions = rule.conditions.filter { !$0.isCookieCondition }
         stops = rule.stops
         actions = rule.cookieActions.map { action in
             switch action {
