@@ -1,3 +1,9 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// Edits with a minimal diff: only the bytes of the edited part change, everything else stays as it was.
 /// Writing is strict: a name or value that would change the structure of the line (a `;`, a control
 /// character, a `=` in a name) is refused with ``SetCookie/EditError``.
@@ -147,7 +153,13 @@ extension SetCookie {
             return
         }
         let range = Int(span.valueStart)..<Int(span.valueEnd)
-        if bytes[range].elementsEqual(value) { return }
+        if range.count == value.count
+            && bytes.withUnsafeBufferPointer({ b in
+                value.count == 0 || memcmp(b.baseAddress! + range.lowerBound, value.baseAddress!, value.count) == 0
+            })
+        {
+            return
+        }
         // A non-empty value without edge whitespace, put where a non-empty value was, parses back into the same
         // places (it has no ';' or control character): only the spans after it move, no reparse.
         let keepsLayout =
@@ -181,8 +193,10 @@ extension SetCookie {
             return
         }
         // Appending one cookie-av (validated: no ';', no control character) cannot change what comes before
-        // it, so the layout gains one span instead of being recomputed.
+        // it, so the layout gains one span instead of being recomputed. Names written here are tokens and
+        // values have no edge whitespace when they come from the engine; anything else is measured by `span`.
         let start = bytes.count + 1
+        let nameStart = start + 1
         bytes.append(0x3B)
         bytes.append(0x20)
         bytes.append(contentsOf: name)
@@ -190,7 +204,21 @@ extension SetCookie {
             bytes.append(0x3D)
             bytes.append(contentsOf: value)
         }
-        layout.spans.append(bytes.withUnsafeBufferPointer { Layout.span(in: $0, from: start, to: $0.count) })
+        let edgeWhitespace =
+            name.isEmpty || ASCII.isWSP(name[name.count - 1]) || (value.map { !$0.isEmpty && (ASCII.isWSP($0[0]) || ASCII.isWSP($0[$0.count - 1])) } ?? false)
+        if edgeWhitespace || name.contains(0x3D) {
+            layout.spans.append(bytes.withUnsafeBufferPointer { Layout.span(in: $0, from: start, to: $0.count) })
+            return
+        }
+        let nameEnd = nameStart + name.count
+        let end = bytes.count
+        let kind = bytes.withUnsafeBufferPointer { CookieAttributeKind.classify($0, nameStart, nameEnd) }
+        layout.spans.append(
+            Layout.Span(
+                start: Int32(truncatingIfNeeded: start), end: Int32(truncatingIfNeeded: end),
+                nameStart: Int32(truncatingIfNeeded: nameStart), nameEnd: Int32(truncatingIfNeeded: nameEnd),
+                valueStart: Int32(truncatingIfNeeded: value == nil ? end : nameEnd + 1),
+                valueEnd: Int32(truncatingIfNeeded: end), hasEquals: value != nil, kind: kind))
     }
 
     private mutating func removeSpans(_ indices: [Int]) {
@@ -216,7 +244,7 @@ extension SetCookie {
         let delta = new.count - range.count
         guard delta != 0 || !new.isEmpty else { return }
         let tail = bytes.count - range.upperBound
-        if delta > 0 { bytes.append(contentsOf: repeatElement(0, count: delta)) }
+        for _ in 0..<max(0, delta) { bytes.append(0) }
         bytes.withUnsafeMutableBufferPointer { b in
             let base = b.baseAddress!
             if delta != 0 { (base + range.upperBound + delta).update(from: base + range.upperBound, count: tail) }

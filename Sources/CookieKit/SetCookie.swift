@@ -1,3 +1,9 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// One `Set-Cookie` field value, kept byte for byte (RFC 6265bis §4.1, §5.6).
 ///
 /// Reading is lenient and lossless: every input parses, including malformed ones. The value keeps the
@@ -42,6 +48,16 @@ public struct SetCookie: Sendable, Hashable, CustomStringConvertible {
     }
 
     public static func == (lhs: SetCookie, rhs: SetCookie) -> Bool { lhs.bytes == rhs.bytes }
+
+    /// Whether the field value is exactly `other` (a memory comparison).
+    public func hasBytes(_ other: ArraySlice<UInt8>) -> Bool {
+        guard bytes.count == other.count else { return false }
+        return bytes.withUnsafeBufferPointer { a in
+            other.withUnsafeBufferPointer { b in
+                a.count == 0 || memcmp(a.baseAddress!, b.baseAddress!, a.count) == 0
+            }
+        }
+    }
     public func hash(into hasher: inout Hasher) { hasher.combine(bytes) }
 
     /// The field value as text (invalid UTF-8 shown as U+FFFD).

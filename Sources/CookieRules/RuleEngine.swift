@@ -253,7 +253,6 @@ public final class RuleEngine: Sendable {
         // condition needs them.
         var attributesCache: CookieAttributes? = nil
         var nameCache: String? = nil
-        var domainCache: String?? = nil
         var rejected: Bool? = nil
         var matched = RuleMatches()
         for index in plan.rules {
@@ -266,9 +265,11 @@ public final class RuleEngine: Sendable {
                     if nameCache == nil { nameCache = cookie.name }
                     result = patterns.contains { $0.matches(nameCache!) }
                 case .cookieDomain(let patterns):
-                    if domainCache == nil { domainCache = .some(cookie.domain) }
-                    let domain = domainCache! ?? ""
-                    result = !domain.isEmpty && patterns.contains { $0.matches(domain) }
+                    // On the bytes: no string per cookie.
+                    result = cookie.withDomainBytes { d in
+                        guard let d, !d.isEmpty else { return false }
+                        return patterns.contains { $0.matches(domainBytes: d) }
+                    }
                 case .state(let predicates):
                     if rejected == nil && predicates.contains(.rejected) {
                         rejected =

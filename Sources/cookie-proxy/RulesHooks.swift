@@ -100,7 +100,7 @@ final class RulesHooks: ProxyHooks, Sendable {
             let received = head.valueBytes(at: index)
             var cookie = SetCookie(received, spareCapacity: 64)
             let edit = engine.apply(plan, editing: &cookie, now: nowMS / 1000)
-            let changed = edit.dropped || (edit.acted && !cookie.bytes.elementsEqual(received))
+            let changed = edit.dropped || (edit.acted && !cookie.hasBytes(received))
             if changed && !dryRun {
                 changedCount += 1
                 if edit.dropped {
