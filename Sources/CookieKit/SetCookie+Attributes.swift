@@ -111,19 +111,17 @@ extension SetCookie {
         }
     }
 
-    /// Calls `body` with the bytes of the Domain attribute in effect (§5.6.3), leading dot dropped but not
+    /// Where the value of the Domain attribute in effect lies in ``bytes`` (§5.6.3), leading dot dropped but not
     /// lowercased (compare ASCII case-insensitively); nil when there is none. No allocation.
-    public func withDomainBytes<R>(_ body: (UnsafeBufferPointer<UInt8>?) -> R) -> R {
-        bytes.withUnsafeBufferPointer { b in
-            for span in layout.spans.reversed() where span.kind == .domain {
-                var vs = Int(span.valueStart)
-                let ve = Int(span.valueEnd)
-                if ve - vs > Int(SetCookie.maximumAttributeValueLength) { continue }
-                if vs < ve && b[vs] == 0x2E { vs += 1 }
-                return body(UnsafeBufferPointer(rebasing: b[vs..<ve]))
-            }
-            return body(nil)
+    public var domainRange: Range<Int>? {
+        for span in layout.spans.reversed() where span.kind == .domain {
+            var vs = Int(span.valueStart)
+            let ve = Int(span.valueEnd)
+            if ve - vs > Int(SetCookie.maximumAttributeValueLength) { continue }
+            if vs < ve && bytes[vs] == 0x2E { vs += 1 }
+            return vs..<ve
         }
+        return nil
     }
 
     /// §5.6.3 steps 2–4 on the value bytes: drop one leading `.`, lowercase.

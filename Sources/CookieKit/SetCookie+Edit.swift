@@ -43,7 +43,7 @@ extension SetCookie {
             setValue(ofSpan: index, to: v)
         } else {
             var name = kind.canonicalName
-            name.withUTF8 { appendAttribute(name: $0, value: v) }
+            name.withUTF8 { appendAttribute(name: $0, value: v, kind: kind) }
         }
     }
 
@@ -95,7 +95,7 @@ extension SetCookie {
         if on {
             if !contains(kind) {
                 var name = kind.canonicalName
-                name.withUTF8 { appendAttribute(name: $0, value: nil) }
+                name.withUTF8 { appendAttribute(name: $0, value: nil, kind: kind) }
             }
         } else {
             remove(kind)
@@ -181,7 +181,9 @@ extension SetCookie {
 
     /// Appends `; name` or `; name=value` (validated by the caller), reusing an empty trailing cookie-av
     /// (`a=b;`) instead of writing `;;`.
-    private mutating func appendAttribute(name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>?) {
+    private mutating func appendAttribute(
+        name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>?, kind knownKind: CookieAttributeKind? = nil
+    ) {
         if let last = layout.spans.last, last.nameStart == last.nameEnd, !last.hasEquals {
             var text: [UInt8] = [0x20]
             text.append(contentsOf: name)
@@ -212,7 +214,7 @@ extension SetCookie {
         }
         let nameEnd = nameStart + name.count
         let end = bytes.count
-        let kind = bytes.withUnsafeBufferPointer { CookieAttributeKind.classify($0, nameStart, nameEnd) }
+        let kind = knownKind ?? bytes.withUnsafeBufferPointer { CookieAttributeKind.classify($0, nameStart, nameEnd) }
         layout.spans.append(
             Layout.Span(
                 start: Int32(truncatingIfNeeded: start), end: Int32(truncatingIfNeeded: end),

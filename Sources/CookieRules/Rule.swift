@@ -77,13 +77,14 @@ extension HostPattern {
     /// the lowercased value, without building a string. Patterns are lowercase.
     func matches(domainBytes d: UnsafeBufferPointer<UInt8>) -> Bool {
         @inline(__always) func equalsLowercased(_ pattern: String, at offset: Int) -> Bool {
-            var k = offset
-            for p in pattern.utf8 {
-                let c = d[k]
-                if (c &- 0x41 < 26 ? c | 0x20 : c) != p { return false }
-                k += 1
+            var pattern = pattern
+            return pattern.withUTF8 { p in
+                for k in 0..<p.count {
+                    let c = d[offset + k]
+                    if (c &- 0x41 < 26 ? c | 0x20 : c) != p[k] { return false }
+                }
+                return true
             }
-            return true
         }
         switch self {
         case .exact(let h): return d.count == h.utf8.count && equalsLowercased(h, at: 0)

@@ -266,9 +266,13 @@ public final class RuleEngine: Sendable {
                     result = patterns.contains { $0.matches(nameCache!) }
                 case .cookieDomain(let patterns):
                     // On the bytes: no string per cookie.
-                    result = cookie.withDomainBytes { d in
-                        guard let d, !d.isEmpty else { return false }
-                        return patterns.contains { $0.matches(domainBytes: d) }
+                    if let range = cookie.domainRange, !range.isEmpty {
+                        result = cookie.bytes.withUnsafeBufferPointer { b in
+                            let d = UnsafeBufferPointer(rebasing: b[range])
+                            return patterns.contains { $0.matches(domainBytes: d) }
+                        }
+                    } else {
+                        result = false
                     }
                 case .state(let predicates):
                     if rejected == nil && predicates.contains(.rejected) {
