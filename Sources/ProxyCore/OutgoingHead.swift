@@ -51,6 +51,15 @@ public struct OutgoingHead: Sendable {
         }
     }
 
+    /// The classification of the field at `index` (received lines were classified while parsing).
+    @inlinable
+    public func known(at index: Int) -> KnownField? {
+        switch lines[index] {
+        case .original(let i), .edited(let i, _): return source.fields[i].known
+        case .written(var name, _): return name.withUTF8 { KnownField.classify($0, 0, $0.count) }
+        }
+    }
+
     public func value(at index: Int) -> [UInt8] {
         switch lines[index] {
         case .original(let i): return Array(source.valueBytes(source.fields[i]))

@@ -691,11 +691,13 @@ public struct ProxyConnectionMachine: Sendable {
         {
             named.append(token)
         }
+        // One bit per known field that goes: a received line is judged by its classification alone.
+        var hopByHop: UInt32 = 0
+        for known in [KnownField.connection, .keepAlive, .proxyConnection, .te] { hopByHop |= 1 << UInt32(known.rawValue) }
+        if !keepUpgrade { hopByHop |= 1 << UInt32(KnownField.upgrade.rawValue) }
         var index = out.count - 1
         while index >= 0 {
-            if out.name(at: index, is: .connection) || out.name(at: index, is: .keepAlive)
-                || out.name(at: index, is: .proxyConnection) || out.name(at: index, is: .te)
-                || (!keepUpgrade && out.name(at: index, is: .upgrade))
+            if out.known(at: index).map({ hopByHop & (1 << UInt32($0.rawValue)) != 0 }) ?? false
                 || (!named.isEmpty && named.contains(where: { out.name(at: index, is: $0) }))
             {
                 out.remove(at: index)

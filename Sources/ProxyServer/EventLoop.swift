@@ -120,6 +120,7 @@ final class EventLoop: @unchecked Sendable {
         for client in Array(clientList.values) { client.checkDeadline() }
         let limit = Int64(configuration.poolIdleTimeout * 1000)
         for (origin, list) in pool {
+            guard list.contains(where: { now - $0.pooledAt >= limit }) || list.isEmpty else { continue }
             let keep = list.filter { now - $0.pooledAt < limit }
             for stale in list where now - stale.pooledAt >= limit { stale.close() }
             pool[origin] = keep.isEmpty ? nil : keep
@@ -176,25 +177,22 @@ final class EventLoop: @unchecked Sendable {
 
     // MARK: Pool
 
+    // The lists are changed in place (a copy out of the dictionary would copy the list on every take and give);
+    // an origin's empty list stays until the idle timer sweeps it.
     func takePooled(_ origin: Origin, tls: Bool) -> UpstreamConnection? {
-        let key = PoolKey(origin: origin, tls: tls)
-        guard var list = pool[key], let upstream = list.popLast() else { return nil }
-        pool[key] = list.isEmpty ? nil : list
-        return upstream
+        pool[PoolKey(origin: origin, tls: tls)]?.popLast()
     }
 
     func givePooled(_ upstream: UpstreamConnection) {
         let key = PoolKey(origin: upstream.origin, tls: upstream.tls != nil)
-        var list = pool[key] ?? []
-        if list.count >= configuration.poolPerOrigin || draining {
+        if draining || (pool[key]?.count ?? 0) >= configuration.poolPerOrigin {
             upstream.close()
             return
         }
         upstream.owner = nil
         upstream.pooledAt = now
         upstream.setInterest(Poller.readable)
-        list.append(upstream)
-        pool[key] = list
+        pool[key, default: []].append(upstream)
     }
 
     func dropPooled(_ upstream: UpstreamConnection) {
