@@ -225,8 +225,14 @@ public struct HTTPHeadParser: Sendable {
         var startLine = 0..<0
         var fields: [HTTPHead.Field] = []
         fields.reserveCapacity(16)
-        let failure = bytes.withUnsafeBufferPointer { b in
-            Self.scanHead(b, maximumFieldCount: limits.maximumFieldCount, startLine: &startLine, fields: &fields)
+        let failure = bytes.withUnsafeBufferPointer { b -> HTTPParseError? in
+            if Self.isPlain(b),
+                Self.scanPlainHead(b, maximumFieldCount: limits.maximumFieldCount, startLine: &startLine, fields: &fields)
+            {
+                return nil
+            }
+            fields.removeAll(keepingCapacity: true)
+            return Self.scanHead(b, maximumFieldCount: limits.maximumFieldCount, startLine: &startLine, fields: &fields)
         }
         if let failure { throw failure }
         return HTTPHead(bytes: bytes, startLine: startLine, fields: fields)
@@ -239,6 +245,59 @@ public struct HTTPHeadParser: Sendable {
             return b.count
         }
         return UnsafeRawPointer(hit) - UnsafeRawPointer(base)
+    }
+
+    /// Whether a head has no NUL and no CR outside a CRLF: then no field value can be invalid, and lines can be
+    /// split without looking at every byte (libc's memchr does the scanning).
+    static func isPlain(_ b: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard let base = b.baseAddress else { return false }
+        if memchr(base, 0x00, b.count) != nil { return false }
+        var from = 0
+        while from < b.count, let hit = memchr(base + from, 0x0D, b.count - from) {
+            let at = UnsafeRawPointer(hit) - UnsafeRawPointer(base)
+            guard at + 1 < b.count, b[at + 1] == 0x0A else { return false }
+            from = at + 2
+        }
+        return true
+    }
+
+    /// The common case of ``scanHead``: a plain head (see ``isPlain``) of well-formed field lines. Returns false
+    /// at the first thing it does not expect, and the caller runs the full scan, which names the problem.
+    private static func scanPlainHead(
+        _ b: UnsafeBufferPointer<UInt8>, maximumFieldCount: Int, startLine: inout Range<Int>,
+        fields: inout [HTTPHead.Field]
+    ) -> Bool {
+        let count = b.count
+        let base = b.baseAddress!
+        var lineEnd = nextLF(b, from: 0)
+        guard lineEnd < count else { return false }
+        startLine = 0..<(lineEnd > 0 && b[lineEnd - 1] == 0x0D ? lineEnd - 1 : lineEnd)
+        var lineStart = lineEnd + 1
+        while lineStart < count {
+            let first = b[lineStart]
+            if first == 0x0A || first == 0x0D {
+                // The empty line (a CR here is followed by LF: the head is plain) must end the head.
+                return lineStart + (first == 0x0A ? 1 : 2) == count
+            }
+            guard fields.count < maximumFieldCount, first != 0x20, first != 0x09 else { return false }
+            lineEnd = nextLF(b, from: lineStart)
+            guard lineEnd < count else { return false }
+            let contentEnd = b[lineEnd - 1] == 0x0D ? lineEnd - 1 : lineEnd
+            guard let hit = memchr(base + lineStart, 0x3A, contentEnd - lineStart) else { return false }
+            let colon = UnsafeRawPointer(hit) - UnsafeRawPointer(base)
+            guard colon > lineStart else { return false }
+            for k in lineStart..<colon where !isTokenChar(b[k]) { return false }
+            var vs = colon + 1
+            var ve = contentEnd
+            while vs < ve && (b[vs] == 0x20 || b[vs] == 0x09) { vs += 1 }
+            while ve > vs && (b[ve - 1] == 0x20 || b[ve - 1] == 0x09) { ve -= 1 }
+            fields.append(
+                HTTPHead.Field(
+                    line: lineStart..<(lineEnd + 1), name: lineStart..<colon, value: vs..<ve,
+                    known: KnownField.classify(b, lineStart, colon)))
+            lineStart = lineEnd + 1
+        }
+        return false
     }
 
     private static func scanHead(
@@ -386,31 +445,46 @@ public enum KnownField: UInt8, Sendable {
     }
 
     /// The known field named by `b[start..<end]`, ASCII case-insensitively; `.other` for any other name.
-    /// Dispatches on the length, then compares against at most three names.
-    @inline(__always)
+    /// Dispatches on the length, then compares little-endian words of the name, `| 0x20`, with the packed
+    /// lowercase names. For token characters (field names are validated as tokens first) `| 0x20` only maps
+    /// capitals onto lowercase letters, so nothing else can compare equal.
     public static func classify(_ b: UnsafeBufferPointer<UInt8>, _ start: Int, _ end: Int) -> KnownField {
-        @inline(__always) func equals(_ name: StaticString) -> Bool {
-            let p = name.utf8Start
-            for k in 0..<(end - start) {
-                let x = b[start + k]
-                if (x &- 0x41 < 26 ? x | 0x20 : x) != p[k] { return false }
+        let n = end - start
+        guard n >= 2 && n <= 19 else { return .other }
+        @inline(__always) func word(_ k: Int) -> UInt64 {
+            // Bytes start+8k ..< min(end, start+8k+8), lowercased, packed little-endian.
+            let from = start + 8 * k
+            let count = min(8, end - from)
+            var w: UInt64 = 0
+            if from + 8 <= b.count, let base = b.baseAddress {
+                w = UnsafeRawPointer(base + from).loadUnaligned(as: UInt64.self).littleEndian
+                if count < 8 { w &= (1 << UInt64(8 * count)) - 1 }
+            } else {
+                for i in 0..<count { w |= UInt64(b[from + i]) << UInt64(8 * i) }
             }
-            return true
+            let spaces: UInt64 = count == 8 ? 0x2020_2020_2020_2020 : ((1 << UInt64(8 * count)) - 1) & 0x2020_2020_2020_2020
+            return w | spaces
         }
-        switch end - start {
-        case 2: return equals("te") ? .te : .other
-        case 4: return equals("host") ? .host : .other
-        case 6: return equals("cookie") ? .cookie : .other
-        case 7: return equals("upgrade") ? .upgrade : .other
+        switch n {
+        case 2: return word(0) == 0x6574 ? .te : .other
+        case 4: return word(0) == 0x7473_6F68 ? .host : .other
+        case 6: return word(0) == 0x6569_6B6F_6F63 ? .cookie : .other
+        case 7: return word(0) == 0x65_6461_7267_7075 ? .upgrade : .other
         case 10:
-            if equals("set-cookie") { return .setCookie }
-            if equals("connection") { return .connection }
-            if equals("keep-alive") { return .keepAlive }
+            let (w0, w1) = (word(0), word(1))
+            if w0 == 0x6B6F_6F63_2D74_6573 && w1 == 0x6569 { return .setCookie }
+            if w0 == 0x6974_6365_6E6E_6F63 && w1 == 0x6E6F { return .connection }
+            if w0 == 0x696C_612D_7065_656B && w1 == 0x6576 { return .keepAlive }
             return .other
-        case 14: return equals("content-length") ? .contentLength : .other
-        case 16: return equals("proxy-connection") ? .proxyConnection : .other
-        case 17: return equals("transfer-encoding") ? .transferEncoding : .other
-        case 19: return equals("proxy-authorization") ? .proxyAuthorization : .other
+        case 14: return word(0) == 0x2D74_6E65_746E_6F63 && word(1) == 0x6874_676E_656C ? .contentLength : .other
+        case 16:
+            return word(0) == 0x6F63_2D79_786F_7270 && word(1) == 0x6E6F_6974_6365_6E6E ? .proxyConnection : .other
+        case 17:
+            return word(0) == 0x7265_6673_6E61_7274 && word(1) == 0x6E69_646F_636E_652D && word(2) == 0x67
+                ? .transferEncoding : .other
+        case 19:
+            return word(0) == 0x7561_2D79_786F_7270 && word(1) == 0x7461_7A69_726F_6874 && word(2) == 0x6E_6F69
+                ? .proxyAuthorization : .other
         default: return .other
         }
     }

@@ -61,8 +61,10 @@ public struct ProxyConnectionMachine: Sendable {
         case closed
     }
 
-    /// One request/response exchange.
-    struct Exchange: Sendable {
+    /// One request/response exchange. A class: the state enum holds a reference, so moving between states and
+    /// updating a field copy a pointer, not the whole exchange (its buffers, parser and context). Owned by one
+    /// machine, which is confined to one event loop.
+    final class Exchange: @unchecked Sendable {
         var context: ExchangeContext
         var origin: Origin
         var isConnect: Bool
@@ -79,6 +81,21 @@ public struct ProxyConnectionMachine: Sendable {
         var dechunk = false
         var closeClientAfter = false
         var upstreamReusable = true
+
+        init(
+            context: ExchangeContext, origin: Origin, isConnect: Bool, wantsUpgrade: Bool, requestHeadBytes: [UInt8],
+            requestBody: BodyReader, clientVersion: HTTPVersion, clientKeepAlive: Bool, responseParser: HTTPHeadParser
+        ) {
+            self.context = context
+            self.origin = origin
+            self.isConnect = isConnect
+            self.wantsUpgrade = wantsUpgrade
+            self.requestHeadBytes = requestHeadBytes
+            self.requestBody = requestBody
+            self.clientVersion = clientVersion
+            self.clientKeepAlive = clientKeepAlive
+            self.responseParser = responseParser
+        }
     }
 
     enum ResponsePhase: Sendable {
@@ -183,7 +200,7 @@ public struct ProxyConnectionMachine: Sendable {
     }
 
     public mutating func upstreamConnected(reused: Bool, _ io: inout ConnectionIO) {
-        guard case .connecting(var e) = state else { return }
+        guard case .connecting(let e) = state else { return }
         e.reusedUpstream = reused
         if e.isConnect {
             io.toClient.append(contentsOf: Array("HTTP/1.1 200 Connection Established\r\n\r\n".utf8))
@@ -219,16 +236,13 @@ public struct ProxyConnectionMachine: Sendable {
         switch state {
         case .tunnel:
             io.toClient.append(contentsOf: bytes)
-        case .exchanging(var e):
+        case .exchanging(let e):
             e.responseBytesSeen = true
             switch e.response {
             case .head:
-                state = .closed  // drop the second reference so the append below does not copy
                 e.upstreamIn.append(contentsOf: bytes)
-                state = .exchanging(e)
                 processResponseHead(&io)
             case .body:
-                state = .exchanging(e)
                 forwardResponseBody(bytes, &io)
             }
         default: break
@@ -241,7 +255,7 @@ public struct ProxyConnectionMachine: Sendable {
             state = .tunnel(clientDone: clientDone, upstreamDone: true)
             io.commands.append(.shutdownClientWrite)
             if clientDone { finishTunnel(&io) }
-        case .exchanging(var e):
+        case .exchanging(let e):
             if case .body(var reader) = e.response {
                 if reader.endOfStream() {
                     e.response = .body(reader)
@@ -494,7 +508,7 @@ public struct ProxyConnectionMachine: Sendable {
         }
         io.toUpstream.append(contentsOf: clientIn[clientInStart..<(clientInStart + n)])
         clientInStart += n
-        var updated = e
+        let updated = e
         updated.requestBody = reader
         state = .exchanging(updated)
     }
@@ -502,8 +516,8 @@ public struct ProxyConnectionMachine: Sendable {
     // MARK: - Responses
 
     private mutating func processResponseHead(_ io: inout ConnectionIO) {
-        guard case .exchanging(var e) = state else { return }
-        state = .closed  // the exchange is held in `e` only until it is put back below
+        guard case .exchanging(let e) = state else { return }
+        state = .closed  // each way out below says what comes next (the exchange, a tunnel, or closed)
         while true {
             let length: Int
             do {
@@ -579,7 +593,7 @@ public struct ProxyConnectionMachine: Sendable {
     }
 
     private mutating func forwardResponseBody(_ bytes: ArraySlice<UInt8>, _ io: inout ConnectionIO) {
-        guard case .exchanging(var e) = state, case .body(var reader) = e.response else { return }
+        guard case .exchanging(let e) = state, case .body(var reader) = e.response else { return }
         let n: Int
         do {
             if e.dechunk {
