@@ -55,16 +55,19 @@ extension SetCookie {
     /// `Domain=example.com` → `Domain=.example.com`: the Domain in effect gets a leading dot; nothing when it is
     /// absent, empty or already dotted. (As `set(.domain, to: "." + value)`, without building the value.)
     public mutating func addLeadingDotToDomain() {
-        guard let written = lastWrittenValue(of: .domain), let first = written.first, first != 0x2E else { return }
+        // Positions only: a slice of the bytes held across the edit would make the edit copy them.
+        guard let written = lastWrittenValue(of: .domain).map({ $0.startIndex..<$0.endIndex }), !written.isEmpty,
+            bytes[written.lowerBound] != 0x2E
+        else { return }
         guard let index = layout.spans.lastIndex(where: { $0.kind == .domain }),
-            Int(layout.spans[index].valueStart) == written.startIndex, layout.problem == nil
+            Int(layout.spans[index].valueStart) == written.lowerBound, layout.problem == nil
         else {
             // The last Domain is not the one in effect (an over-long value): the general edit.
-            try? set(.domain, toBytes: [0x2E] + written)
+            try? set(.domain, toBytes: [0x2E] + bytes[written])
             return
         }
         let dot: [UInt8] = [0x2E]
-        let at = written.startIndex
+        let at = written.lowerBound
         dot.withUnsafeBufferPointer { Self.replace(&bytes, at..<at, with: $0) }
         // The value grew by one byte at its front: it ends one later, and everything after moves by one.
         layout.spans[index].valueEnd += 1

@@ -316,8 +316,11 @@ public final class RuleEngine: Sendable {
                     cookie.addLeadingDotToDomain()
                 case .setValue(let kind, let value, let unlessEqualIgnoringCase):
                     edit.acted = true
-                    if unlessEqualIgnoringCase, let current = cookie.lastWrittenValue(of: kind),
-                        current.elementsEqual(value, by: { ($0 | 0x20) == ($1 | 0x20) })
+                    // (The comparison's slice of the bytes must be gone before the edit, or the edit copies them.)
+                    if unlessEqualIgnoringCase
+                        && (cookie.lastWrittenValue(of: kind).map { current in
+                            current.elementsEqual(value, by: { ($0 | 0x20) == ($1 | 0x20) })
+                        } ?? false)
                     {
                         continue
                     }
