@@ -722,14 +722,15 @@ public struct ProxyConnectionMachine: Sendable {
 
     static func addVia(_ out: inout OutgoingHead, version: HTTPVersion, pseudonym: String) {
         // The common case without building a string each time.
-        if version.minor == 1 && pseudonym == "cookie-proxy" {
-            out.append(name: "Via", value: viaCookieProxy11)
+        if version.major == 1 && version.minor <= 1 && pseudonym == "cookie-proxy" {
+            out.append(name: "Via", value: version.minor == 1 ? viaCookieProxy11 : viaCookieProxy10)
         } else {
             out.append(name: "Via", value: "\(version.major).\(version.minor) \(pseudonym)")
         }
     }
 
     static let viaCookieProxy11 = Array("1.1 cookie-proxy".utf8)
+    static let viaCookieProxy10 = Array("1.0 cookie-proxy".utf8)
     static let http11Suffix = Array(" HTTP/1.1".utf8)
 
     static func hasPrefixIgnoringCase(_ s: String, _ lowercasePrefix: String) -> Bool {
@@ -742,7 +743,11 @@ public struct ProxyConnectionMachine: Sendable {
 
     /// `host[:port]` or `[v6]:port`, parsed on bytes (Character-level Substring work is slow).
     static func parseAuthority(_ authority: Substring, defaultPort: Int) -> Origin? {
-        let a = Array(authority.utf8)
+        var authority = authority
+        return authority.withUTF8 { parseAuthority($0, defaultPort: defaultPort) }
+    }
+
+    static func parseAuthority(_ a: UnsafeBufferPointer<UInt8>, defaultPort: Int) -> Origin? {
         var hostStart = 0
         var hostEnd = a.count
         var port = defaultPort
@@ -769,14 +774,20 @@ public struct ProxyConnectionMachine: Sendable {
             port = p
         }
         guard hostStart < hostEnd, (1...65535).contains(port) else { return nil }
-        var host = Array(a[hostStart..<hostEnd])
-        for i in host.indices {
-            let b = host[i]
+        for i in hostStart..<hostEnd {
+            let b = a[i]
             guard b > 0x20 && b < 0x7F && b != 0x2F && b != 0x40 else { return nil }
-            if b &- 0x41 < 26 { host[i] = b | 0x20 }
         }
-        if host.count > 1 && host.last == 0x2E { host.removeLast() }
-        return Origin(host: String(decoding: host, as: UTF8.self), port: port)
+        if hostEnd - hostStart > 1 && a[hostEnd - 1] == 0x2E { hostEnd -= 1 }
+        // Lowercased while copied into the string.
+        let host = String(unsafeUninitializedCapacity: hostEnd - hostStart) { out in
+            for i in hostStart..<hostEnd {
+                let b = a[i]
+                out[i - hostStart] = b &- 0x41 < 26 ? b | 0x20 : b
+            }
+            return hostEnd - hostStart
+        }
+        return Origin(host: host, port: port)
     }
 
     static func hostHeader(_ head: HTTPHead) -> String? {
