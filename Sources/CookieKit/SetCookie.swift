@@ -270,10 +270,27 @@ extension SetCookie {
             let count = b.count
             var problem: Problem? = nil
             // Step 1: a branch-free pass (selects, no early exit) that the compiler vectorises.
+            // Eight bytes at a time: a word with no byte under 0x20 and no 0x7F is clean; a flagged word (which
+            // may only hold an allowed HTAB) is decided by the exact test.
             var controls: UInt8 = 0
-            for i in 0..<count {
+            var i = 0
+            if let base = b.baseAddress {
+                let ones: UInt64 = 0x0101_0101_0101_0101
+                let highs: UInt64 = 0x8080_8080_8080_8080
+                while i + 8 <= count {
+                    let w = UnsafeRawPointer(base + i).loadUnaligned(as: UInt64.self)
+                    let del = w ^ (ones &* 0x7F)
+                    let flagged = ((w &- ones &* 0x20) & ~w & highs) | ((del &- ones) & ~del & highs)
+                    if flagged != 0 {
+                        for k in i..<(i + 8) { controls |= ASCII.isForbiddenControl(b[k]) ? 1 : 0 }
+                    }
+                    i += 8
+                }
+            }
+            while i < count {
                 let c = b[i]
                 controls |= ((c < 0x20 ? 1 : 0) & (c != 0x09 ? 1 : 0)) | (c == 0x7F ? 1 : 0)
+                i += 1
             }
             if controls != 0, let offset = (0..<count).first(where: { ASCII.isForbiddenControl(b[$0]) }) {
                 problem = Problem(reason: .controlCharacter(offset: offset, byte: b[offset]))
@@ -342,32 +359,28 @@ extension SetCookie {
                 let ones: UInt64 = 0x0101_0101_0101_0101
                 let highs: UInt64 = 0x8080_8080_8080_8080
                 while i + 8 <= count {
-                    let w = UnsafeRawPointer(base + i).loadUnaligned(as: UInt64.self)
+                    let w = UnsafeRawPointer(base + i).loadUnaligned(as: UInt64.self).littleEndian
                     let s = w ^ (ones &* 0x3B)
-                    let e = w ^ (ones &* 0x3D)
-                    let flagged = ((s &- ones) & ~s & highs) | ((e &- ones) & ~e & highs)
-                    if flagged != 0 { break }
-                    i += 8
+                    var flagged = (s &- ones) & ~s & highs
+                    if equals < 0 {
+                        let e = w ^ (ones &* 0x3D)
+                        flagged |= (e &- ones) & ~e & highs
+                    }
+                    if flagged == 0 {
+                        i += 8
+                        continue
+                    }
+                    // The lowest flagged byte is a true match (false flags only sit above one).
+                    let k = i + flagged.trailingZeroBitCount >> 3
+                    if b[k] == 0x3B { return (k, equals) }
+                    equals = k
+                    i = k + 1
                 }
             }
             while i < count {
                 let byte = b[i]
                 if byte == 0x3B { return (i, equals) }
-                if byte == 0x3D && equals < 0 {
-                    equals = i
-                    // Only the ';' is wanted now: skip words without one.
-                    if let base = b.baseAddress {
-                        let ones: UInt64 = 0x0101_0101_0101_0101
-                        var j = i + 1
-                        while j + 8 <= count {
-                            let w = UnsafeRawPointer(base + j).loadUnaligned(as: UInt64.self) ^ (ones &* 0x3B)
-                            if (w &- ones) & ~w & 0x8080_8080_8080_8080 != 0 { break }
-                            j += 8
-                        }
-                        i = j
-                        continue
-                    }
-                }
+                if byte == 0x3D && equals < 0 { equals = i }
                 i += 1
             }
             return (count, equals)

@@ -116,3 +116,29 @@ struct SplitMix64: RandomNumberGenerator {
         return z ^ (z >> 31)
     }
 }
+
+@Suite struct ControlCharacterScanTests {
+    /// The scan for forbidden control characters (RFC 6265bis §5.6 step 1) reads eight bytes at a time: a
+    /// control character at every offset of a long line is found at that offset; HTAB and bytes ≥ 0x80 are not.
+    @Test(arguments: [UInt8(0x00), 0x01, 0x0A, 0x0D, 0x1F, 0x7F])
+    func forbiddenControlsAreFoundAtEveryOffset(_ control: UInt8) {
+        let line = Array("name=value; Path=/; Domain=example.com; Max-Age=100; Secure".utf8)
+        for offset in line.indices {
+            var bytes = line
+            bytes[offset] = control
+            let cookie = SetCookie(bytes: bytes)
+            #expect(cookie.problem?.code == "control-character", "offset \(offset)")
+            #expect(cookie.problem?.description.contains("at byte \(offset) ") == true, "offset \(offset)")
+        }
+    }
+
+    @Test(arguments: [UInt8(0x09), 0x20, 0x80, 0xC3, 0xFF])
+    func tabsAndHighBytesAreNotControls(_ byte: UInt8) {
+        let line = Array("name=value; Path=/; Domain=example.com; Max-Age=100; Secure".utf8)
+        for offset in line.indices {
+            var bytes = line
+            bytes[offset] = byte
+            #expect(SetCookie(bytes: bytes).problem?.code != "control-character", "offset \(offset)")
+        }
+    }
+}
