@@ -4,6 +4,7 @@
 # the two rules that rewrite every cookie (bench50.rules), the two alone (bench.rules), and bench.rules with
 # the transformation log on. Origin: nginx answering with 5 Set-Cookie headers (as ../shared/bench).
 # wrk on CPU 1; origin and proxy share CPU 0. Only 127.0.0.1 is used; everything started is stopped.
+# Besides req/s it reports the proxy process's CPU time per request, steadier on this noisy machine.
 # Usage: bench/rules-cost.sh [seconds-per-run=3] [repetitions=5] [connections=16]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -39,25 +40,38 @@ declare -A ARGS=(
   [2-rewriting+log]="--rules bench/bench.rules --log $T/log.jsonl"
 )
 ORDER=(no-rules empty-file 48-nonmatching 50-rules 2-rewriting 2-rewriting+log)
-declare -A RESULTS
+declare -A RESULTS CPU
 for rep in $(seq "$REPS"); do
   for name in "${ORDER[@]}"; do
     taskset -c 0 $BIN run --quiet --threads 1 --listen 127.0.0.1:18190 ${ARGS[$name]} > /dev/null 2>&1 &
     pid=$!
     for _ in $(seq 50); do (echo > /dev/tcp/127.0.0.1/18190) 2>/dev/null && break; sleep 0.05; done
-    rps=$(taskset -c 1 wrk -t1 -c"$CONNS" -d"${DUR}s" -s "$T/abs.lua" http://127.0.0.1:18190 | awk '/Requests\/sec/ {print $2}')
+    taskset -c 1 wrk -t1 -c"$CONNS" -d1s -s "$T/abs.lua" http://127.0.0.1:18190 > /dev/null  # warm-up
+    before=$(awk '{print $14 + $15}' /proc/$pid/stat)
+    out=$(taskset -c 1 wrk -t1 -c"$CONNS" -d"${DUR}s" -s "$T/abs.lua" http://127.0.0.1:18190)
+    after=$(awk '{print $14 + $15}' /proc/$pid/stat)
+    rps=$(echo "$out" | awk '/Requests\/sec/ {print $2}')
+    n=$(echo "$out" | awk '/requests in/ {print $1}')
+    # The proxy's own CPU time (user + system, clock ticks of 10 ms) per request, in µs.
+    cpu=$(echo "($after - $before) * 10000 / $n" | bc -l)
     kill "$pid"; wait "$pid" 2>/dev/null || true
     RESULTS[$name]="${RESULTS[$name]:-} $rps"
-    echo "rep $rep $name $rps" >&2
+    CPU[$name]="${CPU[$name]:-} $cpu"
+    printf "rep %s %s %s req/s %.1f us/req\n" "$rep" "$name" "$rps" "$cpu" >&2
   done
 done
 median() { tr ' ' '\n' | grep -v '^$' | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 base=$(echo ${RESULTS[empty-file]} | median)
 echo "# cookie-proxy: the cost of rules and of the log (keep-alive, c=$CONNS, ${REPS}×${DUR}s interleaved, median req/s)"
 echo
-echo "| configuration | req/s (median) | all runs | vs empty rules file |"
-echo "|---|---:|---|---:|"
+echo "Proxy CPU = the proxy process's user + system time per request (the origin's is not in it)."
+echo
+cbase=$(echo ${CPU[empty-file]} | median)
+echo "| configuration | req/s (median) | all runs | vs empty rules file | proxy CPU µs/req (median) | vs empty |"
+echo "|---|---:|---|---:|---:|---:|"
 for name in "${ORDER[@]}"; do
   m=$(echo ${RESULTS[$name]} | median)
-  printf "| %s | %.0f | %s | %+.1f%% |\n" "$name" "$m" "$(echo ${RESULTS[$name]} | tr ' ' ',')" "$(echo "($m - $base) * 100 / $base" | bc -l)"
+  c=$(echo ${CPU[$name]} | median)
+  printf "| %s | %.0f | %s | %+.1f%% | %.1f | %+.1f%% |\n" "$name" "$m" "$(echo ${RESULTS[$name]} | tr ' ' ',')" \
+    "$(echo "($m - $base) * 100 / $base" | bc -l)" "$c" "$(echo "($c - $cbase) * 100 / $cbase" | bc -l)"
 done
