@@ -39,7 +39,9 @@ let package = Package(
         .target(
             name: "ProxyServer", dependencies: ["CookieKit", "ProxyCore", "CProxyShims", "ProxyTLS"],
             swiftSettings: hotPath),
-        .executableTarget(name: "cookie-proxy", dependencies: [
+        .executableTarget(
+            name: "cookie-proxy",
+            dependencies: [
                 "CookieKit", "CookieFoundation", "CookieConformance", "CookieRules", "CookieAudit", "ProxyCore",
                 "ProxyServer", "ProxyTLS",
             ], swiftSettings: hotPath),

@@ -66,7 +66,9 @@ public enum CookieAudit {
         }
         var jar = CookieJar(publicSuffixes: suffixes, clock: { now })
         for pair in options.cookies {
-            jar.receive(SetCookie(pair + "; Path=/"), from: RequestURL(scheme: firstURL.scheme, host: firstURL.host, port: firstURL.port, path: "/"))
+            jar.receive(
+                SetCookie(pair + "; Path=/"),
+                from: RequestURL(scheme: firstURL.scheme, host: firstURL.host, port: firstURL.port, path: "/"))
         }
         let engine = options.rules.map { RuleEngine($0, suffixes: suffixes) }
         let curl = CurlEasy()
@@ -77,7 +79,9 @@ public enum CookieAudit {
         var body = options.body
         var stopped: String? = nil
         while true {
-            guard let requestURL = RequestURL(url) else { throw AuditError(description: "redirected to an invalid URL '\(url)'") }
+            guard let requestURL = RequestURL(url) else {
+                throw AuditError(description: "redirected to an invalid URL '\(url)'")
+            }
             var headers = options.headers
             let cookieHeader = jar.cookieHeader(for: requestURL)
             if !cookieHeader.isEmpty { headers.append("Cookie: \(cookieHeader)") }
@@ -85,7 +89,8 @@ public enum CookieAudit {
             do {
                 response = try curl.perform(
                     CurlEasy.Request(
-                        url: url, method: method, body: body, headers: headers, proxy: options.proxy, caFile: options.caFile,
+                        url: url, method: method, body: body, headers: headers, proxy: options.proxy,
+                        caFile: options.caFile,
                         insecure: options.insecure, timeout: options.timeout))
             } catch {
                 throw AuditError(description: describe(error, url: requestURL, timeout: options.timeout))
@@ -101,7 +106,8 @@ public enum CookieAudit {
                 if name == "location" { location = String(decoding: value, as: UTF8.self) }
             }
             let context = MessageContext(
-                scheme: requestURL.scheme, host: requestURL.host, port: requestURL.port ?? (requestURL.scheme == "https" ? 443 : 80),
+                scheme: requestURL.scheme, host: requestURL.host,
+                port: requestURL.port ?? (requestURL.scheme == "https" ? 443 : 80),
                 path: requestURL.path, method: method, status: response.status)
             let outcomes = engine?.apply(to: setCookies, context: context, now: now)
             var audited: [AuditedCookie] = []
@@ -115,9 +121,12 @@ public enum CookieAudit {
                         dropped.append((delivered.name, url, r.reason))
                     }
                 }
-                let findings = CookieLint.findings(for: delivered ?? received, from: requestURL, now: now, suffixes: suffixes)
+                let findings = CookieLint.findings(
+                    for: delivered ?? received, from: requestURL, now: now, suffixes: suffixes)
                 audited.append(
-                    AuditedCookie(received: received, outcome: outcome, delivered: delivered, rejection: rejection, findings: findings))
+                    AuditedCookie(
+                        received: received, outcome: outcome, delivered: delivered, rejection: rejection,
+                        findings: findings))
             }
             let isRedirect = [301, 302, 303, 307, 308].contains(response.status) && location != nil
             hops.append(
@@ -145,10 +154,12 @@ public enum CookieAudit {
     static func describe(_ error: CurlEasy.Failure, url: RequestURL, timeout: Double) -> String {
         switch error.code {
         case CurlEasy.codeCouldntResolveHost: return "cannot resolve host '\(url.host)' (\(error.message))"
-        case CurlEasy.codeCouldntConnect: return "cannot connect to \(url.host)\(url.port.map { ":\($0)" } ?? ""): \(error.message)"
+        case CurlEasy.codeCouldntConnect:
+            return "cannot connect to \(url.host)\(url.port.map { ":\($0)" } ?? ""): \(error.message)"
         case CurlEasy.codeTimedOut: return "timed out after \(timeout) s fetching \(url): \(error.message)"
         case CurlEasy.codePeerFailedVerification, CurlEasy.codeSSLConnect:
-            return "TLS verification failed for \(url.host): \(error.message) (use --cacert FILE for a private CA, or -k to skip verification)"
+            return
+                "TLS verification failed for \(url.host): \(error.message) (use --cacert FILE for a private CA, or -k to skip verification)"
         default: return "\(url): \(error.message) (curl error \(error.code))"
         }
     }

@@ -51,7 +51,9 @@ final class CurlEasy {
     func perform(_ request: Request) throws(Failure) -> Response {
         curl_easy_reset(handle)
         _ = CCurl_setopt_long(handle, CURLOPT_NOSIGNAL, 1)
-        _ = errorBuffer.withUnsafeMutableBufferPointer { CCurl_setopt_pointer(handle, CURLOPT_ERRORBUFFER, $0.baseAddress) }
+        _ = errorBuffer.withUnsafeMutableBufferPointer {
+            CCurl_setopt_pointer(handle, CURLOPT_ERRORBUFFER, $0.baseAddress)
+        }
         errorBuffer[0] = 0
         _ = CCurl_setopt_string(handle, CURLOPT_URL, request.url)
         _ = CCurl_setopt_long(handle, CURLOPT_FOLLOWLOCATION, 0)
@@ -103,7 +105,8 @@ final class CurlEasy {
         _ = CCurl_getinfo_string(handle, CURLINFO_PRIMARY_IP, &ip)
         return Response(
             status: status, headerLines: sink.lines, bodyBytes: sink.bodyBytes,
-            httpVersion: version == Int(CURL_HTTP_VERSION_2_0) ? "HTTP/2" : version == Int(CURL_HTTP_VERSION_1_0) ? "HTTP/1.0" : "HTTP/1.1",
+            httpVersion: version == Int(CURL_HTTP_VERSION_2_0)
+                ? "HTTP/2" : version == Int(CURL_HTTP_VERSION_1_0) ? "HTTP/1.0" : "HTTP/1.1",
             primaryIP: ip.map { String(cString: $0) } ?? "")
     }
 
@@ -121,7 +124,9 @@ final class ResponseSink {
 }
 
 // C callbacks: free functions (not main-actor isolated), context through the *DATA pointer.
-private func curlHeaderCallback(_ data: UnsafeMutablePointer<CChar>?, _ size: Int, _ count: Int, _ context: UnsafeMutableRawPointer?)
+private func curlHeaderCallback(
+    _ data: UnsafeMutablePointer<CChar>?, _ size: Int, _ count: Int, _ context: UnsafeMutableRawPointer?
+)
     -> Int
 {
     let length = size * count
@@ -134,7 +139,9 @@ private func curlHeaderCallback(_ data: UnsafeMutablePointer<CChar>?, _ size: In
     return length
 }
 
-private func curlBodyCallback(_ data: UnsafeMutablePointer<CChar>?, _ size: Int, _ count: Int, _ context: UnsafeMutableRawPointer?)
+private func curlBodyCallback(
+    _ data: UnsafeMutablePointer<CChar>?, _ size: Int, _ count: Int, _ context: UnsafeMutableRawPointer?
+)
     -> Int
 {
     let length = size * count

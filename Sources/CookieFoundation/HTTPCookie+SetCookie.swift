@@ -2,7 +2,7 @@ import CookieKit
 import Foundation
 
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// A bridge between ``SetCookie`` and Foundation's `HTTPCookie` that keeps RFC 6265bis meaning inside
@@ -44,13 +44,13 @@ extension HTTPCookie {
         if stored.secureOnly { properties[.secure] = "TRUE" }
         if stored.httpOnly { properties[HTTPCookiePropertyKey("HttpOnly")] = "TRUE" }
         #if canImport(Darwin)
-        if #available(macOS 10.15, iOS 13.0, tvOS 13.0, watchOS 6.0, *) {
-            switch stored.sameSite {
-            case .strict: properties[.sameSitePolicy] = HTTPCookieStringPolicy.sameSiteStrict
-            case .lax: properties[.sameSitePolicy] = HTTPCookieStringPolicy.sameSiteLax
-            case .none, .default: break
+            if #available(macOS 10.15, iOS 13.0, tvOS 13.0, watchOS 6.0, *) {
+                switch stored.sameSite {
+                case .strict: properties[.sameSitePolicy] = HTTPCookieStringPolicy.sameSiteStrict
+                case .lax: properties[.sameSitePolicy] = HTTPCookieStringPolicy.sameSiteLax
+                case .none, .default: break
+                }
             }
-        }
         #endif
         return HTTPCookie(properties: properties)
     }
@@ -69,9 +69,9 @@ extension SetCookie {
         if cookie.isSecure { text += "; Secure" }
         if cookie.isHTTPOnly { text += "; HttpOnly" }
         #if canImport(Darwin)
-        if #available(macOS 10.15, iOS 13.0, tvOS 13.0, watchOS 6.0, *), let policy = cookie.sameSitePolicy {
-            text += policy == .sameSiteStrict ? "; SameSite=Strict" : "; SameSite=Lax"
-        }
+            if #available(macOS 10.15, iOS 13.0, tvOS 13.0, watchOS 6.0, *), let policy = cookie.sameSitePolicy {
+                text += policy == .sameSiteStrict ? "; SameSite=Strict" : "; SameSite=Lax"
+            }
         #endif
         self.init(text)
     }

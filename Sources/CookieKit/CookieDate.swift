@@ -148,7 +148,9 @@ public enum CookieDate {
     }
 
     private static let weekdays = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"]
-    private static let monthNames = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+    private static let monthNames = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ]
 
     /// IMF-fixdate (RFC 9110 §5.6.7), the form servers should send in Expires (RFC 6265bis §4.1.1).
     public static func imfFixdate(_ seconds: Int64) -> String {

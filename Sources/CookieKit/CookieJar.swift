@@ -95,7 +95,8 @@ public struct CookieJar: Sendable {
             guard let main = mainDocumentURL, Host.domainMatches(main.host, cookie.domain) else {
                 return .failure(
                     CookieRejection(
-                        .policy, "cookie domain \(cookie.domain) is not the main document's domain"
+                        .policy,
+                        "cookie domain \(cookie.domain) is not the main document's domain"
                             + (mainDocumentURL.map { " (\($0.host))" } ?? " (none given)")))
             }
         }
@@ -122,7 +123,8 @@ public struct CookieJar: Sendable {
                 {
                     return .failure(
                         CookieRejection(
-                            .overlaysSecureCookie, "a Secure cookie with this name exists; an insecure origin cannot overlay it"))
+                            .overlaysSecureCookie,
+                            "a Secure cookie with this name exists; an insecure origin cannot overlay it"))
                 }
             }
         }
@@ -135,7 +137,8 @@ public struct CookieJar: Sendable {
         }) {
             let old = list[index]
             if channel == .nonHTTP && old.httpOnly {
-                return .failure(CookieRejection(.httpOnlyFromScript, "a non-HTTP API cannot overwrite an HttpOnly cookie"))
+                return .failure(
+                    CookieRejection(.httpOnlyFromScript, "a non-HTTP API cannot overwrite an HttpOnly cookie"))
             }
             cookie.creationTime = old.creationTime
             cookie.creationSequence = old.creationSequence
@@ -197,22 +200,30 @@ public struct CookieJar: Sendable {
         let hostOnly = domainAttribute.isEmpty
         if !hostOnly && !Host.domainMatches(host, domainAttribute) {
             return .failure(
-                CookieRejection(.domainMismatch, "host \(host) does not domain-match Domain=\(domainAttribute) (§5.7 step 10)"))
+                CookieRejection(
+                    .domainMismatch, "host \(host) does not domain-match Domain=\(domainAttribute) (§5.7 step 10)"))
         }
         let domain = hostOnly ? host : domainAttribute
         // Step 11.
         let path = attributes.path ?? url.defaultPath
         // Steps 12–13.
         if attributes.secure && !url.isSecure {
-            return .failure(CookieRejection(.secureFromInsecure, "Secure cookie set from insecure origin \(url.scheme)://\(host) (§5.7 step 13)"))
+            return .failure(
+                CookieRejection(
+                    .secureFromInsecure, "Secure cookie set from insecure origin \(url.scheme)://\(host) (§5.7 step 13)"
+                ))
         }
         // Steps 14–15.
         if channel == .nonHTTP && attributes.httpOnly {
-            return .failure(CookieRejection(.httpOnlyFromScript, "HttpOnly cookie set through a non-HTTP API (§5.7 step 15)"))
+            return .failure(
+                CookieRejection(.httpOnlyFromScript, "HttpOnly cookie set through a non-HTTP API (§5.7 step 15)"))
         }
         // Step 18.
         if attributes.sameSite != .none && !context.isSameSite && !context.isTopLevelNavigation {
-            return .failure(CookieRejection(.crossSite, "SameSite=\(attributes.sameSite.rawValue) cookie set from a cross-site request (§5.7 step 18)"))
+            return .failure(
+                CookieRejection(
+                    .crossSite,
+                    "SameSite=\(attributes.sameSite.rawValue) cookie set from a cross-site request (§5.7 step 18)"))
         }
         // Step 19.
         if attributes.sameSite == .none && !attributes.secure {
@@ -232,7 +243,8 @@ public struct CookieJar: Sendable {
         if name.isEmpty {
             let value = setCookie.valueBytes
             if ASCII.hasPrefixIgnoringCase(value, "__secure-") || ASCII.hasPrefixIgnoringCase(value, "__host-") {
-                return .failure(CookieRejection(.prefix, "nameless cookie whose value looks like a prefixed name (§5.7 step 22)"))
+                return .failure(
+                    CookieRejection(.prefix, "nameless cookie whose value looks like a prefixed name (§5.7 step 22)"))
             }
         }
         // CHIPS: Partitioned requires Secure (browsers reject it otherwise).
@@ -363,7 +375,9 @@ public struct CookieJar: Sendable {
             // §5.7: non-secure cookies first, then the least recently accessed.
             while list.count > maximumPerDomain {
                 let victim =
-                    list.indices.filter { !list[$0].secureOnly }.min { list[$0].lastAccessTime < list[$1].lastAccessTime }
+                    list.indices.filter { !list[$0].secureOnly }.min {
+                        list[$0].lastAccessTime < list[$1].lastAccessTime
+                    }
                     ?? list.indices.min { list[$0].lastAccessTime < list[$1].lastAccessTime }!
                 let removed = list.remove(at: victim)
                 count -= 1

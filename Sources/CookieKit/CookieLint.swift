@@ -62,7 +62,8 @@ public enum CookieLint {
                 conflicted[k] = true
                 add(
                     "attribute-conflict", .warning,
-                    "\(kind.canonicalName) is repeated with different values; the last valid one wins (RFC 6265bis §5.7)")
+                    "\(kind.canonicalName) is repeated with different values; the last valid one wins (RFC 6265bis §5.7)"
+                )
             }
             seen[k] = value
             switch kind {
@@ -77,17 +78,21 @@ public enum CookieLint {
                 if !ok {
                     add(
                         "samesite-invalid", .warning,
-                        "SameSite=\(String(lossy: value)) is not Strict, Lax or None; browsers use the default (Lax in Chromium)")
+                        "SameSite=\(String(lossy: value)) is not Strict, Lax or None; browsers use the default (Lax in Chromium)"
+                    )
                 }
             case .path where value.first != 0x2F:
                 add(
                     "path-invalid", .warning,
-                    "Path=\(String(lossy: value)) does not start with '/'; browsers use the default path \(url.defaultPath)")
+                    "Path=\(String(lossy: value)) does not start with '/'; browsers use the default path \(url.defaultPath)"
+                )
             default: break
             }
         }
         if a.isLifetimeCapped(now: now) {
-            add("lifetime-capped", .warning, "lifetime is over 400 days; browsers cap it at 400 days (RFC 6265bis §5.5)")
+            add(
+                "lifetime-capped", .warning, "lifetime is over 400 days; browsers cap it at 400 days (RFC 6265bis §5.5)"
+            )
         }
         if let expiry = a.expiry(now: now), expiry <= now {
             add("already-expired", .info, "the cookie is already expired: browsers delete any stored cookie it matches")
@@ -118,12 +123,14 @@ public enum CookieLint {
                 } else if !Host.domainMatches(host, domain) {
                     add(
                         "domain-mismatch", .rejects,
-                        "host \(host) is not within Domain=\(domain); browsers reject the cookie (RFC 6265bis §5.7 step 10)")
+                        "host \(host) is not within Domain=\(domain); browsers reject the cookie (RFC 6265bis §5.7 step 10)"
+                    )
                 }
                 if written.hasPrefix(".") {
                     add(
                         "domain-leading-dot", .info,
-                        "Domain=\(written): browsers ignore the leading dot; Netscape-style clients such as HTTPCookie(properties:) need it to reach subdomains")
+                        "Domain=\(written): browsers ignore the leading dot; Netscape-style clients such as HTTPCookie(properties:) need it to reach subdomains"
+                    )
                 }
             }
         }
@@ -132,10 +139,13 @@ public enum CookieLint {
         if a.secure && !url.isSecure {
             add(
                 "secure-from-insecure-origin", .rejects,
-                "Secure cookie set over plain \(url.scheme) from \(host); browsers reject it (RFC 6265bis §5.7 step 13)")
+                "Secure cookie set over plain \(url.scheme) from \(host); browsers reject it (RFC 6265bis §5.7 step 13)"
+            )
         }
         if a.sameSite == .none && !a.secure {
-            add("samesite-none-insecure", .rejects, "SameSite=None without Secure; browsers reject it (RFC 6265bis §5.7 step 19)")
+            add(
+                "samesite-none-insecure", .rejects,
+                "SameSite=None without Secure; browsers reject it (RFC 6265bis §5.7 step 19)")
         }
         if a.partitioned && !a.secure {
             add("partitioned-insecure", .rejects, "Partitioned without Secure; browsers reject it (CHIPS)")
@@ -156,7 +166,8 @@ public enum CookieLint {
             }
         }
         return out.enumerated().sorted {
-            $0.element.severity != $1.element.severity ? $0.element.severity < $1.element.severity : $0.offset < $1.offset
+            $0.element.severity != $1.element.severity
+                ? $0.element.severity < $1.element.severity : $0.offset < $1.offset
         }.map(\.element)
     }
 
@@ -166,14 +177,16 @@ public enum CookieLint {
         if let bad = c.nameBytes.first(where: { !ASCII.isTokenChar($0) }) {
             add(
                 "invalid-character", .warning,
-                "cookie name has \(describe(bad)), which is not allowed in a token (RFC 6265bis §4.1.1); servers and clients may disagree on it")
+                "cookie name has \(describe(bad)), which is not allowed in a token (RFC 6265bis §4.1.1); servers and clients may disagree on it"
+            )
         }
         var value = c.valueBytes
         if value.count >= 2 && value.first == 0x22 && value.last == 0x22 { value = value.dropFirst().dropLast() }
         if let bad = value.first(where: { !ASCII.isCookieOctet($0) }) {
             add(
                 "invalid-character", .warning,
-                "cookie value has \(describe(bad)), which is not a cookie-octet (RFC 6265bis §4.1.1); servers and clients may disagree on it")
+                "cookie value has \(describe(bad)), which is not a cookie-octet (RFC 6265bis §4.1.1); servers and clients may disagree on it"
+            )
         }
     }
 

@@ -1,7 +1,7 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// The Public Suffix List (https://publicsuffix.org/list/ format), used to refuse cookies whose Domain is a

@@ -1,7 +1,7 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// Edits with a minimal diff: only the bytes of the edited part change, everything else stays as it was.
@@ -210,7 +210,8 @@ extension SetCookie {
             bytes.append(contentsOf: value)
         }
         let edgeWhitespace =
-            name.isEmpty || ASCII.isWSP(name[name.count - 1]) || (value.map { !$0.isEmpty && (ASCII.isWSP($0[0]) || ASCII.isWSP($0[$0.count - 1])) } ?? false)
+            name.isEmpty || ASCII.isWSP(name[name.count - 1])
+            || (value.map { !$0.isEmpty && (ASCII.isWSP($0[0]) || ASCII.isWSP($0[$0.count - 1])) } ?? false)
         if edgeWhitespace || name.contains(0x3D) {
             layout.spans.append(bytes.withUnsafeBufferPointer { Layout.span(in: $0, from: start, to: $0.count) })
             return
@@ -288,7 +289,8 @@ extension SetCookie {
     static func checkValue(bytes value: some Collection<UInt8>, what: @autoclosure () -> String) throws(EditError) {
         for byte in value where byte == 0x3B || ASCII.isForbiddenControl(byte) {
             let text = String(lossy: value)
-            throw EditError(description: "\(what()) must not contain ';' or control characters: \(text.debugDescription)")
+            throw EditError(
+                description: "\(what()) must not contain ';' or control characters: \(text.debugDescription)")
         }
         if value.count > Int(maximumAttributeValueLength) {
             throw EditError(description: "\(what()) is longer than 1024 bytes")

@@ -1,7 +1,7 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// One `Set-Cookie` field value, kept byte for byte (RFC 6265bis §4.1, §5.6).
@@ -142,7 +142,8 @@ extension SetCookie {
             switch reason {
             case .controlCharacter(let offset, let byte):
                 let hex = String(byte, radix: 16, uppercase: true)
-                return "control character 0x\(hex.count == 1 ? "0" + hex : hex) at byte \(offset) (RFC 6265bis §5.6 step 1)"
+                return
+                    "control character 0x\(hex.count == 1 ? "0" + hex : hex) at byte \(offset) (RFC 6265bis §5.6 step 1)"
             case .emptyNameAndValue:
                 return "empty name and value (RFC 6265bis §5.7 step 2)"
             case .nameValueTooLong(let length):

@@ -1,9 +1,9 @@
 import CookieKit
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// A validated, compiled rule (see rules/README.md for the language). Conditions combine with AND; the
@@ -64,7 +64,8 @@ public enum HostPattern: Sendable, Hashable {
             var d = dotted
             return h.withUTF8 { hb in
                 d.withUTF8 { db in
-                    hb.count > db.count && memcmp(hb.baseAddress! + (hb.count - db.count), db.baseAddress!, db.count) == 0
+                    hb.count > db.count
+                        && memcmp(hb.baseAddress! + (hb.count - db.count), db.baseAddress!, db.count) == 0
                 }
             }
         case .any: return true
@@ -246,6 +247,9 @@ public struct RuleSet: Sendable {
     /// Whether any rule needs to see Set-Cookie lines.
     public var hasCookieRules: Bool { rules.contains { $0.isCookieRule } }
     public var hasRequestRules: Bool {
-        rules.contains { !$0.requestHeaderActions.isEmpty || $0.cookieActions.contains { if case .rename = $0 { return true } else { return false } } }
+        rules.contains {
+            !$0.requestHeaderActions.isEmpty
+                || $0.cookieActions.contains { if case .rename = $0 { return true } else { return false } }
+        }
     }
 }

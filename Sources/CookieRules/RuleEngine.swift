@@ -182,7 +182,9 @@ public final class RuleEngine: Sendable {
         }
         hostIndex = HostIndex(cookieRules)
         needsRejection = cookieRules.contains { rule in
-            rule.conditions.contains { if case .state(let p) = $0.test { return p.contains(.rejected) } else { return false } }
+            rule.conditions.contains {
+                if case .state(let p) = $0.test { return p.contains(.rejected) } else { return false }
+            }
         }
     }
 
@@ -277,7 +279,8 @@ public final class RuleEngine: Sendable {
                 case .state(let predicates):
                     if rejected == nil && predicates.contains(.rejected) {
                         rejected =
-                            (try? CookieJar.evaluate(cookie, from: context.requestURL, now: now, suffixes: suffixes).get())
+                            (try? CookieJar.evaluate(cookie, from: context.requestURL, now: now, suffixes: suffixes)
+                                .get())
                             == nil
                     }
                     if attributesCache == nil { attributesCache = cookie.attributes }
@@ -358,10 +361,11 @@ public final class RuleEngine: Sendable {
         if renameRules.isEmpty { return nil }
         var renames: [(CookieAction.Rename, [NamePattern])] = []
         for rule in renameRules where messageConditionsHold(rule, context, ignoringStatus: true) {
-            let names = rule.conditions.compactMap { c -> [NamePattern]? in
-                if case .cookie(let p) = c.test, !c.negated { return p }
-                return nil
-            }.first ?? []
+            let names =
+                rule.conditions.compactMap { c -> [NamePattern]? in
+                    if case .cookie(let p) = c.test, !c.negated { return p }
+                    return nil
+                }.first ?? []
             for case .rename(let r) in rule.cookieActions { renames.append((r, names)) }
         }
         guard !renames.isEmpty else { return nil }
@@ -389,7 +393,8 @@ public final class RuleEngine: Sendable {
                 if original != nil { break }
             }
             if let original, original != name {
-                pairs[index] = ArraySlice(Array(leading) + Array(original.utf8) + Array(rest.dropFirst(nameBytes.count)))
+                pairs[index] = ArraySlice(
+                    Array(leading) + Array(original.utf8) + Array(rest.dropFirst(nameBytes.count)))
                 changed = true
             }
         }
@@ -425,7 +430,8 @@ public final class RuleEngine: Sendable {
 
     /// Applies one action; returns a note when it could not.
     static func perform(
-        _ action: CookieAction, on cookie: inout SetCookie, context: MessageContext, now: Int64, suffixes: PublicSuffixList
+        _ action: CookieAction, on cookie: inout SetCookie, context: MessageContext, now: Int64,
+        suffixes: PublicSuffixList
     ) -> String? {
         do {
             switch action {
@@ -445,9 +451,12 @@ public final class RuleEngine: Sendable {
                 case .ensure(let given):
                     guard (cookie.domain ?? "").isEmpty else { return nil }
                     guard let domain = given ?? suffixes.registrableDomain(of: context.host) else {
-                        return "domain ensure: \(context.host) has no registrable domain (an IP address or a public suffix)"
+                        return
+                            "domain ensure: \(context.host) has no registrable domain (an IP address or a public suffix)"
                     }
-                    if given == nil && suffixes.isPublicSuffix(domain) { return "domain ensure: \(domain) is a public suffix" }
+                    if given == nil && suffixes.isPublicSuffix(domain) {
+                        return "domain ensure: \(domain) is a public suffix"
+                    }
                     try cookie.set(.domain, to: domain)
                 }
             case .path(let p):
@@ -481,7 +490,8 @@ public final class RuleEngine: Sendable {
                 switch r {
                 case .to(let new): try cookie.rename(to: new)
                 case .addPrefix(let p): if !name.hasPrefix(p) { try cookie.rename(to: p + name) }
-                case .stripPrefix(let p): if name.hasPrefix(p) { try cookie.rename(to: String(name.dropFirst(p.count))) }
+                case .stripPrefix(let p):
+                    if name.hasPrefix(p) { try cookie.rename(to: String(name.dropFirst(p.count))) }
                 }
             case .value(let v): try cookie.setValue(v)
             case .drop, .log: break
@@ -495,7 +505,9 @@ public final class RuleEngine: Sendable {
     /// The attribute-level diff between two Set-Cookie lines.
     public static func diff(_ before: SetCookie, _ after: SetCookie?) -> [AttributeChange] {
         if let after, after.bytes == before.bytes { return [] }
-        guard let after else { return [AttributeChange(op: "drop", attribute: "Set-Cookie", from: before.name, to: nil)] }
+        guard let after else {
+            return [AttributeChange(op: "drop", attribute: "Set-Cookie", from: before.name, to: nil)]
+        }
         var changes: [AttributeChange] = []
         if before.nameBytes != after.nameBytes {
             changes.append(AttributeChange(op: "rename", attribute: "name", from: before.name, to: after.name))
@@ -503,7 +515,9 @@ public final class RuleEngine: Sendable {
         if before.valueBytes != after.valueBytes {
             changes.append(AttributeChange(op: "value", attribute: "value", from: before.value, to: after.value))
         }
-        let kinds: [CookieAttributeKind] = [.domain, .path, .expires, .maxAge, .secure, .httpOnly, .sameSite, .partitioned]
+        let kinds: [CookieAttributeKind] = [
+            .domain, .path, .expires, .maxAge, .secure, .httpOnly, .sameSite, .partitioned,
+        ]
         let b = lastWritten(before)
         let a = lastWritten(after)
         for kind in kinds {
@@ -512,9 +526,13 @@ public final class RuleEngine: Sendable {
             switch (x, y) {
             case (nil, nil): continue
             case (nil, let v?):
-                changes.append(AttributeChange(op: "add", attribute: kind.canonicalName, from: nil, to: String(decoding: v, as: UTF8.self)))
+                changes.append(
+                    AttributeChange(
+                        op: "add", attribute: kind.canonicalName, from: nil, to: String(decoding: v, as: UTF8.self)))
             case (let v?, nil):
-                changes.append(AttributeChange(op: "remove", attribute: kind.canonicalName, from: String(decoding: v, as: UTF8.self), to: nil))
+                changes.append(
+                    AttributeChange(
+                        op: "remove", attribute: kind.canonicalName, from: String(decoding: v, as: UTF8.self), to: nil))
             case (let v?, let w?) where v != w:
                 changes.append(
                     AttributeChange(
@@ -571,8 +589,10 @@ final class CompiledCookieRule: Sendable {
             case .log: return .log
             case .flag(let kind, let on): return .flag(kind, on)
             case .domain(.addDot): return .addDot
-            case .domain(.set(let d)) where Self.writable(d): return .setValue(.domain, Array(d.utf8), unlessEqualIgnoringCase: false)
-            case .path(let p?) where Self.writable(p): return .setValue(.path, Array(p.utf8), unlessEqualIgnoringCase: false)
+            case .domain(.set(let d)) where Self.writable(d):
+                return .setValue(.domain, Array(d.utf8), unlessEqualIgnoringCase: false)
+            case .path(let p?) where Self.writable(p):
+                return .setValue(.path, Array(p.utf8), unlessEqualIgnoringCase: false)
             case .sameSite(let v?) where Self.writable(v):
                 return .setValue(.sameSite, Array(v.utf8), unlessEqualIgnoringCase: true)
             default: return .general(action)

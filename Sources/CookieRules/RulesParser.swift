@@ -29,7 +29,9 @@ public enum RulesParser {
         for (index, line) in lines.enumerated() {
             let lineNumber = index + 1
             func fail(_ column: Int, _ message: String) -> RulesError {
-                RulesError(location: SourceLocation(file: file, line: lineNumber, column: column), message: message, sourceLine: line)
+                RulesError(
+                    location: SourceLocation(file: file, line: lineNumber, column: column), message: message,
+                    sourceLine: line)
             }
             let tokens = try tokenize(line, fail)
             guard let first = tokens.first else { continue }
@@ -60,7 +62,8 @@ public enum RulesParser {
         }
         if let open = current {
             throw RulesError(
-                location: open.location, message: "rule \"\(open.name)\" is not closed: add '}'", sourceLine: open.sourceLine)
+                location: open.location, message: "rule \"\(open.name)\" is not closed: add '}'",
+                sourceLine: open.sourceLine)
         }
         return rules
     }
@@ -117,7 +120,9 @@ public enum RulesParser {
     {
         var files: [String]
         if let entries = list(path) {
-            files = entries.filter { $0.hasSuffix(".rules") }.sorted().map { path.hasSuffix("/") ? path + $0 : path + "/" + $0 }
+            files = entries.filter { $0.hasSuffix(".rules") }.sorted().map {
+                path.hasSuffix("/") ? path + $0 : path + "/" + $0
+            }
             if files.isEmpty { throw RulesLoadError(description: "\(path): no *.rules files in this folder") }
         } else {
             files = [path]
@@ -133,8 +138,10 @@ public enum RulesParser {
                 if let first = seen[rule.name] {
                     throw RulesError(
                         location: rule.location, message: "duplicate rule name \"\(rule.name)\" (first at \(first))",
-                        sourceLine: text.split(separator: "\n", omittingEmptySubsequences: false)[rule.location.line - 1]
-                            .description)
+                        sourceLine: text.split(separator: "\n", omittingEmptySubsequences: false)[
+                            rule.location.line - 1
+                        ]
+                        .description)
                 }
                 seen[rule.name] = rule.location
                 rules.append(rule)
@@ -166,7 +173,8 @@ public enum CommandHint {
         for i in 1...a.count {
             var current = [i] + Array(repeating: 0, count: b.count)
             for j in 1...b.count {
-                current[j] = Swift.min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1))
+                current[j] = Swift.min(
+                    previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1))
             }
             previous = current
         }
@@ -201,7 +209,9 @@ struct RuleBuilder {
         throws(RulesError)
     {
         func fail(_ column: Int, _ message: String) -> RulesError {
-            RulesError(location: SourceLocation(file: file, line: lineNumber, column: column), message: message, sourceLine: line)
+            RulesError(
+                location: SourceLocation(file: file, line: lineNumber, column: column), message: message,
+                sourceLine: line)
         }
         var tokens = allTokens
         var negated = false
@@ -215,7 +225,10 @@ struct RuleBuilder {
         let args = Array(tokens.dropFirst())
         let isCondition = RulesParser.conditionKeywords.contains(keyword)
         if negated && !isCondition {
-            throw fail(allTokens[0].column, "'not' goes before a condition (\(RulesParser.conditionKeywords.joined(separator: ", "))), not before '\(keyword)'")
+            throw fail(
+                allTokens[0].column,
+                "'not' goes before a condition (\(RulesParser.conditionKeywords.joined(separator: ", "))), not before '\(keyword)'"
+            )
         }
         func needArgs(_ what: String) throws(RulesError) {
             if args.isEmpty { throw fail(tokens[0].column + keyword.count + 1, "'\(keyword)' needs \(what)") }
@@ -225,7 +238,10 @@ struct RuleBuilder {
         }
         if isCondition {
             if let previous = seenConditions[keyword] {
-                throw fail(tokens[0].column, "'\(keyword)' appears twice in this rule (first at line \(previous.line)); list every value on one line")
+                throw fail(
+                    tokens[0].column,
+                    "'\(keyword)' appears twice in this rule (first at line \(previous.line)); list every value on one line"
+                )
             }
             seenConditions[keyword] = here
         }
@@ -268,7 +284,8 @@ struct RuleBuilder {
             try needArgs("one or more methods (GET POST …)")
             var methods: Set<String> = []
             for a in args {
-                guard !a.text.isEmpty, a.text.utf8.allSatisfy({ $0 &- 0x41 < 26 || $0 &- 0x61 < 26 || $0 == 0x2D }) else {
+                guard !a.text.isEmpty, a.text.utf8.allSatisfy({ $0 &- 0x41 < 26 || $0 &- 0x61 < 26 || $0 == 0x2D })
+                else {
                     throw fail(a.column, "'\(a.text)' is not an HTTP method")
                 }
                 methods.insert(a.text.uppercased())
@@ -311,11 +328,15 @@ struct RuleBuilder {
             cookieConditionAt = (here, line)
             conditions.append(Condition(test: .cookie(patterns), negated: negated))
         case "where":
-            try needArgs("one or more cookie states (\(StatePredicate.allCases.map(\.rawValue).joined(separator: ", ")))")
+            try needArgs(
+                "one or more cookie states (\(StatePredicate.allCases.map(\.rawValue).joined(separator: ", ")))")
             var predicates: [StatePredicate] = []
             for a in args {
                 guard let p = StatePredicate(rawValue: a.text.lowercased()) else {
-                    let hint = CommandHint.nearest(a.text, StatePredicate.allCases.map(\.rawValue)).map { "; did you mean '\($0)'?" } ?? ""
+                    let hint =
+                        CommandHint.nearest(a.text, StatePredicate.allCases.map(\.rawValue)).map {
+                            "; did you mean '\($0)'?"
+                        } ?? ""
                     throw fail(a.column, "unknown cookie state '\(a.text)'\(hint)")
                 }
                 predicates.append(p)
@@ -344,8 +365,13 @@ struct RuleBuilder {
             default:
                 guard args.count == 1 else { throw fail(args[1].column, "'domain' takes one value") }
                 guard Self.isHostName(v.hasPrefix(".") ? String(v.dropFirst()) : v) else {
-                    let hint = CommandHint.nearest(v, ["add-dot", "strip-dot", "remove", "ensure"]).map { "; did you mean '\($0)'?" } ?? ""
-                    throw fail(args[0].column, "'\(args[0].text)' is not a domain or one of add-dot, strip-dot, remove, ensure\(hint)")
+                    let hint =
+                        CommandHint.nearest(v, ["add-dot", "strip-dot", "remove", "ensure"]).map {
+                            "; did you mean '\($0)'?"
+                        } ?? ""
+                    throw fail(
+                        args[0].column,
+                        "'\(args[0].text)' is not a domain or one of add-dot, strip-dot, remove, ensure\(hint)")
                 }
                 edit = .set(v)
             }
@@ -363,7 +389,8 @@ struct RuleBuilder {
                 try addCookieAction(.path(v), keyword, here, line, fail)
             }
         case "secure", "httponly", "partitioned":
-            let kind: CookieAttributeKind = keyword == "secure" ? .secure : keyword == "httponly" ? .httpOnly : .partitioned
+            let kind: CookieAttributeKind =
+                keyword == "secure" ? .secure : keyword == "httponly" ? .httpOnly : .partitioned
             var on = true
             if let a = args.first {
                 switch a.text.lowercased() {
@@ -383,11 +410,16 @@ struct RuleBuilder {
             case "none": try addCookieAction(.sameSite("None"), keyword, here, line, fail)
             case "remove": try addCookieAction(.sameSite(nil), keyword, here, line, fail)
             default:
-                let hint = CommandHint.nearest(args[0].text, ["strict", "lax", "none", "remove"]).map { "; did you mean '\($0)'?" } ?? ""
+                let hint =
+                    CommandHint.nearest(args[0].text, ["strict", "lax", "none", "remove"]).map {
+                        "; did you mean '\($0)'?"
+                    } ?? ""
                 throw fail(args[0].column, "samesite must be strict, lax, none or remove, not '\(args[0].text)'\(hint)")
             }
         case "max-age", "cap-lifetime":
-            try needArgs("a duration in seconds (3600) or with a unit (30m, 12h, 7d)" + (keyword == "max-age" ? ", or remove" : ""))
+            try needArgs(
+                "a duration in seconds (3600) or with a unit (30m, 12h, 7d)"
+                    + (keyword == "max-age" ? ", or remove" : ""))
             guard args.count == 1 else { throw fail(args[1].column, "'\(keyword)' takes one value") }
             if keyword == "max-age" && args[0].text == "remove" {
                 try addCookieAction(.maxAge(nil), keyword, here, line, fail)
@@ -395,7 +427,8 @@ struct RuleBuilder {
                 guard let seconds = Self.duration(args[0].text) else {
                     throw fail(args[0].column, "'\(args[0].text)' is not a duration such as 3600, 30m, 12h or 7d")
                 }
-                try addCookieAction(keyword == "max-age" ? .maxAge(seconds) : .capLifetime(seconds), keyword, here, line, fail)
+                try addCookieAction(
+                    keyword == "max-age" ? .maxAge(seconds) : .capLifetime(seconds), keyword, here, line, fail)
             }
         case "expires":
             try needArgs("a date (\"Wed, 09 Jun 2027 10:18:14 GMT\") or remove")
@@ -404,7 +437,10 @@ struct RuleBuilder {
             } else {
                 let text = args.map(\.text).joined(separator: " ")
                 guard let date = CookieDate.parse(text) else {
-                    throw fail(args[0].column, "'\(text)' is not a cookie date (RFC 6265bis §5.1.1); quote it: \"Wed, 09 Jun 2027 10:18:14 GMT\"")
+                    throw fail(
+                        args[0].column,
+                        "'\(text)' is not a cookie date (RFC 6265bis §5.1.1); quote it: \"Wed, 09 Jun 2027 10:18:14 GMT\""
+                    )
                 }
                 try addCookieAction(.expires(CookieDate.imfFixdate(date)), keyword, here, line, fail)
             }
@@ -413,47 +449,64 @@ struct RuleBuilder {
             if keyword == "stop" {
                 stops = true
             } else {
-                try addCookieAction(keyword == "session" ? .session : keyword == "drop" ? .drop : .log, keyword, here, line, fail)
+                try addCookieAction(
+                    keyword == "session" ? .session : keyword == "drop" ? .drop : .log, keyword, here, line, fail)
             }
         case "rename":
             try needArgs("a new name, or add-prefix PREFIX, or strip-prefix PREFIX")
             let mode = args[0].text
             if mode == "add-prefix" || mode == "strip-prefix" {
                 guard args.count == 2 else { throw fail(args[0].column, "'rename \(mode)' needs one prefix") }
-                guard Self.isToken(args[1].text) else { throw fail(args[1].column, "prefix '\(args[1].text)' is not a valid cookie-name part") }
-                try addCookieAction(.rename(mode == "add-prefix" ? .addPrefix(args[1].text) : .stripPrefix(args[1].text)), keyword, here, line, fail)
+                guard Self.isToken(args[1].text) else {
+                    throw fail(args[1].column, "prefix '\(args[1].text)' is not a valid cookie-name part")
+                }
+                try addCookieAction(
+                    .rename(mode == "add-prefix" ? .addPrefix(args[1].text) : .stripPrefix(args[1].text)), keyword,
+                    here, line, fail)
             } else {
                 guard args.count == 1 else { throw fail(args[1].column, "'rename' takes one new name") }
-                guard Self.isToken(mode) else { throw fail(args[0].column, "'\(mode)' is not a valid cookie name (an HTTP token)") }
+                guard Self.isToken(mode) else {
+                    throw fail(args[0].column, "'\(mode)' is not a valid cookie name (an HTTP token)")
+                }
                 try addCookieAction(.rename(.to(mode)), keyword, here, line, fail)
             }
         case "value":
             try needArgs("the new value (quote it if it has spaces)")
-            guard args.count == 1 else { throw fail(args[1].column, "'value' takes one value; quote it if it has spaces") }
+            guard args.count == 1 else {
+                throw fail(args[1].column, "'value' takes one value; quote it if it has spaces")
+            }
             guard !args[0].text.contains(";"), args[0].text.utf8.allSatisfy({ $0 >= 0x20 && $0 != 0x7F }) else {
                 throw fail(args[0].column, "a cookie value must not contain ';' or control characters")
             }
             try addCookieAction(.value(args[0].text), keyword, here, line, fail)
         case "request-header", "response-header":
-            guard let op = args.first else { throw fail(tokens[0].column + keyword.count + 1, "'\(keyword)' needs set, add or remove") }
+            guard let op = args.first else {
+                throw fail(tokens[0].column + keyword.count + 1, "'\(keyword)' needs set, add or remove")
+            }
             let opName = op.text.lowercased()
             guard ["set", "add", "remove"].contains(opName) else {
-                let hint = CommandHint.nearest(op.text, ["set", "add", "remove"]).map { "; did you mean '\($0)'?" } ?? ""
+                let hint =
+                    CommandHint.nearest(op.text, ["set", "add", "remove"]).map { "; did you mean '\($0)'?" } ?? ""
                 throw fail(op.column, "'\(keyword)' needs set, add or remove, not '\(op.text)'\(hint)")
             }
             guard args.count >= 2 else { throw fail(op.column, "'\(keyword) \(opName)' needs a header name") }
             let name = args[1].text
             guard Self.isToken(name) else { throw fail(args[1].column, "'\(name)' is not a header name") }
             if RulesParser.forbiddenHeaderEdits.contains(name.lowercased()) {
-                throw fail(args[1].column, "\(name) is managed by the proxy (message framing or routing) and cannot be edited")
+                throw fail(
+                    args[1].column, "\(name) is managed by the proxy (message framing or routing) and cannot be edited")
             }
             let action: HeaderAction
             if opName == "remove" {
-                guard args.count == 2 else { throw fail(args[2].column, "'\(keyword) remove' takes only a header name") }
+                guard args.count == 2 else {
+                    throw fail(args[2].column, "'\(keyword) remove' takes only a header name")
+                }
                 action = .remove(name: name)
             } else {
                 guard args.count == 3 else {
-                    throw fail(args.count < 3 ? args[1].column : args[3].column, "'\(keyword) \(opName)' needs a name and one value (quote it if it has spaces)")
+                    throw fail(
+                        args.count < 3 ? args[1].column : args[3].column,
+                        "'\(keyword) \(opName)' needs a name and one value (quote it if it has spaces)")
                 }
                 guard args[2].text.utf8.allSatisfy({ $0 >= 0x20 && $0 != 0x7F || $0 == 0x09 }) else {
                     throw fail(args[2].column, "a header value must not contain control characters")
@@ -468,7 +521,8 @@ struct RuleBuilder {
             }
             headerActionAt = (here, line)
         default:
-            let hint = CommandHint.nearest(keyword, RulesParser.conditionKeywords + RulesParser.actionKeywords + ["not"])
+            let hint =
+                CommandHint.nearest(keyword, RulesParser.conditionKeywords + RulesParser.actionKeywords + ["not"])
                 .map { "; did you mean '\($0)'?" } ?? ""
             throw fail(tokens[0].column, "unknown directive '\(keyword)'\(hint)")
         }
@@ -515,10 +569,18 @@ struct RuleBuilder {
         if (ca == "session" && lifetime.contains(cb)) || (cb == "session" && lifetime.contains(ca)) {
             return "'session' with '\(ca == "session" ? cb : ca)'"
         }
-        if case .sameSite("None") = a, case .flag(.secure, false) = b { return "'samesite none' with 'secure off' (browsers reject SameSite=None without Secure)" }
-        if case .sameSite("None") = b, case .flag(.secure, false) = a { return "'samesite none' with 'secure off' (browsers reject SameSite=None without Secure)" }
-        if case .flag(.partitioned, true) = a, case .flag(.secure, false) = b { return "'partitioned' with 'secure off' (Partitioned needs Secure)" }
-        if case .flag(.partitioned, true) = b, case .flag(.secure, false) = a { return "'partitioned' with 'secure off' (Partitioned needs Secure)" }
+        if case .sameSite("None") = a, case .flag(.secure, false) = b {
+            return "'samesite none' with 'secure off' (browsers reject SameSite=None without Secure)"
+        }
+        if case .sameSite("None") = b, case .flag(.secure, false) = a {
+            return "'samesite none' with 'secure off' (browsers reject SameSite=None without Secure)"
+        }
+        if case .flag(.partitioned, true) = a, case .flag(.secure, false) = b {
+            return "'partitioned' with 'secure off' (Partitioned needs Secure)"
+        }
+        if case .flag(.partitioned, true) = b, case .flag(.secure, false) = a {
+            return "'partitioned' with 'secure off' (Partitioned needs Secure)"
+        }
         return nil
     }
 
@@ -526,29 +588,35 @@ struct RuleBuilder {
         let actions = cookieActions.map(\.0)
         if actions.isEmpty && requestHeaders.isEmpty && responseHeaders.isEmpty && !stops {
             throw RulesError(
-                location: location, message: "rule \"\(name)\" has no action: add one (e.g. 'secure'), or 'log' to only log",
+                location: location,
+                message: "rule \"\(name)\" has no action: add one (e.g. 'secure'), or 'log' to only log",
                 sourceLine: sourceLine)
         }
         if let (at, line) = headerActionAt, let (cookieAt, _) = cookieConditionAt {
             throw RulesError(
                 location: at,
-                message: "header actions apply to whole messages and cannot depend on 'cookie'/'where' (line \(cookieAt.line)); put them in a rule of their own",
+                message:
+                    "header actions apply to whole messages and cannot depend on 'cookie'/'where' (line \(cookieAt.line)); put them in a rule of their own",
                 sourceLine: line)
         }
         if let (at, line) = statusAt, let (reqAt, _) = requestHeaderAt {
             throw RulesError(
                 location: reqAt,
-                message: "'request-header' runs before any response exists, so it cannot depend on 'status' (line \(at.line))",
+                message:
+                    "'request-header' runs before any response exists, so it cannot depend on 'status' (line \(at.line))",
                 sourceLine: line)
         }
         for (action, _, at, line) in cookieActions {
             if case .rename(.to) = action {
                 guard cookieNames.count == 1, cookieNames[0].kind == .exact,
-                    !conditions.contains(where: { if case .cookie = $0.test { return $0.negated } else { return false } })
+                    !conditions.contains(where: {
+                        if case .cookie = $0.test { return $0.negated } else { return false }
+                    })
                 else {
                     throw RulesError(
                         location: at,
-                        message: "'rename NAME' needs exactly one exact cookie name ('cookie Name') so requests can be renamed back; use 'rename add-prefix' for patterns",
+                        message:
+                            "'rename NAME' needs exactly one exact cookie name ('cookie Name') so requests can be renamed back; use 'rename add-prefix' for patterns",
                         sourceLine: line)
                 }
             }
@@ -560,7 +628,9 @@ struct RuleBuilder {
 
     static func isHostName(_ s: String) -> Bool {
         !s.isEmpty && s.utf8.count <= 253
-            && s.utf8.allSatisfy { $0 &- 0x61 < 26 || $0 &- 0x30 < 10 || $0 == 0x2D || $0 == 0x2E || $0 == 0x5F || $0 == 0x3A }
+            && s.utf8.allSatisfy {
+                $0 &- 0x61 < 26 || $0 &- 0x30 < 10 || $0 == 0x2D || $0 == 0x2E || $0 == 0x5F || $0 == 0x3A
+            }
             && !s.hasPrefix(".") && !s.hasSuffix(".") && !s.contains("..")
     }
 
@@ -568,7 +638,8 @@ struct RuleBuilder {
         !s.isEmpty
             && s.utf8.allSatisfy { b in
                 switch b {
-                case 0x21, 0x23...0x27, 0x2A, 0x2B, 0x2D, 0x2E, 0x30...0x39, 0x41...0x5A, 0x5E...0x7A, 0x7C, 0x7E: return true
+                case 0x21, 0x23...0x27, 0x2A, 0x2B, 0x2D, 0x2E, 0x30...0x39, 0x41...0x5A, 0x5E...0x7A, 0x7C, 0x7E:
+                    return true
                 default: return false
                 }
             }

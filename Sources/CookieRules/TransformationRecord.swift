@@ -16,7 +16,8 @@ public struct TransformationRecord: Sendable {
     public var dryRun: Bool
 
     public init(
-        time: Int64, requestID: UInt64, client: String, method: String, url: String, status: Int, outcome: CookieOutcome,
+        time: Int64, requestID: UInt64, client: String, method: String, url: String, status: Int,
+        outcome: CookieOutcome,
         findings: [LintFinding], dryRun: Bool
     ) {
         self.time = time
@@ -77,7 +78,10 @@ public struct TransformationRecord: Sendable {
     public func line(showValues: Bool, color: Bool) -> String {
         func paint(_ s: String, _ code: String) -> String { color ? "\u{1B}[\(code)m\(s)\u{1B}[0m" : s }
         let clock = String(Self.timestamp(time).dropFirst(11).prefix(8))
-        var parts = ["\(clock) #\(requestID) \(method) \(url) \(status)", paint(outcome.original.name.isEmpty ? "(nameless)" : outcome.original.name, "1")]
+        var parts = [
+            "\(clock) #\(requestID) \(method) \(url) \(status)",
+            paint(outcome.original.name.isEmpty ? "(nameless)" : outcome.original.name, "1"),
+        ]
         if outcome.changes.isEmpty {
             parts.append(paint(dryRun ? "unchanged" : "logged", "2"))
         } else {
@@ -96,7 +100,9 @@ public struct TransformationRecord: Sendable {
         if dryRun && !outcome.changes.isEmpty { parts.append(paint("(dry run)", "2")) }
         if !outcome.rules.isEmpty { parts.append(paint("[\(outcome.rules.joined(separator: ", "))]", "36")) }
         let serious = findings.filter { $0.severity == .rejects }
-        if !serious.isEmpty { parts.append(paint("⚠ browsers reject: " + serious.map(\.code).joined(separator: ", "), "31;1")) }
+        if !serious.isEmpty {
+            parts.append(paint("⚠ browsers reject: " + serious.map(\.code).joined(separator: ", "), "31;1"))
+        }
         return parts.joined(separator: "  ")
     }
 

@@ -51,7 +51,9 @@ public enum BodyFraming: Sendable, Hashable {
                 var y = stop
                 while x < y && (b[x] == 0x20 || b[x] == 0x09) { x += 1 }
                 while y > x && (b[y - 1] == 0x20 || b[y - 1] == 0x09) { y -= 1 }
-                guard x < y, y - x <= 18 else { throw HTTPParseError(kind: .malformed, description: "invalid Content-Length") }
+                guard x < y, y - x <= 18 else {
+                    throw HTTPParseError(kind: .malformed, description: "invalid Content-Length")
+                }
                 var n = 0
                 for k in x..<y {
                     guard b[k] &- 0x30 < 10 else {

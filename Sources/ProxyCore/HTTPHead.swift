@@ -1,9 +1,9 @@
 import CookieKit
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// An HTTP/1.1 message head (RFC 9112 §2–§5) kept as the bytes received, with the positions of the
@@ -192,14 +192,16 @@ public struct HTTPHeadParser: Sendable {
         }
         scanned = buffer.count
         if scanned > limits.maximumHeadBytes {
-            throw HTTPParseError(kind: .headTooLarge, description: "message head is over \(limits.maximumHeadBytes) bytes")
+            throw HTTPParseError(
+                kind: .headTooLarge, description: "message head is over \(limits.maximumHeadBytes) bytes")
         }
         return nil
     }
 
     private func checked(_ length: Int) throws(HTTPParseError) -> Int {
         if length > limits.maximumHeadBytes {
-            throw HTTPParseError(kind: .headTooLarge, description: "message head is over \(limits.maximumHeadBytes) bytes")
+            throw HTTPParseError(
+                kind: .headTooLarge, description: "message head is over \(limits.maximumHeadBytes) bytes")
         }
         return length
     }
@@ -227,7 +229,8 @@ public struct HTTPHeadParser: Sendable {
         fields.reserveCapacity(16)
         let failure = bytes.withUnsafeBufferPointer { b -> HTTPParseError? in
             if Self.isPlain(b),
-                Self.scanPlainHead(b, maximumFieldCount: limits.maximumFieldCount, startLine: &startLine, fields: &fields)
+                Self.scanPlainHead(
+                    b, maximumFieldCount: limits.maximumFieldCount, startLine: &startLine, fields: &fields)
             {
                 return nil
             }
@@ -376,7 +379,8 @@ public struct HTTPHeadParser: Sendable {
             throw Self.malformed("unsupported HTTP version")
         }
         return RequestHead(
-            head: head, method: String(decoding: method, as: UTF8.self), target: String(decoding: target, as: UTF8.self),
+            head: head, method: String(decoding: method, as: UTF8.self),
+            target: String(decoding: target, as: UTF8.self),
             version: version)
     }
 
@@ -462,7 +466,8 @@ public enum KnownField: UInt8, Sendable {
             } else {
                 for i in 0..<count { w |= UInt64(b[from + i]) << UInt64(8 * i) }
             }
-            let spaces: UInt64 = count == 8 ? 0x2020_2020_2020_2020 : ((1 << UInt64(8 * count)) - 1) & 0x2020_2020_2020_2020
+            let spaces: UInt64 =
+                count == 8 ? 0x2020_2020_2020_2020 : ((1 << UInt64(8 * count)) - 1) & 0x2020_2020_2020_2020
             return w | spaces
         }
         switch n {

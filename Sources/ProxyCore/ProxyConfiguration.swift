@@ -141,5 +141,7 @@ public struct HostPatternList: Sendable, Hashable {
     }
 
     public var isEmpty: Bool { !all && exact.isEmpty && suffixes.isEmpty }
-    public var description: String { all ? "every host" : (exact.sorted() + suffixes.map { "*" + $0 }).joined(separator: ", ") }
+    public var description: String {
+        all ? "every host" : (exact.sorted() + suffixes.map { "*" + $0 }).joined(separator: ", ")
+    }
 }

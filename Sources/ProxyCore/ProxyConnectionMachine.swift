@@ -399,18 +399,21 @@ public struct ProxyConnectionMachine: Sendable {
                 target = request.target
                 scheme = "https"
             } else {
-            guard let reverse = configuration.reverseUpstream else {
-                answer(
-                    400, "this is a forward proxy: send an absolute URL (curl -x http://this-proxy http://host/path)",
-                    &io, keepAlive: false)
-                return
-            }
-            origin = reverse
-            target = request.target
+                guard let reverse = configuration.reverseUpstream else {
+                    answer(
+                        400,
+                        "this is a forward proxy: send an absolute URL (curl -x http://this-proxy http://host/path)",
+                        &io, keepAlive: false)
+                    return
+                }
+                origin = reverse
+                target = request.target
             }
         } else {
             if Self.hasPrefixIgnoringCase(request.target, "https://") {
-                answer(400, "https URLs go through CONNECT; this proxy does not fetch https:// targets itself", &io, keepAlive: false)
+                answer(
+                    400, "https URLs go through CONNECT; this proxy does not fetch https:// targets itself", &io,
+                    keepAlive: false)
                 return
             }
             guard Self.hasPrefixIgnoringCase(request.target, "http://") else {
@@ -476,7 +479,9 @@ public struct ProxyConnectionMachine: Sendable {
                 }
             }
             if wantsUpgrade { out.append(name: "Connection", value: "upgrade") }
-            if configuration.addVia { Self.addVia(&out, version: request.version, pseudonym: configuration.viaPseudonym) }
+            if configuration.addVia {
+                Self.addVia(&out, version: request.version, pseudonym: configuration.viaPseudonym)
+            }
             hooks.willForwardRequest(&out, context: context)
             headBytes.reserveCapacity(head.bytes.count + 64)
             out.serialize(into: &headBytes)
@@ -484,7 +489,8 @@ public struct ProxyConnectionMachine: Sendable {
         let exchange = Exchange(
             context: context, origin: origin, isConnect: isConnect, wantsUpgrade: wantsUpgrade,
             requestHeadBytes: headBytes, requestBody: BodyReader(isConnect ? .none : framing),
-            clientVersion: request.version, clientKeepAlive: keepAlive, responseParser: HTTPHeadParser(limits: configuration.parserLimits))
+            clientVersion: request.version, clientKeepAlive: keepAlive,
+            responseParser: HTTPHeadParser(limits: configuration.parserLimits))
         state = .connecting(exchange)
         io.commands.append(.connect(origin, fresh: false))
     }
@@ -547,7 +553,9 @@ public struct ProxyConnectionMachine: Sendable {
             e.context.status = response.status
             if response.status == 101 && e.wantsUpgrade {
                 var out = OutgoingHead(response.head)
-                if configuration.addVia { Self.addVia(&out, version: response.version, pseudonym: configuration.viaPseudonym) }
+                if configuration.addVia {
+                    Self.addVia(&out, version: response.version, pseudonym: configuration.viaPseudonym)
+                }
                 hooks.willForwardResponse(&out, context: e.context)
                 out.serialize(into: &io.toClient)
                 io.toClient.append(contentsOf: e.upstreamIn)
@@ -576,7 +584,9 @@ public struct ProxyConnectionMachine: Sendable {
             } else if e.clientVersion.minor == 0 {
                 out.append(name: "Connection", value: "keep-alive")
             }
-            if configuration.addVia { Self.addVia(&out, version: response.version, pseudonym: configuration.viaPseudonym) }
+            if configuration.addVia {
+                Self.addVia(&out, version: response.version, pseudonym: configuration.viaPseudonym)
+            }
             hooks.willForwardResponse(&out, context: e.context)
             out.serialize(into: &io.toClient)
             let rest = e.upstreamIn
@@ -700,14 +710,17 @@ public struct ProxyConnectionMachine: Sendable {
     /// bodies are forwarded in their received framing.
     static func removeHopByHop(_ out: inout OutgoingHead, connectionTokens: [String], keepUpgrade: Bool) {
         var named: [String] = []
-        for token in connectionTokens where token != "transfer-encoding" && token != "upgrade" && token != "close"
+        for token in connectionTokens
+        where token != "transfer-encoding" && token != "upgrade" && token != "close"
             && token != "keep-alive"
         {
             named.append(token)
         }
         // One bit per known field that goes: a received line is judged by its classification alone.
         var hopByHop: UInt32 = 0
-        for known in [KnownField.connection, .keepAlive, .proxyConnection, .te] { hopByHop |= 1 << UInt32(known.rawValue) }
+        for known in [KnownField.connection, .keepAlive, .proxyConnection, .te] {
+            hopByHop |= 1 << UInt32(known.rawValue)
+        }
         if !keepUpgrade { hopByHop |= 1 << UInt32(KnownField.upgrade.rawValue) }
         var index = out.count - 1
         while index >= 0 {

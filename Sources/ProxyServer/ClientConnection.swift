@@ -4,7 +4,7 @@ import ProxyCore
 import ProxyTLS
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The I/O shell around one ``ProxyConnectionMachine``: reads and writes the client socket and its
@@ -148,7 +148,8 @@ final class ClientConnection: LoopHandler, @unchecked Sendable {
             if let tls = upstream.tls, !tls.handshakeComplete {
                 let origin = upstream.origin
                 detachUpstream(reusable: false)
-                machine.upstreamFailed(.failed(origin, reason: "TLS: the upstream closed the connection during the handshake"), &io)
+                machine.upstreamFailed(
+                    .failed(origin, reason: "TLS: the upstream closed the connection during the handshake"), &io)
             } else {
                 machine.upstreamClosed(&io)
             }
@@ -224,7 +225,9 @@ final class ClientConnection: LoopHandler, @unchecked Sendable {
         case .closeClient:
             closeAfterFlush = true
         case .startTLS(let host, let leftover):
-            guard let setup = loop.server.interception, let tls = try? TLSEngine(server: setup.server, connectHost: host) else {
+            guard let setup = loop.server.interception,
+                let tls = try? TLSEngine(server: setup.server, connectHost: host)
+            else {
                 closeAfterFlush = true
                 return
             }
@@ -442,7 +445,8 @@ final class ClientConnection: LoopHandler, @unchecked Sendable {
                 // Intercepted: the upstream is https too, verified against the system store (or --upstream-ca).
                 do {
                     upstream.tls = try TLSEngine(
-                        client: tlsSetup.client, host: origin.host, insecure: tlsSetup.insecureHosts.contains(origin.host))
+                        client: tlsSetup.client, host: origin.host,
+                        insecure: tlsSetup.insecureHosts.contains(origin.host))
                 } catch {
                     Sys.close(ufd)
                     machine.upstreamFailed(.failed(origin, reason: "TLS: \(error)"), &io)

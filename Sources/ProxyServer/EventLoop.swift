@@ -3,9 +3,9 @@ import ProxyCore
 import Synchronization
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// Milliseconds on the monotonic clock.
@@ -149,7 +149,8 @@ final class EventLoop: @unchecked Sendable {
         let allowed =
             address == "::1" || address.hasPrefix("127.") || address.hasPrefix("::ffff:127.")
             || configuration.allowed.contains { $0.contains(address) }
-        if !allowed || draining || server.activeConnections.load(ordering: .relaxed) >= configuration.maximumConnections {
+        if !allowed || draining || server.activeConnections.load(ordering: .relaxed) >= configuration.maximumConnections
+        {
             let (status, reason) =
                 !allowed
                 ? ("403 Forbidden", "client \(address) is not allowed; start the proxy with --allow CIDR to admit it")

@@ -21,7 +21,11 @@ public final class ProxyServer: @unchecked Sendable {
     }
 
     /// TLS failures since the last call.
-    public func takeTLSFailures() -> [String] { tlsFailures.withLock { let t = $0; $0.removeAll(); return t } }
+    public func takeTLSFailures() -> [String] {
+        tlsFailures.withLock {
+            let t = $0; $0.removeAll(); return t
+        }
+    }
     public var intercepted: Int { interceptedConnections.load(ordering: .relaxed) }
     private let requestIDs = Atomic<UInt64>(0)
     private var loops: [EventLoop] = []
@@ -48,7 +52,9 @@ public final class ProxyServer: @unchecked Sendable {
     }
     let interception: Interception?
 
-    public init(configuration: ServerConfiguration, hooks: any ProxyHooks = NoHooks(), interception: Interception? = nil) {
+    public init(
+        configuration: ServerConfiguration, hooks: any ProxyHooks = NoHooks(), interception: Interception? = nil
+    ) {
         var c = configuration
         c.proxy.ownPorts.insert(c.listenPort)
         c.proxy.ownHosts.insert(c.listenHost)
@@ -70,9 +76,12 @@ public final class ProxyServer: @unchecked Sendable {
             let fd = Sys.listen(host: configuration.listenHost, port: port, reusePort: true)
             if fd < 0 {
                 for f in fds { Sys.close(f) }
-                let reason = fd == -EADDRINUSE ? "the address is in use (another proxy running? pick --listen HOST:PORT)"
-                    : fd == -EINVAL ? "'\(configuration.listenHost)' is not a numeric IPv4 or IPv6 address"
-                    : Sys.errorText(fd)
+                let reason =
+                    fd == -EADDRINUSE
+                    ? "the address is in use (another proxy running? pick --listen HOST:PORT)"
+                    : fd == -EINVAL
+                        ? "'\(configuration.listenHost)' is not a numeric IPv4 or IPv6 address"
+                        : Sys.errorText(fd)
                 throw StartError(description: "cannot listen on \(configuration.listenHost):\(port): \(reason)")
             }
             if port == 0 { port = Sys.localPort(fd) }

@@ -45,7 +45,9 @@ public struct CIDR: Sendable, Hashable, CustomStringConvertible {
 
     public init?(_ text: String) {
         let parts = text.split(separator: "/", maxSplits: 1, omittingEmptySubsequences: false)
-        guard let first = parts.first, !first.isEmpty, let address = CIDR.parseAddress(String(first)) else { return nil }
+        guard let first = parts.first, !first.isEmpty, let address = CIDR.parseAddress(String(first)) else {
+            return nil
+        }
         let maxPrefix = address.count * 8
         let prefix = parts.count == 2 ? Int(parts[1]) : maxPrefix
         guard let prefix, (0...maxPrefix).contains(prefix) else { return nil }

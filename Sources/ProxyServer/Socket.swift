@@ -1,9 +1,9 @@
 internal import CProxyShims
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// Thin Swift wrappers over the C shims; errors are negative errno values as the shims return them.
@@ -96,7 +96,9 @@ final class Poller {
 
     /// Waits for events; calls `body(token, events)` for each.
     func wait(timeoutMilliseconds: Int32, _ body: (UInt64, UInt32) -> Void) {
-        let n = events.withUnsafeMutableBufferPointer { CProxy_epoll_wait(epfd, $0.baseAddress, 256, timeoutMilliseconds) }
+        let n = events.withUnsafeMutableBufferPointer {
+            CProxy_epoll_wait(epfd, $0.baseAddress, 256, timeoutMilliseconds)
+        }
         guard n > 0 else { return }
         for i in 0..<Int(n) { body(events[i].token, events[i].events) }
     }

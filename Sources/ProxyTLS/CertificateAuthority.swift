@@ -2,7 +2,7 @@ internal import COpenSSL
 import Synchronization
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The local CA that signs leaf certificates for intercepted hosts: an EC P-256 key (mode 0600 on disk) and a
@@ -36,9 +36,14 @@ public final class CertificateAuthority: @unchecked Sendable {
     }
 
     /// Creates a new CA in `directory` (refuses to overwrite one unless `force`).
-    public static func create(in directory: String, force: Bool, commonName: String) throws(TLSError) -> CertificateAuthority {
+    public static func create(in directory: String, force: Bool, commonName: String) throws(TLSError)
+        -> CertificateAuthority
+    {
         if exists(in: directory) && !force {
-            throw TLSError(message: "a CA already exists in \(directory); pass --force to replace it (clients trusting the old one will stop trusting the proxy)")
+            throw TLSError(
+                message:
+                    "a CA already exists in \(directory); pass --force to replace it (clients trusting the old one will stop trusting the proxy)"
+            )
         }
         try makeDirectory(directory)
         let key = try PrivateKey.generateP256()

@@ -1,7 +1,7 @@
 internal import COpenSSL
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// An OpenSSL failure with the text of OpenSSL's error queue (drained at the call site).
@@ -62,7 +62,9 @@ final class Certificate: @unchecked Sendable {
 
     static func fromPEM(_ pem: [UInt8]) throws(TLSError) -> Certificate {
         let bio = try MemoryBIO(pem)
-        guard let cert = PEM_read_bio_X509(bio.pointer, nil, nil, nil) else { throw TLSError("cannot read the certificate") }
+        guard let cert = PEM_read_bio_X509(bio.pointer, nil, nil, nil) else {
+            throw TLSError("cannot read the certificate")
+        }
         return Certificate(owning: cert)
     }
 

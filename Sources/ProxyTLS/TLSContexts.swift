@@ -53,7 +53,9 @@ private func tlsCertificateCallback(_ ssl: OpaquePointer?, _ arg: UnsafeMutableR
         host = Unmanaged<TLSEngine>.fromOpaque(data).takeUnretainedValue().fallbackHost
     }
     guard let host, let leaf = try? leaves.leaf(for: host.lowercased()) else { return 0 }
-    guard SSL_use_certificate(ssl, leaf.pointer) == 1, SSL_use_PrivateKey(ssl, leaves.leafKey.pointer) == 1 else { return 0 }
+    guard SSL_use_certificate(ssl, leaf.pointer) == 1, SSL_use_PrivateKey(ssl, leaves.leafKey.pointer) == 1 else {
+        return 0
+    }
     return 1
 }
 

@@ -45,7 +45,9 @@ public final class TLSEngine: @unchecked Sendable {
     deinit { SSL_free(ssl) }  // frees both BIOs
 
     /// An `SSL` with a memory BIO each way (the `SSL` owns them once set).
-    private static func makeSSL(_ context: OpaquePointer) throws(TLSError) -> (OpaquePointer, OpaquePointer, OpaquePointer) {
+    private static func makeSSL(_ context: OpaquePointer) throws(TLSError) -> (
+        OpaquePointer, OpaquePointer, OpaquePointer
+    ) {
         guard let ssl = SSL_new(context) else { throw TLSError("SSL_new failed") }
         guard let r = BIO_new(BIO_s_mem()), let w = BIO_new(BIO_s_mem()) else {
             SSL_free(ssl)
@@ -129,5 +131,6 @@ public final class TLSEngine: @unchecked Sendable {
 func isIPLiteral(_ host: String) -> Bool {
     if host.contains(":") { return true }
     let parts = host.split(separator: ".", omittingEmptySubsequences: false)
-    return parts.count == 4 && parts.allSatisfy { !$0.isEmpty && $0.utf8.allSatisfy { $0 &- 0x30 < 10 } && UInt8($0) != nil }
+    return parts.count == 4
+        && parts.allSatisfy { !$0.isEmpty && $0.utf8.allSatisfy { $0 &- 0x30 < 10 } && UInt8($0) != nil }
 }

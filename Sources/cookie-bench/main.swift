@@ -4,7 +4,7 @@ import CookieKit
 import Foundation
 
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 // cookie-bench: cookie-core throughput on realistic Set-Cookie headers, beside Foundation's HTTPCookie
@@ -192,7 +192,8 @@ for f in figures {
     let allocs = f.allocationsPerOp.map { String(format: "%.2f", $0) } ?? "-"
     let unit = f.name.hasPrefix("jar Cookie header") ? " lookups/s" : ""
     print(
-        "| \(f.name) | \(format(f.perSecond))\(unit) | \(format(f.best)) – \(format(f.worst)) | \(String(format: "%.1f×", ratio)) | \(allocs) |")
+        "| \(f.name) | \(format(f.perSecond))\(unit) | \(format(f.best)) – \(format(f.worst)) | \(String(format: "%.1f×", ratio)) | \(allocs) |"
+    )
 }
 print("")
 print("goal: parse + serialise ≥ 3 M/s per core, ≥ 20× Foundation, ≤ 2 allocations per untouched cookie")

@@ -1,9 +1,9 @@
 import CookieRules
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// A small declarative command-line parser in the shape of swift-argument-parser: each command declares

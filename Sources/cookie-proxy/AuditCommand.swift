@@ -10,15 +10,22 @@ enum AuditCommand {
         usage: "cookie-proxy audit [options] URL",
         options: [
             OptionSpec(names: ["-X", "--request"], value: "method", help: "Request method.", defaultValue: "GET"),
-            OptionSpec(names: ["-d", "--data"], value: "data", help: "Request body (makes the method POST unless -X)."),
-            OptionSpec(names: ["-H", "--header"], value: "header", help: "Extra request header 'Name: value'.", repeatable: true),
-            OptionSpec(names: ["-b", "--cookie"], value: "name=value", help: "Cookie to start with.", repeatable: true),
+            OptionSpec(
+                names: ["-d", "--data"], value: "data", help: "Request body (makes the method POST unless -X)."),
+            OptionSpec(
+                names: ["-H", "--header"], value: "header", help: "Extra request header 'Name: value'.",
+                repeatable: true),
+            OptionSpec(
+                names: ["-b", "--cookie"], value: "name=value", help: "Cookie to start with.", repeatable: true),
             OptionSpec(names: ["--proxy"], value: "url", help: "Send the requests through this proxy."),
             OptionSpec(names: ["--cacert"], value: "file", help: "Trust this CA certificate (PEM) too."),
             OptionSpec(names: ["-k", "--insecure"], value: nil, help: "Do not verify TLS certificates."),
             OptionSpec(names: ["--max-redirs"], value: "n", help: "Most redirects to follow.", defaultValue: "10"),
-            OptionSpec(names: ["--timeout"], value: "seconds", help: "Time allowed for each request.", defaultValue: "30"),
-            OptionSpec(names: ["--rules", "-r"], value: "path", help: "Also show what these rules would change (before/after)."),
+            OptionSpec(
+                names: ["--timeout"], value: "seconds", help: "Time allowed for each request.", defaultValue: "30"),
+            OptionSpec(
+                names: ["--rules", "-r"], value: "path", help: "Also show what these rules would change (before/after)."
+            ),
             OptionSpec(names: ["--format"], value: "format", help: "text or json.", defaultValue: "text"),
         ],
         arguments: "  URL      An http:// or https:// URL.",
@@ -30,7 +37,8 @@ enum AuditCommand {
 
     static func run(_ args: ParsedArguments, now: Int64) throws(UsageError) -> Int32 {
         guard args.positionals.count == 1 else {
-            throw UsageError(message: "give one URL, e.g. cookie-proxy audit https://app.example.com/login", command: spec.name)
+            throw UsageError(
+                message: "give one URL, e.g. cookie-proxy audit https://app.example.com/login", command: spec.name)
         }
         var options = AuditOptions(url: args.positionals[0])
         if let data = args.value("-X") { options.method = data.uppercased() }
@@ -42,7 +50,9 @@ enum AuditCommand {
             }
         }
         for h in args.all("-H") {
-            guard h.contains(":") else { throw UsageError(message: "-H '\(h)' must be 'Name: value'", command: spec.name) }
+            guard h.contains(":") else {
+                throw UsageError(message: "-H '\(h)' must be 'Name: value'", command: spec.name)
+            }
             options.headers.append(h)
         }
         for c in args.all("-b") {
@@ -55,11 +65,15 @@ enum AuditCommand {
         options.caFile = args.value("--cacert")
         options.insecure = args.flag("-k")
         if let n = args.value("--max-redirs") {
-            guard let v = Int(n), v >= 0, v <= 100 else { throw UsageError(message: "--max-redirs must be 0 to 100", command: spec.name) }
+            guard let v = Int(n), v >= 0, v <= 100 else {
+                throw UsageError(message: "--max-redirs must be 0 to 100", command: spec.name)
+            }
             options.maximumRedirects = v
         }
         if let t = args.value("--timeout") {
-            guard let v = Double(t), v > 0 else { throw UsageError(message: "--timeout must be a number of seconds", command: spec.name) }
+            guard let v = Double(t), v > 0 else {
+                throw UsageError(message: "--timeout must be a number of seconds", command: spec.name)
+            }
             options.timeout = v
         }
         let format = args.value("--format") ?? "text"
@@ -92,7 +106,8 @@ enum AuditCommand {
                 .array(
                     r.hops.map { hop in
                         .object([
-                            ("url", .string(hop.url)), ("method", .string(hop.method)), ("status", .int(Int64(hop.status))),
+                            ("url", .string(hop.url)), ("method", .string(hop.method)),
+                            ("status", .int(Int64(hop.status))),
                             ("location", JSONValue(hop.location)),
                             (
                                 "cookies",
@@ -122,13 +137,22 @@ enum AuditCommand {
                             ("name", .string(c.name)), ("domain", .string(c.domain)), ("hostOnly", .bool(c.hostOnly)),
                             ("path", .string(c.path)), ("secure", .bool(c.secureOnly)), ("httpOnly", .bool(c.httpOnly)),
                             ("sameSite", .string(c.sameSite.rawValue)),
-                            ("expires", JSONValue(c.expiry.map { $0 == CookieAttributes.earliest ? "expired" : CookieDate.rfc3339($0) })),
+                            (
+                                "expires",
+                                JSONValue(
+                                    c.expiry.map {
+                                        $0 == CookieAttributes.earliest ? "expired" : CookieDate.rfc3339($0)
+                                    })
+                            ),
                         ])
                     })
             ),
             (
                 "dropped",
-                .array(r.dropped.map { .object([("name", .string($0.name)), ("url", .string($0.url)), ("reason", .string($0.reason))]) })
+                .array(
+                    r.dropped.map {
+                        .object([("name", .string($0.name)), ("url", .string($0.url)), ("reason", .string($0.reason))])
+                    })
             ),
             ("stopped", JSONValue(r.stoppedBecause)),
         ])
@@ -137,24 +161,30 @@ enum AuditCommand {
     static func text(_ r: AuditReport) -> String {
         var out = ""
         for (i, hop) in r.hops.enumerated() {
-            out += "\(i + 1). \(hop.method) \(hop.url) → \(hop.status)\(hop.location.map { " (Location: \($0))" } ?? "")\n"
+            out +=
+                "\(i + 1). \(hop.method) \(hop.url) → \(hop.status)\(hop.location.map { " (Location: \($0))" } ?? "")\n"
             if hop.cookies.isEmpty { out += "   no cookies\n" }
             for c in hop.cookies {
-                let verdict = c.delivered == nil ? "DROPPED by rules" : c.rejection.map { "REJECTED: \($0)" } ?? "stored"
+                let verdict =
+                    c.delivered == nil ? "DROPPED by rules" : c.rejection.map { "REJECTED: \($0)" } ?? "stored"
                 out += "   Set-Cookie: \(c.received)\n"
                 if let o = c.outcome, o.isChanged {
-                    out += "     rules:    \(o.rules.joined(separator: ", ")) → \(c.delivered?.description ?? "(dropped)")\n"
+                    out +=
+                        "     rules:    \(o.rules.joined(separator: ", ")) → \(c.delivered?.description ?? "(dropped)")\n"
                 }
                 out += "     verdict:  \(verdict)\n"
                 for f in c.findings { out += "     \(f.severity.rawValue): \(f.code): \(f.message)\n" }
             }
         }
         if let stopped = r.stoppedBecause { out += "(\(stopped))\n" }
-        out += "\nCookie header a browser would send to \(r.finalURL):\n  \(r.cookieHeader.isEmpty ? "(none)" : r.cookieHeader)\n"
+        out +=
+            "\nCookie header a browser would send to \(r.finalURL):\n  \(r.cookieHeader.isEmpty ? "(none)" : r.cookieHeader)\n"
         if r.dropped.isEmpty {
             out += "Every cookie would be kept."
         } else {
-            out += "Cookies browsers would drop:\n" + r.dropped.map { "  \($0.name) from \($0.url): \($0.reason)" }.joined(separator: "\n")
+            out +=
+                "Cookies browsers would drop:\n"
+                + r.dropped.map { "  \($0.name) from \($0.url): \($0.reason)" }.joined(separator: "\n")
         }
         return out
     }

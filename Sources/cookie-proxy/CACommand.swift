@@ -37,8 +37,11 @@ enum CACommand {
         do {
             switch action {
             case "init":
-                let ca = try CertificateAuthority.create(in: directory, force: args.flag("--force"), commonName: commonName())
-                Console.out("created the CA in \(directory)\n  certificate: \(ca.certificatePath)\n  private key: \(ca.keyPath) (mode 0600)")
+                let ca = try CertificateAuthority.create(
+                    in: directory, force: args.flag("--force"), commonName: commonName())
+                Console.out(
+                    "created the CA in \(directory)\n  certificate: \(ca.certificatePath)\n  private key: \(ca.keyPath) (mode 0600)"
+                )
             case "path":
                 guard CertificateAuthority.exists(in: directory) else {
                     Console.err("error: no CA in \(directory) yet; create it with: cookie-proxy ca init")
@@ -57,8 +60,10 @@ enum CACommand {
                 let ca = try CertificateAuthority.load(from: directory)
                 Console.writeAll(1, format == "pem" ? try ca.certificatePEM() : try ca.certificateDER())
             default:
-                let hint = CommandSpec.nearest(action, ["init", "path", "export"]).map { "; did you mean '\($0)'?" } ?? ""
-                throw UsageError(message: "unknown action '\(action)'\(hint): say init, path or export", command: spec.name)
+                let hint =
+                    CommandSpec.nearest(action, ["init", "path", "export"]).map { "; did you mean '\($0)'?" } ?? ""
+                throw UsageError(
+                    message: "unknown action '\(action)'\(hint): say init, path or export", command: spec.name)
             }
         } catch let error as TLSError {
             Console.err("error: \(error)")

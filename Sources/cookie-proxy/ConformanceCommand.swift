@@ -15,7 +15,8 @@ enum ConformanceCommand {
 
     static func run(_ args: ParsedArguments) throws(UsageError) -> Int32 {
         guard !args.positionals.isEmpty else {
-            throw UsageError(message: "give at least one corpus file, e.g. ../shared/conformance/wpt.json", command: spec.name)
+            throw UsageError(
+                message: "give at least one corpus file, e.g. ../shared/conformance/wpt.json", command: spec.name)
         }
         if let error = PublicSuffixList.systemLoadError { Console.err("warning: \(error)") }
         var passed = 0
@@ -33,11 +34,13 @@ enum ConformanceCommand {
             passed += ok
             failed += counted.count - ok
             Console.out(
-                "\(suite.name): \(ok)/\(counted.count) counted cases pass; informative: \(informative.filter(\.passed).count)/\(informative.count) match")
+                "\(suite.name): \(ok)/\(counted.count) counted cases pass; informative: \(informative.filter(\.passed).count)/\(informative.count) match"
+            )
             for result in results where !result.passed && (!args.flag("--quiet") || !result.informative) {
                 if args.flag("--quiet") && result.informative { continue }
                 Console.out(
-                    "  \(result.informative ? "informative" : "FAIL") \(result.id): expected \(result.expected!.debugDescription), got \(result.got!.debugDescription)")
+                    "  \(result.informative ? "informative" : "FAIL") \(result.id): expected \(result.expected!.debugDescription), got \(result.got!.debugDescription)"
+                )
             }
         }
         Console.out("\(passed) passed, \(failed) failed")

@@ -78,7 +78,8 @@ final class LogSink: Sendable {
         switch item {
         case .line(let text): return Array(text.utf8)
         case .record(var record, let url, let now):
-            record.findings = CookieLint.findings(for: record.outcome.result ?? record.outcome.original, from: url, now: now)
+            record.findings = CookieLint.findings(
+                for: record.outcome.result ?? record.outcome.original, from: url, now: now)
             switch destination {
             case .standardOutput(let compact, let color) where compact:
                 return Array(record.line(showValues: showValues, color: color).utf8)

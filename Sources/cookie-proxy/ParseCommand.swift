@@ -10,9 +10,11 @@ enum ParseCommand {
             OptionSpec(
                 names: ["--url"], value: "URL", help: "The request URL the cookies come from.",
                 defaultValue: "https://localhost/"),
-            OptionSpec(names: ["--format"], value: "format", help: "json (one object per line) or text.", defaultValue: "json"),
+            OptionSpec(
+                names: ["--format"], value: "format", help: "json (one object per line) or text.", defaultValue: "json"),
         ],
-        arguments: "  VALUE    A Set-Cookie value (a 'Set-Cookie:' prefix is accepted). Without any, one per line from stdin.",
+        arguments:
+            "  VALUE    A Set-Cookie value (a 'Set-Cookie:' prefix is accepted). Without any, one per line from stdin.",
         discussion: """
             JSON keys, in this order: name, value, hostOnly, domain, path, expires (RFC 3339 UTC or null),
             maxAge, secure, httpOnly, partitioned, sameSite (Strict|Lax|None|Default), attributes (as written:
@@ -22,7 +24,9 @@ enum ParseCommand {
     static func run(_ args: ParsedArguments, now: Int64) throws(UsageError) -> Int32 {
         let urlString = args.value("--url") ?? "https://localhost/"
         guard let url = RequestURL(urlString) else {
-            throw UsageError(message: "--url '\(urlString)' is not an absolute URL such as https://app.example.com/", command: spec.name)
+            throw UsageError(
+                message: "--url '\(urlString)' is not an absolute URL such as https://app.example.com/",
+                command: spec.name)
         }
         let format = args.value("--format") ?? "json"
         guard format == "json" || format == "text" else {
@@ -110,8 +114,10 @@ struct CookieReport {
             ("max-age", attributes.maxAge.map(String.init) ?? "-"),
             (
                 "flags",
-                [attributes.secure ? "Secure" : nil, attributes.httpOnly ? "HttpOnly" : nil,
-                 attributes.partitioned ? "Partitioned" : nil].compactMap { $0 }.joined(separator: " ")
+                [
+                    attributes.secure ? "Secure" : nil, attributes.httpOnly ? "HttpOnly" : nil,
+                    attributes.partitioned ? "Partitioned" : nil,
+                ].compactMap { $0 }.joined(separator: " ")
             ),
             ("samesite", attributes.sameSite.rawValue),
             ("verdict", rejected.map { "REJECTED: \($0)" } ?? "stored"),

@@ -14,17 +14,28 @@ final class ProxyRuntime: @unchecked Sendable {
     private let sink: LogSink?
 
     static let options: [OptionSpec] = [
-        OptionSpec(names: ["--dry-run"], value: nil, help: "Audit mode: change nothing, log what the rules would do to every cookie."),
-        OptionSpec(names: ["--log"], value: "file", help: "Write the transformation log (JSON Lines) to this file; 'none' for no log.", defaultValue: "stdout"),
-        OptionSpec(names: ["--log-format"], value: "format", help: "Log on stdout as json or line (compact).", defaultValue: "line on a terminal, else json"),
-        OptionSpec(names: ["--log-values"], value: nil, help: "Show cookie values in the log (redacted to a short hash by default)."),
         OptionSpec(
-            names: ["--intercept"], value: "host", help: "Intercept https to this host (*.suffix allowed); hosts rules target are intercepted too.",
+            names: ["--dry-run"], value: nil,
+            help: "Audit mode: change nothing, log what the rules would do to every cookie."),
+        OptionSpec(
+            names: ["--log"], value: "file",
+            help: "Write the transformation log (JSON Lines) to this file; 'none' for no log.", defaultValue: "stdout"),
+        OptionSpec(
+            names: ["--log-format"], value: "format", help: "Log on stdout as json or line (compact).",
+            defaultValue: "line on a terminal, else json"),
+        OptionSpec(
+            names: ["--log-values"], value: nil,
+            help: "Show cookie values in the log (redacted to a short hash by default)."),
+        OptionSpec(
+            names: ["--intercept"], value: "host",
+            help: "Intercept https to this host (*.suffix allowed); hosts rules target are intercepted too.",
             repeatable: true),
         OptionSpec(names: ["--intercept-all"], value: nil, help: "Intercept https to every host."),
-        OptionSpec(names: ["--upstream-ca"], value: "file", help: "Also trust this CA (PEM) for upstream certificates."),
         OptionSpec(
-            names: ["--insecure-upstream"], value: "host", help: "Do not verify this upstream's certificate (dev backends).",
+            names: ["--upstream-ca"], value: "file", help: "Also trust this CA (PEM) for upstream certificates."),
+        OptionSpec(
+            names: ["--insecure-upstream"], value: "host",
+            help: "Do not verify this upstream's certificate (dev backends).",
             repeatable: true),
     ]
 
@@ -79,12 +90,15 @@ final class ProxyRuntime: @unchecked Sendable {
         let hooks = RulesHooks(engine: RuleEngine(ruleSet), dryRun: dryRun, sink: sink, intercept: intercept)
         var banner = ""
         if let rulesPath {
-            banner += "  rules:        \(ruleSet.rules.count) from \(rulesPath)\(dryRun ? " (dry run: nothing is changed)" : "")"
+            banner +=
+                "  rules:        \(ruleSet.rules.count) from \(rulesPath)\(dryRun ? " (dry run: nothing is changed)" : "")"
             banner += " — reloaded on change or SIGHUP\n"
         } else {
-            banner += "  rules:        none (everything passes through unchanged)\(dryRun ? "; dry run logs every cookie" : "")\n"
+            banner +=
+                "  rules:        none (everything passes through unchanged)\(dryRun ? "; dry run logs every cookie" : "")\n"
         }
-        banner += "  log:          \(args.value("--log") ?? "stdout")\(args.flag("--log-values") ? " (cookie values shown)" : " (cookie values redacted)")\n"
+        banner +=
+            "  log:          \(args.value("--log") ?? "stdout")\(args.flag("--log-values") ? " (cookie values shown)" : " (cookie values redacted)")\n"
         return ProxyRuntime(hooks: hooks, banner: banner, rulesPath: rulesPath, sink: sink)
     }
 
@@ -122,14 +136,16 @@ final class ProxyRuntime: @unchecked Sendable {
         if let sink {
             sink.close()
             if sink.droppedCount > 0 {
-                Console.err("cookie-proxy: \(sink.droppedCount) log records were dropped because the log could not keep up")
+                Console.err(
+                    "cookie-proxy: \(sink.droppedCount) log records were dropped because the log could not keep up")
             }
         }
     }
 
     var statusSummary: String {
         let dropped = sink?.droppedCount ?? 0
-        return "\(hooks.rewritten.load(ordering: .relaxed)) cookies rewritten · \(hooks.observed.load(ordering: .relaxed)) seen"
+        return
+            "\(hooks.rewritten.load(ordering: .relaxed)) cookies rewritten · \(hooks.observed.load(ordering: .relaxed)) seen"
             + (dropped > 0 ? " · \(dropped) log records dropped" : "")
     }
 }
@@ -152,7 +168,8 @@ extension ProxyRuntime {
                 ca = try CertificateAuthority.load(from: directory)
             } else {
                 ca = try CertificateAuthority.create(in: directory, force: false, commonName: CACommand.commonName())
-                note = "  created a local CA in \(directory) (trust \(ca.certificatePath); see README \"Trusting the CA\")\n"
+                note =
+                    "  created a local CA in \(directory) (trust \(ca.certificatePath); see README \"Trusting the CA\")\n"
             }
             let server = try TLSServerContext(leaves: try LeafCache(ca: ca))
             let client = try TLSClientContext(extraCAFile: args.value("--upstream-ca"))

@@ -13,7 +13,8 @@ enum CheckCommand {
 
     static func run(_ args: ParsedArguments) throws(UsageError) -> Int32 {
         guard args.positionals.count == 1 else {
-            throw UsageError(message: "give one rules file or folder, e.g. cookie-proxy check rules/", command: spec.name)
+            throw UsageError(
+                message: "give one rules file or folder, e.g. cookie-proxy check rules/", command: spec.name)
         }
         let set: RuleSet
         do {
@@ -27,7 +28,8 @@ enum CheckCommand {
             out += "\(rule.location.file):\(rule.location.line) \"\(rule.name)\"\n"
             out += RuleDescription.describe(rule).map { "  \($0)\n" }.joined()
         }
-        out += "\(set.rules.count) rule\(set.rules.count == 1 ? "" : "s") OK in \(set.files.count) file\(set.files.count == 1 ? "" : "s")"
+        out +=
+            "\(set.rules.count) rule\(set.rules.count == 1 ? "" : "s") OK in \(set.files.count) file\(set.files.count == 1 ? "" : "s")"
         Console.out(out)
         return 0
     }
@@ -43,17 +45,24 @@ enum TryCommand {
             OptionSpec(names: ["--url"], value: "URL", help: "The request URL the cookies come from (required)."),
             OptionSpec(names: ["--status"], value: "n", help: "Response status the rules see.", defaultValue: "200"),
             OptionSpec(names: ["--method"], value: "m", help: "Request method the rules see.", defaultValue: "GET"),
-            OptionSpec(names: ["--format"], value: "format", help: "text or json (one object per cookie).", defaultValue: "text"),
+            OptionSpec(
+                names: ["--format"], value: "format", help: "text or json (one object per cookie).",
+                defaultValue: "text"),
         ],
-        arguments: "  VALUE    A Set-Cookie value ('Set-Cookie:' prefix accepted). Without any, one per line from stdin.")
+        arguments:
+            "  VALUE    A Set-Cookie value ('Set-Cookie:' prefix accepted). Without any, one per line from stdin.")
 
     static func run(_ args: ParsedArguments, now: Int64) throws(UsageError) -> Int32 {
-        guard let path = args.value("--rules") else { throw UsageError(message: "--rules PATH is required", command: spec.name) }
+        guard let path = args.value("--rules") else {
+            throw UsageError(message: "--rules PATH is required", command: spec.name)
+        }
         guard let urlText = args.value("--url") else {
             throw UsageError(message: "--url is required, e.g. --url https://app.example.com/login", command: spec.name)
         }
         guard let url = RequestURL(urlText) else {
-            throw UsageError(message: "--url '\(urlText)' is not an absolute URL such as https://app.example.com/", command: spec.name)
+            throw UsageError(
+                message: "--url '\(urlText)' is not an absolute URL such as https://app.example.com/",
+                command: spec.name)
         }
         let format = args.value("--format") ?? "text"
         guard format == "text" || format == "json" else {
@@ -87,7 +96,8 @@ enum TryCommand {
                             .array(
                                 outcome.changes.map {
                                     .object([
-                                        ("op", .string($0.op)), ("attribute", .string($0.attribute)), ("from", JSONValue($0.from)),
+                                        ("op", .string($0.op)), ("attribute", .string($0.attribute)),
+                                        ("from", JSONValue($0.from)),
                                         ("to", JSONValue($0.to)),
                                     ])
                                 })
@@ -105,7 +115,10 @@ enum TryCommand {
                     text += "change:  \(c.op) \(c.attribute)\(from)\(to)\n"
                 }
                 for note in outcome.notes { text += "note:    \(note)\n" }
-                for f in findings { text += "\(f.severity.rawValue):\(String(repeating: " ", count: max(1, 8 - f.severity.rawValue.count)))\(f.code): \(f.message)\n" }
+                for f in findings {
+                    text +=
+                        "\(f.severity.rawValue):\(String(repeating: " ", count: max(1, 8 - f.severity.rawValue.count)))\(f.code): \(f.message)\n"
+                }
                 Console.out(text)
             }
         }
@@ -134,28 +147,34 @@ enum RuleDescription {
         switch c.test {
         case .host(let hs): text = "the host is " + hosts(hs, any: "any host")
         case .path(let ps):
-            text = "the path " + ps.map {
-                switch $0 {
-                case .prefix(let p): return "starts with \(p)"
-                case .glob(let g): return "matches \(g.source)"
-                }
-            }.joined(separator: " or ")
+            text =
+                "the path "
+                + ps.map {
+                    switch $0 {
+                    case .prefix(let p): return "starts with \(p)"
+                    case .glob(let g): return "matches \(g.source)"
+                    }
+                }.joined(separator: " or ")
         case .method(let ms): text = "the method is " + ms.sorted().joined(separator: " or ")
         case .status(let ss):
-            text = "the status is " + ss.map {
-                switch $0 {
-                case .exact(let s): return String(s)
-                case .hundreds(let h): return "\(h)xx"
-                }
-            }.joined(separator: " or ")
+            text =
+                "the status is "
+                + ss.map {
+                    switch $0 {
+                    case .exact(let s): return String(s)
+                    case .hundreds(let h): return "\(h)xx"
+                    }
+                }.joined(separator: " or ")
         case .cookie(let ns):
-            text = "the cookie is named " + ns.map {
-                switch $0.kind {
-                case .exact: return $0.source
-                case .glob: return "like \($0.source)"
-                case .regex: return "matching \($0.source)"
-                }
-            }.joined(separator: " or ")
+            text =
+                "the cookie is named "
+                + ns.map {
+                    switch $0.kind {
+                    case .exact: return $0.source
+                    case .glob: return "like \($0.source)"
+                    case .regex: return "matching \($0.source)"
+                    }
+                }.joined(separator: " or ")
         case .state(let ps): text = "the cookie is " + ps.map(\.rawValue).joined(separator: " or ")
         case .cookieDomain(let hs): text = "the cookie's Domain is " + hosts(hs, any: "any domain")
         }

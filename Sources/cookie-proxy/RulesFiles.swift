@@ -22,8 +22,10 @@ enum RulesFiles {
         guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else { return "missing" }
         var files = [path]
         if isDirectory.boolValue {
-            files = ((try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []).filter { $0.hasSuffix(".rules") }
-                .sorted().map { path + "/" + $0 }
+            files = ((try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []).filter {
+                $0.hasSuffix(".rules")
+            }
+            .sorted().map { path + "/" + $0 }
         }
         return files.map { f in
             let attributes = try? FileManager.default.attributesOfItem(atPath: f)

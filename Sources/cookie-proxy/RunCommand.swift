@@ -3,7 +3,7 @@ import ProxyCore
 import ProxyServer
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// `cookie-proxy run`: the proxy in the foreground.
@@ -30,7 +30,8 @@ enum RunCommand {
                 names: ["--resolve"], value: "host:address",
                 help: "Connect to this numeric address for this host instead of asking DNS (as curl --resolve).",
                 repeatable: true),
-            OptionSpec(names: ["--threads"], value: "n", help: "Event loops.", defaultValue: "CPUs the process may use"),
+            OptionSpec(
+                names: ["--threads"], value: "n", help: "Event loops.", defaultValue: "CPUs the process may use"),
             OptionSpec(
                 names: ["--max-connections"], value: "n", help: "Client connections at once.",
                 defaultValue: "\(defaults.maximumConnections)"),
@@ -44,13 +45,15 @@ enum RunCommand {
                 names: ["--header-timeout"], value: "seconds", help: "Time to receive a request head once started.",
                 defaultValue: seconds(defaults.headerTimeout)),
             OptionSpec(
-                names: ["--idle-timeout"], value: "seconds", help: "Idle keep-alive client connections are closed after.",
+                names: ["--idle-timeout"], value: "seconds",
+                help: "Idle keep-alive client connections are closed after.",
                 defaultValue: seconds(defaults.idleTimeout)),
             OptionSpec(
                 names: ["--connect-timeout"], value: "seconds", help: "Time to connect to an upstream (504 beyond).",
                 defaultValue: seconds(defaults.connectTimeout)),
             OptionSpec(
-                names: ["--response-timeout"], value: "seconds", help: "Time for an upstream's response head (504 beyond).",
+                names: ["--response-timeout"], value: "seconds",
+                help: "Time for an upstream's response head (504 beyond).",
                 defaultValue: seconds(defaults.responseTimeout)),
             OptionSpec(
                 names: ["--drain-timeout"], value: "seconds",
@@ -73,34 +76,42 @@ enum RunCommand {
         config.loops = ServerConfiguration.availableCPUs
         if let listen = args.value("--listen") {
             guard let (host, port) = parseHostPort(listen) else {
-                throw UsageError(message: "--listen '\(listen)' must be HOST:PORT, e.g. 127.0.0.1:8080", command: spec.name)
+                throw UsageError(
+                    message: "--listen '\(listen)' must be HOST:PORT, e.g. 127.0.0.1:8080", command: spec.name)
             }
             config.listenHost = host
             config.listenPort = port
         }
         if let reverse = args.value("--reverse") {
             guard let origin = parseUpstreamURL(reverse) else {
-                throw UsageError(message: "--reverse '\(reverse)' must be an http:// URL such as http://localhost:3000", command: spec.name)
+                throw UsageError(
+                    message: "--reverse '\(reverse)' must be an http:// URL such as http://localhost:3000",
+                    command: spec.name)
             }
             config.proxy.reverseUpstream = origin
         }
         for cidr in args.all("--allow") {
             guard let c = CIDR(cidr) else {
-                throw UsageError(message: "--allow '\(cidr)' is not a network such as 192.168.1.0/24", command: spec.name)
+                throw UsageError(
+                    message: "--allow '\(cidr)' is not a network such as 192.168.1.0/24", command: spec.name)
             }
             config.allowed.append(c)
         }
         if args.flag("--no-via") { config.proxy.addVia = false }
         for entry in args.all("--resolve") {
-            guard let colon = entry.firstIndex(of: ":"), Host.isIPAddress(String(entry[entry.index(after: colon)...])) else {
-                throw UsageError(message: "--resolve '\(entry)' must be HOST:ADDRESS, e.g. app.test:127.0.0.1", command: spec.name)
+            guard let colon = entry.firstIndex(of: ":"), Host.isIPAddress(String(entry[entry.index(after: colon)...]))
+            else {
+                throw UsageError(
+                    message: "--resolve '\(entry)' must be HOST:ADDRESS, e.g. app.test:127.0.0.1", command: spec.name)
             }
             config.resolveOverrides[entry[..<colon].lowercased()] = String(entry[entry.index(after: colon)...])
         }
         func int(_ key: String, _ range: ClosedRange<Int>) throws(UsageError) -> Int? {
             guard let v = args.value(key) else { return nil }
             guard let n = Int(v), range.contains(n) else {
-                throw UsageError(message: "\(key) must be a whole number from \(range.lowerBound) to \(range.upperBound)", command: spec.name)
+                throw UsageError(
+                    message: "\(key) must be a whole number from \(range.lowerBound) to \(range.upperBound)",
+                    command: spec.name)
             }
             return n
         }
@@ -152,10 +163,13 @@ enum RunCommand {
             } else {
                 banner += "  curl:         curl -x \(proxyURL) http://example.com/\n"
                 banner += "  environment:  export http_proxy=\(proxyURL) https_proxy=\(proxyURL)\n"
-                banner += "  iOS simulator / macOS: System Settings → Network → Proxies → Web Proxy \(address):\(server.boundPort)\n"
+                banner +=
+                    "  iOS simulator / macOS: System Settings → Network → Proxies → Web Proxy \(address):\(server.boundPort)\n"
             }
             banner += runtime.banner
-            banner += interception?.1 ?? "  https:        CONNECT is tunnelled untouched (no host is intercepted; see --intercept)\n"
+            banner +=
+                interception?.1
+                ?? "  https:        CONNECT is tunnelled untouched (no host is intercepted; see --intercept)\n"
             banner += "  stop:         Ctrl-C"
             Console.out(banner)
         }
@@ -181,7 +195,8 @@ enum RunCommand {
             }
             if statusLine {
                 Console.errRaw(
-                    "\r\u{1B}[2K\(server.connections) connections · \(server.requests) requests · \(runtime.statusSummary)")
+                    "\r\u{1B}[2K\(server.connections) connections · \(server.requests) requests · \(runtime.statusSummary)"
+                )
             }
         }
     }

@@ -1,7 +1,7 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 let rootSpec = CommandSpec(
@@ -64,7 +64,8 @@ func runMain() -> Int32 {
         }
     } catch {
         Console.err(
-            "error: \(error.message)" + (error.showsHelpHint ? "\nRun 'cookie-proxy \(error.command) --help' for usage." : ""))
+            "error: \(error.message)"
+                + (error.showsHelpHint ? "\nRun 'cookie-proxy \(error.command) --help' for usage." : ""))
         return error.exitStatus
     }
 }

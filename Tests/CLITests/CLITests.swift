@@ -8,7 +8,8 @@ import Testing
         let args = subcommand.isEmpty ? ["--help"] : [subcommand, "--help"]
         let result = try Binary.run(args)
         #expect(result.status == 0)
-        let golden = "\(Binary.repositoryRoot)/Tests/CLITests/golden/help-\(subcommand.isEmpty ? "root" : subcommand).txt"
+        let golden =
+            "\(Binary.repositoryRoot)/Tests/CLITests/golden/help-\(subcommand.isEmpty ? "root" : subcommand).txt"
         if ProcessInfo.processInfo.environment["UPDATE_GOLDEN"] != nil {
             try result.stdout.write(toFile: golden, atomically: true, encoding: .utf8)
         }
@@ -103,13 +104,17 @@ import Testing
         defer { try? FileManager.default.removeItem(atPath: file) }
         let result = try Binary.run(["check", file])
         #expect(result.status == 2)
-        #expect(result.stderr == "\(file):3:5: error: unknown directive 'samsite'; did you mean 'samesite'?\n        samsite lax\n        ^\n")
+        #expect(
+            result.stderr
+                == "\(file):3:5: error: unknown directive 'samsite'; did you mean 'samesite'?\n        samsite lax\n        ^\n"
+        )
     }
 
     @Test func tryShowsBeforeAfterRulesAndFindings() throws {
         let result = try Binary.run([
             "try", "--rules", Self.rules + "/subdomain-login.rules", "--url", "https://bin.example.com/login",
-            "--format", "json", "Bin-Auth-Token=abc; Path=/; Domain=bin.example.com; Max-Age=604800; HttpOnly", "other=1",
+            "--format", "json", "Bin-Auth-Token=abc; Path=/; Domain=bin.example.com; Max-Age=604800; HttpOnly",
+            "other=1",
         ])
         #expect(result.status == 0)
         #expect(

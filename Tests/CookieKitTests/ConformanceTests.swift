@@ -20,9 +20,13 @@ import Testing
         let countedResults = results.filter { !$0.informative }
         #expect(countedResults.count == counted)
         for result in countedResults where !result.passed {
-            Issue.record("\(result.id) (\(result.description)): expected \(result.expected!.debugDescription), got \(result.got!.debugDescription)")
+            Issue.record(
+                "\(result.id) (\(result.description)): expected \(result.expected!.debugDescription), got \(result.got!.debugDescription)"
+            )
         }
         let informative = results.filter(\.informative)
-        print("\(file): \(countedResults.filter(\.passed).count)/\(countedResults.count) counted cases pass; informative \(informative.filter(\.passed).count)/\(informative.count)")
+        print(
+            "\(file): \(countedResults.filter(\.passed).count)/\(countedResults.count) counted cases pass; informative \(informative.filter(\.passed).count)/\(informative.count)"
+        )
     }
 }

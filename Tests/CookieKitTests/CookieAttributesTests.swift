@@ -4,22 +4,23 @@ import Testing
 @Suite struct CookieAttributesTests {
     static let now: Int64 = 1_700_000_000
 
-    @Test(arguments: [
-        // input, expiry relative to now (nil: session, Int64.min: already expired)
-        ("a=b", nil),
-        ("a=b; Max-Age=60", 60),
-        ("a=b; Max-Age=0", Int64.min),
-        ("a=b; Max-Age=-5", Int64.min),
-        ("a=b; Max-Age=60; Expires=Thu, 01 Jan 1970 00:00:00 GMT", 60),  // Max-Age wins (§5.7 step 6)
-        ("a=b; Expires=Thu, 01 Jan 1970 00:00:00 GMT; Max-Age=60", 60),
-        ("a=b; Max-Age=99999999999", 34_560_000),  // capped at 400 days (§5.5)
-        ("a=b; Max-Age=1.5", nil),  // not a number: ignored
-        ("a=b; Max-Age=+5", nil),
-        ("a=b; Max-Age=60; Max-Age=x", 60),  // invalid one ignored, earlier valid one stays
-        ("a=b; Max-Age=60; Max-Age=120", 120),  // last one wins
-        ("a=b; Expires=Fri, 01 Jan 2100 00:00:00 GMT", 34_560_000),
-        ("a=b; Expires=garbage", nil),
-    ] as [(String, Int64?)])
+    @Test(
+        arguments: [
+            // input, expiry relative to now (nil: session, Int64.min: already expired)
+            ("a=b", nil),
+            ("a=b; Max-Age=60", 60),
+            ("a=b; Max-Age=0", Int64.min),
+            ("a=b; Max-Age=-5", Int64.min),
+            ("a=b; Max-Age=60; Expires=Thu, 01 Jan 1970 00:00:00 GMT", 60),  // Max-Age wins (§5.7 step 6)
+            ("a=b; Expires=Thu, 01 Jan 1970 00:00:00 GMT; Max-Age=60", 60),
+            ("a=b; Max-Age=99999999999", 34_560_000),  // capped at 400 days (§5.5)
+            ("a=b; Max-Age=1.5", nil),  // not a number: ignored
+            ("a=b; Max-Age=+5", nil),
+            ("a=b; Max-Age=60; Max-Age=x", 60),  // invalid one ignored, earlier valid one stays
+            ("a=b; Max-Age=60; Max-Age=120", 120),  // last one wins
+            ("a=b; Expires=Fri, 01 Jan 2100 00:00:00 GMT", 34_560_000),
+            ("a=b; Expires=garbage", nil),
+        ] as [(String, Int64?)])
     func lifetimeFollowsMaxAgeThenExpiresWithThe400DayCap(_ input: String, _ relative: Int64?) {
         let expiry = SetCookie(input).attributes.expiry(now: Self.now)
         if relative == Int64.min {
@@ -32,13 +33,14 @@ import Testing
         }
     }
 
-    @Test(arguments: [
-        ("a=b; Domain=.Example.COM", "example.com" as String?),
-        ("a=b; Domain=example.com; Domain=other.com", "other.com"),
-        ("a=b; Domain=example.com; Domain=", ""),
-        ("a=b", nil),
-        ("a=b; domain=" + String(repeating: "x", count: 1025), nil),  // over 1024 bytes: ignored
-    ] as [(String, String?)])
+    @Test(
+        arguments: [
+            ("a=b; Domain=.Example.COM", "example.com" as String?),
+            ("a=b; Domain=example.com; Domain=other.com", "other.com"),
+            ("a=b; Domain=example.com; Domain=", ""),
+            ("a=b", nil),
+            ("a=b; domain=" + String(repeating: "x", count: 1025), nil),  // over 1024 bytes: ignored
+        ] as [(String, String?)])
     func domainDropsLeadingDotLowercasesAndLastWins(_ input: String, _ domain: String?) {
         #expect(SetCookie(input).attributes.domain == domain)
     }
@@ -52,10 +54,11 @@ import Testing
         #expect(SetCookie(input).attributes.sameSite == expected)
     }
 
-    @Test(arguments: [
-        ("a=b; Path=/x/y", "/x/y" as String?, true), ("a=b; Path=x", nil, true), ("a=b; Path=", nil, true),
-        ("a=b", nil, false), ("a=b; Path=/one; Path=/two", "/two", true),
-    ] as [(String, String?, Bool)])
+    @Test(
+        arguments: [
+            ("a=b; Path=/x/y", "/x/y" as String?, true), ("a=b; Path=x", nil, true), ("a=b; Path=", nil, true),
+            ("a=b", nil, false), ("a=b; Path=/one; Path=/two", "/two", true),
+        ] as [(String, String?, Bool)])
     func pathMustStartWithSlashElseDefaultPath(_ input: String, _ path: String?, _ hasPath: Bool) {
         let a = SetCookie(input).attributes
         #expect(a.path == path)

@@ -26,32 +26,33 @@ import Testing
     static func url(_ s: String) -> RequestURL { RequestURL(s)! }
 
     /// (Set-Cookie values at a URL, retrieval URL, expected Cookie header)
-    @Test(arguments: [
-        (["a=1; Domain=example.com"], "https://www.example.com/", "https://example.com/x", "a=1"),
-        (["a=1"], "https://www.example.com/", "https://sub.www.example.com/", ""),  // host-only
-        (["a=1; Domain=com"], "https://example.com/", "https://example.com/", ""),  // public suffix
-        (["a=1; Domain=co.uk"], "https://co.uk/", "https://co.uk/", "a=1"),  // suffix equal to host: host-only
-        (["a=1; Domain=foo.ck"], "https://a.foo.ck/", "https://a.foo.ck/", ""),  // *.ck wildcard
-        (["a=1; Domain=www.ck"], "https://www.ck/", "https://x.www.ck/", "a=1"),  // !www.ck exception
-        (["a=1; Domain=other.com"], "https://example.com/", "https://other.com/", ""),  // foreign domain
-        (["a=1; Secure"], "http://example.com/", "https://example.com/", ""),  // Secure from http
-        (["a=1; Secure"], "http://localhost/", "http://localhost/", "a=1"),  // loopback is secure
-        (["a=1; Path=/p"], "https://example.com/", "https://example.com/", ""),
-        (["a=1; Path=/p"], "https://example.com/", "https://example.com/p/q", "a=1"),
-        (["a=1", "b=2; Path=/p", "c=3"], "https://example.com/", "https://example.com/p", "b=2; a=1; c=3"),
-        (["a=1", "a=2"], "https://example.com/", "https://example.com/", "a=2"),
-        (["a=1", "a=2; Max-Age=0"], "https://example.com/", "https://example.com/", ""),
-        (["a=1; SameSite=None"], "https://example.com/", "https://example.com/", ""),
-        (["a=1; SameSite=None; Secure"], "https://example.com/", "https://example.com/", "a=1"),
-        (["__Secure-a=1"], "https://example.com/", "https://example.com/", ""),
-        (["__secure-a=1; Secure"], "https://example.com/", "https://example.com/", "__secure-a=1"),
-        (["__Host-a=1; Secure; Path=/"], "https://example.com/", "https://example.com/", "__Host-a=1"),
-        (["__HOST-a=1; Secure; Path=/; Domain=example.com"], "https://example.com/", "https://example.com/", ""),
-        (["__Host-a=1; Secure"], "https://example.com/", "https://example.com/", ""),
-        (["a=1; Partitioned"], "https://example.com/", "https://example.com/", ""),
-        (["foo", "=bar"], "https://example.com/", "https://example.com/", "bar"),
-        (["a=1; Domain=."], "https://example.com/", "https://example.com/", ""),
-    ] as [([String], String, String, String)])
+    @Test(
+        arguments: [
+            (["a=1; Domain=example.com"], "https://www.example.com/", "https://example.com/x", "a=1"),
+            (["a=1"], "https://www.example.com/", "https://sub.www.example.com/", ""),  // host-only
+            (["a=1; Domain=com"], "https://example.com/", "https://example.com/", ""),  // public suffix
+            (["a=1; Domain=co.uk"], "https://co.uk/", "https://co.uk/", "a=1"),  // suffix equal to host: host-only
+            (["a=1; Domain=foo.ck"], "https://a.foo.ck/", "https://a.foo.ck/", ""),  // *.ck wildcard
+            (["a=1; Domain=www.ck"], "https://www.ck/", "https://x.www.ck/", "a=1"),  // !www.ck exception
+            (["a=1; Domain=other.com"], "https://example.com/", "https://other.com/", ""),  // foreign domain
+            (["a=1; Secure"], "http://example.com/", "https://example.com/", ""),  // Secure from http
+            (["a=1; Secure"], "http://localhost/", "http://localhost/", "a=1"),  // loopback is secure
+            (["a=1; Path=/p"], "https://example.com/", "https://example.com/", ""),
+            (["a=1; Path=/p"], "https://example.com/", "https://example.com/p/q", "a=1"),
+            (["a=1", "b=2; Path=/p", "c=3"], "https://example.com/", "https://example.com/p", "b=2; a=1; c=3"),
+            (["a=1", "a=2"], "https://example.com/", "https://example.com/", "a=2"),
+            (["a=1", "a=2; Max-Age=0"], "https://example.com/", "https://example.com/", ""),
+            (["a=1; SameSite=None"], "https://example.com/", "https://example.com/", ""),
+            (["a=1; SameSite=None; Secure"], "https://example.com/", "https://example.com/", "a=1"),
+            (["__Secure-a=1"], "https://example.com/", "https://example.com/", ""),
+            (["__secure-a=1; Secure"], "https://example.com/", "https://example.com/", "__secure-a=1"),
+            (["__Host-a=1; Secure; Path=/"], "https://example.com/", "https://example.com/", "__Host-a=1"),
+            (["__HOST-a=1; Secure; Path=/; Domain=example.com"], "https://example.com/", "https://example.com/", ""),
+            (["__Host-a=1; Secure"], "https://example.com/", "https://example.com/", ""),
+            (["a=1; Partitioned"], "https://example.com/", "https://example.com/", ""),
+            (["foo", "=bar"], "https://example.com/", "https://example.com/", "bar"),
+            (["a=1; Domain=."], "https://example.com/", "https://example.com/", ""),
+        ] as [([String], String, String, String)])
     func storesAndRetrievesPerRFC6265bis(_ headers: [String], _ from: String, _ to: String, _ expected: String) {
         var jar = Self.jar()
         for h in headers { jar.receive(SetCookie(h), from: Self.url(from)) }
@@ -89,7 +90,9 @@ import Testing
         let u = Self.url("https://example.com/")
         jar.receive(SetCookie("h=1; HttpOnly"), from: u)
         jar.receive(SetCookie("s=1"), from: u, via: .nonHTTP)
-        #expect(throws: CookieRejection.self) { try jar.receive(SetCookie("x=1; HttpOnly"), from: u, via: .nonHTTP).get() }
+        #expect(throws: CookieRejection.self) {
+            try jar.receive(SetCookie("x=1; HttpOnly"), from: u, via: .nonHTTP).get()
+        }
         #expect(throws: CookieRejection.self) { try jar.receive(SetCookie("h=2"), from: u, via: .nonHTTP).get() }
         #expect(jar.cookieHeader(for: u, via: .nonHTTP) == "s=1")
         #expect(jar.cookieHeader(for: u) == "h=1; s=1")
@@ -102,7 +105,9 @@ import Testing
             try jar.receive(SetCookie("a=2; Path=/login/en"), from: Self.url("http://example.com/")).get()
         }
         // A shorter path does not overlay (§5.7 step 16 note).
-        #expect(throws: Never.self) { try jar.receive(SetCookie("a=3; Path=/"), from: Self.url("http://example.com/")).get() }
+        #expect(throws: Never.self) {
+            try jar.receive(SetCookie("a=3; Path=/"), from: Self.url("http://example.com/")).get()
+        }
     }
 
     @Test(arguments: [
@@ -172,16 +177,17 @@ import Testing
 }
 
 @Suite struct PublicSuffixListTests {
-    @Test(arguments: [
-        ("example.com", "com", "example.com"),
-        ("www.example.co.uk", "co.uk", "example.co.uk"),
-        ("co.uk", "co.uk", nil),
-        ("foo.test", "test", "foo.test"),  // implicit * rule
-        ("a.b.github.io", "github.io", "b.github.io"),  // private section
-        ("city.kawasaki.jp", "kawasaki.jp", "city.kawasaki.jp"),  // exception to *.kawasaki.jp
-        ("x.y.kawasaki.jp", "y.kawasaki.jp", "x.y.kawasaki.jp"),  // wildcard
-        ("www.xn--p1ai", "xn--p1ai", "www.xn--p1ai"),  // .рф, stored as an A-label
-    ] as [(String, String, String?)])
+    @Test(
+        arguments: [
+            ("example.com", "com", "example.com"),
+            ("www.example.co.uk", "co.uk", "example.co.uk"),
+            ("co.uk", "co.uk", nil),
+            ("foo.test", "test", "foo.test"),  // implicit * rule
+            ("a.b.github.io", "github.io", "b.github.io"),  // private section
+            ("city.kawasaki.jp", "kawasaki.jp", "city.kawasaki.jp"),  // exception to *.kawasaki.jp
+            ("x.y.kawasaki.jp", "y.kawasaki.jp", "x.y.kawasaki.jp"),  // wildcard
+            ("www.xn--p1ai", "xn--p1ai", "www.xn--p1ai"),  // .рф, stored as an A-label
+        ] as [(String, String, String?)])
     func systemListFindsSuffixAndRegistrableDomain(_ host: String, _ suffix: String, _ registrable: String?) {
         let list = PublicSuffixList.system
         #expect(list.publicSuffix(of: host) == suffix)

@@ -5,35 +5,39 @@ import Testing
     static let now: Int64 = 1_700_000_000
 
     /// (Set-Cookie, request URL, lint codes in order)
-    @Test(arguments: [
-        ("a=b; Path=/; Secure; HttpOnly; SameSite=Lax", "https://example.com/", [String]()),
-        ("a=b; Domain=other.com", "https://example.com/", ["domain-mismatch"]),
-        ("a=b; Domain=com", "https://example.com/", ["domain-public-suffix"]),
-        ("a=b; Domain=127.0.0.1", "http://127.0.0.1/", ["domain-ip-or-localhost"]),
-        ("a=b; Domain=localhost", "http://app.localhost/", ["domain-ip-or-localhost"]),
-        ("a=b; SameSite=None", "https://example.com/", ["samesite-none-insecure"]),
-        ("a=b; Secure", "http://example.com/", ["secure-from-insecure-origin"]),
-        ("a=b; Secure", "http://localhost:3000/", []),
-        ("__Host-a=b; Domain=example.com; Path=/x", "https://example.com/", ["host-prefix-domain", "host-prefix-insecure", "host-prefix-path"]),
-        ("__Host-a=b; Secure; Path=/", "https://example.com/", []),
-        ("__Secure-a=b", "https://example.com/", ["secure-prefix-insecure"]),
-        ("a=b; Partitioned", "https://example.com/", ["partitioned-insecure"]),
-        ("a=" + String(repeating: "x", count: 4096), "https://example.com/", ["name-value-too-long"]),
-        ("a=b; Path=/" + String(repeating: "x", count: 1024), "https://example.com/", ["attribute-value-too-long"]),
-        ("a=b; Expires=tomorrow", "https://example.com/", ["expires-invalid"]),
-        ("a=b; Max-Age=1h", "https://example.com/", ["max-age-invalid"]),
-        ("a=b; Max-Age=99999999", "https://example.com/", ["lifetime-capped"]),
-        ("a=b; SameSite=Lax; SameSite=Strict", "https://example.com/", ["attribute-conflict"]),
-        ("a=b; SameSite=Lax; samesite=lax", "https://example.com/", []),
-        ("a=b\u{1}c", "https://example.com/", ["control-character"]),
-        ("a=b c", "https://example.com/", ["invalid-character"]),
-        ("a b=c", "https://example.com/", ["invalid-character"]),
-        ("a=\"quoted\"", "https://example.com/", []),
-        ("a=b; Domain=.example.com", "https://www.example.com/", ["domain-leading-dot"]),
-        ("a=b; SameSite=strictly", "https://example.com/", ["samesite-invalid"]),
-        ("a=b; Path=relative", "https://example.com/x/y", ["path-invalid"]),
-        ("a=b; Max-Age=0", "https://example.com/", ["already-expired"]),
-    ] as [(String, String, [String])])
+    @Test(
+        arguments: [
+            ("a=b; Path=/; Secure; HttpOnly; SameSite=Lax", "https://example.com/", [String]()),
+            ("a=b; Domain=other.com", "https://example.com/", ["domain-mismatch"]),
+            ("a=b; Domain=com", "https://example.com/", ["domain-public-suffix"]),
+            ("a=b; Domain=127.0.0.1", "http://127.0.0.1/", ["domain-ip-or-localhost"]),
+            ("a=b; Domain=localhost", "http://app.localhost/", ["domain-ip-or-localhost"]),
+            ("a=b; SameSite=None", "https://example.com/", ["samesite-none-insecure"]),
+            ("a=b; Secure", "http://example.com/", ["secure-from-insecure-origin"]),
+            ("a=b; Secure", "http://localhost:3000/", []),
+            (
+                "__Host-a=b; Domain=example.com; Path=/x", "https://example.com/",
+                ["host-prefix-domain", "host-prefix-insecure", "host-prefix-path"]
+            ),
+            ("__Host-a=b; Secure; Path=/", "https://example.com/", []),
+            ("__Secure-a=b", "https://example.com/", ["secure-prefix-insecure"]),
+            ("a=b; Partitioned", "https://example.com/", ["partitioned-insecure"]),
+            ("a=" + String(repeating: "x", count: 4096), "https://example.com/", ["name-value-too-long"]),
+            ("a=b; Path=/" + String(repeating: "x", count: 1024), "https://example.com/", ["attribute-value-too-long"]),
+            ("a=b; Expires=tomorrow", "https://example.com/", ["expires-invalid"]),
+            ("a=b; Max-Age=1h", "https://example.com/", ["max-age-invalid"]),
+            ("a=b; Max-Age=99999999", "https://example.com/", ["lifetime-capped"]),
+            ("a=b; SameSite=Lax; SameSite=Strict", "https://example.com/", ["attribute-conflict"]),
+            ("a=b; SameSite=Lax; samesite=lax", "https://example.com/", []),
+            ("a=b\u{1}c", "https://example.com/", ["control-character"]),
+            ("a=b c", "https://example.com/", ["invalid-character"]),
+            ("a b=c", "https://example.com/", ["invalid-character"]),
+            ("a=\"quoted\"", "https://example.com/", []),
+            ("a=b; Domain=.example.com", "https://www.example.com/", ["domain-leading-dot"]),
+            ("a=b; SameSite=strictly", "https://example.com/", ["samesite-invalid"]),
+            ("a=b; Path=relative", "https://example.com/x/y", ["path-invalid"]),
+            ("a=b; Max-Age=0", "https://example.com/", ["already-expired"]),
+        ] as [(String, String, [String])])
     func findsWhatBrowsersDoWithTheCookie(_ header: String, _ url: String, _ codes: [String]) {
         let findings = CookieLint.findings(for: SetCookie(header), from: RequestURL(url)!, now: Self.now)
         #expect(findings.map(\.code) == codes)
@@ -47,7 +51,9 @@ import Testing
         for header in headers {
             let cookie = SetCookie(header)
             let url = RequestURL("http://example.com/")!
-            let rejects = CookieLint.findings(for: cookie, from: url, now: Self.now).contains { $0.severity == .rejects }
+            let rejects = CookieLint.findings(for: cookie, from: url, now: Self.now).contains {
+                $0.severity == .rejects
+            }
             let jarRejects =
                 (try? CookieJar.evaluate(cookie, from: url, now: Self.now, suffixes: .system).get()) == nil
             #expect(rejects == jarRejects, "\(header)")

@@ -4,7 +4,7 @@ import Foundation
 import Testing
 
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 @Suite struct HTTPCookieBridgeTests {
@@ -66,7 +66,8 @@ import FoundationNetworking
     @Test func rejectedCookiesGiveNil() {
         #expect(
             HTTPCookie.make(
-                from: SetCookie("a=b; Domain=other.com"), url: RequestURL("https://example.com/")!, now: Self.now) == nil)
+                from: SetCookie("a=b; Domain=other.com"), url: RequestURL("https://example.com/")!, now: Self.now)
+                == nil)
     }
 
     @Test(arguments: [

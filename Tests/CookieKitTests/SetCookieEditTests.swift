@@ -14,7 +14,10 @@ import Testing
 
     static let cases: [(String, Edit, String)] = [
         // Only the edited attribute's bytes change.
-        ("a=b;  Domain=bin.example.com ;Path=/", .set(.domain, ".bin.example.com"), "a=b;  Domain=.bin.example.com ;Path=/"),
+        (
+            "a=b;  Domain=bin.example.com ;Path=/", .set(.domain, ".bin.example.com"),
+            "a=b;  Domain=.bin.example.com ;Path=/"
+        ),
         ("a=b", .set(.domain, "example.com"), "a=b; Domain=example.com"),
         ("a=b;", .set(.path, "/"), "a=b; Path=/"),
         // Last one wins: the occurrence in effect is edited.
@@ -22,7 +25,10 @@ import Testing
         ("a=b; Domain", .set(.domain, "x.com"), "a=b; Domain=x.com"),
         ("a=b; SameSite=None", .set(.sameSite, "None"), "a=b; SameSite=None"),
         // In-place value changes move only the attributes after them (kept layout checked below).
-        ("a=b; Domain=x.com; Path=/p ; Secure", .set(.domain, "longer.example.com"), "a=b; Domain=longer.example.com; Path=/p ; Secure"),
+        (
+            "a=b; Domain=x.com; Path=/p ; Secure", .set(.domain, "longer.example.com"),
+            "a=b; Domain=longer.example.com; Path=/p ; Secure"
+        ),
         ("a=b; SameSite=None;Path=/;HttpOnly", .set(.sameSite, "Lax"), "a=b; SameSite=Lax;Path=/;HttpOnly"),
         ("a=b; Max-Age=100000 ; x=1", .set(.maxAge, "5"), "a=b; Max-Age=5 ; x=1"),
         ("a=b; Path= ; x=1", .set(.path, "/q"), "a=b; Path= /q; x=1"),
@@ -147,7 +153,10 @@ extension String {
 @Suite struct FoldedLineSplitterTests {
     @Test(arguments: [
         ("a=1, b=2", ["a=1", "b=2"]),
-        ("a=1; Expires=Wed, 09 Jun 2021 10:18:14 GMT, b=2; Path=/", ["a=1; Expires=Wed, 09 Jun 2021 10:18:14 GMT", "b=2; Path=/"]),
+        (
+            "a=1; Expires=Wed, 09 Jun 2021 10:18:14 GMT, b=2; Path=/",
+            ["a=1; Expires=Wed, 09 Jun 2021 10:18:14 GMT", "b=2; Path=/"]
+        ),
         ("a=1; expires=Wednesday, 09-Jun-21 10:18:14 GMT", ["a=1; expires=Wednesday, 09-Jun-21 10:18:14 GMT"]),
         ("a=x,y; Path=/", ["a=x,y; Path=/"]),  // comma not followed by name=
         ("a=1,b=2,c", ["a=1", "b=2,c"]),

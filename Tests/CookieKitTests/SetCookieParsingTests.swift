@@ -23,8 +23,9 @@ import Testing
             attributes: ["Path=/", "Domain=.Example.COM", "Secure", "HttpOnly", "SameSite=Lax"]),
         .init(input: "a=b;;Secure;", name: "a", value: "b", attributes: ["", "Secure", ""]),
         .init(input: "a=b; Foo=bar; Foo=baz", name: "a", value: "b", attributes: ["Foo=bar", "Foo=baz"]),
-        .init(input: "a=b; expires = Wed, 09 Jun 2021 10:18:14 GMT", name: "a", value: "b",
-              attributes: ["expires=Wed, 09 Jun 2021 10:18:14 GMT"]),
+        .init(
+            input: "a=b; expires = Wed, 09 Jun 2021 10:18:14 GMT", name: "a", value: "b",
+            attributes: ["expires=Wed, 09 Jun 2021 10:18:14 GMT"]),
         .init(input: "a=b;\tmax-age\t=\t10", name: "a", value: "b", attributes: ["max-age=10"]),
     ]
 
@@ -56,7 +57,8 @@ import Testing
             bytes.reserveCapacity(length)
             for _ in 0..<length {
                 let r = rng.next()
-                bytes.append(r & 1 == 0 ? alphabet[Int((r >> 8) % UInt64(alphabet.count))] : UInt8(truncatingIfNeeded: r >> 16))
+                bytes.append(
+                    r & 1 == 0 ? alphabet[Int((r >> 8) % UInt64(alphabet.count))] : UInt8(truncatingIfNeeded: r >> 16))
             }
             let cookie = SetCookie(bytes: bytes)
             if cookie.bytes != bytes {
@@ -78,9 +80,10 @@ import Testing
         #expect(cookie.bytes == bytes)
     }
 
-    @Test(arguments: [
-        ("a=b", nil), ("=", "empty-cookie"), ("; Path=/", "empty-cookie"), ("  ", "empty-cookie"), ("foo", nil),
-    ] as [(String, String?)])
+    @Test(
+        arguments: [
+            ("a=b", nil), ("=", "empty-cookie"), ("; Path=/", "empty-cookie"), ("  ", "empty-cookie"), ("foo", nil),
+        ] as [(String, String?)])
     func emptyNameAndValueIsRejected(_ input: String, _ code: String?) {
         #expect(SetCookie(input).problem?.code == code)
     }

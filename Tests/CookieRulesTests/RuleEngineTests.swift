@@ -4,7 +4,8 @@ import Testing
 
 @Suite struct RuleEngineTests {
     static let now: Int64 = 1_700_000_000
-    static let context = MessageContext(scheme: "https", host: "app.example.com", port: 443, path: "/login", method: "GET", status: 200)
+    static let context = MessageContext(
+        scheme: "https", host: "app.example.com", port: 443, path: "/login", method: "GET", status: 200)
 
     static func run(_ rules: String, _ header: String, context: MessageContext = context) throws -> CookieOutcome {
         let engine = RuleEngine(RuleSet(rules: try RulesParser.parse(rules, file: "t.rules"), files: ["t.rules"]))
@@ -119,12 +120,13 @@ import Testing
             ])
     }
 
-    @Test(arguments: [
-        ("cookie sid\n    rename app_sid", "app_sid=1; other=2", "sid=1; other=2"),
-        ("rename add-prefix __Host-", "__Host-sid=1;x=2", "sid=1;x=2"),
-        ("cookie __Secure-sid\n    rename strip-prefix __Secure-", "a=1; sid=2", "a=1; __Secure-sid=2"),
-        ("cookie sid\n    rename app_sid", "other=1", nil),
-    ] as [(String, String, String?)])
+    @Test(
+        arguments: [
+            ("cookie sid\n    rename app_sid", "app_sid=1; other=2", "sid=1; other=2"),
+            ("rename add-prefix __Host-", "__Host-sid=1;x=2", "sid=1;x=2"),
+            ("cookie __Secure-sid\n    rename strip-prefix __Secure-", "a=1; sid=2", "a=1; __Secure-sid=2"),
+            ("cookie sid\n    rename app_sid", "other=1", nil),
+        ] as [(String, String, String?)])
     func renamedCookiesGetTheirNamesBackInRequests(_ body: String, _ header: String, _ expected: String?) throws {
         let engine = RuleEngine(RuleSet(rules: try RulesParser.parse(Self.rule("    " + body), file: "t"), files: []))
         let back = engine.renameBack(cookieHeader: Array(header.utf8), context: Self.context)
@@ -140,7 +142,10 @@ import Testing
             }
             """
         let engine = RuleEngine(RuleSet(rules: try RulesParser.parse(rules, file: "t"), files: []))
-        #expect(engine.responseHeaderActions(Self.context) == [.set(name: "X-Frame-Options", value: "DENY"), .remove(name: "Server")])
+        #expect(
+            engine.responseHeaderActions(Self.context) == [
+                .set(name: "X-Frame-Options", value: "DENY"), .remove(name: "Server"),
+            ])
         let other = MessageContext(scheme: "https", host: "x.org", port: 443, path: "/", method: "GET", status: 200)
         #expect(engine.responseHeaderActions(other).isEmpty)
     }
@@ -163,7 +168,8 @@ import Testing
         let text = try String(contentsOfFile: "\(folder)/\(file)", encoding: .utf8)
         let engine = RuleEngine(RuleSet(rules: try RulesParser.parse(text, file: file), files: [file]))
         let u = RequestURL(url)!
-        let context = MessageContext(scheme: u.scheme, host: u.host, port: u.port ?? 443, path: u.path, method: "GET", status: 200)
+        let context = MessageContext(
+            scheme: u.scheme, host: u.host, port: u.port ?? 443, path: u.path, method: "GET", status: 200)
         return engine.apply(to: [SetCookie(header)], context: context, now: 1_700_000_000)[0].result?.description
     }
 
@@ -172,24 +178,35 @@ import Testing
             try Self.apply(
                 "subdomain-login.rules", url: "https://bin.example.com/login",
                 "Bin-Auth-Token=abc; Path=/; Domain=bin.example.com; Max-Age=604800; HttpOnly")
-                == "Bin-Auth-Token=abc; Path=/; Domain=.bin.example.com; Max-Age=604800; HttpOnly; Secure; SameSite=Lax")
-        #expect(try Self.apply("subdomain-login.rules", url: "https://other.example.com/", "Bin-Auth-Token=abc") == "Bin-Auth-Token=abc")
+                == "Bin-Auth-Token=abc; Path=/; Domain=.bin.example.com; Max-Age=604800; HttpOnly; Secure; SameSite=Lax"
+        )
+        #expect(
+            try Self.apply("subdomain-login.rules", url: "https://other.example.com/", "Bin-Auth-Token=abc")
+                == "Bin-Auth-Token=abc")
     }
 
     @Test func localhostDevMakesProductionCookiesStick() throws {
         #expect(
-            try Self.apply("localhost-dev.rules", url: "http://localhost:3000/", "sid=1; Domain=prod.example.com; Secure; SameSite=None")
+            try Self.apply(
+                "localhost-dev.rules", url: "http://localhost:3000/",
+                "sid=1; Domain=prod.example.com; Secure; SameSite=None")
                 == "sid=1; SameSite=Lax")
-        #expect(try Self.apply("localhost-dev.rules", url: "https://prod.example.com/", "sid=1; Secure") == "sid=1; Secure")
+        #expect(
+            try Self.apply("localhost-dev.rules", url: "https://prod.example.com/", "sid=1; Secure") == "sid=1; Secure")
     }
 
     @Test func hardeningAddsWhatIsMissing() throws {
-        #expect(try Self.apply("hardening.rules", url: "https://example.com/", "a=1") == "a=1; Secure; HttpOnly; SameSite=Lax")
-        #expect(try Self.apply("hardening.rules", url: "https://example.com/", "a=1; SameSite=Strict") == "a=1; SameSite=Strict; Secure; HttpOnly")
+        #expect(
+            try Self.apply("hardening.rules", url: "https://example.com/", "a=1")
+                == "a=1; Secure; HttpOnly; SameSite=Lax")
+        #expect(
+            try Self.apply("hardening.rules", url: "https://example.com/", "a=1; SameSite=Strict")
+                == "a=1; SameSite=Strict; Secure; HttpOnly")
     }
 
     @Test func auditChangesNothing() throws {
-        #expect(try Self.apply("audit.rules", url: "https://example.com/", "a=1; SameSite=None") == "a=1; SameSite=None")
+        #expect(
+            try Self.apply("audit.rules", url: "https://example.com/", "a=1; SameSite=None") == "a=1; SameSite=None")
     }
 }
 
@@ -199,7 +216,8 @@ import Testing
         (951_782_400_005, "2000-02-29T00:00:00.005Z"),
     ])
     func recordsCarryRFC3339TimesWithMilliseconds(_ ms: Int64, _ expected: String) throws {
-        let engine = RuleEngine(RuleSet(rules: try RulesParser.parse("rule \"r\" {\n    secure\n}\n", file: "t"), files: []))
+        let engine = RuleEngine(
+            RuleSet(rules: try RulesParser.parse("rule \"r\" {\n    secure\n}\n", file: "t"), files: []))
         let outcome = engine.apply(to: [SetCookie("a=\"q\\\\v\"")], context: RuleEngineTests.context, now: 0)[0]
         let record = TransformationRecord(
             time: ms, requestID: 7, client: "127.0.0.1", method: "GET", url: "https://x:443/", status: 200,

@@ -41,14 +41,17 @@ import Testing
             "http://127.0.0.1:\(upstream.port)/setcookie?c=\(Self.enc("sid=1; Path=/"))&location=\(Self.enc("/read"))"
         let result = try run(Paths.binary, ["audit", url, "-b", "pre=0"])
         #expect(result.status == 0)
-        #expect(result.text.contains("Cookie header a browser would send to http://127.0.0.1:\(upstream.port)/read:\n  pre=0; sid=1"))
+        #expect(
+            result.text.contains(
+                "Cookie header a browser would send to http://127.0.0.1:\(upstream.port)/read:\n  pre=0; sid=1"))
         #expect(result.text.contains("Every cookie would be kept."))
     }
 
     @Test func rulesShowBeforeAndAfter() throws {
         let upstream = try Upstream()
         let rules = FileManager.default.temporaryDirectory.appendingPathComponent("audit-\(getpid()).rules").path
-        try "rule \"fix\" {\n    where samesite-none\n    samesite lax\n}\n".write(toFile: rules, atomically: true, encoding: .utf8)
+        try "rule \"fix\" {\n    where samesite-none\n    samesite lax\n}\n".write(
+            toFile: rules, atomically: true, encoding: .utf8)
         defer { try? FileManager.default.removeItem(atPath: rules) }
         let url = "http://127.0.0.1:\(upstream.port)/setcookie?c=\(Self.enc("x=1; SameSite=None"))"
         let result = try run(Paths.binary, ["audit", "--rules", rules, "--format", "json", url])
@@ -82,7 +85,8 @@ import Testing
     func networkErrorsExitWith2AndOneClearLine(_ extra: [String], _ path: String, _ message: String) throws {
         let upstream = try Upstream()
         let url =
-            path == "REFUSED" ? "http://127.0.0.1:1/" : path == "DNS" ? "http://no-such-host.invalid/" : upstream.base + path
+            path == "REFUSED"
+            ? "http://127.0.0.1:1/" : path == "DNS" ? "http://no-such-host.invalid/" : upstream.base + path
         let result = try run(Paths.binary, ["audit"] + extra + [url])
         #expect(result.status == 2)
         #expect(result.stderr.hasPrefix(message), "\(result.stderr)")
@@ -99,7 +103,8 @@ extension AuditEndToEndTests {
         let result = try run(Paths.binary, ["audit", "--format", "json", url])
         #expect(result.status == 1)
         let text = result.text.replacingOccurrences(of: String(upstream.port), with: "PORT")
-        let first = "http://127.0.0.1:PORT/setcookie?c=a%3D1%3B%20Path%3D%2F%3B%20HttpOnly&c=b%3D2%3B%20SameSite%3DNone&location=http%3A%2F%2Flocalhost%3APORT%2Fread"
+        let first =
+            "http://127.0.0.1:PORT/setcookie?c=a%3D1%3B%20Path%3D%2F%3B%20HttpOnly&c=b%3D2%3B%20SameSite%3DNone&location=http%3A%2F%2Flocalhost%3APORT%2Fread"
         #expect(
             text
                 == """

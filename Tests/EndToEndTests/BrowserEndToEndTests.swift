@@ -2,7 +2,7 @@ import Foundation
 import Testing
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A real headless Chromium loading pages from a local upstream through the proxy.
@@ -16,12 +16,15 @@ import Glibc
     /// Loads `url` in a fresh profile through `proxy`; returns the DOM Chromium ends up with.
     static func load(_ url: String, proxy: Proxy) throws -> String {
         let browser = try #require(chromium(), "chromium is not installed (scripts/setup.sh installs it)")
-        let profile = FileManager.default.temporaryDirectory.appendingPathComponent("cp-chromium-\(UUID().uuidString)").path
+        let profile = FileManager.default.temporaryDirectory.appendingPathComponent("cp-chromium-\(UUID().uuidString)")
+            .path
         defer { try? FileManager.default.removeItem(atPath: profile) }
-        let result = try run(browser, [
-            "--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run", "--user-data-dir=\(profile)",
-            "--proxy-server=\(proxy.url)", "--dump-dom", url,
-        ])
+        let result = try run(
+            browser,
+            [
+                "--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run", "--user-data-dir=\(profile)",
+                "--proxy-server=\(proxy.url)", "--dump-dom", url,
+            ])
         return result.text
     }
 
@@ -32,12 +35,12 @@ import Glibc
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: dir) }
         try """
-            rule "widen sid to the site" {
-                host   a.site.test
-                cookie sid
-                domain ensure
-            }
-            """.write(toFile: "\(dir)/widen.rules", atomically: true, encoding: .utf8)
+        rule "widen sid to the site" {
+            host   a.site.test
+            cookie sid
+            domain ensure
+        }
+        """.write(toFile: "\(dir)/widen.rules", atomically: true, encoding: .utf8)
         let upstream = try Upstream()
         let resolve = ["--resolve", "a.site.test:127.0.0.1", "--resolve", "b.site.test:127.0.0.1"]
         let plain = try Proxy(resolve)

@@ -2,7 +2,7 @@ import Foundation
 import Synchronization
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Real processes for end-to-end tests: the built cookie-proxy, a Python upstream, curl, openssl.
@@ -45,7 +45,8 @@ final class TestProcess: @unchecked Sendable {
         while Date() < deadline {
             // Only complete lines: output can arrive in pieces ("PORT " now, the number a moment later).
             let text = stdout
-            let complete = text.hasSuffix("\n") ? Substring(text) : text[..<(text.lastIndex(of: "\n") ?? text.startIndex)]
+            let complete =
+                text.hasSuffix("\n") ? Substring(text) : text[..<(text.lastIndex(of: "\n") ?? text.startIndex)]
             if let line = complete.split(separator: "\n").first(where: { $0.hasPrefix(prefix) }) { return String(line) }
             if !process.isRunning { break }
             usleep(20_000)
@@ -103,7 +104,8 @@ enum Paths {
         .deletingLastPathComponent().path
     static let fixtures = root + "/Tests/EndToEndTests/Fixtures"
     static let binary: String = {
-        let exe = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+        let exe =
+            (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
         var dir = URL(fileURLWithPath: exe).deletingLastPathComponent()
         while dir.path != "/" {
             let candidate = dir.appendingPathComponent("cookie-proxy").path
@@ -114,7 +116,8 @@ enum Paths {
     }()
 
     static func which(_ tool: String) -> String {
-        for dir in ["/usr/bin", "/usr/local/bin", "/bin"] where FileManager.default.isExecutableFile(atPath: "\(dir)/\(tool)") {
+        for dir in ["/usr/bin", "/usr/local/bin", "/bin"]
+        where FileManager.default.isExecutableFile(atPath: "\(dir)/\(tool)") {
             return "\(dir)/\(tool)"
         }
         return "/usr/bin/\(tool)"
@@ -145,18 +148,38 @@ struct TestCA {
     var key: String { dir + "/leaf.key" }
 
     init() throws {
-        dir = FileManager.default.temporaryDirectory.appendingPathComponent("cp-ca-\(getpid())-\(UUID().uuidString.prefix(6))").path
+        dir =
+            FileManager.default.temporaryDirectory.appendingPathComponent(
+                "cp-ca-\(getpid())-\(UUID().uuidString.prefix(6))"
+            ).path
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         let openssl = Paths.which("openssl")
-        try TestCA.check(run(openssl, ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
-            "-days", "2", "-subj", "/CN=cookie-proxy test CA", "-keyout", dir + "/ca.key", "-out", dir + "/ca.pem",
-            "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign"]))
-        try TestCA.check(run(openssl, ["req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
-            "-subj", "/CN=localhost", "-keyout", dir + "/leaf.key", "-out", dir + "/leaf.csr"]))
+        try TestCA.check(
+            run(
+                openssl,
+                [
+                    "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+                    "-days", "2", "-subj", "/CN=cookie-proxy test CA", "-keyout", dir + "/ca.key", "-out",
+                    dir + "/ca.pem",
+                    "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign",
+                ]))
+        try TestCA.check(
+            run(
+                openssl,
+                [
+                    "req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+                    "-subj", "/CN=localhost", "-keyout", dir + "/leaf.key", "-out", dir + "/leaf.csr",
+                ]))
         try "subjectAltName=DNS:localhost,IP:127.0.0.1\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n"
             .write(toFile: dir + "/ext.cnf", atomically: true, encoding: .utf8)
-        try TestCA.check(run(openssl, ["x509", "-req", "-in", dir + "/leaf.csr", "-CA", dir + "/ca.pem", "-CAkey",
-            dir + "/ca.key", "-CAcreateserial", "-days", "2", "-extfile", dir + "/ext.cnf", "-out", dir + "/leaf.pem"]))
+        try TestCA.check(
+            run(
+                openssl,
+                [
+                    "x509", "-req", "-in", dir + "/leaf.csr", "-CA", dir + "/ca.pem", "-CAkey",
+                    dir + "/ca.key", "-CAcreateserial", "-days", "2", "-extfile", dir + "/ext.cnf", "-out",
+                    dir + "/leaf.pem",
+                ]))
     }
 
     static func check(_ r: CommandResult) throws {
@@ -206,7 +229,9 @@ func run(_ executable: String, _ arguments: [String], stdin: Data? = nil) throws
     if let stdin { input.fileHandleForWriting.write(stdin) }
     try? input.fileHandleForWriting.close()
     let errText = LockedText()
-    let errThread = Thread { errText.append(String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)) }
+    let errThread = Thread {
+        errText.append(String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self))
+    }
     errThread.start()
     let o = out.fileHandleForReading.readDataToEndOfFile()
     p.waitUntilExit()
@@ -233,7 +258,9 @@ enum RawClient {
         addr.sin_port = in_port_t(UInt16(port).bigEndian)
         addr.sin_addr.s_addr = inet_addr("127.0.0.1")
         let rc = withUnsafePointer(to: &addr) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
         }
         guard rc == 0 else { throw HarnessError("connect failed") }
         for chunk in chunks {

@@ -2,14 +2,16 @@ import Foundation
 import Testing
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// https interception with real clients (curl, Python, openssl s_client, Chromium) and an https upstream
 /// whose certificate comes from a test CA.
 @Suite(.serialized) struct InterceptionEndToEndTests {
     static func home() throws -> String {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("cp-ca-home-\(UUID().uuidString.prefix(8))").path
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "cp-ca-home-\(UUID().uuidString.prefix(8))"
+        ).path
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         return dir
     }
@@ -25,10 +27,12 @@ import Glibc
         let (home, ca) = try (Self.home(), TestCA())
         defer { Self.remove(home, ca) }
         let rules = home + "/fix.rules"
-        try "rule \"fix\" {\n    host localhost\n    where samesite-none\n    secure\n}\n".write(toFile: rules, atomically: true, encoding: .utf8)
+        try "rule \"fix\" {\n    host localhost\n    where samesite-none\n    secure\n}\n".write(
+            toFile: rules, atomically: true, encoding: .utf8)
         let upstream = try Upstream(tls: (ca.cert, ca.key))
         let proxy = try Proxy(
-            ["--rules", rules, "--upstream-ca", ca.caCert, "--log", home + "/log.jsonl"], environment: ["COOKIE_PROXY_HOME": home])
+            ["--rules", rules, "--upstream-ca", ca.caCert, "--log", home + "/log.jsonl"],
+            environment: ["COOKIE_PROXY_HOME": home])
         #expect(proxy.process.stdout.contains("created a local CA in \(home)"))
         #expect(proxy.process.stdout.contains("intercepting localhost (targeted by rules)"))
         // The CA private key is readable by its owner only.
@@ -61,11 +65,16 @@ import Glibc
         let (home, ca) = try (Self.home(), TestCA())
         defer { Self.remove(home, ca) }
         let upstream = try Upstream(tls: (ca.cert, ca.key))
-        let proxy = try Proxy(["--intercept", "localhost", "--upstream-ca", ca.caCert], environment: ["COOKIE_PROXY_HOME": home])
+        let proxy = try Proxy(
+            ["--intercept", "localhost", "--upstream-ca", ca.caCert], environment: ["COOKIE_PROXY_HOME": home])
         let result = try run(
             Paths.which("openssl"),
-            ["s_client", "-proxy", "127.0.0.1:\(proxy.port)", "-connect", "localhost:\(upstream.port)", "-servername", "localhost",
-             "-CAfile", home + "/ca-cert.pem", "-verify_return_error", "-x509_strict", "-alpn", "http/1.1", "-showcerts", "-ign_eof"] + version,
+            [
+                "s_client", "-proxy", "127.0.0.1:\(proxy.port)", "-connect", "localhost:\(upstream.port)",
+                "-servername", "localhost",
+                "-CAfile", home + "/ca-cert.pem", "-verify_return_error", "-x509_strict", "-alpn", "http/1.1",
+                "-showcerts", "-ign_eof",
+            ] + version,
             stdin: Data("GET /path/tls HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n".utf8))
         #expect(result.text.contains("Verify return code: 0 (ok)"), "\(result.text) \(result.stderr)")
         #expect(result.text.contains("ALPN protocol: http/1.1"))
@@ -80,8 +89,11 @@ import Glibc
         let (home, ca) = try (Self.home(), TestCA())
         defer { Self.remove(home, ca) }
         let upstream = try Upstream(tls: (ca.cert, ca.key))
-        let proxy = try Proxy(["--intercept", "127.0.0.1", "--upstream-ca", ca.caCert], environment: ["COOKIE_PROXY_HOME": home])
-        let result = try curl(["--cacert", home + "/ca-cert.pem", "-x", proxy.url, "https://127.0.0.1:\(upstream.port)/path/ip"])
+        let proxy = try Proxy(
+            ["--intercept", "127.0.0.1", "--upstream-ca", ca.caCert], environment: ["COOKIE_PROXY_HOME": home])
+        let result = try curl([
+            "--cacert", home + "/ca-cert.pem", "-x", proxy.url, "https://127.0.0.1:\(upstream.port)/path/ip",
+        ])
         #expect(result.status == 0, "\(result.stderr)")
         #expect(result.text == "GET /path/ip")
     }
@@ -91,13 +103,19 @@ import Glibc
         defer { Self.remove(home, ca) }
         let upstream = try Upstream(tls: (ca.cert, ca.key))
         let proxy = try Proxy(["--intercept", "localhost"], environment: ["COOKIE_PROXY_HOME": home])
-        let result = try curl(["--cacert", home + "/ca-cert.pem", "-x", proxy.url, "-w", "%{http_code}", "https://localhost:\(upstream.port)/path/x"])
+        let result = try curl([
+            "--cacert", home + "/ca-cert.pem", "-x", proxy.url, "-w", "%{http_code}",
+            "https://localhost:\(upstream.port)/path/x",
+        ])
         #expect(result.text.hasSuffix("502"))
         #expect(result.text.contains("certificate verification failed: unable to get local issuer certificate"))
         // --insecure-upstream skips verification for that host only, and says so loudly.
-        let insecure = try Proxy(["--intercept", "localhost", "--insecure-upstream", "localhost"], environment: ["COOKIE_PROXY_HOME": home])
+        let insecure = try Proxy(
+            ["--intercept", "localhost", "--insecure-upstream", "localhost"], environment: ["COOKIE_PROXY_HOME": home])
         #expect(insecure.process.stdout.contains("WARNING: upstream certificates of localhost are NOT verified"))
-        let ok = try curl(["--cacert", home + "/ca-cert.pem", "-x", insecure.url, "https://localhost:\(upstream.port)/path/y"])
+        let ok = try curl([
+            "--cacert", home + "/ca-cert.pem", "-x", insecure.url, "https://localhost:\(upstream.port)/path/y",
+        ])
         #expect(ok.text == "GET /path/y")
     }
 
@@ -106,7 +124,9 @@ import Glibc
         defer { Self.remove(home, ca) }
         let upstream = try Upstream(tls: (ca.cert, ca.key))
         let proxy = try Proxy(["--intercept", "example.com"], environment: ["COOKIE_PROXY_HOME": home])
-        let result = try curl(["-v", "--cacert", ca.caCert, "-x", proxy.url, "https://localhost:\(upstream.port)/path/t"])
+        let result = try curl([
+            "-v", "--cacert", ca.caCert, "-x", proxy.url, "https://localhost:\(upstream.port)/path/t",
+        ])
         #expect(result.text == "GET /path/t")
         // The client saw the upstream's own certificate (issued by the test CA, not the proxy's).
         #expect(result.stderr.contains("issuer: CN=cookie-proxy test CA"))
@@ -128,8 +148,10 @@ import Glibc
         #expect(try ca(["path"]).text == home + "/ca-cert.pem\n")
         let pem = try ca(["export"])
         #expect(pem.text.hasPrefix("-----BEGIN CERTIFICATE-----"))
-        let der = try run("/usr/bin/env", ["COOKIE_PROXY_HOME=" + home, Paths.binary, "ca", "export", "--format", "der"])
-        let parsed = try run(Paths.which("openssl"), ["x509", "-inform", "der", "-noout", "-subject"], stdin: der.stdout)
+        let der = try run(
+            "/usr/bin/env", ["COOKIE_PROXY_HOME=" + home, Paths.binary, "ca", "export", "--format", "der"])
+        let parsed = try run(
+            Paths.which("openssl"), ["x509", "-inform", "der", "-noout", "-subject"], stdin: der.stdout)
         #expect(parsed.text.contains("O = cookie-proxy"))
         #expect(try ca(["init", "--force"]).status == 0)
     }
@@ -137,7 +159,8 @@ import Glibc
     /// Chromium trusts the CA through an NSS database; a cookie it rejects (SameSite=None without Secure) is
     /// accepted once a rule adds Secure.
     @Test func chromiumAcceptsACookieOnceARuleAddsSecure() throws {
-        let browser = try #require(BrowserEndToEndTests.chromium(), "chromium is not installed (scripts/setup.sh installs it)")
+        let browser = try #require(
+            BrowserEndToEndTests.chromium(), "chromium is not installed (scripts/setup.sh installs it)")
         let (home, ca) = try (Self.home(), TestCA())
         defer { Self.remove(home, ca) }
         // A CA for the proxy, and an NSS database (in a HOME of the test's own) that trusts it.
@@ -147,11 +170,16 @@ import Glibc
         let nss = home + "/.pki/nssdb"
         try FileManager.default.createDirectory(atPath: nss, withIntermediateDirectories: true)
         #expect(try run(Paths.which("certutil"), ["-d", "sql:" + nss, "-N", "--empty-password"]).status == 0)
-        #expect(try run(Paths.which("certutil"), ["-d", "sql:" + nss, "-A", "-t", "C,,", "-n", "cookie-proxy", "-i", caHome + "/ca-cert.pem"]).status == 0)
+        #expect(
+            try run(
+                Paths.which("certutil"),
+                ["-d", "sql:" + nss, "-A", "-t", "C,,", "-n", "cookie-proxy", "-i", caHome + "/ca-cert.pem"]
+            ).status == 0)
 
         let upstream = try Upstream(tls: (ca.cert, ca.key))
         let rules = home + "/secure.rules"
-        try "rule \"add Secure\" {\n    host a.site.test\n    where samesite-none\n    secure\n}\n".write(toFile: rules, atomically: true, encoding: .utf8)
+        try "rule \"add Secure\" {\n    host a.site.test\n    where samesite-none\n    secure\n}\n".write(
+            toFile: rules, atomically: true, encoding: .utf8)
         let common = ["--resolve", "a.site.test:127.0.0.1", "--insecure-upstream", "a.site.test"]
         let plain = try Proxy(common + ["--intercept", "a.site.test"], environment: ["COOKIE_PROXY_HOME": caHome])
         let fixing = try Proxy(common + ["--rules", rules], environment: ["COOKIE_PROXY_HOME": caHome])
@@ -159,10 +187,12 @@ import Glibc
         let url = "\(base)/setcookie?c=\(Self.enc("x=1; SameSite=None; Path=/"))&location=\(Self.enc(base + "/read"))"
         func load(_ proxy: Proxy) throws -> String {
             let profile = home + "/profile-\(proxy.port)"
-            let p = try TestProcess(browser, [
-                "--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run", "--user-data-dir=\(profile)",
-                "--proxy-server=\(proxy.url)", "--dump-dom", url,
-            ], environment: ["HOME": home])
+            let p = try TestProcess(
+                browser,
+                [
+                    "--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run", "--user-data-dir=\(profile)",
+                    "--proxy-server=\(proxy.url)", "--dump-dom", url,
+                ], environment: ["HOME": home])
             _ = p.waitForExit(timeout: 60)
             usleep(100_000)
             return p.stdout

@@ -2,7 +2,7 @@ import Foundation
 import Testing
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The real binary between real clients (curl, raw sockets, openssl) and a real upstream.
@@ -10,7 +10,8 @@ import Glibc
     @Test func oddSetCookieLinesAndEveryOtherByteComeOutUnchangedWhenNoRuleMatches() throws {
         let upstream = try Upstream()
         let proxy = try Proxy()
-        let request = "GET \(upstream.base)/cookies HTTP/1.1\r\nHost: 127.0.0.1:\(upstream.port)\r\nConnection: close\r\n\r\n"
+        let request =
+            "GET \(upstream.base)/cookies HTTP/1.1\r\nHost: 127.0.0.1:\(upstream.port)\r\nConnection: close\r\n\r\n"
         let direct = try RawClient.exchange(
             port: upstream.port, send: [Array("GET /cookies HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".utf8)],
             until: { $0.firstRange(of: Array("cookies\n".utf8)) != nil })
@@ -53,13 +54,15 @@ import Glibc
         try body.write(to: file)
         defer { try? FileManager.default.removeItem(at: file) }
         let result = try curl([
-            "-v", "-x", proxy.url, "-H", "Expect: 100-continue", "--data-binary", "@\(file.path)", "\(upstream.base)/echo",
+            "-v", "-x", proxy.url, "-H", "Expect: 100-continue", "--data-binary", "@\(file.path)",
+            "\(upstream.base)/echo",
         ])
         #expect(result.status == 0)
         #expect(result.stdout == body)
         #expect(result.stderr.contains("HTTP/1.1 100 Continue"))
         let chunked = try curl([
-            "-x", proxy.url, "-H", "Transfer-Encoding: chunked", "--data-binary", "@\(file.path)", "\(upstream.base)/echo",
+            "-x", proxy.url, "-H", "Transfer-Encoding: chunked", "--data-binary", "@\(file.path)",
+            "\(upstream.base)/echo",
         ])
         #expect(chunked.status == 0)
         #expect(chunked.stdout == body)
@@ -96,17 +99,22 @@ import Glibc
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let openssl = Paths.which("openssl")
-        let gen = try run(openssl, [
-            "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "2",
-            "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1",
-            "-keyout", "\(dir)/key.pem", "-out", "\(dir)/cert.pem",
-        ])
+        let gen = try run(
+            openssl,
+            [
+                "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "2",
+                "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1",
+                "-keyout", "\(dir)/key.pem", "-out", "\(dir)/cert.pem",
+            ])
         #expect(gen.status == 0)
         let port = 20000 + Int(getpid() % 20000)
-        let server = try TestProcess(openssl, [
-            "s_server", "-accept", "127.0.0.1:\(port)", "-cert", "\(dir)/cert.pem", "-key", "\(dir)/key.pem", "-www",
-            "-quiet",
-        ])
+        let server = try TestProcess(
+            openssl,
+            [
+                "s_server", "-accept", "127.0.0.1:\(port)", "-cert", "\(dir)/cert.pem", "-key", "\(dir)/key.pem",
+                "-www",
+                "-quiet",
+            ])
         _ = server
         usleep(500_000)
         let proxy = try Proxy()
@@ -135,7 +143,10 @@ import Glibc
         ("BROKEN\r\n\r\n", "HTTP/1.1 400 Bad Request", "request line"),
         ("GET http://x/ HTTP/1.1\r\nX: " + String(repeating: "a", count: 70_000) + "\r\n\r\n", "HTTP/1.1 431", "over"),
         ("GET http://127.0.0.1:1/ HTTP/1.1\r\nHost: x\r\n\r\n", "HTTP/1.1 502 Bad Gateway", "127.0.0.1:1 refused"),
-        ("GET http://no-such-host.invalid/ HTTP/1.1\r\nHost: x\r\n\r\n", "HTTP/1.1 502 Bad Gateway", "no-such-host.invalid"),
+        (
+            "GET http://no-such-host.invalid/ HTTP/1.1\r\nHost: x\r\n\r\n", "HTTP/1.1 502 Bad Gateway",
+            "no-such-host.invalid"
+        ),
     ])
     func badInputGetsAStatusAndAReason(_ request: String, _ status: String, _ reason: String) throws {
         let proxy = try Proxy()
@@ -196,4 +207,3 @@ import Glibc
         #expect(result.text.contains("addressed to the proxy itself"))
     }
 }
-

@@ -2,19 +2,22 @@ import Foundation
 import Testing
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Rules and the log through the real proxy binary with curl and a real upstream.
 @Suite(.serialized) struct RulesEndToEndTests {
     static func tempDir() throws -> String {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("cp-rules-\(getpid())-\(UUID().uuidString.prefix(8))").path
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "cp-rules-\(getpid())-\(UUID().uuidString.prefix(8))"
+        ).path
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         return dir
     }
 
     static func setCookieURL(_ upstream: Upstream, _ cookies: [String]) -> String {
-        let query = cookies.map { "c=" + $0.addingPercentEncoding(withAllowedCharacters: .alphanumerics)! }.joined(separator: "&")
+        let query = cookies.map { "c=" + $0.addingPercentEncoding(withAllowedCharacters: .alphanumerics)! }.joined(
+            separator: "&")
         return "\(upstream.base)/setcookie?\(query)"
     }
 
@@ -41,7 +44,8 @@ import Glibc
         let upstream = try Upstream()
         let proxy = try Proxy(["--rules", "\(dir)/login.rules", "--log", "\(dir)/log.jsonl"])
         let url = Self.setCookieURL(
-            upstream, ["Bin-Auth-Token=s3cr3t; Path=/; Domain=bin.example.com; Max-Age=604800; HttpOnly", "other=1; Path=/"])
+            upstream,
+            ["Bin-Auth-Token=s3cr3t; Path=/; Domain=bin.example.com; Max-Age=604800; HttpOnly", "other=1; Path=/"])
         let result = try curl(["-D", "-", "-o", "/dev/null", "-x", proxy.url, url])
         #expect(
             Self.setCookieLines(result.text) == [
@@ -69,7 +73,8 @@ import Glibc
         #expect(changes.map { $0["op"] as? String } == ["set", "add", "add"])
         let findings = try #require(record["findings"] as? [[String: Any]])
         // Domain=.bin.example.com does not cover 127.0.0.1: browsers will drop it, and the log says so.
-        #expect(findings.contains { $0["code"] as? String == "domain-mismatch" && $0["severity"] as? String == "rejects" })
+        #expect(
+            findings.contains { $0["code"] as? String == "domain-mismatch" && $0["severity"] as? String == "rejects" })
     }
 
     @Test func dryRunChangesNothingAndLogsEveryCookie() throws {
@@ -77,7 +82,9 @@ import Glibc
         defer { try? FileManager.default.removeItem(atPath: dir) }
         try Self.rules.write(toFile: "\(dir)/login.rules", atomically: true, encoding: .utf8)
         let upstream = try Upstream()
-        let proxy = try Proxy(["--rules", "\(dir)/login.rules", "--dry-run", "--log", "\(dir)/log.jsonl", "--log-values"])
+        let proxy = try Proxy([
+            "--rules", "\(dir)/login.rules", "--dry-run", "--log", "\(dir)/log.jsonl", "--log-values",
+        ])
         let url = Self.setCookieURL(upstream, ["Bin-Auth-Token=abc; Domain=127.0.0.1", "other=1; SameSite=None"])
         let result = try curl(["-D", "-", "-o", "/dev/null", "-x", proxy.url, url])
         #expect(Self.setCookieLines(result.text) == ["Bin-Auth-Token=abc; Domain=127.0.0.1", "other=1; SameSite=None"])
@@ -96,16 +103,16 @@ import Glibc
         let dir = try Self.tempDir()
         defer { try? FileManager.default.removeItem(atPath: dir) }
         try """
-            rule "headers" {
-                host 127.0.0.1
-                request-header set X-Debug on
-                response-header set X-Proxied yes
-            }
-            rule "rename session" {
-                cookie sid
-                rename app_sid
-            }
-            """.write(toFile: "\(dir)/h.rules", atomically: true, encoding: .utf8)
+        rule "headers" {
+            host 127.0.0.1
+            request-header set X-Debug on
+            response-header set X-Proxied yes
+        }
+        rule "rename session" {
+            cookie sid
+            rename app_sid
+        }
+        """.write(toFile: "\(dir)/h.rules", atomically: true, encoding: .utf8)
         let upstream = try Upstream()
         let proxy = try Proxy(["--rules", "\(dir)/h.rules", "--log", "\(dir)/log.jsonl"])
         let set = try curl(["-D", "-", "-o", "/dev/null", "-x", proxy.url, Self.setCookieURL(upstream, ["sid=1"])])
@@ -122,7 +129,10 @@ import Glibc
         try "rule \"x\" {\n    samesite laxx\n}\n".write(toFile: "\(dir)/bad.rules", atomically: true, encoding: .utf8)
         let result = try run(Paths.binary, ["run", "--listen", "127.0.0.1:0", "--rules", "\(dir)/bad.rules"])
         #expect(result.status == 2)
-        #expect(result.stderr.contains("\(dir)/bad.rules:2:14: error: samesite must be strict, lax, none or remove, not 'laxx'; did you mean 'lax'?"))
+        #expect(
+            result.stderr.contains(
+                "\(dir)/bad.rules:2:14: error: samesite must be strict, lax, none or remove, not 'laxx'; did you mean 'lax'?"
+            ))
     }
 
     /// Rules are swapped under traffic: no request fails; an invalid edit keeps the last good rules.

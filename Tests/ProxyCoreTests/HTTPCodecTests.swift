@@ -3,7 +3,8 @@ import Testing
 
 @Suite struct HTTPCodecTests {
     static let request = Array(
-        "GET http://example.com/a?b HTTP/1.1\r\nHost: example.com\r\nX-Odd:  spaced value \r\nSet-Cookie: x\r\n\r\nBODY".utf8)
+        "GET http://example.com/a?b HTTP/1.1\r\nHost: example.com\r\nX-Odd:  spaced value \r\nSet-Cookie: x\r\n\r\nBODY"
+            .utf8)
 
     /// The parser finds the same head whether bytes come one at a time or all at once.
     @Test(arguments: [1, 2, 7, 1000])
@@ -38,7 +39,9 @@ import Testing
     ])
     func malformedRequestHeadsAreRefusedWithAReason(_ text: String, _ reason: String) {
         let parser = HTTPHeadParser()
-        #expect(throws: HTTPParseError(kind: .malformed, description: reason)) { try parser.parseRequest(Array(text.utf8)) }
+        #expect(throws: HTTPParseError(kind: .malformed, description: reason)) {
+            try parser.parseRequest(Array(text.utf8))
+        }
     }
 
     @Test func oversizedHeadsAreRefusedBeforeTheyEnd() {
@@ -47,16 +50,17 @@ import Testing
         #expect(throws: HTTPParseError.self) { _ = try parser.headLength(big[...]) }
     }
 
-    @Test(arguments: [
-        ("Transfer-Encoding: chunked\r\nContent-Length: 5\r\n", nil),
-        ("Transfer-Encoding: gzip\r\n", nil),
-        ("Content-Length: 5\r\nContent-Length: 6\r\n", nil),
-        ("Content-Length: -1\r\n", nil),
-        ("Content-Length: 5, 5\r\n", BodyFraming.contentLength(5)),
-        ("Content-Length: 0\r\n", BodyFraming.none),
-        ("Transfer-Encoding: gzip, chunked\r\n", BodyFraming.chunked),
-        ("", BodyFraming.none),
-    ] as [(String, BodyFraming?)])
+    @Test(
+        arguments: [
+            ("Transfer-Encoding: chunked\r\nContent-Length: 5\r\n", nil),
+            ("Transfer-Encoding: gzip\r\n", nil),
+            ("Content-Length: 5\r\nContent-Length: 6\r\n", nil),
+            ("Content-Length: -1\r\n", nil),
+            ("Content-Length: 5, 5\r\n", BodyFraming.contentLength(5)),
+            ("Content-Length: 0\r\n", BodyFraming.none),
+            ("Transfer-Encoding: gzip, chunked\r\n", BodyFraming.chunked),
+            ("", BodyFraming.none),
+        ] as [(String, BodyFraming?)])
     func requestFramingRefusesSmugglingShapes(_ fields: String, _ expected: BodyFraming?) throws {
         let head = try HTTPHeadParser().parseHead(Array("POST / HTTP/1.1\r\n\(fields)\r\n".utf8))
         if let expected {
@@ -72,14 +76,17 @@ import Testing
         ("GET", 200, "", .untilClose), ("GET", 200, "Transfer-Encoding: chunked\r\n", .chunked),
         ("GET", 200, "Content-Length: 3\r\n", .contentLength(3)),
     ])
-    func responseFramingFollowsRFC9112Section6_3(_ method: String, _ status: Int, _ fields: String, _ expected: BodyFraming)
+    func responseFramingFollowsRFC9112Section6_3(
+        _ method: String, _ status: Int, _ fields: String, _ expected: BodyFraming
+    )
         throws
     {
         let head = try HTTPHeadParser().parseHead(Array("HTTP/1.1 \(status) X\r\n\(fields)\r\n".utf8))
         #expect(try BodyFraming.forResponse(head, status: status, requestMethod: method) == expected)
     }
 
-    static let chunked = Array("4;ext=1\r\nWiki\r\n5\r\npedia\r\nE\r\n in\r\n\r\nchunks.\r\n0\r\nTrailer: x\r\n\r\nNEXT".utf8)
+    static let chunked = Array(
+        "4;ext=1\r\nWiki\r\n5\r\npedia\r\nE\r\n in\r\n\r\nchunks.\r\n0\r\nTrailer: x\r\n\r\nNEXT".utf8)
 
     @Test(arguments: [1, 3, 1000])
     func chunkedBodiesEndAtTheLastChunkAndTrailersWhateverTheChunkSize(_ step: Int) throws {

@@ -14,7 +14,8 @@ import Testing
             var configuration = ProxyConfiguration()
             configuration.ownPorts = [8080]
             configure(&configuration)
-            machine = ProxyConnectionMachine(configuration: configuration, clientAddress: "127.0.0.1", requestIDs: { 1 })
+            machine = ProxyConnectionMachine(
+                configuration: configuration, clientAddress: "127.0.0.1", requestIDs: { 1 })
         }
 
         mutating func collect() {
@@ -64,10 +65,13 @@ import Testing
 
     @Test func forwardsARequestInOriginFormAndTheResponseUnchangedButForVia() {
         var t = Transcript()
-        t.client("GET http://example.com/p?q=1 HTTP/1.1\r\nHost: example.com\r\nProxy-Connection: keep-alive\r\nAccept: */*\r\n\r\n")
+        t.client(
+            "GET http://example.com/p?q=1 HTTP/1.1\r\nHost: example.com\r\nProxy-Connection: keep-alive\r\nAccept: */*\r\n\r\n"
+        )
         #expect(t.commands == [.connect(Self.origin, fresh: false)])
         t.connected()
-        #expect(t.toUpstream == "GET /p?q=1 HTTP/1.1\r\nHost: example.com\r\nAccept: */*\r\nVia: 1.1 cookie-proxy\r\n\r\n")
+        #expect(
+            t.toUpstream == "GET /p?q=1 HTTP/1.1\r\nHost: example.com\r\nAccept: */*\r\nVia: 1.1 cookie-proxy\r\n\r\n")
         t.upstream(Self.response)
         #expect(
             t.toClient
@@ -80,24 +84,33 @@ import Testing
     @Test func hopByHopFieldsAndTheFieldsConnectionNamesAreRemoved() {
         var t = Transcript { $0.addVia = false }
         t.client(
-            "GET http://example.com/ HTTP/1.1\r\nHost: wrong.example\r\nConnection: keep-alive, X-Secret\r\nX-Secret: 1\r\nKeep-Alive: 5\r\nTE: trailers\r\nProxy-Authorization: Basic x\r\nUpgrade: h2c\r\nX-Kept: yes\r\n\r\n")
+            "GET http://example.com/ HTTP/1.1\r\nHost: wrong.example\r\nConnection: keep-alive, X-Secret\r\nX-Secret: 1\r\nKeep-Alive: 5\r\nTE: trailers\r\nProxy-Authorization: Basic x\r\nUpgrade: h2c\r\nX-Kept: yes\r\n\r\n"
+        )
         t.connected()
         #expect(t.toUpstream == "GET / HTTP/1.1\r\nHost: example.com\r\nX-Kept: yes\r\n\r\n")
-        t.upstream("HTTP/1.1 200 OK\r\nConnection: X-Hop\r\nX-Hop: 1\r\nKeep-Alive: timeout=5\r\nContent-Length: 0\r\n\r\n")
+        t.upstream(
+            "HTTP/1.1 200 OK\r\nConnection: X-Hop\r\nX-Hop: 1\r\nKeep-Alive: timeout=5\r\nContent-Length: 0\r\n\r\n")
         #expect(t.toClient == "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
     }
 
     @Test func pipelinedRequestsAreAnsweredInOrder() {
         var t = Transcript { $0.addVia = false }
-        t.client("GET http://example.com/1 HTTP/1.1\r\nHost: example.com\r\n\r\nGET http://example.com/2 HTTP/1.1\r\nHost: example.com\r\n\r\n")
+        t.client(
+            "GET http://example.com/1 HTTP/1.1\r\nHost: example.com\r\n\r\nGET http://example.com/2 HTTP/1.1\r\nHost: example.com\r\n\r\n"
+        )
         t.connected()
         #expect(t.toUpstream == "GET /1 HTTP/1.1\r\nHost: example.com\r\n\r\n")
         t.upstream("HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\n1")
-        #expect(t.commands == [.connect(Self.origin, fresh: false), .releaseUpstream(reusable: true), .connect(Self.origin, fresh: false)])
+        #expect(
+            t.commands == [
+                .connect(Self.origin, fresh: false), .releaseUpstream(reusable: true),
+                .connect(Self.origin, fresh: false),
+            ])
         t.connected(reused: true)
         #expect(t.toUpstream.hasSuffix("GET /2 HTTP/1.1\r\nHost: example.com\r\n\r\n"))
         t.upstream("HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\n2")
-        #expect(t.toClient == "HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\n1HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\n2")
+        #expect(
+            t.toClient == "HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\n1HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\n2")
     }
 
     @Test func requestBodiesStreamByContentLengthAndChunked() {
@@ -107,7 +120,8 @@ import Testing
         t.client("56789")
         #expect(t.toUpstream == "POST / HTTP/1.1\r\nHost: example.com\r\nContent-Length: 10\r\n\r\n0123456789")
         var c = Transcript { $0.addVia = false }
-        c.client("POST http://example.com/ HTTP/1.1\r\nHost: example.com\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n")
+        c.client(
+            "POST http://example.com/ HTTP/1.1\r\nHost: example.com\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n")
         c.connected()
         c.client("0\r\nX-Trailer: t\r\n\r\n")
         #expect(c.toUpstream.hasSuffix("\r\n\r\n3\r\nabc\r\n0\r\nX-Trailer: t\r\n\r\n"))
@@ -115,7 +129,9 @@ import Testing
 
     @Test func expectContinueInterimResponsesReachTheClient() {
         var t = Transcript { $0.addVia = false }
-        t.client("PUT http://example.com/ HTTP/1.1\r\nHost: example.com\r\nExpect: 100-continue\r\nContent-Length: 2\r\n\r\n")
+        t.client(
+            "PUT http://example.com/ HTTP/1.1\r\nHost: example.com\r\nExpect: 100-continue\r\nContent-Length: 2\r\n\r\n"
+        )
         t.connected()
         t.upstream("HTTP/1.1 100 Continue\r\n\r\n")
         #expect(t.toClient == "HTTP/1.1 100 Continue\r\n\r\n")
@@ -171,7 +187,8 @@ import Testing
         t.upstreamClosed()
         #expect(t.commands.suffix(2) == [.releaseUpstream(reusable: false), .connect(Self.origin, fresh: true)])
         t.connected()
-        #expect(t.toUpstream == "GET / HTTP/1.1\r\nHost: example.com\r\n\r\nGET / HTTP/1.1\r\nHost: example.com\r\n\r\n")
+        #expect(
+            t.toUpstream == "GET / HTTP/1.1\r\nHost: example.com\r\n\r\nGET / HTTP/1.1\r\nHost: example.com\r\n\r\n")
     }
 
     @Test func connectOpensATunnelWithHalfClose() {
@@ -194,11 +211,17 @@ import Testing
 
     @Test func upgradeTo101SwitchesToATunnel() {
         var t = Transcript { $0.addVia = false }
-        t.client("GET http://example.com/ws HTTP/1.1\r\nHost: example.com\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Key: k\r\n\r\n")
+        t.client(
+            "GET http://example.com/ws HTTP/1.1\r\nHost: example.com\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Key: k\r\n\r\n"
+        )
         t.connected()
-        #expect(t.toUpstream == "GET /ws HTTP/1.1\r\nHost: example.com\r\nUpgrade: websocket\r\nSec-WebSocket-Key: k\r\nConnection: upgrade\r\n\r\n")
+        #expect(
+            t.toUpstream
+                == "GET /ws HTTP/1.1\r\nHost: example.com\r\nUpgrade: websocket\r\nSec-WebSocket-Key: k\r\nConnection: upgrade\r\n\r\n"
+        )
         t.upstream("HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\nframe")
-        #expect(t.toClient == "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\nframe")
+        #expect(
+            t.toClient == "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\nframe")
         #expect(t.machine.phase == .tunnel)
         t.client("\u{81}\u{05}hello")
         #expect(t.toUpstream.hasSuffix("\u{81}\u{05}hello"))
@@ -210,8 +233,14 @@ import Testing
         ("GET https://example.com/ HTTP/1.1\r\n\r\n", "HTTP/1.1 400 Bad Request", "https URLs go through CONNECT"),
         ("GET http://127.0.0.1:8080/ HTTP/1.1\r\n\r\n", "HTTP/1.1 400 Bad Request", "addressed to the proxy itself"),
         ("GET http://localhost:8080/x HTTP/1.1\r\n\r\n", "HTTP/1.1 400 Bad Request", "addressed to the proxy itself"),
-        ("POST http://e.com/ HTTP/1.1\r\nContent-Length: 1\r\nTransfer-Encoding: chunked\r\n\r\n", "HTTP/1.1 400 Bad Request", "both Transfer-Encoding"),
-        ("GET http://e.com/ HTTP/1.1\r\nX: " + String(repeating: "a", count: 70_000), "HTTP/1.1 431 Request Header Fields Too Large", "over 65536 bytes"),
+        (
+            "POST http://e.com/ HTTP/1.1\r\nContent-Length: 1\r\nTransfer-Encoding: chunked\r\n\r\n",
+            "HTTP/1.1 400 Bad Request", "both Transfer-Encoding"
+        ),
+        (
+            "GET http://e.com/ HTTP/1.1\r\nX: " + String(repeating: "a", count: 70_000),
+            "HTTP/1.1 431 Request Header Fields Too Large", "over 65536 bytes"
+        ),
         ("CONNECT nohost HTTP/1.1\r\n\r\n", "HTTP/1.1 400 Bad Request", "host:port"),
     ])
     func badRequestsGetAStatusAndAOneLineReason(_ request: String, _ statusLine: String, _ reason: String) {
@@ -224,9 +253,15 @@ import Testing
     }
 
     @Test(arguments: [
-        (UpstreamFailure.resolve(host: "nope.invalid", reason: "Name or service not known"), "502 Bad Gateway", "nope.invalid"),
+        (
+            UpstreamFailure.resolve(host: "nope.invalid", reason: "Name or service not known"), "502 Bad Gateway",
+            "nope.invalid"
+        ),
         (.refused(Origin(host: "example.com", port: 80)), "502 Bad Gateway", "example.com:80 refused"),
-        (.connectTimeout(Origin(host: "example.com", port: 80)), "504 Gateway Timeout", "timed out connecting to upstream example.com:80"),
+        (
+            .connectTimeout(Origin(host: "example.com", port: 80)), "504 Gateway Timeout",
+            "timed out connecting to upstream example.com:80"
+        ),
     ])
     func upstreamFailuresNameTheHost(_ failure: UpstreamFailure, _ status: String, _ text: String) {
         var t = Transcript()
@@ -264,7 +299,8 @@ import Testing
 
     /// Fed one byte at a time, the machine produces exactly what it produces from one chunk.
     @Test func byteAtATimeEqualsAllAtOnce() {
-        let request = "POST http://example.com/x HTTP/1.1\r\nHost: example.com\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nhi\r\n0\r\n\r\n"
+        let request =
+            "POST http://example.com/x HTTP/1.1\r\nHost: example.com\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nhi\r\n0\r\n\r\n"
         let response = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nSet-Cookie: a=b\r\n\r\n5\r\nhello\r\n0\r\n\r\n"
         var whole = Transcript()
         whole.client(request)
