@@ -140,6 +140,23 @@ public struct ProxyConnectionMachine: Sendable {
         }
     }
 
+    /// What the shell reads after each event, in one call.
+    public struct Status: Sendable {
+        public var phase: Phase
+        public var wantsClientData: Bool
+        public var bufferedClientBytes: Int
+        public var requestCount: Int
+    }
+
+    /// The status, read in place: declared `mutating` (it changes nothing) so that a shell holding the machine
+    /// in a class property reads it through an in-place access; reading a property of a struct stored in a class
+    /// copies the whole struct first (its buffers, configuration and hooks: ~650 instructions a time).
+    public mutating func status() -> Status {
+        Status(
+            phase: phase, wantsClientData: wantsClientData, bufferedClientBytes: bufferedClientBytes,
+            requestCount: requestCount)
+    }
+
     /// Client bytes received but not yet consumed (pipelined requests, unsent body).
     public var bufferedClientBytes: Int { clientIn.count - clientInStart }
 

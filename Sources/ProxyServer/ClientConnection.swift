@@ -192,12 +192,13 @@ final class ClientConnection: LoopHandler, @unchecked Sendable {
             closeNow()
             return
         }
-        let requests = machine.requestCount
+        let status = machine.status()
+        let requests = status.requestCount
         if requests > countedRequests {
             loop.server.totalRequests.add(requests - countedRequests, ordering: .relaxed)
             countedRequests = requests
         }
-        let phase = machine.phase
+        let phase = status.phase
         if phase != lastPhase {
             lastPhase = phase
             phaseStart = loop.now
@@ -209,7 +210,7 @@ final class ClientConnection: LoopHandler, @unchecked Sendable {
                 }
             }
         }
-        updateInterest()
+        updateInterest(status)
     }
 
     private func execute(_ command: ConnectionIO.Command) {
@@ -364,11 +365,11 @@ final class ClientConnection: LoopHandler, @unchecked Sendable {
         }
     }
 
-    private func updateInterest() {
+    private func updateInterest(_ status: ProxyConnectionMachine.Status) {
         let highWater = loop.configuration.highWater
         var wanted: UInt32 = 0
-        if machine.wantsClientData && !closeAfterFlush && pendingToUpstream < highWater
-            && machine.bufferedClientBytes < highWater
+        if status.wantsClientData && !closeAfterFlush && pendingToUpstream < highWater
+            && status.bufferedClientBytes < highWater
         {
             wanted |= Poller.readable
         }
