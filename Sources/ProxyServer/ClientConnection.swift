@@ -245,8 +245,9 @@ final class ClientConnection: LoopHandler, @unchecked Sendable {
         }
     }
 
-    /// Sends `buffer[sent...]` on `fd`; false when the socket failed.
-    private func sendRaw(_ fd: Int32, _ buffer: inout [UInt8], _ sent: inout Int) -> Bool {
+    /// Sends `buffer[sent...]` on `fd`; the error number when the socket failed, nil otherwise. A buffer sent
+    /// whole is emptied (its storage kept).
+    private func sendRaw(_ fd: Int32, _ buffer: inout [UInt8], _ sent: inout Int) -> Int32? {
         while sent < buffer.count {
             let s = sent
             let n = buffer.withUnsafeBytes { Sys.send(fd, UnsafeRawBufferPointer(rebasing: $0[s...])) }
@@ -256,7 +257,7 @@ final class ClientConnection: LoopHandler, @unchecked Sendable {
             } else if Int32(-n) == Sys.EAGAIN || Int32(-n) == Sys.EINTR {
                 break
             } else {
-                return false
+                return Int32(-n)
             }
         }
         if sent == buffer.count {
@@ -266,7 +267,7 @@ final class ClientConnection: LoopHandler, @unchecked Sendable {
             buffer.removeFirst(sent)
             sent = 0
         }
-        return true
+        return nil
     }
 
     private func flush() {
@@ -280,7 +281,7 @@ final class ClientConnection: LoopHandler, @unchecked Sendable {
                 tls.close()
             }
             tls.drainCiphertext(into: &clientRaw)
-            guard sendRaw(fd, &clientRaw, &clientRawSent) else {
+            if sendRaw(fd, &clientRaw, &clientRawSent) != nil {
                 closeNow()
                 return
             }
@@ -292,28 +293,13 @@ final class ClientConnection: LoopHandler, @unchecked Sendable {
             return
         }
         // Towards the client.
-        while clientSent < io.toClient.count {
-            let n = io.toClient.withUnsafeBytes { Sys.send(fd, UnsafeRawBufferPointer(rebasing: $0[clientSent...])) }
-            if n > 0 {
-                clientSent += n
-                lastActivity = loop.now
-            } else if Int32(-n) == Sys.EAGAIN || Int32(-n) == Sys.EINTR {
-                break
-            } else {
-                closeNow()
-                return
-            }
+        if sendRaw(fd, &io.toClient, &clientSent) != nil {
+            closeNow()
+            return
         }
-        if clientSent == io.toClient.count {
-            io.toClient.removeAll(keepingCapacity: true)
-            clientSent = 0
-            if shutdownClientPending && !clientWriteShut {
-                clientWriteShut = true
-                Sys.shutdownWrite(fd)
-            }
-        } else if clientSent > 256 * 1024 {
-            io.toClient.removeFirst(clientSent)
-            clientSent = 0
+        if io.toClient.isEmpty && shutdownClientPending && !clientWriteShut {
+            clientWriteShut = true
+            Sys.shutdownWrite(fd)
         }
         flushUpstream()
     }
@@ -328,7 +314,7 @@ final class ClientConnection: LoopHandler, @unchecked Sendable {
             }
             if shutdownUpstreamPending && !upstream.writeShut && io.toUpstream.isEmpty { tls.close() }
             tls.drainCiphertext(into: &upstream.raw)
-            guard sendRaw(upstream.fd, &upstream.raw, &upstream.rawSent) else {
+            if sendRaw(upstream.fd, &upstream.raw, &upstream.rawSent) != nil {
                 machine.upstreamFailed(.failed(upstream.origin, reason: "send failed"), &io)
                 return
             }
@@ -338,30 +324,13 @@ final class ClientConnection: LoopHandler, @unchecked Sendable {
             }
             return
         }
-        while upstreamSent < io.toUpstream.count {
-            let n = io.toUpstream.withUnsafeBytes {
-                Sys.send(upstream.fd, UnsafeRawBufferPointer(rebasing: $0[upstreamSent...]))
-            }
-            if n > 0 {
-                upstreamSent += n
-                lastActivity = loop.now
-            } else if Int32(-n) == Sys.EAGAIN || Int32(-n) == Sys.EINTR {
-                break
-            } else {
-                machine.upstreamFailed(.failed(upstream.origin, reason: Sys.errorText(Int32(n))), &io)
-                return
-            }
+        if let error = sendRaw(upstream.fd, &io.toUpstream, &upstreamSent) {
+            machine.upstreamFailed(.failed(upstream.origin, reason: Sys.errorText(-error)), &io)
+            return
         }
-        if upstreamSent == io.toUpstream.count {
-            io.toUpstream.removeAll(keepingCapacity: true)
-            upstreamSent = 0
-            if shutdownUpstreamPending && !upstream.writeShut {
-                upstream.writeShut = true
-                Sys.shutdownWrite(upstream.fd)
-            }
-        } else if upstreamSent > 256 * 1024 {
-            io.toUpstream.removeFirst(upstreamSent)
-            upstreamSent = 0
+        if io.toUpstream.isEmpty && shutdownUpstreamPending && !upstream.writeShut {
+            upstream.writeShut = true
+            Sys.shutdownWrite(upstream.fd)
         }
     }
 
