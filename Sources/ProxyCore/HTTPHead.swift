@@ -228,14 +228,9 @@ public struct HTTPHeadParser: Sendable {
         var fields: [HTTPHead.Field] = []
         fields.reserveCapacity(16)
         let failure = bytes.withUnsafeBufferPointer { b -> HTTPParseError? in
-            if Self.isPlain(b),
-                Self.scanPlainHead(
-                    b, maximumFieldCount: limits.maximumFieldCount, startLine: &startLine, fields: &fields)
-            {
-                return nil
-            }
-            fields.removeAll(keepingCapacity: true)
-            return Self.scanHead(b, maximumFieldCount: limits.maximumFieldCount, startLine: &startLine, fields: &fields)
+            Self.scanHead(
+                b, valuesAreClean: Self.isPlain(b), maximumFieldCount: limits.maximumFieldCount,
+                startLine: &startLine, fields: &fields)
         }
         if let failure { throw failure }
         return HTTPHead(bytes: bytes, startLine: startLine, fields: fields)
@@ -250,8 +245,8 @@ public struct HTTPHeadParser: Sendable {
         return UnsafeRawPointer(hit) - UnsafeRawPointer(base)
     }
 
-    /// Whether a head has no NUL and no CR outside a CRLF: then no field value can be invalid, and lines can be
-    /// split without looking at every byte (libc's memchr does the scanning).
+    /// Whether a head has no NUL and no CR outside a CRLF: then no field value can be invalid, and ``scanHead``
+    /// need not look at every byte of the values (libc's memchr does this scanning).
     static func isPlain(_ b: UnsafeBufferPointer<UInt8>) -> Bool {
         guard let base = b.baseAddress else { return false }
         if memchr(base, 0x00, b.count) != nil { return false }
@@ -264,47 +259,10 @@ public struct HTTPHeadParser: Sendable {
         return true
     }
 
-    /// The common case of ``scanHead``: a plain head (see ``isPlain``) of well-formed field lines. Returns false
-    /// at the first thing it does not expect, and the caller runs the full scan, which names the problem.
-    private static func scanPlainHead(
-        _ b: UnsafeBufferPointer<UInt8>, maximumFieldCount: Int, startLine: inout Range<Int>,
-        fields: inout [HTTPHead.Field]
-    ) -> Bool {
-        let count = b.count
-        let base = b.baseAddress!
-        var lineEnd = nextLF(b, from: 0)
-        guard lineEnd < count else { return false }
-        startLine = 0..<(lineEnd > 0 && b[lineEnd - 1] == 0x0D ? lineEnd - 1 : lineEnd)
-        var lineStart = lineEnd + 1
-        while lineStart < count {
-            let first = b[lineStart]
-            if first == 0x0A || first == 0x0D {
-                // The empty line (a CR here is followed by LF: the head is plain) must end the head.
-                return lineStart + (first == 0x0A ? 1 : 2) == count
-            }
-            guard fields.count < maximumFieldCount, first != 0x20, first != 0x09 else { return false }
-            lineEnd = nextLF(b, from: lineStart)
-            guard lineEnd < count else { return false }
-            let contentEnd = b[lineEnd - 1] == 0x0D ? lineEnd - 1 : lineEnd
-            guard let hit = memchr(base + lineStart, 0x3A, contentEnd - lineStart) else { return false }
-            let colon = UnsafeRawPointer(hit) - UnsafeRawPointer(base)
-            guard colon > lineStart else { return false }
-            for k in lineStart..<colon where !isTokenChar(b[k]) { return false }
-            var vs = colon + 1
-            var ve = contentEnd
-            while vs < ve && (b[vs] == 0x20 || b[vs] == 0x09) { vs += 1 }
-            while ve > vs && (b[ve - 1] == 0x20 || b[ve - 1] == 0x09) { ve -= 1 }
-            fields.append(
-                HTTPHead.Field(
-                    line: lineStart..<(lineEnd + 1), name: lineStart..<colon, value: vs..<ve,
-                    known: KnownField.classify(b, lineStart, colon)))
-            lineStart = lineEnd + 1
-        }
-        return false
-    }
-
+    /// `valuesAreClean`: the caller found no NUL and no bare CR in the head (``isPlain``), so the per-value check
+    /// is skipped.
     private static func scanHead(
-        _ b: UnsafeBufferPointer<UInt8>, maximumFieldCount: Int, startLine: inout Range<Int>,
+        _ b: UnsafeBufferPointer<UInt8>, valuesAreClean: Bool, maximumFieldCount: Int, startLine: inout Range<Int>,
         fields: inout [HTTPHead.Field]
     ) -> HTTPParseError? {
         let count = b.count
@@ -342,12 +300,14 @@ public struct HTTPHeadParser: Sendable {
             guard nameIsToken else { return malformed("invalid character in header field name") }
             guard colon > lineStart else { return malformed("header field with an empty name") }
             // The value: NUL and a bare CR are refused (RFC 9110 §5.5); a branch-free pass the compiler vectorises.
-            var invalid: UInt8 = 0
-            for k in (colon + 1)..<contentEnd {
-                let c = b[k]
-                invalid |= (c == 0x00 ? 1 : 0) | (c == 0x0D ? 1 : 0)
+            if !valuesAreClean {
+                var invalid: UInt8 = 0
+                for k in (colon + 1)..<contentEnd {
+                    let c = b[k]
+                    invalid |= (c == 0x00 ? 1 : 0) | (c == 0x0D ? 1 : 0)
+                }
+                if invalid != 0 { return malformed("invalid character in header field value") }
             }
-            if invalid != 0 { return malformed("invalid character in header field value") }
             var vs = colon + 1
             var ve = contentEnd
             while vs < ve && (b[vs] == 0x20 || b[vs] == 0x09) { vs += 1 }
