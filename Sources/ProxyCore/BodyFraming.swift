@@ -41,32 +41,22 @@ public enum BodyFraming: Sendable, Hashable {
     static func contentLength(_ head: HTTPHead) throws(HTTPParseError) -> Int? {
         var result: Int? = nil
         let b = head.bytes
-        for field in head.fields where field.known == .contentLength {
-            var start = field.value.lowerBound
-            let end = field.value.upperBound
-            while start <= end {
-                var stop = start
-                while stop < end && b[stop] != 0x2C { stop += 1 }
-                var x = start
-                var y = stop
-                while x < y && (b[x] == 0x20 || b[x] == 0x09) { x += 1 }
-                while y > x && (b[y - 1] == 0x20 || b[y - 1] == 0x09) { y -= 1 }
-                guard x < y, y - x <= 18 else {
+        try head.forEachListElement(where: { $0.known == .contentLength }) {
+            (element: Range<Int>) throws(HTTPParseError) in
+            guard !element.isEmpty, element.count <= 18 else {
+                throw HTTPParseError(kind: .malformed, description: "invalid Content-Length")
+            }
+            var n = 0
+            for k in element {
+                guard b[k] &- 0x30 < 10 else {
                     throw HTTPParseError(kind: .malformed, description: "invalid Content-Length")
                 }
-                var n = 0
-                for k in x..<y {
-                    guard b[k] &- 0x30 < 10 else {
-                        throw HTTPParseError(kind: .malformed, description: "invalid Content-Length")
-                    }
-                    n = n * 10 + Int(b[k] - 0x30)
-                }
-                if let r = result, r != n {
-                    throw HTTPParseError(kind: .malformed, description: "conflicting Content-Length values")
-                }
-                result = n
-                start = stop + 1
+                n = n * 10 + Int(b[k] - 0x30)
             }
+            if let r = result, r != n {
+                throw HTTPParseError(kind: .malformed, description: "conflicting Content-Length values")
+            }
+            result = n
         }
         return result
     }

@@ -75,6 +75,25 @@ public struct HTTPHead: Sendable {
 
     private func listElements(where wanted: (Field) -> Bool) -> [String] {
         var result: [String] = []
+        forEachListElement(where: wanted) { (element: Range<Int>) in
+            guard !element.isEmpty else { return }  // empty elements are allowed and ignored (RFC 9110 §5.6.1)
+            result.append(
+                String(unsafeUninitializedCapacity: element.count) { out in
+                    for k in element {
+                        let c = bytes[k]
+                        out[k - element.lowerBound] = c &- 0x41 < 26 ? c | 0x20 : c
+                    }
+                    return element.count
+                })
+        }
+        return result
+    }
+
+    /// Calls `body` with the byte range of each comma-separated element (RFC 9110 §5.6.1) of the fields `wanted`
+    /// selects, optional whitespace trimmed, in order; empty elements included (callers decide about them).
+    func forEachListElement<E: Error>(
+        where wanted: (Field) -> Bool, _ body: (Range<Int>) throws(E) -> Void
+    ) throws(E) {
         for field in fields where wanted(field) {
             var start = field.value.lowerBound
             let end = field.value.upperBound
@@ -85,21 +104,10 @@ public struct HTTPHead: Sendable {
                 var b = stop
                 while a < b && (bytes[a] == 0x20 || bytes[a] == 0x09) { a += 1 }
                 while b > a && (bytes[b - 1] == 0x20 || bytes[b - 1] == 0x09) { b -= 1 }
-                if a < b {
-                    let from = a
-                    result.append(
-                        String(unsafeUninitializedCapacity: b - a) { out in
-                            for k in from..<b {
-                                let c = bytes[k]
-                                out[k - from] = c &- 0x41 < 26 ? c | 0x20 : c
-                            }
-                            return b - from
-                        })
-                }
+                try body(a..<b)
                 start = stop + 1
             }
         }
-        return result
     }
 }
 
