@@ -100,15 +100,8 @@ extension SetCookie {
     /// The Domain attribute in effect (§5.6.3: the last one, leading dot dropped, lowercased), without
     /// computing the other attributes. Nil when there is none; may be empty.
     public var domain: String? {
-        bytes.withUnsafeBufferPointer { b in
-            for span in layout.spans.reversed() where span.kind == .domain {
-                let vs = Int(span.valueStart)
-                let ve = Int(span.valueEnd)
-                if ve - vs > Int(SetCookie.maximumAttributeValueLength) { continue }
-                return Self.cookieDomain(b, vs, ve)
-            }
-            return nil
-        }
+        guard let range = domainRange else { return nil }  // (the leading dot is already left out)
+        return bytes.withUnsafeBufferPointer { Self.asciiLowercased($0, range.lowerBound, range.upperBound) }
     }
 
     /// Where the value of the Domain attribute in effect lies in ``bytes`` (§5.6.3), leading dot dropped but not
@@ -126,9 +119,13 @@ extension SetCookie {
 
     /// §5.6.3 steps 2–4 on the value bytes: drop one leading `.`, lowercase.
     static func cookieDomain(_ b: UnsafeBufferPointer<UInt8>, _ start: Int, _ end: Int) -> String {
-        let from = start < end && b[start] == 0x2E ? start + 1 : start
-        // Lowercased while copied (invalid UTF-8 is repaired by the initialiser, as String(lossy:) does).
-        return String(unsafeUninitializedCapacity: end - from) { out in
+        asciiLowercased(b, start < end && b[start] == 0x2E ? start + 1 : start, end)
+    }
+
+    /// `b[from..<end]` as text, ASCII-lowercased while copied (invalid UTF-8 is repaired by the initialiser, as
+    /// String(lossy:) does).
+    static func asciiLowercased(_ b: UnsafeBufferPointer<UInt8>, _ from: Int, _ end: Int) -> String {
+        String(unsafeUninitializedCapacity: end - from) { out in
             for k in from..<end {
                 let c = b[k]
                 out[k - from] = c &- 0x41 < 26 ? c | 0x20 : c

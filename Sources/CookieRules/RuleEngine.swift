@@ -103,12 +103,10 @@ struct RuleMatches: Sendable {
 public final class RuleEngine: Sendable {
     public let ruleSet: RuleSet
     let suffixes: PublicSuffixList
-    let cookieRules: [Rule]
-    /// `cookieRules` prepared for the per-cookie loop (same indices).
+    /// The rules that look at Set-Cookie lines, prepared for the per-cookie loop.
     let compiled: [CompiledCookieRule]
-    /// The names of `cookieRules`, shared by every outcome.
+    /// Their names, shared by every outcome.
     let cookieRuleNames: [String]
-    let needsRejection: Bool
     // Compiled once: the rules each kind of work needs, so messages no rule concerns cost nothing.
     let requestHeaderRules: [Rule]
     let responseHeaderRules: [Rule]
@@ -172,7 +170,7 @@ public final class RuleEngine: Sendable {
     public init(_ ruleSet: RuleSet, suffixes: PublicSuffixList = .system) {
         self.ruleSet = ruleSet
         self.suffixes = suffixes
-        cookieRules = ruleSet.rules.filter(\.isCookieRule)
+        let cookieRules = ruleSet.rules.filter(\.isCookieRule)
         cookieRuleNames = cookieRules.map(\.name)
         compiled = cookieRules.map(CompiledCookieRule.init)
         requestHeaderRules = ruleSet.rules.filter { !$0.requestHeaderActions.isEmpty }
@@ -181,17 +179,6 @@ public final class RuleEngine: Sendable {
             rule.cookieActions.contains { if case .rename = $0 { return true } else { return false } }
         }
         hostIndex = HostIndex(cookieRules)
-        needsRejection = cookieRules.contains { rule in
-            rule.conditions.contains {
-                if case .state(let p) = $0.test { return p.contains(.rejected) } else { return false }
-            }
-        }
-    }
-
-    /// Whether any rule could touch a Set-Cookie of this message (cheap; lets the proxy skip parsing).
-    public func mayRewriteCookies(_ context: MessageContext) -> Bool {
-        if cookieRules.isEmpty { return false }
-        return hostIndex.candidates(context.host).contains { conditionsHold(compiled[$0].messageConditions, context) }
     }
 
     /// The cookie rules whose message conditions hold for one response: work out once, apply to each cookie.
@@ -204,7 +191,7 @@ public final class RuleEngine: Sendable {
     }
 
     public func cookiePlan(_ context: MessageContext) -> CookiePlan {
-        if cookieRules.isEmpty { return CookiePlan(rules: [], context: context) }
+        if compiled.isEmpty { return CookiePlan(rules: [], context: context) }
         var candidates = hostIndex.candidates(context.host)
         if candidates.contains(where: { !conditionsHold(compiled[$0].messageConditions, context) }) {
             candidates.removeAll { !conditionsHold(compiled[$0].messageConditions, context) }

@@ -101,3 +101,18 @@ import Testing
         #expect(Host.domainMatches(string, domain) == matches)
     }
 }
+
+@Suite struct DomainAccessorTests {
+    /// `domain` (one attribute, no full view) and `domainRange` agree with the user-agent view's Domain.
+    @Test(arguments: [
+        "a=b", "a=b; Domain=Example.COM", "a=b; Domain=..Example.COM", "a=b; Domain=.x.org; Domain=", "a=b; Domain",
+        "a=b; Domain=first.test; Domain=" + String(repeating: "x", count: 1025), "a=b; domain=\u{00C9}x.test",
+    ])
+    func domainAgreesWithTheUserAgentView(_ line: String) {
+        let cookie = SetCookie(line)
+        #expect(cookie.domain == cookie.attributes.domain)
+        #expect(
+            cookie.domainRange.map { String(decoding: cookie.bytes[$0], as: UTF8.self).lowercased() }
+                == cookie.attributes.domain.map { $0.lowercased() })
+    }
+}
