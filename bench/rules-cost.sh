@@ -15,20 +15,8 @@ command -v wrk >/dev/null && command -v nginx >/dev/null || { echo "needs wrk an
 T=$(mktemp -d)
 cleanup() { kill $(jobs -p) 2>/dev/null || true; [ -f "$T/nginx.pid" ] && kill "$(cat "$T/nginx.pid")" 2>/dev/null || true; rm -rf "$T"; }
 trap cleanup EXIT
-cat > "$T/nginx.conf" <<NGINX
-worker_processes 1; daemon on; pid $T/nginx.pid; error_log $T/err;
-events { worker_connections 4096; }
-http { access_log off;
-  server { listen 127.0.0.1:18180; keepalive_requests 1000000;
-    location / {
-      add_header Set-Cookie "sid=abc123; Domain=example.test; Path=/; Expires=Wed, 21 Oct 2037 07:28:00 GMT; HttpOnly";
-      add_header Set-Cookie "pref=dark; Domain=example.test; Path=/app; Max-Age=3600";
-      add_header Set-Cookie "track=xyz; Expires=Thu, 01 Jan 2037 00:00:00 GMT; Path=/; Domain=Example.Test; SameSite=None; Secure";
-      add_header Set-Cookie "lang=en-US; Path=/";
-      add_header Set-Cookie "csrf=tok%3D%3D; Domain=sub.example.test; Path=/; Secure; SameSite=Strict";
-      return 200 "hello world hello world hello world hello world hello world hello world hello world hello\n";
-    } } }
-NGINX
+. bench/origin.sh
+write_origin_conf "$T" "hello world hello world hello world hello world hello world hello world hello world hello\n"
 taskset -c 0 nginx -c "$T/nginx.conf" -p "$T"
 echo 'wrk.path = "http://127.0.0.1:18180/"' > "$T/abs.lua"
 declare -A ARGS=(

@@ -1,0 +1,20 @@
+# Sourced by the bench scripts: the origin they share, nginx answering every request with the 5 Set-Cookie
+# headers of ../shared/bench (so figures compare with that harness), on 127.0.0.1:18180.
+# write_origin_conf DIR BODY: writes DIR/nginx.conf (pid in DIR/nginx.pid, errors in DIR/err).
+write_origin_conf() {
+  local dir=$1 body=$2
+  cat > "$dir/nginx.conf" <<NGINX
+worker_processes 1; daemon on; pid $dir/nginx.pid; error_log $dir/err;
+events { worker_connections 4096; }
+http { access_log off;
+  server { listen 127.0.0.1:18180; keepalive_requests 1000000;
+    location / {
+      add_header Set-Cookie "sid=abc123; Domain=example.test; Path=/; Expires=Wed, 21 Oct 2037 07:28:00 GMT; HttpOnly";
+      add_header Set-Cookie "pref=dark; Domain=example.test; Path=/app; Max-Age=3600";
+      add_header Set-Cookie "track=xyz; Expires=Thu, 01 Jan 2037 00:00:00 GMT; Path=/; Domain=Example.Test; SameSite=None; Secure";
+      add_header Set-Cookie "lang=en-US; Path=/";
+      add_header Set-Cookie "csrf=tok%3D%3D; Domain=sub.example.test; Path=/; Secure; SameSite=Strict";
+      return 200 "$body";
+    } } }
+NGINX
+}
