@@ -44,19 +44,17 @@ public struct OutgoingHead: Sendable {
 
     /// Whether the field at `index` has a known name (a byte comparison for received fields).
     @inlinable
-    public func name(at index: Int, is known: KnownField) -> Bool {
-        switch lines[index] {
-        case .original(let i), .edited(let i, _): return source.fields[i].known == known
-        case .written(var name, _): return name.withUTF8 { KnownField.classify($0, 0, $0.count) } == known
-        }
-    }
+    public func name(at index: Int, is known: KnownField) -> Bool { self.known(at: index) == known }
 
     /// The classification of the field at `index` (received lines were classified while parsing).
     @inlinable
-    public func known(at index: Int) -> KnownField? {
-        switch lines[index] {
+    public func known(at index: Int) -> KnownField { Self.known(of: lines[index], in: source) }
+
+    @inlinable
+    static func known(of line: Line, in source: HTTPHead) -> KnownField {
+        switch line {
         case .original(let i), .edited(let i, _): return source.fields[i].known
-        case .written(var name, _): return name.withUTF8 { KnownField.classify($0, 0, $0.count) }
+        case .written(let name, _): return KnownField(name: name)
         }
     }
 
@@ -89,11 +87,8 @@ public struct OutgoingHead: Sendable {
 
     /// Removes every field with a known name.
     public mutating func removeAll(_ known: KnownField) {
-        var index = lines.count - 1
-        while index >= 0 {
-            if name(at: index, is: known) { lines.remove(at: index) }
-            index -= 1
-        }
+        let source = self.source
+        lines.removeAll { Self.known(of: $0, in: source) == known }
     }
 
     public func contains(_ lowercaseName: String) -> Bool { lines.indices.contains { name(at: $0, is: lowercaseName) } }

@@ -741,7 +741,7 @@ public struct ProxyConnectionMachine: Sendable {
         if !keepUpgrade { hopByHop |= 1 << UInt32(KnownField.upgrade.rawValue) }
         var index = out.count - 1
         while index >= 0 {
-            if out.known(at: index).map({ hopByHop & (1 << UInt32($0.rawValue)) != 0 }) ?? false
+            if hopByHop & (1 << UInt32(out.known(at: index).rawValue)) != 0
                 || (!named.isEmpty && named.contains(where: { out.name(at: index, is: $0) }))
             {
                 out.remove(at: index)
