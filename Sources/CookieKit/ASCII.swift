@@ -55,6 +55,7 @@ enum ASCII {
     }
 
     /// Whether `bytes` begins with the lowercase ASCII `prefix`, ignoring case.
+    @usableFromInline
     static func hasPrefixIgnoringCase<C: Collection<UInt8>>(_ bytes: C, _ prefix: String) -> Bool {
         var iterator = bytes.makeIterator()
         for p in prefix.utf8 {
@@ -62,6 +63,13 @@ enum ASCII {
         }
         return true
     }
+}
+
+extension Collection where Element == UInt8 {
+    /// Whether the bytes begin with the lowercase ASCII `prefix`, ignoring ASCII case (for other modules: the
+    /// proxy's request-target check).
+    @inlinable
+    public func hasASCIIPrefixIgnoringCase(_ prefix: String) -> Bool { ASCII.hasPrefixIgnoringCase(self, prefix) }
 }
 
 extension String {

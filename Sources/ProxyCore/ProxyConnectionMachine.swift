@@ -427,13 +427,13 @@ public struct ProxyConnectionMachine: Sendable {
                 target = request.target
             }
         } else {
-            if Self.hasPrefixIgnoringCase(request.target, "https://") {
+            if request.target.utf8.hasASCIIPrefixIgnoringCase("https://") {
                 answer(
                     400, "https URLs go through CONNECT; this proxy does not fetch https:// targets itself", &io,
                     keepAlive: false)
                 return
             }
-            guard Self.hasPrefixIgnoringCase(request.target, "http://") else {
+            guard request.target.utf8.hasASCIIPrefixIgnoringCase("http://") else {
                 answer(400, "request target must be an absolute http:// URL", &io, keepAlive: false)
                 return
             }
@@ -762,14 +762,6 @@ public struct ProxyConnectionMachine: Sendable {
     static let viaCookieProxy11 = Array("1.1 cookie-proxy".utf8)
     static let viaCookieProxy10 = Array("1.0 cookie-proxy".utf8)
     static let http11Suffix = Array(" HTTP/1.1".utf8)
-
-    static func hasPrefixIgnoringCase(_ s: String, _ lowercasePrefix: String) -> Bool {
-        var iterator = s.utf8.makeIterator()
-        for p in lowercasePrefix.utf8 {
-            guard let b = iterator.next(), (b &- 0x41 < 26 ? b | 0x20 : b) == p else { return false }
-        }
-        return true
-    }
 
     /// `host[:port]` or `[v6]:port`, parsed on bytes (Character-level Substring work is slow).
     static func parseAuthority(_ authority: Substring, defaultPort: Int) -> Origin? {
