@@ -54,8 +54,9 @@ enum ASCII {
         return true
     }
 
-    /// Whether `bytes` begins with the lowercase ASCII `prefix`, ignoring case.
-    @usableFromInline
+    /// Whether `bytes` begins with the lowercase ASCII `prefix`, ignoring case. Inlinable: a generic called
+    /// from another module is otherwise not specialised (thousands of instructions per call).
+    @inlinable
     static func hasPrefixIgnoringCase<C: Collection<UInt8>>(_ bytes: C, _ prefix: String) -> Bool {
         var iterator = bytes.makeIterator()
         for p in prefix.utf8 {
