@@ -297,11 +297,9 @@ extension SetCookie {
         }
     }
 
-    /// The error for an attribute value that may not be written, nil when it may (a branch-free scan).
+    /// The error for an attribute value that may not be written, nil when it may (``checkValue(bytes:what:)``
+    /// as a value, for the closures that hold the bytes).
     static func valueError(_ value: UnsafeBufferPointer<UInt8>, what: String) -> EditError? {
-        var bad: UInt8 = 0
-        for c in value { bad |= (c == 0x3B ? 1 : 0) | ((c < 0x20 ? 1 : 0) & (c != 0x09 ? 1 : 0)) | (c == 0x7F ? 1 : 0) }
-        guard bad != 0 || value.count > Int(maximumAttributeValueLength) else { return nil }
         do {
             try checkValue(bytes: value, what: "\(what) value")
         } catch {
