@@ -48,11 +48,13 @@ let package = Package(
         // Counts allocations in the benchmark only (interposes malloc in that executable).
         .target(name: "CBenchSupport"),
         .executableTarget(name: "cookie-bench", dependencies: ["CookieKit", "CookieFoundation", "CBenchSupport"]),
+        // Shared by the test targets that run the built binary (where it and the repository are).
+        .target(name: "TestSupport", path: "Tests/TestSupport"),
         .testTarget(name: "CookieKitTests", dependencies: ["CookieKit", "CookieFoundation", "CookieConformance"]),
         .testTarget(name: "ProxyCoreTests", dependencies: ["ProxyCore", "ProxyServer"]),
         .testTarget(name: "CookieRulesTests", dependencies: ["CookieRules", "CookieKit"]),
         // End-to-end: the built binary between real clients and a real upstream (started by the tests).
-        .testTarget(name: "EndToEndTests", dependencies: ["cookie-proxy"], exclude: ["Fixtures"]),
-        .testTarget(name: "CLITests", dependencies: ["cookie-proxy"], exclude: ["golden"]),
+        .testTarget(name: "EndToEndTests", dependencies: ["cookie-proxy", "TestSupport"], exclude: ["Fixtures"]),
+        .testTarget(name: "CLITests", dependencies: ["cookie-proxy", "TestSupport"], exclude: ["golden"]),
     ]
 )

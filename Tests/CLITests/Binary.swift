@@ -1,22 +1,10 @@
 import Foundation
+import TestSupport
 
 /// Runs the built `cookie-proxy` executable as a real process.
 enum Binary {
-    static let path: String = {
-        // The test bundle lives in the build folder next to the executables.
-        let exe =
-            (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
-        var dir = URL(fileURLWithPath: exe).deletingLastPathComponent()
-        while dir.path != "/" {
-            let candidate = dir.appendingPathComponent("cookie-proxy").path
-            if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
-            dir = dir.deletingLastPathComponent()
-        }
-        return repositoryRoot + "/.build/debug/cookie-proxy"
-    }()
-
-    static let repositoryRoot: String = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-        .deletingLastPathComponent().deletingLastPathComponent().path
+    static let path = BuiltBinary.cookieProxy
+    static let repositoryRoot = BuiltBinary.repositoryRoot
 
     struct Result {
         var status: Int32

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Synchronization
 
 #if canImport(Glibc)
@@ -100,20 +101,9 @@ struct HarnessError: Error, CustomStringConvertible {
 }
 
 enum Paths {
-    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-        .deletingLastPathComponent().path
+    static let root = BuiltBinary.repositoryRoot
     static let fixtures = root + "/Tests/EndToEndTests/Fixtures"
-    static let binary: String = {
-        let exe =
-            (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
-        var dir = URL(fileURLWithPath: exe).deletingLastPathComponent()
-        while dir.path != "/" {
-            let candidate = dir.appendingPathComponent("cookie-proxy").path
-            if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
-            dir = dir.deletingLastPathComponent()
-        }
-        return root + "/.build/debug/cookie-proxy"
-    }()
+    static let binary = BuiltBinary.cookieProxy
 
     static func which(_ tool: String) -> String {
         for dir in ["/usr/bin", "/usr/local/bin", "/bin"]
