@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 /// `cookie-proxy audit` against local upstreams (http, and https with a test CA).

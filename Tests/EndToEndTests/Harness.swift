@@ -1,6 +1,6 @@
 import Foundation
-import TestSupport
 import Synchronization
+import TestSupport
 
 #if canImport(Glibc)
     import Glibc
@@ -87,12 +87,6 @@ final class TestProcess: @unchecked Sendable {
             process.waitUntilExit()
         }
     }
-}
-
-final class LockedText: Sendable {
-    private let text = Mutex<String>("")
-    func append(_ s: String) { text.withLock { $0 += s } }
-    var value: String { text.withLock { $0 } }
 }
 
 struct HarnessError: Error, CustomStringConvertible {
@@ -195,38 +189,6 @@ final class Proxy: Sendable {
         try? FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         return dir
     }()
-}
-
-struct CommandResult {
-    var status: Int32
-    var stdout: Data
-    var stderr: String
-    var text: String { String(decoding: stdout, as: UTF8.self) }
-}
-
-/// Runs a command to completion.
-func run(_ executable: String, _ arguments: [String], stdin: Data? = nil) throws -> CommandResult {
-    let p = Process()
-    p.executableURL = URL(fileURLWithPath: executable)
-    p.arguments = arguments
-    let out = Pipe()
-    let err = Pipe()
-    let input = Pipe()
-    p.standardOutput = out
-    p.standardError = err
-    p.standardInput = input
-    try p.run()
-    if let stdin { input.fileHandleForWriting.write(stdin) }
-    try? input.fileHandleForWriting.close()
-    let errText = LockedText()
-    let errThread = Thread {
-        errText.append(String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self))
-    }
-    errThread.start()
-    let o = out.fileHandleForReading.readDataToEndOfFile()
-    p.waitUntilExit()
-    while !errThread.isFinished { usleep(1000) }
-    return CommandResult(status: p.terminationStatus, stdout: o, stderr: errText.value)
 }
 
 func curl(_ arguments: [String]) throws -> CommandResult {
