@@ -1,3 +1,4 @@
+import CookieKit
 import CookieRules
 
 #if canImport(Glibc)
@@ -73,6 +74,25 @@ struct ParsedArguments {
     func value(_ key: String) -> String? { values[key]?.last }
     func all(_ key: String) -> [String] { values[key] ?? [] }
     func flag(_ key: String) -> Bool { flags.contains(key) }
+
+    /// The value of an option that must be one of `choices` (a `--format`); the first choice when absent.
+    func choice(_ key: String, _ choices: [String], command: String) throws(UsageError) -> String {
+        let given = value(key) ?? choices[0]
+        guard choices.contains(given) else {
+            throw UsageError(
+                message: "\(key) must be \(choices.joined(separator: " or ")), not '\(given)'", command: command)
+        }
+        return given
+    }
+
+    /// `text`, given with `key`, as the absolute URL cookies are judged against.
+    static func requestURL(_ text: String, key: String, command: String) throws(UsageError) -> RequestURL {
+        guard let url = RequestURL(text) else {
+            throw UsageError(
+                message: "\(key) '\(text)' is not an absolute URL such as https://app.example.com/", command: command)
+        }
+        return url
+    }
 }
 
 extension CommandSpec {

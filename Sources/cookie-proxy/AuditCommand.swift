@@ -76,10 +76,7 @@ enum AuditCommand {
             }
             options.timeout = v
         }
-        let format = args.value("--format") ?? "text"
-        guard format == "text" || format == "json" else {
-            throw UsageError(message: "--format must be text or json, not '\(format)'", command: spec.name)
-        }
+        let format = try args.choice("--format", ["text", "json"], command: spec.name)
         if let path = args.value("--rules") {
             do {
                 options.rules = try RulesFiles.load(path)

@@ -22,16 +22,9 @@ enum ParseCommand {
             """)
 
     static func run(_ args: ParsedArguments, now: Int64) throws(UsageError) -> Int32 {
-        let urlString = args.value("--url") ?? "https://localhost/"
-        guard let url = RequestURL(urlString) else {
-            throw UsageError(
-                message: "--url '\(urlString)' is not an absolute URL such as https://app.example.com/",
-                command: spec.name)
-        }
-        let format = args.value("--format") ?? "json"
-        guard format == "json" || format == "text" else {
-            throw UsageError(message: "--format must be json or text, not '\(format)'", command: spec.name)
-        }
+        let url = try ParsedArguments.requestURL(
+            args.value("--url") ?? "https://localhost/", key: "--url", command: spec.name)
+        let format = try args.choice("--format", ["json", "text"], command: spec.name)
         let inputs = args.positionals.isEmpty ? Console.readLines().filter { !$0.isEmpty } : args.positionals
         let suffixes = PublicSuffixList.system
         for input in inputs {

@@ -59,15 +59,8 @@ enum TryCommand {
         guard let urlText = args.value("--url") else {
             throw UsageError(message: "--url is required, e.g. --url https://app.example.com/login", command: spec.name)
         }
-        guard let url = RequestURL(urlText) else {
-            throw UsageError(
-                message: "--url '\(urlText)' is not an absolute URL such as https://app.example.com/",
-                command: spec.name)
-        }
-        let format = args.value("--format") ?? "text"
-        guard format == "text" || format == "json" else {
-            throw UsageError(message: "--format must be text or json, not '\(format)'", command: spec.name)
-        }
+        let url = try ParsedArguments.requestURL(urlText, key: "--url", command: spec.name)
+        let format = try args.choice("--format", ["text", "json"], command: spec.name)
         let status = Int(args.value("--status") ?? "200") ?? 200
         let set: RuleSet
         do {
