@@ -42,6 +42,21 @@ public struct SetCookie: Sendable, Hashable, CustomStringConvertible {
         self.layout = copy.withUnsafeBufferPointer { Layout.parse($0, spareSpans: spareCapacity > 0 ? 4 : 0) }
     }
 
+    /// Makes this value the parse of `newBytes` with room for `spareCapacity` more bytes, as
+    /// ``init(_:spareCapacity:)``, but in this value's storage when no copy shares it: a loop over the lines of
+    /// a message allocates once, not twice per line.
+    public mutating func reset(to newBytes: ArraySlice<UInt8>, spareCapacity: Int) {
+        bytes.removeAll(keepingCapacity: true)
+        if bytes.capacity < newBytes.count + spareCapacity { bytes.reserveCapacity(newBytes.count + spareCapacity) }
+        bytes.append(contentsOf: newBytes)
+        // The spans are moved out (leaving the shared empty array), so their storage stays unique.
+        var spans = ContiguousArray<Layout.Span>()
+        swap(&spans, &layout.spans)
+        layout = bytes.withUnsafeBufferPointer {
+            Layout.parse($0, reusing: spans, spareSpans: spareCapacity > 0 ? 4 : 0)
+        }
+    }
+
     /// Parses bytes in memory owned by someone else (one copy, one allocation).
     public init(_ bytes: UnsafeBufferPointer<UInt8>) {
         self.init(bytes: Array(bytes))
@@ -268,6 +283,14 @@ extension SetCookie {
 
         /// RFC 6265bis §5.6, both algorithms, recording positions instead of copying.
         static func parse(_ b: UnsafeBufferPointer<UInt8>, spareSpans: Int = 0) -> Layout {
+            parse(b, reusing: ContiguousArray(), spareSpans: spareSpans)
+        }
+
+        /// ``parse(_:spareSpans:)`` into `spans`' storage (emptied first): no allocation when it is unique and
+        /// large enough.
+        static func parse(
+            _ b: UnsafeBufferPointer<UInt8>, reusing spans: consuming ContiguousArray<Span>, spareSpans: Int
+        ) -> Layout {
             let count = b.count
             var problem: Problem? = nil
             // Step 1: a branch-free pass (selects, no early exit) that the compiler vectorises.
@@ -312,10 +335,11 @@ extension SetCookie {
             (valueStart, valueEnd) = trim(b, valueStart, pairEnd)
             if equals < 0 { (nameStart, nameEnd) = (valueStart, valueStart) }
 
-            // The attribute list, allocated once.
-            var spans = ContiguousArray<Span>()
+            // The attribute list, allocated once (or not at all when the storage given is enough).
+            var spans = spans
+            spans.removeAll(keepingCapacity: true)
             // Room for the usual number of attributes at once (a line with more grows the list).
-            if pairEnd < count { spans.reserveCapacity(8 + spareSpans) }
+            if pairEnd < count && spans.capacity < 8 + spareSpans { spans.reserveCapacity(8 + spareSpans) }
             var position = pairEnd
             while position < count {
                 // Attributes steps 2–3: skip the ';', consume up to the next one.

@@ -105,6 +105,8 @@ public final class RuleEngine: Sendable {
     let suffixes: PublicSuffixList
     /// The rules that look at Set-Cookie lines, prepared for the per-cookie loop.
     let compiled: [CompiledCookieRule]
+    /// Their actions.
+    let program: CookieProgram
     /// Their names, shared by every outcome.
     let cookieRuleNames: [String]
     // Compiled once: the rules each kind of work needs, so messages no rule concerns cost nothing.
@@ -173,6 +175,7 @@ public final class RuleEngine: Sendable {
         let cookieRules = ruleSet.rules.filter(\.isCookieRule)
         cookieRuleNames = cookieRules.map(\.name)
         compiled = cookieRules.map(CompiledCookieRule.init)
+        program = CookieProgram(cookieRules)
         requestHeaderRules = ruleSet.rules.filter { !$0.requestHeaderActions.isEmpty }
         responseHeaderRules = ruleSet.rules.filter { !$0.responseHeaderActions.isEmpty }
         renameRules = ruleSet.rules.filter { rule in
@@ -245,6 +248,12 @@ public final class RuleEngine: Sendable {
         var rejected: Bool? = nil
         var matched = RuleMatches()
         for index in plan.rules {
+            let shape = program.rules[index]
+            guard shape.hasCookieConditions else {
+                matched.insert(index)
+                if shape.stops { break }
+                continue
+            }
             let rule = compiled[index]
             var holds = true
             for condition in rule.cookieConditions {
@@ -281,45 +290,56 @@ public final class RuleEngine: Sendable {
             }
             if holds {
                 matched.insert(index)
-                if rule.stops { break }
+                if shape.stops { break }
             }
         }
         var edit = Edit(matched: matched, dropped: false, acted: false, logRequested: false, notes: [])
         guard !matched.isEmpty else { return edit }
         // Phase 2: apply, in file order. Room for a few appended attributes first: at most one reallocation.
         cookie.reserveCapacity(forAdding: 64)
-        matched.forEach { index in
-            // Nothing more can happen to a dropped line (a dropped line is always logged).
-            guard !edit.dropped else { return }
-            let rule = compiled[index]
-            for action in rule.actions {
-                switch action {
-                case .drop:
-                    edit.dropped = true
-                    return
-                case .log: edit.logRequested = true
-                case .flag(let kind, let on):
-                    edit.acted = true
-                    cookie.setFlag(kind, on)
-                case .addDot:
-                    edit.acted = true
-                    cookie.addLeadingDotToDomain()
-                case .setValue(let kind, let value, let unlessEqualIgnoringCase):
-                    edit.acted = true
-                    // (The comparison's slice of the bytes must be gone before the edit, or the edit copies them.)
-                    if unlessEqualIgnoringCase
-                        && (cookie.lastWrittenValue(of: kind).map { current in
-                            current.elementsEqual(value, by: { ($0 | 0x20) == ($1 | 0x20) })
-                        } ?? false)
-                    {
-                        continue
-                    }
-                    // Compiled values were validated when the rules were read; an invalid one falls to `general`.
-                    try? cookie.set(kind, toBytes: value)
-                case .general(let general):
-                    edit.acted = true
-                    if let note = Self.perform(general, on: &cookie, context: context, now: now, suffixes: suffixes) {
-                        edit.notes.append("\(rule.name): \(note)")
+        program.actions.withUnsafeBufferPointer { actions in
+            program.bytes.withUnsafeBufferPointer { texts in
+                matched.forEach { index in
+                    // Nothing more can happen to a dropped line (a dropped line is always logged).
+                    guard !edit.dropped else { return }
+                    let range = program.rules[index].actions
+                    for a in Int(range.lowerBound)..<Int(range.upperBound) {
+                        switch actions[a] {
+                        case .drop:
+                            edit.dropped = true
+                            return
+                        case .log: edit.logRequested = true
+                        case .flagOn(let kind, let text):
+                            edit.acted = true
+                            cookie.setFlagChecked(kind, text: text.of(texts))
+                        case .flagOff(let kind):
+                            edit.acted = true
+                            cookie.setFlag(kind, false)
+                        case .addDot:
+                            edit.acted = true
+                            cookie.addLeadingDotToDomain()
+                        case .setValue(let kind, let text, let nameLength, let unlessEqualIgnoringCase):
+                            edit.acted = true
+                            let full = text.of(texts)
+                            let value = UnsafeBufferPointer(rebasing: full[(3 + Int(nameLength))...])
+                            // (The comparison's slice of the bytes must be gone before the edit, or the edit
+                            // copies them.)
+                            if unlessEqualIgnoringCase
+                                && (cookie.lastWrittenValue(of: kind).map { current in
+                                    current.elementsEqual(value, by: { ($0 | 0x20) == ($1 | 0x20) })
+                                } ?? false)
+                            {
+                                continue
+                            }
+                            cookie.setChecked(kind, value: value, text: full, nameLength: Int(nameLength))
+                        case .general(let g):
+                            edit.acted = true
+                            if let note = Self.perform(
+                                program.general[Int(g)], on: &cookie, context: context, now: now, suffixes: suffixes)
+                            {
+                                edit.notes.append("\(cookieRuleNames[index]): \(note)")
+                            }
+                        }
                     }
                 }
             }
@@ -541,54 +561,104 @@ public final class RuleEngine: Sendable {
     }
 }
 
-/// A cookie rule prepared for the per-cookie loop: one reference per rule instead of copies of its enums, the
-/// cookie-level conditions only (the plan has checked the others), and the common actions with their values as
-/// bytes.
+/// A cookie rule's conditions prepared for the per-cookie loop: the cookie-level conditions (the plan has
+/// checked the others). Its actions are in the engine's ``CookieProgram``.
 final class CompiledCookieRule: Sendable {
-    let name: String
     let cookieConditions: [Condition]
     /// The host, path, method and status conditions (for the plan).
     let messageConditions: [Condition]
-    let actions: [Action]
-    let stops: Bool
+
+    init(_ rule: Rule) {
+        cookieConditions = rule.conditions.filter(\.isCookieCondition)
+        messageConditions = rule.conditions.filter { !$0.isCookieCondition }
+    }
+}
+
+/// The actions of every cookie rule, compiled flat for the per-cookie loop: plain values that need no reference
+/// counting, the bytes they write precomputed and checked once (`; Secure`, `; SameSite=Lax`) in one array, and
+/// the rest (``RuleEngine/perform(_:on:context:now:suffixes:)``) by index.
+struct CookieProgram: Sendable {
+    /// A range of ``bytes``.
+    struct Text: Sendable {
+        var start: Int32
+        var end: Int32
+        func of(_ bytes: UnsafeBufferPointer<UInt8>) -> UnsafeBufferPointer<UInt8> {
+            UnsafeBufferPointer(rebasing: bytes[Int(start)..<Int(end)])
+        }
+    }
 
     enum Action: Sendable {
         case drop
         case log
-        case flag(CookieAttributeKind, Bool)
         /// `domain add-dot`.
         case addDot
-        /// Set an attribute to a value; with `unlessEqualIgnoringCase`, leave a value that differs only in case
-        /// (SameSite).
-        case setValue(CookieAttributeKind, [UInt8], unlessEqualIgnoringCase: Bool)
-        /// Everything else, through ``RuleEngine/perform(_:on:context:now:suffixes:)``.
-        case general(CookieAction)
+        /// `; Name` appended when the flag is missing.
+        case flagOn(CookieAttributeKind, text: Text)
+        case flagOff(CookieAttributeKind)
+        /// `; Name=value`: the value replaces the one in effect, or the whole text is appended. With
+        /// `unlessEqualIgnoringCase`, a value that differs only in case is left (SameSite).
+        case setValue(CookieAttributeKind, text: Text, nameLength: Int32, unlessEqualIgnoringCase: Bool)
+        /// Everything else: an index into ``general``.
+        case general(Int32)
     }
 
-    init(_ rule: Rule) {
-        name = rule.name
-        cookieConditions = rule.conditions.filter(\.isCookieCondition)
-        messageConditions = rule.conditions.filter { !$0.isCookieCondition }
-        stops = rule.stops
-        actions = rule.cookieActions.map { action in
-            switch action {
-            case .drop: return .drop
-            case .log: return .log
-            case .flag(let kind, let on): return .flag(kind, on)
-            case .domain(.addDot): return .addDot
-            case .domain(.set(let d)) where Self.writable(d):
-                return .setValue(.domain, Array(d.utf8), unlessEqualIgnoringCase: false)
-            case .path(let p?) where Self.writable(p):
-                return .setValue(.path, Array(p.utf8), unlessEqualIgnoringCase: false)
-            case .sameSite(let v?) where Self.writable(v):
-                return .setValue(.sameSite, Array(v.utf8), unlessEqualIgnoringCase: true)
-            default: return .general(action)
-            }
+    /// Per cookie rule, in file order: its actions, whether it ends the list, whether it has cookie conditions.
+    var rules: [(actions: Range<Int32>, stops: Bool, hasCookieConditions: Bool)] = []
+    var actions: [Action] = []
+    var bytes: [UInt8] = []
+    var general: [CookieAction] = []
+
+    init(_ cookieRules: [Rule]) {
+        for rule in cookieRules {
+            let first = Int32(actions.count)
+            for action in rule.cookieActions { actions.append(compile(action)) }
+            rules.append(
+                (first..<Int32(actions.count), rule.stops, rule.conditions.contains(where: \.isCookieCondition)))
         }
     }
 
-    /// Values a Set-Cookie edit accepts (others go through `general`, which reports the refusal as a note).
+    private mutating func compile(_ action: CookieAction) -> Action {
+        switch action {
+        case .drop: return .drop
+        case .log: return .log
+        case .domain(.addDot): return .addDot
+        case .flag(let kind, false): return .flagOff(kind)
+        case .flag(let kind, true): return .flagOn(kind, text: text(kind.canonicalName, nil))
+        case .domain(.set(let d)) where Self.writable(d): return setValue(.domain, d, unlessEqualIgnoringCase: false)
+        case .path(let p?) where Self.writable(p): return setValue(.path, p, unlessEqualIgnoringCase: false)
+        case .sameSite(let v?) where Self.writable(v): return setValue(.sameSite, v, unlessEqualIgnoringCase: true)
+        default:
+            general.append(action)
+            return .general(Int32(general.count - 1))
+        }
+    }
+
+    private mutating func setValue(_ kind: CookieAttributeKind, _ value: String, unlessEqualIgnoringCase: Bool)
+        -> Action
+    {
+        let name = kind.canonicalName
+        return .setValue(
+            kind, text: text(name, value), nameLength: Int32(name.utf8.count),
+            unlessEqualIgnoringCase: unlessEqualIgnoringCase)
+    }
+
+    /// Stores `; name` or `; name=value`.
+    private mutating func text(_ name: String, _ value: String?) -> Text {
+        let start = Int32(bytes.count)
+        bytes += [0x3B, 0x20]
+        bytes += name.utf8
+        if let value {
+            bytes.append(0x3D)
+            bytes += value.utf8
+        }
+        return Text(start: start, end: Int32(bytes.count))
+    }
+
+    /// Values the checked edits may write: what a Set-Cookie edit accepts, without edge whitespace (so the value
+    /// parses back into the same place). Others go through `general`, which reports a refusal as a note.
     static func writable(_ value: String) -> Bool {
-        (try? SetCookie.checkWritableValue(value)) != nil
+        let isWSP = { (b: UInt8) in b == 0x20 || b == 0x09 }
+        guard let first = value.utf8.first, let last = value.utf8.last, !isWSP(first), !isWSP(last) else { return false }
+        return (try? SetCookie.checkWritableValue(value)) != nil
     }
 }

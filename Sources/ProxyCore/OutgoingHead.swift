@@ -5,14 +5,17 @@ public struct OutgoingHead: Sendable {
     /// A replacement start line (without CRLF), or nil to keep the received one.
     public var startLine: [UInt8]?
     public private(set) var lines: [Line]
+    /// The values of edited lines, one after another (one buffer for all of them).
+    public private(set) var editedBytes: [UInt8] = []
 
     public enum Line: Sendable {
         /// A field of `source`, by index, forwarded byte for byte.
         case original(Int)
         /// A new field line: name and value (written as `name: value\r\n`).
         case written(name: String, value: [UInt8])
-        /// A field of `source` with a new value: its name as received, then `: value\r\n`.
-        case edited(Int, value: [UInt8])
+        /// A field of `source` with a new value (a range of ``editedBytes``): its name as received, then
+        /// `: value\r\n`.
+        case edited(Int, value: Range<Int>)
     }
 
     public init(_ source: HTTPHead) {
@@ -61,7 +64,8 @@ public struct OutgoingHead: Sendable {
     public func value(at index: Int) -> [UInt8] {
         switch lines[index] {
         case .original(let i): return Array(source.valueBytes(source.fields[i]))
-        case .written(_, let value), .edited(_, let value): return value
+        case .written(_, let value): return value
+        case .edited(_, let range): return Array(editedBytes[range])
         }
     }
 
@@ -69,7 +73,8 @@ public struct OutgoingHead: Sendable {
     public func valueBytes(at index: Int) -> ArraySlice<UInt8> {
         switch lines[index] {
         case .original(let i): return source.valueBytes(source.fields[i])
-        case .written(_, let value), .edited(_, let value): return value[...]
+        case .written(_, let value): return value[...]
+        case .edited(_, let range): return editedBytes[range]
         }
     }
 
@@ -108,10 +113,15 @@ public struct OutgoingHead: Sendable {
     public mutating func append(name: String, value: [UInt8]) { lines.append(.written(name: name, value: value)) }
     public mutating func append(name: String, value: String) { append(name: name, value: Array(value.utf8)) }
 
-    /// Replaces the value at `index`, keeping the field's name as written.
+    /// Replaces the value at `index`, keeping the field's name as written. The bytes are copied (into
+    /// ``editedBytes`` for a received field), so the caller can reuse its buffer.
     public mutating func replaceValue(at index: Int, with value: [UInt8]) {
         switch lines[index] {
-        case .original(let i), .edited(let i, _): lines[index] = .edited(i, value: value)
+        case .original(let i), .edited(let i, _):
+            if editedBytes.isEmpty { editedBytes.reserveCapacity(max(512, 2 * value.count)) }
+            let start = editedBytes.count
+            editedBytes.append(contentsOf: value)
+            lines[index] = .edited(i, value: start..<editedBytes.count)
         case .written(let name, _): lines[index] = .written(name: name, value: value)
         }
     }
@@ -152,11 +162,11 @@ public struct OutgoingHead: Sendable {
             }
             switch line {
             case .original: break
-            case .edited(let i, let value):
+            case .edited(let i, let range):
                 out.append(contentsOf: bytes[source.fields[i].name])
                 out.append(0x3A)
                 out.append(0x20)
-                out.append(contentsOf: value)
+                out.append(contentsOf: editedBytes[range])
                 out.append(crlf.0)
                 out.append(crlf.1)
             case .written(let name, let value):

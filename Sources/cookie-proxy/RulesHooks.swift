@@ -92,13 +92,15 @@ final class RulesHooks: ProxyHooks, Sendable {
         var changedCount = 0
         var seenCount = 0
         var dropped: [Int] = []
+        // One working value for every line: its storage is reused (the head copies what it keeps).
+        var cookie = SetCookie(bytes: [])
         for index in 0..<head.count where head.name(at: index, is: .setCookie) {
             if seenCount == 0 { nowMS = Int64(Date().timeIntervalSince1970 * 1000) }
             seenCount += 1
             // One copy of the received value, edited in place; the received bytes stay in the head, so the
             // original is only rebuilt when a log record needs it.
             let received = head.valueBytes(at: index)
-            var cookie = SetCookie(received, spareCapacity: 64)
+            cookie.reset(to: received, spareCapacity: 64)
             let edit = engine.apply(plan, editing: &cookie, now: nowMS / 1000)
             let changed = edit.dropped || (edit.acted && !cookie.hasBytes(received))
             if changed && !dryRun {
