@@ -137,7 +137,8 @@ extension SetCookie {
     /// Appends a cookie-av written out in full, `; Name` or `; Name=value`, whose parts were checked when it was
     /// compiled (a token name of `nameLength` bytes; a value without `;`, control characters or edge whitespace,
     /// at most 1024 bytes): one copy and one new span, no validation per cookie.
-    package mutating func appendChecked(_ text: UnsafeBufferPointer<UInt8>, nameLength: Int, kind: CookieAttributeKind) {
+    package mutating func appendChecked(_ text: UnsafeBufferPointer<UInt8>, nameLength: Int, kind: CookieAttributeKind)
+    {
         let valueLength = text.count - 2 - nameLength
         if let last = layout.spans.last, last.nameStart == last.nameEnd, !last.hasEquals {
             // An empty trailing cookie-av (`a=b;`) is reused, as `appendAttribute` does.

@@ -658,7 +658,9 @@ struct CookieProgram: Sendable {
     /// parses back into the same place). Others go through `general`, which reports a refusal as a note.
     static func writable(_ value: String) -> Bool {
         let isWSP = { (b: UInt8) in b == 0x20 || b == 0x09 }
-        guard let first = value.utf8.first, let last = value.utf8.last, !isWSP(first), !isWSP(last) else { return false }
+        guard let first = value.utf8.first, let last = value.utf8.last, !isWSP(first), !isWSP(last) else {
+            return false
+        }
         return (try? SetCookie.checkWritableValue(value)) != nil
     }
 }
