@@ -1,5 +1,11 @@
 import CookieKit
 
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
 /// The request and response a Set-Cookie arrived with, as the rules see them.
 public struct MessageContext: Sendable {
     public var scheme: String
@@ -104,8 +110,9 @@ public final class RuleEngine: Sendable {
     public let ruleSet: RuleSet
     let suffixes: PublicSuffixList
     /// The rules that look at Set-Cookie lines, prepared for the per-cookie loop.
-    let compiled: [CompiledCookieRule]
-    /// Their actions.
+    /// Their host, path, method and status conditions (for the plan).
+    let messageConditions: [[Condition]]
+    /// Their cookie conditions and actions.
     let program: CookieProgram
     /// Their names, shared by every outcome.
     let cookieRuleNames: [String]
@@ -118,11 +125,32 @@ public final class RuleEngine: Sendable {
     let hostIndex: HostIndex
 
     struct HostIndex: Sendable {
-        var exact: [String: [Int]] = [:]
-        var suffixes: [(dotted: [UInt8], rule: Int)] = []
+        /// Exact names and `.suffix`es, in a hash table of their bytes. The hash is FNV-1a taken from the last
+        /// byte to the first, so one pass from the end of a host gives the hash of each of its `.suffix`es on the
+        /// way (at each dot) and of the whole name at the end: a host costs one probe per label, whatever the
+        /// number of rules.
+        struct Entry: Sendable {
+            var hash: UInt64
+            var bytes: [UInt8]
+            var isSuffix: Bool
+            var rules: [Int]
+        }
+        var entries: [Entry] = []
+        /// Indices into `entries` (-1: empty), open addressing; the count is a power of two.
+        var buckets: [Int32] = []
         var everywhere: [Int] = []
 
         init(_ rules: [Rule]) {
+            var keys: [[UInt8]: Int] = [:]
+            func add(_ bytes: [UInt8], suffix: Bool, _ rule: Int) {
+                let key = (suffix ? [0x2E] : [0x00]) + bytes  // (a '.suffix' key already starts with its dot)
+                if let e = keys[key] {
+                    if entries[e].rules.last != rule { entries[e].rules.append(rule) }
+                    return
+                }
+                keys[key] = entries.count
+                entries.append(Entry(hash: Self.hash(bytes[...]), bytes: bytes, isSuffix: suffix, rules: [rule]))
+            }
             for (index, rule) in rules.enumerated() {
                 let restriction = rule.conditions.first { condition in
                     guard !condition.negated, case .host(let patterns) = condition.test else { return false }
@@ -134,28 +162,64 @@ public final class RuleEngine: Sendable {
                 }
                 for pattern in patterns {
                     switch pattern {
-                    case .exact(let h): exact[h, default: []].append(index)
-                    case .subdomains(_, let dotted): suffixes.append((Array(dotted.utf8), index))
+                    case .exact(let h): add(Array(h.utf8), suffix: false, index)
+                    case .subdomains(_, let dotted): add(Array(dotted.utf8), suffix: true, index)
                     case .any: break
                     }
                 }
             }
+            var size = 8
+            while size < 2 * entries.count { size *= 2 }
+            buckets = Array(repeating: -1, count: size)
+            for (e, entry) in entries.enumerated() {
+                var b = Int(truncatingIfNeeded: entry.hash) & (size - 1)
+                while buckets[b] >= 0 { b = (b + 1) & (size - 1) }
+                buckets[b] = Int32(e)
+            }
         }
 
-        /// Indices of the rules that may match `host`, in file order.
+        /// FNV-1a over the bytes from last to first.
+        static func hash(_ bytes: ArraySlice<UInt8>) -> UInt64 {
+            var h: UInt64 = 0xcbf2_9ce4_8422_2325
+            for byte in bytes.reversed() { h = (h ^ UInt64(byte)) &* 0x100_0000_01b3 }
+            return h
+        }
+
+        /// Indices of the rules that may match `host` (lowercase), in file order.
         func candidates(_ host: String) -> [Int] {
+            if entries.isEmpty { return everywhere }
             var result = everywhere
             var added = false
-            if !exact.isEmpty, let hits = exact[host] {
-                result += hits
-                added = true
-            }
-            if !suffixes.isEmpty {
-                let h = Array(host.utf8)
-                for (dotted, rule) in suffixes
-                where h.count > dotted.count && h.suffix(dotted.count).elementsEqual(dotted) {
-                    result.append(rule)
-                    added = true
+            var host = host
+            host.withUTF8 { h in
+                buckets.withUnsafeBufferPointer { buckets in
+                    func probe(_ hash: UInt64, from start: Int, suffix: Bool) {
+                        let mask = buckets.count - 1
+                        var b = Int(truncatingIfNeeded: hash) & mask
+                        while buckets[b] >= 0 {
+                            let entry = entries[Int(buckets[b])]
+                            if entry.hash == hash && entry.isSuffix == suffix && entry.bytes.count == h.count - start
+                                && entry.bytes.withUnsafeBufferPointer({
+                                    memcmp($0.baseAddress!, h.baseAddress! + start, $0.count) == 0
+                                })
+                            {
+                                result += entry.rules
+                                added = true
+                                return
+                            }
+                            b = (b + 1) & mask
+                        }
+                    }
+                    var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+                    var k = h.count - 1
+                    while k >= 0 {
+                        let byte = h[k]
+                        hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3
+                        // `.suffix` patterns match hosts longer than themselves: a dot after the first byte.
+                        if byte == 0x2E && k > 0 { probe(hash, from: k, suffix: true) }
+                        k -= 1
+                    }
+                    if h.count > 0 { probe(hash, from: 0, suffix: false) }
                 }
             }
             // `everywhere` alone is already in order and without repeats.
@@ -174,7 +238,7 @@ public final class RuleEngine: Sendable {
         self.suffixes = suffixes
         let cookieRules = ruleSet.rules.filter(\.isCookieRule)
         cookieRuleNames = cookieRules.map(\.name)
-        compiled = cookieRules.map(CompiledCookieRule.init)
+        messageConditions = cookieRules.map { $0.conditions.filter { !$0.isCookieCondition } }
         program = CookieProgram(cookieRules)
         requestHeaderRules = ruleSet.rules.filter { !$0.requestHeaderActions.isEmpty }
         responseHeaderRules = ruleSet.rules.filter { !$0.responseHeaderActions.isEmpty }
@@ -194,10 +258,10 @@ public final class RuleEngine: Sendable {
     }
 
     public func cookiePlan(_ context: MessageContext) -> CookiePlan {
-        if compiled.isEmpty { return CookiePlan(rules: [], context: context) }
+        if messageConditions.isEmpty { return CookiePlan(rules: [], context: context) }
         var candidates = hostIndex.candidates(context.host)
-        if candidates.contains(where: { !conditionsHold(compiled[$0].messageConditions, context) }) {
-            candidates.removeAll { !conditionsHold(compiled[$0].messageConditions, context) }
+        if candidates.contains(where: { !conditionsHold(messageConditions[$0], context) }) {
+            candidates.removeAll { !conditionsHold(messageConditions[$0], context) }
         }
         return CookiePlan(rules: candidates, context: context)
     }
@@ -240,7 +304,6 @@ public final class RuleEngine: Sendable {
     /// Runs the rules of a plan over one Set-Cookie value, editing it in place: the proxy's path, which keeps
     /// no copy of the original (its bytes are still in the received head).
     public func apply(_ plan: CookiePlan, editing cookie: inout SetCookie, now: Int64) -> Edit {
-        let context = plan.context
         // Phase 1: match against the original. Name, Domain and attributes are computed only when a
         // condition needs them.
         var attributesCache: CookieAttributes? = nil
@@ -248,49 +311,53 @@ public final class RuleEngine: Sendable {
         var rejected: Bool? = nil
         var matched = RuleMatches()
         for index in plan.rules {
-            let shape = program.rules[index]
-            guard shape.hasCookieConditions else {
-                matched.insert(index)
-                if shape.stops { break }
-                continue
-            }
-            let rule = compiled[index]
+            let checks = program.rules[index].checks
             var holds = true
-            for condition in rule.cookieConditions {
+            for c in Int(checks.lowerBound)..<Int(checks.upperBound) {
                 let result: Bool
-                switch condition.test {
-                case .cookie(let patterns):
-                    if nameCache == nil { nameCache = cookie.name }
-                    result = patterns.contains { $0.matches(nameCache!) }
-                case .cookieDomain(let patterns):
-                    // On the bytes: no string per cookie.
-                    if let range = cookie.domainRange, !range.isEmpty {
-                        result = cookie.bytes.withUnsafeBufferPointer { b in
-                            let d = UnsafeBufferPointer(rebasing: b[range])
-                            return patterns.contains { $0.matches(domainBytes: d) }
+                let negated: Bool
+                switch program.checks[c] {
+                case .domain(let patterns, let n):
+                    negated = n
+                    result = program.domainMatches(cookie, patterns)
+                case .general(let g):
+                    let condition = program.conditions[Int(g)]
+                    negated = condition.negated
+                    switch condition.test {
+                    case .cookie(let patterns):
+                        if nameCache == nil { nameCache = cookie.name }
+                        result = patterns.contains { $0.matches(nameCache!) }
+                    case .cookieDomain(let patterns):
+                        if let range = cookie.domainRange, !range.isEmpty {
+                            result = cookie.bytes.withUnsafeBufferPointer { b in
+                                let d = UnsafeBufferPointer(rebasing: b[range])
+                                return patterns.contains { $0.matches(domainBytes: d) }
+                            }
+                        } else {
+                            result = false
                         }
-                    } else {
-                        result = false
+                    case .state(let predicates):
+                        if rejected == nil && predicates.contains(.rejected) {
+                            rejected =
+                                (try? CookieJar.evaluate(
+                                    cookie, from: plan.context.requestURL, now: now, suffixes: suffixes
+                                ).get()) == nil
+                        }
+                        if attributesCache == nil { attributesCache = cookie.attributes }
+                        result = predicates.contains {
+                            $0.holds(cookie, attributesCache!, rejected: rejected ?? false)
+                        }
+                    default: result = !negated  // message conditions were checked in the plan
                     }
-                case .state(let predicates):
-                    if rejected == nil && predicates.contains(.rejected) {
-                        rejected =
-                            (try? CookieJar.evaluate(cookie, from: context.requestURL, now: now, suffixes: suffixes)
-                                .get())
-                            == nil
-                    }
-                    if attributesCache == nil { attributesCache = cookie.attributes }
-                    result = predicates.contains { $0.holds(cookie, attributesCache!, rejected: rejected ?? false) }
-                default: result = !condition.negated  // message conditions were checked in the plan
                 }
-                if result == condition.negated {
+                if result == negated {
                     holds = false
                     break
                 }
             }
             if holds {
                 matched.insert(index)
-                if shape.stops { break }
+                if program.rules[index].stops { break }
             }
         }
         var edit = Edit(matched: matched, dropped: false, acted: false, logRequested: false, notes: [])
@@ -335,7 +402,8 @@ public final class RuleEngine: Sendable {
                         case .general(let g):
                             edit.acted = true
                             if let note = Self.perform(
-                                program.general[Int(g)], on: &cookie, context: context, now: now, suffixes: suffixes)
+                                program.general[Int(g)], on: &cookie, context: plan.context, now: now,
+                                suffixes: suffixes)
                             {
                                 edit.notes.append("\(cookieRuleNames[index]): \(note)")
                             }
@@ -561,19 +629,6 @@ public final class RuleEngine: Sendable {
     }
 }
 
-/// A cookie rule's conditions prepared for the per-cookie loop: the cookie-level conditions (the plan has
-/// checked the others). Its actions are in the engine's ``CookieProgram``.
-final class CompiledCookieRule: Sendable {
-    let cookieConditions: [Condition]
-    /// The host, path, method and status conditions (for the plan).
-    let messageConditions: [Condition]
-
-    init(_ rule: Rule) {
-        cookieConditions = rule.conditions.filter(\.isCookieCondition)
-        messageConditions = rule.conditions.filter { !$0.isCookieCondition }
-    }
-}
-
 /// The actions of every cookie rule, compiled flat for the per-cookie loop: plain values that need no reference
 /// counting, the bytes they write precomputed and checked once (`; Secure`, `; SameSite=Lax`) in one array, and
 /// the rest (``RuleEngine/perform(_:on:context:now:suffixes:)``) by index.
@@ -602,18 +657,81 @@ struct CookieProgram: Sendable {
         case general(Int32)
     }
 
-    /// Per cookie rule, in file order: its actions, whether it ends the list, whether it has cookie conditions.
-    var rules: [(actions: Range<Int32>, stops: Bool, hasCookieConditions: Bool)] = []
+    /// A cookie-level condition.
+    enum Check: Sendable {
+        /// `cookie-domain`: one of `domainPatterns[patterns]` matches the Domain in effect (none: no match).
+        case domain(patterns: Range<Int32>, negated: Bool)
+        /// Any other: `conditions[index]`.
+        case general(Int32)
+    }
+
+    /// A `cookie-domain` pattern: an exact name, a `.suffix` (its text has the dot), or any domain.
+    struct DomainPattern: Sendable {
+        enum Kind: Sendable { case exact, suffix, any }
+        var kind: Kind
+        var text: Text
+    }
+
+    /// Per cookie rule, in file order: its actions, its cookie-level conditions, whether it ends the list.
+    var rules: [(actions: Range<Int32>, checks: Range<Int32>, stops: Bool)] = []
     var actions: [Action] = []
+    var checks: [Check] = []
+    var domainPatterns: [DomainPattern] = []
+    var conditions: [Condition] = []
     var bytes: [UInt8] = []
     var general: [CookieAction] = []
 
     init(_ cookieRules: [Rule]) {
         for rule in cookieRules {
-            let first = Int32(actions.count)
+            let firstAction = Int32(actions.count)
             for action in rule.cookieActions { actions.append(compile(action)) }
-            rules.append(
-                (first..<Int32(actions.count), rule.stops, rule.conditions.contains(where: \.isCookieCondition)))
+            let firstCheck = Int32(checks.count)
+            for condition in rule.conditions where condition.isCookieCondition { checks.append(compile(condition)) }
+            rules.append((firstAction..<Int32(actions.count), firstCheck..<Int32(checks.count), rule.stops))
+        }
+    }
+
+    private mutating func compile(_ condition: Condition) -> Check {
+        guard case .cookieDomain(let patterns) = condition.test else {
+            conditions.append(condition)
+            return .general(Int32(conditions.count - 1))
+        }
+        let first = Int32(domainPatterns.count)
+        for pattern in patterns {
+            switch pattern {
+            case .exact(let h): domainPatterns.append(DomainPattern(kind: .exact, text: text(h)))
+            case .subdomains(_, let dotted): domainPatterns.append(DomainPattern(kind: .suffix, text: text(dotted)))
+            case .any: domainPatterns.append(DomainPattern(kind: .any, text: Text(start: 0, end: 0)))
+            }
+        }
+        return .domain(patterns: first..<Int32(domainPatterns.count), negated: condition.negated)
+    }
+
+    /// Whether the Domain in effect (without its leading dot, any case) matches one of the patterns (lowercase),
+    /// as ``HostPattern/matches(domainBytes:)``.
+    func domainMatches(_ cookie: SetCookie, _ patterns: Range<Int32>) -> Bool {
+        guard let range = cookie.domainRange, !range.isEmpty else { return false }
+        return cookie.bytes.withUnsafeBufferPointer { b in
+            bytes.withUnsafeBufferPointer { texts in
+                let d = UnsafeBufferPointer(rebasing: b[range])
+                func equalsLowercased(_ p: UnsafeBufferPointer<UInt8>, at offset: Int) -> Bool {
+                    for k in 0..<p.count {
+                        let c = d[offset + k]
+                        if (c &- 0x41 < 26 ? c | 0x20 : c) != p[k] { return false }
+                    }
+                    return true
+                }
+                for index in Int(patterns.lowerBound)..<Int(patterns.upperBound) {
+                    let pattern = domainPatterns[index]
+                    let p = pattern.text.of(texts)
+                    switch pattern.kind {
+                    case .any: return true
+                    case .exact: if d.count == p.count && equalsLowercased(p, at: 0) { return true }
+                    case .suffix: if d.count > p.count && equalsLowercased(p, at: d.count - p.count) { return true }
+                    }
+                }
+                return false
+            }
         }
     }
 
@@ -640,6 +758,13 @@ struct CookieProgram: Sendable {
         return .setValue(
             kind, text: text(name, value), nameLength: Int32(name.utf8.count),
             unlessEqualIgnoringCase: unlessEqualIgnoringCase)
+    }
+
+    /// Stores the bytes of `string`.
+    private mutating func text(_ string: String) -> Text {
+        let start = Int32(bytes.count)
+        bytes += string.utf8
+        return Text(start: start, end: Int32(bytes.count))
     }
 
     /// Stores `; name` or `; name=value`.
