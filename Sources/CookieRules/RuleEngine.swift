@@ -104,6 +104,38 @@ struct RuleMatches: Sendable {
     }
 }
 
+/// What the cookie conditions other than `cookie-domain` look at, computed once per cookie when first needed.
+final class DerivedCookieFacts {
+    var name: String? = nil
+    var attributes: CookieAttributes? = nil
+    var rejected: Bool? = nil
+
+    func holds(
+        _ condition: Condition, _ cookie: SetCookie, _ context: MessageContext, now: Int64, suffixes: PublicSuffixList
+    ) -> Bool {
+        switch condition.test {
+        case .cookie(let patterns):
+            if name == nil { name = cookie.name }
+            return patterns.contains { $0.matches(name!) }
+        case .cookieDomain(let patterns):
+            guard let range = cookie.domainRange, !range.isEmpty else { return false }
+            return cookie.bytes.withUnsafeBufferPointer { b in
+                let d = UnsafeBufferPointer(rebasing: b[range])
+                return patterns.contains { $0.matches(domainBytes: d) }
+            }
+        case .state(let predicates):
+            if rejected == nil && predicates.contains(.rejected) {
+                rejected =
+                    (try? CookieJar.evaluate(cookie, from: context.requestURL, now: now, suffixes: suffixes).get())
+                    == nil
+            }
+            if attributes == nil { attributes = cookie.attributes }
+            return predicates.contains { $0.holds(cookie, attributes!, rejected: rejected ?? false) }
+        default: return !condition.negated  // message conditions were checked in the plan
+        }
+    }
+}
+
 /// Applies a ``RuleSet`` in two phases: every rule is matched against the original message and cookie
 /// first; then the actions of the matched rules run in file order (`stop` ends the list for that cookie).
 public final class RuleEngine: Sendable {
@@ -297,6 +329,9 @@ public final class RuleEngine: Sendable {
         public var acted: Bool
         public var logRequested: Bool
         public var notes: [String]
+        /// The proxy's path: the edited line is in the ``SetCookieRewrite``'s output (and differs from the
+        /// received one); the cookie was left as received.
+        public internal(set) var rewritten = false
         /// Whether any rule matched.
         public var matchedAny: Bool { !matched.isEmpty }
     }
@@ -304,11 +339,37 @@ public final class RuleEngine: Sendable {
     /// Runs the rules of a plan over one Set-Cookie value, editing it in place: the proxy's path, which keeps
     /// no copy of the original (its bytes are still in the received head).
     public func apply(_ plan: CookiePlan, editing cookie: inout SetCookie, now: Int64) -> Edit {
-        // Phase 1: match against the original. Name, Domain and attributes are computed only when a
-        // condition needs them.
-        var attributesCache: CookieAttributes? = nil
-        var nameCache: String? = nil
-        var rejected: Bool? = nil
+        var edit = Edit(
+            matched: match(plan, cookie, now: now), dropped: false, acted: false, logRequested: false, notes: [])
+        guard !edit.matched.isEmpty else { return edit }
+        applyInPlace(plan, &edit, to: &cookie, now: now)
+        return edit
+    }
+
+    /// ``apply(_:editing:now:)`` for the proxy: when every matched rule's actions are ones a
+    /// ``SetCookieRewrite`` models, the result is written into `rewrite.output` and `cookie` is left as
+    /// received (``Edit/rewritten``); otherwise `cookie` is edited in place.
+    package func apply(
+        _ plan: CookiePlan, editing cookie: inout SetCookie, now: Int64, rewrite: inout SetCookieRewrite
+    ) -> Edit {
+        var edit = Edit(
+            matched: match(plan, cookie, now: now), dropped: false, acted: false, logRequested: false, notes: [])
+        guard !edit.matched.isEmpty else { return edit }
+        var plannable = true
+        edit.matched.forEach { if !program.rules[$0].plannable { plannable = false } }
+        if plannable && rewrite.begin(cookie) && planEdits(&edit, cookie, &rewrite) { return edit }
+        edit.dropped = false
+        edit.acted = false
+        edit.logRequested = false
+        edit.rewritten = false
+        applyInPlace(plan, &edit, to: &cookie, now: now)
+        return edit
+    }
+
+    /// Phase 1: the rules that match one cookie, checked against the original.
+    func match(_ plan: CookiePlan, _ cookie: SetCookie, now: Int64) -> RuleMatches {
+        // Name, attributes and acceptance are worked out once per cookie, when a condition first needs them.
+        var derived: DerivedCookieFacts? = nil
         var matched = RuleMatches()
         for index in plan.rules {
             let checks = program.rules[index].checks
@@ -323,32 +384,8 @@ public final class RuleEngine: Sendable {
                 case .general(let g):
                     let condition = program.conditions[Int(g)]
                     negated = condition.negated
-                    switch condition.test {
-                    case .cookie(let patterns):
-                        if nameCache == nil { nameCache = cookie.name }
-                        result = patterns.contains { $0.matches(nameCache!) }
-                    case .cookieDomain(let patterns):
-                        if let range = cookie.domainRange, !range.isEmpty {
-                            result = cookie.bytes.withUnsafeBufferPointer { b in
-                                let d = UnsafeBufferPointer(rebasing: b[range])
-                                return patterns.contains { $0.matches(domainBytes: d) }
-                            }
-                        } else {
-                            result = false
-                        }
-                    case .state(let predicates):
-                        if rejected == nil && predicates.contains(.rejected) {
-                            rejected =
-                                (try? CookieJar.evaluate(
-                                    cookie, from: plan.context.requestURL, now: now, suffixes: suffixes
-                                ).get()) == nil
-                        }
-                        if attributesCache == nil { attributesCache = cookie.attributes }
-                        result = predicates.contains {
-                            $0.holds(cookie, attributesCache!, rejected: rejected ?? false)
-                        }
-                    default: result = !negated  // message conditions were checked in the plan
-                    }
+                    if derived == nil { derived = DerivedCookieFacts() }
+                    result = derived!.holds(condition, cookie, plan.context, now: now, suffixes: suffixes)
                 }
                 if result == negated {
                     holds = false
@@ -360,13 +397,53 @@ public final class RuleEngine: Sendable {
                 if program.rules[index].stops { break }
             }
         }
-        var edit = Edit(matched: matched, dropped: false, acted: false, logRequested: false, notes: [])
-        guard !matched.isEmpty else { return edit }
-        // Phase 2: apply, in file order. Room for a few appended attributes first: at most one reallocation.
+        return matched
+    }
+
+    /// Phase 2 as a planned rewrite; false when the plan cannot model an edit (then nothing is written).
+    private func planEdits(_ edit: inout Edit, _ cookie: SetCookie, _ rewrite: inout SetCookieRewrite) -> Bool {
+        var modelled = true
+        program.actions.withUnsafeBufferPointer { actions in
+            program.bytes.withUnsafeBufferPointer { texts in
+                edit.matched.forEach { index in
+                    guard modelled && !edit.dropped else { return }
+                    let range = program.rules[index].actions
+                    for a in Int(range.lowerBound)..<Int(range.upperBound) {
+                        switch actions[a] {
+                        case .drop:
+                            edit.dropped = true
+                            return
+                        case .log: edit.logRequested = true
+                        case .flagOn(let kind, let text): rewrite.flagOn(kind, text: text.of(texts))
+                        case .flagOff(let kind): rewrite.remove(kind)
+                        case .addDot: modelled = modelled && rewrite.addLeadingDotToDomain(in: cookie)
+                        case .setValue(let kind, let text, let nameLength, let unlessEqualIgnoringCase):
+                            let full = text.of(texts)
+                            modelled =
+                                modelled
+                                && rewrite.set(
+                                    kind, value: UnsafeBufferPointer(rebasing: full[(3 + Int(nameLength))...]),
+                                    name: UnsafeBufferPointer(rebasing: full[..<(2 + Int(nameLength))]),
+                                    unlessEqualIgnoringCase: unlessEqualIgnoringCase, in: cookie)
+                        case .general: modelled = false
+                        }
+                    }
+                }
+                // The texts are only read here, while they are valid.
+                if modelled && !edit.dropped { edit.acted = rewrite.write(cookie) }
+            }
+        }
+        edit.rewritten = modelled && !edit.dropped && edit.acted
+        return modelled
+    }
+
+    /// Phase 2 by in-place edits, in file order.
+    private func applyInPlace(_ plan: CookiePlan, _ edit: inout Edit, to cookie: inout SetCookie, now: Int64) {
+        // Room for a few appended attributes first: at most one reallocation.
         cookie.reserveCapacity(forAdding: 64)
         program.actions.withUnsafeBufferPointer { actions in
             program.bytes.withUnsafeBufferPointer { texts in
-                matched.forEach { index in
+                edit.matched.forEach { index in
                     // Nothing more can happen to a dropped line (a dropped line is always logged).
                     guard !edit.dropped else { return }
                     let range = program.rules[index].actions
@@ -412,7 +489,6 @@ public final class RuleEngine: Sendable {
                 }
             }
         }
-        return edit
     }
 
     /// Header edits for a request (rules whose message conditions hold; `status` never holds here).
@@ -672,8 +748,9 @@ struct CookieProgram: Sendable {
         var text: Text
     }
 
-    /// Per cookie rule, in file order: its actions, its cookie-level conditions, whether it ends the list.
-    var rules: [(actions: Range<Int32>, checks: Range<Int32>, stops: Bool)] = []
+    /// Per cookie rule, in file order: its actions, its cookie-level conditions, whether it ends the list, and
+    /// whether its actions are all ones a ``SetCookieRewrite`` models.
+    var rules: [(actions: Range<Int32>, checks: Range<Int32>, stops: Bool, plannable: Bool)] = []
     var actions: [Action] = []
     var checks: [Check] = []
     var domainPatterns: [DomainPattern] = []
@@ -687,7 +764,9 @@ struct CookieProgram: Sendable {
             for action in rule.cookieActions { actions.append(compile(action)) }
             let firstCheck = Int32(checks.count)
             for condition in rule.conditions where condition.isCookieCondition { checks.append(compile(condition)) }
-            rules.append((firstAction..<Int32(actions.count), firstCheck..<Int32(checks.count), rule.stops))
+            let plannable = actions[Int(firstAction)...].allSatisfy { if case .general = $0 { false } else { true } }
+            rules.append(
+                (firstAction..<Int32(actions.count), firstCheck..<Int32(checks.count), rule.stops, plannable))
         }
     }
 

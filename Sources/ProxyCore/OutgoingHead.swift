@@ -116,13 +116,18 @@ public struct OutgoingHead: Sendable {
     /// Replaces the value at `index`, keeping the field's name as written. The bytes are copied (into
     /// ``editedBytes`` for a received field), so the caller can reuse its buffer.
     public mutating func replaceValue(at index: Int, with value: [UInt8]) {
+        value.withUnsafeBufferPointer { replaceValue(at: index, with: $0) }
+    }
+
+    /// Replaces the value at `index` with bytes owned by the caller (copied).
+    public mutating func replaceValue(at index: Int, with value: UnsafeBufferPointer<UInt8>) {
         switch lines[index] {
         case .original(let i), .edited(let i, _):
             if editedBytes.isEmpty { editedBytes.reserveCapacity(max(512, 2 * value.count)) }
             let start = editedBytes.count
             editedBytes.append(contentsOf: value)
             lines[index] = .edited(i, value: start..<editedBytes.count)
-        case .written(let name, _): lines[index] = .written(name: name, value: value)
+        case .written(let name, _): lines[index] = .written(name: name, value: Array(value))
         }
     }
 

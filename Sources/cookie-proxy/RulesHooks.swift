@@ -92,8 +92,10 @@ final class RulesHooks: ProxyHooks, Sendable {
         var changedCount = 0
         var seenCount = 0
         var dropped: [Int] = []
-        // One working value for every line: its storage is reused (the head copies what it keeps).
+        // One working value and one rewrite for every line: their storage is reused (the head copies what it
+        // keeps).
         var cookie = SetCookie(bytes: [])
+        var rewrite = SetCookieRewrite()
         for index in 0..<head.count where head.name(at: index, is: .setCookie) {
             if seenCount == 0 { nowMS = Int64(Date().timeIntervalSince1970 * 1000) }
             seenCount += 1
@@ -101,18 +103,24 @@ final class RulesHooks: ProxyHooks, Sendable {
             // original is only rebuilt when a log record needs it.
             let received = head.valueBytes(at: index)
             cookie.reset(to: received, spareCapacity: 64)
-            let edit = engine.apply(plan, editing: &cookie, now: nowMS / 1000)
-            let changed = edit.dropped || (edit.acted && !cookie.hasBytes(received))
+            let edit = engine.apply(plan, editing: &cookie, now: nowMS / 1000, rewrite: &rewrite)
+            let changed = edit.dropped || edit.rewritten || (edit.acted && !cookie.hasBytes(received))
             if changed && !dryRun {
                 changedCount += 1
                 if edit.dropped {
                     dropped.append(index)
                 } else {
-                    head.replaceValue(at: index, with: cookie.bytes)
+                    if edit.rewritten {
+                        rewrite.withOutput { head.replaceValue(at: index, with: $0) }
+                    } else {
+                        head.replaceValue(at: index, with: cookie.bytes)
+                    }
                 }
             }
             guard let sink, changed || edit.logRequested || dryRun else { continue }
-            let outcome = engine.outcome(original: SetCookie(received), edited: cookie, edit)
+            let outcome = engine.outcome(
+                original: SetCookie(received), edited: edit.rewritten ? rewrite.withOutput { SetCookie($0) } : cookie,
+                edit)
             sink.submit(
                 TransformationRecord(
                     time: nowMS, requestID: context.requestID, client: context.clientAddress, method: context.method,
