@@ -5,7 +5,8 @@ public struct OutgoingHead: Sendable {
     /// A replacement start line (without CRLF), or nil to keep the received one.
     public var startLine: [UInt8]?
     public private(set) var lines: [Line]
-    /// The values of edited lines, one after another (one buffer for all of them).
+    /// Edited lines, whole (`Name: value\r\n`), one after another: one buffer for all of them, and lines edited in
+    /// order are written out with one copy.
     public private(set) var editedBytes: [UInt8] = []
 
     public enum Line: Sendable {
@@ -13,9 +14,9 @@ public struct OutgoingHead: Sendable {
         case original(Int)
         /// A new field line: name and value (written as `name: value\r\n`).
         case written(name: String, value: [UInt8])
-        /// A field of `source` with a new value (a range of ``editedBytes``): its name as received, then
-        /// `: value\r\n`.
-        case edited(Int, value: Range<Int>)
+        /// A field of `source` with a new value: its name as received, then `: value\r\n`, at `line` in
+        /// ``editedBytes``.
+        case edited(Int, line: Range<Int>)
     }
 
     public init(_ source: HTTPHead) {
@@ -65,8 +66,13 @@ public struct OutgoingHead: Sendable {
         switch lines[index] {
         case .original(let i): return Array(source.valueBytes(source.fields[i]))
         case .written(_, let value): return value
-        case .edited(_, let range): return Array(editedBytes[range])
+        case .edited(let i, let line): return Array(editedBytes[editedValue(i, line)])
         }
+    }
+
+    /// Where the value of an edited line is in ``editedBytes``: after `Name: `, before CRLF.
+    func editedValue(_ field: Int, _ line: Range<Int>) -> Range<Int> {
+        line.lowerBound + source.fields[field].name.count + 2..<line.upperBound - 2
     }
 
     /// The value without copying when the field is the received one.
@@ -74,7 +80,7 @@ public struct OutgoingHead: Sendable {
         switch lines[index] {
         case .original(let i): return source.valueBytes(source.fields[i])
         case .written(_, let value): return value[...]
-        case .edited(_, let range): return editedBytes[range]
+        case .edited(let i, let line): return editedBytes[editedValue(i, line)]
         }
     }
 
@@ -123,10 +129,26 @@ public struct OutgoingHead: Sendable {
     public mutating func replaceValue(at index: Int, with value: UnsafeBufferPointer<UInt8>) {
         switch lines[index] {
         case .original(let i), .edited(let i, _):
-            if editedBytes.isEmpty { editedBytes.reserveCapacity(max(512, 2 * value.count)) }
+            let name = source.fields[i].name
+            let length = name.count + value.count + 4
+            if editedBytes.isEmpty { editedBytes.reserveCapacity(max(512, 2 * length)) }
             let start = editedBytes.count
-            editedBytes.append(contentsOf: value)
-            lines[index] = .edited(i, value: start..<editedBytes.count)
+            // The line is put together in a temporary buffer and appended once (each append to an Array costs
+            // about as much as the copy of a whole line).
+            withUnsafeTemporaryAllocation(of: UInt8.self, capacity: length) { line in
+                let base = line.baseAddress!
+                source.bytes.withUnsafeBufferPointer { b in (base).initialize(from: b.baseAddress! + name.lowerBound, count: name.count) }
+                var at = name.count
+                (base + at).initialize(to: 0x3A)
+                (base + at + 1).initialize(to: 0x20)
+                at += 2
+                if let v = value.baseAddress { (base + at).initialize(from: v, count: value.count) }
+                at += value.count
+                (base + at).initialize(to: 0x0D)
+                (base + at + 1).initialize(to: 0x0A)
+                editedBytes.append(contentsOf: UnsafeBufferPointer(line))
+            }
+            lines[index] = .edited(i, line: start..<editedBytes.count)
         case .written(let name, _): lines[index] = .written(name: name, value: Array(value))
         }
     }
@@ -148,10 +170,17 @@ public struct OutgoingHead: Sendable {
                 out.append(crlf.1)
             }
         }
-        // A run of consecutive received fields is one contiguous range of the source.
+        // A run of consecutive received fields is one contiguous range of the source; a run of lines edited in order
+        // one range of the edited bytes.
         var run: Range<Int>? = nil
+        var editedRun: Range<Int>? = nil
         for line in lines {
-            if case .original(let i) = line {
+            switch line {
+            case .original(let i):
+                if let current = editedRun {
+                    out.append(contentsOf: editedBytes[current])
+                    editedRun = nil
+                }
                 let r = source.fields[i].line
                 if let current = run, current.upperBound == r.lowerBound {
                     run = current.lowerBound..<r.upperBound
@@ -159,22 +188,26 @@ public struct OutgoingHead: Sendable {
                     if let current = run { out.append(contentsOf: bytes[current]) }
                     run = r
                 }
-                continue
-            }
-            if let current = run {
-                out.append(contentsOf: bytes[current])
-                run = nil
-            }
-            switch line {
-            case .original: break
-            case .edited(let i, let range):
-                out.append(contentsOf: bytes[source.fields[i].name])
-                out.append(0x3A)
-                out.append(0x20)
-                out.append(contentsOf: editedBytes[range])
-                out.append(crlf.0)
-                out.append(crlf.1)
+            case .edited(_, let r):
+                if let current = run {
+                    out.append(contentsOf: bytes[current])
+                    run = nil
+                }
+                if let current = editedRun, current.upperBound == r.lowerBound {
+                    editedRun = current.lowerBound..<r.upperBound
+                } else {
+                    if let current = editedRun { out.append(contentsOf: editedBytes[current]) }
+                    editedRun = r
+                }
             case .written(let name, let value):
+                if let current = run {
+                    out.append(contentsOf: bytes[current])
+                    run = nil
+                }
+                if let current = editedRun {
+                    out.append(contentsOf: editedBytes[current])
+                    editedRun = nil
+                }
                 out.append(contentsOf: name.utf8)
                 out.append(0x3A)
                 out.append(0x20)
@@ -183,6 +216,7 @@ public struct OutgoingHead: Sendable {
                 out.append(crlf.1)
             }
         }
+        if let current = editedRun { out.append(contentsOf: editedBytes[current]) }
         if let current = run { out.append(contentsOf: bytes[current]) }
         out.append(crlf.0)
         out.append(crlf.1)
