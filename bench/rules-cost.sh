@@ -4,7 +4,8 @@
 # the two rules that rewrite every cookie (bench50.rules), the two alone (bench.rules), and bench.rules with
 # the transformation log on. Origin: nginx answering with 5 Set-Cookie headers (as ../shared/bench).
 # wrk on CPU 1; origin and proxy share CPU 0. Only 127.0.0.1 is used; everything started is stopped.
-# Besides req/s it reports the proxy process's CPU time per request, steadier on this noisy machine.
+# Besides req/s it reports the proxy process's CPU time per request, steadier on this noisy machine. Each figure
+# against the empty file is the median, over repetitions, of the ratio within one repetition.
 # Usage: bench/rules-cost.sh [seconds-per-run=3] [repetitions=5] [connections=16]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -49,17 +50,24 @@ for rep in $(seq "$REPS"); do
   done
 done
 median() { tr ' ' '\n' | grep -v '^$' | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
-base=$(echo ${RESULTS[empty-file]} | median)
+# Per repetition, each configuration against the empty file measured in the same repetition (seconds apart):
+# this machine's speed drifts by 2x between phases, which a ratio of two medians taken minutes apart absorbs
+# badly and a median of paired ratios does not.
+ratios() {  # $1 = name, $2 = array name (RESULTS or CPU): the per-repetition ratios to empty-file
+  local -n arr=$2
+  paste <(echo ${arr[$1]} | tr ' ' '\n') <(echo ${arr[empty-file]} | tr ' ' '\n') | awk '{printf "%f\n", $1 / $2}'
+}
 echo "# cookie-proxy: the cost of rules and of the log (keep-alive, c=$CONNS, ${REPS}×${DUR}s interleaved, median req/s)"
 echo
 echo "Proxy CPU = the proxy process's user + system time per request (the origin's is not in it)."
 echo
-cbase=$(echo ${CPU[empty-file]} | median)
-echo "| configuration | req/s (median) | all runs | vs empty rules file | proxy CPU µs/req (median) | vs empty |"
+echo "| configuration | req/s (median) | all runs | vs empty: median of paired ratios | proxy CPU µs/req (median) | vs empty: median of paired ratios |"
 echo "|---|---:|---|---:|---:|---:|"
 for name in "${ORDER[@]}"; do
   m=$(echo ${RESULTS[$name]} | median)
   c=$(echo ${CPU[$name]} | median)
+  rr=$(ratios "$name" RESULTS | median)
+  cr=$(ratios "$name" CPU | median)
   printf "| %s | %.0f | %s | %+.1f%% | %.1f | %+.1f%% |\n" "$name" "$m" "$(echo ${RESULTS[$name]} | tr ' ' ',')" \
-    "$(echo "($m - $base) * 100 / $base" | bc -l)" "$c" "$(echo "($c - $cbase) * 100 / $cbase" | bc -l)"
+    "$(echo "($rr - 1) * 100" | bc -l)" "$c" "$(echo "($cr - 1) * 100" | bc -l)"
 done
