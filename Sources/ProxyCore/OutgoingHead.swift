@@ -12,8 +12,8 @@ public struct OutgoingHead: Sendable {
     public enum Line: Sendable {
         /// A field of `source`, by index, forwarded byte for byte.
         case original(Int)
-        /// A new field line: name and value (written as `name: value\r\n`).
-        case written(name: String, value: [UInt8])
+        /// A new field line: name and value (written as `name: value\r\n`), and the name's classification.
+        case written(name: String, value: [UInt8], known: KnownField)
         /// A field of `source` with a new value: its name as received, then `: value\r\n`, at `line` in
         /// ``editedBytes``.
         case edited(Int, line: Range<Int>)
@@ -34,7 +34,7 @@ public struct OutgoingHead: Sendable {
     public func name(at index: Int) -> String {
         switch lines[index] {
         case .original(let i), .edited(let i, _): return source.name(source.fields[i])
-        case .written(let name, _): return name
+        case .written(let name, _, _): return name
         }
     }
 
@@ -42,7 +42,7 @@ public struct OutgoingHead: Sendable {
     public func name(at index: Int, is lowercaseName: String) -> Bool {
         switch lines[index] {
         case .original(let i), .edited(let i, _): return source.field(source.fields[i], is: lowercaseName)
-        case .written(let name, _): return name.lowercased() == lowercaseName
+        case .written(let name, _, _): return name.lowercased() == lowercaseName
         }
     }
 
@@ -58,14 +58,14 @@ public struct OutgoingHead: Sendable {
     static func known(of line: Line, in source: HTTPHead) -> KnownField {
         switch line {
         case .original(let i), .edited(let i, _): return source.fields[i].known
-        case .written(let name, _): return KnownField(name: name)
+        case .written(_, _, let known): return known
         }
     }
 
     public func value(at index: Int) -> [UInt8] {
         switch lines[index] {
         case .original(let i): return Array(source.valueBytes(source.fields[i]))
-        case .written(_, let value): return value
+        case .written(_, let value, _): return value
         case .edited(let i, let line): return Array(editedBytes[editedValue(i, line)])
         }
     }
@@ -79,7 +79,7 @@ public struct OutgoingHead: Sendable {
     public func valueBytes(at index: Int) -> ArraySlice<UInt8> {
         switch lines[index] {
         case .original(let i): return source.valueBytes(source.fields[i])
-        case .written(_, let value): return value[...]
+        case .written(_, let value, _): return value[...]
         case .edited(let i, let line): return editedBytes[editedValue(i, line)]
         }
     }
@@ -111,12 +111,19 @@ public struct OutgoingHead: Sendable {
         lines.removeAll { line in
             switch line {
             case .original(let i), .edited(let i, _): return source.field(source.fields[i], is: lowercaseName)
-            case .written(let name, _): return name.lowercased() == lowercaseName
+            case .written(let name, _, _): return name.lowercased() == lowercaseName
             }
         }
     }
 
-    public mutating func append(name: String, value: [UInt8]) { lines.append(.written(name: name, value: value)) }
+    public mutating func append(name: String, value: [UInt8]) {
+        append(name: name, value: value, known: KnownField(name: name))
+    }
+
+    /// ``append(name:value:)`` for a name whose classification the caller knows (the proxy's own lines).
+    mutating func append(name: String, value: [UInt8], known: KnownField) {
+        lines.append(.written(name: name, value: value, known: known))
+    }
     public mutating func append(name: String, value: String) { append(name: name, value: Array(value.utf8)) }
 
     /// Replaces the value at `index`, keeping the field's name as written. The bytes are copied (into
@@ -137,7 +144,9 @@ public struct OutgoingHead: Sendable {
             // about as much as the copy of a whole line).
             withUnsafeTemporaryAllocation(of: UInt8.self, capacity: length) { line in
                 let base = line.baseAddress!
-                source.bytes.withUnsafeBufferPointer { b in (base).initialize(from: b.baseAddress! + name.lowerBound, count: name.count) }
+                source.bytes.withUnsafeBufferPointer { b in
+                    (base).initialize(from: b.baseAddress! + name.lowerBound, count: name.count)
+                }
                 var at = name.count
                 (base + at).initialize(to: 0x3A)
                 (base + at + 1).initialize(to: 0x20)
@@ -149,7 +158,7 @@ public struct OutgoingHead: Sendable {
                 editedBytes.append(contentsOf: UnsafeBufferPointer(line))
             }
             lines[index] = .edited(i, line: start..<editedBytes.count)
-        case .written(let name, _): lines[index] = .written(name: name, value: Array(value))
+        case .written(let name, _, let known): lines[index] = .written(name: name, value: Array(value), known: known)
         }
     }
 
@@ -199,7 +208,7 @@ public struct OutgoingHead: Sendable {
                     if let current = editedRun { out.append(contentsOf: editedBytes[current]) }
                     editedRun = r
                 }
-            case .written(let name, let value):
+            case .written(let name, let value, _):
                 if let current = run {
                     out.append(contentsOf: bytes[current])
                     run = nil

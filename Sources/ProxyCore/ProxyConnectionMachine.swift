@@ -492,10 +492,10 @@ public struct ProxyConnectionMachine: Sendable {
                     }
                     for extra in hosts.dropFirst().reversed() { out.remove(at: extra) }
                 } else {
-                    out.append(name: "Host", value: hostValue)
+                    out.append(name: "Host", value: hostValue, known: .host)
                 }
             }
-            if wantsUpgrade { out.append(name: "Connection", value: "upgrade") }
+            if wantsUpgrade { out.append(name: "Connection", value: Self.upgradeToken, known: .connection) }
             if configuration.addVia {
                 Self.addVia(&out, version: request.version, pseudonym: configuration.viaPseudonym)
             }
@@ -597,9 +597,9 @@ public struct ProxyConnectionMachine: Sendable {
             if e.dechunk { out.removeAll(.transferEncoding) }
             e.closeClientAfter = !e.clientKeepAlive || clientEOF || framing == .untilClose || e.dechunk
             if e.closeClientAfter {
-                out.append(name: "Connection", value: "close")
+                out.append(name: "Connection", value: Self.closeToken, known: .connection)
             } else if e.clientVersion.minor == 0 {
-                out.append(name: "Connection", value: "keep-alive")
+                out.append(name: "Connection", value: Self.keepAliveToken, known: .connection)
             }
             if configuration.addVia {
                 Self.addVia(&out, version: response.version, pseudonym: configuration.viaPseudonym)
@@ -753,13 +753,17 @@ public struct ProxyConnectionMachine: Sendable {
     static func addVia(_ out: inout OutgoingHead, version: HTTPVersion, pseudonym: String) {
         // The common case without building a string each time.
         if version.major == 1 && version.minor <= 1 && pseudonym == "cookie-proxy" {
-            out.append(name: "Via", value: version.minor == 1 ? viaCookieProxy11 : viaCookieProxy10)
+            out.append(name: "Via", value: version.minor == 1 ? viaCookieProxy11 : viaCookieProxy10, known: .other)
         } else {
-            out.append(name: "Via", value: "\(version.major).\(version.minor) \(pseudonym)")
+            out.append(name: "Via", value: Array("\(version.major).\(version.minor) \(pseudonym)".utf8), known: .other)
         }
     }
 
     static let viaCookieProxy11 = Array("1.1 cookie-proxy".utf8)
+    // Connection values the proxy writes, built once.
+    static let upgradeToken = Array("upgrade".utf8)
+    static let closeToken = Array("close".utf8)
+    static let keepAliveToken = Array("keep-alive".utf8)
     static let viaCookieProxy10 = Array("1.0 cookie-proxy".utf8)
     static let http11Suffix = Array(" HTTP/1.1".utf8)
 

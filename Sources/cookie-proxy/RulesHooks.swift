@@ -92,34 +92,34 @@ final class RulesHooks: ProxyHooks, Sendable {
         var changedCount = 0
         var seenCount = 0
         var dropped: [Int] = []
-        // One working value and one rewrite for every line: their storage is reused (the head copies what it
-        // keeps).
-        var cookie = SetCookie(bytes: [])
-        var rewrite = SetCookieRewrite()
+        // One working value and one rewrite per event-loop thread, for every line of every response: their storage
+        // is reused (the head copies what it keeps).
+        let scratch = CookieScratch.current
         for index in 0..<head.count where head.name(at: index, is: .setCookie) {
             if seenCount == 0 { nowMS = Int64(Date().timeIntervalSince1970 * 1000) }
             seenCount += 1
             // One copy of the received value, edited in place; the received bytes stay in the head, so the
             // original is only rebuilt when a log record needs it.
             let received = head.valueBytes(at: index)
-            cookie.reset(to: received, spareCapacity: 64)
-            let edit = engine.apply(plan, editing: &cookie, now: nowMS / 1000, rewrite: &rewrite)
-            let changed = edit.dropped || edit.rewritten || (edit.acted && !cookie.hasBytes(received))
+            scratch.cookie.reset(to: received, spareCapacity: 64)
+            let edit = engine.apply(plan, editing: &scratch.cookie, now: nowMS / 1000, rewrite: &scratch.rewrite)
+            let changed = edit.dropped || edit.rewritten || (edit.acted && !scratch.cookie.hasBytes(received))
             if changed && !dryRun {
                 changedCount += 1
                 if edit.dropped {
                     dropped.append(index)
                 } else {
                     if edit.rewritten {
-                        rewrite.withOutput { head.replaceValue(at: index, with: $0) }
+                        scratch.rewrite.withOutput { head.replaceValue(at: index, with: $0) }
                     } else {
-                        head.replaceValue(at: index, with: cookie.bytes)
+                        head.replaceValue(at: index, with: scratch.cookie.bytes)
                     }
                 }
             }
             guard let sink, changed || edit.logRequested || dryRun else { continue }
             let outcome = engine.outcome(
-                original: SetCookie(received), edited: edit.rewritten ? rewrite.withOutput { SetCookie($0) } : cookie,
+                original: SetCookie(received),
+                edited: edit.rewritten ? scratch.rewrite.withOutput { SetCookie($0) } : scratch.cookie,
                 edit)
             sink.submit(
                 TransformationRecord(
@@ -144,5 +144,26 @@ final class RulesHooks: ProxyHooks, Sendable {
                 head.removeAll(name.lowercased())
             }
         }
+    }
+}
+
+/// The response path's working storage, one per event-loop thread (a thread-local, as SwiftNIO keeps per-loop
+/// caches): a response would otherwise allocate and free four buffers. Only its own thread ever sees it.
+final class CookieScratch {
+    var cookie = SetCookie(bytes: [])
+    var rewrite = SetCookieRewrite()
+
+    private static let key: pthread_key_t = {
+        var key = pthread_key_t()
+        // The thread's value is released when the thread ends.
+        pthread_key_create(&key) { Unmanaged<CookieScratch>.fromOpaque($0!).release() }
+        return key
+    }()
+
+    static var current: CookieScratch {
+        if let p = pthread_getspecific(key) { return Unmanaged<CookieScratch>.fromOpaque(p).takeUnretainedValue() }
+        let scratch = CookieScratch()
+        pthread_setspecific(key, Unmanaged.passRetained(scratch).toOpaque())
+        return scratch
     }
 }
