@@ -66,13 +66,6 @@ enum ASCII {
     }
 }
 
-extension Collection where Element == UInt8 {
-    /// Whether the bytes begin with the lowercase ASCII `prefix`, ignoring ASCII case (for other modules: the
-    /// proxy's request-target check).
-    @inlinable
-    public func hasASCIIPrefixIgnoringCase(_ prefix: String) -> Bool { ASCII.hasPrefixIgnoringCase(self, prefix) }
-}
-
 extension String {
     /// Decodes bytes as UTF-8, replacing invalid sequences with U+FFFD (display only, never re-encoded).
     @inlinable

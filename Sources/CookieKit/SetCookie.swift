@@ -46,9 +46,14 @@ public struct SetCookie: Sendable, Hashable, CustomStringConvertible {
     /// ``init(_:spareCapacity:)``, but in this value's storage when no copy shares it: a loop over the lines of
     /// a message allocates once, not twice per line.
     public mutating func reset(to newBytes: ArraySlice<UInt8>, spareCapacity: Int) {
-        bytes.removeAll(keepingCapacity: true)
-        if bytes.capacity < newBytes.count + spareCapacity { bytes.reserveCapacity(newBytes.count + spareCapacity) }
-        bytes.append(contentsOf: newBytes)
+        if bytes.capacity < newBytes.count + spareCapacity {
+            bytes = []
+            bytes.reserveCapacity(newBytes.count + spareCapacity)
+            bytes.append(contentsOf: newBytes)
+        } else {
+            // One replacement in place (emptying then appending is two passes through the generic machinery).
+            bytes.replaceSubrange(0..<bytes.count, with: newBytes)
+        }
         // The spans are moved out (leaving the shared empty array), so their storage stays unique.
         var spans = ContiguousArray<Layout.Span>()
         swap(&spans, &layout.spans)

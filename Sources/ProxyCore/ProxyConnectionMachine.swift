@@ -427,13 +427,15 @@ public struct ProxyConnectionMachine: Sendable {
                 target = request.target
             }
         } else {
-            if request.target.utf8.hasASCIIPrefixIgnoringCase("https://") {
+            // The scheme, case-insensitively, from one load of the target's first eight bytes (RFC 3986 §3.1).
+            let scheme = Self.schemePrefix(request.target)
+            if scheme == .https {
                 answer(
                     400, "https URLs go through CONNECT; this proxy does not fetch https:// targets itself", &io,
                     keepAlive: false)
                 return
             }
-            guard request.target.utf8.hasASCIIPrefixIgnoringCase("http://") else {
+            guard scheme == .http else {
                 answer(400, "request target must be an absolute http:// URL", &io, keepAlive: false)
                 return
             }
@@ -760,6 +762,22 @@ public struct ProxyConnectionMachine: Sendable {
     }
 
     static let viaCookieProxy11 = Array("1.1 cookie-proxy".utf8)
+
+    enum SchemePrefix { case http, https, other }
+
+    /// Whether a request target begins with `http://` or `https://`, in any case.
+    static func schemePrefix(_ target: String) -> SchemePrefix {
+        var target = target
+        return target.withUTF8 { b in
+            guard b.count >= 7 else { return .other }
+            var word: UInt64 = 0
+            for k in 0..<min(8, b.count) { word |= UInt64(b[k]) << UInt64(8 * k) }
+            // The letters lowercased with | 0x20 (it maps only 'A'–'Z' onto these letters); ':' and '/' exact.
+            if (word | 0x2020_2020) & 0x00FF_FFFF_FFFF_FFFF == 0x002F_2F3A_7074_7468 { return .http }  // "http://"
+            if b.count >= 8 && word | 0x20_2020_2020 == 0x2F2F_3A73_7074_7468 { return .https }  // "https://"
+            return .other
+        }
+    }
     // Connection values the proxy writes, built once.
     static let upgradeToken = Array("upgrade".utf8)
     static let closeToken = Array("close".utf8)

@@ -1,4 +1,4 @@
-import ProxyCore
+@testable import ProxyCore
 import Testing
 
 @Suite struct HTTPCodecTests {
@@ -109,5 +109,26 @@ import Testing
         var reader = BodyReader(.chunked)
         let result = Result { try reader.consume(Array(text.utf8)[...]) }
         #expect((try? result.get()) == nil || !reader.isComplete)
+    }
+}
+
+@Suite struct RequestTargetSchemeTests {
+    @Test(arguments: [
+        ("http://a/", ProxyConnectionMachine.SchemePrefix.http),
+        ("HTTP://a", .http),
+        ("hTtP://example.test:8080/x", .http),
+        ("https://a/", .https),
+        ("HTTPS://a", .https),
+        ("http:/a", .other),
+        ("https:/a", .other),
+        ("http", .other),
+        ("", .other),
+        ("ftp://a/", .other),
+        ("/path", .other),
+        ("http:\u{0F}/a", .other),  // | 0x20 would make 0x0F a '/': the separators are compared exactly
+        ("httpx://a", .other),
+    ])
+    func absoluteFormSchemesAreRecognisedInAnyCase(_ target: String, _ expected: ProxyConnectionMachine.SchemePrefix) {
+        #expect(ProxyConnectionMachine.schemePrefix(target) == expected)
     }
 }
