@@ -89,6 +89,44 @@ public struct HTTPHead: Sendable {
         return result
     }
 
+    /// The options of the Connection fields (RFC 9110 §7.6.1), on the bytes: `close`, `keep-alive` and `upgrade` as
+    /// flags, and the other options, the names of fields that go no further, as lowercase strings (a head with
+    /// only the usual options builds no string).
+    public func connectionOptions() -> ConnectionOptions {
+        var options = ConnectionOptions()
+        bytes.withUnsafeBufferPointer { b in
+            forEachListElement(where: { $0.known == .connection }) { (element: Range<Int>) in
+                guard !element.isEmpty else { return }
+                func isToken(_ token: StaticString) -> Bool {
+                    guard element.count == token.utf8CodeUnitCount else { return false }
+                    let t = token.utf8Start
+                    for k in 0..<element.count {
+                        let c = b[element.lowerBound + k]
+                        if (c &- 0x41 < 26 ? c | 0x20 : c) != t[k] { return false }
+                    }
+                    return true
+                }
+                if isToken("close") {
+                    options.close = true
+                } else if isToken("keep-alive") {
+                    options.keepAlive = true
+                } else if isToken("upgrade") {
+                    options.upgrade = true
+                } else if !isToken("transfer-encoding") {
+                    options.fieldNames.append(
+                        String(unsafeUninitializedCapacity: element.count) { out in
+                            for k in element {
+                                let c = b[k]
+                                out[k - element.lowerBound] = c &- 0x41 < 26 ? c | 0x20 : c
+                            }
+                            return element.count
+                        })
+                }
+            }
+        }
+        return options
+    }
+
     /// Calls `body` with the byte range of each comma-separated element (RFC 9110 §5.6.1) of the fields `wanted`
     /// selects, optional whitespace trimmed, in order; empty elements included (callers decide about them).
     func forEachListElement<E: Error>(
@@ -384,6 +422,17 @@ public struct HTTPHeadParser: Sendable {
 
 /// The field names a proxy acts on (hop-by-hop fields, framing, Host, cookies), recognised once per field
 /// while parsing so later decisions compare a byte instead of a name (as nginx's header hash does).
+/// The options of a message's Connection fields (RFC 9110 §7.6.1).
+public struct ConnectionOptions: Sendable, Equatable {
+    public var close = false
+    public var keepAlive = false
+    public var upgrade = false
+    /// Other options (lowercase): names of fields that are hop-by-hop for this message. `transfer-encoding` is
+    /// left out (bodies are forwarded in their received framing).
+    public var fieldNames: [String] = []
+    public init() {}
+}
+
 public enum KnownField: UInt8, Sendable {
     case other
     case host

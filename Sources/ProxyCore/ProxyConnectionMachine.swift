@@ -379,9 +379,8 @@ public struct ProxyConnectionMachine: Sendable {
     private mutating func startExchange(_ request: RequestHead, framing: BodyFraming, _ io: inout ConnectionIO) {
         requestCount += 1
         let head = request.head
-        let connectionTokens = head.listElements(.connection)
-        let keepAlive =
-            request.version.minor >= 1 ? !connectionTokens.contains("close") : connectionTokens.contains("keep-alive")
+        let connection = head.connectionOptions()
+        let keepAlive = request.version.minor >= 1 ? !connection.close : connection.keepAlive
         let isConnect = request.method == "CONNECT"
         // Where does it go? (RFC 9112 §3.2: absolute-form to a proxy, authority-form for CONNECT.)
         var scheme = "http"
@@ -471,7 +470,7 @@ public struct ProxyConnectionMachine: Sendable {
             host: viewedFromClient ? (Self.hostHeader(head) ?? origin.host) : origin.host,
             port: viewedFromClient ? (Self.hostPort(head) ?? origin.port) : origin.port,
             target: isConnect ? "" : target, status: nil)
-        let wantsUpgrade = !isConnect && connectionTokens.contains("upgrade") && head.values(.upgrade).count == 1
+        let wantsUpgrade = !isConnect && connection.upgrade && head.values(.upgrade).count == 1
         var headBytes: [UInt8] = []
         if !isConnect {
             var out = OutgoingHead(head)
@@ -482,7 +481,7 @@ public struct ProxyConnectionMachine: Sendable {
             startLine.append(contentsOf: target.utf8)
             startLine.append(contentsOf: Self.http11Suffix)
             out.startLine = startLine
-            Self.removeHopByHop(&out, connectionTokens: connectionTokens, keepUpgrade: wantsUpgrade)
+            Self.removeHopByHop(&out, connection: connection, keepUpgrade: wantsUpgrade)
             out.removeAll(.proxyAuthorization)
             // RFC 9112 §3.2.2: a proxy replaces Host with the target URI's authority.
             if configuration.reverseUpstream == nil && interceptedOrigin == nil {
@@ -591,10 +590,10 @@ public struct ProxyConnectionMachine: Sendable {
                 if e.clientVersion.minor >= 1 { io.toClient.append(contentsOf: headBytes) }
                 continue
             }
-            let connectionTokens = response.head.listElements(.connection)
-            if connectionTokens.contains("close") || response.version.minor == 0 { e.upstreamReusable = false }
+            let connection = response.head.connectionOptions()
+            if connection.close || response.version.minor == 0 { e.upstreamReusable = false }
             var out = OutgoingHead(response.head)
-            Self.removeHopByHop(&out, connectionTokens: connectionTokens, keepUpgrade: false)
+            Self.removeHopByHop(&out, connection: connection, keepUpgrade: false)
             e.dechunk = framing == .chunked && e.clientVersion.minor == 0
             if e.dechunk { out.removeAll(.transferEncoding) }
             e.closeClientAfter = !e.clientKeepAlive || clientEOF || framing == .untilClose || e.dechunk
@@ -727,19 +726,10 @@ public struct ProxyConnectionMachine: Sendable {
     /// Removes the hop-by-hop fields of RFC 9110 §7.6.1: Connection and the fields it names, Keep-Alive,
     /// Proxy-Connection, TE, Upgrade (kept for an upgrade request), and Transfer-Encoding is kept because
     /// bodies are forwarded in their received framing.
-    static func removeHopByHop(_ out: inout OutgoingHead, connectionTokens: [String], keepUpgrade: Bool) {
-        var named: [String] = []
-        for token in connectionTokens
-        where token != "transfer-encoding" && token != "upgrade" && token != "close"
-            && token != "keep-alive"
-        {
-            named.append(token)
-        }
+    static func removeHopByHop(_ out: inout OutgoingHead, connection: ConnectionOptions, keepUpgrade: Bool) {
+        let named = connection.fieldNames
         // One bit per known field that goes: a received line is judged by its classification alone.
-        var hopByHop: UInt32 = 0
-        for known in [KnownField.connection, .keepAlive, .proxyConnection, .te] {
-            hopByHop |= 1 << UInt32(known.rawValue)
-        }
+        var hopByHop = Self.hopByHopFields
         if !keepUpgrade { hopByHop |= 1 << UInt32(KnownField.upgrade.rawValue) }
         var index = out.count - 1
         while index >= 0 {
@@ -762,6 +752,10 @@ public struct ProxyConnectionMachine: Sendable {
     }
 
     static let viaCookieProxy11 = Array("1.1 cookie-proxy".utf8)
+    /// Connection, Keep-Alive, Proxy-Connection and TE, one bit each by classification.
+    static let hopByHopFields: UInt32 = [KnownField.connection, .keepAlive, .proxyConnection, .te].reduce(0) {
+        $0 | 1 << UInt32($1.rawValue)
+    }
 
     enum SchemePrefix { case http, https, other }
 

@@ -132,3 +132,22 @@ import Testing
         #expect(ProxyConnectionMachine.schemePrefix(target) == expected)
     }
 }
+
+@Suite struct ConnectionOptionsTests {
+    @Test(arguments: [
+        ("", false, false, false, [String]()),
+        ("Connection: close\r\n", true, false, false, []),
+        ("Connection: Keep-Alive, X-Trace\r\n", false, true, false, ["x-trace"]),
+        ("Connection: upgrade, TRANSFER-ENCODING\r\n", false, false, true, []),
+        ("Connection: , ,close ,\r\nConnection: KEEP-ALIVE,x-a\r\n", true, true, false, ["x-a"]),
+        ("Connection: closed, keep-alives\r\n", false, false, false, ["closed", "keep-alives"]),
+    ])
+    func optionsAreReadOnTheBytesInAnyCase(
+        _ fields: String, _ close: Bool, _ keepAlive: Bool, _ upgrade: Bool, _ names: [String]
+    ) throws {
+        let head = try HTTPHeadParser().parseRequest(Array("GET / HTTP/1.1\r\nHost: a\r\n\(fields)\r\n".utf8)).head
+        let options = head.connectionOptions()
+        #expect(options.close == close && options.keepAlive == keepAlive && options.upgrade == upgrade)
+        #expect(options.fieldNames == names)
+    }
+}
