@@ -420,8 +420,6 @@ public struct HTTPHeadParser: Sendable {
     static func isTokenChar(_ byte: UInt8) -> Bool { HTTPToken.isTokenChar(byte) }
 }
 
-/// The field names a proxy acts on (hop-by-hop fields, framing, Host, cookies), recognised once per field
-/// while parsing so later decisions compare a byte instead of a name (as nginx's header hash does).
 /// The options of a message's Connection fields (RFC 9110 §7.6.1).
 public struct ConnectionOptions: Sendable, Equatable {
     public var close = false
@@ -433,6 +431,8 @@ public struct ConnectionOptions: Sendable, Equatable {
     public init() {}
 }
 
+/// The field names a proxy acts on (hop-by-hop fields, framing, Host, cookies), recognised once per field
+/// while parsing so later decisions compare a byte instead of a name (as nginx's header hash does).
 public enum KnownField: UInt8, Sendable {
     case other
     case host

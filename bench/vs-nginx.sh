@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# cookie-proxy against nginx doing the same cookie rewriting (proxy_cookie_domain / proxy_cookie_flags, as in
+# ../shared/bench), in pairs: each repetition runs nginx and then cookie-proxy seconds apart, and the figures are
+# medians of the per-pair ratios. This machine's speed drifts by 2x between phases; a pair sees the same phase.
+# Reports req/s, p99 and each proxy's own CPU time per request (user and system, from /proc), keep-alive at
+# c=16 and c=64 and a new connection per request at c=16. wrk on CPU 1; origin, nginx and cookie-proxy on CPU 0.
+# Only 127.0.0.1 is used; everything started is stopped. Usage: bench/vs-nginx.sh [seconds=2] [pairs=9]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+DUR=${1:-2}; PAIRS=${2:-9}
+BIN=.build/release/cookie-proxy
+[ -x "$BIN" ] || swift build -c release --product cookie-proxy >&2
+command -v wrk >/dev/null && command -v nginx >/dev/null || { echo "needs wrk and nginx (apt-get install -y wrk nginx)" >&2; exit 1; }
+T=$(mktemp -d)
+cleanup() {
+  kill $(jobs -p) 2>/dev/null || true
+  for p in "$T/nginx.pid" "$T/proxy/nginx.pid"; do [ -f "$p" ] && kill "$(cat "$p")" 2>/dev/null; done
+  rm -rf "$T"
+}
+trap cleanup EXIT
+. bench/origin.sh
+write_origin_conf "$T" "hello world hello world hello world hello world hello world hello world hello world hello\n"
+taskset -c 0 nginx -c "$T/nginx.conf" -p "$T"
+mkdir -p "$T/proxy"
+cat > "$T/proxy/nginx.conf" <<NGINX
+worker_processes 1; daemon on; pid $T/proxy/nginx.pid; error_log $T/proxy/err;
+events { worker_connections 8192; }
+http { access_log off; keepalive_requests 10000000; keepalive_timeout 120s;
+  client_body_temp_path $T/proxy/b; proxy_temp_path $T/proxy/p; fastcgi_temp_path $T/proxy/f;
+  uwsgi_temp_path $T/proxy/u; scgi_temp_path $T/proxy/s;
+  upstream origin { server 127.0.0.1:18180; keepalive 128; keepalive_requests 10000000; }
+  server { listen 127.0.0.1:18182 backlog=4096;
+    location / { proxy_pass http://origin; proxy_http_version 1.1; proxy_set_header Connection ""; proxy_set_header Host \$http_host;
+      proxy_cookie_domain ~^example\.test\$ .example.test; proxy_cookie_flags ~ secure httponly samesite=lax; } } }
+NGINX
+taskset -c 0 nginx -c "$T/proxy/nginx.conf" -p "$T/proxy"
+sleep 0.3
+NGINX_WORKER=$(pgrep -P "$(cat "$T/proxy/nginx.pid")" | head -1)
+taskset -c 0 $BIN run --quiet --listen 127.0.0.1:18190 --rules bench/bench.rules --log none > /dev/null 2>&1 &
+OURS=$!
+for _ in $(seq 50); do (echo > /dev/tcp/127.0.0.1/18190) 2>/dev/null && break; sleep 0.05; done
+echo 'wrk.path = "http://127.0.0.1:18180/"' > "$T/abs.lua"
+# Both proxies get the absolute-form request of a forward proxy (nginx ignores the scheme and host).
+
+run() {  # port pid conns extra-wrk-args... -> "req/s p99ms user_us sys_us"
+  local port=$1 pid=$2 c=$3; shift 3
+  taskset -c 1 wrk -t1 -c"$c" -d1s -s "$T/abs.lua" "$@" "http://127.0.0.1:$port" > /dev/null
+  local before; before=$(awk '{print $14, $15}' /proc/"$pid"/stat)
+  local out; out=$(taskset -c 1 wrk -t1 -c"$c" -d"${DUR}s" --latency -s "$T/abs.lua" "$@" "http://127.0.0.1:$port")
+  local after; after=$(awk '{print $14, $15}' /proc/"$pid"/stat)
+  local n; n=$(echo "$out" | awk '/requests in/ {print $1}')
+  local p99; p99=$(echo "$out" | awk '/ 99%/ {v=$2; if (v ~ /us$/) {sub(/us/,"",v); v/=1000} else if (v ~ /ms$/) {sub(/ms/,"",v)} else if (v ~ /s$/) {sub(/s/,"",v); v*=1000}; print v}')
+  echo "$before $after" | awk -v n="$n" -v d="$DUR" -v p="$p99" '{printf "%.0f %.3f %.2f %.2f\n", n/d, p, ($3-$1)*10000/n, ($4-$2)*10000/n}'
+}
+median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+
+echo "# cookie-proxy vs nginx, same rewriting, ${PAIRS} pairs × ${DUR}s (medians; ratios are medians of per-pair ratios)"
+echo
+echo "| load | nginx req/s | cookie-proxy req/s | ratio | nginx p99 ms | cookie-proxy p99 ms | nginx CPU µs/req (user+sys) | cookie-proxy CPU µs/req (user+sys) | CPU ratio |"
+echo "|---|---:|---:|---:|---:|---:|---|---|---:|"
+for load in "keep-alive c=16:16" "keep-alive c=64:64" "new connection c=16:16:close"; do
+  IFS=: read -r label c close <<< "$load"
+  extra=(); [ -n "${close:-}" ] && extra=(-H "Connection: close")
+  : > "$T/n"; : > "$T/o"
+  for _ in $(seq "$PAIRS"); do
+    run 18182 "$NGINX_WORKER" "$c" "${extra[@]}" >> "$T/n"
+    run 18190 "$OURS" "$c" "${extra[@]}" >> "$T/o"
+  done
+  col() { awk -v k="$2" '{print $k}' "$1" | median; }
+  ratio() { paste "$T/o" "$T/n" | awk -v a="$1" -v b="$2" '{print $a / $b}' | median; }
+  cpu_ratio=$(paste "$T/o" "$T/n" | awk '{print ($3 + $4) / ($7 + $8)}' | median)
+  printf "| %s | %s | %s | %.3f | %s | %s | %s + %s | %s + %s | %.3f |\n" "$label" \
+    "$(col "$T/n" 1)" "$(col "$T/o" 1)" "$(ratio 1 5)" "$(col "$T/n" 2)" "$(col "$T/o" 2)" \
+    "$(col "$T/n" 3)" "$(col "$T/n" 4)" "$(col "$T/o" 3)" "$(col "$T/o" 4)" "$cpu_ratio"
+done
