@@ -11,6 +11,39 @@ public struct Origin: Sendable, Hashable, CustomStringConvertible {
 
     /// The authority as a Host field value (RFC 9110 §7.2): `host`, or `host:port` when the port is not
     /// `defaultPort`; IPv6 in brackets. Written as bytes, without string interpolation.
+    /// Whether `value` is exactly ``hostFieldValue(defaultPort:)``, compared without building it (a request whose
+    /// Host already names its URL's authority, the usual case, costs no allocation).
+    public func isHostFieldValue(_ value: ArraySlice<UInt8>, defaultPort: Int) -> Bool {
+        var host = self.host
+        return host.withUTF8 { h in
+            let v6 = h.contains(0x3A)
+            var i = value.startIndex
+            let end = value.endIndex
+            if v6 {
+                guard i < end, value[i] == 0x5B else { return false }
+                i += 1
+            }
+            guard end - i >= h.count else { return false }
+            for k in 0..<h.count where value[i + k] != h[k] { return false }
+            i += h.count
+            if v6 {
+                guard i < end, value[i] == 0x5D else { return false }
+                i += 1
+            }
+            if port == defaultPort { return i == end }
+            guard i < end, value[i] == 0x3A else { return false }
+            i += 1
+            // The port in decimal, as written by hostFieldValue: no sign, no leading zero.
+            let digits = i
+            var n = 0
+            while i < end, value[i] &- 0x30 < 10, n <= 65535 {
+                n = n * 10 + Int(value[i] &- 0x30)
+                i += 1
+            }
+            return i == end && i > digits && value[digits] != 0x30 && n == port
+        }
+    }
+
     public func hostFieldValue(defaultPort: Int) -> [UInt8] {
         var out: [UInt8] = []
         out.reserveCapacity(host.utf8.count + 8)

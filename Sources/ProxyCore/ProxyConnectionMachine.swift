@@ -485,15 +485,22 @@ public struct ProxyConnectionMachine: Sendable {
             out.removeAll(.proxyAuthorization)
             // RFC 9112 §3.2.2: a proxy replaces Host with the target URI's authority.
             if configuration.reverseUpstream == nil && interceptedOrigin == nil {
-                let hostValue = origin.hostFieldValue(defaultPort: 80)
-                let hosts = out.indices(of: .host)
-                if let first = hosts.first {
-                    if !out.valueBytes(at: first).elementsEqual(hostValue) {
-                        out.replaceValue(at: first, with: hostValue)
+                var first: Int? = nil
+                var index = out.count - 1
+                while index >= 0 {
+                    if out.known(at: index) == .host {
+                        // Every Host but the first goes.
+                        if let later = first { out.remove(at: later) }
+                        first = index
                     }
-                    for extra in hosts.dropFirst().reversed() { out.remove(at: extra) }
+                    index -= 1
+                }
+                if let first {
+                    if !origin.isHostFieldValue(out.valueBytes(at: first), defaultPort: 80) {
+                        out.replaceValue(at: first, with: origin.hostFieldValue(defaultPort: 80))
+                    }
                 } else {
-                    out.append(name: "Host", value: hostValue, known: .host)
+                    out.append(name: "Host", value: origin.hostFieldValue(defaultPort: 80), known: .host)
                 }
             }
             if wantsUpgrade { out.append(name: "Connection", value: Self.upgradeToken, known: .connection) }

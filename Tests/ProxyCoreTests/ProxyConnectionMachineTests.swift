@@ -81,6 +81,41 @@ import Testing
         #expect(t.machine.phase == .idle)
     }
 
+    /// RFC 9112 §3.2.2: Host becomes the URL's authority, once, where the first Host was.
+    @Test(arguments: [
+        ("Host: example.com:8080\r\nA: 1\r\n", "Host: example.com:8080\r\nA: 1\r\n"),
+        ("A: 1\r\nHost: example.com:8080\r\n", "A: 1\r\nHost: example.com:8080\r\n"),
+        ("Host: example.com\r\nA: 1\r\nHost: other\r\n", "Host: example.com:8080\r\nA: 1\r\n"),
+        ("Host: x\r\nHost: y\r\nHost: example.com:8080\r\n", "Host: example.com:8080\r\n"),
+        ("Host: example.com:08080\r\n", "Host: example.com:8080\r\n"),
+    ])
+    func theHostFieldNamesTheURLsAuthorityOnce(_ fields: String, _ expected: String) {
+        var t = Transcript { $0.addVia = false }
+        t.client("GET http://example.com:8080/ HTTP/1.1\r\n\(fields)\r\n")
+        t.connected()
+        #expect(t.toUpstream == "GET / HTTP/1.1\r\n\(expected)\r\n")
+    }
+
+    @Test func theHostFieldValueIsRecognisedWithoutBuildingIt() {
+        let origins = [
+            Origin(host: "example.com", port: 80), Origin(host: "example.com", port: 8080),
+            Origin(host: "::1", port: 80), Origin(host: "::1", port: 443), Origin(host: "a", port: 1),
+        ]
+        let values = [
+            "example.com", "example.com:80", "example.com:8080", "example.com:08080", "example.com:", "example.co",
+            "example.comm", "[::1]", "[::1]:443", "::1", "[::1:443", "a:1", "a:01", "a", "", "example.com:99999999999",
+        ]
+        for origin in origins {
+            for value in values {
+                let bytes = Array(value.utf8)
+                #expect(
+                    origin.isHostFieldValue(bytes[...], defaultPort: 80)
+                        == (bytes == origin.hostFieldValue(defaultPort: 80)),
+                    "\(origin) \(value)")
+            }
+        }
+    }
+
     @Test func hopByHopFieldsAndTheFieldsConnectionNamesAreRemoved() {
         var t = Transcript { $0.addVia = false }
         t.client(
