@@ -95,36 +95,53 @@ public struct HTTPHead: Sendable {
     public func connectionOptions() -> ConnectionOptions {
         var options = ConnectionOptions()
         bytes.withUnsafeBufferPointer { b in
-            forEachListElement(where: { $0.known == .connection }) { (element: Range<Int>) in
-                guard !element.isEmpty else { return }
-                func isToken(_ token: StaticString) -> Bool {
-                    guard element.count == token.utf8CodeUnitCount else { return false }
-                    let t = token.utf8Start
-                    for k in 0..<element.count {
-                        let c = b[element.lowerBound + k]
-                        if (c &- 0x41 < 26 ? c | 0x20 : c) != t[k] { return false }
+            fields.withUnsafeBufferPointer { fields in
+                for field in fields where field.known == .connection {
+                    var start = field.value.lowerBound
+                    let end = field.value.upperBound
+                    while start <= end {
+                        var stop = start
+                        while stop < end && b[stop] != 0x2C { stop += 1 }
+                        var e0 = start
+                        var e1 = stop
+                        while e0 < e1 && (b[e0] == 0x20 || b[e0] == 0x09) { e0 += 1 }
+                        while e1 > e0 && (b[e1 - 1] == 0x20 || b[e1 - 1] == 0x09) { e1 -= 1 }
+                        start = stop + 1
+                        guard e0 < e1 else { continue }  // empty elements are allowed and ignored (RFC 9110 §5.6.1)
+                        // Options are field names, or `close`: the field-name classifier knows the others.
+                        let n = e1 - e0
+                        switch KnownField.classify(b, e0, e1) {
+                        case .keepAlive: options.keepAlive = true
+                        case .upgrade: options.upgrade = true
+                        case .transferEncoding: break
+                        case _ where n == 5 && Self.equalsLowercase(b, e0, e1, "close"): options.close = true
+                        default:
+                            options.fieldNames.append(
+                                String(unsafeUninitializedCapacity: n) { out in
+                                    for k in 0..<n {
+                                        let c = b[e0 + k]
+                                        out[k] = c &- 0x41 < 26 ? c | 0x20 : c
+                                    }
+                                    return n
+                                })
+                        }
                     }
-                    return true
-                }
-                if isToken("close") {
-                    options.close = true
-                } else if isToken("keep-alive") {
-                    options.keepAlive = true
-                } else if isToken("upgrade") {
-                    options.upgrade = true
-                } else if !isToken("transfer-encoding") {
-                    options.fieldNames.append(
-                        String(unsafeUninitializedCapacity: element.count) { out in
-                            for k in element {
-                                let c = b[k]
-                                out[k - element.lowerBound] = c &- 0x41 < 26 ? c | 0x20 : c
-                            }
-                            return element.count
-                        })
                 }
             }
         }
         return options
+    }
+
+    private static func equalsLowercase(_ b: UnsafeBufferPointer<UInt8>, _ start: Int, _ end: Int, _ text: StaticString)
+        -> Bool
+    {
+        guard end - start == text.utf8CodeUnitCount else { return false }
+        let t = text.utf8Start
+        for k in 0..<(end - start) {
+            let c = b[start + k]
+            if (c &- 0x41 < 26 ? c | 0x20 : c) != t[k] { return false }
+        }
+        return true
     }
 
     /// Calls `body` with the byte range of each comma-separated element (RFC 9110 §5.6.1) of the fields `wanted`
