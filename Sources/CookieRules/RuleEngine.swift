@@ -400,13 +400,19 @@ public final class RuleEngine: Sendable {
         return matched
     }
 
-    /// Phase 2 as a planned rewrite; false when the plan cannot model an edit (then nothing is written).
-    private func planEdits(_ edit: inout Edit, _ cookie: SetCookie, _ rewrite: inout SetCookieRewrite) -> Bool {
-        var modelled = true
+    /// Runs `body` over the actions of the matched rules, in file order, with the bytes their texts are in
+    /// (valid only during the call). `drop` and `log` are handled here: nothing more happens to a dropped line
+    /// (a dropped line is always logged). `body` returns false to stop; `then` runs last, while the texts are
+    /// still valid.
+    private func forEachMatchedAction(
+        _ edit: inout Edit, _ body: (inout Edit, CookieProgram.Action, UnsafeBufferPointer<UInt8>, Int) -> Bool,
+        then: (inout Edit) -> Void = { _ in }
+    ) {
         program.actions.withUnsafeBufferPointer { actions in
             program.bytes.withUnsafeBufferPointer { texts in
+                var going = true
                 edit.matched.forEach { index in
-                    guard modelled && !edit.dropped else { return }
+                    guard going && !edit.dropped else { return }
                     let range = program.rules[index].actions
                     for a in Int(range.lowerBound)..<Int(range.upperBound) {
                         switch actions[a] {
@@ -414,25 +420,41 @@ public final class RuleEngine: Sendable {
                             edit.dropped = true
                             return
                         case .log: edit.logRequested = true
-                        case .flagOn(let kind, let text): rewrite.flagOn(kind, text: text.of(texts))
-                        case .flagOff(let kind): rewrite.remove(kind)
-                        case .addDot: modelled = modelled && rewrite.addLeadingDotToDomain(in: cookie)
-                        case .setValue(let kind, let text, let nameLength, let unlessEqualIgnoringCase):
-                            let full = text.of(texts)
-                            modelled =
-                                modelled
-                                && rewrite.set(
-                                    kind, value: UnsafeBufferPointer(rebasing: full[(3 + Int(nameLength))...]),
-                                    name: UnsafeBufferPointer(rebasing: full[..<(2 + Int(nameLength))]),
-                                    unlessEqualIgnoringCase: unlessEqualIgnoringCase, in: cookie)
-                        case .general: modelled = false
+                        case let action:
+                            going = body(&edit, action, texts, index)
+                            if !going { return }
                         }
                     }
                 }
-                // The texts are only read here, while they are valid.
-                if modelled && !edit.dropped { edit.acted = rewrite.write(cookie) }
+                then(&edit)
             }
         }
+    }
+
+    /// Phase 2 as a planned rewrite; false when the plan cannot model an edit (then nothing is written).
+    private func planEdits(_ edit: inout Edit, _ cookie: SetCookie, _ rewrite: inout SetCookieRewrite) -> Bool {
+        var modelled = true
+        forEachMatchedAction(
+            &edit,
+            { _, action, texts, _ in
+                switch action {
+                case .flagOn(let kind, let text): rewrite.flagOn(kind, text: text.of(texts))
+                case .flagOff(let kind): rewrite.remove(kind)
+                case .addDot: modelled = rewrite.addLeadingDotToDomain(in: cookie)
+                case .setValue(let kind, let text, let nameLength, let unlessEqualIgnoringCase):
+                    let full = text.of(texts)
+                    modelled = rewrite.set(
+                        kind, value: UnsafeBufferPointer(rebasing: full[(3 + Int(nameLength))...]),
+                        name: UnsafeBufferPointer(rebasing: full[..<(2 + Int(nameLength))]),
+                        unlessEqualIgnoringCase: unlessEqualIgnoringCase, in: cookie)
+                default: modelled = false
+                }
+                return modelled
+            },
+            then: { edit in
+                // The plan points into the program's texts: written while they are valid.
+                if modelled && !edit.dropped { edit.acted = rewrite.write(cookie) }
+            })
         edit.rewritten = modelled && !edit.dropped && edit.acted
         return modelled
     }
@@ -441,53 +463,33 @@ public final class RuleEngine: Sendable {
     private func applyInPlace(_ plan: CookiePlan, _ edit: inout Edit, to cookie: inout SetCookie, now: Int64) {
         // Room for a few appended attributes first: at most one reallocation.
         cookie.reserveCapacity(forAdding: 64)
-        program.actions.withUnsafeBufferPointer { actions in
-            program.bytes.withUnsafeBufferPointer { texts in
-                edit.matched.forEach { index in
-                    // Nothing more can happen to a dropped line (a dropped line is always logged).
-                    guard !edit.dropped else { return }
-                    let range = program.rules[index].actions
-                    for a in Int(range.lowerBound)..<Int(range.upperBound) {
-                        switch actions[a] {
-                        case .drop:
-                            edit.dropped = true
-                            return
-                        case .log: edit.logRequested = true
-                        case .flagOn(let kind, let text):
-                            edit.acted = true
-                            cookie.setFlagChecked(kind, text: text.of(texts))
-                        case .flagOff(let kind):
-                            edit.acted = true
-                            cookie.setFlag(kind, false)
-                        case .addDot:
-                            edit.acted = true
-                            cookie.addLeadingDotToDomain()
-                        case .setValue(let kind, let text, let nameLength, let unlessEqualIgnoringCase):
-                            edit.acted = true
-                            let full = text.of(texts)
-                            let value = UnsafeBufferPointer(rebasing: full[(3 + Int(nameLength))...])
-                            // (The comparison's slice of the bytes must be gone before the edit, or the edit
-                            // copies them.)
-                            if unlessEqualIgnoringCase
-                                && (cookie.lastWrittenValue(of: kind).map { current in
-                                    current.elementsEqual(value, by: { ($0 | 0x20) == ($1 | 0x20) })
-                                } ?? false)
-                            {
-                                continue
-                            }
-                            cookie.setChecked(kind, value: value, text: full, nameLength: Int(nameLength))
-                        case .general(let g):
-                            edit.acted = true
-                            if let note = Self.perform(
-                                program.general[Int(g)], on: &cookie, context: plan.context, now: now,
-                                suffixes: suffixes)
-                            {
-                                edit.notes.append("\(cookieRuleNames[index]): \(note)")
-                            }
-                        }
-                    }
+        forEachMatchedAction(&edit) { edit, action, texts, index in
+            edit.acted = true
+            switch action {
+            case .flagOn(let kind, let text): cookie.setFlagChecked(kind, text: text.of(texts))
+            case .flagOff(let kind): cookie.setFlag(kind, false)
+            case .addDot: cookie.addLeadingDotToDomain()
+            case .setValue(let kind, let text, let nameLength, let unlessEqualIgnoringCase):
+                let full = text.of(texts)
+                let value = UnsafeBufferPointer(rebasing: full[(3 + Int(nameLength))...])
+                // (The comparison's slice of the bytes must be gone before the edit, or the edit copies them.)
+                if unlessEqualIgnoringCase
+                    && (cookie.lastWrittenValue(of: kind).map { current in
+                        current.elementsEqual(value, by: { ($0 | 0x20) == ($1 | 0x20) })
+                    } ?? false)
+                {
+                    return true
                 }
+                cookie.setChecked(kind, value: value, text: full, nameLength: Int(nameLength))
+            case .general(let g):
+                if let note = Self.perform(
+                    program.general[Int(g)], on: &cookie, context: plan.context, now: now, suffixes: suffixes)
+                {
+                    edit.notes.append("\(cookieRuleNames[index]): \(note)")
+                }
+            case .drop, .log: break
             }
+            return true
         }
     }
 

@@ -95,37 +95,21 @@ public struct HTTPHead: Sendable {
     public func connectionOptions() -> ConnectionOptions {
         var options = ConnectionOptions()
         bytes.withUnsafeBufferPointer { b in
-            fields.withUnsafeBufferPointer { fields in
-                for field in fields where field.known == .connection {
-                    var start = field.value.lowerBound
-                    let end = field.value.upperBound
-                    while start <= end {
-                        var stop = start
-                        while stop < end && b[stop] != 0x2C { stop += 1 }
-                        var e0 = start
-                        var e1 = stop
-                        while e0 < e1 && (b[e0] == 0x20 || b[e0] == 0x09) { e0 += 1 }
-                        while e1 > e0 && (b[e1 - 1] == 0x20 || b[e1 - 1] == 0x09) { e1 -= 1 }
-                        start = stop + 1
-                        guard e0 < e1 else { continue }  // empty elements are allowed and ignored (RFC 9110 §5.6.1)
-                        // Options are field names, or `close`: the field-name classifier knows the others.
-                        let n = e1 - e0
-                        switch KnownField.classify(b, e0, e1) {
-                        case .keepAlive: options.keepAlive = true
-                        case .upgrade: options.upgrade = true
-                        case .transferEncoding: break
-                        case _ where n == 5 && Self.equalsLowercase(b, e0, e1, "close"): options.close = true
-                        default:
-                            options.fieldNames.append(
-                                String(unsafeUninitializedCapacity: n) { out in
-                                    for k in 0..<n {
-                                        let c = b[e0 + k]
-                                        out[k] = c &- 0x41 < 26 ? c | 0x20 : c
-                                    }
-                                    return n
-                                })
-                        }
-                    }
+            forEachListElement(where: { $0.known == .connection }) { (element: Range<Int>) in
+                guard !element.isEmpty else { return }  // empty elements are allowed and ignored (RFC 9110 §5.6.1)
+                // Options are field names, or `close`: the field-name classifier knows the others.
+                let (e0, e1) = (element.lowerBound, element.upperBound)
+                switch KnownField.classify(b, e0, e1) {
+                case .keepAlive: options.keepAlive = true
+                case .upgrade: options.upgrade = true
+                case .transferEncoding: break
+                case _ where Self.equalsLowercase(b, e0, e1, "close"): options.close = true
+                default:
+                    options.fieldNames.append(
+                        String(unsafeUninitializedCapacity: e1 - e0) { out in
+                            for k in e0..<e1 { out[k - e0] = b[k] &- 0x41 < 26 ? b[k] | 0x20 : b[k] }
+                            return e1 - e0
+                        })
                 }
             }
         }
