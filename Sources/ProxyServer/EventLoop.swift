@@ -34,6 +34,8 @@ final class EventLoop: @unchecked Sendable {
     var readBuffer = [UInt8](repeating: 0, count: 64 * 1024)
     /// Idle upstream connections per origin; plain and TLS (intercepted) ones are kept apart.
     var pool: [PoolKey: [UpstreamConnection]] = [:]
+    /// Connections whose upstream bytes wait for the end of the current batch of events.
+    var deferredFlushes: [ClientConnection] = []
 
     struct PoolKey: Hashable {
         var origin: Origin
@@ -103,6 +105,15 @@ final class EventLoop: @unchecked Sendable {
                 }
                 now = monotonicMilliseconds()
                 handlers[Int(token)]?.handle(events)
+            }
+            if !deferredFlushes.isEmpty {
+                var batch: [ClientConnection] = []
+                swap(&batch, &deferredFlushes)
+                for client in batch { client.flushDeferred() }
+                if deferredFlushes.isEmpty {
+                    batch.removeAll(keepingCapacity: true)
+                    deferredFlushes = batch
+                }
             }
             now = monotonicMilliseconds()
             if now - lastTick >= 250 {
