@@ -323,9 +323,16 @@ final class ClientConnection: LoopHandler, @unchecked Sendable {
     func flushDeferred() {
         upstreamFlushDeferred = false
         guard !closed else { return }
-        mayDeferUpstream = false
-        apply()
-        mayDeferUpstream = true
+        flushUpstream()
+        if !io.commands.isEmpty || pendingToClient > 0 {
+            // A failed send gave the machine something to do (an answer, a close): the whole round.
+            mayDeferUpstream = false
+            apply()
+            mayDeferUpstream = true
+        } else if pendingToUpstream > 0 {
+            // The socket took part of it: wait for it to be writable.
+            updateInterest(machine.status())
+        }
     }
 
     private func flushUpstream() {
