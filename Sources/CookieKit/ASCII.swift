@@ -90,4 +90,13 @@ public enum HTTPToken {
     /// tchar = "!" / "#" / "$" / "%" / "&" / "'" / "*" / "+" / "-" / "." / "^" / "_" / "`" / "|" / "~" / DIGIT / ALPHA
     @inlinable
     public static func isTokenChar(_ byte: UInt8) -> Bool { ASCII.isTokenChar(byte) }
+
+    /// Whether `bytes[start..<end]` is the lowercase `literal`, ignoring ASCII case (tokens such as connection
+    /// options compare case-insensitively, RFC 9110 §5.6.2).
+    @inlinable
+    public static func equalsLowercase(
+        _ bytes: UnsafeBufferPointer<UInt8>, _ start: Int, _ end: Int, _ literal: StaticString
+    ) -> Bool {
+        ASCII.equalsLowercase(bytes, start, end, literal)
+    }
 }

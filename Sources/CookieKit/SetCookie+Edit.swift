@@ -148,6 +148,12 @@ extension SetCookie {
         }
         let start = bytes.count + 1
         bytes.append(contentsOf: text)
+        appendSpan(from: start, nameLength: nameLength, hasValue: valueLength > 0, kind: kind)
+    }
+
+    /// The span of a cookie-av just appended as `; name` or `; name=value` (no edge whitespace), from just after
+    /// its `;` to the end of the bytes.
+    private mutating func appendSpan(from start: Int, nameLength: Int, hasValue: Bool, kind: CookieAttributeKind) {
         let nameStart = start + 1
         let nameEnd = nameStart + nameLength
         let end = bytes.count
@@ -155,8 +161,8 @@ extension SetCookie {
             Layout.Span(
                 start: Int32(truncatingIfNeeded: start), end: Int32(truncatingIfNeeded: end),
                 nameStart: Int32(truncatingIfNeeded: nameStart), nameEnd: Int32(truncatingIfNeeded: nameEnd),
-                valueStart: Int32(truncatingIfNeeded: valueLength > 0 ? nameEnd + 1 : end),
-                valueEnd: Int32(truncatingIfNeeded: end), hasEquals: valueLength > 0, kind: kind))
+                valueStart: Int32(truncatingIfNeeded: hasValue ? nameEnd + 1 : end),
+                valueEnd: Int32(truncatingIfNeeded: end), hasEquals: hasValue, kind: kind))
     }
 
     /// ``set(_:toBytes:)`` for a value checked when it was compiled: the value in effect is replaced, or `text`
@@ -246,7 +252,6 @@ extension SetCookie {
         // it, so the layout gains one span instead of being recomputed. Names written here are tokens and
         // values have no edge whitespace when they come from the engine; anything else is measured by `span`.
         let start = bytes.count + 1
-        let nameStart = start + 1
         bytes.append(0x3B)
         bytes.append(0x20)
         bytes.append(contentsOf: name)
@@ -261,15 +266,10 @@ extension SetCookie {
             layout.spans.append(bytes.withUnsafeBufferPointer { Layout.span(in: $0, from: start, to: $0.count) })
             return
         }
-        let nameEnd = nameStart + name.count
-        let end = bytes.count
-        let kind = knownKind ?? bytes.withUnsafeBufferPointer { CookieAttributeKind.classify($0, nameStart, nameEnd) }
-        layout.spans.append(
-            Layout.Span(
-                start: Int32(truncatingIfNeeded: start), end: Int32(truncatingIfNeeded: end),
-                nameStart: Int32(truncatingIfNeeded: nameStart), nameEnd: Int32(truncatingIfNeeded: nameEnd),
-                valueStart: Int32(truncatingIfNeeded: value == nil ? end : nameEnd + 1),
-                valueEnd: Int32(truncatingIfNeeded: end), hasEquals: value != nil, kind: kind))
+        let kind =
+            knownKind
+            ?? bytes.withUnsafeBufferPointer { CookieAttributeKind.classify($0, start + 1, start + 1 + name.count) }
+        appendSpan(from: start, nameLength: name.count, hasValue: value != nil, kind: kind)
     }
 
     private mutating func removeSpans(_ indices: [Int]) {

@@ -1,9 +1,3 @@
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Darwin)
-    import Darwin
-#endif
-
 /// Edits planned over a parsed line and written out once: the rule engine's per-cookie path.
 ///
 /// The in-place edits (``SetCookie/setFlag(_:_:)``, ``SetCookie/set(_:toBytes:)``,
@@ -186,7 +180,7 @@ package struct SetCookieRewrite: ~Copyable {
         }
     }
 
-    /// Writes the edited line into ``output``; true when it differs from the received one.
+    /// Writes the edited line (read it with ``withOutput(_:)``); true when it differs from the received one.
     package mutating func write(_ cookie: SetCookie) -> Bool {
         count = 0
         let spans = cookie.layout.spans
@@ -236,9 +230,6 @@ package struct SetCookieRewrite: ~Copyable {
             flush()
         }
         // A new value equal to the old one, or a removal undone by an append of the same bytes, is no change.
-        return changed
-            && !(count == cookie.bytes.count
-                && cookie.bytes.withUnsafeBufferPointer { b in count == 0 || memcmp(b.baseAddress!, buffer, count) == 0
-                })
+        return changed && !cookie.hasBytes(UnsafeBufferPointer(start: buffer, count: count))
     }
 }

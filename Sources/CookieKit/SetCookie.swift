@@ -71,11 +71,14 @@ public struct SetCookie: Sendable, Hashable, CustomStringConvertible {
 
     /// Whether the field value is exactly `other` (a memory comparison).
     public func hasBytes(_ other: ArraySlice<UInt8>) -> Bool {
+        other.withUnsafeBufferPointer { hasBytes($0) }
+    }
+
+    /// Whether the field value is exactly the bytes in `other` (a memory comparison).
+    public func hasBytes(_ other: UnsafeBufferPointer<UInt8>) -> Bool {
         guard bytes.count == other.count else { return false }
         return bytes.withUnsafeBufferPointer { a in
-            other.withUnsafeBufferPointer { b in
-                a.count == 0 || memcmp(a.baseAddress!, b.baseAddress!, a.count) == 0
-            }
+            a.count == 0 || memcmp(a.baseAddress!, other.baseAddress!, a.count) == 0
         }
     }
     public func hash(into hasher: inout Hasher) { hasher.combine(bytes) }

@@ -73,30 +73,6 @@ public enum HostPattern: Sendable, Hashable {
     }
 }
 
-extension HostPattern {
-    /// Whether a cookie's Domain value (leading dot already dropped, any case) matches: as ``matches(_:)`` on
-    /// the lowercased value, without building a string. Patterns are lowercase.
-    func matches(domainBytes d: UnsafeBufferPointer<UInt8>) -> Bool {
-        @inline(__always) func equalsLowercased(_ pattern: String, at offset: Int) -> Bool {
-            var pattern = pattern
-            return pattern.withUTF8 { p in
-                for k in 0..<p.count {
-                    let c = d[offset + k]
-                    if (c &- 0x41 < 26 ? c | 0x20 : c) != p[k] { return false }
-                }
-                return true
-            }
-        }
-        switch self {
-        case .exact(let h): return d.count == h.utf8.count && equalsLowercased(h, at: 0)
-        case .subdomains(_, let dotted):
-            let n = dotted.utf8.count
-            return d.count > n && equalsLowercased(dotted, at: d.count - n)
-        case .any: return true
-        }
-    }
-}
-
 /// `/api/` (a prefix) or `/api/*.json` (a glob over the whole path).
 public enum PathPattern: Sendable, Hashable {
     case prefix(String)

@@ -104,7 +104,8 @@ struct RuleMatches: Sendable {
     }
 }
 
-/// What the cookie conditions other than `cookie-domain` look at, computed once per cookie when first needed.
+/// What the cookie conditions other than `cookie-domain` (compiled to byte patterns, ``CookieProgram/Check``)
+/// look at, computed once per cookie when first needed.
 final class DerivedCookieFacts {
     var name: String? = nil
     var attributes: CookieAttributes? = nil
@@ -117,12 +118,6 @@ final class DerivedCookieFacts {
         case .cookie(let patterns):
             if name == nil { name = cookie.name }
             return patterns.contains { $0.matches(name!) }
-        case .cookieDomain(let patterns):
-            guard let range = cookie.domainRange, !range.isEmpty else { return false }
-            return cookie.bytes.withUnsafeBufferPointer { b in
-                let d = UnsafeBufferPointer(rebasing: b[range])
-                return patterns.contains { $0.matches(domainBytes: d) }
-            }
         case .state(let predicates):
             if rejected == nil && predicates.contains(.rejected) {
                 rejected =
@@ -131,7 +126,7 @@ final class DerivedCookieFacts {
             }
             if attributes == nil { attributes = cookie.attributes }
             return predicates.contains { $0.holds(cookie, attributes!, rejected: rejected ?? false) }
-        default: return !condition.negated  // message conditions were checked in the plan
+        default: return !condition.negated  // message conditions were checked in the plan; cookie-domain never comes
         }
     }
 }
@@ -175,7 +170,8 @@ public final class RuleEngine: Sendable {
         init(_ rules: [Rule]) {
             var keys: [[UInt8]: Int] = [:]
             func add(_ bytes: [UInt8], suffix: Bool, _ rule: Int) {
-                let key = (suffix ? [0x2E] : [0x00]) + bytes  // (a '.suffix' key already starts with its dot)
+                // The kind first: an exact name and a suffix with the same bytes stay apart.
+                let key = [suffix ? 1 : 0] + bytes
                 if let e = keys[key] {
                     if entries[e].rules.last != rule { entries[e].rules.append(rule) }
                     return
@@ -347,21 +343,19 @@ public final class RuleEngine: Sendable {
     }
 
     /// ``apply(_:editing:now:)`` for the proxy: when every matched rule's actions are ones a
-    /// ``SetCookieRewrite`` models, the result is written into `rewrite.output` and `cookie` is left as
-    /// received (``Edit/rewritten``); otherwise `cookie` is edited in place.
+    /// ``SetCookieRewrite`` models, the result is written by `rewrite` (``SetCookieRewrite/withOutput(_:)``) and
+    /// `cookie` is left as received (``Edit/rewritten``); otherwise `cookie` is edited in place.
     package func apply(
         _ plan: CookiePlan, editing cookie: inout SetCookie, now: Int64, rewrite: inout SetCookieRewrite
     ) -> Edit {
-        var edit = Edit(
-            matched: match(plan, cookie, now: now), dropped: false, acted: false, logRequested: false, notes: [])
-        guard !edit.matched.isEmpty else { return edit }
+        let matched = match(plan, cookie, now: now)
+        var edit = Edit(matched: matched, dropped: false, acted: false, logRequested: false, notes: [])
+        guard !matched.isEmpty else { return edit }
         var plannable = true
-        edit.matched.forEach { if !program.rules[$0].plannable { plannable = false } }
+        matched.forEach { if !program.rules[$0].plannable { plannable = false } }
         if plannable && rewrite.begin(cookie) && planEdits(&edit, cookie, &rewrite) { return edit }
-        edit.dropped = false
-        edit.acted = false
-        edit.logRequested = false
-        edit.rewritten = false
+        // Not modelled: the in-place edits, from a fresh start.
+        edit = Edit(matched: matched, dropped: false, acted: false, logRequested: false, notes: [])
         applyInPlace(plan, &edit, to: &cookie, now: now)
         return edit
     }
@@ -789,7 +783,7 @@ struct CookieProgram: Sendable {
     }
 
     /// Whether the Domain in effect (without its leading dot, any case) matches one of the patterns (lowercase),
-    /// as ``HostPattern/matches(domainBytes:)``.
+    /// as ``HostPattern/matches(_:)`` would on the lowercased value, without building a string.
     func domainMatches(_ cookie: SetCookie, _ patterns: Range<Int32>) -> Bool {
         guard let range = cookie.domainRange, !range.isEmpty else { return false }
         return cookie.bytes.withUnsafeBufferPointer { b in

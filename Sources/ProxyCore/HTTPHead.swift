@@ -103,7 +103,7 @@ public struct HTTPHead: Sendable {
                 case .keepAlive: options.keepAlive = true
                 case .upgrade: options.upgrade = true
                 case .transferEncoding: break
-                case _ where Self.equalsLowercase(b, e0, e1, "close"): options.close = true
+                case _ where HTTPToken.equalsLowercase(b, e0, e1, "close"): options.close = true
                 default:
                     options.fieldNames.append(
                         String(unsafeUninitializedCapacity: e1 - e0) { out in
@@ -114,18 +114,6 @@ public struct HTTPHead: Sendable {
             }
         }
         return options
-    }
-
-    private static func equalsLowercase(_ b: UnsafeBufferPointer<UInt8>, _ start: Int, _ end: Int, _ text: StaticString)
-        -> Bool
-    {
-        guard end - start == text.utf8CodeUnitCount else { return false }
-        let t = text.utf8Start
-        for k in 0..<(end - start) {
-            let c = b[start + k]
-            if (c &- 0x41 < 26 ? c | 0x20 : c) != t[k] { return false }
-        }
-        return true
     }
 
     /// Calls `body` with the byte range of each comma-separated element (RFC 9110 §5.6.1) of the fields `wanted`

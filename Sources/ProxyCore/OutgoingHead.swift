@@ -145,7 +145,7 @@ public struct OutgoingHead: Sendable {
             withUnsafeTemporaryAllocation(of: UInt8.self, capacity: length) { line in
                 let base = line.baseAddress!
                 source.bytes.withUnsafeBufferPointer { b in
-                    (base).initialize(from: b.baseAddress! + name.lowerBound, count: name.count)
+                    base.initialize(from: b.baseAddress! + name.lowerBound, count: name.count)
                 }
                 var at = name.count
                 (base + at).initialize(to: 0x3A)
@@ -183,40 +183,31 @@ public struct OutgoingHead: Sendable {
         // one range of the edited bytes.
         var run: Range<Int>? = nil
         var editedRun: Range<Int>? = nil
+        func flushRuns() {
+            if let current = run { out.append(contentsOf: bytes[current]) }
+            if let current = editedRun { out.append(contentsOf: editedBytes[current]) }
+            run = nil
+            editedRun = nil
+        }
         for line in lines {
             switch line {
             case .original(let i):
-                if let current = editedRun {
-                    out.append(contentsOf: editedBytes[current])
-                    editedRun = nil
-                }
                 let r = source.fields[i].line
                 if let current = run, current.upperBound == r.lowerBound {
                     run = current.lowerBound..<r.upperBound
                 } else {
-                    if let current = run { out.append(contentsOf: bytes[current]) }
+                    flushRuns()
                     run = r
                 }
             case .edited(_, let r):
-                if let current = run {
-                    out.append(contentsOf: bytes[current])
-                    run = nil
-                }
                 if let current = editedRun, current.upperBound == r.lowerBound {
                     editedRun = current.lowerBound..<r.upperBound
                 } else {
-                    if let current = editedRun { out.append(contentsOf: editedBytes[current]) }
+                    flushRuns()
                     editedRun = r
                 }
             case .written(let name, let value, _):
-                if let current = run {
-                    out.append(contentsOf: bytes[current])
-                    run = nil
-                }
-                if let current = editedRun {
-                    out.append(contentsOf: editedBytes[current])
-                    editedRun = nil
-                }
+                flushRuns()
                 out.append(contentsOf: name.utf8)
                 out.append(0x3A)
                 out.append(0x20)
@@ -225,8 +216,7 @@ public struct OutgoingHead: Sendable {
                 out.append(crlf.1)
             }
         }
-        if let current = editedRun { out.append(contentsOf: editedBytes[current]) }
-        if let current = run { out.append(contentsOf: bytes[current]) }
+        flushRuns()
         out.append(crlf.0)
         out.append(crlf.1)
     }

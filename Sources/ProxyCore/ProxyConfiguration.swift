@@ -9,8 +9,6 @@ public struct Origin: Sendable, Hashable, CustomStringConvertible {
     /// `host:port`, IPv6 in brackets.
     public var description: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
 
-    /// The authority as a Host field value (RFC 9110 §7.2): `host`, or `host:port` when the port is not
-    /// `defaultPort`; IPv6 in brackets. Written as bytes, without string interpolation.
     /// Whether `value` is exactly ``hostFieldValue(defaultPort:)``, compared without building it (a request whose
     /// Host already names its URL's authority, the usual case, costs no allocation).
     public func isHostFieldValue(_ value: ArraySlice<UInt8>, defaultPort: Int) -> Bool {
@@ -44,6 +42,8 @@ public struct Origin: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
+    /// The authority as a Host field value (RFC 9110 §7.2): `host`, or `host:port` when the port is not
+    /// `defaultPort`; IPv6 in brackets. Written as bytes, without string interpolation.
     public func hostFieldValue(defaultPort: Int) -> [UInt8] {
         var out: [UInt8] = []
         out.reserveCapacity(host.utf8.count + 8)

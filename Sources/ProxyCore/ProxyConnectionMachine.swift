@@ -426,15 +426,15 @@ public struct ProxyConnectionMachine: Sendable {
                 target = request.target
             }
         } else {
-            // The scheme, case-insensitively, from one load of the target's first eight bytes (RFC 3986 §3.1).
-            let scheme = Self.schemePrefix(request.target)
-            if scheme == .https {
+            // The scheme, case-insensitively, from the target's first eight bytes taken as one word (RFC 3986 §3.1).
+            let prefix = Self.schemePrefix(request.target)
+            if prefix == .https {
                 answer(
                     400, "https URLs go through CONNECT; this proxy does not fetch https:// targets itself", &io,
                     keepAlive: false)
                 return
             }
-            guard scheme == .http else {
+            guard prefix == .http else {
                 answer(400, "request target must be an absolute http:// URL", &io, keepAlive: false)
                 return
             }
@@ -759,6 +759,12 @@ public struct ProxyConnectionMachine: Sendable {
     }
 
     static let viaCookieProxy11 = Array("1.1 cookie-proxy".utf8)
+    static let viaCookieProxy10 = Array("1.0 cookie-proxy".utf8)
+    static let http11Suffix = Array(" HTTP/1.1".utf8)
+    // Connection values the proxy writes, built once.
+    static let upgradeToken = Array("upgrade".utf8)
+    static let closeToken = Array("close".utf8)
+    static let keepAliveToken = Array("keep-alive".utf8)
     /// Connection, Keep-Alive, Proxy-Connection and TE, one bit each by classification.
     static let hopByHopFields: UInt32 = [KnownField.connection, .keepAlive, .proxyConnection, .te].reduce(0) {
         $0 | 1 << UInt32($1.rawValue)
@@ -779,12 +785,6 @@ public struct ProxyConnectionMachine: Sendable {
             return .other
         }
     }
-    // Connection values the proxy writes, built once.
-    static let upgradeToken = Array("upgrade".utf8)
-    static let closeToken = Array("close".utf8)
-    static let keepAliveToken = Array("keep-alive".utf8)
-    static let viaCookieProxy10 = Array("1.0 cookie-proxy".utf8)
-    static let http11Suffix = Array(" HTTP/1.1".utf8)
 
     /// `host[:port]` or `[v6]:port`, parsed on bytes (Character-level Substring work is slow).
     static func parseAuthority(_ authority: Substring, defaultPort: Int) -> Origin? {

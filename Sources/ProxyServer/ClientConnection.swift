@@ -319,7 +319,8 @@ final class ClientConnection: LoopHandler, @unchecked Sendable {
         flushUpstream()
     }
 
-    /// Sends what waited for the end of the batch (see ``flush()``), then carries on as after any event.
+    /// Sends what waited for the end of the batch (see ``flush()``); a failed send gets the whole round of
+    /// ``apply()``, a partial one the upstream's write interest.
     func flushDeferred() {
         upstreamFlushDeferred = false
         guard !closed else { return }

@@ -98,8 +98,9 @@ final class RulesHooks: ProxyHooks, Sendable {
         for index in 0..<head.count where head.name(at: index, is: .setCookie) {
             if seenCount == 0 { nowMS = Int64(Date().timeIntervalSince1970 * 1000) }
             seenCount += 1
-            // One copy of the received value, edited in place; the received bytes stay in the head, so the
-            // original is only rebuilt when a log record needs it.
+            // One copy of the received value, parsed; the rules' result is written by the rewrite (or, for what it
+            // does not model, edited in place). The received bytes stay in the head, so the original is only
+            // rebuilt when a log record needs it.
             let received = head.valueBytes(at: index)
             scratch.cookie.reset(to: received, spareCapacity: 64)
             let edit = engine.apply(plan, editing: &scratch.cookie, now: nowMS / 1000, rewrite: &scratch.rewrite)
@@ -108,12 +109,10 @@ final class RulesHooks: ProxyHooks, Sendable {
                 changedCount += 1
                 if edit.dropped {
                     dropped.append(index)
+                } else if edit.rewritten {
+                    scratch.rewrite.withOutput { head.replaceValue(at: index, with: $0) }
                 } else {
-                    if edit.rewritten {
-                        scratch.rewrite.withOutput { head.replaceValue(at: index, with: $0) }
-                    } else {
-                        head.replaceValue(at: index, with: scratch.cookie.bytes)
-                    }
+                    head.replaceValue(at: index, with: scratch.cookie.bytes)
                 }
             }
             guard let sink, changed || edit.logRequested || dryRun else { continue }
@@ -155,8 +154,13 @@ final class CookieScratch {
 
     private static let key: pthread_key_t = {
         var key = pthread_key_t()
-        // The thread's value is released when the thread ends.
-        pthread_key_create(&key) { Unmanaged<CookieScratch>.fromOpaque($0!).release() }
+        // The thread's value is released when the thread ends (the destructor's pointer is optional in Glibc's
+        // declaration, not in Darwin's).
+        #if canImport(Darwin)
+            pthread_key_create(&key) { Unmanaged<CookieScratch>.fromOpaque($0).release() }
+        #else
+            pthread_key_create(&key) { Unmanaged<CookieScratch>.fromOpaque($0!).release() }
+        #endif
         return key
     }()
 
