@@ -35,16 +35,13 @@ public struct SetCookie: Sendable, Hashable, CustomStringConvertible {
     /// Parses the bytes of a header line value, leaving room for `spareCapacity` more bytes and a few more
     /// attributes, so that edits that follow do not reallocate (two allocations in all).
     public init(_ bytes: ArraySlice<UInt8>, spareCapacity: Int) {
-        var copy: [UInt8] = []
-        copy.reserveCapacity(bytes.count + spareCapacity)
-        copy.append(contentsOf: bytes)
-        self.bytes = copy
-        self.layout = copy.withUnsafeBufferPointer { Layout.parse($0, spareSpans: spareCapacity > 0 ? 4 : 0) }
+        self.init(bytes: [])
+        reset(to: bytes, spareCapacity: spareCapacity)
     }
 
-    /// Makes this value the parse of `newBytes` with room for `spareCapacity` more bytes, as
-    /// ``init(_:spareCapacity:)``, but in this value's storage when no copy shares it: a loop over the lines of
-    /// a message allocates once, not twice per line.
+    /// Makes this value the parse of `newBytes` with room for `spareCapacity` more bytes (and a few more
+    /// attributes), in this value's storage when no copy shares it: a loop over the lines of a message allocates
+    /// once, not twice per line.
     public mutating func reset(to newBytes: ArraySlice<UInt8>, spareCapacity: Int) {
         if bytes.capacity < newBytes.count + spareCapacity {
             bytes = []
