@@ -195,6 +195,32 @@ func curl(_ arguments: [String]) throws -> CommandResult {
     try run(Paths.which("curl"), ["-sS", "--max-time", "30"] + arguments)
 }
 
+/// Waits until something accepts TCP connections on 127.0.0.1:`port` (a server started by the test, which says
+/// nothing when it is ready); false after `timeout` seconds.
+func waitUntilListening(port: Int, timeout: Double = 20) -> Bool {
+    let deadline = Date().addingTimeInterval(timeout)
+    while Date() < deadline {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        if connectLoopback(fd, port: port) { return true }
+        usleep(20_000)
+    }
+    return false
+}
+
+/// Connects a TCP socket to 127.0.0.1:`port`.
+func connectLoopback(_ fd: Int32, port: Int) -> Bool {
+    var addr = sockaddr_in()
+    addr.sin_family = sa_family_t(AF_INET)
+    addr.sin_port = in_port_t(UInt16(port).bigEndian)
+    addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+    return withUnsafePointer(to: &addr) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+            connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
+        }
+    }
+}
+
 /// A raw TCP client: sends bytes, reads until the peer closes (or `until` says the reply is complete).
 enum RawClient {
     static func exchange(
@@ -205,16 +231,7 @@ enum RawClient {
         defer { close(fd) }
         var tv = timeval(tv_sec: timeout, tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
-        var addr = sockaddr_in()
-        addr.sin_family = sa_family_t(AF_INET)
-        addr.sin_port = in_port_t(UInt16(port).bigEndian)
-        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let rc = withUnsafePointer(to: &addr) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-            }
-        }
-        guard rc == 0 else { throw HarnessError("connect failed") }
+        guard connectLoopback(fd, port: port) else { throw HarnessError("connect failed") }
         for chunk in chunks {
             _ = chunk.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
             if pause > 0 { usleep(pause) }

@@ -117,7 +117,9 @@ import Testing
                 "-quiet",
             ])
         _ = server
-        usleep(500_000)
+        // s_server says nothing when it is ready (-quiet): its port is asked instead of sleeping a fixed time,
+        // which on a loaded machine was sometimes too short (the proxy then answered 502, connection refused).
+        #expect(waitUntilListening(port: port))
         let proxy = try Proxy()
         let result = try curl(["-v", "--cacert", "\(dir)/cert.pem", "-x", proxy.url, "https://localhost:\(port)/"])
         #expect(result.status == 0)
