@@ -18,6 +18,12 @@ final class ClientConnection: LoopHandler, @unchecked Sendable {
     var clientSent = 0
     var upstreamSent = 0
     var upstream: UpstreamConnection?
+    /// The upstream of this client's last exchange, idle and kept for its next request (HAProxy's "http-reuse
+    /// safe": a client's requests to one origin go over one upstream connection). A request for the same origin
+    /// takes it back without going through the loop's pool (a hash of the origin and a list change, twice per
+    /// exchange); a request for another origin, this client closing, or the loop draining gives it to the pool
+    /// (or closes it). It is closed when the server closes it, and counts as pooled for the idle timeout.
+    var parked: UpstreamConnection?
     var interest: UInt32 = Poller.readable
     var closeAfterFlush = false
     /// Bytes for the upstream wait for the end of the loop's batch of events (``flushDeferred()``).
@@ -395,6 +401,15 @@ final class ClientConnection: LoopHandler, @unchecked Sendable {
 
     private func startConnect(_ origin: Origin, fresh: Bool) {
         connectGeneration += 1
+        if let parked {
+            self.parked = nil
+            if !fresh && parked.origin == origin && (parked.tls != nil) == (clientTLS != nil) {
+                attach(parked)
+                machine.upstreamConnected(reused: true, &io)
+                return
+            }
+            loop.givePooled(parked, idleSince: parked.pooledAt)
+        }
         if !fresh, let pooled = loop.takePooled(origin, tls: clientTLS != nil) {
             attach(pooled)
             machine.upstreamConnected(reused: true, &io)
@@ -498,7 +513,15 @@ final class ClientConnection: LoopHandler, @unchecked Sendable {
         if reusable && !unsent && !upstream.readClosed && !upstream.writeShut && !upstream.connecting
             && (upstream.tls?.handshakeComplete ?? true)
         {
-            loop.givePooled(upstream)
+            if loop.draining || closeAfterFlush {
+                loop.givePooled(upstream)
+            } else {
+                // Kept for this client's next request; any event on it now means the server closed it.
+                if let parked { loop.givePooled(parked, idleSince: parked.pooledAt) }
+                parked = upstream
+                upstream.pooledAt = loop.now
+                upstream.setInterest(Poller.readable)
+            }
         } else {
             upstream.close()
         }
@@ -506,9 +529,23 @@ final class ClientConnection: LoopHandler, @unchecked Sendable {
 
     // MARK: Deadlines and closing
 
+    /// The parked upstream had an event: the server closed it (or sent bytes nobody asked for).
+    func dropParked() {
+        parked?.close()
+        parked = nil
+    }
+
+    /// Gives the parked upstream to the loop's pool (which closes it when draining or full).
+    private func releaseParked() {
+        guard let parked else { return }
+        self.parked = nil
+        loop.givePooled(parked, idleSince: parked.pooledAt)
+    }
+
     func checkDeadline() {
         if closed { return }
         let c = loop.configuration
+        if let parked, loop.now - parked.pooledAt >= Int64(c.poolIdleTimeout * 1000) { dropParked() }
         let (start, seconds): (Int64, Double)
         switch machine.phase {
         case .idle: (start, seconds) = (lastActivity, c.idleTimeout)
@@ -529,6 +566,7 @@ final class ClientConnection: LoopHandler, @unchecked Sendable {
     }
 
     func drain() {
+        dropParked()
         machine.drain(&io)
         apply()
     }
@@ -540,6 +578,7 @@ final class ClientConnection: LoopHandler, @unchecked Sendable {
             self.upstream = nil
             upstream.close()
         }
+        releaseParked()
         loop.unregister(self, fd: fd)
         Sys.close(fd)
         loop.removed(self)
@@ -581,6 +620,10 @@ final class UpstreamConnection: LoopHandler, @unchecked Sendable {
         guard let owner else {
             // Idle in the pool: any event means the server closed it or sent garbage.
             loop.dropPooled(self)
+            return
+        }
+        if owner.parked === self {
+            owner.dropParked()
             return
         }
         if connecting {

@@ -195,14 +195,15 @@ final class EventLoop: @unchecked Sendable {
         pool[PoolKey(origin: origin, tls: tls)]?.popLast()
     }
 
-    func givePooled(_ upstream: UpstreamConnection) {
+    /// Makes `upstream` idle in the pool; `idleSince`, when it was already idle (parked with a client).
+    func givePooled(_ upstream: UpstreamConnection, idleSince: Int64? = nil) {
         let key = PoolKey(origin: upstream.origin, tls: upstream.tls != nil)
         if draining || (pool[key]?.count ?? 0) >= configuration.poolPerOrigin {
             upstream.close()
             return
         }
         upstream.owner = nil
-        upstream.pooledAt = now
+        upstream.pooledAt = idleSince ?? now
         upstream.setInterest(Poller.readable)
         pool[key, default: []].append(upstream)
     }

@@ -175,9 +175,13 @@ struct TestCA {
 final class Proxy: Sendable {
     let process: TestProcess
     let port: Int
-    init(_ extra: [String] = [], environment: [String: String]? = ["COOKIE_PROXY_HOME": Proxy.defaultHome]) throws {
+    init(
+        _ extra: [String] = [], threads: Int = 2,
+        environment: [String: String]? = ["COOKIE_PROXY_HOME": Proxy.defaultHome]
+    ) throws {
         process = try TestProcess(
-            Paths.binary, ["run", "--listen", "127.0.0.1:0", "--threads", "2"] + extra, environment: environment)
+            Paths.binary, ["run", "--listen", "127.0.0.1:0", "--threads", "\(threads)"] + extra,
+            environment: environment)
         let line = try process.waitForLine(startingWith: "cookie-proxy listening on ")
         port = Int(line.split(separator: ":").last!)!
     }

@@ -124,6 +124,14 @@ def handle(conn):
                         cookie = value.strip()
                 payload = b"<html><body><pre id=cookies>COOKIE[" + cookie + b"]</pre></body></html>"
                 conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nCache-Control: no-store\r\nContent-Length: %d\r\n\r\n" % len(payload) + payload)
+            elif path.startswith("/conn"):
+                # The proxy's end of this connection (its port), so tests can tell upstream connections apart;
+                # /conn-close then closes it, as a server whose keep-alive timeout ran out.
+                payload = b"%d" % conn.getpeername()[1]
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % len(payload) + payload)
+                if path.startswith("/conn-close"):
+                    conn.close()
+                    return
             elif path.startswith("/path"):
                 payload = ("%s %s" % (method, path)).encode()
                 conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % len(payload) + payload)
