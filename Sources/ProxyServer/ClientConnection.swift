@@ -12,7 +12,9 @@ import ProxyTLS
 final class ClientConnection: LoopHandler, @unchecked Sendable {
     let fd: Int32
     let address: String
-    unowned let loop: EventLoop
+    /// Its loop outlives it (the loop's tables hold it; the loop's thread holds the server and its loops), so
+    /// no reference counting on the many accesses per request.
+    unowned(unsafe) let loop: EventLoop
     var machine: ProxyConnectionMachine
     var io = ConnectionIO()
     var clientSent = 0
@@ -22,8 +24,9 @@ final class ClientConnection: LoopHandler, @unchecked Sendable {
     /// safe": a client's requests to one origin go over one upstream connection). A request for the same origin
     /// takes it back without going through the loop's pool (a hash of the origin and a list change, twice per
     /// exchange); a request for another origin, this client closing, or the loop draining gives it to the pool
-    /// (or closes it). It is closed when the server closes it, and counts as pooled for the idle timeout.
-    var parked: UpstreamConnection?
+    /// (or closes it). It is closed when the server closes it, and counts as pooled for the idle timeout. A loop
+    /// keeps at most `poolPerOrigin` parked upstreams (then they go to the pool, whose cap is per origin).
+    private(set) var parked: UpstreamConnection?
     var interest: UInt32 = Poller.readable
     var closeAfterFlush = false
     /// Bytes for the upstream wait for the end of the loop's batch of events (``flushDeferred()``).
@@ -401,8 +404,7 @@ final class ClientConnection: LoopHandler, @unchecked Sendable {
 
     private func startConnect(_ origin: Origin, fresh: Bool) {
         connectGeneration += 1
-        if let parked {
-            self.parked = nil
+        if let parked = unpark() {
             if !fresh && parked.origin == origin && (parked.tls != nil) == (clientTLS != nil) {
                 attach(parked)
                 machine.upstreamConnected(reused: true, &io)
@@ -513,12 +515,13 @@ final class ClientConnection: LoopHandler, @unchecked Sendable {
         if reusable && !unsent && !upstream.readClosed && !upstream.writeShut && !upstream.connecting
             && (upstream.tls?.handshakeComplete ?? true)
         {
-            if loop.draining || closeAfterFlush {
+            releaseParked()
+            if loop.draining || closeAfterFlush || loop.parkedCount >= loop.parkLimit {
                 loop.givePooled(upstream)
             } else {
                 // Kept for this client's next request; any event on it now means the server closed it.
-                if let parked { loop.givePooled(parked, idleSince: parked.pooledAt) }
                 parked = upstream
+                loop.parkedCount += 1
                 upstream.pooledAt = loop.now
                 upstream.setInterest(Poller.readable)
             }
@@ -531,14 +534,20 @@ final class ClientConnection: LoopHandler, @unchecked Sendable {
 
     /// The parked upstream had an event: the server closed it (or sent bytes nobody asked for).
     func dropParked() {
-        parked?.close()
-        parked = nil
+        unpark()?.close()
+    }
+
+    /// The parked upstream, no longer parked.
+    private func unpark() -> UpstreamConnection? {
+        guard let parked else { return nil }
+        self.parked = nil
+        loop.parkedCount -= 1
+        return parked
     }
 
     /// Gives the parked upstream to the loop's pool (which closes it when draining or full).
     private func releaseParked() {
-        guard let parked else { return }
-        self.parked = nil
+        guard let parked = unpark() else { return }
         loop.givePooled(parked, idleSince: parked.pooledAt)
     }
 
@@ -589,7 +598,7 @@ final class ClientConnection: LoopHandler, @unchecked Sendable {
 final class UpstreamConnection: LoopHandler, @unchecked Sendable {
     let fd: Int32
     let origin: Origin
-    unowned let loop: EventLoop
+    unowned(unsafe) let loop: EventLoop
     weak var owner: ClientConnection?
     var connecting = false
     var remainingAddresses: [String] = []

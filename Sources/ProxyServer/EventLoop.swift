@@ -26,7 +26,7 @@ class LoopHandler: @unchecked Sendable {
 /// connections it accepted and their upstream connections, an upstream pool, and coarse timers.
 /// Everything here is touched only by the loop's thread, except `post`, which any thread may call.
 final class EventLoop: @unchecked Sendable {
-    unowned let server: ProxyServer
+    unowned(unsafe) let server: ProxyServer
     let poller = Poller()
     var configuration: ServerConfiguration { server.configuration }
     private var handlers: [LoopHandler?] = []
@@ -34,6 +34,9 @@ final class EventLoop: @unchecked Sendable {
     var readBuffer = [UInt8](repeating: 0, count: 64 * 1024)
     /// Idle upstream connections per origin; plain and TLS (intercepted) ones are kept apart.
     var pool: [PoolKey: [UpstreamConnection]] = [:]
+    /// Idle upstreams kept by their clients (``ClientConnection/parked``), at most `parkLimit`.
+    var parkedCount = 0
+    let parkLimit: Int
     /// Connections whose upstream bytes wait for the end of the current batch of events.
     var deferredFlushes: [ClientConnection] = []
 
@@ -50,6 +53,7 @@ final class EventLoop: @unchecked Sendable {
 
     init(server: ProxyServer) {
         self.server = server
+        parkLimit = server.configuration.poolPerOrigin
     }
 
     // MARK: Slots
@@ -221,7 +225,7 @@ final class EventLoop: @unchecked Sendable {
 /// The loop's listening socket.
 final class Listener: LoopHandler, @unchecked Sendable {
     let fd: Int32
-    unowned let loop: EventLoop
+    unowned(unsafe) let loop: EventLoop
     init(fd: Int32, loop: EventLoop) {
         self.fd = fd
         self.loop = loop

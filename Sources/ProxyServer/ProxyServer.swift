@@ -29,7 +29,6 @@ public final class ProxyServer: @unchecked Sendable {
     public var intercepted: Int { interceptedConnections.load(ordering: .relaxed) }
     private let requestIDs = Atomic<UInt64>(0)
     private var loops: [EventLoop] = []
-    private var threads: [Thread] = []
     private let finished = DispatchGroup()
     /// The port actually bound (useful with port 0).
     public private(set) var boundPort = 0
@@ -98,13 +97,14 @@ public final class ProxyServer: @unchecked Sendable {
         for loop in loops {
             finished.enter()
             let group = finished
+            // The thread holds the server (and so its loops) until its loop has stopped: connections and loops
+            // refer to their loop and server `unowned(unsafe)`.
             let thread = Thread {
-                loop.run()
+                withExtendedLifetime(self) { loop.run() }
                 group.leave()
             }
             thread.name = "cookie-proxy-loop"
             thread.stackSize = 1 << 20
-            threads.append(thread)
             thread.start()
         }
     }
