@@ -30,6 +30,10 @@ package struct SetCookieRewrite: ~Copyable {
     private var entries: UnsafeMutablePointer<Entry>
     private var entryCapacity: Int
     private var entryCount = 0
+    /// Per kind (``CookieAttributeKind/index``), the last entry not removed, or -1: the occurrence an edit of
+    /// the kind looks at, without a scan.
+    private var lastLive: UnsafeMutablePointer<Int32>
+    private static let kinds = 9
     /// The line as edited, after ``write(_:)``: memory of its own, so an append is a bounds check and a copy
     /// (an Array's generic append costs about a hundred instructions, and a line is several appends).
     private var buffer: UnsafeMutablePointer<UInt8>
@@ -41,11 +45,14 @@ package struct SetCookieRewrite: ~Copyable {
         buffer = .allocate(capacity: capacity)
         entryCapacity = 16
         entries = .allocate(capacity: entryCapacity)
+        lastLive = .allocate(capacity: Self.kinds)
+        lastLive.initialize(repeating: -1, count: Self.kinds)
     }
 
     deinit {
         buffer.deallocate()
         entries.deallocate()
+        lastLive.deallocate()
     }
 
     private mutating func add(_ entry: Entry) {
@@ -57,6 +64,7 @@ package struct SetCookieRewrite: ~Copyable {
             entryCapacity *= 2
         }
         (entries + entryCount).initialize(to: entry)
+        if !entry.removed { lastLive[entry.kind.index] = Int32(entryCount) }
         entryCount += 1
     }
 
@@ -86,6 +94,7 @@ package struct SetCookieRewrite: ~Copyable {
     package mutating func begin(_ cookie: SetCookie) -> Bool {
         guard cookie.layout.problem == nil else { return false }
         entryCount = 0
+        lastLive.update(repeating: -1, count: Self.kinds)
         return cookie.layout.spans.withUnsafeBufferPointer { spans in
             for index in spans.indices {
                 let span = spans[index]
@@ -112,7 +121,8 @@ package struct SetCookieRewrite: ~Copyable {
     private func last(_ kind: CookieAttributeKind, written: Bool, in cookie: SetCookie, _ b: UnsafeBufferPointer<UInt8>)
         -> Int?
     {
-        var i = entryCount - 1
+        var i = Int(lastLive[kind.index])
+        if !written || i < 0 { return i < 0 ? nil : i }
         while i >= 0 {
             let e = entries[i]
             if e.kind == kind && !e.removed
@@ -128,13 +138,14 @@ package struct SetCookieRewrite: ~Copyable {
 
     /// ``SetCookie/setFlag(_:_:)`` on: `text` (`; Name`) appended unless the attribute is written.
     package mutating func flagOn(_ kind: CookieAttributeKind, text: UnsafeBufferPointer<UInt8>) {
-        for i in 0..<entryCount where entries[i].kind == kind && !entries[i].removed { return }
+        if lastLive[kind.index] >= 0 { return }
         add(Entry(kind: kind, span: -1, removed: false, dot: false, value: nil, name: text))
     }
 
     /// ``SetCookie/setFlag(_:_:)`` off, ``SetCookie/remove(_:)``: every occurrence removed.
     package mutating func remove(_ kind: CookieAttributeKind) {
         for i in 0..<entryCount where entries[i].kind == kind { entries[i].removed = true }
+        lastLive[kind.index] = -1
     }
 
     /// ``SetCookie/set(_:toBytes:)`` with a checked value: the last occurrence gets it, or `name` (`; Name`) and

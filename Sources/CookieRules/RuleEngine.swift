@@ -216,48 +216,56 @@ public final class RuleEngine: Sendable {
         /// Indices of the rules that may match `host` (lowercase), in file order.
         func candidates(_ host: String) -> [Int] {
             if entries.isEmpty { return everywhere }
-            var result = everywhere
-            var added = false
+            // The entries found, at most one per label (no closure captures a variable here: those would be
+            // checked for exclusive access at run time).
+            var found: [Int32] = []
             var host = host
             host.withUTF8 { h in
                 buckets.withUnsafeBufferPointer { buckets in
-                    func probe(_ hash: UInt64, from start: Int, suffix: Bool) {
-                        let mask = buckets.count - 1
-                        var b = Int(truncatingIfNeeded: hash) & mask
-                        while buckets[b] >= 0 {
-                            let entry = entries[Int(buckets[b])]
-                            if entry.hash == hash && entry.isSuffix == suffix && entry.bytes.count == h.count - start
-                                && entry.bytes.withUnsafeBufferPointer({
-                                    memcmp($0.baseAddress!, h.baseAddress! + start, $0.count) == 0
-                                })
-                            {
-                                result += entry.rules
-                                added = true
-                                return
-                            }
-                            b = (b + 1) & mask
-                        }
-                    }
                     var hash: UInt64 = 0xcbf2_9ce4_8422_2325
                     var k = h.count - 1
                     while k >= 0 {
                         let byte = h[k]
                         hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3
                         // `.suffix` patterns match hosts longer than themselves: a dot after the first byte.
-                        if byte == 0x2E && k > 0 { probe(hash, from: k, suffix: true) }
+                        if byte == 0x2E && k > 0, let e = probe(buckets, hash, h, from: k, suffix: true) {
+                            found.append(e)
+                        }
                         k -= 1
                     }
-                    if h.count > 0 { probe(hash, from: 0, suffix: false) }
+                    if h.count > 0, let e = probe(buckets, hash, h, from: 0, suffix: false) { found.append(e) }
                 }
             }
+            if found.isEmpty { return everywhere }
+            var result = everywhere
+            for e in found { result += entries[Int(e)].rules }
             // `everywhere` alone is already in order and without repeats.
-            if added && result.count > 1 {
-                result.sort()
-                var unique: [Int] = []
-                for r in result where unique.last != r { unique.append(r) }
-                return unique
+            guard result.count > 1 else { return result }
+            result.sort()
+            var unique: [Int] = []
+            for r in result where unique.last != r { unique.append(r) }
+            return unique
+        }
+
+        /// The entry for the bytes of `h` from `start` with `hash`, of the kind asked for.
+        private func probe(
+            _ buckets: UnsafeBufferPointer<Int32>, _ hash: UInt64, _ h: UnsafeBufferPointer<UInt8>, from start: Int,
+            suffix: Bool
+        ) -> Int32? {
+            let mask = buckets.count - 1
+            var b = Int(truncatingIfNeeded: hash) & mask
+            while buckets[b] >= 0 {
+                let entry = entries[Int(buckets[b])]
+                if entry.hash == hash && entry.isSuffix == suffix && entry.bytes.count == h.count - start
+                    && entry.bytes.withUnsafeBufferPointer({
+                        memcmp($0.baseAddress!, h.baseAddress! + start, $0.count) == 0
+                    })
+                {
+                    return buckets[b]
+                }
+                b = (b + 1) & mask
             }
-            return result
+            return nil
         }
     }
 
