@@ -7,6 +7,7 @@
 # Besides req/s it reports the proxy process's CPU time per request, steadier on this noisy machine. Each figure
 # against the empty file is the median, over repetitions, of the ratio within one repetition.
 # Usage: bench/rules-cost.sh [seconds-per-run=3] [repetitions=5] [connections=16]
+#   ONLY="empty-file 50-rules" limits the configurations (empty-file, the reference, must be among them).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DUR=${1:-3}; REPS=${2:-5}; CONNS=${3:-16}
@@ -28,7 +29,7 @@ declare -A ARGS=(
   [2-rewriting]="--rules bench/bench.rules --log none"
   [2-rewriting+log]="--rules bench/bench.rules --log $T/log.jsonl"
 )
-ORDER=(no-rules empty-file 48-nonmatching 50-rules 2-rewriting 2-rewriting+log)
+ORDER=(${ONLY:-no-rules empty-file 48-nonmatching 50-rules 2-rewriting 2-rewriting+log})
 declare -A RESULTS CPU
 for rep in $(seq "$REPS"); do
   for name in "${ORDER[@]}"; do
@@ -50,6 +51,8 @@ for rep in $(seq "$REPS"); do
   done
 done
 median() { tr ' ' '\n' | grep -v '^$' | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+# The middle half of the values (first and third quartile, nearest rank): how far the pairs agree.
+quartiles() { tr ' ' '\n' | grep -v '^$' | sort -n | awk '{a[NR]=$1} END {q1=int((NR+3)/4); q3=int((3*NR+3)/4); printf "%+.1f%% … %+.1f%%", (a[q1]-1)*100, (a[q3]-1)*100}'; }
 # Per repetition, each configuration against the empty file measured in the same repetition (seconds apart):
 # this machine's speed drifts by 2x between phases, which a ratio of two medians taken minutes apart absorbs
 # badly and a median of paired ratios does not.
@@ -61,13 +64,14 @@ echo "# cookie-proxy: the cost of rules and of the log (keep-alive, c=$CONNS, ${
 echo
 echo "Proxy CPU = the proxy process's user + system time per request (the origin's is not in it)."
 echo
-echo "| configuration | req/s (median) | all runs | vs empty: median of paired ratios | proxy CPU µs/req (median) | vs empty: median of paired ratios |"
-echo "|---|---:|---|---:|---:|---:|"
+echo "| configuration | req/s (median) | all runs | vs empty: median of paired ratios | middle half | proxy CPU µs/req (median) | vs empty: median of paired ratios | middle half |"
+echo "|---|---:|---|---:|---|---:|---:|---|"
 for name in "${ORDER[@]}"; do
   m=$(echo ${RESULTS[$name]} | median)
   c=$(echo ${CPU[$name]} | median)
   rr=$(ratios "$name" RESULTS | median)
   cr=$(ratios "$name" CPU | median)
-  printf "| %s | %.0f | %s | %+.1f%% | %.1f | %+.1f%% |\n" "$name" "$m" "$(echo ${RESULTS[$name]} | tr ' ' ',')" \
-    "$(echo "($rr - 1) * 100" | bc -l)" "$c" "$(echo "($cr - 1) * 100" | bc -l)"
+  printf "| %s | %.0f | %s | %+.1f%% | %s | %.1f | %+.1f%% | %s |\n" "$name" "$m" "$(echo ${RESULTS[$name]} | tr ' ' ',')" \
+    "$(echo "($rr - 1) * 100" | bc -l)" "$(ratios "$name" RESULTS | quartiles)" "$c" "$(echo "($cr - 1) * 100" | bc -l)" \
+    "$(ratios "$name" CPU | quartiles)"
 done
