@@ -298,34 +298,12 @@ extension SetCookie {
         ) -> Layout {
             let count = b.count
             var problem: Problem? = nil
-            // Step 1: a branch-free pass (selects, no early exit) that the compiler vectorises.
-            // Eight bytes at a time: a word with no byte under 0x20 and no 0x7F is clean; a flagged word (which
-            // may only hold an allowed HTAB) is decided by the exact test.
-            var controls: UInt8 = 0
-            var i = 0
-            if let base = b.baseAddress {
-                let ones: UInt64 = 0x0101_0101_0101_0101
-                let highs: UInt64 = 0x8080_8080_8080_8080
-                while i + 8 <= count {
-                    let w = UnsafeRawPointer(base + i).loadUnaligned(as: UInt64.self)
-                    let del = w ^ (ones &* 0x7F)
-                    let flagged = ((w &- ones &* 0x20) & ~w & highs) | ((del &- ones) & ~del & highs)
-                    if flagged != 0 {
-                        for k in i..<(i + 8) { controls |= ASCII.isForbiddenControl(b[k]) ? 1 : 0 }
-                    }
-                    i += 8
-                }
-            }
-            while i < count {
-                let c = b[i]
-                controls |= ((c < 0x20 ? 1 : 0) & (c != 0x09 ? 1 : 0)) | (c == 0x7F ? 1 : 0)
-                i += 1
-            }
-            if controls != 0, let offset = (0..<count).first(where: { ASCII.isForbiddenControl(b[$0]) }) {
-                problem = Problem(reason: .controlCharacter(offset: offset, byte: b[offset]))
-            }
+            // Step 1 (control characters) rides on the scans for ';' and '=' below, which look at every byte: they
+            // flag a word with a byte under 0x20 or a 0x7F (an allowed HTAB too), and a flagged line is then
+            // decided by the exact test.
+            var controls: UInt64 = 0
             // Step 2: the name-value-pair ends at the first ';'; step 3 needs the first '=' in it.
-            let (pairEnd, equals) = scanSegment(b, from: 0)
+            let (pairEnd, equals) = scanSegment(b, from: 0, controls: &controls)
             // Step 3 and 4.
             var nameStart = 0
             var nameEnd = 0
@@ -349,7 +327,7 @@ extension SetCookie {
             while position < count {
                 // Attributes steps 2–3: skip the ';', consume up to the next one.
                 let start = position + 1
-                let (end, avEquals) = scanSegment(b, from: start)
+                let (end, avEquals) = scanSegment(b, from: start, controls: &controls)
                 // Step 4–5.
                 let (ns, ne) = trim(b, start, avEquals >= 0 ? avEquals : end)
                 var (vs, ve) = (end, end)
@@ -361,6 +339,9 @@ extension SetCookie {
                         valueStart: Int32(truncatingIfNeeded: vs), valueEnd: Int32(truncatingIfNeeded: ve),
                         hasEquals: avEquals >= 0, kind: CookieAttributeKind.classify(b, ns, ne)))
                 position = end
+            }
+            if controls != 0, let offset = (0..<count).first(where: { ASCII.isForbiddenControl(b[$0]) }) {
+                problem = Problem(reason: .controlCharacter(offset: offset, byte: b[offset]))
             }
             if problem == nil {
                 let length = (nameEnd - nameStart) + (valueEnd - valueStart)
@@ -379,9 +360,12 @@ extension SetCookie {
         /// From `from`, the index of the next `;` (or the end) and of the first `=` before it (or -1). Eight bytes
         /// at a time: a word without either byte is skipped whole (the SWAR zero-byte test: a word has a byte
         /// equal to `c` when `(x - 0x01…01) & ~x & 0x80…80` is non-zero for `x = w ^ c·0x01…01`; it may also
-        /// flag a byte after a true match, so flagged words are looked at byte by byte).
+        /// flag a byte after a true match, so flagged words are looked at byte by byte). Every word and byte looked
+        /// at is also tested for control characters (under 0x20, or 0x7F), or-ed into `controls`: zero means none.
         @inline(__always)
-        static func scanSegment(_ b: UnsafeBufferPointer<UInt8>, from: Int) -> (end: Int, equals: Int) {
+        static func scanSegment(_ b: UnsafeBufferPointer<UInt8>, from: Int, controls: inout UInt64) -> (
+            end: Int, equals: Int
+        ) {
             let count = b.count
             var i = from
             var equals = -1
@@ -390,6 +374,8 @@ extension SetCookie {
                 let highs: UInt64 = 0x8080_8080_8080_8080
                 while i + 8 <= count {
                     let w = UnsafeRawPointer(base + i).loadUnaligned(as: UInt64.self).littleEndian
+                    let del = w ^ (ones &* 0x7F)
+                    controls |= ((w &- ones &* 0x20) & ~w | (del &- ones) & ~del) & highs
                     let s = w ^ (ones &* 0x3B)
                     var flagged = (s &- ones) & ~s & highs
                     if equals < 0 {
@@ -409,6 +395,7 @@ extension SetCookie {
             }
             while i < count {
                 let byte = b[i]
+                controls |= UInt64((byte < 0x20 ? 1 : 0) | (byte == 0x7F ? 1 : 0))
                 if byte == 0x3B { return (i, equals) }
                 if byte == 0x3D && equals < 0 { equals = i }
                 i += 1
