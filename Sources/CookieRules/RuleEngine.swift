@@ -216,8 +216,8 @@ public final class RuleEngine: Sendable {
         /// Indices of the rules that may match `host` (lowercase), in file order.
         func candidates(_ host: String) -> [Int] {
             if entries.isEmpty { return everywhere }
-            // The entries found, at most one per label (no closure captures a variable here: those would be
-            // checked for exclusive access at run time).
+            // The entries found, at most one per label. The probe is a method, not a local function capturing
+            // the result: accesses to those captured variables were checked for exclusivity at run time.
             var found: [Int32] = []
             var host = host
             host.withUTF8 { h in
