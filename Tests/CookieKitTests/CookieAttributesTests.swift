@@ -100,6 +100,16 @@ import Testing
     func domainMatchFollowsSection5_1_3(_ string: String, _ domain: String, _ matches: Bool) {
         #expect(Host.domainMatches(string, domain) == matches)
     }
+
+    @Test(arguments: [
+        ("1.2.3.4", true), ("127.0.0.1", true), ("255.255.255.255", true), ("0.0.0.0", true), ("::1", true),
+        ("fe80::1", true), ("256.1.1.1", false), ("1.2.3", false), ("1.2.3.4.5", false), ("1..3.4", false),
+        ("1.2.3.", false), (".1.2.3", false), ("1.2.3.0004", false), ("1.2.3.a", false), ("example.com", false),
+        ("", false), ("１.2.3.4", false), ("1.2.3.4\u{301}", false), ("999.1.1.1", false), ("01.02.03.004", true),
+    ])
+    func ipAddressesAreFourDecimalOctetsOrContainAColon(_ host: String, _ isIP: Bool) {
+        #expect(Host.isIPAddress(host) == isIP)
+    }
 }
 
 @Suite struct DomainAccessorTests {
