@@ -588,8 +588,7 @@ final class ClientConnection: LoopHandler, @unchecked Sendable {
             upstream.close()
         }
         releaseParked()
-        loop.unregister(self, fd: fd)
-        Sys.close(fd)
+        loop.unregisterAndClose(self, fd: fd)
         loop.removed(self)
     }
 }
@@ -652,7 +651,6 @@ final class UpstreamConnection: LoopHandler, @unchecked Sendable {
         if isClosed { return }
         isClosed = true
         owner = nil
-        loop.unregister(self, fd: fd)
-        Sys.close(fd)
+        loop.unregisterAndClose(self, fd: fd)
     }
 }

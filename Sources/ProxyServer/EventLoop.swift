@@ -71,12 +71,15 @@ final class EventLoop: @unchecked Sendable {
         poller.add(fd, events, token: UInt64(slot))
     }
 
-    func unregister(_ handler: LoopHandler, fd: Int32) {
-        guard handler.slot >= 0 else { return }
-        poller.remove(fd)
-        handlers[handler.slot] = nil
-        freeSlots.append(handler.slot)
-        handler.slot = -1
+    /// Forgets `handler` and closes `fd`. Closing the descriptor takes it out of the epoll set (nothing else refers
+    /// to its socket: no dup, no fork), so there is no EPOLL_CTL_DEL (one system call less per connection).
+    func unregisterAndClose(_ handler: LoopHandler, fd: Int32) {
+        if handler.slot >= 0 {
+            handlers[handler.slot] = nil
+            freeSlots.append(handler.slot)
+            handler.slot = -1
+        }
+        Sys.close(fd)
     }
 
     /// Runs `work` on the loop's thread soon (from any thread).
@@ -146,8 +149,7 @@ final class EventLoop: @unchecked Sendable {
     func beginDrain() {
         draining = true
         if let listener {
-            unregister(listener, fd: listener.fd)
-            Sys.close(listener.fd)
+            unregisterAndClose(listener, fd: listener.fd)
             self.listener = nil
         }
         for client in Array(clientList.values) { client.drain() }
@@ -230,11 +232,11 @@ final class Listener: LoopHandler, @unchecked Sendable {
         self.fd = fd
         self.loop = loop
     }
+    /// One connection per readiness, as nginx without `multi_accept`: the listener is level-triggered, so the next
+    /// wait reports it again while connections are pending, and no accept is spent learning that none is left
+    /// (one failing system call per connection at low concurrency).
     override func handle(_ events: UInt32) {
-        for _ in 0..<64 {
-            let (c, address, _) = Sys.accept(fd)
-            if c < 0 { return }
-            loop.accepted(fd: c, address: address)
-        }
+        let (c, address, _) = Sys.accept(fd)
+        if c >= 0 { loop.accepted(fd: c, address: address) }
     }
 }

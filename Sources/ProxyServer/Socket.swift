@@ -89,7 +89,6 @@ final class Poller {
 
     func add(_ fd: Int32, _ events: UInt32, token: UInt64) { _ = CProxy_epoll_ctl(epfd, 0, fd, events, token) }
     func modify(_ fd: Int32, _ events: UInt32, token: UInt64) { _ = CProxy_epoll_ctl(epfd, 1, fd, events, token) }
-    func remove(_ fd: Int32) { _ = CProxy_epoll_ctl(epfd, 2, fd, 0, 0) }
 
     func wake() { _ = CProxy_eventfd_signal(wakeFD) }
     func drainWake() { _ = CProxy_eventfd_drain(wakeFD) }
