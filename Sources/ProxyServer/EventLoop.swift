@@ -232,11 +232,11 @@ final class Listener: LoopHandler, @unchecked Sendable {
         self.fd = fd
         self.loop = loop
     }
-    /// One connection per readiness, as nginx without `multi_accept`: the listener is level-triggered, so the next
-    /// wait reports it again while connections are pending, and no accept is spent learning that none is left
-    /// (one failing system call per connection at low concurrency).
     override func handle(_ events: UInt32) {
-        let (c, address, _) = Sys.accept(fd)
-        if c >= 0 { loop.accepted(fd: c, address: address) }
+        for _ in 0..<64 {
+            let (c, address, _) = Sys.accept(fd)
+            if c < 0 { return }
+            loop.accepted(fd: c, address: address)
+        }
     }
 }
