@@ -517,7 +517,9 @@ public struct ProxyConnectionMachine: Sendable {
             clientVersion: request.version, clientKeepAlive: keepAlive,
             responseParser: HTTPHeadParser(limits: configuration.parserLimits))
         state = .connecting(exchange)
-        io.commands.append(.connect(origin, fresh: false))
+        // A tunnel gets a connection of its own: an idle keep-alive connection to the same host and port is
+        // never handed to a CONNECT.
+        io.commands.append(.connect(origin, fresh: isConnect))
     }
 
     private mutating func forwardRequestBody(_ io: inout ConnectionIO) {

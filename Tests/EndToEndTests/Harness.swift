@@ -184,6 +184,8 @@ final class Proxy: Sendable {
             environment: environment)
         let line = try process.waitForLine(startingWith: "cookie-proxy listening on ")
         port = Int(line.split(separator: ":").last!)!
+        // The banner is written after that line: tests that read it wait for its last line.
+        if !extra.contains("--quiet") { _ = try process.waitForLine(startingWith: "  stop:") }
     }
     var url: String { "http://127.0.0.1:\(port)" }
 

@@ -23,7 +23,12 @@ import Testing
 
         /// GET `url` through the proxy; the status line and the body (the responses here have a Content-Length).
         func get(_ url: String, host: String) throws -> (status: String, body: String) {
-            let request = Array("GET \(url) HTTP/1.1\r\nHost: \(host)\r\n\r\n".utf8)
+            try exchange("GET \(url) HTTP/1.1\r\nHost: \(host)\r\n\r\n")
+        }
+
+        /// Writes `text`; reads one response (a head, then as many body bytes as its Content-Length says).
+        func exchange(_ text: String) throws -> (status: String, body: String) {
+            let request = Array(text.utf8)
             _ = request.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
             var received: [UInt8] = []
             var buffer = [UInt8](repeating: 0, count: 4096)
@@ -104,6 +109,21 @@ import Testing
         for group in scenario.different {
             #expect(Set(group.map { ports[$0] }).count == group.count, "\(group): \(ports)")
         }
+    }
+
+    @Test func aTunnelGetsAConnectionOfItsOwnNotTheClientsKeptOne() throws {
+        let upstream = try Upstream()
+        let proxy = try Proxy()
+        let client = try KeepAliveClient(port: proxy.port)
+        let host = "127.0.0.1:\(upstream.port)"
+        let first = try client.get(upstream.base + "/conn", host: host)
+        // The same client now asks for a tunnel to the same host and port, and speaks HTTP through it.
+        let tunnel = try client.exchange("CONNECT \(host) HTTP/1.1\r\nHost: \(host)\r\n\r\n")
+        #expect(tunnel.status.hasPrefix("HTTP/1.1 200"))
+        let inside = try client.exchange("GET /conn HTTP/1.1\r\nHost: \(host)\r\n\r\n")
+        #expect(inside.status == "HTTP/1.1 200 OK")
+        #expect(Int(first.body) != nil && Int(inside.body) != nil)
+        #expect(first.body != inside.body, "the tunnel went over the kept keep-alive connection")
     }
 
     @Test func aClosingClientLeavesItsUpstreamToTheNextClient() throws {
