@@ -34,15 +34,10 @@ package struct SetCookieRewrite: ~Copyable {
     /// the kind looks at, without a scan.
     private var lastLive: UnsafeMutablePointer<Int32>
     private static let kinds = 9
-    /// The line as edited, after ``write(_:)``: memory of its own, so an append is a bounds check and a copy
-    /// (an Array's generic append costs about a hundred instructions, and a line is several appends).
-    private var buffer: UnsafeMutablePointer<UInt8>
-    private var capacity: Int
-    private var count = 0
+    /// The line as edited, after ``write(_:)``.
+    private var output = ByteWriter(capacity: 512)
 
     package init() {
-        capacity = 512
-        buffer = .allocate(capacity: capacity)
         entryCapacity = 16
         entries = .allocate(capacity: entryCapacity)
         lastLive = .allocate(capacity: Self.kinds)
@@ -50,7 +45,6 @@ package struct SetCookieRewrite: ~Copyable {
     }
 
     deinit {
-        buffer.deallocate()
         entries.deallocate()
         lastLive.deallocate()
     }
@@ -70,24 +64,7 @@ package struct SetCookieRewrite: ~Copyable {
 
     /// The line as edited, after ``write(_:)``, valid until the next edit.
     package func withOutput<R>(_ body: (UnsafeBufferPointer<UInt8>) -> R) -> R {
-        body(UnsafeBufferPointer(start: buffer, count: count))
-    }
-
-    private mutating func append(_ bytes: UnsafeBufferPointer<UInt8>) {
-        guard let source = bytes.baseAddress, bytes.count > 0 else { return }
-        if count + bytes.count > capacity {
-            let grown = UnsafeMutablePointer<UInt8>.allocate(capacity: 2 * (count + bytes.count))
-            grown.update(from: buffer, count: count)
-            buffer.deallocate()
-            buffer = grown
-            capacity = 2 * (count + bytes.count)
-        }
-        (buffer + count).update(from: source, count: bytes.count)
-        count += bytes.count
-    }
-
-    private mutating func append(_ byte: UInt8) {
-        withUnsafePointer(to: byte) { append(UnsafeBufferPointer(start: $0, count: 1)) }
+        output.withBytes(body)
     }
 
     /// Starts a plan for `cookie`; false for a line the plan does not model.
@@ -193,14 +170,14 @@ package struct SetCookieRewrite: ~Copyable {
 
     /// Writes the edited line (read it with ``withOutput(_:)``); true when it differs from the received one.
     package mutating func write(_ cookie: SetCookie) -> Bool {
-        count = 0
+        output.removeAll()
         let spans = cookie.layout.spans
         var changed = false
         cookie.bytes.withUnsafeBufferPointer { b in
             // Runs of received bytes are copied at once.
             var run = 0..<Int(cookie.layout.pairEnd)
             func flush() {
-                if !run.isEmpty { append(UnsafeBufferPointer(rebasing: b[run])) }
+                if !run.isEmpty { output.append(UnsafeBufferPointer(rebasing: b[run])) }
             }
             for i in 0..<entryCount {
                 let e = entries[i]
@@ -217,11 +194,11 @@ package struct SetCookieRewrite: ~Copyable {
                     } else {
                         run = run.lowerBound..<Int(span.valueStart)
                         flush()
-                        if e.dot { append(0x2E) }
+                        if e.dot { output.append(0x2E) }
                         if let value = e.value {
-                            append(value)
+                            output.append(value)
                         } else {
-                            append(UnsafeBufferPointer(rebasing: b[Int(span.valueStart)..<Int(span.valueEnd)]))
+                            output.append(UnsafeBufferPointer(rebasing: b[Int(span.valueStart)..<Int(span.valueEnd)]))
                         }
                         run = Int(span.valueEnd)..<whole.upperBound
                         changed = true
@@ -229,11 +206,11 @@ package struct SetCookieRewrite: ~Copyable {
                 } else if !e.removed, let name = e.name {
                     flush()
                     run = b.count..<b.count
-                    append(name)
+                    output.append(name)
                     if let value = e.value {
-                        append(0x3D)
-                        if e.dot { append(0x2E) }
-                        append(value)
+                        output.append(0x3D)
+                        if e.dot { output.append(0x2E) }
+                        output.append(value)
                     }
                     changed = true
                 }
@@ -241,6 +218,6 @@ package struct SetCookieRewrite: ~Copyable {
             flush()
         }
         // A new value equal to the old one, or a removal undone by an append of the same bytes, is no change.
-        return changed && !cookie.hasBytes(UnsafeBufferPointer(start: buffer, count: count))
+        return changed && !output.withBytes { cookie.hasBytes($0) }
     }
 }
