@@ -14,6 +14,8 @@ import sys
 import threading
 import time
 
+from loopback import recv_until, wait_port
+
 N = int(sys.argv[1]) if len(sys.argv) > 1 else 1000
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BIN = os.path.join(ROOT, ".build/release/cookie-proxy")
@@ -53,12 +55,7 @@ def main():
          "--log", "none", "--max-connections", str(N + 100)],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        for _ in range(100):
-            try:
-                socket.create_connection(("127.0.0.1", 18195), timeout=1).close()
-                break
-            except OSError:
-                time.sleep(0.05)
+        wait_port(18195)
         time.sleep(0.2)
         before = rss_kib(proxy.pid)
         clients = []
@@ -66,12 +63,7 @@ def main():
         for _ in range(N):
             s = socket.create_connection(("127.0.0.1", 18195))
             s.sendall(request)
-            got = b""
-            while b"hello\n" not in got:
-                chunk = s.recv(4096)
-                if not chunk:
-                    raise SystemExit("the proxy closed a client connection")
-                got += chunk
+            recv_until(s, lambda b: b"hello\n" in b)
             clients.append(s)
         time.sleep(0.5)
         after = rss_kib(proxy.pid)

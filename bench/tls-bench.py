@@ -9,6 +9,7 @@ The upstream is nginx with TLS (a throwaway CA made here). Everything listens on
 started is stopped at the end. Usage: bench/tls-bench.py [--seconds 5] [--threads 4]
 """
 import argparse, os, shutil, socket, ssl, statistics, subprocess, sys, tempfile, threading, time
+from loopback import recv_until, wait_port
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 UP_PORT, OURS_PORT, MITM_PORT = 18443, 18490, 18491
@@ -39,38 +40,17 @@ http {{ access_log off;
     open(f"{d}/nginx.conf", "w").write(conf)
     return subprocess.Popen(["nginx", "-c", f"{d}/nginx.conf", "-p", d])
 
-def wait_port(port, timeout=20):
-    end = time.time() + timeout
-    while time.time() < end:
-        try:
-            socket.create_connection(("127.0.0.1", port), 0.2).close()
-            return
-        except OSError:
-            time.sleep(0.05)
-    raise SystemExit(f"port {port} did not open")
-
 def tunnel(proxy_port, host):
     s = socket.create_connection(("127.0.0.1", proxy_port))
     s.sendall(f"CONNECT {host}:{UP_PORT} HTTP/1.1\r\nHost: {host}:{UP_PORT}\r\n\r\n".encode())
-    buf = b""
-    while b"\r\n\r\n" not in buf:
-        chunk = s.recv(4096)
-        if not chunk:
-            raise OSError("proxy closed")
-        buf += chunk
+    buf = recv_until(s, lambda b: b"\r\n\r\n" in b)
     if not buf.startswith(b"HTTP/1.1 200") and not buf.startswith(b"HTTP/1.0 200"):
         raise OSError(buf[:80])
     return s
 
 def get(tls, host):
     tls.sendall(f"GET / HTTP/1.1\r\nHost: {host}\r\n\r\n".encode())
-    buf = b""
-    while not buf.endswith(b"hello\n"):
-        chunk = tls.recv(65536)
-        if not chunk:
-            raise OSError("closed")
-        buf += chunk
-    return buf
+    return recv_until(tls, lambda b: b.endswith(b"hello\n"), 65536)
 
 def new_connection_rate(proxy_port, ctx, seconds, threads, host="localhost"):
     count = [0]
