@@ -227,30 +227,48 @@ func connectLoopback(_ fd: Int32, port: Int) -> Bool {
     }
 }
 
+/// A TCP socket connected to 127.0.0.1:`port` whose reads give up after `timeout` seconds (the caller closes it).
+func connectedLoopbackSocket(port: Int, timeout: Int = 10) throws -> Int32 {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    guard fd >= 0 else { throw HarnessError("socket failed") }
+    var tv = timeval(tv_sec: timeout, tv_usec: 0)
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
+    guard connectLoopback(fd, port: port) else {
+        close(fd)
+        throw HarnessError("connect failed")
+    }
+    return fd
+}
+
+/// Writes all of `bytes` to `fd` (loopback sockets take a test's requests whole).
+func sendAll(_ fd: Int32, _ bytes: [UInt8]) {
+    _ = bytes.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+}
+
+/// Reads from `fd` until `done` says the bytes so far are complete, the peer closes or a read times out.
+func receive(_ fd: Int32, until done: ([UInt8]) -> Bool) -> [UInt8] {
+    var received: [UInt8] = []
+    var buffer = [UInt8](repeating: 0, count: 65536)
+    while !done(received) {
+        let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+        if n <= 0 { break }
+        received += buffer[0..<n]
+    }
+    return received
+}
+
 /// A raw TCP client: sends bytes, reads until the peer closes (or `until` says the reply is complete).
 enum RawClient {
     static func exchange(
         port: Int, send chunks: [[UInt8]], pause: UInt32 = 0, timeout: Int = 10, until: (([UInt8]) -> Bool)? = nil
     ) throws -> [UInt8] {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw HarnessError("socket failed") }
+        let fd = try connectedLoopbackSocket(port: port, timeout: timeout)
         defer { close(fd) }
-        var tv = timeval(tv_sec: timeout, tv_usec: 0)
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
-        guard connectLoopback(fd, port: port) else { throw HarnessError("connect failed") }
         for chunk in chunks {
-            _ = chunk.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            sendAll(fd, chunk)
             if pause > 0 { usleep(pause) }
         }
-        var received: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 65536)
-        while true {
-            if let until, until(received) { break }
-            let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-            if n <= 0 { break }
-            received += buffer[0..<n]
-        }
-        return received
+        return receive(fd) { until?($0) ?? false }
     }
 
     static func exchange(port: Int, _ text: String, until: (([UInt8]) -> Bool)? = nil) throws -> String {

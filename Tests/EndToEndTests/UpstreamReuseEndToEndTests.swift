@@ -13,12 +13,7 @@ import Testing
     /// One client connection to the proxy, kept open; requests written and answered one at a time.
     final class KeepAliveClient {
         let fd: Int32
-        init(port: Int) throws {
-            fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-            var tv = timeval(tv_sec: 10, tv_usec: 0)
-            setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
-            guard fd >= 0, connectLoopback(fd, port: port) else { throw HarnessError("connect failed") }
-        }
+        init(port: Int) throws { fd = try connectedLoopbackSocket(port: port) }
         deinit { close(fd) }
 
         /// GET `url` through the proxy; the status line and the body (the responses here have a Content-Length).
@@ -28,27 +23,26 @@ import Testing
 
         /// Writes `text`; reads one response (a head, then as many body bytes as its Content-Length says).
         func exchange(_ text: String) throws -> (status: String, body: String) {
-            let request = Array(text.utf8)
-            _ = request.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-            var received: [UInt8] = []
-            var buffer = [UInt8](repeating: 0, count: 4096)
-            while true {
-                if let end = received.firstRange(of: [13, 10, 13, 10]) {
-                    let head = String(decoding: received[..<end.lowerBound], as: UTF8.self)
-                    let length =
-                        head.split(separator: "\r\n").first { $0.lowercased().hasPrefix("content-length:") }
-                        .flatMap { Int($0.split(separator: ":")[1].trimmingCharacters(in: .whitespaces)) } ?? 0
-                    if received.count >= end.upperBound + length {
-                        return (
-                            String(head.split(separator: "\r\n")[0]),
-                            String(decoding: received[end.upperBound..<(end.upperBound + length)], as: UTF8.self)
-                        )
-                    }
-                }
-                let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-                if n <= 0 { throw HarnessError("the proxy closed the connection after \(received.count) bytes") }
-                received += buffer[0..<n]
+            sendAll(fd, Array(text.utf8))
+            let received = receive(fd) { Self.response(in: $0) != nil }
+            guard let response = Self.response(in: received) else {
+                throw HarnessError("the proxy closed the connection after \(received.count) bytes")
             }
+            return response
+        }
+
+        /// The status line and body of the response at the start of `bytes`, nil while it is incomplete.
+        static func response(in bytes: [UInt8]) -> (status: String, body: String)? {
+            guard let end = bytes.firstRange(of: [13, 10, 13, 10]) else { return nil }
+            let head = String(decoding: bytes[..<end.lowerBound], as: UTF8.self)
+            let length =
+                head.split(separator: "\r\n").first { $0.lowercased().hasPrefix("content-length:") }
+                .flatMap { Int($0.split(separator: ":")[1].trimmingCharacters(in: .whitespaces)) } ?? 0
+            guard bytes.count >= end.upperBound + length else { return nil }
+            return (
+                String(head.split(separator: "\r\n")[0]),
+                String(decoding: bytes[end.upperBound..<(end.upperBound + length)], as: UTF8.self)
+            )
         }
     }
 
