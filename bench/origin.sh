@@ -1,5 +1,17 @@
 # Sourced by the bench scripts: the origin they share, nginx answering every request with the 5 Set-Cookie
-# headers of ../shared/bench (so figures compare with that harness), on 127.0.0.1:18180.
+# headers of ../shared/bench (so figures compare with that harness), on 127.0.0.1:18180; and their helpers.
+
+# wait_port PORT [SECONDS=5]: returns once something accepts connections on 127.0.0.1:PORT; fails after SECONDS.
+wait_port() {
+  local tries=$(( ${2:-5} * 20 ))
+  for _ in $(seq "$tries"); do (echo > /dev/tcp/127.0.0.1/"$1") 2>/dev/null && return 0; sleep 0.05; done
+  echo "nothing listens on 127.0.0.1:$1" >&2
+  return 1
+}
+
+# median: the middle value of the numbers on standard input (separated by spaces or lines).
+median() { tr ' ' '\n' | grep -v '^$' | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+
 # write_origin_conf DIR BODY: writes DIR/nginx.conf (pid in DIR/nginx.pid, errors in DIR/err).
 write_origin_conf() {
   local dir=$1 body=$2

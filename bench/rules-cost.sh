@@ -35,7 +35,7 @@ for rep in $(seq "$REPS"); do
   for name in "${ORDER[@]}"; do
     taskset -c 0 $BIN run --quiet --threads 1 --listen 127.0.0.1:18190 ${ARGS[$name]} > /dev/null 2>&1 &
     pid=$!
-    for _ in $(seq 50); do (echo > /dev/tcp/127.0.0.1/18190) 2>/dev/null && break; sleep 0.05; done
+    wait_port 18190
     taskset -c 1 wrk -t1 -c"$CONNS" -d1s -s "$T/abs.lua" http://127.0.0.1:18190 > /dev/null  # warm-up
     before=$(awk '{print $14 + $15}' /proc/$pid/stat)
     out=$(taskset -c 1 wrk -t1 -c"$CONNS" -d"${DUR}s" -s "$T/abs.lua" http://127.0.0.1:18190)
@@ -50,7 +50,6 @@ for rep in $(seq "$REPS"); do
     printf "rep %s %s %s req/s %.1f us/req\n" "$rep" "$name" "$rps" "$cpu" >&2
   done
 done
-median() { tr ' ' '\n' | grep -v '^$' | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 # The middle half of the values (first and third quartile, nearest rank): how far the pairs agree.
 quartiles() { tr ' ' '\n' | grep -v '^$' | sort -n | awk '{a[NR]=$1} END {q1=int((NR+3)/4); q3=int((3*NR+3)/4); printf "%+.1f%% … %+.1f%%", (a[q1]-1)*100, (a[q3]-1)*100}'; }
 # Per repetition, each configuration against the empty file measured in the same repetition (seconds apart):

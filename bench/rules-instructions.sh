@@ -19,7 +19,7 @@ run() {  # $1 = requests, rest = proxy args; prints instructions
   valgrind --tool=callgrind --callgrind-out-file="$T/cg.out" $BIN run --quiet --threads 1 --listen 127.0.0.1:18191 "$@" \
     > /dev/null 2> "$T/vg.err" &
   local pid=$!
-  for _ in $(seq 200); do (echo > /dev/tcp/127.0.0.1/18191) 2>/dev/null && break; sleep 0.1; done
+  wait_port 18191 20
   ab -q -k -n "$n" -c 4 -X 127.0.0.1:18191 http://127.0.0.1:18180/ > "$T/ab.out" 2>&1
   kill -TERM "$pid"; wait "$pid" 2>/dev/null || true
   grep -q "Failed requests:        0" "$T/ab.out" || { echo "ab reported failures" >&2; cat "$T/ab.out" >&2; }

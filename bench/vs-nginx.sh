@@ -38,7 +38,7 @@ sleep 0.3
 NGINX_WORKER=$(pgrep -P "$(cat "$T/proxy/nginx.pid")" | head -1)
 taskset -c 0 $BIN run --quiet --listen 127.0.0.1:18190 --rules bench/bench.rules --log none > /dev/null 2>&1 &
 OURS=$!
-for _ in $(seq 50); do (echo > /dev/tcp/127.0.0.1/18190) 2>/dev/null && break; sleep 0.05; done
+wait_port 18190
 echo 'wrk.path = "http://127.0.0.1:18180/"' > "$T/abs.lua"
 # Both proxies get the absolute-form request of a forward proxy (nginx ignores the scheme and host).
 
@@ -52,7 +52,6 @@ run() {  # port pid conns extra-wrk-args... -> "req/s p99ms user_us sys_us"
   local p99; p99=$(echo "$out" | awk '/ 99%/ {v=$2; if (v ~ /us$/) {sub(/us/,"",v); v/=1000} else if (v ~ /ms$/) {sub(/ms/,"",v)} else if (v ~ /s$/) {sub(/s/,"",v); v*=1000}; print v}')
   echo "$before $after" | awk -v n="$n" -v d="$DUR" -v p="$p99" '{printf "%.0f %.3f %.2f %.2f\n", n/d, p, ($3-$1)*10000/n, ($4-$2)*10000/n}'
 }
-median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 
 echo "# cookie-proxy vs nginx, same rewriting, ${PAIRS} pairs × ${DUR}s (medians; ratios are medians of per-pair ratios)"
 echo
