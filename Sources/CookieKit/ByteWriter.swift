@@ -1,8 +1,10 @@
-/// Growable bytes in memory of its own, for writers that make many small appends (an Array append costs about a
-/// hundred instructions): the JSON writer, the Set-Cookie rewrite's output. Noncopyable: it owns its pointer.
-struct ByteWriter: ~Copyable {
-    private var base: UnsafeMutablePointer<UInt8>
-    private var count = 0
+/// A growable list of plain values in memory of its own, for hot loops that make many small appends (an Array
+/// append checks uniqueness and capacity through generic code: about a hundred instructions): the Set-Cookie
+/// rewrite's entries and output, the JSON writer. Noncopyable: it owns its pointer. Elements are plain values
+/// (no deinitialisation).
+struct GrowableBuffer<Element>: ~Copyable {
+    private var base: UnsafeMutablePointer<Element>
+    private(set) var count = 0
     private var capacity: Int
 
     init(capacity: Int) {
@@ -15,24 +17,43 @@ struct ByteWriter: ~Copyable {
     private mutating func reserve(_ n: Int) {
         guard count + n > capacity else { return }
         capacity = max(2 * capacity, count + n)
-        let grown = UnsafeMutablePointer<UInt8>.allocate(capacity: capacity)
+        let grown = UnsafeMutablePointer<Element>.allocate(capacity: capacity)
         grown.initialize(from: base, count: count)
         base.deallocate()
         base = grown
     }
 
-    mutating func append(_ byte: UInt8) {
+    mutating func append(_ element: Element) {
         reserve(1)
-        (base + count).initialize(to: byte)
+        (base + count).initialize(to: element)
         count += 1
     }
 
-    mutating func append(_ bytes: UnsafeBufferPointer<UInt8>) {
-        guard let source = bytes.baseAddress, bytes.count > 0 else { return }
-        reserve(bytes.count)
-        (base + count).initialize(from: source, count: bytes.count)
-        count += bytes.count
+    mutating func append(_ elements: UnsafeBufferPointer<Element>) {
+        guard let source = elements.baseAddress, elements.count > 0 else { return }
+        reserve(elements.count)
+        (base + count).initialize(from: source, count: elements.count)
+        count += elements.count
     }
+
+    subscript(index: Int) -> Element {
+        get { base[index] }
+        set { base[index] = newValue }
+    }
+
+    /// Forgets the elements, keeping the memory.
+    mutating func removeAll() { count = 0 }
+
+    /// The elements, for the duration of `body`.
+    func withElements<R>(_ body: (UnsafeBufferPointer<Element>) -> R) -> R {
+        body(UnsafeBufferPointer(start: base, count: count))
+    }
+}
+
+/// Bytes written by many small appends (the JSON writer, the Set-Cookie rewrite's output).
+typealias ByteWriter = GrowableBuffer<UInt8>
+
+extension GrowableBuffer where Element == UInt8 {
 
     mutating func append(_ text: StaticString) {
         append(UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
@@ -63,13 +84,5 @@ struct ByteWriter: ~Copyable {
             if value < 0 { append(0x2D) }
             append(UnsafeBufferPointer(start: d.baseAddress!.assumingMemoryBound(to: UInt8.self) + 20 - n, count: n))
         }
-    }
-
-    /// Forgets what was written, keeping the memory.
-    mutating func removeAll() { count = 0 }
-
-    /// The bytes written, for the duration of `body`.
-    func withBytes<R>(_ body: (UnsafeBufferPointer<UInt8>) -> R) -> R {
-        body(UnsafeBufferPointer(start: base, count: count))
     }
 }

@@ -35,7 +35,7 @@ public enum JSONValue: Sendable, Hashable, ExpressibleByStringLiteral, Expressib
     public func write(to out: inout [UInt8]) {
         var writer = ByteWriter(capacity: 512)
         write(to: &writer)
-        writer.withBytes { out.append(contentsOf: $0) }
+        writer.withElements { out.append(contentsOf: $0) }
     }
 
     func write(to out: inout ByteWriter) {

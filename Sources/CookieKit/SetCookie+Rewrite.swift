@@ -26,10 +26,8 @@ package struct SetCookieRewrite: ~Copyable {
         var name: UnsafeBufferPointer<UInt8>?
     }
 
-    /// The line's attributes in order, then the appended ones (memory of its own, as the output's).
-    private var entries: UnsafeMutablePointer<Entry>
-    private var entryCapacity: Int
-    private var entryCount = 0
+    /// The line's attributes in order, then the appended ones.
+    private var entries = GrowableBuffer<Entry>(capacity: 16)
     /// Per kind (``CookieAttributeKind/index``), the last entry not removed, or -1: the occurrence an edit of
     /// the kind looks at, without a scan.
     private var lastLive: UnsafeMutablePointer<Int32>
@@ -38,39 +36,28 @@ package struct SetCookieRewrite: ~Copyable {
     private var output = ByteWriter(capacity: 512)
 
     package init() {
-        entryCapacity = 16
-        entries = .allocate(capacity: entryCapacity)
         lastLive = .allocate(capacity: Self.kinds)
         lastLive.initialize(repeating: -1, count: Self.kinds)
     }
 
     deinit {
-        entries.deallocate()
         lastLive.deallocate()
     }
 
     private mutating func add(_ entry: Entry) {
-        if entryCount == entryCapacity {
-            let grown = UnsafeMutablePointer<Entry>.allocate(capacity: 2 * entryCapacity)
-            grown.initialize(from: entries, count: entryCount)
-            entries.deallocate()
-            entries = grown
-            entryCapacity *= 2
-        }
-        (entries + entryCount).initialize(to: entry)
-        if !entry.removed { lastLive[entry.kind.index] = Int32(entryCount) }
-        entryCount += 1
+        if !entry.removed { lastLive[entry.kind.index] = Int32(entries.count) }
+        entries.append(entry)
     }
 
     /// The line as edited, after ``write(_:)``, valid until the next edit.
     package func withOutput<R>(_ body: (UnsafeBufferPointer<UInt8>) -> R) -> R {
-        output.withBytes(body)
+        output.withElements(body)
     }
 
     /// Starts a plan for `cookie`; false for a line the plan does not model.
     package mutating func begin(_ cookie: SetCookie) -> Bool {
         guard cookie.layout.problem == nil else { return false }
-        entryCount = 0
+        entries.removeAll()
         lastLive.update(repeating: -1, count: Self.kinds)
         return cookie.layout.spans.withUnsafeBufferPointer { spans in
             for index in spans.indices {
@@ -121,7 +108,7 @@ package struct SetCookieRewrite: ~Copyable {
 
     /// ``SetCookie/setFlag(_:_:)`` off, ``SetCookie/remove(_:)``: every occurrence removed.
     package mutating func remove(_ kind: CookieAttributeKind) {
-        for i in 0..<entryCount where entries[i].kind == kind { entries[i].removed = true }
+        for i in 0..<entries.count where entries[i].kind == kind { entries[i].removed = true }
         lastLive[kind.index] = -1
     }
 
@@ -179,7 +166,7 @@ package struct SetCookieRewrite: ~Copyable {
             func flush() {
                 if !run.isEmpty { output.append(UnsafeBufferPointer(rebasing: b[run])) }
             }
-            for i in 0..<entryCount {
+            for i in 0..<entries.count {
                 let e = entries[i]
                 if e.span >= 0 {
                     let span = spans[Int(e.span)]
@@ -218,6 +205,6 @@ package struct SetCookieRewrite: ~Copyable {
             flush()
         }
         // A new value equal to the old one, or a removal undone by an append of the same bytes, is no change.
-        return changed && !output.withBytes { cookie.hasBytes($0) }
+        return changed && !output.withElements { cookie.hasBytes($0) }
     }
 }
