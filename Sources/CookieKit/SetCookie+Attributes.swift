@@ -202,6 +202,13 @@ extension ASCII {
 extension SetCookie {
     /// The value bytes of the last written attribute of `kind` that a user agent does not ignore, or nil
     /// (an empty slice for a flag). Cheap: no dates are parsed and no strings are built.
+    /// Whether two attribute values are the same ignoring ASCII case, as the rules compare a SameSite value already
+    /// in effect (`| 0x20` on each byte). One test for the in-place and the planned edits, which must agree.
+    @inlinable
+    package static func valuesEqualIgnoringCase<A: Sequence<UInt8>, B: Sequence<UInt8>>(_ a: A, _ b: B) -> Bool {
+        a.elementsEqual(b) { ($0 | 0x20) == ($1 | 0x20) }
+    }
+
     public func lastWrittenValue(of kind: CookieAttributeKind) -> ArraySlice<UInt8>? {
         for span in layout.spans.reversed() where span.kind == kind {
             if span.valueEnd - span.valueStart > SetCookie.maximumAttributeValueLength { continue }

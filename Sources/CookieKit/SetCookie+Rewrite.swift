@@ -122,10 +122,9 @@ package struct SetCookieRewrite: ~Copyable {
         cookie.bytes.withUnsafeBufferPointer { b in
             if unlessEqualIgnoringCase, let w = last(kind, written: true, in: cookie, b) {
                 let current = self.value(entries[w], in: cookie, b)
-                let same = { (x: UInt8, y: UInt8) in (x | 0x20) == (y | 0x20) }
                 if entries[w].dot
-                    ? value.first == 0x2E && value.dropFirst().elementsEqual(current, by: same)
-                    : current.elementsEqual(value, by: same)
+                    ? value.first == 0x2E && SetCookie.valuesEqualIgnoringCase(value.dropFirst(), current)
+                    : SetCookie.valuesEqualIgnoringCase(current, value)
                 {
                     return true
                 }

@@ -477,7 +477,7 @@ public final class RuleEngine: Sendable {
                 // (The comparison's slice of the bytes must be gone before the edit, or the edit copies them.)
                 if unlessEqualIgnoringCase
                     && (cookie.lastWrittenValue(of: kind).map { current in
-                        current.elementsEqual(value, by: { ($0 | 0x20) == ($1 | 0x20) })
+                        SetCookie.valuesEqualIgnoringCase(current, value)
                     } ?? false)
                 {
                     return true
@@ -621,7 +621,7 @@ public final class RuleEngine: Sendable {
                 if let v {
                     // Already in effect (case aside)? Then leave the bytes alone.
                     let current = cookie.lastWrittenValue(of: .sameSite)
-                    if current == nil || !current!.elementsEqual(v.utf8, by: { ($0 | 0x20) == ($1 | 0x20) }) {
+                    if current == nil || !SetCookie.valuesEqualIgnoringCase(current!, v.utf8) {
                         try cookie.set(.sameSite, to: v)
                     }
                 } else {
