@@ -15,6 +15,8 @@ let package = Package(
     ],
     dependencies: [],
     targets: [
+        // Pure: the byte grammar of HTTP shared by the codec and the TLS layer (tchar, hex, host names, IP literals).
+        .target(name: "HTTPGrammar"),
         // Pure: Set-Cookie model, parse, serialise, dates, domain/path match, PSL, jar, lint.
         .target(name: "CookieKit"),
         // The bridge to Foundation's HTTPCookie (FoundationNetworking on Linux).
@@ -28,13 +30,13 @@ let package = Package(
         // Runs the scenario corpora of shared/conformance against the jar (tests and `cookie-proxy conformance`).
         .target(name: "CookieConformance", dependencies: ["CookieKit"]),
         // Sans-I/O HTTP/1.1 codec and the per-connection proxy state machine.
-        .target(name: "ProxyCore", dependencies: ["CookieKit"], swiftSettings: hotPath),
+        .target(name: "ProxyCore", dependencies: ["HTTPGrammar"], swiftSettings: hotPath),
         // The only C of the proxy shell: epoll, eventfd, accept4, sockets, getaddrinfo.
         .target(name: "CProxyShims"),
         // OpenSSL 3 through a system-library target; macros as COpenSSL_ inline functions in its shim.h.
         .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
         // Swift owners of OpenSSL objects; the local CA and leaf minting; TLS engines over memory BIOs.
-        .target(name: "ProxyTLS", dependencies: ["COpenSSL"]),
+        .target(name: "ProxyTLS", dependencies: ["COpenSSL", "HTTPGrammar"]),
         // The I/O shell: event loops, sockets, upstream pool, resolver, timers, TLS interception plumbing.
         .target(
             name: "ProxyServer", dependencies: ["CookieKit", "ProxyCore", "CProxyShims", "ProxyTLS"],
@@ -51,7 +53,7 @@ let package = Package(
         // Shared by the test targets that run the built binary (where it and the repository are).
         .target(name: "TestSupport", path: "Tests/TestSupport"),
         .testTarget(name: "CookieKitTests", dependencies: ["CookieKit", "CookieFoundation", "CookieConformance"]),
-        .testTarget(name: "ProxyCoreTests", dependencies: ["ProxyCore", "ProxyServer"]),
+        .testTarget(name: "ProxyCoreTests", dependencies: ["ProxyCore", "ProxyServer", "HTTPGrammar"]),
         .testTarget(name: "CookieRulesTests", dependencies: ["CookieRules", "CookieKit"]),
         // End-to-end: the built binary between real clients and a real upstream (started by the tests).
         .testTarget(name: "EndToEndTests", dependencies: ["cookie-proxy", "TestSupport"], exclude: ["Fixtures"]),

@@ -1,4 +1,4 @@
-import CookieKit
+import HTTPGrammar
 
 #if canImport(Glibc)
     import Glibc
@@ -102,8 +102,10 @@ public struct HTTPHead: Sendable {
                 switch KnownField.classify(b, e0, e1) {
                 case .keepAlive: options.keepAlive = true
                 case .upgrade: options.upgrade = true
-                case .transferEncoding: break
-                case _ where HTTPToken.equalsLowercase(b, e0, e1, "close"): options.close = true
+                // Framing and Host are never hop-by-hop here: removing the field the proxy framed the message by
+                // (or routed it by) would let the next hop read the bytes as another message (RFC 9112 §11.2).
+                case .transferEncoding, .contentLength, .host: break
+                case _ where ByteClass.equalsLowercase(b, e0, e1, "close"): options.close = true
                 default:
                     options.fieldNames.append(
                         String(unsafeUninitializedCapacity: e1 - e0) { out in
@@ -135,15 +137,6 @@ public struct HTTPHead: Sendable {
                 start = stop + 1
             }
         }
-    }
-}
-
-extension Substring {
-    func trimmingWhitespace() -> Substring {
-        var s = self
-        while let f = s.first, f == " " || f == "\t" { s = s.dropFirst() }
-        while let l = s.last, l == " " || l == "\t" { s = s.dropLast() }
-        return s
     }
 }
 
@@ -189,6 +182,8 @@ public struct HTTPParseError: Error, Sendable, Hashable, CustomStringConvertible
         case headTooLarge
         case tooManyFields
         case malformed
+        /// A transfer coding the proxy does not implement (`501`, RFC 9112 §6.1).
+        case notImplemented
     }
     public var kind: Kind
     public var description: String
@@ -258,13 +253,22 @@ public struct HTTPHeadParser: Sendable {
 
     /// Splits a complete head into its start line and field lines (RFC 9112 §5), in one pass over the bytes
     /// that also classifies the field names the proxy acts on.
-    public func parseHead(_ bytes: [UInt8]) throws(HTTPParseError) -> HTTPHead {
+    ///
+    /// The framing policy (RFC 9112 §2.2, §5; RFC 9110 §5.5): a NUL, or a CR not followed by LF, anywhere in the
+    /// head is refused; with `strictValues` (requests) so is every other CTL but HTAB in a field value. A bare LF
+    /// ends a line, as RFC 9112 §2.2 lets a recipient read it, and the head is then re-serialised with CRLF line
+    /// ends: the proxy's reading becomes the only one, since every later hop sees CRLF. `bytes` of the result
+    /// are the normalised head.
+    public func parseHead(_ bytes: [UInt8], strictValues: Bool = false) throws(HTTPParseError) -> HTTPHead {
+        let survey = bytes.withUnsafeBufferPointer { Self.survey($0) }
+        if survey.nulOrBareCR { throw Self.malformed(Self.describeInvalid(bytes)) }
+        if survey.bareLF { return try parseHead(Self.normalisingLineEnds(bytes), strictValues: strictValues) }
         var startLine = 0..<0
         var fields: [HTTPHead.Field] = []
         fields.reserveCapacity(16)
         let failure = bytes.withUnsafeBufferPointer { b -> HTTPParseError? in
             Self.scanHead(
-                b, valuesAreClean: Self.isPlain(b), maximumFieldCount: limits.maximumFieldCount,
+                b, checkValues: strictValues && survey.control, maximumFieldCount: limits.maximumFieldCount,
                 startLine: &startLine, fields: &fields)
         }
         if let failure { throw failure }
@@ -280,24 +284,56 @@ public struct HTTPHeadParser: Sendable {
         return UnsafeRawPointer(hit) - UnsafeRawPointer(base)
     }
 
-    /// Whether a head has no NUL and no CR outside a CRLF: then no field value can be invalid, and ``scanHead``
-    /// need not look at every byte of the values (libc's memchr does this scanning).
-    static func isPlain(_ b: UnsafeBufferPointer<UInt8>) -> Bool {
-        guard let base = b.baseAddress else { return false }
-        if memchr(base, 0x00, b.count) != nil { return false }
-        var from = 0
-        while from < b.count, let hit = memchr(base + from, 0x0D, b.count - from) {
-            let at = UnsafeRawPointer(hit) - UnsafeRawPointer(base)
-            guard at + 1 < b.count, b[at + 1] == 0x0A else { return false }
-            from = at + 2
-        }
-        return true
+    /// What one branch-free pass (the compiler vectorises it) finds in a head: a NUL or a CR not followed by LF,
+    /// an LF not preceded by CR, a CTL other than HTAB, CR and LF.
+    struct Survey {
+        var nulOrBareCR: Bool
+        var bareLF: Bool
+        var control: Bool
     }
 
-    /// `valuesAreClean`: the caller found no NUL and no bare CR in the head (``isPlain``), so the per-value check
-    /// is skipped.
+    static func survey(_ b: UnsafeBufferPointer<UInt8>) -> Survey {
+        guard let p = b.baseAddress, b.count > 0 else {
+            return Survey(nulOrBareCR: false, bareLF: false, control: false)
+        }
+        let n = b.count
+        var bad: UInt8 = 0
+        var bareLF: UInt8 = p[0] == 0x0A ? 1 : 0
+        var control: UInt8 = 0
+        for i in 0..<(n - 1) {
+            let c = p[i]
+            let next = p[i + 1]
+            bad |= (c == 0x00 ? 1 : 0) | (c == 0x0D && next != 0x0A ? 1 : 0)
+            bareLF |= next == 0x0A && c != 0x0D ? 1 : 0
+            control |= (c < 0x20 && c != 0x09 && c != 0x0A && c != 0x0D) || c == 0x7F ? 1 : 0
+        }
+        let last = p[n - 1]
+        bad |= last == 0x00 || last == 0x0D ? 1 : 0
+        control |= (last < 0x20 && last != 0x09 && last != 0x0A && last != 0x0D) || last == 0x7F ? 1 : 0
+        return Survey(nulOrBareCR: bad != 0, bareLF: bareLF != 0, control: control != 0)
+    }
+
+    static func describeInvalid(_ bytes: [UInt8]) -> String {
+        let at = bytes.indices.first { bytes[$0] == 0x00 || (bytes[$0] == 0x0D && bytes[$0 + 1] != 0x0A) } ?? 0
+        return bytes[at] == 0 ? "NUL in message head" : "CR not followed by LF in message head"
+    }
+
+    /// The head with a CR inserted before every LF that has none.
+    static func normalisingLineEnds(_ bytes: [UInt8]) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(bytes.count + 32)
+        var previous: UInt8 = 0
+        for c in bytes {
+            if c == 0x0A && previous != 0x0D { out.append(0x0D) }
+            out.append(c)
+            previous = c
+        }
+        return out
+    }
+
+    /// `checkValues`: refuse a CTL other than HTAB in a field value (the survey found one somewhere in the head).
     private static func scanHead(
-        _ b: UnsafeBufferPointer<UInt8>, valuesAreClean: Bool, maximumFieldCount: Int, startLine: inout Range<Int>,
+        _ b: UnsafeBufferPointer<UInt8>, checkValues: Bool, maximumFieldCount: Int, startLine: inout Range<Int>,
         fields: inout [HTTPHead.Field]
     ) -> HTTPParseError? {
         let count = b.count
@@ -318,7 +354,7 @@ public struct HTTPHeadParser: Sendable {
                 return HTTPParseError(kind: .tooManyFields, description: "more than \(maximumFieldCount) header fields")
             }
             if first == 0x20 || first == 0x09 {
-                // RFC 9112 §5.2: obs-fold is rejected rather than guessed at.
+                // RFC 9112 §5.2: obs-fold (and whitespace after the start line, §2.2) is rejected, not guessed at.
                 return malformed("obsolete line folding in header field")
             }
             lineEnd = nextLF(b, from: lineStart)
@@ -334,14 +370,10 @@ public struct HTTPHeadParser: Sendable {
             guard colon < contentEnd else { return malformed("header line without a colon") }
             guard nameIsToken else { return malformed("invalid character in header field name") }
             guard colon > lineStart else { return malformed("header field with an empty name") }
-            // The value: NUL and a bare CR are refused (RFC 9110 §5.5); a branch-free pass the compiler vectorises.
-            if !valuesAreClean {
-                var invalid: UInt8 = 0
-                for k in (colon + 1)..<contentEnd {
-                    let c = b[k]
-                    invalid |= (c == 0x00 ? 1 : 0) | (c == 0x0D ? 1 : 0)
-                }
-                if invalid != 0 { return malformed("invalid character in header field value") }
+            if checkValues {
+                var invalid = false
+                for k in (colon + 1)..<contentEnd { invalid = invalid || ByteClass.isControl(b[k]) }
+                if invalid { return malformed("control character in header field value") }
             }
             var vs = colon + 1
             var ve = contentEnd
@@ -357,7 +389,8 @@ public struct HTTPHeadParser: Sendable {
 
     /// Parses a request head (RFC 9112 §3): method SP request-target SP HTTP-version.
     public func parseRequest(_ bytes: [UInt8]) throws(HTTPParseError) -> RequestHead {
-        let head = try parseHead(bytes)
+        let head = try parseHead(bytes, strictValues: true)
+        let bytes = head.bytes
         // Exactly two single spaces split the line (RFC 9112 §3).
         let line = head.startLine
         guard let firstSpace = bytes[line].firstIndex(of: 0x20),
@@ -382,6 +415,7 @@ public struct HTTPHeadParser: Sendable {
     /// Parses a response head (RFC 9112 §4): HTTP-version SP status-code SP [reason-phrase].
     public func parseResponse(_ bytes: [UInt8]) throws(HTTPParseError) -> ResponseHead {
         let head = try parseHead(bytes)
+        let bytes = head.bytes
         // HTTP-version SP 3DIGIT, then SP and a reason phrase (possibly empty) or nothing.
         let line = head.startLine
         let v = line.lowerBound
@@ -390,6 +424,10 @@ public struct HTTPHeadParser: Sendable {
         else { throw Self.malformed("invalid status line") }
         let status = bytes[(v + 9)..<(v + 12)].reduce(0) { $0 * 10 + Int($1 - 0x30) }
         guard status >= 100 else { throw Self.malformed("invalid status code") }
+        // reason-phrase = *( HTAB / SP / VCHAR / obs-text ).
+        guard !bytes[line].contains(where: ByteClass.isControl) else {
+            throw Self.malformed("control character in the status line")
+        }
         return ResponseHead(head: head, version: version, status: status)
     }
 
@@ -406,7 +444,7 @@ public struct HTTPHeadParser: Sendable {
     }
 
     /// tchar (RFC 9110 §5.6.2), shared with the cookie grammar.
-    static func isTokenChar(_ byte: UInt8) -> Bool { HTTPToken.isTokenChar(byte) }
+    static func isTokenChar(_ byte: UInt8) -> Bool { ByteClass.isTokenChar(byte) }
 }
 
 /// The options of a message's Connection fields (RFC 9110 §7.6.1).

@@ -1,3 +1,5 @@
+import HTTPGrammar
+
 /// Bytes and commands the I/O shell carries out after each event. The shell owns these buffers: it sends
 /// from the front of `toClient` / `toUpstream`, and stops reading from the other side while they are full
 /// (backpressure), so memory stays bounded whatever the body size.
@@ -368,9 +370,10 @@ public struct ProxyConnectionMachine: Sendable {
         let framing: BodyFraming
         do {
             request = try headParser.parseRequest(headBytes)
-            framing = try BodyFraming.forRequest(request.head)
+            framing = try BodyFraming.forRequest(request.head, version: request.version)
         } catch {
-            answer(error.kind == .tooManyFields ? 431 : 400, error.description, &io, keepAlive: false)
+            let status = error.kind == .tooManyFields ? 431 : error.kind == .notImplemented ? 501 : 400
+            answer(status, error.description, &io, keepAlive: false)
             return
         }
         startExchange(request, framing: framing, &io)
@@ -381,126 +384,95 @@ public struct ProxyConnectionMachine: Sendable {
         let head = request.head
         let connection = head.connectionOptions()
         let keepAlive = request.version.minor >= 1 ? !connection.close : connection.keepAlive
-        let isConnect = request.method == "CONNECT"
-        // Where does it go? (RFC 9112 §3.2: absolute-form to a proxy, authority-form for CONNECT.)
-        var scheme = "http"
-        let origin: Origin
-        var target: String
-        if isConnect {
-            // RFC 9110 §9.3.6: authority-form, the port is required.
-            guard request.target.contains(":"), let o = Self.parseAuthority(Substring(request.target), defaultPort: 443)
-            else {
-                answer(400, "CONNECT target must be host:port", &io, keepAlive: false)
+        let route: RequestRoute
+        switch RequestRoute.route(
+            request, reverseUpstream: configuration.reverseUpstream, interceptedOrigin: interceptedOrigin)
+        {
+        case .success(let r): route = r
+        case .failure(let refusal):
+            answer(refusal.status, refusal.reason, &io, keepAlive: false, fields: refusal.fields)
+            return
+        }
+        // RFC 9112 §3.2: one Host, with a valid value, and always one in HTTP/1.1.
+        let hostFields = head.fields.lazy.filter { $0.known == .host }
+        var hostCount = 0
+        for field in hostFields {
+            hostCount += 1
+            let value = head.valueBytes(field)
+            let valid =
+                value.isEmpty
+                ? route.hostValue != nil
+                : value.withUnsafeBufferPointer { Authority.parse($0, defaultPort: 80) != nil }
+            guard valid else {
+                answer(400, "invalid Host header field", &io, keepAlive: false)
                 return
             }
-            origin = o
-            target = ""
-            scheme = "https"
+        }
+        guard hostCount <= 1 else {
+            answer(400, "more than one Host header field", &io, keepAlive: false)
+            return
+        }
+        guard hostCount == 1 || request.version.minor == 0 else {
+            answer(400, "HTTP/1.1 request without a Host header field", &io, keepAlive: false)
+            return
+        }
+        let origin = route.origin
+        if route.isConnect {
             if interceptedOrigin == nil && configuration.interceptionAvailable
-                && hooks.shouldIntercept(host: o.host, port: o.port)
+                && hooks.shouldIntercept(host: origin.host, port: origin.port)
             {
                 // RFC 9110 §9.3.6: 2xx, then the bytes that follow are the tunnel, which the shell decrypts.
                 io.toClient.append(contentsOf: Array("HTTP/1.1 200 Connection Established\r\n\r\n".utf8))
                 let leftover = Array(clientIn[clientInStart...])
                 clientIn.removeAll()
                 clientInStart = 0
-                interceptedOrigin = o
+                interceptedOrigin = origin
                 state = .idle
-                io.commands.append(.startTLS(host: o.host, leftover: leftover))
+                io.commands.append(.startTLS(host: origin.host, leftover: leftover))
                 return
             }
-        } else if request.target.utf8.first == 0x2F {
-            if let intercepted = interceptedOrigin {
-                origin = intercepted
-                target = request.target
-                scheme = "https"
-            } else {
-                guard let reverse = configuration.reverseUpstream else {
-                    answer(
-                        400,
-                        "this is a forward proxy: send an absolute URL (curl -x http://this-proxy http://host/path)",
-                        &io, keepAlive: false)
-                    return
-                }
-                origin = reverse
-                target = request.target
-            }
-        } else {
-            // The scheme, case-insensitively, from the target's first eight bytes taken as one word (RFC 3986 §3.1).
-            let prefix = Self.schemePrefix(request.target)
-            if prefix == .https {
-                answer(
-                    400, "https URLs go through CONNECT; this proxy does not fetch https:// targets itself", &io,
-                    keepAlive: false)
-                return
-            }
-            guard prefix == .http else {
-                answer(400, "request target must be an absolute http:// URL", &io, keepAlive: false)
-                return
-            }
-            // RFC 3986 §3.2–3.5 on the UTF-8 view (Character-level Substring work is slow): the authority
-            // ends at '/', '?' or '#'; userinfo ends at its last '@'; a fragment is never sent.
-            let full = request.target
-            let u = full.utf8
-            let afterScheme = u.index(u.startIndex, offsetBy: 7)
-            var authorityStart = afterScheme
-            var authorityEnd = afterScheme
-            while authorityEnd != u.endIndex {
-                let c = u[authorityEnd]
-                if c == 0x2F || c == 0x3F || c == 0x23 { break }
-                authorityEnd = u.index(after: authorityEnd)
-                if c == 0x40 { authorityStart = authorityEnd }
-            }
-            guard let o = Self.parseAuthority(full[authorityStart..<authorityEnd], defaultPort: 80) else {
-                answer(400, "invalid host in request URL", &io, keepAlive: false)
-                return
-            }
-            origin = o
-            let fragment = u[authorityEnd...].firstIndex(of: 0x23) ?? u.endIndex
-            target = String(full[authorityEnd..<fragment])
-            if authorityEnd == fragment || u[authorityEnd] == 0x3F { target = "/" + target }
         }
         if configuration.reverseUpstream == nil && interceptedOrigin == nil && isOwnAddress(origin) {
             answer(400, "refusing a request addressed to the proxy itself (\(origin))", &io, keepAlive: false)
             return
         }
-        let viewedFromClient = configuration.reverseUpstream != nil && interceptedOrigin == nil
+        // The host and port the client addressed: the Host it sent (or the URL's authority) towards a fixed
+        // upstream, the origin itself otherwise.
+        var host = origin.host
+        var port = origin.port
+        if configuration.reverseUpstream != nil && interceptedOrigin == nil && !route.isConnect {
+            let named: Origin? =
+                route.hostValue.flatMap { v in v.withUnsafeBufferPointer { Authority.parse($0, defaultPort: 80) } }
+                ?? hostFields.first.flatMap { f in
+                    head.valueBytes(f).withUnsafeBufferPointer { Authority.parse($0, defaultPort: 80) }
+                }
+            if let named { (host, port) = (named.host, named.port) }
+        }
         let context = ExchangeContext(
-            requestID: nextRequestID(), clientAddress: clientAddress, method: request.method, scheme: scheme,
-            host: viewedFromClient ? (Self.hostHeader(head) ?? origin.host) : origin.host,
-            port: viewedFromClient ? (Self.hostPort(head) ?? origin.port) : origin.port,
-            target: isConnect ? "" : target, status: nil)
-        let wantsUpgrade = !isConnect && connection.upgrade && head.values(.upgrade).count == 1
+            requestID: nextRequestID(), clientAddress: clientAddress, method: request.method, scheme: route.scheme,
+            host: host, port: port, target: route.target, status: nil)
+        let wantsUpgrade = !route.isConnect && connection.upgrade && head.values(.upgrade).count == 1
         var headBytes: [UInt8] = []
-        if !isConnect {
+        if !route.isConnect {
             var out = OutgoingHead(head)
             var startLine: [UInt8] = []
-            startLine.reserveCapacity(request.method.utf8.count + target.utf8.count + 10)
+            startLine.reserveCapacity(request.method.utf8.count + route.target.utf8.count + 10)
             startLine.append(contentsOf: request.method.utf8)
             startLine.append(0x20)
-            startLine.append(contentsOf: target.utf8)
+            startLine.append(contentsOf: route.target.utf8)
             startLine.append(contentsOf: Self.http11Suffix)
             out.startLine = startLine
             Self.removeHopByHop(&out, connection: connection, keepUpgrade: wantsUpgrade)
             out.removeAll(.proxyAuthorization)
-            // RFC 9112 §3.2.2: a proxy replaces Host with the target URI's authority.
-            if configuration.reverseUpstream == nil && interceptedOrigin == nil {
-                var first: Int? = nil
-                var index = out.count - 1
-                while index >= 0 {
-                    if out.known(at: index) == .host {
-                        // Every Host but the first goes.
-                        if let later = first { out.remove(at: later) }
-                        first = index
-                    }
-                    index -= 1
-                }
-                if let first {
-                    if !origin.isHostFieldValue(out.valueBytes(at: first), defaultPort: 80) {
-                        out.replaceValue(at: first, with: origin.hostFieldValue(defaultPort: 80))
+            Self.canonicaliseFraming(&out, framing)
+            // RFC 9112 §3.2.2: Host becomes the target URI's authority.
+            if let hostValue = route.hostValue {
+                if let index = out.indices(of: .host).first {
+                    if !out.valueBytes(at: index).elementsEqual(hostValue) {
+                        out.replaceValue(at: index, with: hostValue)
                     }
                 } else {
-                    out.append(name: "Host", value: origin.hostFieldValue(defaultPort: 80), known: .host)
+                    out.append(name: "Host", value: hostValue, known: .host)
                 }
             }
             if wantsUpgrade { out.append(name: "Connection", value: Self.upgradeToken, known: .connection) }
@@ -512,15 +484,68 @@ public struct ProxyConnectionMachine: Sendable {
             out.serialize(into: &headBytes)
         }
         let exchange = Exchange(
-            context: context, origin: origin, isConnect: isConnect, wantsUpgrade: wantsUpgrade,
-            requestHeadBytes: headBytes, requestBody: BodyReader(isConnect ? .none : framing),
+            context: context, origin: origin, isConnect: route.isConnect, wantsUpgrade: wantsUpgrade,
+            requestHeadBytes: headBytes, requestBody: BodyReader(route.isConnect ? .none : framing),
             clientVersion: request.version, clientKeepAlive: keepAlive,
             responseParser: HTTPHeadParser(limits: configuration.parserLimits))
         state = .connecting(exchange)
         // A tunnel gets a connection of its own: an idle keep-alive connection to the same host and port is
         // never handed to a CONNECT.
-        io.commands.append(.connect(origin, fresh: isConnect))
+        io.commands.append(.connect(origin, fresh: route.isConnect))
     }
+
+    /// Framing fields with exactly one reading on the way out (RFC 9110 §8.6, RFC 9112 §6.1, §6.3): one
+    /// Content-Length of plain digits, or one Transfer-Encoding of lowercase codings and no Content-Length. A head
+    /// that has them so already (the usual case) is left as it is.
+    static func canonicaliseFraming(_ out: inout OutgoingHead, _ framing: BodyFraming) {
+        var contentLengths = 0
+        var transferEncodings = 0
+        var index = 0
+        var canonical = true
+        while index < out.count {
+            switch out.known(at: index) {
+            case .contentLength:
+                contentLengths += 1
+                canonical = canonical && out.valueBytes(at: index).allSatisfy(ByteClass.isDigit)
+            case .transferEncoding:
+                transferEncodings += 1
+                canonical = canonical && out.valueBytes(at: index).elementsEqual(chunkedToken)
+            default: break
+            }
+            index += 1
+        }
+        if canonical && contentLengths <= 1
+            && (transferEncodings == 0 || (transferEncodings == 1 && contentLengths == 0))
+        {
+            return
+        }
+        if transferEncodings > 0 {
+            // Transfer-Encoding wins (RFC 9112 §6.3 rule 3); its codings are rewritten as one list.
+            var codings: [UInt8] = []
+            for i in 0..<out.count where out.known(at: i) == .transferEncoding {
+                for element in out.valueBytes(at: i).split(separator: 0x2C) {
+                    let trimmed = element.drop(while: ByteClass.isWhitespace).reversed().drop(
+                        while: ByteClass.isWhitespace
+                    )
+                    .reversed()
+                    guard !trimmed.isEmpty else { continue }
+                    if !codings.isEmpty { codings.append(contentsOf: [0x2C, 0x20]) }
+                    codings.append(contentsOf: trimmed.map(ByteClass.lower))
+                }
+            }
+            out.removeAll(.contentLength)
+            out.removeAll(.transferEncoding)
+            out.append(name: "Transfer-Encoding", value: codings, known: .transferEncoding)
+        } else if case .contentLength(let n) = framing {
+            out.removeAll(.contentLength)
+            out.append(name: "Content-Length", value: Array(String(n).utf8), known: .contentLength)
+        } else {
+            out.removeAll(.contentLength)
+            out.append(name: "Content-Length", value: [0x30], known: .contentLength)
+        }
+    }
+
+    static let chunkedToken = Array("chunked".utf8)
 
     private mutating func forwardRequestBody(_ io: inout ConnectionIO) {
         let e: Exchange
@@ -535,8 +560,9 @@ public struct ProxyConnectionMachine: Sendable {
         do {
             n = try reader.consume(clientIn[clientInStart...])
         } catch {
-            io.commands.append(.releaseUpstream(reusable: false))
-            answer(400, "bad request body: \(error.description)", &io, keepAlive: false)
+            // Nothing more of this request reaches the upstream; the client gets a 400 unless part of the
+            // response is already out, when closing is the only honest signal.
+            failExchange(e, status: 400, message: "bad request body: \(error.description)", &io)
             return
         }
         io.toUpstream.append(contentsOf: clientIn[clientInStart..<(clientInStart + n)])
@@ -561,7 +587,7 @@ public struct ProxyConnectionMachine: Sendable {
                 length = l
             } catch {
                 state = .exchanging(e)
-                failResponse(e, "upstream response head is too large", &io)
+                failResponse(e, "upstream \(e.origin) sent a response head that is too large", &io)
                 return
             }
             let headBytes = Array(e.upstreamIn[0..<length])
@@ -571,14 +597,21 @@ public struct ProxyConnectionMachine: Sendable {
             do {
                 response = try e.responseParser.parseResponse(headBytes)
                 framing = try BodyFraming.forResponse(
-                    response.head, status: response.status, requestMethod: e.context.method)
+                    response.head, status: response.status, requestMethod: e.context.method, version: response.version)
             } catch {
                 state = .exchanging(e)
-                failResponse(e, "upstream sent an invalid response: \(error.description)", &io)
+                failResponse(e, "upstream \(e.origin) sent an invalid response: \(error.description)", &io)
                 return
             }
             e.context.status = response.status
-            if response.status == 101 && e.wantsUpgrade {
+            if response.status == 101 && !e.wantsUpgrade {
+                // RFC 9110 §15.2.2: a server switches protocols only when asked; relaying this would have the
+                // client read what follows as another protocol while the proxy reads it as HTTP.
+                state = .exchanging(e)
+                failResponse(e, "upstream \(e.origin) switched protocols without being asked to", &io)
+                return
+            }
+            if response.status == 101 {
                 var out = OutgoingHead(response.head)
                 if configuration.addVia {
                     Self.addVia(&out, version: response.version, pseudonym: configuration.viaPseudonym)
@@ -595,14 +628,22 @@ public struct ProxyConnectionMachine: Sendable {
                 return
             }
             if (100..<200).contains(response.status) {
-                // Interim responses (100 Continue, 103 Early Hints) go to 1.1 clients as they are.
-                if e.clientVersion.minor >= 1 { io.toClient.append(contentsOf: headBytes) }
+                // Interim responses (100 Continue, 103 Early Hints) go to 1.1 clients as parsed (line ends
+                // normalised); the final response follows (RFC 9110 §15.2).
+                if e.clientVersion.minor >= 1 { io.toClient.append(contentsOf: response.head.bytes) }
                 continue
             }
             let connection = response.head.connectionOptions()
             if connection.close || response.version.minor == 0 { e.upstreamReusable = false }
+            if framing == .chunked && response.head.fields.contains(where: { $0.known == .contentLength }) {
+                // Both framing fields: Transfer-Encoding wins (RFC 9112 §6.3 rule 3), but a server that sends
+                // both is not trusted with the next exchange on this connection.
+                e.upstreamReusable = false
+            }
             var out = OutgoingHead(response.head)
             Self.removeHopByHop(&out, connection: connection, keepUpgrade: false)
+            Self.canonicaliseFraming(&out, framing)
+            if framing == .untilClose { out.removeAll(.contentLength) }
             e.dechunk = framing == .chunked && e.clientVersion.minor == 0
             if e.dechunk { out.removeAll(.transferEncoding) }
             e.closeClientAfter = !e.clientKeepAlive || clientEOF || framing == .untilClose || e.dechunk
@@ -705,11 +746,14 @@ public struct ProxyConnectionMachine: Sendable {
     }
 
     /// A response of the proxy's own: status, a one-line plain-text reason.
-    private mutating func answer(_ status: Int, _ reason: String, _ io: inout ConnectionIO, keepAlive: Bool) {
+    private mutating func answer(
+        _ status: Int, _ reason: String, _ io: inout ConnectionIO, keepAlive: Bool, fields: [(String, String)] = []
+    ) {
         let body = reason + "\n"
         let keep = keepAlive && !clientEOF
         var text = "HTTP/1.1 \(status) \(Self.reasonPhrase(status))\r\n"
         text += "Content-Type: text/plain; charset=utf-8\r\nContent-Length: \(body.utf8.count)\r\n"
+        for (name, value) in fields { text += "\(name): \(value)\r\n" }
         if configuration.addVia { text += "Via: 1.1 \(configuration.viaPseudonym)\r\n" }
         text += keep ? "\r\n" : "Connection: close\r\n\r\n"
         io.toClient.append(contentsOf: Array(text.utf8))
@@ -728,7 +772,8 @@ public struct ProxyConnectionMachine: Sendable {
     private func isOwnAddress(_ origin: Origin) -> Bool {
         guard configuration.ownPorts.contains(origin.port) else { return false }
         let h = origin.host
-        return h == "localhost" || h.utf8.starts(with: "127.".utf8) || h == "::1" || h == "0.0.0.0" || h == "::"
+        return h == "localhost" || h.hasSuffix(".localhost") || h.utf8.starts(with: "127.".utf8) || h == "::1"
+            || h == "0.0.0.0" || h == "::" || h.hasPrefix("::ffff:127.") || h == "::ffff:0.0.0.0"
             || configuration.ownHosts.contains(h)
     }
 
@@ -772,91 +817,14 @@ public struct ProxyConnectionMachine: Sendable {
         $0 | 1 << UInt32($1.rawValue)
     }
 
-    enum SchemePrefix { case http, https, other }
-
-    /// Whether a request target begins with `http://` or `https://`, in any case.
-    static func schemePrefix(_ target: String) -> SchemePrefix {
-        var target = target
-        return target.withUTF8 { b in
-            guard b.count >= 7 else { return .other }
-            var word: UInt64 = 0
-            for k in 0..<min(8, b.count) { word |= UInt64(b[k]) << UInt64(8 * k) }
-            // The letters lowercased with | 0x20 (it maps only 'A'–'Z' onto these letters); ':' and '/' exact.
-            if (word | 0x2020_2020) & 0x00FF_FFFF_FFFF_FFFF == 0x002F_2F3A_7074_7468 { return .http }  // "http://"
-            if b.count >= 8 && word | 0x20_2020_2020 == 0x2F2F_3A73_7074_7468 { return .https }  // "https://"
-            return .other
-        }
-    }
-
-    /// `host[:port]` or `[v6]:port`, parsed on bytes (Character-level Substring work is slow).
-    static func parseAuthority(_ authority: Substring, defaultPort: Int) -> Origin? {
-        var authority = authority
-        return authority.withUTF8 { parseAuthority($0, defaultPort: defaultPort) }
-    }
-
-    static func parseAuthority(_ a: UnsafeBufferPointer<UInt8>, defaultPort: Int) -> Origin? {
-        var hostStart = 0
-        var hostEnd = a.count
-        var port = defaultPort
-        func number(_ from: Int, _ to: Int) -> Int? {
-            guard from < to, to - from <= 5 else { return nil }
-            var n = 0
-            for i in from..<to {
-                guard a[i] &- 0x30 < 10 else { return nil }
-                n = n * 10 + Int(a[i] - 0x30)
-            }
-            return n
-        }
-        if a.first == 0x5B {
-            guard let close = a.firstIndex(of: 0x5D) else { return nil }
-            hostStart = 1
-            hostEnd = close
-            if close + 1 < a.count {
-                guard a[close + 1] == 0x3A, let p = number(close + 2, a.count) else { return nil }
-                port = p
-            }
-        } else if let colon = a.lastIndex(of: 0x3A) {
-            hostEnd = colon
-            guard let p = number(colon + 1, a.count) else { return nil }
-            port = p
-        }
-        guard hostStart < hostEnd, (1...65535).contains(port) else { return nil }
-        for i in hostStart..<hostEnd {
-            let b = a[i]
-            guard b > 0x20 && b < 0x7F && b != 0x2F && b != 0x40 else { return nil }
-        }
-        if hostEnd - hostStart > 1 && a[hostEnd - 1] == 0x2E { hostEnd -= 1 }
-        // Lowercased while copied into the string.
-        let host = String(unsafeUninitializedCapacity: hostEnd - hostStart) { out in
-            for i in hostStart..<hostEnd {
-                let b = a[i]
-                out[i - hostStart] = b &- 0x41 < 26 ? b | 0x20 : b
-            }
-            return hostEnd - hostStart
-        }
-        return Origin(host: host, port: port)
-    }
-
-    static func hostHeader(_ head: HTTPHead) -> String? {
-        guard let value = head.values(.host).first, let o = parseAuthority(Substring(value), defaultPort: 80) else {
-            return nil
-        }
-        return o.host
-    }
-
-    static func hostPort(_ head: HTTPHead) -> Int? {
-        guard let value = head.values(.host).first else { return nil }
-        return parseAuthority(Substring(value), defaultPort: 80)?.port
-    }
-
-    static func bracketed(_ host: String) -> String { host.contains(":") ? "[\(host)]" : host }
-
     static func reasonPhrase(_ status: Int) -> String {
         switch status {
         case 400: return "Bad Request"
         case 403: return "Forbidden"
+        case 405: return "Method Not Allowed"
         case 408: return "Request Timeout"
         case 431: return "Request Header Fields Too Large"
+        case 501: return "Not Implemented"
         case 502: return "Bad Gateway"
         case 503: return "Service Unavailable"
         case 504: return "Gateway Timeout"

@@ -1,4 +1,5 @@
 internal import COpenSSL
+import HTTPGrammar
 import Synchronization
 
 #if canImport(Glibc)
@@ -122,9 +123,12 @@ public final class LeafCache: Sendable {
     /// How many leaves were minted (for the benchmark and the banner).
     public var count: Int { cache.withLock { $0.count } }
 
+    /// The leaf for `host`, which must be a DNS name or an IP literal (``HostName``): the name goes into OpenSSL's
+    /// SAN syntax, where a comma would add names of the client's choosing.
     func leaf(for host: String) throws(TLSError) -> Certificate {
         if let cached = cache.withLock({ $0[host] }) { return cached }
-        let isIP = isIPLiteral(host)
+        guard let kind = HostName.kind(host) else { throw TLSError("not a host name: \(host.debugDescription)") }
+        let isIP = kind != .dnsName
         let cert = try Certificate.make(
             subject: [("CN", String(host.prefix(64)))], issuer: ca.certificate, publicKey: leafKey, signingKey: ca.key,
             validFrom: -3600, validFor: 397 * 86_400,

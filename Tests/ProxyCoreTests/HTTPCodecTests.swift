@@ -114,7 +114,7 @@ import Testing
 
 @Suite struct RequestTargetSchemeTests {
     @Test(arguments: [
-        ("http://a/", ProxyConnectionMachine.SchemePrefix.http),
+        ("http://a/", RequestRoute.SchemePrefix.http),
         ("HTTP://a", .http),
         ("hTtP://example.test:8080/x", .http),
         ("https://a/", .https),
@@ -128,8 +128,8 @@ import Testing
         ("http:\u{0F}/a", .other),  // | 0x20 would make 0x0F a '/': the separators are compared exactly
         ("httpx://a", .other),
     ])
-    func absoluteFormSchemesAreRecognisedInAnyCase(_ target: String, _ expected: ProxyConnectionMachine.SchemePrefix) {
-        #expect(ProxyConnectionMachine.schemePrefix(target) == expected)
+    func absoluteFormSchemesAreRecognisedInAnyCase(_ target: String, _ expected: RequestRoute.SchemePrefix) {
+        #expect(RequestRoute.schemePrefix(target) == expected)
     }
 }
 

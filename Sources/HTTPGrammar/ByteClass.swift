@@ -1,0 +1,63 @@
+// Byte classes of the HTTP grammars (RFC 9110 §5.5, §5.6; RFC 5234 Appendix B.1), shared by the proxy's codec
+// and the TLS layer. Pure: no Foundation, no I/O.
+
+/// Byte predicates of RFC 9110 and RFC 5234, on `UInt8` so that parsers never build Characters.
+public enum ByteClass {
+    /// tchar = "!" / "#" / "$" / "%" / "&" / "'" / "*" / "+" / "-" / "." / "^" / "_" / "`" / "|" / "~" / DIGIT / ALPHA
+    /// (RFC 9110 §5.6.2).
+    @inlinable
+    public static func isTokenChar(_ byte: UInt8) -> Bool {
+        // One bit per tchar in two 64-bit words (bytes 0–63 and 64–127).
+        let low: UInt64 = 0x03FF_6CFA_0000_0000
+        let high: UInt64 = 0x57FF_FFFF_C7FF_FFFE
+        let word = byte < 64 ? low : (byte < 128 ? high : 0)
+        return (word >> UInt64(byte & 63)) & 1 != 0
+    }
+
+    /// OWS / BWS characters: SP / HTAB (RFC 9110 §5.6.3).
+    @inlinable
+    public static func isWhitespace(_ byte: UInt8) -> Bool { byte == 0x20 || byte == 0x09 }
+
+    /// DIGIT = %x30-39.
+    @inlinable
+    public static func isDigit(_ byte: UInt8) -> Bool { byte &- 0x30 < 10 }
+
+    /// HEXDIG's value, or nil (RFC 5234: case-insensitive).
+    @inlinable
+    public static func hexValue(_ byte: UInt8) -> Int? {
+        if byte &- 0x30 < 10 { return Int(byte &- 0x30) }
+        let lower = byte | 0x20
+        if lower &- 0x61 < 6 { return Int(lower &- 0x61 &+ 10) }
+        return nil
+    }
+
+    /// A CTL other than HTAB: %x00-08 / %x0A-1F / %x7F. None of them is a field-vchar (RFC 9110 §5.5).
+    @inlinable
+    public static func isControl(_ byte: UInt8) -> Bool { (byte < 0x20 && byte != 0x09) || byte == 0x7F }
+
+    /// qdtext = HTAB / SP / %x21 / %x23-5B / %x5D-7E / obs-text (RFC 9110 §5.6.4).
+    @inlinable
+    public static func isQuotedText(_ byte: UInt8) -> Bool {
+        byte == 0x09 || byte == 0x20 || byte == 0x21 || (byte >= 0x23 && byte != 0x5C && byte != 0x7F)
+    }
+
+    /// What may follow a backslash in a quoted-pair: HTAB / SP / VCHAR / obs-text (RFC 9110 §5.6.4).
+    @inlinable
+    public static func isQuotedPairChar(_ byte: UInt8) -> Bool { byte == 0x09 || (byte >= 0x20 && byte != 0x7F) }
+
+    /// ASCII lowercase of one byte; other bytes unchanged.
+    @inlinable
+    public static func lower(_ byte: UInt8) -> UInt8 { byte &- 0x41 < 26 ? byte | 0x20 : byte }
+
+    /// Whether `bytes[start..<end]` is the lowercase ASCII `literal`, ignoring ASCII case (tokens compare
+    /// case-insensitively, RFC 9110 §5.6.2).
+    @inlinable
+    public static func equalsLowercase(
+        _ bytes: UnsafeBufferPointer<UInt8>, _ start: Int, _ end: Int, _ literal: StaticString
+    ) -> Bool {
+        guard end - start == literal.utf8CodeUnitCount else { return false }
+        let lit = literal.utf8Start
+        for i in 0..<(end - start) where lower(bytes[start + i]) != lit[i] { return false }
+        return true
+    }
+}
