@@ -54,6 +54,7 @@ let package = Package(
         .target(name: "TestSupport", path: "Tests/TestSupport"),
         .testTarget(name: "CookieKitTests", dependencies: ["CookieKit", "CookieFoundation", "CookieConformance"]),
         .testTarget(name: "ProxyCoreTests", dependencies: ["ProxyCore", "ProxyServer", "HTTPGrammar"]),
+        .testTarget(name: "HTTPGrammarTests", dependencies: ["HTTPGrammar"]),
         .testTarget(name: "CookieRulesTests", dependencies: ["CookieRules", "CookieKit"]),
         // End-to-end: the built binary between real clients and a real upstream (started by the tests).
         .testTarget(name: "EndToEndTests", dependencies: ["cookie-proxy", "TestSupport"], exclude: ["Fixtures"]),

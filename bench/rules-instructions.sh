@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 N1=${1:-500}; N2=${2:-2500}
-BIN=.build/release/cookie-proxy
+BIN=${BIN:-.build/release/cookie-proxy}
 command -v valgrind >/dev/null && command -v ab >/dev/null && command -v nginx >/dev/null || {
   echo "needs valgrind, ab (apache2-utils) and nginx" >&2; exit 1; }
 T=$(mktemp -d)

@@ -35,6 +35,29 @@ public enum ByteClass {
     @inlinable
     public static func isControl(_ byte: UInt8) -> Bool { (byte < 0x20 && byte != 0x09) || byte == 0x7F }
 
+    /// Whether `count` bytes at `p` hold a CTL other than HTAB (``isControl(_:)``), eight bytes at a time: a word
+    /// with no byte below 0x20 and no 0x7F is passed with a few instructions, any other is checked byte by byte.
+    @inlinable
+    public static func containsControl(_ p: UnsafePointer<UInt8>, _ count: Int) -> Bool {
+        let ones: UInt64 = 0x0101_0101_0101_0101
+        let highs: UInt64 = 0x8080_8080_8080_8080
+        var i = 0
+        while i + 8 <= count {
+            let w = UnsafeRawPointer(p + i).loadUnaligned(as: UInt64.self)
+            let del = w ^ (0x7F &* ones)
+            // Nonzero when some byte is < 0x20, or == 0x7F (a zero byte of `del`).
+            if ((w &- 0x20 &* ones) & ~w | (del &- ones) & ~del) & highs != 0 {
+                for k in i..<(i + 8) where isControl(p[k]) { return true }
+            }
+            i += 8
+        }
+        while i < count {
+            if isControl(p[i]) { return true }
+            i += 1
+        }
+        return false
+    }
+
     /// qdtext = HTAB / SP / %x21 / %x23-5B / %x5D-7E / obs-text (RFC 9110 §5.6.4).
     @inlinable
     public static func isQuotedText(_ byte: UInt8) -> Bool {

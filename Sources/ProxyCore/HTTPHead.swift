@@ -260,18 +260,18 @@ public struct HTTPHeadParser: Sendable {
     /// ends: the proxy's reading becomes the only one, since every later hop sees CRLF. `bytes` of the result
     /// are the normalised head.
     public func parseHead(_ bytes: [UInt8], strictValues: Bool = false) throws(HTTPParseError) -> HTTPHead {
-        let survey = bytes.withUnsafeBufferPointer { Self.survey($0) }
-        if survey.nulOrBareCR { throw Self.malformed(Self.describeInvalid(bytes)) }
-        if survey.bareLF { return try parseHead(Self.normalisingLineEnds(bytes), strictValues: strictValues) }
         var startLine = 0..<0
         var fields: [HTTPHead.Field] = []
         fields.reserveCapacity(16)
+        var bareLF = false
         let failure = bytes.withUnsafeBufferPointer { b -> HTTPParseError? in
-            Self.scanHead(
-                b, checkValues: strictValues && survey.control, maximumFieldCount: limits.maximumFieldCount,
-                startLine: &startLine, fields: &fields)
+            if let invalid = Self.nulOrBareCR(b) { return Self.malformed(invalid) }
+            return Self.scanHead(
+                b, checkValues: strictValues, maximumFieldCount: limits.maximumFieldCount, startLine: &startLine,
+                fields: &fields, bareLF: &bareLF)
         }
         if let failure { throw failure }
+        if bareLF { return try parseHead(Self.normalisingLineEnds(bytes), strictValues: strictValues) }
         return HTTPHead(bytes: bytes, startLine: startLine, fields: fields)
     }
 
@@ -284,38 +284,18 @@ public struct HTTPHeadParser: Sendable {
         return UnsafeRawPointer(hit) - UnsafeRawPointer(base)
     }
 
-    /// What one branch-free pass (the compiler vectorises it) finds in a head: a NUL or a CR not followed by LF,
-    /// an LF not preceded by CR, a CTL other than HTAB, CR and LF.
-    struct Survey {
-        var nulOrBareCR: Bool
-        var bareLF: Bool
-        var control: Bool
-    }
-
-    static func survey(_ b: UnsafeBufferPointer<UInt8>) -> Survey {
-        guard let p = b.baseAddress, b.count > 0 else {
-            return Survey(nulOrBareCR: false, bareLF: false, control: false)
+    /// Why a head is refused before it is split into lines: a NUL, or a CR not followed by LF, anywhere in it
+    /// (libc's memchr does the scanning: a head has a CR per line).
+    static func nulOrBareCR(_ b: UnsafeBufferPointer<UInt8>) -> String? {
+        guard let base = b.baseAddress else { return nil }
+        if memchr(base, 0x00, b.count) != nil { return "NUL in message head" }
+        var from = 0
+        while from < b.count, let hit = memchr(base + from, 0x0D, b.count - from) {
+            let at = UnsafeRawPointer(hit) - UnsafeRawPointer(base)
+            guard at + 1 < b.count, b[at + 1] == 0x0A else { return "CR not followed by LF in message head" }
+            from = at + 2
         }
-        let n = b.count
-        var bad: UInt8 = 0
-        var bareLF: UInt8 = p[0] == 0x0A ? 1 : 0
-        var control: UInt8 = 0
-        for i in 0..<(n - 1) {
-            let c = p[i]
-            let next = p[i + 1]
-            bad |= (c == 0x00 ? 1 : 0) | (c == 0x0D && next != 0x0A ? 1 : 0)
-            bareLF |= next == 0x0A && c != 0x0D ? 1 : 0
-            control |= (c < 0x20 && c != 0x09 && c != 0x0A && c != 0x0D) || c == 0x7F ? 1 : 0
-        }
-        let last = p[n - 1]
-        bad |= last == 0x00 || last == 0x0D ? 1 : 0
-        control |= (last < 0x20 && last != 0x09 && last != 0x0A && last != 0x0D) || last == 0x7F ? 1 : 0
-        return Survey(nulOrBareCR: bad != 0, bareLF: bareLF != 0, control: control != 0)
-    }
-
-    static func describeInvalid(_ bytes: [UInt8]) -> String {
-        let at = bytes.indices.first { bytes[$0] == 0x00 || (bytes[$0] == 0x0D && bytes[$0 + 1] != 0x0A) } ?? 0
-        return bytes[at] == 0 ? "NUL in message head" : "CR not followed by LF in message head"
+        return nil
     }
 
     /// The head with a CR inserted before every LF that has none.
@@ -331,16 +311,19 @@ public struct HTTPHeadParser: Sendable {
         return out
     }
 
-    /// `checkValues`: refuse a CTL other than HTAB in a field value (the survey found one somewhere in the head).
+    /// `checkValues`: refuse a CTL other than HTAB in a field value. `bareLF`: set when a line ends with an LF
+    /// alone (the caller then parses the head again with CRLF line ends).
     private static func scanHead(
         _ b: UnsafeBufferPointer<UInt8>, checkValues: Bool, maximumFieldCount: Int, startLine: inout Range<Int>,
-        fields: inout [HTTPHead.Field]
+        fields: inout [HTTPHead.Field], bareLF: inout Bool
     ) -> HTTPParseError? {
         let count = b.count
         // The start line.
         var lineEnd = nextLF(b, from: 0)
         guard lineEnd < count else { return malformed("incomplete message head") }
-        startLine = 0..<(lineEnd > 0 && b[lineEnd - 1] == 0x0D ? lineEnd - 1 : lineEnd)
+        let startLineHasCR = lineEnd > 0 && b[lineEnd - 1] == 0x0D
+        if !startLineHasCR { bareLF = true }
+        startLine = 0..<(startLineHasCR ? lineEnd - 1 : lineEnd)
         var lineStart = lineEnd + 1
         while true {
             guard lineStart < count else { return malformed("incomplete message head") }
@@ -348,6 +331,7 @@ public struct HTTPHeadParser: Sendable {
             if first == 0x0A || (first == 0x0D && lineStart + 1 < count && b[lineStart + 1] == 0x0A) {
                 // The empty line ends the head; nothing may follow it here.
                 guard lineStart + (first == 0x0A ? 1 : 2) == count else { return malformed("empty header line") }
+                if first == 0x0A { bareLF = true }
                 return nil
             }
             if fields.count == maximumFieldCount {
@@ -359,7 +343,9 @@ public struct HTTPHeadParser: Sendable {
             }
             lineEnd = nextLF(b, from: lineStart)
             guard lineEnd < count else { return malformed("incomplete message head") }
-            let contentEnd = b[lineEnd - 1] == 0x0D ? lineEnd - 1 : lineEnd
+            let hasCR = b[lineEnd - 1] == 0x0D
+            if !hasCR { bareLF = true }
+            let contentEnd = hasCR ? lineEnd - 1 : lineEnd
             // The name: tchars up to the colon (whitespace before the colon included: RFC 9112 §5.1, MUST reject).
             var colon = lineStart
             var nameIsToken = true
@@ -370,10 +356,8 @@ public struct HTTPHeadParser: Sendable {
             guard colon < contentEnd else { return malformed("header line without a colon") }
             guard nameIsToken else { return malformed("invalid character in header field name") }
             guard colon > lineStart else { return malformed("header field with an empty name") }
-            if checkValues {
-                var invalid = false
-                for k in (colon + 1)..<contentEnd { invalid = invalid || ByteClass.isControl(b[k]) }
-                if invalid { return malformed("control character in header field value") }
+            if checkValues && ByteClass.containsControl(b.baseAddress! + colon + 1, contentEnd - colon - 1) {
+                return malformed("control character in header field value")
             }
             var vs = colon + 1
             var ve = contentEnd

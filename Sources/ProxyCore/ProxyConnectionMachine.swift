@@ -393,26 +393,31 @@ public struct ProxyConnectionMachine: Sendable {
             answer(refusal.status, refusal.reason, &io, keepAlive: false, fields: refusal.fields)
             return
         }
-        // RFC 9112 §3.2: one Host, with a valid value, and always one in HTTP/1.1.
-        let hostFields = head.fields.lazy.filter { $0.known == .host }
-        var hostCount = 0
-        for field in hostFields {
-            hostCount += 1
-            let value = head.valueBytes(field)
-            let valid =
-                value.isEmpty
-                ? route.hostValue != nil
-                : value.withUnsafeBufferPointer { Authority.parse($0, defaultPort: 80) != nil }
+        // RFC 9112 §3.2: one Host, with a valid value, and always one in HTTP/1.1. A Host that already names the
+        // target's authority (the usual case) is valid without another parse.
+        var hostField: HTTPHead.Field? = nil
+        for field in head.fields where field.known == .host {
+            guard hostField == nil else {
+                answer(400, "more than one Host header field", &io, keepAlive: false)
+                return
+            }
+            hostField = field
+        }
+        if let hostField {
+            let value = head.valueBytes(hostField)
+            let valid: Bool
+            if let authority = route.authority {
+                valid =
+                    value.isEmpty || authority.isHostFieldValue(value, defaultPort: route.authorityDefaultPort)
+                    || value.withUnsafeBufferPointer(Authority.isValid)
+            } else {
+                valid = value.withUnsafeBufferPointer(Authority.isValid)
+            }
             guard valid else {
                 answer(400, "invalid Host header field", &io, keepAlive: false)
                 return
             }
-        }
-        guard hostCount <= 1 else {
-            answer(400, "more than one Host header field", &io, keepAlive: false)
-            return
-        }
-        guard hostCount == 1 || request.version.minor == 0 else {
+        } else if request.version.minor > 0 {
             answer(400, "HTTP/1.1 request without a Host header field", &io, keepAlive: false)
             return
         }
@@ -442,8 +447,8 @@ public struct ProxyConnectionMachine: Sendable {
         var port = origin.port
         if configuration.reverseUpstream != nil && interceptedOrigin == nil && !route.isConnect {
             let named: Origin? =
-                route.hostValue.flatMap { v in v.withUnsafeBufferPointer { Authority.parse($0, defaultPort: 80) } }
-                ?? hostFields.first.flatMap { f in
+                route.authority
+                ?? hostField.flatMap { f in
                     head.valueBytes(f).withUnsafeBufferPointer { Authority.parse($0, defaultPort: 80) }
                 }
             if let named { (host, port) = (named.host, named.port) }
@@ -466,13 +471,14 @@ public struct ProxyConnectionMachine: Sendable {
             out.removeAll(.proxyAuthorization)
             Self.canonicaliseFraming(&out, framing)
             // RFC 9112 §3.2.2: Host becomes the target URI's authority.
-            if let hostValue = route.hostValue {
-                if let index = out.indices(of: .host).first {
-                    if !out.valueBytes(at: index).elementsEqual(hostValue) {
-                        out.replaceValue(at: index, with: hostValue)
+            if let authority = route.authority {
+                let defaultPort = route.authorityDefaultPort
+                if let index = (0..<out.count).first(where: { out.known(at: $0) == .host }) {
+                    if !authority.isHostFieldValue(out.valueBytes(at: index), defaultPort: defaultPort) {
+                        out.replaceValue(at: index, with: authority.hostFieldValue(defaultPort: defaultPort))
                     }
                 } else {
-                    out.append(name: "Host", value: hostValue, known: .host)
+                    out.append(name: "Host", value: authority.hostFieldValue(defaultPort: defaultPort), known: .host)
                 }
             }
             if wantsUpgrade { out.append(name: "Connection", value: Self.upgradeToken, known: .connection) }
@@ -498,21 +504,21 @@ public struct ProxyConnectionMachine: Sendable {
     /// Content-Length of plain digits, or one Transfer-Encoding of lowercase codings and no Content-Length. A head
     /// that has them so already (the usual case) is left as it is.
     static func canonicaliseFraming(_ out: inout OutgoingHead, _ framing: BodyFraming) {
+        // Judged on the received fields (the proxy removes neither of the two), without touching the output.
+        let source = out.source
         var contentLengths = 0
         var transferEncodings = 0
-        var index = 0
         var canonical = true
-        while index < out.count {
-            switch out.known(at: index) {
+        for field in source.fields {
+            switch field.known {
             case .contentLength:
                 contentLengths += 1
-                canonical = canonical && out.valueBytes(at: index).allSatisfy(ByteClass.isDigit)
+                canonical = canonical && source.bytes[field.value].allSatisfy(ByteClass.isDigit)
             case .transferEncoding:
                 transferEncodings += 1
-                canonical = canonical && out.valueBytes(at: index).elementsEqual(chunkedToken)
+                canonical = canonical && source.bytes[field.value].elementsEqual(chunkedToken)
             default: break
             }
-            index += 1
         }
         if canonical && contentLengths <= 1
             && (transferEncodings == 0 || (transferEncodings == 1 && contentLengths == 0))

@@ -1,5 +1,11 @@
 import HTTPGrammar
 
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
 /// Where a request goes, decided from its head alone (RFC 9112 §3.2, §3.3): a pure function of the request,
 /// the proxy's mode and, inside an intercepted tunnel, the tunnel's origin.
 public struct RequestRoute: Sendable, Hashable {
@@ -9,9 +15,10 @@ public struct RequestRoute: Sendable, Hashable {
     /// The request-target to send upstream: origin-form, or `*` (RFC 9112 §3.2.4). Empty for CONNECT.
     public var target: String
     public var isConnect: Bool
-    /// The Host value the upstream must see (the target URI's authority, RFC 9112 §3.2.2), or nil to keep the
-    /// client's Host as it is (origin-form to a fixed upstream).
-    public var hostValue: [UInt8]?
+    /// The authority of an absolute-form target and its scheme's default port: the Host the upstream must see
+    /// (RFC 9112 §3.2.2). Nil for origin-form to a fixed upstream (the client's Host goes on as it is).
+    public var authority: Origin?
+    public var authorityDefaultPort: Int
 
     /// Why a request is refused: the status and a one-line reason.
     public struct Refusal: Error, Sendable, Hashable {
@@ -37,81 +44,105 @@ public struct RequestRoute: Sendable, Hashable {
     public static func route(
         _ request: RequestHead, reverseUpstream: Origin?, interceptedOrigin: Origin?
     ) -> Result<RequestRoute, Refusal> {
-        let fixed: (origin: Origin, scheme: String)? =
-            interceptedOrigin.map { ($0, "https") } ?? reverseUpstream.map { ($0, "http") }
-        let target = request.target
+        let fixed: Origin? = interceptedOrigin ?? reverseUpstream
+        let fixedScheme = interceptedOrigin != nil ? "https" : "http"
+        var target = request.target
         if request.method == "CONNECT" {
             if reverseUpstream != nil && interceptedOrigin == nil {
                 return .failure(Refusal(405, "CONNECT is not allowed: this is a reverse proxy for \(reverseUpstream!)"))
             }
             // RFC 9110 §9.3.6: authority-form, the port is required.
-            guard target.utf8.first != 0x5B || target.contains("]:"), target.contains(":"),
-                let origin = Authority.parse(Substring(target), defaultPort: 443)
-            else { return .failure(Refusal(400, "CONNECT target must be host:port")) }
-            return .success(RequestRoute(origin: origin, scheme: "https", target: "", isConnect: true, hostValue: nil))
-        }
-        let first = target.utf8.first
-        if target == "*" {
-            guard request.method == "OPTIONS" else {
-                return .failure(Refusal(400, "only OPTIONS may have the target *"))
+            let origin = target.withUTF8 { t -> Origin? in
+                let port = t.lastIndex(of: 0x3A)
+                guard let port, t.first != 0x5B || (port > 0 && t[port - 1] == 0x5D) else { return nil }
+                return Authority.parse(t, defaultPort: 443)
             }
-            guard let fixed else {
-                return .failure(Refusal(400, "this is a forward proxy: send OPTIONS with an absolute URL"))
-            }
-            return .success(RequestRoute(origin: fixed.origin, scheme: fixed.scheme, target: "*", isConnect: false))
+            guard let origin else { return .failure(Refusal(400, "CONNECT target must be host:port")) }
+            return .success(RequestRoute(origin: origin, scheme: "https", target: "", isConnect: true))
         }
-        if first == 0x2F {
-            guard !target.utf8.contains(0x23) else { return .failure(Refusal(400, "fragment in request target")) }
-            guard let fixed else {
+        return target.withUTF8 { t -> Result<RequestRoute, Refusal> in
+            if t.count == 1 && t[0] == 0x2A {
+                guard request.method == "OPTIONS" else {
+                    return .failure(Refusal(400, "only OPTIONS may have the target *"))
+                }
+                guard let fixed else {
+                    return .failure(Refusal(400, "this is a forward proxy: send OPTIONS with an absolute URL"))
+                }
+                return .success(RequestRoute(origin: fixed, scheme: fixedScheme, target: "*", isConnect: false))
+            }
+            if t.first == 0x2F {
+                guard fixed != nil else {
+                    return .failure(
+                        Refusal(
+                            400,
+                            "this is a forward proxy: send an absolute URL (curl -x http://this-proxy http://host/path)"
+                        ))
+                }
+                guard memchr(t.baseAddress!, 0x23, t.count) == nil else {
+                    return .failure(Refusal(400, "fragment in request target"))
+                }
+                return .success(
+                    RequestRoute(origin: fixed!, scheme: fixedScheme, target: request.target, isConnect: false))
+            }
+            let scheme = schemePrefix(t)
+            guard scheme != .other else {
+                return .failure(Refusal(400, "request target must be an absolute http:// URL"))
+            }
+            if scheme == .https && fixed == nil {
                 return .failure(
-                    Refusal(
-                        400,
-                        "this is a forward proxy: send an absolute URL (curl -x http://this-proxy http://host/path)"))
+                    Refusal(400, "https URLs go through CONNECT; this proxy does not fetch https:// targets itself"))
             }
-            return .success(RequestRoute(origin: fixed.origin, scheme: fixed.scheme, target: target, isConnect: false))
-        }
-        let scheme = schemePrefix(target)
-        guard scheme != .other else { return .failure(Refusal(400, "request target must be an absolute http:// URL")) }
-        if scheme == .https && fixed == nil {
-            return .failure(
-                Refusal(400, "https URLs go through CONNECT; this proxy does not fetch https:// targets itself"))
-        }
-        // RFC 3986 §3.2–3.5 on the UTF-8 view: the authority ends at '/', '?' or '#'; a fragment is never sent.
-        let u = target.utf8
-        let authorityStart = u.index(u.startIndex, offsetBy: scheme == .http ? 7 : 8)
-        let authorityEnd = u[authorityStart...].firstIndex { $0 == 0x2F || $0 == 0x3F || $0 == 0x23 } ?? u.endIndex
-        let authority = target[authorityStart..<authorityEnd]
-        if authority.utf8.contains(0x40) { return .failure(Refusal(400, "userinfo in request URL")) }
-        guard let named = Authority.parse(authority, defaultPort: scheme == .http ? 80 : 443) else {
-            return .failure(Refusal(400, "invalid host in request URL"))
-        }
-        let fragment = u[authorityEnd...].firstIndex(of: 0x23) ?? u.endIndex
-        var path = String(target[authorityEnd..<fragment])
-        if path.isEmpty && request.method == "OPTIONS" {
-            path = "*"  // RFC 9112 §3.2.4: an empty path and no query is OPTIONS for the server as a whole
-        } else if authorityEnd == fragment || u[authorityEnd] == 0x3F {
-            path = "/" + path
-        }
-        let hostValue = named.hostFieldValue(defaultPort: scheme == .http ? 80 : 443)
-        if let fixed {
-            if interceptedOrigin != nil && (named != fixed.origin || scheme != .https) {
-                return .failure(Refusal(400, "request URL names another origin than the tunnel's (\(fixed.origin))"))
+            // RFC 3986 §3.2–3.5: the authority ends at '/', '?' or '#'; a fragment is never sent.
+            let authorityStart = scheme == .http ? 7 : 8
+            var authorityEnd = authorityStart
+            while authorityEnd < t.count {
+                let c = t[authorityEnd]
+                if c == 0x2F || c == 0x3F || c == 0x23 { break }
+                if c == 0x40 { return .failure(Refusal(400, "userinfo in request URL")) }
+                authorityEnd += 1
+            }
+            let defaultPort = scheme == .http ? 80 : 443
+            guard
+                let named = Authority.parse(
+                    UnsafeBufferPointer(rebasing: t[authorityStart..<authorityEnd]), defaultPort: defaultPort)
+            else { return .failure(Refusal(400, "invalid host in request URL")) }
+            var fragment = authorityEnd
+            while fragment < t.count && t[fragment] != 0x23 { fragment += 1 }
+            let path: String
+            if authorityEnd == fragment {
+                // RFC 9112 §3.2.4: an empty path and no query is OPTIONS for the server as a whole.
+                path = request.method == "OPTIONS" ? "*" : "/"
+            } else if t[authorityEnd] == 0x3F {
+                path = "/" + String(decoding: UnsafeBufferPointer(rebasing: t[authorityEnd..<fragment]), as: UTF8.self)
+            } else {
+                path = String(decoding: UnsafeBufferPointer(rebasing: t[authorityEnd..<fragment]), as: UTF8.self)
+            }
+            if let fixed {
+                if interceptedOrigin != nil && (named != fixed || scheme != .https) {
+                    return .failure(Refusal(400, "request URL names another origin than the tunnel's (\(fixed))"))
+                }
+                return .success(
+                    RequestRoute(
+                        origin: fixed, scheme: fixedScheme, target: path, isConnect: false, authority: named,
+                        authorityDefaultPort: defaultPort))
             }
             return .success(
                 RequestRoute(
-                    origin: fixed.origin, scheme: fixed.scheme, target: path, isConnect: false, hostValue: hostValue)
-            )
+                    origin: named, scheme: "http", target: path, isConnect: false, authority: named,
+                    authorityDefaultPort: defaultPort))
         }
-        return .success(
-            RequestRoute(origin: named, scheme: "http", target: path, isConnect: false, hostValue: hostValue))
     }
 
-    init(origin: Origin, scheme: String, target: String, isConnect: Bool, hostValue: [UInt8]? = nil) {
+    init(
+        origin: Origin, scheme: String, target: String, isConnect: Bool, authority: Origin? = nil,
+        authorityDefaultPort: Int = 80
+    ) {
         self.origin = origin
         self.scheme = scheme
         self.target = target
         self.isConnect = isConnect
-        self.hostValue = hostValue
+        self.authority = authority
+        self.authorityDefaultPort = authorityDefaultPort
     }
 
     public enum SchemePrefix: Sendable { case http, https, other }
@@ -119,15 +150,17 @@ public struct RequestRoute: Sendable, Hashable {
     /// Whether a request target begins with `http://` or `https://`, in any case.
     public static func schemePrefix(_ target: String) -> SchemePrefix {
         var target = target
-        return target.withUTF8 { b in
-            guard b.count >= 7 else { return .other }
-            var word: UInt64 = 0
-            for k in 0..<min(8, b.count) { word |= UInt64(b[k]) << UInt64(8 * k) }
-            // The letters lowercased with | 0x20 (it maps only 'A'–'Z' onto these letters); ':' and '/' exact.
-            if (word | 0x2020_2020) & 0x00FF_FFFF_FFFF_FFFF == 0x002F_2F3A_7074_7468 { return .http }  // "http://"
-            if b.count >= 8 && word | 0x20_2020_2020 == 0x2F2F_3A73_7074_7468 { return .https }  // "https://"
-            return .other
-        }
+        return target.withUTF8 { schemePrefix($0) }
+    }
+
+    static func schemePrefix(_ b: UnsafeBufferPointer<UInt8>) -> SchemePrefix {
+        guard b.count >= 7 else { return .other }
+        var word: UInt64 = 0
+        for k in 0..<min(8, b.count) { word |= UInt64(b[k]) << UInt64(8 * k) }
+        // The letters lowercased with | 0x20 (it maps only 'A'–'Z' onto these letters); ':' and '/' exact.
+        if (word | 0x2020_2020) & 0x00FF_FFFF_FFFF_FFFF == 0x002F_2F3A_7074_7468 { return .http }  // "http://"
+        if b.count >= 8 && word | 0x20_2020_2020 == 0x2F2F_3A73_7074_7468 { return .https }  // "https://"
+        return .other
     }
 }
 
@@ -141,6 +174,20 @@ public enum Authority {
     }
 
     public static func parse(_ a: UnsafeBufferPointer<UInt8>, defaultPort: Int) -> Origin? {
+        guard let (host, port) = scan(a, defaultPort: defaultPort) else { return nil }
+        // Lowercased while copied into the string.
+        let text = String(unsafeUninitializedCapacity: host.count) { out in
+            for i in 0..<host.count { out[i] = ByteClass.lower(a[host.lowerBound + i]) }
+            return host.count
+        }
+        return Origin(host: text, port: port)
+    }
+
+    /// Whether `a` is an authority ``parse(_:defaultPort:)`` accepts, without building its host.
+    public static func isValid(_ a: UnsafeBufferPointer<UInt8>) -> Bool { scan(a, defaultPort: 80) != nil }
+
+    /// Where the host is (brackets and a trailing root dot excluded) and the port.
+    static func scan(_ a: UnsafeBufferPointer<UInt8>, defaultPort: Int) -> (Range<Int>, Int)? {
         var hostStart = 0
         var hostEnd = a.count
         var port = defaultPort
@@ -175,11 +222,6 @@ public enum Authority {
         } else {
             guard let kind = HostName.kind(host), kind != .ipv6 else { return nil }
         }
-        // Lowercased while copied into the string.
-        let text = String(unsafeUninitializedCapacity: host.count) { out in
-            for i in 0..<host.count { out[i] = ByteClass.lower(host[i]) }
-            return host.count
-        }
-        return Origin(host: text, port: port)
+        return (hostStart..<hostEnd, port)
     }
 }

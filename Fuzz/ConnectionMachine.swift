@@ -1,0 +1,76 @@
+// libFuzzer target: the connection machine. The first byte picks the side the rest goes to (client bytes with
+// every forwarded request answered, or the upstream's bytes for one GET) and how it is split into events. What
+// the machine forwards, where it forwards a whole message, has one reading (the strict and the lenient reader
+// agree); where it refuses part-way, it closes the connection.
+import ProxyCore
+
+@_cdecl("LLVMFuzzerTestOneInput")
+public func fuzzConnectionMachine(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
+    guard size > 1 else { return 0 }
+    let mode = data[0]
+    let step = Int(mode >> 1) % 32 + 1
+    let stream = Array(UnsafeBufferPointer(start: data + 1, count: size - 1))
+    var configuration = ProxyConfiguration()
+    configuration.addVia = mode & 0x40 != 0
+    if mode & 0x80 != 0 { configuration.reverseUpstream = Origin(host: "127.0.0.1", port: 3000) }
+    var machine = ProxyConnectionMachine(configuration: configuration, clientAddress: "127.0.0.1", requestIDs: { 1 })
+    var io = ConnectionIO()
+    var toClient: [UInt8] = []
+    var toUpstream: [UInt8] = []
+    var commands: [ConnectionIO.Command] = []
+    func collect() {
+        toClient += io.toClient
+        toUpstream += io.toUpstream
+        commands += io.commands
+        io = ConnectionIO()
+    }
+    if mode & 1 == 0 {
+        var at = 0
+        var answered = 0
+        while at < stream.count {
+            let end = min(stream.count, at + step)
+            machine.clientData(stream[at..<end], &io)
+            collect()
+            at = end
+            while case .connect = commands.last, answered < 64 {
+                machine.upstreamConnected(reused: answered > 0, &io)
+                collect()
+                machine.upstreamData(Array("HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n".utf8)[...], &io)
+                collect()
+                answered += 1
+            }
+        }
+        guard !toUpstream.isEmpty, !commands.contains(where: { if case .connect(_, true) = $0 { true } else { false } })
+        else { return 0 }
+        if StrictReader.read(toUpstream) == nil {
+            precondition(
+                commands.contains(.releaseUpstream(reusable: false)) || machine.phase != .idle,
+                "forwarded bytes that do not read as whole messages")
+            return 0
+        }
+        if let difference = readingsDiffer(toUpstream) { fatalError(difference) }
+    } else {
+        machine.clientData(Array("GET http://example.com/ HTTP/1.1\r\nHost: example.com\r\n\r\n".utf8)[...], &io)
+        collect()
+        machine.upstreamConnected(reused: false, &io)
+        collect()
+        var at = 0
+        while at < stream.count {
+            let end = min(stream.count, at + step)
+            machine.upstreamData(stream[at..<end], &io)
+            collect()
+            at = end
+        }
+        if machine.phase != .idle && machine.phase != .closed {
+            machine.upstreamClosed(&io)
+            collect()
+        }
+        if machine.phase == .tunnel { return 0 }
+        if StrictReader.read(toClient, responsesTo: ["GET"]) == nil {
+            precondition(commands.contains(.closeClient), "sent the client bytes that do not read as a response")
+            return 0
+        }
+        if let difference = readingsDiffer(toClient, responsesTo: ["GET"]) { fatalError(difference) }
+    }
+    return 0
+}

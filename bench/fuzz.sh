@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Coverage-guided fuzzing with libFuzzer (swiftc -sanitize=fuzzer,address). Targets in Fuzz/: the request-head and
+# response-head parsers, the chunked decoder and the connection machine (each checks that what it accepts has one
+# reading: the strict and the lenient reader of Tests/ProxyCoreTests/TwoReadings.swift agree), the Set-Cookie
+# parser (lossless round trip) and the rules parser (an error, never a crash).
+# Usage: bench/fuzz.sh [SECONDS=60] [TARGET...]   (each target runs SECONDS; corpora kept in .build/fuzz/corpus)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+SECS=${1:-60}; shift || true
+TARGETS=("$@")
+[ ${#TARGETS[@]} -gt 0 ] || TARGETS=(RequestHead ResponseHead ChunkedDecoder ConnectionMachine SetCookieRoundTrip RulesParser)
+OUT=.build/fuzz
+mkdir -p "$OUT/corpus"
+FLAGS=(-sanitize=fuzzer,address -parse-as-library -O -g -package-name cookie_proxy -I "$OUT" -L "$OUT")
+module() {  # name, sources...: a static library and its module, instrumented for coverage
+  local name=$1; shift
+  swiftc "${FLAGS[@]}" -emit-library -static -emit-module -module-name "$name" "$@" \
+    -emit-module-path "$OUT/$name.swiftmodule" -o "$OUT/lib$name.a" 2>>"$OUT/build.log" || {
+    tail -30 "$OUT/build.log" >&2; exit 1; }
+}
+: > "$OUT/build.log"
+module HTTPGrammar Sources/HTTPGrammar/*.swift
+module ProxyCore Sources/ProxyCore/*.swift
+module CookieKit Sources/CookieKit/*.swift
+module CookieRules Sources/CookieRules/*.swift
+for t in "${TARGETS[@]}"; do
+  case $t in
+    SetCookieRoundTrip) libs=(-lCookieKit); extra=() ;;
+    RulesParser) libs=(-lCookieRules -lCookieKit); extra=() ;;
+    *) libs=(-lProxyCore -lHTTPGrammar); extra=(Tests/ProxyCoreTests/TwoReadings.swift) ;;
+  esac
+  # (ld.gold warns about every ASan helper symbol: the warnings go to the build log)
+  swiftc "${FLAGS[@]}" "Fuzz/$t.swift" "${extra[@]}" "${libs[@]}" -module-name "Fuzz$t" -o "$OUT/fuzz-$t" \
+    2>>"$OUT/build.log" || { grep -v "Cannot export local symbol" "$OUT/build.log" | tail -30 >&2; exit 1; }
+  mkdir -p "$OUT/corpus/$t"
+  echo "== $t: ${SECS}s"
+  "$OUT/fuzz-$t" -max_total_time="$SECS" -max_len=4096 -print_final_stats=1 "$OUT/corpus/$t" 2>"$OUT/$t.log" || {
+    echo "fuzz target $t failed:" >&2; tail -40 "$OUT/$t.log" >&2; exit 1; }
+  execs=$(awk '/^stat::number_of_executed_units/ {print $2}' "$OUT/$t.log")
+  done_line=$(grep -E "DONE +cov:" "$OUT/$t.log" | tail -1 | grep -oE "cov: [0-9]+ ft: [0-9]+ corp: [0-9]+/[0-9]+[a-zA-Z]*")
+  echo "   $execs executions, $done_line, no crash"
+done
