@@ -89,6 +89,8 @@ public struct SetCookie: Sendable, Hashable, CustomStringConvertible {
     public var nameBytes: ArraySlice<UInt8> { bytes[Int(layout.nameStart)..<Int(layout.nameEnd)] }
     /// The cookie-value bytes, without surrounding whitespace; quotes are kept (they are part of the value).
     public var valueBytes: ArraySlice<UInt8> { bytes[Int(layout.valueStart)..<Int(layout.valueEnd)] }
+    /// Where the cookie-value is in ``bytes``.
+    public var valueRange: Range<Int> { Int(layout.valueStart)..<Int(layout.valueEnd) }
     /// The cookie-name as text.
     public var name: String { String(lossy: nameBytes) }
     /// The cookie-value as text.

@@ -32,10 +32,12 @@ public struct TransformationRecord: Sendable {
     }
 
     /// The JSON Lines object, keys in this order: time, requestId, client, method, url, status, cookie, rules,
-    /// dryRun, before, after, changes, findings, notes.
-    public func json(showValues: Bool) -> JSONValue {
-        let before = Redaction.text(outcome.original, showValues: showValues)
-        let after = outcome.result.map { Redaction.text($0, showValues: showValues) }
+    /// dryRun, before, after, changes, findings, notes. (The log writes the same text with ``writeJSON``; this
+    /// form is the reference its tests compare with.)
+    public func json(redaction: Redaction) -> JSONValue {
+        let showValues = redaction.showValues
+        let before = redaction.text(outcome.original)
+        let after = outcome.result.map { redaction.text($0) }
         return .object([
             ("time", .string(Self.timestamp(time))),
             ("requestId", .int(Int64(requestID))),
@@ -55,8 +57,11 @@ public struct TransformationRecord: Sendable {
                         let hide = !showValues && change.op == "value"
                         return .object([
                             ("op", .string(change.op)), ("attribute", .string(change.attribute)),
-                            ("from", JSONValue(hide ? change.from.map(Redaction.hash) : change.from)),
-                            ("to", JSONValue(hide ? change.to.map(Redaction.hash) : change.to)),
+                            (
+                                "from",
+                                JSONValue(hide ? change.from.map { redaction.hash(Array($0.utf8)) } : change.from)
+                            ),
+                            ("to", JSONValue(hide ? change.to.map { redaction.hash(Array($0.utf8)) } : change.to)),
                         ])
                     })
             ),
@@ -72,6 +77,74 @@ public struct TransformationRecord: Sendable {
             ),
             ("notes", .array(outcome.notes.map { .string($0) })),
         ])
+    }
+
+    /// The text of ``json(redaction:)``, written straight into `out` (no tree): what the log writes. `changes` is
+    /// ``CookieOutcome/changes``, passed in so that a writer can reuse it for repeated cookies.
+    public func writeJSON(to out: inout JSONWriter, redaction: Redaction, changes: [AttributeChange]) {
+        out.raw("{\"time\":\"")
+        var stamp = [UInt8](repeating: 0, count: 24)
+        Self.writeTimestamp(time, into: &stamp)
+        stamp.withUnsafeBufferPointer { out.raw($0) }
+        out.raw("\",\"requestId\":")
+        out.int(Int64(requestID))
+        out.raw(",\"client\":")
+        out.string(client)
+        out.raw(",\"method\":")
+        out.string(method)
+        out.raw(",\"url\":")
+        out.string(url)
+        out.raw(",\"status\":")
+        out.int(Int64(status))
+        out.raw(",\"cookie\":")
+        let original = outcome.original
+        if original.nameBytes.contains(where: { $0 >= 0x80 }) {
+            out.string(original.name)
+        } else {
+            original.nameBytes.withUnsafeBufferPointer { out.string($0) }
+        }
+        out.raw(",\"rules\":[")
+        for (i, name) in outcome.rules.enumerated() {
+            if i > 0 { out.raw(0x2C) }
+            out.string(name)
+        }
+        out.raw("],\"dryRun\":")
+        out.bool(dryRun)
+        out.raw(",\"before\":")
+        redaction.write(original, to: &out)
+        out.raw(",\"after\":")
+        if let result = outcome.result { redaction.write(result, to: &out) } else { out.raw("null") }
+        out.raw(",\"changes\":[")
+        for (i, change) in changes.enumerated() {
+            if i > 0 { out.raw(0x2C) }
+            let hide = !redaction.showValues && change.op == "value"
+            out.raw("{\"op\":")
+            out.string(change.op)
+            out.raw(",\"attribute\":")
+            out.string(change.attribute)
+            out.raw(",\"from\":")
+            out.string(hide ? change.from.map { redaction.hash(Array($0.utf8)) } : change.from)
+            out.raw(",\"to\":")
+            out.string(hide ? change.to.map { redaction.hash(Array($0.utf8)) } : change.to)
+            out.raw(0x7D)
+        }
+        out.raw("],\"findings\":[")
+        for (i, finding) in findings.enumerated() {
+            if i > 0 { out.raw(0x2C) }
+            out.raw("{\"code\":")
+            out.string(finding.code)
+            out.raw(",\"severity\":")
+            out.string(finding.severity.rawValue)
+            out.raw(",\"message\":")
+            out.string(finding.message)
+            out.raw(0x7D)
+        }
+        out.raw("],\"notes\":[")
+        for (i, note) in outcome.notes.enumerated() {
+            if i > 0 { out.raw(0x2C) }
+            out.string(note)
+        }
+        out.raw("]}")
     }
 
     /// A compact one-line form for a terminal, coloured when `color`.
@@ -108,12 +181,18 @@ public struct TransformationRecord: Sendable {
 
     /// `YYYY-MM-DDTHH:MM:SS.mmmZ`, written as digits (string padding costs thousands of instructions a record).
     static func timestamp(_ ms: Int64) -> String {
+        var out = [UInt8](repeating: 0, count: 24)
+        writeTimestamp(ms, into: &out)
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// ``timestamp(_:)`` into 24 bytes.
+    static func writeTimestamp(_ ms: Int64, into out: inout [UInt8]) {
         let seconds = ms >= 0 ? ms / 1000 : (ms - 999) / 1000
         let millis = Int(ms - seconds * 1000)
         let days = seconds >= 0 ? seconds / 86_400 : (seconds - 86_399) / 86_400
         let rest = Int(seconds - days * 86_400)
         let (y, m, d) = CookieDate.civilFromDays(days)
-        var out = [UInt8](repeating: 0, count: 24)
         func put(_ value: Int, _ at: Int, _ width: Int) {
             var v = value
             for k in stride(from: at + width - 1, through: at, by: -1) {
@@ -135,32 +214,5 @@ public struct TransformationRecord: Sendable {
         out[19] = 0x2E
         put(millis, 20, 3)
         out[23] = 0x5A
-        return String(decoding: out, as: UTF8.self)
-    }
-}
-
-/// Cookie values in logs: replaced by a short stable hash so the same value stays recognisable.
-public enum Redaction {
-    /// `h:` and 8 hex digits of the 64-bit FNV-1a hash of the value bytes. Not a secret-keeping hash: it only
-    /// keeps values out of logs; short values could be guessed from it.
-    public static func hash(_ value: String) -> String { hash(Array(value.utf8)) }
-
-    public static func hash<C: Collection<UInt8>>(_ bytes: C) -> String {
-        var h: UInt64 = 0xcbf2_9ce4_8422_2325
-        for b in bytes {
-            h ^= UInt64(b)
-            h = h &* 0x100_0000_01b3
-        }
-        let hex = String(h >> 32, radix: 16)
-        return "h:" + String(repeating: "0", count: 8 - hex.count) + hex
-    }
-
-    /// The Set-Cookie text with its value replaced by `[h:…]` (empty values stay empty).
-    public static func text(_ cookie: SetCookie, showValues: Bool) -> String {
-        if showValues { return cookie.description }
-        var redacted = cookie
-        let value = cookie.valueBytes
-        if !value.isEmpty { try? redacted.setValue("[\(hash(value))]") }
-        return redacted.description
     }
 }

@@ -3,18 +3,29 @@ import CookieRules
 import Foundation
 import Synchronization
 
-/// Writes transformation records on a thread of its own so that logging never stalls traffic: records
-/// wait in a bounded queue; when the writer cannot keep up, new records are dropped and counted.
+/// Writes transformation records on a thread of its own. Records wait in a bounded queue; when the writer falls
+/// behind, the event loop that submits a record waits for room (backpressure: the proxy reads no more requests
+/// until the log has caught up), so no record is lost and memory stays bounded. `--log-overflow drop` drops
+/// and counts instead.
 final class LogSink: Sendable {
     enum Destination: Sendable {
         case standardOutput(compact: Bool, color: Bool)
         case file(String)
     }
 
+    enum Overflow: String, Sendable {
+        /// The submitting loop waits for room.
+        case block
+        /// The record is dropped and counted.
+        case drop
+    }
+
     /// What waits to be written: formatting and lint happen on the writer thread, off the event loops.
     enum Item: Sendable {
         case record(TransformationRecord, lintURL: RequestURL, now: Int64)
         case line(String)
+        /// Reopen the log file (SIGUSR1): what was queued before goes to the old file, what follows to the new.
+        case reopen
     }
 
     private struct State {
@@ -22,49 +33,82 @@ final class LogSink: Sendable {
         var dropped = 0
         var written = 0
         var closed = false
+        var fd: Int32 = -1
+        /// The last write or reopen error, once reported.
+        var failure: String? = nil
+        var failedRecords = 0
     }
 
     private let state = Mutex(State())
     private let signal = DispatchSemaphore(value: 0)
+    /// Free places in the queue: taken by a record, given back once it is written.
+    private let slots: DispatchSemaphore
     private let done = DispatchSemaphore(value: 0)
     let capacity: Int
-    let showValues: Bool
+    let redaction: Redaction
+    let overflow: Overflow
     let destination: Destination
-    private let fd: Int32
+    let terminal: TerminalView?
 
-    init(destination: Destination, showValues: Bool, capacity: Int = 10_000) throws {
+    init(
+        destination: Destination, redaction: Redaction, overflow: Overflow = .block, capacity: Int = 10_000,
+        terminal: TerminalView? = nil
+    ) throws {
         self.destination = destination
-        self.showValues = showValues
+        self.redaction = redaction
+        self.overflow = overflow
         self.capacity = capacity
+        self.terminal = terminal
+        slots = DispatchSemaphore(value: capacity)
         switch destination {
-        case .standardOutput: fd = 1
+        case .standardOutput: state.withLock { $0.fd = 1 }
         case .file(let path):
-            let f = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o600)
-            guard f >= 0 else {
-                throw RulesLoadError(description: "cannot open log file \(path): \(String(cString: strerror(errno)))")
-            }
-            fd = f
+            let f = try Self.open(path)
+            state.withLock { $0.fd = f }
         }
         let thread = Thread { [self] in self.writerLoop() }
         thread.name = "cookie-proxy-log"
         thread.start()
     }
 
+    static func open(_ path: String) throws(RulesLoadError) -> Int32 {
+        let f = Foundation.open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o600)
+        guard f >= 0 else {
+            throw RulesLoadError(description: "cannot open log file \(path): \(String(cString: strerror(errno)))")
+        }
+        return f
+    }
+
     var droppedCount: Int { state.withLock { $0.dropped } }
     var writtenCount: Int { state.withLock { $0.written } }
+    /// Records that could not be written (the file failed), and why.
+    var failure: (records: Int, reason: String)? {
+        state.withLock { s in s.failure.map { (s.failedRecords, $0) } }
+    }
 
     /// Queues a record; its findings are computed (lint of the result at `lintURL`) by the writer.
     func submit(_ record: TransformationRecord, lintURL: RequestURL, now: Int64) {
+        switch overflow {
+        case .block: slots.wait()
+        case .drop:
+            if slots.wait(timeout: .now()) == .timedOut {
+                state.withLock { $0.dropped += 1 }
+                return
+            }
+        }
         enqueue(.record(record, lintURL: lintURL, now: now))
     }
 
-    /// A line of its own, e.g. a reload event.
+    /// A line of its own, e.g. a reload event (never dropped; these are rare).
     func submit(line: String) { enqueue(.line(line)) }
+
+    /// SIGUSR1: reopen the file (logrotate moves it, then signals).
+    func reopen() { enqueue(.reopen) }
 
     private func enqueue(_ item: Item) {
         // The writer drains everything it wakes for, so only the first item of a batch needs to wake it.
         let wake = state.withLock { s -> Bool in
-            if s.closed || s.queue.count >= capacity {
+            if s.closed {
                 s.dropped += 1
                 return false
             }
@@ -74,25 +118,61 @@ final class LogSink: Sendable {
         if wake { signal.signal() }
     }
 
-    private func format(_ item: Item) -> [UInt8] {
+    /// The writer thread's working state: a reused output buffer and the caches that keep a record cheap.
+    private struct Writer: ~Copyable {
+        var json = JSONWriter(capacity: 64 * 1024)
+        /// Lint findings per (result bytes, URL, second): the lint reads nothing else, so a hit is exact.
+        var lint: [LintKey: [LintFinding]] = [:]
+        /// Attribute-level diffs per (before, after).
+        var diffs: [DiffKey: [AttributeChange]] = [:]
+        static let cacheLimit = 4096
+    }
+
+    struct LintKey: Hashable {
+        var cookie: [UInt8]
+        var url: RequestURL
+        var now: Int64
+    }
+
+    struct DiffKey: Hashable {
+        var before: [UInt8]
+        var after: [UInt8]?
+    }
+
+    private func format(_ item: Item, _ w: inout Writer) {
         switch item {
-        case .line(let text): return Array(text.utf8)
+        case .line, .reopen: break  // written by the loop
         case .record(var record, let url, let now):
-            record.findings = CookieLint.findings(
-                for: record.outcome.result ?? record.outcome.original, from: url, now: now)
+            let judged = record.outcome.result ?? record.outcome.original
+            let lintKey = LintKey(cookie: judged.bytes, url: url, now: now)
+            if let cached = w.lint[lintKey] {
+                record.findings = cached
+            } else {
+                record.findings = CookieLint.findings(for: judged, from: url, now: now)
+                if w.lint.count >= Writer.cacheLimit { w.lint.removeAll(keepingCapacity: true) }
+                w.lint[lintKey] = record.findings
+            }
             switch destination {
             case .standardOutput(let compact, let color) where compact:
-                return Array(record.line(showValues: showValues, color: color).utf8)
+                var line = Array(record.line(showValues: redaction.showValues, color: color).utf8)
+                line.withUnsafeMutableBufferPointer { w.json.raw(UnsafeBufferPointer($0)) }
             default:
-                var out: [UInt8] = []
-                out.reserveCapacity(512)
-                record.json(showValues: showValues).write(to: &out)
-                return out
+                let diffKey = DiffKey(before: record.outcome.original.bytes, after: record.outcome.result?.bytes)
+                let changes: [AttributeChange]
+                if let cached = w.diffs[diffKey] {
+                    changes = cached
+                } else {
+                    changes = record.outcome.changes
+                    if w.diffs.count >= Writer.cacheLimit { w.diffs.removeAll(keepingCapacity: true) }
+                    w.diffs[diffKey] = changes
+                }
+                record.writeJSON(to: &w.json, redaction: redaction, changes: changes)
             }
         }
     }
 
     private func writerLoop() {
+        var w = Writer()
         while true {
             signal.wait()
             let (batch, closed) = state.withLock { s -> ([Item], Bool) in
@@ -100,15 +180,24 @@ final class LogSink: Sendable {
                 s.queue.removeAll(keepingCapacity: true)
                 return (b, s.closed)
             }
-            if !batch.isEmpty {
-                var bytes: [UInt8] = []
-                for item in batch {
-                    bytes += format(item)
-                    bytes.append(0x0A)
+            var records = 0
+            for item in batch {
+                switch item {
+                case .reopen:
+                    flush(&w, records: records)
+                    records = 0
+                    reopenFile()
+                case .line(let text):
+                    var bytes = Array(text.utf8)
+                    bytes.withUnsafeMutableBufferPointer { w.json.raw(UnsafeBufferPointer($0)) }
+                    w.json.raw(0x0A)
+                case .record:
+                    format(item, &w)
+                    w.json.raw(0x0A)
+                    records += 1
                 }
-                Console.writeAll(fd, bytes)
-                state.withLock { $0.written += batch.count }
             }
+            flush(&w, records: records)
             if closed && state.withLock({ $0.queue.isEmpty }) {
                 done.signal()
                 return
@@ -116,11 +205,108 @@ final class LogSink: Sendable {
         }
     }
 
-    /// Flushes what is queued and stops the writer.
+    /// Writes what the buffer holds and gives the records' places back.
+    private func flush(_ w: inout Writer, records: Int) {
+        if w.json.count > 0 {
+            let fd = state.withLock { $0.fd }
+            let error = w.json.withBytes { bytes -> Int32 in
+                if let terminal, case .standardOutput = destination { return terminal.printAbove(fd: fd, bytes) }
+                return TerminalView.writeAll(fd, bytes)
+            }
+            w.json.removeAll()
+            state.withLock { s in
+                if error == 0 {
+                    s.written += records
+                } else {
+                    s.failedRecords += records
+                    s.failure = "cannot write the log: \(String(cString: strerror(error)))"
+                }
+            }
+        }
+        for _ in 0..<records { slots.signal() }
+    }
+
+    private func reopenFile() {
+        guard case .file(let path) = destination else { return }
+        do {
+            let new = try Self.open(path)
+            let old = state.withLock { s -> Int32 in
+                let o = s.fd
+                s.fd = new
+                return o
+            }
+            _ = Foundation.close(old)
+        } catch {
+            // The old file stays in use: nothing is lost, and the reason is reported.
+            state.withLock { $0.failure = error.description }
+            Console.err("cookie-proxy: \(error.description); still writing to the old file")
+        }
+    }
+
+    /// Writes everything queued, then stops the writer (no record queued before is lost).
     func close() {
         state.withLock { $0.closed = true }
         signal.signal()
-        _ = done.wait(timeout: .now() + 5)
-        if case .file = destination { _ = Foundation.close(fd) }
+        done.wait()
+        if case .file = destination { _ = Foundation.close(state.withLock { $0.fd }) }
+    }
+}
+
+/// The terminal when log lines and the live status line share it: the status line stays the last line. Each
+/// print clears it, writes the lines above it and draws it again, under one lock.
+final class TerminalView: Sendable {
+    private let status = Mutex<String>("")
+
+    /// Draws the status line (stderr) in place.
+    func setStatus(_ text: String) {
+        status.withLock { s in
+            s = text
+            _ = Self.writeAll(2, Array("\r\u{1B}[2K\(text)".utf8))
+        }
+    }
+
+    /// Ends the status line (before the last messages).
+    func finish() {
+        status.withLock { s in
+            if !s.isEmpty { _ = Self.writeAll(2, Array("\n".utf8)) }
+            s = ""
+        }
+    }
+
+    /// Writes `bytes` (whole lines) to `fd` above the status line; returns 0 or the errno of a failed write.
+    func printAbove(fd: Int32, _ bytes: UnsafeBufferPointer<UInt8>) -> Int32 {
+        status.withLock { s in
+            if s.isEmpty { return Self.writeAll(fd, bytes) }
+            _ = Self.writeAll(2, Array("\r\u{1B}[2K".utf8))
+            let error = Self.writeAll(fd, bytes)
+            _ = Self.writeAll(2, Array(s.utf8))
+            return error
+        }
+    }
+
+    func printAbove(fd: Int32, _ text: String) {
+        var bytes = Array(text.utf8)
+        if bytes.last != 0x0A { bytes.append(0x0A) }
+        _ = bytes.withUnsafeMutableBufferPointer { printAbove(fd: fd, UnsafeBufferPointer($0)) }
+    }
+
+    @discardableResult
+    static func writeAll(_ fd: Int32, _ bytes: [UInt8]) -> Int32 {
+        bytes.withUnsafeBufferPointer { writeAll(fd, $0) }
+    }
+
+    /// Writes all of `bytes`; 0, or the errno of the write that failed.
+    static func writeAll(_ fd: Int32, _ bytes: UnsafeBufferPointer<UInt8>) -> Int32 {
+        var offset = 0
+        while offset < bytes.count {
+            let n = write(fd, bytes.baseAddress! + offset, bytes.count - offset)
+            if n < 0 {
+                if errno == EINTR { continue }
+                return errno
+            }
+            if n == 0 { return EIO }
+            offset += n
+        }
+        return 0
     }
 }

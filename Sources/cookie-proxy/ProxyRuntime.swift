@@ -25,7 +25,11 @@ final class ProxyRuntime: @unchecked Sendable {
             defaultValue: "line on a terminal, else json"),
         OptionSpec(
             names: ["--log-values"], value: nil,
-            help: "Show cookie values in the log (redacted to a short hash by default)."),
+            help: "Show cookie values in the log (redacted to a short keyed hash by default)."),
+        OptionSpec(
+            names: ["--log-overflow"], value: "policy",
+            help: "When the log falls behind: block (slow down, lose nothing) or drop (count and report).",
+            defaultValue: "block"),
         OptionSpec(
             names: ["--intercept"], value: "host",
             help: "Intercept https to this host (*.suffix allowed); hosts rules target are intercepted too.",
@@ -47,7 +51,10 @@ final class ProxyRuntime: @unchecked Sendable {
         self.fingerprint = rulesPath.map(RulesFiles.fingerprint) ?? ""
     }
 
-    static func make(args: ParsedArguments, command: String) throws(UsageError) -> ProxyRuntime {
+    /// `terminal`: the shared view of stdout and stderr when both are a terminal with a live status line.
+    static func make(args: ParsedArguments, command: String, terminal: TerminalView? = nil) throws(UsageError)
+        -> ProxyRuntime
+    {
         let rulesPath = args.value("--rules")
         var ruleSet = RuleSet.empty
         if let rulesPath {
@@ -61,19 +68,28 @@ final class ProxyRuntime: @unchecked Sendable {
         }
         let dryRun = args.flag("--dry-run")
         let sink: LogSink?
+        guard let overflow = LogSink.Overflow(rawValue: args.value("--log-overflow") ?? "block") else {
+            throw UsageError(message: "--log-overflow must be block or drop", command: command)
+        }
         do {
             if args.value("--log") == "none" {
                 sink = nil
-            } else if let file = args.value("--log") {
-                sink = try LogSink(destination: .file(file), showValues: args.flag("--log-values"))
             } else {
-                let format = args.value("--log-format") ?? (isatty(1) != 0 ? "line" : "json")
-                guard format == "json" || format == "line" else {
-                    throw UsageError(message: "--log-format must be json or line", command: command)
+                let key = try LogKey.load(
+                    directory: CertificateAuthority.defaultDirectory(environment: ProcessInfo.processInfo.environment))
+                let redaction = Redaction(showValues: args.flag("--log-values"), key: key)
+                if let file = args.value("--log") {
+                    sink = try LogSink(destination: .file(file), redaction: redaction, overflow: overflow)
+                } else {
+                    let format = args.value("--log-format") ?? (isatty(1) != 0 ? "line" : "json")
+                    guard format == "json" || format == "line" else {
+                        throw UsageError(message: "--log-format must be json or line", command: command)
+                    }
+                    sink = try LogSink(
+                        destination: .standardOutput(
+                            compact: format == "line", color: format == "line" && isatty(1) != 0),
+                        redaction: redaction, overflow: overflow, terminal: terminal)
                 }
-                sink = try LogSink(
-                    destination: .standardOutput(compact: format == "line", color: format == "line" && isatty(1) != 0),
-                    showValues: args.flag("--log-values"))
             }
         } catch let error as UsageError {
             throw error
@@ -98,7 +114,7 @@ final class ProxyRuntime: @unchecked Sendable {
                 "  rules:        none (everything passes through unchanged)\(dryRun ? "; dry run logs every cookie" : "")\n"
         }
         banner +=
-            "  log:          \(args.value("--log") ?? "stdout")\(args.flag("--log-values") ? " (cookie values shown)" : " (cookie values redacted)")\n"
+            "  log:          \(args.value("--log") ?? "stdout")\(args.flag("--log-values") ? " (cookie values shown)" : " (cookie values redacted)")\(args.value("--log").map { $0 == "none" ? "" : " — reopened on SIGUSR1" } ?? "")\n"
         return ProxyRuntime(hooks: hooks, banner: banner, rulesPath: rulesPath, sink: sink)
     }
 
@@ -132,13 +148,17 @@ final class ProxyRuntime: @unchecked Sendable {
         if RulesFiles.fingerprint(rulesPath) != fingerprint { reload(reason: "file changed") }
     }
 
+    /// SIGUSR1: the log file is reopened (after logrotate moved it).
+    func reopenLog() { sink?.reopen() }
+
+    /// Writes every queued record, then says what was written and what, if anything, was lost.
     func finish() {
         if let sink {
             sink.close()
-            if sink.droppedCount > 0 {
-                Console.err(
-                    "cookie-proxy: \(sink.droppedCount) log records were dropped because the log could not keep up")
-            }
+            var summary = "cookie-proxy: \(sink.writtenCount) log records written, \(sink.droppedCount) dropped"
+            if sink.droppedCount > 0 { summary += " (--log-overflow drop: the log could not keep up)" }
+            if let failure = sink.failure { summary += "; \(failure.records) not written: \(failure.reason)" }
+            Console.err(summary)
         }
     }
 
@@ -183,5 +203,30 @@ extension ProxyRuntime {
         } catch {
             throw UsageError(message: "cannot set up https interception: \(error)", command: command, exitStatus: 1)
         }
+    }
+}
+
+/// The secret of the log's value hashes: 16 random bytes in `log-key` next to the CA (mode 0600), made on first
+/// use, so that the same value hashes the same across runs on one machine and differently on another.
+enum LogKey {
+    static func load(directory: String) throws(RulesLoadError) -> [UInt8] {
+        let path = directory + "/log-key"
+        if let data = FileManager.default.contents(atPath: path), data.count >= 16 { return Array(data.prefix(16)) }
+        mkdir(directory, 0o700)
+        var generator = SystemRandomNumberGenerator()  // getrandom(2): cryptographically secure
+        let key = (0..<16).map { _ in UInt8.random(in: 0...255, using: &generator) }
+        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        if fd < 0 {
+            // Another process made it first: use that one.
+            if errno == EEXIST, let data = FileManager.default.contents(atPath: path), data.count >= 16 {
+                return Array(data.prefix(16))
+            }
+            throw RulesLoadError(description: "cannot create \(path): \(String(cString: strerror(errno)))")
+        }
+        defer { close(fd) }
+        guard TerminalView.writeAll(fd, key) == 0 else {
+            throw RulesLoadError(description: "cannot write \(path): \(String(cString: strerror(errno)))")
+        }
+        return key
     }
 }

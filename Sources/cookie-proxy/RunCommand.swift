@@ -66,7 +66,9 @@ enum RunCommand {
               export http_proxy=http://127.0.0.1:8080 https_proxy=http://127.0.0.1:8080
               iOS simulator: the Mac's network settings → Proxies → Web Proxy (HTTP) and Secure Web Proxy.
             The proxy listens on loopback only unless told otherwise (--listen 0.0.0.0:8080 --allow 192.168.1.0/24).
-            SIGINT/SIGTERM stop accepting, finish exchanges in flight (up to --drain-timeout) and exit 0.
+            SIGINT/SIGTERM stop accepting, finish exchanges in flight (up to --drain-timeout), write every queued log
+            record and exit 0. SIGHUP reloads the rules; SIGUSR1 reopens the log file (logrotate: move it, then send
+            USR1; nothing is lost).
             """)
 
     static func seconds(_ s: Double) -> String { s == s.rounded() ? "\(Int(s))s" : "\(s)s" }
@@ -134,13 +136,16 @@ enum RunCommand {
         let drain = try secs("--drain-timeout") ?? 10
         let quiet = args.flag("--quiet")
 
-        let runtime = try ProxyRuntime.make(args: args, command: spec.name)
+        let statusLine = !quiet && isatty(2) != 0
+        let terminal = statusLine && isatty(1) != 0 ? TerminalView() : nil
+        let runtime = try ProxyRuntime.make(args: args, command: spec.name, terminal: terminal)
         // Signals are taken synchronously on this thread; loops inherit the blocked mask.
         var signals = sigset_t()
         sigemptyset(&signals)
         sigaddset(&signals, SIGINT)
         sigaddset(&signals, SIGTERM)
         sigaddset(&signals, SIGHUP)
+        sigaddset(&signals, SIGUSR1)
         pthread_sigmask(SIG_BLOCK, &signals, nil)
         signal(SIGPIPE, SIG_IGN)
 
@@ -173,7 +178,6 @@ enum RunCommand {
             banner += "  stop:         Ctrl-C"
             Console.out(banner)
         }
-        let statusLine = !quiet && isatty(2) != 0
         while true {
             var info = siginfo_t()
             var timeout = timespec(tv_sec: 1, tv_nsec: 0)
@@ -182,8 +186,12 @@ enum RunCommand {
                 runtime.reload(reason: "SIGHUP")
                 continue
             }
+            if sig == SIGUSR1 {
+                runtime.reopenLog()
+                continue
+            }
             if sig == SIGINT || sig == SIGTERM {
-                if statusLine { Console.errRaw("\n") }
+                if let terminal { terminal.finish() } else if statusLine { Console.errRaw("\n") }
                 Console.err("cookie-proxy: stopping (finishing exchanges in flight, up to \(seconds(drain)))")
                 server.shutdown(deadline: drain)
                 runtime.finish()
@@ -194,9 +202,8 @@ enum RunCommand {
                 Console.err("cookie-proxy: \(failure) (does the client trust the CA? cookie-proxy ca path)")
             }
             if statusLine {
-                Console.errRaw(
-                    "\r\u{1B}[2K\(server.connections) connections · \(server.requests) requests · \(runtime.statusSummary)"
-                )
+                let text = "\(server.connections) connections · \(server.requests) requests · \(runtime.statusSummary)"
+                if let terminal { terminal.setStatus(text) } else { Console.errRaw("\r\u{1B}[2K\(text)") }
             }
         }
     }

@@ -151,12 +151,27 @@ import Testing
     }
 
     @Test func redactionKeepsValuesOutOfTheLogButRecognisable() {
-        let a = Redaction.text(SetCookie("sid=s3cr3t; Path=/"), showValues: false)
-        let b = Redaction.text(SetCookie("sid=s3cr3t; Secure"), showValues: false)
+        let redaction = Redaction(showValues: false, key: Array(0..<16))
+        let a = redaction.text(SetCookie("sid=s3cr3t; Path=/"))
+        let b = redaction.text(SetCookie("sid=s3cr3t; Secure"))
         #expect(!a.contains("s3cr3t"))
         #expect(a.hasPrefix("sid=[h:") && a.hasSuffix("]; Path=/"))
         #expect(a.split(separator: ";")[0] == b.split(separator: ";")[0])
-        #expect(Redaction.text(SetCookie("sid=s3cr3t"), showValues: true) == "sid=s3cr3t")
+        #expect(Redaction(showValues: true, key: []).text(SetCookie("sid=s3cr3t")) == "sid=s3cr3t")
+    }
+
+    /// The same value hashes the same under one key and differently under another: without the installation's
+    /// key, a guessed value cannot be confirmed from a shared log.
+    @Test func redactionHashesAreKeyedPerInstallation() {
+        let one = Redaction(showValues: false, key: Array(repeating: 1, count: 16))
+        let other = Redaction(showValues: false, key: Array(repeating: 2, count: 16))
+        let values = ["alice@example.com", "1", "2", "user-42", ""]
+        for value in values {
+            #expect(one.hash(Array(value.utf8)) == one.hash(Array(value.utf8)))
+            #expect(one.hash(Array(value.utf8)) != other.hash(Array(value.utf8)), "\(value)")
+        }
+        #expect(Set(values.map { one.hash(Array($0.utf8)) }).count == values.count)
+        #expect(one.hash(Array("1".utf8)).utf8.count == 10)
     }
 }
 
@@ -222,7 +237,7 @@ import Testing
         let record = TransformationRecord(
             time: ms, requestID: 7, client: "127.0.0.1", method: "GET", url: "https://x:443/", status: 200,
             outcome: outcome, findings: [], dryRun: false)
-        let json = record.json(showValues: true).serialized
+        let json = record.json(redaction: Redaction(showValues: true, key: [])).serialized
         #expect(json.hasPrefix("{\"time\":\"\(expected)\",\"requestId\":7,"))
         #expect(json.contains("\"before\":\"a=\\\"q\\\\\\\\v\\\"\""))
     }
