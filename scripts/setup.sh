@@ -12,6 +12,7 @@ packages=(
     python3               # tests: a real upstream server
 )
 packages+=(chromium libnss3-tools)  # tests: a real browser through the proxy
+packages+=(tmux)                    # tests: the terminal view on a real pseudo-terminal
 
 missing=()
 for p in "${packages[@]}"; do

@@ -21,12 +21,14 @@ public struct Redaction: Sendable {
 
     /// `h:` and the first 8 hex digits of the keyed hash of the value bytes.
     public func hash<C: Collection<UInt8>>(_ bytes: C) -> String {
-        var text = [UInt8](repeating: 0, count: 10)
-        writeHash(bytes, into: &text)
-        return String(decoding: text, as: UTF8.self)
+        String(unsafeUninitializedCapacity: 10) { text in
+            writeHash(bytes, into: text)
+            return 10
+        }
     }
 
-    func writeHash<C: Collection<UInt8>>(_ bytes: C, into text: inout [UInt8]) {
+    /// `h:` and 8 hex digits into the first 10 bytes of `text`.
+    func writeHash<C: Collection<UInt8>>(_ bytes: C, into text: UnsafeMutableBufferPointer<UInt8>) {
         let h = SipHash24.hash(bytes, k0, k1) >> 32
         text[0] = 0x68
         text[1] = 0x3A
@@ -46,25 +48,43 @@ public struct Redaction: Sendable {
     /// ``text(_:)`` as a JSON string, written without building it: the bytes around the value, and the hash.
     public func write(_ cookie: SetCookie, to out: inout JSONWriter) {
         // Text that is not ASCII goes the way of `description` (invalid UTF-8 repaired as String does it).
-        guard !cookie.bytes.contains(where: { $0 >= 0x80 }) else { return out.string(text(cookie)) }
+        guard !Self.containsNonASCII(cookie.bytes) else { return out.string(text(cookie)) }
         cookie.bytes.withUnsafeBufferPointer { b in
             let value = cookie.valueRange
             out.raw(0x22)
             if showValues || value.isEmpty {
                 out.escaped(b)
             } else {
-                var hash = [UInt8](repeating: 0x5B, count: 12)
-                hash.withUnsafeMutableBufferPointer { h in
-                    var text = [UInt8](repeating: 0, count: 10)
-                    writeHash(b[value], into: &text)
-                    for i in 0..<10 { h[1 + i] = text[i] }
-                    h[11] = 0x5D
-                }
                 out.escaped(UnsafeBufferPointer(rebasing: b[..<value.lowerBound]))
-                hash.withUnsafeBufferPointer { out.raw($0) }
+                withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 12) { h in
+                    h[0] = 0x5B
+                    writeHash(
+                        UnsafeBufferPointer(rebasing: b[value]), into: UnsafeMutableBufferPointer(rebasing: h[1..<11]))
+                    h[11] = 0x5D
+                    out.raw(UnsafeBufferPointer(h))
+                }
                 out.escaped(UnsafeBufferPointer(rebasing: b[value.upperBound...]))
             }
             out.raw(0x22)
+        }
+    }
+}
+
+extension Redaction {
+    /// Whether any byte is 0x80 or above, eight at a time.
+    static func containsNonASCII(_ bytes: [UInt8]) -> Bool {
+        bytes.withUnsafeBufferPointer { b in
+            var i = 0
+            var high: UInt64 = 0
+            while i + 8 <= b.count {
+                high |= UnsafeRawPointer(b.baseAddress! + i).loadUnaligned(as: UInt64.self)
+                i += 8
+            }
+            while i < b.count {
+                high |= UInt64(b[i])
+                i += 1
+            }
+            return high & 0x8080_8080_8080_8080 != 0
         }
     }
 }

@@ -82,10 +82,22 @@ public struct TransformationRecord: Sendable {
     /// The text of ``json(redaction:)``, written straight into `out` (no tree): what the log writes. `changes` is
     /// ``CookieOutcome/changes``, passed in so that a writer can reuse it for repeated cookies.
     public func writeJSON(to out: inout JSONWriter, redaction: Redaction, changes: [AttributeChange]) {
+        writeHead(to: &out, redaction: redaction)
+        out.raw(",\"changes\":")
+        Self.writeChanges(changes, redaction: redaction, to: &out)
+        out.raw(",\"findings\":")
+        Self.writeFindings(findings, to: &out)
+        writeTail(to: &out)
+    }
+
+    /// The object from its `{` to the value of `after`: what differs from record to record. A writer that keeps
+    /// the `changes` and `findings` arrays of repeated cookies as bytes writes them between this and ``writeTail``.
+    public func writeHead(to out: inout JSONWriter, redaction: Redaction) {
         out.raw("{\"time\":\"")
-        var stamp = [UInt8](repeating: 0, count: 24)
-        Self.writeTimestamp(time, into: &stamp)
-        stamp.withUnsafeBufferPointer { out.raw($0) }
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 24) { stamp in
+            Self.writeTimestamp(time, into: stamp)
+            out.raw(UnsafeBufferPointer(stamp))
+        }
         out.raw("\",\"requestId\":")
         out.int(Int64(requestID))
         out.raw(",\"client\":")
@@ -114,7 +126,21 @@ public struct TransformationRecord: Sendable {
         redaction.write(original, to: &out)
         out.raw(",\"after\":")
         if let result = outcome.result { redaction.write(result, to: &out) } else { out.raw("null") }
-        out.raw(",\"changes\":[")
+    }
+
+    /// `,"notes":[…]}`.
+    public func writeTail(to out: inout JSONWriter) {
+        out.raw(",\"notes\":[")
+        for (i, note) in outcome.notes.enumerated() {
+            if i > 0 { out.raw(0x2C) }
+            out.string(note)
+        }
+        out.raw("]}")
+    }
+
+    /// The `changes` array; a value change is hashed unless values are shown.
+    public static func writeChanges(_ changes: [AttributeChange], redaction: Redaction, to out: inout JSONWriter) {
+        out.raw(0x5B)
         for (i, change) in changes.enumerated() {
             if i > 0 { out.raw(0x2C) }
             let hide = !redaction.showValues && change.op == "value"
@@ -128,7 +154,12 @@ public struct TransformationRecord: Sendable {
             out.string(hide ? change.to.map { redaction.hash(Array($0.utf8)) } : change.to)
             out.raw(0x7D)
         }
-        out.raw("],\"findings\":[")
+        out.raw(0x5D)
+    }
+
+    /// The `findings` array.
+    public static func writeFindings(_ findings: [LintFinding], to out: inout JSONWriter) {
+        out.raw(0x5B)
         for (i, finding) in findings.enumerated() {
             if i > 0 { out.raw(0x2C) }
             out.raw("{\"code\":")
@@ -139,12 +170,7 @@ public struct TransformationRecord: Sendable {
             out.string(finding.message)
             out.raw(0x7D)
         }
-        out.raw("],\"notes\":[")
-        for (i, note) in outcome.notes.enumerated() {
-            if i > 0 { out.raw(0x2C) }
-            out.string(note)
-        }
-        out.raw("]}")
+        out.raw(0x5D)
     }
 
     /// A compact one-line form for a terminal, coloured when `color`.
@@ -181,13 +207,14 @@ public struct TransformationRecord: Sendable {
 
     /// `YYYY-MM-DDTHH:MM:SS.mmmZ`, written as digits (string padding costs thousands of instructions a record).
     static func timestamp(_ ms: Int64) -> String {
-        var out = [UInt8](repeating: 0, count: 24)
-        writeTimestamp(ms, into: &out)
-        return String(decoding: out, as: UTF8.self)
+        String(unsafeUninitializedCapacity: 24) { out in
+            writeTimestamp(ms, into: out)
+            return 24
+        }
     }
 
-    /// ``timestamp(_:)`` into 24 bytes.
-    static func writeTimestamp(_ ms: Int64, into out: inout [UInt8]) {
+    /// ``timestamp(_:)`` into the first 24 bytes of `out`.
+    static func writeTimestamp(_ ms: Int64, into out: UnsafeMutableBufferPointer<UInt8>) {
         let seconds = ms >= 0 ? ms / 1000 : (ms - 999) / 1000
         let millis = Int(ms - seconds * 1000)
         let days = seconds >= 0 ? seconds / 86_400 : (seconds - 86_399) / 86_400

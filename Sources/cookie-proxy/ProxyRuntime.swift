@@ -31,6 +31,9 @@ final class ProxyRuntime: @unchecked Sendable {
             help: "When the log falls behind: block (slow down, lose nothing) or drop (count and report).",
             defaultValue: "block"),
         OptionSpec(
+            names: ["--log-queue"], value: "records", help: "Log records that may wait for the writer.",
+            defaultValue: "10000"),
+        OptionSpec(
             names: ["--intercept"], value: "host",
             help: "Intercept https to this host (*.suffix allowed); hosts rules target are intercepted too.",
             repeatable: true),
@@ -71,6 +74,10 @@ final class ProxyRuntime: @unchecked Sendable {
         guard let overflow = LogSink.Overflow(rawValue: args.value("--log-overflow") ?? "block") else {
             throw UsageError(message: "--log-overflow must be block or drop", command: command)
         }
+        let queueText = args.value("--log-queue") ?? "10000"
+        guard let queue = Int(queueText), queue >= 1 else {
+            throw UsageError(message: "--log-queue must be a positive number of records", command: command)
+        }
         do {
             if args.value("--log") == "none" {
                 sink = nil
@@ -79,7 +86,8 @@ final class ProxyRuntime: @unchecked Sendable {
                     directory: CertificateAuthority.defaultDirectory(environment: ProcessInfo.processInfo.environment))
                 let redaction = Redaction(showValues: args.flag("--log-values"), key: key)
                 if let file = args.value("--log") {
-                    sink = try LogSink(destination: .file(file), redaction: redaction, overflow: overflow)
+                    sink = try LogSink(
+                        destination: .file(file), redaction: redaction, overflow: overflow, capacity: queue)
                 } else {
                     let format = args.value("--log-format") ?? (isatty(1) != 0 ? "line" : "json")
                     guard format == "json" || format == "line" else {
@@ -88,7 +96,7 @@ final class ProxyRuntime: @unchecked Sendable {
                     sink = try LogSink(
                         destination: .standardOutput(
                             compact: format == "line", color: format == "line" && isatty(1) != 0),
-                        redaction: redaction, overflow: overflow, terminal: terminal)
+                        redaction: redaction, overflow: overflow, capacity: queue, terminal: terminal)
                 }
             }
         } catch let error as UsageError {

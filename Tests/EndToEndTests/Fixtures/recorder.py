@@ -6,6 +6,7 @@ uses the latitude of RFC 9112 would, and answers each with a response chosen by 
   /resp/bare-cr    a bare CR inside a field value
   /resp/bare-lf    a head with bare LF line ends
   /resp/101        101 Switching Protocols to a request that asked for no upgrade
+  /cookies/N       200 with three Set-Cookie lines whose values carry N (the log tests match records by them)
   anything else    200, Content-Length: 2, "ok"
 Listens on 127.0.0.1 (port 0 = any free port), prints "PORT <n>", runs until killed.
 Usage: recorder.py PORT DIR"""
@@ -78,6 +79,13 @@ def serve(sock, path):
                 c.take(int(cl[0] or b"0"))
             parts = start.split(b" ")
             target = parts[1] if len(parts) > 1 else b""
+            if target.startswith(b"/cookies/"):
+                n = target[len(b"/cookies/"):]
+                body = (b"Set-Cookie: sid=s" + n + b"; Path=/; HttpOnly\r\n"
+                        b"Set-Cookie: pref=p" + n + b"; Max-Age=3600\r\n"
+                        b"Set-Cookie: track=t" + n + b"; Domain=127.0.0.1\r\n")
+                sock.sendall(b"HTTP/1.1 200 OK\r\n" + body + b"Content-Length: 2\r\n\r\nok")
+                continue
             sock.sendall(RESPONSES.get(target, OK))
     except (EOFError, OSError, ValueError):
         pass
@@ -89,7 +97,7 @@ def main():
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     listener.bind(("127.0.0.1", int(sys.argv[1])))
-    listener.listen(64)
+    listener.listen(256)
     print("PORT %d" % listener.getsockname()[1], flush=True)
     while True:
         sock, _ = listener.accept()

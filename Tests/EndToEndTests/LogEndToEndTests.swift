@@ -1,0 +1,158 @@
+import Foundation
+import Testing
+import TestSupport
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// The transformation log through the real binary under load: nothing lost, rotation, keyed redaction, the
+/// terminal view.
+@Suite(.serialized) struct LogEndToEndTests {
+    static let rules = """
+        rule "harden" {
+            secure
+            samesite lax
+        }
+        """
+
+    static func folder() throws -> String {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("cp-log-\(UUID().uuidString.prefix(8))")
+            .path
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        try rules.write(toFile: dir + "/h.rules", atomically: true, encoding: .utf8)
+        return dir
+    }
+
+    /// `threads` keep-alive clients of `requests` each through the proxy (Fixtures/loadgen.py); the Set-Cookie
+    /// lines they received.
+    static func load(_ proxy: Proxy, _ upstream: Recorder, threads: Int, requests: Int) throws -> [String] {
+        let result = try run(
+            Paths.which("python3"),
+            [Paths.fixtures + "/loadgen.py", "\(proxy.port)", "\(upstream.port)", "\(threads)", "\(requests)"])
+        #expect(result.status == 0, "\(result.stderr)")
+        return result.text.split(separator: "\n").map(String.init)
+    }
+
+    static func records(_ path: String) throws -> [[String: Any]] {
+        try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n").map {
+            try JSONSerialization.jsonObject(with: Data($0.utf8)) as! [String: Any]
+        }
+    }
+
+    /// Not timed: a fixed number of requests, a log queue of 4 so that the loops wait for the writer again and
+    /// again. The log holds exactly one record per rewritten cookie, whose `after` is what the client received.
+    @Test func underSaturationEveryRecordIsWrittenAndMatchesWhatTheClientGot() throws {
+        let dir = try Self.folder()
+        let upstream = try Recorder()
+        let proxy = try Proxy([
+            "--quiet", "--rules", dir + "/h.rules", "--log", dir + "/log.jsonl", "--log-values", "--log-queue", "4",
+        ])
+        let received = try Self.load(proxy, upstream, threads: 8, requests: 150)
+        #expect(received.count == 8 * 150 * 3)
+        proxy.process.signal(SIGTERM)
+        #expect(proxy.process.waitForExit() == 0)
+        let records = try Self.records(dir + "/log.jsonl")
+        #expect(records.count == received.count)
+        #expect(records.compactMap { $0["after"] as? String }.sorted() == received.sorted())
+        #expect(proxy.process.stderr.contains("\(received.count) log records written, 0 dropped"))
+    }
+
+    /// logrotate's way: move the file, send SIGUSR1; records before go to the moved file, after to the new one,
+    /// none lost or written twice.
+    @Test func sigusr1ReopensTheLogFileWithoutLosingOrRepeatingARecord() throws {
+        let dir = try Self.folder()
+        let upstream = try Recorder()
+        let proxy = try Proxy(["--quiet", "--rules", dir + "/h.rules", "--log", dir + "/log.jsonl", "--log-values"])
+        let done = DispatchSemaphore(value: 0)
+        let box = Box()
+        DispatchQueue.global().async {
+            box.received = (try? Self.load(proxy, upstream, threads: 4, requests: 300)) ?? []
+            done.signal()
+        }
+        usleep(300_000)
+        #expect(rename(dir + "/log.jsonl", dir + "/log.jsonl.1") == 0)
+        proxy.process.signal(SIGUSR1)
+        done.wait()
+        proxy.process.signal(SIGTERM)
+        #expect(proxy.process.waitForExit() == 0)
+        let before = try Self.records(dir + "/log.jsonl.1")
+        let after = try Self.records(dir + "/log.jsonl")
+        #expect(!before.isEmpty && !after.isEmpty, "the move fell outside the traffic")
+        let all = (before + after).compactMap { $0["after"] as? String }
+        #expect(all.count == box.received.count)
+        #expect(Set(all).count == all.count)
+        #expect(all.sorted() == box.received.sorted())
+        var info = stat()
+        #expect(stat(dir + "/log.jsonl", &info) == 0 && info.st_mode & 0o777 == 0o600)
+    }
+
+    final class Box: @unchecked Sendable { var received: [String] = [] }
+
+    /// The same value hashes the same on one installation (across runs) and differently on another; the key is
+    /// a file of its own, mode 0600.
+    @Test func redactedValuesAreKeyedPerInstallation() throws {
+        let dir = try Self.folder()
+        let upstream = try Recorder()
+        func hashes(home: String, log: String) throws -> [String] {
+            let proxy = try Proxy(
+                ["--quiet", "--rules", dir + "/h.rules", "--log", log], environment: ["COOKIE_PROXY_HOME": home])
+            let result = try curl(["-x", proxy.url, "http://127.0.0.1:\(upstream.port)/cookies/same"])
+            #expect(result.text == "ok")
+            proxy.process.signal(SIGTERM)
+            _ = proxy.process.waitForExit()
+            return try Self.records(log).compactMap { $0["before"] as? String }
+        }
+        let first = try hashes(home: dir + "/home-a", log: dir + "/a1.jsonl")
+        let again = try hashes(home: dir + "/home-a", log: dir + "/a2.jsonl")
+        let other = try hashes(home: dir + "/home-b", log: dir + "/b.jsonl")
+        #expect(first.count == 3)
+        #expect(first == again)
+        #expect(first != other)
+        #expect(!first.joined().contains("ssame") && first[0].hasPrefix("sid=[h:"))
+        var info = stat()
+        #expect(stat(dir + "/home-a/log-key", &info) == 0 && info.st_mode & 0o777 == 0o600)
+    }
+
+    /// On a terminal the live status line stays the last line: log lines are printed above it (tmux runs the
+    /// proxy on a real pseudo-terminal; the pane is read back).
+    @Test func onATerminalTheStatusLineStaysBelowTheLogLines() throws {
+        let tmux = Paths.which("tmux")
+        guard FileManager.default.isExecutableFile(atPath: tmux) else {
+            Issue.record("tmux is not installed (scripts/setup.sh installs it)")
+            return
+        }
+        let dir = try Self.folder()
+        let upstream = try Recorder()
+        let session = "cp-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        let command =
+            "COOKIE_PROXY_HOME=\(dir)/home \(Paths.binary) run --listen 127.0.0.1:0 --threads 1 --rules \(dir)/h.rules"
+        // The tmux server keeps the standard streams it was started with: they go to /dev/null, not to a pipe
+        // this test would wait on.
+        _ = try run(
+            "/bin/sh",
+            ["-c", "exec \(tmux) new-session -d -s \(session) -x 200 -y 50 '\(command)' </dev/null >/dev/null 2>&1"])
+        defer { _ = try? run("/bin/sh", ["-c", "\(tmux) kill-session -t \(session) </dev/null >/dev/null 2>&1"]) }
+        var port = 0
+        for _ in 0..<100 where port == 0 {
+            usleep(100_000)
+            let pane = try run(tmux, ["capture-pane", "-p", "-t", session]).text
+            if let line = pane.split(separator: "\n").first(where: { $0.hasPrefix("cookie-proxy listening on ") }) {
+                port = Int(line.split(separator: ":").last!) ?? 0
+            }
+        }
+        #expect(port > 0)
+        for i in 0..<3 {
+            _ = try curl(["-x", "http://127.0.0.1:\(port)", "http://127.0.0.1:\(upstream.port)/cookies/\(i)"])
+            usleep(1_200_000)  // the status line is redrawn every second: log lines and redraws interleave
+        }
+        let pane = try run(tmux, ["capture-pane", "-p", "-t", session]).text
+        let lines = pane.split(separator: "\n", omittingEmptySubsequences: true).map(String.init)
+        let logLines = lines.filter { $0.contains(" GET http://127.0.0.1:\(upstream.port)/cookies/") }
+        #expect(logLines.count == 9, "\(pane)")
+        // No log line carries the status text, and the status line is the last line.
+        #expect(logLines.allSatisfy { !$0.contains("connections ·") }, "\(pane)")
+        #expect(lines.last?.contains("connections ·") == true, "\(pane)")
+        #expect(lines.filter { $0.contains("connections ·") }.count == 1, "\(pane)")
+    }
+}
