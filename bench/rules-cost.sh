@@ -28,11 +28,14 @@ declare -A ARGS=(
   [50-rules]="--rules bench/bench50.rules --log none"
   [2-rewriting]="--rules bench/bench.rules --log none"
   [2-rewriting+log]="--rules bench/bench.rules --log $T/log.jsonl"
+  [audit]="--rules rules/audit.rules --log none"
+  [audit+log]="--rules rules/audit.rules --log $T/audit.jsonl"
 )
 ORDER=(${ONLY:-no-rules empty-file 48-nonmatching 50-rules 2-rewriting 2-rewriting+log})
 declare -A RESULTS CPU
 for rep in $(seq "$REPS"); do
   for name in "${ORDER[@]}"; do
+    rm -f "$T/log.jsonl" "$T/audit.jsonl"  # a log file per run: the disk holds what one run writes
     taskset -c 0 $BIN run --quiet --threads 1 --listen 127.0.0.1:18190 ${ARGS[$name]} > /dev/null 2>&1 &
     pid=$!
     wait_port 18190

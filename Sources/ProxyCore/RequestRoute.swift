@@ -206,13 +206,19 @@ public enum Authority {
             hostStart = 1
             hostEnd = close
             if close + 1 < a.count {
-                guard a[close + 1] == 0x3A, let p = number(close + 2, a.count) else { return nil }
-                port = p
+                guard a[close + 1] == 0x3A else { return nil }
+                if close + 2 < a.count {
+                    guard let p = number(close + 2, a.count) else { return nil }
+                    port = p
+                }
             }
         } else if let colon = a.lastIndex(of: 0x3A) {
             hostEnd = colon
-            guard let p = number(colon + 1, a.count) else { return nil }
-            port = p
+            // port = *DIGIT (RFC 3986 §3.2.3): an empty port is the scheme's default.
+            if colon + 1 < a.count {
+                guard let p = number(colon + 1, a.count) else { return nil }
+                port = p
+            }
         }
         guard hostStart < hostEnd, (1...65535).contains(port) else { return nil }
         if !bracketed && hostEnd - hostStart > 1 && a[hostEnd - 1] == 0x2E { hostEnd -= 1 }

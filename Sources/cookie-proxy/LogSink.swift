@@ -118,76 +118,57 @@ final class LogSink: Sendable {
         if wake { signal.signal() }
     }
 
-    /// The writer thread's working state: a reused output buffer, and the `changes` and `findings` arrays of
-    /// cookies seen before, kept as their JSON bytes (a repeated cookie is neither diffed nor linted again).
+    /// The writer thread's working state: a reused output buffer, and for cookies seen before the middle of their
+    /// record, `,"changes":[…],"findings":[…]`, as JSON bytes (a repeated cookie is neither diffed nor linted again).
     private struct Writer: ~Copyable {
         var json = JSONWriter(capacity: 64 * 1024)
         var fragment = JSONWriter(capacity: 4096)
-        /// The findings array per (judged bytes, URL, second): the lint reads nothing else, so a hit is exact.
-        var lint: [LintKey: [UInt8]] = [:]
-        /// The changes array per (before, after).
-        var diffs: [DiffKey: [UInt8]] = [:]
+        var fragments: [FragmentKey: [UInt8]] = [:]
         static let cacheLimit = 4096
     }
 
-    struct LintKey: Hashable {
-        var cookie: [UInt8]
-        var url: RequestURL
-        var now: Int64
-        func hash(into hasher: inout Hasher) {
-            cookie.withUnsafeBytes { hasher.combine(bytes: $0) }
-            hasher.combine(url)
-            hasher.combine(now)
-        }
-    }
-
-    struct DiffKey: Hashable {
+    /// What the changes and findings of a record depend on: the line before and after the rules, and what the lint
+    /// reads besides the line (the URL and the second); so a hit is exact.
+    struct FragmentKey: Hashable {
         var before: [UInt8]
         var after: [UInt8]?
+        var url: RequestURL
+        var now: Int64
         func hash(into hasher: inout Hasher) {
             before.withUnsafeBytes { hasher.combine(bytes: $0) }
             hasher.combine(after?.count ?? -1)
             after?.withUnsafeBytes { hasher.combine(bytes: $0) }
+            hasher.combine(url.host)
+            hasher.combine(now)
         }
     }
 
     private func format(_ item: Item, _ w: inout Writer) {
         guard case .record(var record, let url, let now) = item else { return }
         let judged = record.outcome.result ?? record.outcome.original
-        let lintKey = LintKey(cookie: judged.bytes, url: url, now: now)
-        switch destination {
-        case .standardOutput(let compact, let color) where compact:
+        if case .standardOutput(let compact, let color) = destination, compact {
             record.findings = CookieLint.findings(for: judged, from: url, now: now)
             var line = Array(record.line(showValues: redaction.showValues, color: color).utf8)
             line.withUnsafeMutableBufferPointer { w.json.raw(UnsafeBufferPointer($0)) }
-        default:
-            record.writeHead(to: &w.json, redaction: redaction)
-            w.json.raw(",\"changes\":")
-            let diffKey = DiffKey(before: record.outcome.original.bytes, after: record.outcome.result?.bytes)
-            if let cached = w.diffs[diffKey] {
-                cached.withUnsafeBufferPointer { w.json.raw($0) }
-            } else {
-                w.fragment.removeAll()
-                TransformationRecord.writeChanges(record.outcome.changes, redaction: redaction, to: &w.fragment)
-                let bytes = w.fragment.withBytes { Array($0) }
-                bytes.withUnsafeBufferPointer { w.json.raw($0) }
-                if w.diffs.count >= Writer.cacheLimit { w.diffs.removeAll(keepingCapacity: true) }
-                w.diffs[diffKey] = bytes
-            }
-            w.json.raw(",\"findings\":")
-            if let cached = w.lint[lintKey] {
-                cached.withUnsafeBufferPointer { w.json.raw($0) }
-            } else {
-                w.fragment.removeAll()
-                TransformationRecord.writeFindings(
-                    CookieLint.findings(for: judged, from: url, now: now), to: &w.fragment)
-                let bytes = w.fragment.withBytes { Array($0) }
-                bytes.withUnsafeBufferPointer { w.json.raw($0) }
-                if w.lint.count >= Writer.cacheLimit { w.lint.removeAll(keepingCapacity: true) }
-                w.lint[lintKey] = bytes
-            }
-            record.writeTail(to: &w.json)
+            return
         }
+        record.writeHead(to: &w.json, redaction: redaction)
+        let key = FragmentKey(
+            before: record.outcome.original.bytes, after: record.outcome.result?.bytes, url: url, now: now)
+        if let cached = w.fragments[key] {
+            cached.withUnsafeBufferPointer { w.json.raw($0) }
+        } else {
+            w.fragment.removeAll()
+            w.fragment.raw(",\"changes\":")
+            TransformationRecord.writeChanges(record.outcome.changes, redaction: redaction, to: &w.fragment)
+            w.fragment.raw(",\"findings\":")
+            TransformationRecord.writeFindings(CookieLint.findings(for: judged, from: url, now: now), to: &w.fragment)
+            let bytes = w.fragment.withBytes { Array($0) }
+            bytes.withUnsafeBufferPointer { w.json.raw($0) }
+            if w.fragments.count >= Writer.cacheLimit { w.fragments.removeAll(keepingCapacity: true) }
+            w.fragments[key] = bytes
+        }
+        record.writeTail(to: &w.json)
     }
 
     private func writerLoop() {

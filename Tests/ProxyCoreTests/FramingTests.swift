@@ -173,6 +173,11 @@ import Testing
             ),
             ("GET http://example.com/ HTTP/1.0\r\n\r\n", "GET / HTTP/1.1\r\nHost: example.com\r\n\r\n"),
             ("GET http://example.com/ HTTP/1.1\r\nHost:\r\n\r\n", "GET / HTTP/1.1\r\nHost: example.com\r\n\r\n"),
+            // port = *DIGIT: an empty port is the default one (RFC 3986 §3.2.3).
+            (
+                "GET http://example.com:/ HTTP/1.1\r\nHost: example.com:\r\n\r\n",
+                "GET / HTTP/1.1\r\nHost: example.com\r\n\r\n"
+            ),
             // Field values: HTAB, SP and obs-text are field-vchar or whitespace (RFC 9110 §5.5).
             (
                 "GET http://example.com/ HTTP/1.1\r\nHost: example.com\r\nX: a\tb \u{80}\u{FF}\r\n\r\n",
