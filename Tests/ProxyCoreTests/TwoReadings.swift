@@ -22,59 +22,182 @@ struct ReadMessage: Equatable, CustomStringConvertible {
     }
 }
 
-/// The proxy's own codec reading a byte stream: what every conforming recipient reads from bytes with one
-/// reading. Nil when the bytes are not a whole sequence of valid messages.
+/// A recipient that reads by the letter of RFC 9112, written apart from the proxy's codec: every line ends in
+/// CRLF (a bare CR or LF fails the stream), field names are tokens, no obs-fold, no NUL or CR in a value, chunk
+/// lines exactly `chunk-size [chunk-ext] CRLF`, trailers field lines. Nil when the bytes are not a whole sequence
+/// of such messages. (CTLs other than NUL, CR and LF in a response value are kept, as RFC 9110 §5.5 lets a
+/// recipient do.)
 enum StrictReader {
+    static func isToken(_ b: UInt8) -> Bool {
+        (b >= 0x30 && b <= 0x39) || ((b | 0x20) >= 0x61 && (b | 0x20) <= 0x7A)
+            || "!#$%&'*+-.^_`|~".utf8.contains(b)
+    }
+
     static func read(_ stream: [UInt8], responsesTo methods: [String]? = nil) -> [ReadMessage]? {
         var messages: [ReadMessage] = []
         var at = 0
-        var parser = HTTPHeadParser()
         var exchange = 0
+        /// One line without its CRLF; nil when there is no CRLF or the line holds a bare CR or LF.
+        func line() -> [UInt8]? {
+            var i = at
+            while i + 1 < stream.count {
+                if stream[i] == 0x0D {
+                    guard stream[i + 1] == 0x0A else { return nil }
+                    let l = Array(stream[at..<i])
+                    at = i + 2
+                    return l
+                }
+                if stream[i] == 0x0A { return nil }
+                i += 1
+            }
+            return nil
+        }
+        func field(_ l: [UInt8]) -> ReadMessage.Field? {
+            guard let colon = l.firstIndex(of: 0x3A), colon > 0, l[..<colon].allSatisfy(isToken) else { return nil }
+            var value = Array(l[(colon + 1)...])
+            guard !value.contains(0x00) else { return nil }
+            while let f = value.first, f == 0x20 || f == 0x09 { value.removeFirst() }
+            while let x = value.last, x == 0x20 || x == 0x09 { value.removeLast() }
+            return ReadMessage.Field(name: l[..<colon].map { $0 &- 0x41 < 26 ? $0 | 0x20 : $0 }, value: value)
+        }
         while at < stream.count {
-            if methods == nil { at += HTTPHeadParser.leadingEmptyLines(stream[at...]) }
+            if methods == nil {
+                while at + 1 < stream.count && stream[at] == 0x0D && stream[at + 1] == 0x0A { at += 2 }
+            }
             guard at < stream.count else { break }
-            guard let length = try? parser.headLength(stream[at...]) else { return nil }
-            let headBytes = Array(stream[at..<(at + length)])
-            at += length
-            let head: HTTPHead
-            let framing: BodyFraming
-            let startLine: [UInt8]
+            guard let start = line() else { return nil }
+            var fields: [ReadMessage.Field] = []
+            while true {
+                guard let l = line() else { return nil }
+                if l.isEmpty { break }
+                guard l.first != 0x20 && l.first != 0x09, let f = field(l) else { return nil }
+                fields.append(f)
+            }
+            func values(_ name: String) -> [[UInt8]] { fields.filter { $0.name == Array(name.utf8) }.map(\.value) }
+            var codings: [String] = []
+            for v in values("transfer-encoding") {
+                for element in v.split(separator: 0x2C, omittingEmptySubsequences: false) {
+                    let e = String(decoding: element, as: UTF8.self).trimmingCharacters(in: " \t").lowercased()
+                    if !e.isEmpty { codings.append(e) }
+                }
+            }
+            var lengths = Set<Int>()
+            for v in values("content-length") {
+                for element in v.split(separator: 0x2C, omittingEmptySubsequences: false) {
+                    let e = String(decoding: element, as: UTF8.self).trimmingCharacters(in: " \t")
+                    guard !e.isEmpty, e.utf8.allSatisfy({ $0 &- 0x30 < 10 }), let n = Int(e) else { return nil }
+                    lengths.insert(n)
+                }
+            }
+            guard lengths.count <= 1 else { return nil }
+            enum Framing { case none, length(Int), chunked, close }
+            let framing: Framing
             var interim = false
+            let message = ReadMessage(startLine: start, fields: fields, body: [])
             if let methods {
-                guard exchange < methods.count, let r = try? parser.parseResponse(headBytes),
-                    let f = try? BodyFraming.forResponse(
-                        r.head, status: r.status, requestMethod: methods[exchange], version: r.version)
-                else { return nil }
-                (head, framing) = (r.head, f)
-                interim = (100..<200).contains(r.status) && r.status != 101
+                guard exchange < methods.count, let status = message.status else { return nil }
+                interim = (100..<200).contains(status) && status != 101
+                if methods[exchange] == "HEAD" || (100..<200).contains(status) || status == 204 || status == 304 {
+                    framing = .none
+                } else if !codings.isEmpty {
+                    framing = codings.last == "chunked" ? .chunked : .close
+                } else if let n = lengths.first {
+                    framing = .length(n)
+                } else {
+                    framing = .close
+                }
+            } else if !codings.isEmpty {
+                guard codings.last == "chunked", lengths.isEmpty else { return nil }
+                framing = .chunked
             } else {
-                guard let r = try? parser.parseRequest(headBytes),
-                    let f = try? BodyFraming.forRequest(r.head, version: r.version)
-                else { return nil }
-                (head, framing) = (r.head, f)
+                framing = lengths.first.map { .length($0) } ?? .none
             }
-            // Read by the proxy's codec, line ends are CRLF: the head bytes must be exactly what was parsed.
-            guard head.bytes == headBytes else { return nil }
-            startLine = Array(head.bytes[head.startLine])
             var body: [UInt8] = []
-            var reader = BodyReader(framing)
-            if !reader.isComplete {
-                guard
-                    let n = try? withUnsafeMutablePointer(to: &body, { try reader.consume(stream[at...], payload: $0) })
-                else { return nil }
+            switch framing {
+            case .none: break
+            case .length(let n):
+                guard at + n <= stream.count else { return nil }
+                body = Array(stream[at..<(at + n)])
                 at += n
-                if framing == .untilClose { _ = reader.endOfStream() }
-                guard reader.isComplete else { return nil }
+            case .close:
+                body = Array(stream[at...])
+                at = stream.count
+            case .chunked:
+                while true {
+                    guard let sizeLine = line(), let size = chunkSize(sizeLine) else { return nil }
+                    if size == 0 {
+                        while true {
+                            guard let l = line() else { return nil }
+                            if l.isEmpty { break }
+                            guard l.first != 0x20 && l.first != 0x09, field(l) != nil else { return nil }
+                        }
+                        break
+                    }
+                    guard at + size + 2 <= stream.count, stream[at + size] == 0x0D, stream[at + size + 1] == 0x0A
+                    else { return nil }
+                    body += stream[at..<(at + size)]
+                    at += size + 2
+                }
             }
-            let fields = head.fields.map {
-                ReadMessage.Field(
-                    name: Array(head.bytes[$0.name]).map { $0 &- 0x41 < 26 ? $0 | 0x20 : $0 },
-                    value: Array(head.valueBytes($0)))
-            }
-            messages.append(ReadMessage(startLine: startLine, fields: fields, body: body))
+            messages.append(ReadMessage(startLine: start, fields: fields, body: body))
             if !interim { exchange += 1 }
         }
         return messages
+    }
+
+    /// chunk-size [ chunk-ext ] (RFC 9112 §7.1, §7.1.1), the line without its CRLF.
+    static func chunkSize(_ l: [UInt8]) -> Int? {
+        var i = 0
+        var size = 0
+        while i < l.count, let d = Int(String(UnicodeScalar(l[i])), radix: 16) {
+            guard size < 1 << 56 else { return nil }
+            size = size * 16 + d
+            i += 1
+        }
+        guard i > 0 else { return nil }
+        func bws() { while i < l.count && (l[i] == 0x20 || l[i] == 0x09) { i += 1 } }
+        while i < l.count {
+            bws()
+            guard i < l.count, l[i] == 0x3B else { return nil }
+            i += 1
+            bws()
+            let name = i
+            while i < l.count && isToken(l[i]) { i += 1 }
+            guard i > name else { return nil }
+            let afterName = i
+            bws()
+            if i < l.count && l[i] == 0x3D {
+                i += 1
+                bws()
+                if i < l.count && l[i] == 0x22 {
+                    i += 1
+                    var closed = false
+                    while i < l.count {
+                        if l[i] == 0x22 {
+                            closed = true
+                            i += 1
+                            break
+                        }
+                        if l[i] == 0x5C { i += 1 }
+                        guard i < l.count, l[i] >= 0x20 || l[i] == 0x09, l[i] != 0x7F else { return nil }
+                        i += 1
+                    }
+                    guard closed else { return nil }
+                } else {
+                    let value = i
+                    while i < l.count && isToken(l[i]) { i += 1 }
+                    guard i > value else { return nil }
+                }
+            } else {
+                i = afterName
+                // BWS after a name is only allowed before "=" or the next ";".
+                var j = i
+                while j < l.count && (l[j] == 0x20 || l[j] == 0x09) { j += 1 }
+                guard j == l.count || l[j] == 0x3B else { return nil }
+                if j == l.count && j > i { return nil }
+            }
+        }
+        return size
     }
 }
 
@@ -193,7 +316,7 @@ extension String {
 func readingsDiffer(_ stream: [UInt8], responsesTo methods: [String]? = nil) -> String? {
     guard let strict = StrictReader.read(stream, responsesTo: methods) else {
         return
-            "the proxy's own codec cannot read what it forwarded: \(String(decoding: stream, as: UTF8.self).debugDescription)"
+            "a reader by the letter of RFC 9112 cannot read what the proxy forwarded: \(String(decoding: stream, as: UTF8.self).debugDescription)"
     }
     guard let lenient = LenientReader.read(stream, responsesTo: methods) else {
         return "a lenient reader cannot read what the proxy forwarded"
