@@ -338,6 +338,8 @@ public final class RuleEngine: Sendable {
         public internal(set) var rewritten = false
         /// Whether any rule matched.
         public var matchedAny: Bool { !matched.isEmpty }
+        /// Which rules matched, as comparable values (for caches of what a record shows).
+        public var matchedRules: (low: UInt64, high: [Int]) { (matched.low, matched.high) }
     }
 
     /// Runs the rules of a plan over one Set-Cookie value, editing it in place: the proxy's path, which keeps

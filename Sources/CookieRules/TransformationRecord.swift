@@ -90,12 +90,26 @@ public struct TransformationRecord: Sendable {
         writeTail(to: &out)
     }
 
-    /// The object from its `{` to the value of `after`: what differs from record to record. A writer that keeps
-    /// the `changes` and `findings` arrays of repeated cookies as bytes writes them between this and ``writeTail``.
+    /// The object from its `{` to the value of `after`. A writer that keeps the `changes` and `findings` arrays of
+    /// repeated cookies as bytes writes them between this and ``writeTail``.
     public func writeHead(to out: inout JSONWriter, redaction: Redaction) {
+        writeExchangeFields(to: &out)
+        writeCookieFields(to: &out, redaction: redaction)
+    }
+
+    /// From `{` to the value of `status`: the same for every record of one response.
+    public func writeExchangeFields(to out: inout JSONWriter) {
+        Self.writeExchangeFields(
+            time: time, requestID: requestID, client: client, method: method, url: url, status: status, to: &out)
+    }
+
+    public static func writeExchangeFields(
+        time: Int64, requestID: UInt64, client: String, method: String, url: String, status: Int,
+        to out: inout JSONWriter
+    ) {
         out.raw("{\"time\":\"")
         withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 24) { stamp in
-            Self.writeTimestamp(time, into: stamp)
+            writeTimestamp(time, into: stamp)
             out.raw(UnsafeBufferPointer(stamp))
         }
         out.raw("\",\"requestId\":")
@@ -108,6 +122,10 @@ public struct TransformationRecord: Sendable {
         out.string(url)
         out.raw(",\"status\":")
         out.int(Int64(status))
+    }
+
+    /// From `,"cookie":` to the value of `after`: what the cookie and the rules made of it.
+    public func writeCookieFields(to out: inout JSONWriter, redaction: Redaction) {
         out.raw(",\"cookie\":")
         let original = outcome.original
         if original.nameBytes.contains(where: { $0 >= 0x80 }) {

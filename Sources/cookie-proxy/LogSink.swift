@@ -20,9 +20,41 @@ final class LogSink: Sendable {
         case drop
     }
 
+    /// One response's part of its records: the same for each of its cookies (one object per response).
+    final class Exchange: Sendable {
+        let time: Int64
+        let requestID: UInt64
+        let client: String
+        let method: String
+        let url: String
+        let status: Int
+        let lintURL: RequestURL
+        let dryRun: Bool
+        init(
+            time: Int64, requestID: UInt64, client: String, method: String, url: String, status: Int,
+            lintURL: RequestURL, dryRun: Bool
+        ) {
+            (self.time, self.requestID, self.client, self.method, self.url, self.status) =
+                (time, requestID, client, method, url, status)
+            (self.lintURL, self.dryRun) = (lintURL, dryRun)
+        }
+    }
+
+    /// A record as the event loop hands it over: the received and the forwarded line as bytes, what the rules did.
+    /// Everything else (parsing them again, the diff, the lint, JSON) happens on the writer thread, and only for a
+    /// cookie it has not seen before.
+    struct Pending: Sendable {
+        let exchange: Exchange
+        let original: [UInt8]
+        /// Nil when a rule dropped the line.
+        let result: [UInt8]?
+        let edit: RuleEngine.Edit
+        let engine: RuleEngine
+    }
+
     /// What waits to be written: formatting and lint happen on the writer thread, off the event loops.
     enum Item: Sendable {
-        case record(TransformationRecord, lintURL: RequestURL, now: Int64)
+        case record(Pending)
         case line(String)
         /// Reopen the log file (SIGUSR1): what was queued before goes to the old file, what follows to the new.
         case reopen
@@ -37,6 +69,8 @@ final class LogSink: Sendable {
         /// The last write or reopen error, once reported.
         var failure: String? = nil
         var failedRecords = 0
+        /// The writer waits for a signal rather than polling (after a quiet spell).
+        var writerIdle = true
     }
 
     private let state = Mutex(State())
@@ -86,8 +120,8 @@ final class LogSink: Sendable {
         state.withLock { s in s.failure.map { (s.failedRecords, $0) } }
     }
 
-    /// Queues a record; its findings are computed (lint of the result at `lintURL`) by the writer.
-    func submit(_ record: TransformationRecord, lintURL: RequestURL, now: Int64) {
+    /// Queues a record; the writer turns it into JSON (the lint of the result at the exchange's URL included).
+    func submit(_ record: Pending) {
         switch overflow {
         case .block: slots.wait()
         case .drop:
@@ -96,7 +130,7 @@ final class LogSink: Sendable {
                 return
             }
         }
-        enqueue(.record(record, lintURL: lintURL, now: now))
+        enqueue(.record(record))
     }
 
     /// A line of its own, e.g. a reload event (never dropped; these are rare).
@@ -105,79 +139,135 @@ final class LogSink: Sendable {
     /// SIGUSR1: reopen the file (logrotate moves it, then signals).
     func reopen() { enqueue(.reopen) }
 
+    /// A busy writer polls the queue every `pollInterval`, and is woken early only when `wakeThreshold` records
+    /// wait: waking it for every response would cost a context switch per response, more than the records.
+    static let pollInterval = DispatchTimeInterval.milliseconds(5)
+    var wakeThreshold: Int { min(256, capacity) }
+
     private func enqueue(_ item: Item) {
-        // The writer drains everything it wakes for, so only the first item of a batch needs to wake it.
+        let urgent: Bool
+        if case .record = item { urgent = false } else { urgent = true }
         let wake = state.withLock { s -> Bool in
             if s.closed {
                 s.dropped += 1
                 return false
             }
             s.queue.append(item)
-            return s.queue.count == 1
+            if s.writerIdle || urgent || s.queue.count == wakeThreshold {
+                s.writerIdle = false
+                return true
+            }
+            return false
         }
         if wake { signal.signal() }
     }
 
-    /// The writer thread's working state: a reused output buffer, and for cookies seen before the middle of their
-    /// record, `,"changes":[…],"findings":[…]`, as JSON bytes (a repeated cookie is neither diffed nor linted again).
+    /// The writer thread's working state: a reused output buffer; the exchange fields of the last response; and
+    /// for cookies seen before, the rest of their record (`,"cookie":` to the end) as JSON bytes, so a repeated
+    /// cookie is neither parsed, diffed, linted nor escaped again.
     private struct Writer: ~Copyable {
         var json = JSONWriter(capacity: 64 * 1024)
         var fragment = JSONWriter(capacity: 4096)
+        var lastExchange: Exchange? = nil
+        var exchangeFields: [UInt8] = []
         var fragments: [FragmentKey: [UInt8]] = [:]
         static let cacheLimit = 4096
     }
 
-    /// What the changes and findings of a record depend on: the line before and after the rules, and what the lint
-    /// reads besides the line (the URL and the second); so a hit is exact.
+    /// What the cookie part of a record depends on: both lines, which rules of which engine matched, and what the
+    /// lint reads besides the line (the URL and the second); so a hit is exact.
     struct FragmentKey: Hashable {
-        var before: [UInt8]
-        var after: [UInt8]?
+        var original: [UInt8]
+        var result: [UInt8]?
+        var rulesLow: UInt64
+        var rulesHigh: [Int]
+        var engine: ObjectIdentifier
         var url: RequestURL
         var now: Int64
+        var dryRun: Bool
         func hash(into hasher: inout Hasher) {
-            before.withUnsafeBytes { hasher.combine(bytes: $0) }
-            hasher.combine(after?.count ?? -1)
-            after?.withUnsafeBytes { hasher.combine(bytes: $0) }
+            original.withUnsafeBytes { hasher.combine(bytes: $0) }
+            hasher.combine(result?.count ?? -1)
+            result?.withUnsafeBytes { hasher.combine(bytes: $0) }
+            hasher.combine(rulesLow)
             hasher.combine(url.host)
             hasher.combine(now)
         }
     }
 
-    private func format(_ item: Item, _ w: inout Writer) {
-        guard case .record(var record, let url, let now) = item else { return }
-        let judged = record.outcome.result ?? record.outcome.original
+    /// The whole record, built the slow way (a cache miss, the terminal's compact line).
+    private func record(_ p: Pending) -> TransformationRecord {
+        let original = SetCookie(bytes: p.original)
+        let outcome = p.engine.outcome(
+            original: original, edited: p.result.map { SetCookie(bytes: $0) } ?? original, p.edit)
+        let e = p.exchange
+        var record = TransformationRecord(
+            time: e.time, requestID: e.requestID, client: e.client, method: e.method, url: e.url, status: e.status,
+            outcome: outcome, findings: [], dryRun: e.dryRun)
+        record.findings = CookieLint.findings(
+            for: outcome.result ?? outcome.original, from: e.lintURL, now: e.time / 1000)
+        return record
+    }
+
+    private func format(_ p: Pending, _ w: inout Writer) {
         if case .standardOutput(let compact, let color) = destination, compact {
-            record.findings = CookieLint.findings(for: judged, from: url, now: now)
-            var line = Array(record.line(showValues: redaction.showValues, color: color).utf8)
+            var line = Array(record(p).line(showValues: redaction.showValues, color: color).utf8)
             line.withUnsafeMutableBufferPointer { w.json.raw(UnsafeBufferPointer($0)) }
             return
         }
-        record.writeHead(to: &w.json, redaction: redaction)
+        let e = p.exchange
+        if w.lastExchange !== e {
+            // The fields every record of this response shares, written once.
+            w.fragment.removeAll()
+            TransformationRecord.writeExchangeFields(
+                time: e.time, requestID: e.requestID, client: e.client, method: e.method, url: e.url, status: e.status,
+                to: &w.fragment)
+            w.exchangeFields = w.fragment.withBytes { Array($0) }
+            w.lastExchange = e
+        }
+        w.exchangeFields.withUnsafeBufferPointer { w.json.raw($0) }
+        let rules = p.edit.matchedRules
         let key = FragmentKey(
-            before: record.outcome.original.bytes, after: record.outcome.result?.bytes, url: url, now: now)
+            original: p.original, result: p.result, rulesLow: rules.low, rulesHigh: rules.high,
+            engine: ObjectIdentifier(p.engine), url: e.lintURL, now: e.time / 1000, dryRun: e.dryRun)
         if let cached = w.fragments[key] {
             cached.withUnsafeBufferPointer { w.json.raw($0) }
-        } else {
-            w.fragment.removeAll()
-            w.fragment.raw(",\"changes\":")
-            TransformationRecord.writeChanges(record.outcome.changes, redaction: redaction, to: &w.fragment)
-            w.fragment.raw(",\"findings\":")
-            TransformationRecord.writeFindings(CookieLint.findings(for: judged, from: url, now: now), to: &w.fragment)
-            let bytes = w.fragment.withBytes { Array($0) }
-            bytes.withUnsafeBufferPointer { w.json.raw($0) }
-            if w.fragments.count >= Writer.cacheLimit { w.fragments.removeAll(keepingCapacity: true) }
-            w.fragments[key] = bytes
+            return
         }
-        record.writeTail(to: &w.json)
+        let full = record(p)
+        w.fragment.removeAll()
+        full.writeCookieFields(to: &w.fragment, redaction: redaction)
+        w.fragment.raw(",\"changes\":")
+        TransformationRecord.writeChanges(full.outcome.changes, redaction: redaction, to: &w.fragment)
+        w.fragment.raw(",\"findings\":")
+        TransformationRecord.writeFindings(full.findings, to: &w.fragment)
+        full.writeTail(to: &w.fragment)
+        let bytes = w.fragment.withBytes { Array($0) }
+        bytes.withUnsafeBufferPointer { w.json.raw($0) }
+        if w.fragments.count >= Writer.cacheLimit { w.fragments.removeAll(keepingCapacity: true) }
+        w.fragments[key] = bytes
     }
 
     private func writerLoop() {
         var w = Writer()
+        var quietPolls = 0
         while true {
-            signal.wait()
+            if quietPolls >= 20 {
+                signal.wait()  // idle: the next record wakes the writer
+                quietPolls = 0
+            } else {
+                _ = signal.wait(timeout: .now() + Self.pollInterval)
+            }
             let (batch, closed) = state.withLock { s -> ([Item], Bool) in
                 let b = s.queue
                 s.queue.removeAll(keepingCapacity: true)
+                if b.isEmpty {
+                    quietPolls += 1
+                    // After 20 empty polls (100 ms) the writer sleeps until signalled.
+                    if quietPolls >= 20 { s.writerIdle = true }
+                } else {
+                    quietPolls = 0
+                }
                 return (b, s.closed)
             }
             var records = 0
@@ -191,8 +281,8 @@ final class LogSink: Sendable {
                     var bytes = Array(text.utf8)
                     bytes.withUnsafeMutableBufferPointer { w.json.raw(UnsafeBufferPointer($0)) }
                     w.json.raw(0x0A)
-                case .record:
-                    format(item, &w)
+                case .record(let pending):
+                    format(pending, &w)
                     w.json.raw(0x0A)
                     records += 1
                 }

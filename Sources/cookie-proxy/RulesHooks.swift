@@ -92,7 +92,7 @@ final class RulesHooks: ProxyHooks, Sendable {
         var changedCount = 0
         var seenCount = 0
         var dropped: [Int] = []
-        var url: String? = nil  // built once per response, for its first record
+        var exchange: LogSink.Exchange? = nil  // built once per response, for its first record
         // One working value and one rewrite per event-loop thread, for every line of every response: their storage
         // is reused (the head copies what it keeps).
         let scratch = CookieScratch.current
@@ -117,18 +117,19 @@ final class RulesHooks: ProxyHooks, Sendable {
                 }
             }
             guard let sink, changed || edit.logRequested || dryRun else { continue }
-            // The working value still holds the received line when the rewrite wrote the result (a copy of it
-            // costs no parse); otherwise it holds the result and the original is parsed again.
-            let outcome = engine.outcome(
-                original: edit.rewritten ? scratch.cookie : SetCookie(received),
-                edited: edit.rewritten ? scratch.rewrite.withOutput { SetCookie($0) } : scratch.cookie,
-                edit)
-            if url == nil { url = context.url }
-            sink.submit(
-                TransformationRecord(
+            // The lines as bytes: the working value holds the received line when the rewrite wrote the result,
+            // else the result. The writer thread does the rest.
+            if exchange == nil {
+                exchange = LogSink.Exchange(
                     time: nowMS, requestID: context.requestID, client: context.clientAddress, method: context.method,
-                    url: url!, status: context.status ?? 0, outcome: outcome, findings: [], dryRun: dryRun),
-                lintURL: message.requestURL, now: nowMS / 1000)
+                    url: context.url, status: context.status ?? 0, lintURL: message.requestURL, dryRun: dryRun)
+            }
+            let result: [UInt8]? =
+                edit.dropped ? nil : edit.rewritten ? scratch.rewrite.withOutput { Array($0) } : scratch.cookie.bytes
+            sink.submit(
+                LogSink.Pending(
+                    exchange: exchange!, original: edit.rewritten ? scratch.cookie.bytes : Array(received),
+                    result: result, edit: edit, engine: engine))
         }
         if seenCount > 0 { observed.add(seenCount, ordering: .relaxed) }
         if changedCount > 0 { rewritten.add(changedCount, ordering: .relaxed) }

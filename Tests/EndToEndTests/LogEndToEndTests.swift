@@ -56,6 +56,17 @@ import TestSupport
         #expect(records.count == received.count)
         #expect(records.compactMap { $0["after"] as? String }.sorted() == received.sorted())
         #expect(proxy.process.stderr.contains("\(received.count) log records written, 0 dropped"))
+        // Keys in the documented order (rules/README.md), on every line.
+        let keys = [
+            "time", "requestId", "client", "method", "url", "status", "cookie", "rules", "dryRun", "before", "after",
+            "changes", "findings", "notes",
+        ]
+        for line in try String(contentsOfFile: dir + "/log.jsonl", encoding: .utf8).split(separator: "\n") {
+            let positions = keys.map { line.range(of: "\"\($0)\":")?.lowerBound }
+            #expect(
+                positions.allSatisfy { $0 != nil }
+                    && positions.compactMap { $0 } == positions.compactMap { $0 }.sorted())
+        }
     }
 
     /// logrotate's way: move the file, send SIGUSR1; records before go to the moved file, after to the new one,
