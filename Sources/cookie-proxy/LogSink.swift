@@ -185,13 +185,43 @@ final class LogSink: Sendable {
         var url: RequestURL
         var now: Int64
         var dryRun: Bool
+        // The lines are folded eight bytes at a time into one word for the Hasher, and compared with memcmp: the
+        // standard library's byte-by-byte hashing and comparison of arrays cost more than the rest of a record.
         func hash(into hasher: inout Hasher) {
-            original.withUnsafeBytes { hasher.combine(bytes: $0) }
-            hasher.combine(result?.count ?? -1)
-            result?.withUnsafeBytes { hasher.combine(bytes: $0) }
+            hasher.combine(Self.fold(original))
+            hasher.combine(result.map(Self.fold) ?? 1)
             hasher.combine(rulesLow)
-            hasher.combine(url.host)
             hasher.combine(now)
+        }
+
+        static func == (a: FragmentKey, b: FragmentKey) -> Bool {
+            a.now == b.now && a.rulesLow == b.rulesLow && a.dryRun == b.dryRun && a.engine == b.engine
+                && same(a.original, b.original) && a.result?.count == b.result?.count
+                && (a.result == nil || same(a.result!, b.result!)) && a.rulesHigh == b.rulesHigh && a.url == b.url
+        }
+
+        static func same(_ x: [UInt8], _ y: [UInt8]) -> Bool {
+            x.count == y.count
+                && x.withUnsafeBytes { p in
+                    y.withUnsafeBytes { q in p.count == 0 || memcmp(p.baseAddress!, q.baseAddress!, p.count) == 0 }
+                }
+        }
+
+        static func fold(_ bytes: [UInt8]) -> UInt64 {
+            bytes.withUnsafeBytes { b in
+                var h: UInt64 = 0x9E37_79B9_7F4A_7C15 ^ UInt64(b.count)
+                var i = 0
+                while i + 8 <= b.count {
+                    h = (h ^ b.loadUnaligned(fromByteOffset: i, as: UInt64.self)) &* 0xFF51_AFD7_ED55_8CCD
+                    h ^= h >> 32
+                    i += 8
+                }
+                while i < b.count {
+                    h = (h ^ UInt64(b[i])) &* 0x100_0000_01B3
+                    i += 1
+                }
+                return h
+            }
         }
     }
 
