@@ -77,3 +77,21 @@ for name in "${ORDER[@]}"; do
     "$(echo "($rr - 1) * 100" | bc -l)" "$(ratios "$name" RESULTS | quartiles)" "$c" "$(echo "($cr - 1) * 100" | bc -l)" \
     "$(ratios "$name" CPU | quartiles)"
 done
+
+# The log's own cost: each configuration with the log against the same rules without it, paired per repetition.
+paired() {  # $1 = with log, $2 = without, $3 = RESULTS or CPU
+  local -a a b; eval "a=(\${$3[$1]})"; eval "b=(\${$3[$2]})"
+  for i in "${!a[@]}"; do echo "${a[$i]} / ${b[$i]}" | bc -l; done
+}
+header=0
+for name in "${ORDER[@]}"; do
+  base=${name%+log}
+  [ "$base" != "$name" ] && [ -n "${RESULTS[$base]:-}" ] || continue
+  if [ $header = 0 ]; then
+    echo; echo "| with the log | req/s vs the same rules without it (median of paired ratios) | middle half | proxy CPU per request, difference of medians |"
+    echo "|---|---:|---|---:|"; header=1
+  fi
+  r=$(paired "$name" "$base" RESULTS | median)
+  d=$(echo "$(echo ${CPU[$name]} | median) - $(echo ${CPU[$base]} | median)" | bc -l)
+  printf "| %s | %.3f× | %s | +%.1f µs |\n" "$name" "$r" "$(paired "$name" "$base" RESULTS | quartiles)" "$d"
+done

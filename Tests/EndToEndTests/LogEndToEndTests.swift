@@ -78,10 +78,15 @@ import TestSupport
         let done = DispatchSemaphore(value: 0)
         let box = Box()
         DispatchQueue.global().async {
-            box.received = (try? Self.load(proxy, upstream, threads: 4, requests: 300)) ?? []
+            box.received = (try? Self.load(proxy, upstream, threads: 4, requests: 1500)) ?? []
             done.signal()
         }
-        usleep(300_000)
+        // The move happens once records are being written, with most of the traffic still to come.
+        for _ in 0..<500 {
+            var info = stat()
+            if stat(dir + "/log.jsonl", &info) == 0 && info.st_size > 0 { break }
+            usleep(10_000)
+        }
         #expect(rename(dir + "/log.jsonl", dir + "/log.jsonl.1") == 0)
         proxy.process.signal(SIGUSR1)
         done.wait()
