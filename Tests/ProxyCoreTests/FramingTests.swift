@@ -1,4 +1,4 @@
-import ProxyCore
+@testable import ProxyCore
 import Testing
 
 /// RFC 9112 §11.2: what the proxy forwards has one reading. Every table runs twice, fed all at once and one byte
@@ -556,5 +556,19 @@ extension MessageGenerator: RandomNumberGenerator {
     mutating func next() -> UInt64 {
         state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
         return state
+    }
+}
+
+@Suite struct ExchangeContextTests {
+    /// The log's URL, written as bytes, is what string interpolation writes.
+    @Test(arguments: [
+        ("http", "example.com", 80, "/p?q=1"), ("https", "::1", 8443, "/"), ("http", "a", 1, ""),
+        ("https", "café.example", 65535, "/é"), ("http", "10.0.0.1", 10000, "/x"), ("http", "h", 9999, "*"),
+    ])
+    func theURLIsSchemeHostPortAndTarget(_ scheme: String, _ host: String, _ port: Int, _ target: String) {
+        let context = ExchangeContext(
+            requestID: 1, clientAddress: "c", method: "GET", scheme: scheme, host: host, port: port, target: target,
+            status: nil)
+        #expect(context.url == "\(scheme)://\(host.contains(":") ? "[\(host)]" : host):\(port)\(target)")
     }
 }
