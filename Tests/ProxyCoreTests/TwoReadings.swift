@@ -90,38 +90,17 @@ enum StrictReader {
                 }
             }
             guard lengths.count <= 1 else { return nil }
-            enum Framing { case none, length(Int), chunked, close }
-            let framing: Framing
-            var interim = false
             let message = ReadMessage(startLine: start, fields: fields, body: [])
-            if let methods {
-                guard exchange < methods.count, let status = message.status else { return nil }
-                interim = (100..<200).contains(status) && status != 101
-                if methods[exchange] == "HEAD" || (100..<200).contains(status) || status == 204 || status == 304 {
-                    framing = .none
-                } else if !codings.isEmpty {
-                    framing = codings.last == "chunked" ? .chunked : .close
-                } else if let n = lengths.first {
-                    framing = .length(n)
-                } else {
-                    framing = .close
-                }
-            } else if !codings.isEmpty {
-                guard codings.last == "chunked", lengths.isEmpty else { return nil }
-                framing = .chunked
-            } else {
-                framing = lengths.first.map { .length($0) } ?? .none
-            }
+            guard
+                let (framing, interim) = readerFraming(
+                    codings: codings, length: lengths.first, of: message, responseTo: methods?[safe: exchange],
+                    isResponse: methods != nil, bothFieldsAreAnError: true)
+            else { return nil }
             var body: [UInt8] = []
             switch framing {
-            case .none: break
-            case .length(let n):
-                guard at + n <= stream.count else { return nil }
-                body = Array(stream[at..<(at + n)])
-                at += n
-            case .close:
-                body = Array(stream[at...])
-                at = stream.count
+            case .none, .length, .close:
+                guard let b = fixedBody(framing, stream, &at) else { return nil }
+                body = b
             case .chunked:
                 while true {
                     guard let sizeLine = line(), let size = chunkSize(sizeLine) else { return nil }
@@ -245,39 +224,16 @@ enum LenientReader {
             let lengthText = values("content-length").first.map {
                 String(decoding: $0.prefix { $0 &- 0x30 < 10 }, as: UTF8.self)
             }
-            enum Framing { case none, length(Int), chunked, close }
-            var framing: Framing
-            var interim = false
-            if let methods {
-                guard exchange < methods.count, let status = message.status else { return nil }
-                interim = (100..<200).contains(status) && status != 101
-                if methods[exchange] == "HEAD" || (100..<200).contains(status) || status == 204 || status == 304 {
-                    framing = .none
-                } else if !codings.isEmpty {
-                    framing = codings.last == "chunked" ? .chunked : .close
-                } else if let lengthText, let n = Int(lengthText) {
-                    framing = .length(n)
-                } else {
-                    framing = .close
-                }
-            } else if !codings.isEmpty {
-                guard codings.last == "chunked" else { return nil }
-                framing = .chunked
-            } else if let lengthText, let n = Int(lengthText) {
-                framing = .length(n)
-            } else {
-                framing = .none
-            }
+            guard
+                let (framing, interim) = readerFraming(
+                    codings: codings, length: lengthText.flatMap { Int($0) }, of: message,
+                    responseTo: methods?[safe: exchange], isResponse: methods != nil, bothFieldsAreAnError: false)
+            else { return nil }
             var body: [UInt8] = []
             switch framing {
-            case .none: break
-            case .length(let n):
-                guard at + n <= stream.count else { return nil }
-                body = Array(stream[at..<(at + n)])
-                at += n
-            case .close:
-                body = Array(stream[at...])
-                at = stream.count
+            case .none, .length, .close:
+                guard let b = fixedBody(framing, stream, &at) else { return nil }
+                body = b
             case .chunked:
                 while true {
                     guard let sizeLine = line() else { return nil }
@@ -323,4 +279,46 @@ func readingsDiffer(_ stream: [UInt8], responsesTo methods: [String]? = nil) -> 
     }
     if strict != lenient { return "strict: \(strict)\nlenient: \(lenient)" }
     return nil
+}
+
+/// How both readers frame a message (RFC 9112 §6.3: the readers differ in how they read lines and chunks, not in
+/// this), and whether it is an interim response. Nil when the framing is an error for a request.
+enum ReaderFraming { case none, length(Int), chunked, close }
+
+func readerFraming(
+    codings: [String], length: Int?, of message: ReadMessage, responseTo method: String?, isResponse: Bool,
+    bothFieldsAreAnError: Bool
+) -> (ReaderFraming, interim: Bool)? {
+    if isResponse {
+        guard let method, let status = message.status else { return nil }
+        let interim = (100..<200).contains(status) && status != 101
+        if method == "HEAD" || (100..<200).contains(status) || status == 204 || status == 304 {
+            return (.none, interim)
+        }
+        if !codings.isEmpty { return (codings.last == "chunked" ? .chunked : .close, interim) }
+        return (length.map { .length($0) } ?? .close, interim)
+    }
+    if !codings.isEmpty {
+        guard codings.last == "chunked", !bothFieldsAreAnError || length == nil else { return nil }
+        return (.chunked, false)
+    }
+    return (length.map { .length($0) } ?? .none, false)
+}
+
+/// The body of a message that is not chunked, from `at`; nil when the stream ends first.
+func fixedBody(_ framing: ReaderFraming, _ stream: [UInt8], _ at: inout Int) -> [UInt8]? {
+    switch framing {
+    case .none, .chunked: return []
+    case .length(let n):
+        guard at + n <= stream.count else { return nil }
+        defer { at += n }
+        return Array(stream[at..<(at + n)])
+    case .close:
+        defer { at = stream.count }
+        return Array(stream[at...])
+    }
+}
+
+extension Array {
+    subscript(safe index: Int) -> Element? { indices.contains(index) ? self[index] : nil }
 }
