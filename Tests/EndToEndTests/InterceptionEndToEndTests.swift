@@ -86,6 +86,26 @@ import Testing
         #expect(leaf.text.contains("DNS:localhost"))
     }
 
+    /// A name goes into OpenSSL's SAN syntax only when it is a host name: an SNI with a comma would add names of
+    /// the client's choosing to the leaf. Such a handshake fails, and no certificate is minted for it.
+    @Test func anSNIThatIsNoHostNameGetsNoLeaf() throws {
+        let (home, ca) = try (Self.home(), TestCA())
+        defer { Self.remove(home, ca) }
+        let upstream = try Upstream(tls: (ca.cert, ca.key))
+        let proxy = try Proxy(
+            ["--intercept", "localhost", "--upstream-ca", ca.caCert], environment: ["COOKIE_PROXY_HOME": home])
+        let result = try run(
+            Paths.which("openssl"),
+            [
+                "s_client", "-proxy", "127.0.0.1:\(proxy.port)", "-connect", "localhost:\(upstream.port)",
+                "-servername", "localhost,DNS:evil.example", "-showcerts",
+            ],
+            stdin: Data("GET / HTTP/1.1\r\nHost: localhost\r\n\r\n".utf8))
+        #expect(!result.text.contains("BEGIN CERTIFICATE"), "\(result.text)")
+        #expect(!result.text.contains("evil.example"))
+        #expect(!result.text.contains("GET /"))
+    }
+
     @Test func anIPTargetGetsAnIPSubjectAltName() throws {
         let (home, ca) = try (Self.home(), TestCA())
         defer { Self.remove(home, ca) }
