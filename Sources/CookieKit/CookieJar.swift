@@ -187,8 +187,21 @@ public struct CookieJar: Sendable {
         if domainAttribute.utf8.contains(where: { $0 >= 0x80 }) {
             return .failure(CookieRejection(.domainInvalid, "Domain=\(domainAttribute) is not ASCII (§5.7 step 8)"))
         }
+        // Host parsing of the Domain value (draft-ietf-httpbis-layered-cookies, "Parse a Cookie"): an IP address in
+        // its serialised form (`[::1]`, `0x7f.1`), or failure; an IP address is never a public suffix.
+        var domainIsIP = false
+        if !domainAttribute.isEmpty {
+            switch IPHost.parse(domainAttribute) {
+            case .domain: break
+            case .ip(let ip):
+                domainAttribute = ip
+                domainIsIP = true
+            case .invalid(let reason):
+                return .failure(CookieRejection(.domainInvalid, "Domain=\(reason)"))
+            }
+        }
         // Step 9.
-        if !domainAttribute.isEmpty && suffixes.isPublicSuffix(domainAttribute) {
+        if !domainIsIP && !domainAttribute.isEmpty && suffixes.isPublicSuffix(domainAttribute) {
             if domainAttribute == host {
                 domainAttribute = ""
             } else {

@@ -104,13 +104,26 @@ public enum CookieLint {
                 add("domain-mismatch", .rejects, "Domain=\(written) names no domain; browsers reject the cookie")
             } else if domain.utf8.contains(where: { $0 >= 0x80 }) {
                 add("domain-non-ascii", .rejects, "Domain=\(written) is not ASCII (RFC 6265bis §5.7 step 8)")
+            } else if case .invalid(let reason) = IPHost.parse(domain) {
+                add(
+                    "domain-invalid", .rejects,
+                    "Domain=\(reason); host parsing fails and browsers reject the cookie (draft-ietf-httpbis-layered-cookies, Parse a Cookie)"
+                )
             } else if !domain.isEmpty {
-                if domain == "localhost" || Host.isIPAddress(domain) {
+                // Host parsing, as the jar does it: IP addresses in their serialised form.
+                var domain = domain
+                var isIP = false
+                if case .ip(let ip) = IPHost.parse(domain) {
+                    domain = ip
+                    isIP = true
+                }
+                if domain == "localhost" || isIP {
                     add(
                         "domain-ip-or-localhost", domain == host ? .warning : .rejects,
-                        "Domain=\(domain) is an IP address or localhost; it can only ever mean this one host")
+                        "Domain=\(written) is \(isIP ? "an IP address" : "localhost"); it can only ever mean this one host"
+                    )
                 }
-                if suffixes.isPublicSuffix(domain) && domain != "localhost" {
+                if !isIP && suffixes.isPublicSuffix(domain) && domain != "localhost" {
                     if domain == host {
                         add(
                             "domain-public-suffix", .warning,

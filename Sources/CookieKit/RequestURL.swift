@@ -34,16 +34,28 @@ public struct RequestURL: Sendable, Hashable, CustomStringConvertible {
         var h = String(hostPart).asciiLowercased
         if h.hasSuffix(".") && h.count > 1 { h.removeLast() }
         guard !h.isEmpty else { return nil }
-        host = h
+        // IP hosts in their serialised form (URL Standard host parsing: `0:0::1` is `::1`, `0x7f.1` is 127.0.0.1);
+        // a host that fails host parsing is no URL.
+        guard let canonical = Self.canonicalHost(h) else { return nil }
+        host = canonical
         let pathEnd = rest.firstIndex { $0 == "?" || $0 == "#" } ?? rest.endIndex
         path = String(rest[..<pathEnd])
     }
 
     public init(scheme: String, host: String, port: Int? = nil, path: String) {
         self.scheme = scheme.asciiLowercased
-        self.host = host.asciiLowercased
+        let lowered = host.asciiLowercased
+        self.host = Self.canonicalHost(lowered) ?? lowered
         self.port = port
         self.path = path
+    }
+
+    /// The host as URL host parsing serialises it; only IP hosts can change (a cheap test first: the proxy's
+    /// per-message contexts pass here).
+    static func canonicalHost(_ host: String) -> String? {
+        guard let last = host.utf8.last, host.utf8.contains(0x3A) || last &- 0x30 < 10 || (last | 0x20) &- 0x61 < 6
+        else { return host }
+        return IPHost.canonicalRequestHost(host)
     }
 
     public var description: String {
