@@ -1,8 +1,9 @@
 /// The cookie-date algorithm of RFC 6265bis §5.1.1, written out by hand (no strptime, no DateFormatter),
 /// and the few calendar helpers it needs. Times are whole seconds since 1970-01-01T00:00:00Z.
 public enum CookieDate {
-    /// Parses a cookie-date (§5.1.1); nil when the algorithm fails.
-    public static func parse<C: Collection<UInt8>>(_ bytes: C) -> Int64? {
+    /// Parses a cookie-date (§5.1.1); nil when the algorithm fails. `minimumYear` is the draft's 1601 (step 5);
+    /// the lint asks with 0 to tell a date before 1601 from one that is not a date at all.
+    public static func parse<C: Collection<UInt8>>(_ bytes: C, minimumYear: Int = 1601) -> Int64? {
         var hour = -1
         var minute = 0
         var second = 0
@@ -36,7 +37,7 @@ public enum CookieDate {
         // Steps 3–4.
         if year >= 70 && year <= 99 { year += 1900 } else if year >= 0 && year <= 69 { year += 2000 }
         // Step 5.
-        guard hour >= 0, day >= 1, day <= 31, month >= 1, year >= 1601, hour <= 23, minute <= 59, second <= 59
+        guard hour >= 0, day >= 1, day <= 31, month >= 1, year >= minimumYear, hour <= 23, minute <= 59, second <= 59
         else { return nil }
         // Step 6: the date must exist.
         guard day <= daysInMonth(year: year, month: month) else { return nil }

@@ -178,10 +178,57 @@ public enum CookieLint {
                 add("host-prefix-path", .rejects, "__Host- cookie needs Path=/ (RFC 6265bis §5.7 step 21)")
             }
         }
+        chromiumDifferences(setCookie, a, host: host, add)
         return out.enumerated().sorted {
             $0.element.severity != $1.element.severity
                 ? $0.element.severity < $1.element.severity : $0.offset < $1.offset
         }.map(\.element)
+    }
+
+    /// Where Chromium (the engine of most browsers and many embedded web views) parts from the draft, seen with
+    /// Chromium 156 through bench/browser-diff.py (docs/browser-differences.md). The jar stays the draft; these
+    /// findings say what a Chromium-based browser does instead.
+    private static func chromiumDifferences(
+        _ c: SetCookie, _ a: CookieAttributes, host: String, _ add: (String, LintFinding.Severity, String) -> Void
+    ) {
+        if c.problem != nil { return }
+        let name = c.nameBytes
+        let value = c.valueBytes
+        if name.isEmpty && value.contains(0x3D) {
+            add(
+                "chromium-drops-nameless-with-equals", .warning,
+                "Chromium does not store a cookie with an empty name whose value contains '=' (it would come back as name=value); the draft keeps it (RFC 6265bis §5.6 step 4)"
+            )
+        }
+        if name.contains(0x09) || value.contains(0x09) {
+            add(
+                "chromium-drops-tab", .warning,
+                "Chromium does not store a cookie whose name or value contains a tab; the draft allows HTAB (RFC 6265bis §5.6 step 1)"
+            )
+        }
+        // The last Expires and Max-Age as written (last one wins, §5.7).
+        let lastExpires = c.lastWrittenValue(of: .expires)
+        if let v = c.lastWrittenValue(of: .maxAge), v.count > 1, v.first == 0x2B,
+            v.dropFirst().allSatisfy(ASCII.isDigit)
+        {
+            add(
+                "chromium-max-age-plus", .warning,
+                "Chromium reads Max-Age=\(String(lossy: v)) as \(String(lossy: v.dropFirst())) seconds; the draft ignores a Max-Age with a '+' (RFC 6265bis §5.6.2) and keeps a session cookie"
+            )
+        }
+        if a.maxAge == nil, let v = lastExpires, CookieDate.parse(v) == nil, CookieDate.parse(v, minimumYear: 0) != nil
+        {
+            add(
+                "chromium-drops-expires-before-1601", .warning,
+                "Expires=\(String(lossy: v)) is before 1601: Chromium drops the cookie; the draft ignores such an Expires (RFC 6265bis §5.1.1 step 5) and keeps a session cookie"
+            )
+        }
+        if let domain = a.domain, !domain.isEmpty, case .ip(let ip) = IPHost.parse(domain), ip == host {
+            add(
+                "chromium-ip-domain-host-only", .info,
+                "Chromium makes a cookie whose Domain is the host's IP address host-only; the draft keeps a domain cookie (no other host matches an IP address, so both send it to this host only)"
+            )
+        }
     }
 
     /// Characters a server should not send (RFC 6265bis §4.1.1): name not a token, value not cookie-octets.

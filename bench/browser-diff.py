@@ -1,0 +1,290 @@
+#!/usr/bin/env python3
+"""What a real Chromium stores for each Set-Cookie line, beside `cookie-proxy parse`.
+
+Starts headless Chromium from Debian with a fresh profile, talks to it over the DevTools protocol on a pipe
+(--remote-debugging-pipe: fd 3 in, fd 4 out, messages ended by NUL), maps every host name to a local server
+(--host-resolver-rules) that answers each navigation with exactly one Set-Cookie line (http and https on one
+port: a first byte of 0x16 is TLS, with a throwaway certificate; --ignore-certificate-errors), and reads back
+what Chromium stored (Storage.getCookies). Each line gets a fresh jar. Chromium never sends loopback hosts
+through host-resolver rules, so the corpora's own host names are used as they are.
+
+Usage:
+  bench/browser-diff.py [--binary .build/debug/cookie-proxy] [--known docs/browser-differences.json]
+                        [--json OUT] CORPUS.json... | --line URL 'Set-Cookie value'...
+Prints the agreement figure and every disagreement; exits 1 if a disagreement carries no finding and is not
+listed in --known (the test suite runs it so)."""
+import argparse, json, os, select, socket, ssl, subprocess, sys, tempfile, threading, time
+
+FIELDS = ("name", "value", "domain", "hostOnly", "path", "secure", "httpOnly", "sameSite", "persistent")
+
+
+class Chromium:
+    def __init__(self, binary, port):
+        self.profile = tempfile.mkdtemp(prefix="cp-chromium-")
+        r_in, w_in = os.pipe()    # we write commands -> chromium reads fd 3
+        r_out, w_out = os.pipe()  # chromium writes fd 4 -> we read
+        args = [binary, "--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run",
+                "--no-default-browser-check", "--disable-extensions", "--disable-background-networking",
+                "--disable-component-update", "--disable-sync", "--ignore-certificate-errors",
+                "--user-data-dir=" + self.profile, "--remote-debugging-pipe",
+                "--host-resolver-rules=MAP * 127.0.0.1:%d" % port, "about:blank"]
+        env = dict(os.environ, HOME=self.profile)
+
+        # Out of the way of 3 and 4 first, so the dup2 calls in the child cannot overwrite each other.
+        import fcntl
+        child_in = fcntl.fcntl(r_in, fcntl.F_DUPFD, 10)
+        child_out = fcntl.fcntl(w_out, fcntl.F_DUPFD, 10)
+        os.close(r_in)
+        os.close(w_out)
+
+        def fds():
+            os.dup2(child_in, 3)
+            os.dup2(child_out, 4)
+        # close_fds would close 3 and 4 again after preexec_fn: the fds this script holds are inherited instead.
+        self.proc = subprocess.Popen(args, preexec_fn=fds, close_fds=False, env=env,
+                                     stdout=subprocess.DEVNULL, stderr=open(os.path.join(self.profile, "stderr.txt"), "w"))
+        os.close(child_in)
+        os.close(child_out)
+        self.w, self.r = w_in, r_out
+        self.buf = b""
+        self.next_id = 0
+        self.session = None
+        target = self.call("Target.createTarget", {"url": "about:blank"})["targetId"]
+        self.session = self.call("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
+        self.call("Page.enable", {})
+        self.call("Network.enable", {})
+
+    def send(self, method, params):
+        self.next_id += 1
+        message = {"id": self.next_id, "method": method, "params": params}
+        if self.session and not method.startswith("Target.") and not method.startswith("Storage."):
+            message["sessionId"] = self.session
+        os.write(self.w, json.dumps(message).encode() + b"\0")
+        return self.next_id
+
+    def receive(self, timeout):
+        deadline = time.time() + timeout
+        while b"\0" not in self.buf:
+            left = deadline - time.time()
+            if left <= 0 or not select.select([self.r], [], [], left)[0]:
+                raise TimeoutError("no message from Chromium")
+            chunk = os.read(self.r, 1 << 20)
+            if not chunk:
+                raise EOFError("Chromium closed the pipe")
+            self.buf += chunk
+        message, self.buf = self.buf.split(b"\0", 1)
+        return json.loads(message)
+
+    def call(self, method, params, timeout=20):
+        wanted = self.send(method, params)
+        while True:
+            m = self.receive(timeout)
+            if m.get("id") == wanted:
+                if "error" in m:
+                    raise RuntimeError("%s: %s" % (method, m["error"]))
+                return m.get("result", {})
+
+    def navigate(self, url, timeout=10):
+        self.call("Page.navigate", {"url": url})
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            m = self.receive(deadline - time.time())
+            if m.get("method") in ("Page.loadEventFired", "Page.frameStoppedLoading"):
+                return
+
+    def cookies(self):
+        return self.call("Storage.getCookies", {})["cookies"]
+
+    def clear(self):
+        self.call("Storage.clearCookies", {})
+
+    def close(self):
+        try:
+            self.send("Browser.close", {})
+            self.proc.wait(timeout=5)
+        except Exception:
+            self.proc.kill()
+        subprocess.run(["rm", "-rf", self.profile])
+
+
+class Server:
+    """One port for http and https; answers every request with the current Set-Cookie line."""
+
+    def __init__(self):
+        d = tempfile.mkdtemp(prefix="cp-diff-tls-")
+        subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256",
+                        "-nodes", "-days", "2", "-subj", "/CN=browser-diff", "-keyout", d + "/k.pem",
+                        "-out", d + "/c.pem"], check=True, capture_output=True)
+        self.tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        self.tls.load_cert_chain(d + "/c.pem", d + "/k.pem")
+        self.line = b""
+        self.sock = socket.socket()
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(64)
+        self.port = self.sock.getsockname()[1]
+        threading.Thread(target=self.loop, daemon=True).start()
+
+    def loop(self):
+        while True:
+            conn, _ = self.sock.accept()
+            threading.Thread(target=self.serve, args=(conn,), daemon=True).start()
+
+    def serve(self, conn):
+        try:
+            conn.settimeout(5)
+            if conn.recv(1, socket.MSG_PEEK) == b"\x16":
+                conn = self.tls.wrap_socket(conn, server_side=True)
+            data = b""
+            while b"\r\n\r\n" not in data:
+                chunk = conn.recv(65536)
+                if not chunk:
+                    return
+                data += chunk
+            body = b"ok"
+            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nSet-Cookie: " + self.line +
+                         b"\r\nContent-Length: 2\r\nConnection: close\r\n\r\n" + body)
+        except Exception:
+            pass
+        finally:
+            try:
+                conn.close()
+            except Exception:
+                pass
+
+
+def draft_view(binary, url, line):
+    """`cookie-proxy parse` for one line at one URL: (stored fields or None, findings)."""
+    # A value that starts with "-" goes on standard input (as an argument it would read as an option).
+    dash = line.startswith("-")
+    r = subprocess.run([binary, "parse", "--url", url, "--format", "json"] + ([] if dash else [line]),
+                       input=line + "\n" if dash else None, capture_output=True, text=True)
+    o = json.loads(r.stdout.splitlines()[0])
+    findings = o["findings"]
+    # An already-expired cookie deletes what it matches and is not kept (RFC 6265bis §5.7): not stored either.
+    if o["rejected"] is not None or "already-expired" in findings:
+        return None, findings
+    host = url.split("://", 1)[1].split("/", 1)[0].split("?", 1)[0]
+    host = host.rsplit(":", 1)[0] if not host.startswith("[") else host[1:host.index("]")]
+    return {"name": o["name"], "value": o["value"], "domain": o["domain"] or host.lower(),
+            "hostOnly": o["hostOnly"], "path": o["path"], "secure": o["secure"], "httpOnly": o["httpOnly"],
+            "sameSite": o["sameSite"], "persistent": o["maxAge"] is not None or o["expires"] is not None}, findings
+
+
+def chromium_view(cookies):
+    if not cookies:
+        return None
+    c = cookies[0]
+    same = {"Strict": "Strict", "Lax": "Lax", "None": "None"}.get(c.get("sameSite"), "Default")
+    domain = c["domain"]
+    host_only = not domain.startswith(".")
+    return {"name": c["name"], "value": c["value"], "domain": domain.lstrip("."), "hostOnly": host_only,
+            "path": c["path"], "secure": c["secure"], "httpOnly": c["httpOnly"], "sameSite": same,
+            "persistent": not c.get("session", True)}
+
+
+def compare(draft, chromium):
+    """The fields that differ (empty: agreement); 'stored' when one stores and the other does not."""
+    if (draft is None) != (chromium is None):
+        return ["stored"]
+    if draft is None:
+        return []
+    return [f for f in FIELDS if draft[f] != chromium[f]]
+
+
+def cases_from(corpora):
+    out = []
+    for path in corpora:
+        for case in json.load(open(path))["cases"]:
+            if case.get("informative"):
+                continue
+            for step in case["steps"]:
+                if "set" in step and step.get("via") == "http":
+                    for line in step["headers"]:
+                        out.append((case["id"], step["set"], line))
+    return out
+
+
+def self_test():
+    """The comparison itself: a deliberately wrong draft view must be reported for each field."""
+    good = {"name": "a", "value": "b", "domain": "a.example", "hostOnly": True, "path": "/", "secure": False,
+            "httpOnly": False, "sameSite": "Default", "persistent": False}
+    assert compare(good, dict(good)) == [], "equal views differ"
+    assert compare(good, None) == ["stored"] and compare(None, good) == ["stored"], "storage not compared"
+    for field in FIELDS:
+        wrong = dict(good)
+        wrong[field] = "wrong" if isinstance(good[field], str) else not good[field]
+        assert compare(wrong, good) == [field], "a wrong %s is not reported" % field
+    chromium = chromium_view([{"name": "a", "value": "b", "domain": ".a.example", "path": "/", "secure": True,
+                               "httpOnly": True, "sameSite": "Lax", "session": False}])
+    assert chromium["hostOnly"] is False and chromium["domain"] == "a.example" and chromium["persistent"] is True
+    print("self-test: the comparison reports each of %d fields and storage" % len(FIELDS))
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--self-test", action="store_true")
+    p.add_argument("--cases", action="append", default=[], help="a file of URL<TAB>Set-Cookie lines")
+    p.add_argument("--binary", default=".build/debug/cookie-proxy")
+    p.add_argument("--chromium", default="/usr/bin/chromium")
+    p.add_argument("--known", default=None)
+    p.add_argument("--json", default=None)
+    p.add_argument("--limit", type=int, default=0)
+    p.add_argument("--line", nargs=2, action="append", metavar=("URL", "VALUE"))
+    p.add_argument("corpora", nargs="*")
+    a = p.parse_args()
+    if a.self_test:
+        self_test()
+        return
+    cases = [("line", u, v) for u, v in (a.line or [])] + cases_from(a.corpora)
+    for path in a.cases:
+        for n, text in enumerate(open(path, encoding="utf-8").read().split("\n")):
+            if text and not text.startswith("#"):
+                url, line = text.split("\t", 1)
+                cases.append(("%s:%d" % (os.path.basename(path), n + 1), url, line.replace("\\t", "\t")))
+    if a.limit:
+        cases = cases[:a.limit]
+    known = {}
+    if a.known and os.path.exists(a.known):
+        for k in json.load(open(a.known)):
+            known[(k["url"], k["setCookie"])] = k
+    server = Server()
+    browser = Chromium(a.chromium, server.port)
+    results = []
+    try:
+        for cid, url, line in cases:
+            raw = line.encode("utf-8", "surrogateescape")
+            if b"\r" in raw or b"\n" in raw or b"\0" in raw:
+                continue  # cannot be one header line
+            server.line = raw
+            browser.clear()
+            browser.navigate(url)
+            chromium = chromium_view(browser.cookies())
+            draft, findings = draft_view(a.binary, url, line)
+            diff = compare(draft, chromium)
+            results.append({"id": cid, "url": url, "setCookie": line, "differs": diff, "draft": draft,
+                            "chromium": chromium, "findings": list(findings)})
+    finally:
+        browser.close()
+    agree = sum(1 for r in results if not r["differs"])
+    print("agreement with Chromium: %d/%d lines (%.1f%%)" % (agree, len(results), 100.0 * agree / max(1, len(results))))
+    unexplained = []
+    for r in results:
+        if not r["differs"]:
+            continue
+        chromium_finding = [f for f in r["findings"] if f.startswith("chromium-")]
+        why = "finding " + ", ".join(chromium_finding) if chromium_finding else (
+            "known: " + known[(r["url"], r["setCookie"])]["why"] if (r["url"], r["setCookie"]) in known else None)
+        print("- %s %r at %s: %s differ; draft %s; Chromium %s; %s" % (
+            r["id"], r["setCookie"], r["url"], ",".join(r["differs"]), r["draft"], r["chromium"],
+            why or "UNEXPLAINED (no finding, not a known difference)"))
+        if not why:
+            unexplained.append(r)
+    if a.json:
+        json.dump(results, open(a.json, "w"), indent=1)
+    print("%d unexplained" % len(unexplained))
+    sys.exit(1 if unexplained else 0)
+
+
+if __name__ == "__main__":
+    main()
