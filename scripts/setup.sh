@@ -1,18 +1,24 @@
 #!/usr/bin/env bash
-# Installs the Debian packages cookie-proxy needs to build, run and test, if any are missing.
-# Used by scripts/run.sh and scripts/test.sh; safe to run again.
+# Installs the Debian packages cookie-proxy needs, if any are missing: `scripts/setup.sh` for building and
+# running (scripts/run.sh), `scripts/setup.sh --tests` for the test suite as well (scripts/test.sh). Safe to run
+# again.
 set -euo pipefail
 
 packages=(
     libssl-dev            # OpenSSL: HTTPS interception, the local CA
     libcurl4-openssl-dev  # libcurl: `cookie-proxy audit`
     publicsuffix          # the Public Suffix List (/usr/share/publicsuffix)
-    openssl               # tests: openssl s_server / s_client
-    curl                  # tests: a real client through the proxy
-    python3               # tests: a real upstream server
 )
-packages+=(chromium libnss3-tools)  # tests: a real browser through the proxy
-packages+=(tmux)                    # tests: the terminal view on a real pseudo-terminal
+if [ "${1:-}" = "--tests" ]; then
+    packages+=(
+        openssl           # openssl s_server / s_client
+        curl              # a real client through the proxy
+        python3           # real upstream servers, the load generator, the browser differential
+        chromium          # a real browser through the proxy, and the live cookie differential
+        libnss3-tools     # certutil: the CA in Chromium's NSS database
+        tmux              # the terminal view on a real pseudo-terminal
+    )
+fi
 
 missing=()
 for p in "${packages[@]}"; do
