@@ -30,6 +30,8 @@ public struct Condition: Sendable {
         case host([HostPattern])
         case path([PathPattern])
         case method(Set<String>)
+        /// `http` or `https` (an intercepted request is https).
+        case scheme(Set<String>)
         case status([StatusPattern])
         case cookie([NamePattern])
         case state([StatePredicate])

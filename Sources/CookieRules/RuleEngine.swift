@@ -575,6 +575,7 @@ public final class RuleEngine: Sendable {
             case .host(let patterns): result = patterns.contains { $0.matches(context.host) }
             case .path(let patterns): result = patterns.contains { $0.matches(context.path) }
             case .method(let methods): result = methods.contains(context.method)
+            case .scheme(let schemes): result = schemes.contains(context.scheme)
             case .status(let patterns):
                 if ignoringStatus { return true }
                 guard let status = context.status else { return condition.negated }

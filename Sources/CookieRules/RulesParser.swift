@@ -3,7 +3,7 @@ import CookieKit
 /// Reads the rules language (rules/README.md) into a validated ``RuleSet``. Every error carries
 /// `file:line:column`, the line and a caret, and a "did you mean" for near-miss directives and values.
 public enum RulesParser {
-    static let conditionKeywords = ["host", "path", "method", "status", "cookie", "cookie-domain", "where"]
+    static let conditionKeywords = ["host", "path", "method", "scheme", "status", "cookie", "cookie-domain", "where"]
     static let actionKeywords = [
         "domain", "cookie-path", "secure", "httponly", "partitioned", "samesite", "max-age", "expires", "session",
         "cap-lifetime", "rename", "value", "drop", "log", "stop", "request-header", "response-header",
@@ -291,6 +291,17 @@ struct RuleBuilder {
                 methods.insert(a.text.uppercased())
             }
             conditions.append(Condition(test: .method(methods), negated: negated))
+        case "scheme":
+            try needArgs("http, https or both")
+            var schemes: Set<String> = []
+            for a in args {
+                let t = a.text.lowercased()
+                guard t == "http" || t == "https" else {
+                    throw fail(a.column, "scheme '\(a.text)' must be http or https")
+                }
+                schemes.insert(t)
+            }
+            conditions.append(Condition(test: .scheme(schemes), negated: negated))
         case "status":
             try needArgs("one or more status codes (200, 3xx)")
             var patterns: [StatusPattern] = []

@@ -149,6 +149,7 @@ enum RuleDescription {
                     }
                 }.joined(separator: " or ")
         case .method(let ms): text = "the method is " + ms.sorted().joined(separator: " or ")
+        case .scheme(let ss): text = "the request is " + ss.sorted().joined(separator: " or ")
         case .status(let ss):
             text =
                 "the status is "

@@ -80,14 +80,18 @@ import Testing
         #expect(result.status == 0)
         #expect(
             result.stdout == """
-                \(Self.rules)/subdomain-login.rules:5 "share login with subdomains"
+                \(Self.rules)/subdomain-login.rules:6 "the login cookie is Secure on https"
+                  when  the host is bin.example.com or a subdomain of bin.example.com
+                  and   the request is https
+                  and   the cookie is named Bin-Auth-Token
+                  then  turn Secure on
+                \(Self.rules)/subdomain-login.rules:13 "share login with subdomains"
                   when  the host is bin.example.com or a subdomain of bin.example.com
                   and   the cookie is named Bin-Auth-Token
                   then  set Domain to .bin.example.com
-                        turn Secure on
                         turn HttpOnly on
                         set SameSite to Lax
-                1 rule OK in 1 file
+                2 rules OK in 1 file
 
                 """)
     }
@@ -95,7 +99,7 @@ import Testing
     @Test func checkOfTheWholeFolderPasses() throws {
         let result = try Binary.run(["check", Self.rules])
         #expect(result.status == 0)
-        #expect(result.stdout.hasSuffix("6 rules OK in 4 files\n"))
+        #expect(result.stdout.hasSuffix("8 rules OK in 4 files\n"))
     }
 
     @Test func checkReportsAnInvalidFileWithACaretAndExits2() throws {
@@ -119,7 +123,7 @@ import Testing
         #expect(result.status == 0)
         #expect(
             result.stdout == """
-                {"before":"Bin-Auth-Token=abc; Path=/; Domain=bin.example.com; Max-Age=604800; HttpOnly","after":"Bin-Auth-Token=abc; Path=/; Domain=.bin.example.com; Max-Age=604800; HttpOnly; Secure; SameSite=Lax","rules":["share login with subdomains"],"changes":[{"op":"set","attribute":"Domain","from":"bin.example.com","to":".bin.example.com"},{"op":"add","attribute":"Secure","from":null,"to":""},{"op":"add","attribute":"SameSite","from":null,"to":"Lax"}],"findings":["domain-leading-dot"],"notes":[]}
+                {"before":"Bin-Auth-Token=abc; Path=/; Domain=bin.example.com; Max-Age=604800; HttpOnly","after":"Bin-Auth-Token=abc; Path=/; Domain=.bin.example.com; Max-Age=604800; HttpOnly; Secure; SameSite=Lax","rules":["the login cookie is Secure on https","share login with subdomains"],"changes":[{"op":"set","attribute":"Domain","from":"bin.example.com","to":".bin.example.com"},{"op":"add","attribute":"Secure","from":null,"to":""},{"op":"add","attribute":"SameSite","from":null,"to":"Lax"}],"findings":["domain-leading-dot"],"notes":[]}
                 {"before":"other=1","after":"other=1","rules":[],"changes":[],"findings":[],"notes":[]}
 
                 """)
