@@ -61,22 +61,29 @@ import Testing
         #expect(log.contains("\"url\":\"https://localhost:\(upstream.port)/setcookie"))
     }
 
-    @Test(arguments: [["-tls1_3"], ["-tls1_2"]])
-    func opensslSeesAValidChainTheHostSANAndALPN(_ version: [String]) throws {
+    /// openssl s_client through a proxy that intercepts `localhost`, to an https upstream, with `servername` as SNI
+    /// and the request on its standard input.
+    static func sClient(servername: String, _ extra: [String], request: String) throws -> CommandResult {
         let (home, ca) = try (Self.home(), TestCA())
         defer { Self.remove(home, ca) }
         let upstream = try Upstream(tls: (ca.cert, ca.key))
         let proxy = try Proxy(
             ["--intercept", "localhost", "--upstream-ca", ca.caCert], environment: ["COOKIE_PROXY_HOME": home])
-        let result = try run(
+        return try run(
             Paths.which("openssl"),
             [
                 "s_client", "-proxy", "127.0.0.1:\(proxy.port)", "-connect", "localhost:\(upstream.port)",
-                "-servername", "localhost",
-                "-CAfile", home + "/ca-cert.pem", "-verify_return_error", "-x509_strict", "-alpn", "http/1.1",
-                "-showcerts", "-ign_eof",
-            ] + version,
-            stdin: Data("GET /path/tls HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n".utf8))
+                "-servername", servername, "-CAfile", home + "/ca-cert.pem", "-showcerts",
+            ] + extra,
+            stdin: Data(request.utf8))
+    }
+
+    @Test(arguments: [["-tls1_3"], ["-tls1_2"]])
+    func opensslSeesAValidChainTheHostSANAndALPN(_ version: [String]) throws {
+        let result = try Self.sClient(
+            servername: "localhost",
+            ["-verify_return_error", "-x509_strict", "-alpn", "http/1.1", "-ign_eof"] + version,
+            request: "GET /path/tls HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
         #expect(result.text.contains("Verify return code: 0 (ok)"), "\(result.text) \(result.stderr)")
         #expect(result.text.contains("ALPN protocol: http/1.1"))
         #expect(result.text.contains(version == ["-tls1_3"] ? "TLSv1.3" : "TLSv1.2"))
@@ -89,18 +96,8 @@ import Testing
     /// A name goes into OpenSSL's SAN syntax only when it is a host name: an SNI with a comma would add names of
     /// the client's choosing to the leaf. Such a handshake fails, and no certificate is minted for it.
     @Test func anSNIThatIsNoHostNameGetsNoLeaf() throws {
-        let (home, ca) = try (Self.home(), TestCA())
-        defer { Self.remove(home, ca) }
-        let upstream = try Upstream(tls: (ca.cert, ca.key))
-        let proxy = try Proxy(
-            ["--intercept", "localhost", "--upstream-ca", ca.caCert], environment: ["COOKIE_PROXY_HOME": home])
-        let result = try run(
-            Paths.which("openssl"),
-            [
-                "s_client", "-proxy", "127.0.0.1:\(proxy.port)", "-connect", "localhost:\(upstream.port)",
-                "-servername", "localhost,DNS:evil.example", "-showcerts",
-            ],
-            stdin: Data("GET / HTTP/1.1\r\nHost: localhost\r\n\r\n".utf8))
+        let result = try Self.sClient(
+            servername: "localhost,DNS:evil.example", [], request: "GET / HTTP/1.1\r\nHost: localhost\r\n\r\n")
         #expect(!result.text.contains("BEGIN CERTIFICATE"), "\(result.text)")
         #expect(!result.text.contains("evil.example"))
         #expect(!result.text.contains("GET /"))
