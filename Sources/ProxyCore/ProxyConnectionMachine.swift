@@ -417,7 +417,9 @@ public struct ProxyConnectionMachine: Sendable {
                 answer(400, "invalid Host header field", &io, keepAlive: false)
                 return
             }
-        } else if request.version.minor > 0 {
+        } else if request.version.minor > 0 && !route.isConnect {
+            // A CONNECT's authority-form target is its whole route, and clients that tunnel through proxies do not
+            // all send Host with it; Host cannot change where a tunnel goes, so its absence is not refused there.
             answer(400, "HTTP/1.1 request without a Host header field", &io, keepAlive: false)
             return
         }

@@ -380,6 +380,17 @@ import Testing
         #expect(w.upstreamText == forwarded)
     }
 
+    /// Host cannot change where a tunnel goes: a CONNECT without one is served (two Host fields are still refused).
+    @Test func aConnectWithoutHostIsTunnelled() {
+        var w = Wire()
+        w.client("CONNECT example.com:443 HTTP/1.1\r\n\r\n")
+        #expect(w.connects == [Origin(host: "example.com", port: 443)])
+        var twice = Wire()
+        twice.client("CONNECT example.com:443 HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n")
+        #expect(twice.clientText.hasPrefix("HTTP/1.1 400 "))
+        #expect(twice.connects.isEmpty)
+    }
+
     @Test func reverseModeRefusesConnectWith405() {
         var w = Wire { $0.reverseUpstream = Self.upstream }
         w.client("CONNECT evil.example:443 HTTP/1.1\r\nHost: evil.example:443\r\n\r\n")
