@@ -26,6 +26,7 @@ class Chromium:
         args = [binary, "--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run",
                 "--no-default-browser-check", "--disable-extensions", "--disable-background-networking",
                 "--disable-component-update", "--disable-sync", "--ignore-certificate-errors",
+                "--disable-features=OptimizationHints,MediaRouter,AutofillServerCommunication",
                 "--user-data-dir=" + self.profile, "--remote-debugging-pipe",
                 "--host-resolver-rules=MAP * 127.0.0.1:%d" % port, "about:blank"]
         env = dict(os.environ, HOME=self.profile)
@@ -118,6 +119,9 @@ class Server:
         self.tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         self.tls.load_cert_chain(d + "/c.pem", d + "/k.pem")
         self.line = b""
+        # Only navigations to this host get the line: Chromium's own background requests (sign-in, updates) are
+        # mapped to this server too, and must not receive it.
+        self.host = b""
         self.sock = socket.socket()
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self.sock.bind(("127.0.0.1", 0))
@@ -141,9 +145,15 @@ class Server:
                 if not chunk:
                     return
                 data += chunk
-            body = b"ok"
-            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nSet-Cookie: " + self.line +
-                         b"\r\nContent-Length: 2\r\nConnection: close\r\n\r\n" + body)
+            host = b""
+            for l in data.split(b"\r\n\r\n", 1)[0].split(b"\r\n")[1:]:
+                name, _, value = l.partition(b":")
+                if name.strip().lower() == b"host":
+                    host = value.strip().lower()
+            host = host[1:host.index(b"]")] if host.startswith(b"[") else host.rsplit(b":", 1)[0]
+            cookie = b"Set-Cookie: " + self.line + b"\r\n" if host == self.host else b""
+            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n" + cookie +
+                         b"Content-Length: 2\r\nConnection: close\r\n\r\n" + b"ok")
         except Exception:
             pass
         finally:
@@ -164,14 +174,20 @@ def draft_view(binary, url, line):
     # An already-expired cookie deletes what it matches and is not kept (RFC 6265bis §5.7): not stored either.
     if o["rejected"] is not None or "already-expired" in findings:
         return None, findings
-    host = url.split("://", 1)[1].split("/", 1)[0].split("?", 1)[0]
-    host = host.rsplit(":", 1)[0] if not host.startswith("[") else host[1:host.index("]")]
-    return {"name": o["name"], "value": o["value"], "domain": o["domain"] or host.lower(),
+    return {"name": o["name"], "value": o["value"], "domain": o["domain"] or url_host(url),
             "hostOnly": o["hostOnly"], "path": o["path"], "secure": o["secure"], "httpOnly": o["httpOnly"],
             "sameSite": o["sameSite"], "persistent": o["maxAge"] is not None or o["expires"] is not None}, findings
 
 
-def chromium_view(cookies):
+def url_host(url):
+    host = url.split("://", 1)[1].split("/", 1)[0].split("?", 1)[0]
+    return (host[1:host.index("]")] if host.startswith("[") else host.rsplit(":", 1)[0]).lower()
+
+
+def chromium_view(cookies, host=None):
+    """The cookie Chromium stored for `host` (a cookie for another host came from its own background traffic)."""
+    if host is not None:
+        cookies = [c for c in cookies if host == c["domain"].lstrip(".") or host.endswith("." + c["domain"].lstrip("."))]
     if not cookies:
         return None
     c = cookies[0]
@@ -257,9 +273,10 @@ def main():
             if b"\r" in raw or b"\n" in raw or b"\0" in raw:
                 continue  # cannot be one header line
             server.line = raw
+            server.host = url_host(url).encode()
             browser.clear()
             browser.navigate(url)
-            chromium = chromium_view(browser.cookies())
+            chromium = chromium_view(browser.cookies(), url_host(url))
             draft, findings = draft_view(a.binary, url, line)
             diff = compare(draft, chromium)
             results.append({"id": cid, "url": url, "setCookie": line, "differs": diff, "draft": draft,
