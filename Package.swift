@@ -18,7 +18,7 @@ let package = Package(
         // Pure: the byte grammar of HTTP shared by the codec and the TLS layer (tchar, hex, host names, IP literals).
         .target(name: "HTTPGrammar"),
         // Pure: Set-Cookie model, parse, serialise, dates, domain/path match, PSL, jar, lint.
-        .target(name: "CookieKit"),
+        .target(name: "CookieKit", dependencies: ["HTTPGrammar"]),
         // The bridge to Foundation's HTTPCookie (FoundationNetworking on Linux).
         .target(name: "CookieFoundation", dependencies: ["CookieKit"]),
         // Pure: the rules language → validated rule set → two-phase application → list of changes.

@@ -25,8 +25,8 @@ module CookieKit Sources/CookieKit/*.swift
 module CookieRules Sources/CookieRules/*.swift
 for t in "${TARGETS[@]}"; do
   case $t in
-    SetCookieRoundTrip) libs=(-lCookieKit); extra=() ;;
-    RulesParser) libs=(-lCookieRules -lCookieKit); extra=() ;;
+    SetCookieRoundTrip) libs=(-lCookieKit -lHTTPGrammar); extra=() ;;
+    RulesParser) libs=(-lCookieRules -lCookieKit -lHTTPGrammar); extra=() ;;
     *) libs=(-lProxyCore -lHTTPGrammar); extra=(Tests/ProxyCoreTests/TwoReadings.swift) ;;
   esac
   # (ld.gold warns about every ASan helper symbol: the warnings go to the build log)

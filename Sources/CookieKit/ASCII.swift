@@ -1,5 +1,7 @@
 // Byte classes used by the cookie grammars (RFC 6265bis §4.1.1, §5.1.1, §5.6; RFC 5234 Appendix B.1).
 
+import HTTPGrammar
+
 @usableFromInline
 enum ASCII {
     /// WSP = SP / HTAB (RFC 5234 Appendix B.1); RFC 6265bis §5.6 step 4 trims these.
@@ -31,27 +33,16 @@ enum ASCII {
             || (byte >= 0x3C && byte <= 0x5B) || (byte >= 0x5D && byte <= 0x7E)
     }
 
-    /// tchar (RFC 9110 §5.6.2), the characters of a `token` such as a cookie-name.
+    /// tchar (RFC 9110 §5.6.2), the characters of a `token` such as a cookie-name (the one table, in HTTPGrammar).
     @inlinable
-    static func isTokenChar(_ byte: UInt8) -> Bool {
-        // One bit per tchar (RFC 9110 §5.6.2: "!#$%&'*+-.^_`|~", digits, letters) in two 64-bit words.
-        let low: UInt64 = 0x03FF_6CFA_0000_0000
-        let high: UInt64 = 0x57FF_FFFF_C7FF_FFFE
-        let word = byte < 64 ? low : (byte < 128 ? high : 0)
-        return (word >> UInt64(byte & 63)) & 1 != 0
-    }
+    static func isTokenChar(_ byte: UInt8) -> Bool { ByteClass.isTokenChar(byte) }
 
     /// Case-insensitive ASCII comparison of a byte range against a lowercase ASCII literal.
     @inlinable
     static func equalsLowercase(_ bytes: UnsafeBufferPointer<UInt8>, _ start: Int, _ end: Int, _ literal: StaticString)
         -> Bool
     {
-        guard end - start == literal.utf8CodeUnitCount else { return false }
-        let lit = literal.utf8Start
-        for i in 0..<(end - start) where lower(bytes[start + i]) != lit[i] {
-            return false
-        }
-        return true
+        ByteClass.equalsLowercase(bytes, start, end, literal)
     }
 
     /// Whether `bytes` begins with the lowercase ASCII `prefix`, ignoring case. Inlinable: a generic called
@@ -82,21 +73,5 @@ extension String {
             changed = true
         }
         return changed ? String(decoding: utf8, as: UTF8.self) : self
-    }
-}
-
-/// The HTTP `token` grammar (RFC 9110 §5.6.2), for other modules (the proxy's header parser).
-public enum HTTPToken {
-    /// tchar = "!" / "#" / "$" / "%" / "&" / "'" / "*" / "+" / "-" / "." / "^" / "_" / "`" / "|" / "~" / DIGIT / ALPHA
-    @inlinable
-    public static func isTokenChar(_ byte: UInt8) -> Bool { ASCII.isTokenChar(byte) }
-
-    /// Whether `bytes[start..<end]` is the lowercase `literal`, ignoring ASCII case (tokens such as connection
-    /// options compare case-insensitively, RFC 9110 §5.6.2).
-    @inlinable
-    public static func equalsLowercase(
-        _ bytes: UnsafeBufferPointer<UInt8>, _ start: Int, _ end: Int, _ literal: StaticString
-    ) -> Bool {
-        ASCII.equalsLowercase(bytes, start, end, literal)
     }
 }

@@ -1,4 +1,5 @@
 internal import COpenSSL
+import HTTPGrammar
 
 /// One TLS connection over memory BIOs (no socket): ciphertext in with ``feed(_:)``, plaintext out with
 /// ``readPlaintext(into:)``; plaintext in with ``write(_:)``, ciphertext out with ``drainCiphertext(into:)``.
@@ -128,9 +129,4 @@ public final class TLSEngine: @unchecked Sendable {
 }
 
 /// Whether `host` is an IPv6 literal or a dotted-quad IPv4 address (an IP SAN, no SNI, IP verification).
-func isIPLiteral(_ host: String) -> Bool {
-    if host.contains(":") { return true }
-    let parts = host.split(separator: ".", omittingEmptySubsequences: false)
-    return parts.count == 4
-        && parts.allSatisfy { !$0.isEmpty && $0.utf8.allSatisfy { $0 &- 0x30 < 10 } && UInt8($0) != nil }
-}
+func isIPLiteral(_ host: String) -> Bool { (HostName.kind(host) ?? .dnsName) != .dnsName }
