@@ -51,7 +51,9 @@ let package = Package(
         .target(name: "CBenchSupport"),
         .executableTarget(name: "cookie-bench", dependencies: ["CookieKit", "CookieFoundation", "CBenchSupport"]),
         // Shared by the test targets that run the built binary (where it and the repository are).
-        .target(name: "TestSupport", path: "Tests/TestSupport"),
+        // posix_spawn into a process group of the child's own, for the test harness (Tests/CTestSupport).
+        .target(name: "CTestSupport", path: "Tests/CTestSupport"),
+        .target(name: "TestSupport", dependencies: ["CTestSupport"], path: "Tests/TestSupport"),
         .testTarget(name: "CookieKitTests", dependencies: ["CookieKit", "CookieFoundation", "CookieConformance"]),
         .testTarget(name: "ProxyCoreTests", dependencies: ["ProxyCore", "ProxyServer", "HTTPGrammar"]),
         .testTarget(name: "HTTPGrammarTests", dependencies: ["HTTPGrammar"]),

@@ -26,7 +26,7 @@ import TestSupport
                 Self.script, "--chromium", Self.chromium, "--binary", Paths.binary, "--cases",
                 Paths.root + "/bench/browser-diff-cases.tsv", conformance + "/http-state.json",
                 conformance + "/wpt.json",
-            ])
+            ], timeout: 900)
         #expect(result.status == 0, "\(result.text) \(result.stderr)")
         #expect(result.text.contains("0 unexplained"), "\(result.text)")
         // The corpora alone agree on 99% of their lines; the figure is in docs/browser-differences.md.

@@ -9,36 +9,17 @@ import TestSupport
 /// Real processes for end-to-end tests: the built cookie-proxy, a Python upstream, curl, openssl.
 /// Everything listens on 127.0.0.1 with a port the kernel picks, and is killed when the test ends.
 final class TestProcess: @unchecked Sendable {
-    let process = Process()
-    private let output = LockedText()
-    private let errors = LockedText()
-    private let stdinPipe = Pipe()
+    let process: Subprocess
 
+    /// Standard input stays open (a pipe nobody writes to) for the life of the process.
     init(_ executable: String, _ arguments: [String], environment: [String: String]? = nil) throws {
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        if let environment {
-            process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-        }
-        let out = Pipe()
-        let err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        process.standardInput = stdinPipe
-        out.fileHandleForReading.readabilityHandler = { [output] handle in
-            let data = handle.availableData
-            if !data.isEmpty { output.append(String(decoding: data, as: UTF8.self)) }
-        }
-        err.fileHandleForReading.readabilityHandler = { [errors] handle in
-            let data = handle.availableData
-            if !data.isEmpty { errors.append(String(decoding: data, as: UTF8.self)) }
-        }
-        try process.run()
+        let env = environment.map { ProcessInfo.processInfo.environment.merging($0) { $1 } }
+        process = try Subprocess(executable, arguments, environment: env, stdin: .open)
     }
 
-    var stdout: String { output.value }
-    var stderr: String { errors.value }
-    var pid: Int32 { process.processIdentifier }
+    var stdout: String { String(decoding: process.standardOutput, as: UTF8.self) }
+    var stderr: String { String(decoding: process.standardError, as: UTF8.self) }
+    var pid: Int32 { process.pid }
 
     /// Waits until stdout contains a line starting with `prefix`; returns that line.
     func waitForLine(startingWith prefix: String, timeout: Double = 20) throws -> String {
@@ -55,13 +36,9 @@ final class TestProcess: @unchecked Sendable {
         throw HarnessError("no line starting with '\(prefix)'; stdout: \(stdout) stderr: \(stderr)")
     }
 
-    func signal(_ sig: Int32) { kill(process.processIdentifier, sig) }
+    func signal(_ sig: Int32) { process.signal(sig) }
 
-    func waitForExit(timeout: Double = 20) -> Int32? {
-        let deadline = Date().addingTimeInterval(timeout)
-        while process.isRunning && Date() < deadline { usleep(20_000) }
-        return process.isRunning ? nil : process.terminationStatus
-    }
+    func waitForExit(timeout: Double = 20) -> Int32? { process.wait(timeout: timeout) }
 
     /// Resident memory high-water mark (VmHWM) in KiB.
     var peakRSSKiB: Int? {
@@ -80,13 +57,7 @@ final class TestProcess: @unchecked Sendable {
         return nil
     }
 
-    deinit {
-        if process.isRunning {
-            // SIGKILL: a child may inherit a blocked SIGTERM from the test runner.
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-        }
-    }
+    deinit { if process.isRunning { process.terminate() } }
 }
 
 struct HarnessError: Error, CustomStringConvertible {
