@@ -40,21 +40,49 @@ final class LogSink: Sendable {
         }
     }
 
-    /// A record as the event loop hands it over: the received and the forwarded line as bytes, what the rules did.
-    /// Everything else (parsing them again, the diff, the lint, JSON) happens on the writer thread, and only for a
-    /// cookie it has not seen before.
-    struct Pending: Sendable {
+    /// One response's records as the event loop hands them over: both lines of every logged cookie back to back in
+    /// one buffer, and what the rules did to each. Everything else (parsing them again, the diff, the lint, JSON)
+    /// happens on the writer thread, and only for a cookie it has not seen before.
+    struct Batch: Sendable {
+        struct Cookie: Sendable {
+            let original: Range<Int>
+            /// Nil when a rule dropped the line.
+            let result: Range<Int>?
+            let edit: RuleEngine.Edit
+        }
         let exchange: Exchange
-        let original: [UInt8]
-        /// Nil when a rule dropped the line.
-        let result: [UInt8]?
-        let edit: RuleEngine.Edit
         let engine: RuleEngine
+        private(set) var bytes: [UInt8] = []
+        private(set) var cookies: [Cookie] = []
+        /// The places in the queue it holds: one per record, at most the whole queue.
+        fileprivate(set) var places = 0
+
+        init(exchange: Exchange, engine: RuleEngine) {
+            self.exchange = exchange
+            self.engine = engine
+            bytes.reserveCapacity(1024)
+            cookies.reserveCapacity(8)
+        }
+
+        /// Adds a record: the line as received and as forwarded (nil: dropped).
+        mutating func append(original: ArraySlice<UInt8>, result: UnsafeBufferPointer<UInt8>?, edit: RuleEngine.Edit) {
+            let start = bytes.count
+            bytes.append(contentsOf: original)
+            let middle = bytes.count
+            if let result { bytes.append(contentsOf: result) }
+            cookies.append(
+                Cookie(original: start..<middle, result: result == nil ? nil : middle..<bytes.count, edit: edit))
+        }
+
+        mutating func keepFirst(_ n: Int) { cookies.removeLast(cookies.count - n) }
+
+        func original(_ c: Cookie) -> [UInt8] { Array(bytes[c.original]) }
+        func result(_ c: Cookie) -> [UInt8]? { c.result.map { Array(bytes[$0]) } }
     }
 
     /// What waits to be written: formatting and lint happen on the writer thread, off the event loops.
     enum Item: Sendable {
-        case record(Pending)
+        case records(Batch)
         case line(String)
         /// Reopen the log file (SIGUSR1): what was queued before goes to the old file, what follows to the new.
         case reopen
@@ -62,6 +90,8 @@ final class LogSink: Sendable {
 
     private struct State {
         var queue: [Item] = []
+        /// The records in `queue` (a batch holds one response's).
+        var queuedRecords = 0
         var dropped = 0
         var written = 0
         var closed = false
@@ -77,6 +107,8 @@ final class LogSink: Sendable {
     private let signal = DispatchSemaphore(value: 0)
     /// Free places in the queue: taken by a record, given back once it is written.
     private let slots: DispatchSemaphore
+    /// Held while a loop takes several places (``submit(_:)``).
+    private let taking = Mutex(())
     private let done = DispatchSemaphore(value: 0)
     let capacity: Int
     let redaction: Redaction
@@ -120,40 +152,54 @@ final class LogSink: Sendable {
         state.withLock { s in s.failure.map { (s.failedRecords, $0) } }
     }
 
-    /// Queues a record; the writer turns it into JSON (the lint of the result at the exchange's URL included).
-    func submit(_ record: Pending) {
+    /// Queues a response's records; the writer turns them into JSON (the lint of each result at the exchange's
+    /// URL included). Each record takes a place in the queue: with `--log-overflow drop`, those that find none
+    /// are dropped and counted.
+    func submit(_ batch: Batch) {
+        var batch = batch
+        let wanted = min(batch.cookies.count, capacity)
         switch overflow {
-        case .block: slots.wait()
+        case .block:
+            // One loop at a time takes its places, all of them before it lets go: two loops each holding part
+            // of what they need could otherwise wait for each other for ever.
+            taking.withLock { _ in for _ in 0..<wanted { slots.wait() } }
+            batch.places = wanted
         case .drop:
-            if slots.wait(timeout: .now()) == .timedOut {
-                state.withLock { $0.dropped += 1 }
-                return
+            var taken = 0
+            while taken < wanted, slots.wait(timeout: .now()) == .success { taken += 1 }
+            batch.places = taken
+            if taken < batch.cookies.count {
+                let lost = batch.cookies.count - taken
+                state.withLock { $0.dropped += lost }
+                if taken == 0 { return }
+                batch.keepFirst(taken)
             }
         }
-        enqueue(.record(record))
+        enqueue(.records(batch), records: batch.cookies.count)
     }
 
     /// A line of its own, e.g. a reload event (never dropped; these are rare).
-    func submit(line: String) { enqueue(.line(line)) }
+    func submit(line: String) { enqueue(.line(line), records: 0) }
 
     /// SIGUSR1: reopen the file (logrotate moves it, then signals).
-    func reopen() { enqueue(.reopen) }
+    func reopen() { enqueue(.reopen, records: 0) }
 
     /// A busy writer polls the queue every `pollInterval`, and is woken early only when `wakeThreshold` records
     /// wait: waking it for every response would cost a context switch per response, more than the records.
     static let pollInterval = DispatchTimeInterval.milliseconds(5)
     var wakeThreshold: Int { min(256, capacity) }
 
-    private func enqueue(_ item: Item) {
-        let urgent: Bool
-        if case .record = item { urgent = false } else { urgent = true }
+    private func enqueue(_ item: Item, records: Int) {
+        let urgent = records == 0
         let wake = state.withLock { s -> Bool in
             if s.closed {
-                s.dropped += 1
+                s.dropped += max(records, 1)
                 return false
             }
+            let before = s.queuedRecords
             s.queue.append(item)
-            if s.writerIdle || urgent || s.queue.count == wakeThreshold {
+            s.queuedRecords += records
+            if s.writerIdle || urgent || (before < wakeThreshold && s.queuedRecords >= wakeThreshold) {
                 s.writerIdle = false
                 return true
             }
@@ -170,67 +216,85 @@ final class LogSink: Sendable {
         var fragment = JSONWriter(capacity: 4096)
         var lastExchange: Exchange? = nil
         var exchangeFields: [UInt8] = []
-        var fragments: [FragmentKey: [UInt8]] = [:]
+        /// By a 64-bit digest of what the cookie part depends on; an entry is used only if all of it is equal.
+        var fragments: [UInt64: Fragment] = [:]
         static let cacheLimit = 4096
     }
 
-    /// What the cookie part of a record depends on: both lines, which rules of which engine matched, and what the
-    /// lint reads besides the line (the URL and the second); so a hit is exact.
-    struct FragmentKey: Hashable {
-        var original: [UInt8]
-        var result: [UInt8]?
-        var rulesLow: UInt64
-        var rulesHigh: [Int]
-        var engine: ObjectIdentifier
-        var url: RequestURL
-        var now: Int64
-        var dryRun: Bool
-        // The lines are folded eight bytes at a time into one word for the Hasher, and compared with memcmp: the
-        // standard library's byte-by-byte hashing and comparison of arrays cost more than the rest of a record.
-        func hash(into hasher: inout Hasher) {
-            hasher.combine(Self.fold(original))
-            hasher.combine(result.map(Self.fold) ?? 1)
-            hasher.combine(rulesLow)
-            hasher.combine(now)
+    /// A cookie's part of its record and everything it depends on: both lines, which rules of which engine
+    /// matched, and what the lint reads besides the line (the URL and the second); so a hit is exact.
+    final class Fragment {
+        let original: [UInt8]
+        let result: [UInt8]?
+        let rulesLow: UInt64
+        let rulesHigh: [Int]
+        let engine: ObjectIdentifier
+        let url: RequestURL
+        let now: Int64
+        let dryRun: Bool
+        let json: [UInt8]
+        init(_ batch: Batch, _ c: Batch.Cookie, json: [UInt8]) {
+            original = batch.original(c)
+            result = batch.result(c)
+            (rulesLow, rulesHigh) = c.edit.matchedRules
+            engine = ObjectIdentifier(batch.engine)
+            url = batch.exchange.lintURL
+            now = batch.exchange.time / 1000
+            dryRun = batch.exchange.dryRun
+            self.json = json
         }
 
-        static func == (a: FragmentKey, b: FragmentKey) -> Bool {
-            a.now == b.now && a.rulesLow == b.rulesLow && a.dryRun == b.dryRun && a.engine == b.engine
-                && same(a.original, b.original) && a.result?.count == b.result?.count
-                && (a.result == nil || same(a.result!, b.result!)) && a.rulesHigh == b.rulesHigh && a.url == b.url
+        /// Whether this entry was made for cookie `c` of `batch` (the lines compared with memcmp).
+        func matches(_ batch: Batch, _ c: Batch.Cookie) -> Bool {
+            let e = batch.exchange
+            guard now == e.time / 1000, dryRun == e.dryRun, engine == ObjectIdentifier(batch.engine),
+                rulesLow == c.edit.matchedRules.low, (result == nil) == (c.result == nil)
+            else { return false }
+            return batch.bytes.withUnsafeBytes { b in
+                Self.same(original, b, c.original) && (c.result.map { Self.same(result!, b, $0) } ?? true)
+            } && rulesHigh == c.edit.matchedRules.high && url == e.lintURL
         }
 
-        static func same(_ x: [UInt8], _ y: [UInt8]) -> Bool {
-            x.count == y.count
+        static func same(_ x: [UInt8], _ b: UnsafeRawBufferPointer, _ r: Range<Int>) -> Bool {
+            x.count == r.count
                 && x.withUnsafeBytes { p in
-                    y.withUnsafeBytes { q in p.count == 0 || memcmp(p.baseAddress!, q.baseAddress!, p.count) == 0 }
+                    p.count == 0 || memcmp(p.baseAddress!, b.baseAddress! + r.lowerBound, p.count) == 0
                 }
         }
 
-        static func fold(_ bytes: [UInt8]) -> UInt64 {
-            bytes.withUnsafeBytes { b in
-                var h: UInt64 = 0x9E37_79B9_7F4A_7C15 ^ UInt64(b.count)
-                var i = 0
-                while i + 8 <= b.count {
-                    h = (h ^ b.loadUnaligned(fromByteOffset: i, as: UInt64.self)) &* 0xFF51_AFD7_ED55_8CCD
-                    h ^= h >> 32
-                    i += 8
-                }
-                while i < b.count {
-                    h = (h ^ UInt64(b[i])) &* 0x100_0000_01B3
-                    i += 1
-                }
-                return h
+        /// The digest: the lines folded eight bytes at a time (the standard library's byte-by-byte hashing of
+        /// arrays costs more than the rest of a record), the rules and the second.
+        static func digest(_ batch: Batch, _ c: Batch.Cookie) -> UInt64 {
+            batch.bytes.withUnsafeBytes { b in
+                var h = fold(b, c.original, seed: 0x9E37_79B9_7F4A_7C15)
+                h = c.result.map { fold(b, $0, seed: h) } ?? (h ^ 0xD6E8_FEB8_6659_FD93)
+                h = (h ^ c.edit.matchedRules.low) &* 0xFF51_AFD7_ED55_8CCD
+                return (h ^ UInt64(bitPattern: batch.exchange.time / 1000)) &* 0xC4CE_B9FE_1A85_EC53
             }
+        }
+
+        static func fold(_ b: UnsafeRawBufferPointer, _ r: Range<Int>, seed: UInt64) -> UInt64 {
+            var h = seed ^ UInt64(r.count)
+            var i = r.lowerBound
+            while i + 8 <= r.upperBound {
+                h = (h ^ b.loadUnaligned(fromByteOffset: i, as: UInt64.self)) &* 0xFF51_AFD7_ED55_8CCD
+                h ^= h >> 32
+                i += 8
+            }
+            while i < r.upperBound {
+                h = (h ^ UInt64(b[i])) &* 0x100_0000_01B3
+                i += 1
+            }
+            return h
         }
     }
 
     /// The whole record, built the slow way (a cache miss, the terminal's compact line).
-    private func record(_ p: Pending) -> TransformationRecord {
-        let original = SetCookie(bytes: p.original)
-        let outcome = p.engine.outcome(
-            original: original, edited: p.result.map { SetCookie(bytes: $0) } ?? original, p.edit)
-        let e = p.exchange
+    private func record(_ batch: Batch, _ c: Batch.Cookie) -> TransformationRecord {
+        let original = SetCookie(bytes: batch.original(c))
+        let outcome = batch.engine.outcome(
+            original: original, edited: batch.result(c).map { SetCookie(bytes: $0) } ?? original, c.edit)
+        let e = batch.exchange
         var record = TransformationRecord(
             time: e.time, requestID: e.requestID, client: e.client, method: e.method, url: e.url, status: e.status,
             outcome: outcome, findings: [], dryRun: e.dryRun)
@@ -239,13 +303,17 @@ final class LogSink: Sendable {
         return record
     }
 
-    private func format(_ p: Pending, _ w: inout Writer) {
+    /// Appends one line per record of `batch` to the output buffer.
+    private func format(_ batch: Batch, _ w: inout Writer) {
         if case .standardOutput(let compact, let color) = destination, compact {
-            var line = Array(record(p).line(showValues: redaction.showValues, color: color).utf8)
-            line.withUnsafeMutableBufferPointer { w.json.raw(UnsafeBufferPointer($0)) }
+            for c in batch.cookies {
+                var line = Array(record(batch, c).line(showValues: redaction.showValues, color: color).utf8)
+                line.withUnsafeMutableBufferPointer { w.json.raw(UnsafeBufferPointer($0)) }
+                w.json.raw(0x0A)
+            }
             return
         }
-        let e = p.exchange
+        let e = batch.exchange
         if w.lastExchange !== e {
             // The fields every record of this response shares, written once.
             w.fragment.removeAll()
@@ -255,27 +323,28 @@ final class LogSink: Sendable {
             w.exchangeFields = w.fragment.withBytes { Array($0) }
             w.lastExchange = e
         }
-        w.exchangeFields.withUnsafeBufferPointer { w.json.raw($0) }
-        let rules = p.edit.matchedRules
-        let key = FragmentKey(
-            original: p.original, result: p.result, rulesLow: rules.low, rulesHigh: rules.high,
-            engine: ObjectIdentifier(p.engine), url: e.lintURL, now: e.time / 1000, dryRun: e.dryRun)
-        if let cached = w.fragments[key] {
-            cached.withUnsafeBufferPointer { w.json.raw($0) }
-            return
+        for c in batch.cookies {
+            w.exchangeFields.withUnsafeBufferPointer { w.json.raw($0) }
+            let digest = Fragment.digest(batch, c)
+            if let cached = w.fragments[digest], cached.matches(batch, c) {
+                cached.json.withUnsafeBufferPointer { w.json.raw($0) }
+                w.json.raw(0x0A)
+                continue
+            }
+            let full = record(batch, c)
+            w.fragment.removeAll()
+            full.writeCookieFields(to: &w.fragment, redaction: redaction)
+            w.fragment.raw(",\"changes\":")
+            TransformationRecord.writeChanges(full.outcome.changes, redaction: redaction, to: &w.fragment)
+            w.fragment.raw(",\"findings\":")
+            TransformationRecord.writeFindings(full.findings, to: &w.fragment)
+            full.writeTail(to: &w.fragment)
+            let bytes = w.fragment.withBytes { Array($0) }
+            bytes.withUnsafeBufferPointer { w.json.raw($0) }
+            w.json.raw(0x0A)
+            if w.fragments.count >= Writer.cacheLimit { w.fragments.removeAll(keepingCapacity: true) }
+            w.fragments[digest] = Fragment(batch, c, json: bytes)
         }
-        let full = record(p)
-        w.fragment.removeAll()
-        full.writeCookieFields(to: &w.fragment, redaction: redaction)
-        w.fragment.raw(",\"changes\":")
-        TransformationRecord.writeChanges(full.outcome.changes, redaction: redaction, to: &w.fragment)
-        w.fragment.raw(",\"findings\":")
-        TransformationRecord.writeFindings(full.findings, to: &w.fragment)
-        full.writeTail(to: &w.fragment)
-        let bytes = w.fragment.withBytes { Array($0) }
-        bytes.withUnsafeBufferPointer { w.json.raw($0) }
-        if w.fragments.count >= Writer.cacheLimit { w.fragments.removeAll(keepingCapacity: true) }
-        w.fragments[key] = bytes
     }
 
     private func writerLoop() {
@@ -288,9 +357,10 @@ final class LogSink: Sendable {
             } else {
                 _ = signal.wait(timeout: .now() + Self.pollInterval)
             }
-            let (batch, closed) = state.withLock { s -> ([Item], Bool) in
+            let (items, closed) = state.withLock { s -> ([Item], Bool) in
                 let b = s.queue
                 s.queue.removeAll(keepingCapacity: true)
+                s.queuedRecords = 0
                 if b.isEmpty {
                     quietPolls += 1
                     // After 20 empty polls (100 ms) the writer sleeps until signalled.
@@ -301,23 +371,24 @@ final class LogSink: Sendable {
                 return (b, s.closed)
             }
             var records = 0
-            for item in batch {
+            var places = 0
+            for item in items {
                 switch item {
                 case .reopen:
-                    flush(&w, records: records)
-                    records = 0
+                    flush(&w, records: records, places: places)
+                    (records, places) = (0, 0)
                     reopenFile()
                 case .line(let text):
                     var bytes = Array(text.utf8)
                     bytes.withUnsafeMutableBufferPointer { w.json.raw(UnsafeBufferPointer($0)) }
                     w.json.raw(0x0A)
-                case .record(let pending):
-                    format(pending, &w)
-                    w.json.raw(0x0A)
-                    records += 1
+                case .records(let batch):
+                    format(batch, &w)
+                    records += batch.cookies.count
+                    places += batch.places
                 }
             }
-            flush(&w, records: records)
+            flush(&w, records: records, places: places)
             if closed && state.withLock({ $0.queue.isEmpty }) {
                 done.signal()
                 return
@@ -326,7 +397,7 @@ final class LogSink: Sendable {
     }
 
     /// Writes what the buffer holds and gives the records' places back.
-    private func flush(_ w: inout Writer, records: Int) {
+    private func flush(_ w: inout Writer, records: Int, places: Int) {
         if w.json.count > 0 {
             let fd = state.withLock { $0.fd }
             let error = w.json.withBytes { bytes -> Int32 in
@@ -343,7 +414,7 @@ final class LogSink: Sendable {
                 }
             }
         }
-        for _ in 0..<records { slots.signal() }
+        for _ in 0..<places { slots.signal() }
     }
 
     private func reopenFile() {

@@ -92,7 +92,7 @@ final class RulesHooks: ProxyHooks, Sendable {
         var changedCount = 0
         var seenCount = 0
         var dropped: [Int] = []
-        var exchange: LogSink.Exchange? = nil  // built once per response, for its first record
+        var batch: LogSink.Batch? = nil  // built for the response's first record, handed over after its last
         // One working value and one rewrite per event-loop thread, for every line of every response: their storage
         // is reused (the head copies what it keeps).
         let scratch = CookieScratch.current
@@ -116,21 +116,28 @@ final class RulesHooks: ProxyHooks, Sendable {
                     head.replaceValue(at: index, with: scratch.cookie.bytes)
                 }
             }
-            guard let sink, changed || edit.logRequested || dryRun else { continue }
-            // The lines as bytes: the working value holds the received line when the rewrite wrote the result,
-            // else the result. The writer thread does the rest.
-            if exchange == nil {
-                exchange = LogSink.Exchange(
-                    time: nowMS, requestID: context.requestID, client: context.clientAddress, method: context.method,
-                    url: context.url, status: context.status ?? 0, lintURL: message.requestURL, dryRun: dryRun)
+            guard sink != nil, changed || edit.logRequested || dryRun else { continue }
+            if batch == nil {
+                batch = LogSink.Batch(
+                    exchange: LogSink.Exchange(
+                        time: nowMS, requestID: context.requestID, client: context.clientAddress,
+                        method: context.method, url: context.url, status: context.status ?? 0,
+                        lintURL: message.requestURL, dryRun: dryRun),
+                    engine: engine)
             }
-            let result: [UInt8]? =
-                edit.dropped ? nil : edit.rewritten ? scratch.rewrite.withOutput { Array($0) } : scratch.cookie.bytes
-            sink.submit(
-                LogSink.Pending(
-                    exchange: exchange!, original: edit.rewritten ? scratch.cookie.bytes : Array(received),
-                    result: result, edit: edit, engine: engine))
+            // The received line is still in `received`; the result is in the rewrite's output when it wrote one,
+            // else in the working value.
+            if edit.dropped {
+                batch!.append(original: received, result: nil, edit: edit)
+            } else if edit.rewritten {
+                scratch.rewrite.withOutput { batch!.append(original: received, result: $0, edit: edit) }
+            } else {
+                scratch.cookie.bytes.withUnsafeBufferPointer {
+                    batch!.append(original: received, result: $0, edit: edit)
+                }
+            }
         }
+        if let sink, let batch { sink.submit(batch) }
         if seenCount > 0 { observed.add(seenCount, ordering: .relaxed) }
         if changedCount > 0 { rewritten.add(changedCount, ordering: .relaxed) }
         for index in dropped.reversed() { head.remove(at: index) }

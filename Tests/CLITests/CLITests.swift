@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 @Suite struct CLITests {
@@ -14,6 +15,23 @@ import Testing
             try result.stdout.write(toFile: golden, atomically: true, encoding: .utf8)
         }
         #expect(result.stdout == (try String(contentsOfFile: golden, encoding: .utf8)))
+    }
+
+    /// `parse --browser` says why it cannot ask: no such browser, no Chromium, a URL Chromium would connect to.
+    @Test(arguments: [
+        (["--browser", "firefox"], [String: String](), Int32(2), "only chromium can be asked"),
+        (
+            ["--browser", "chromium"], ["COOKIE_PROXY_CHROMIUM": "/nonexistent/chromium"], 1,
+            "is not an executable file"
+        ),
+        (["--browser", "chromium", "--url", "https://192.0.2.1/"], [:], 2, "host name or a loopback address"),
+    ])
+    func parseBrowserRefusesWhatItCannotAsk(_ args: [String], _ env: [String: String], _ status: Int32, _ text: String)
+        throws
+    {
+        let result = try TestSupport.run(Binary.path, ["parse"] + args + ["a=b"], environment: env)
+        #expect(result.status == status, "\(result.stderr)")
+        #expect(result.stderr.contains(text), "\(result.stderr)")
     }
 
     @Test func parsePrintsOneJSONObjectPerCookieWithTheDocumentedKeys() throws {

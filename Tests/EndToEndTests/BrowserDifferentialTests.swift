@@ -33,4 +33,32 @@ import TestSupport
         let line = result.text.split(separator: "\n").first { $0.hasPrefix("agreement with Chromium:") }
         #expect(line != nil, "\(result.text)")
     }
+
+    /// `parse --browser chromium` asks the machine's Chromium: its verdict beside the draft's, field by field.
+    @Test(arguments: [
+        ("https://app.example.test/", "sid=1; Domain=example.test; Secure; HttpOnly; SameSite=Lax", [String]()),
+        // Chromium honours the plus sign (docs/browser-differences.md): a persistent cookie, the draft a session one.
+        ("https://app.example.test/", "a=b; Max-Age=+10", ["persistent"]),
+        // Neither stores a cookie for another site.
+        ("https://app.example.test/", "x=1; Domain=other.test", []),
+        // A loopback URL reaches the local server through its port.
+        ("http://127.0.0.1:9/x/y", "p=1; Path=/x", []),
+    ])
+    func parseShowsWhatThisMachinesChromiumStored(_ url: String, _ line: String, _ differences: [String]) throws {
+        guard FileManager.default.isExecutableFile(atPath: Self.chromium) else {
+            Issue.record("Chromium is not installed at \(Self.chromium) (scripts/setup.sh installs it)")
+            return
+        }
+        let result = try run(Paths.binary, ["parse", "--browser", "chromium", "--url", url, line])
+        #expect(result.status == 0, "\(result.stderr)")
+        let object = try #require(
+            try JSONSerialization.jsonObject(with: Data(result.text.utf8)) as? [String: Any], "\(result.text)")
+        let chromium = try #require(object["chromium"] as? [String: Any], "\(result.text)")
+        #expect(chromium["differences"] as? [String] == differences, "\(result.text)")
+        #expect(chromium["agrees"] as? Bool == differences.isEmpty, "\(result.text)")
+        // What Chromium stored is reported in the draft's own fields (or null when it stored nothing).
+        let stored = chromium["stored"] as? [String: Any]
+        #expect((stored == nil) == (object["rejected"] is String), "\(result.text)")
+        if let stored { #expect(stored["name"] as? String == object["name"] as? String) }
+    }
 }

@@ -201,10 +201,12 @@ public final class Subprocess: @unchecked Sendable {
 
 /// Runs a command to completion, at most `timeout` seconds: then it and its process group are killed and the
 /// call throws, with what the command printed so far.
-public func run(_ executable: String, _ arguments: [String], stdin: Data? = nil, timeout: Double = 120) throws
-    -> CommandResult
-{
-    let child = try Subprocess(executable, arguments, stdin: .bytes(stdin ?? Data()))
+public func run(
+    _ executable: String, _ arguments: [String], stdin: Data? = nil, environment: [String: String]? = nil,
+    timeout: Double = 120
+) throws -> CommandResult {
+    let env = environment.map { ProcessInfo.processInfo.environment.merging($0) { $1 } }
+    let child = try Subprocess(executable, arguments, environment: env, stdin: .bytes(stdin ?? Data()))
     guard let status = child.wait(timeout: timeout) else {
         child.terminate()
         throw SubprocessError(

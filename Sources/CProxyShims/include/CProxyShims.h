@@ -55,6 +55,18 @@ int CProxy_shutdown_write(int fd);
 int CProxy_errno_EAGAIN(void);
 int CProxy_errno_EINPROGRESS(void);
 int CProxy_errno_EINTR(void);
+/// poll(2) for one descriptor: 1 when it is readable (or closed), 0 after timeout_ms, or -errno.
+int CProxy_poll_readable(int fd, int timeout_ms);
+/// A pipe whose ends are closed on exec; 0 or -errno.
+int CProxy_pipe(int fds[2]);
+/// Starts a browser for the DevTools protocol on a pipe (`--remote-debugging-pipe`): it reads commands on its fd 3
+/// (`commands_fd` here) and writes replies to its fd 4 (`events_fd`); standard streams go to /dev/null, no other
+/// descriptor of ours is inherited. 0 and *pid, or an errno value.
+int CProxy_spawn_devtools(const char *path, char *const argv[], char *const envp[], int commands_fd, int events_fd,
+                          int *pid);
+/// waitpid without blocking: 1 and *status once the child has exited, 0 while it runs, -errno.
+int CProxy_reap(int pid, int *status);
+
 /// CPUs this process may run on (sched_getaffinity, so `taskset` and cgroups cpusets count); at least 1.
 int CProxy_available_cpus(void);
 
