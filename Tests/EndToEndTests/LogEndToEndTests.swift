@@ -148,7 +148,17 @@ import TestSupport
         _ = try run(
             "/bin/sh",
             ["-c", "exec \(tmux) new-session -d -s \(session) -x 200 -y 50 '\(command)' </dev/null >/dev/null 2>&1"])
-        defer { _ = try? run("/bin/sh", ["-c", "\(tmux) kill-session -t \(session) </dev/null >/dev/null 2>&1"]) }
+        // The pane's proxy is stopped first: killing the session only hangs up its terminal, and SIGHUP makes the
+        // proxy reload its rules, not exit (it would outlive the test).
+        defer {
+            _ = try? run(
+                "/bin/sh",
+                [
+                    "-c",
+                    "kill -TERM $(\(tmux) list-panes -t \(session) -F '#{pane_pid}'); sleep 0.5; "
+                        + "\(tmux) kill-session -t \(session) </dev/null >/dev/null 2>&1",
+                ])
+        }
         var port = 0
         for _ in 0..<100 where port == 0 {
             usleep(100_000)
