@@ -1,6 +1,7 @@
 import CProxyShims
 import CookieKit
 import Foundation
+import ProxyCore
 import ProxyTLS
 import Synchronization
 
@@ -146,7 +147,7 @@ final class ChromiumCheck {
         let cookies = try call("Storage.getCookies", [:])["cookies"] as? [[String: Any]] ?? []
         // Only a cookie for the URL's host counts (Chromium's own background requests reach the server too, but
         // are never answered with the line).
-        let host = url.host.lowercased()
+        let host = LineServer.normalised(url.host)
         guard
             let c = cookies.first(where: { c in
                 let d = (c["domain"] as? String ?? "").lowercased()
@@ -226,7 +227,7 @@ final class ChromiumCheck {
 
 /// The local server behind every host name: answers a request for the current host with the current line (and
 /// anything else without it), then closes. http and https on one port.
-private final class LineServer: @unchecked Sendable {
+fileprivate final class LineServer: @unchecked Sendable {
     let port: Int
     private let listener: Int32
     private let tls: TLSServerContext
@@ -251,7 +252,15 @@ private final class LineServer: @unchecked Sendable {
         thread.start()
     }
 
-    func set(line: String, host: String) { current.withLock { $0 = (line, host.lowercased()) } }
+    /// The line for requests to `host`, compared as the Host field is read (``serve(_:)``).
+    func set(line: String, host: String) {
+        current.withLock { $0 = (line, Self.normalised(host)) }
+    }
+
+    /// A host as the proxy reads an authority: lowercased, without brackets or a trailing root dot.
+    static func normalised(_ host: String) -> String {
+        Authority.parse(host[...], defaultPort: 80)?.host ?? host.lowercased()
+    }
 
     func stop() {
         stopped.store(true, ordering: .relaxed)
@@ -316,7 +325,11 @@ private final class LineServer: @unchecked Sendable {
         } else {
             plain = first
         }
-        while plain.firstRange(of: [13, 10, 13, 10]) == nil {
+        var parser = HTTPHeadParser()
+        var length: Int? = nil
+        while length == nil {
+            do { length = try parser.headLength(plain[...]) } catch { return }
+            if length != nil { break }
             guard let more = readSome(fd) else { return }
             if let e = engine {
                 e.feed(more[...])
@@ -325,7 +338,9 @@ private final class LineServer: @unchecked Sendable {
                 plain += more
             }
         }
-        let host = Self.host(of: plain)
+        // The Host field's host, as the proxy reads it (lowercased, without port or brackets).
+        let request = try? parser.parseRequest(Array(plain[..<(length ?? plain.count)]))
+        let host = request?.head.values(.host).first.flatMap { Authority.parse($0[...], defaultPort: 80)?.host } ?? ""
         let (line, wanted) = current.withLock { $0 }
         let cookie = host == wanted ? "Set-Cookie: \(line)\r\n" : ""
         let response = Array(
@@ -340,20 +355,5 @@ private final class LineServer: @unchecked Sendable {
         } else {
             sendAll(fd, response)
         }
-    }
-
-    /// The Host field's host, lowercased, without port or brackets.
-    static func host(of head: [UInt8]) -> String {
-        let text = String(decoding: head, as: UTF8.self)
-        for line in text.split(separator: "\r\n").dropFirst() {
-            guard let colon = line.firstIndex(of: ":"), line[..<colon].lowercased() == "host" else { continue }
-            let value = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces).lowercased()
-            if value.hasPrefix("["), let end = value.firstIndex(of: "]") {
-                return String(value[value.index(after: value.startIndex)..<end])
-            }
-            if let c = value.lastIndex(of: ":") { return String(value[..<c]) }
-            return value
-        }
-        return ""
     }
 }

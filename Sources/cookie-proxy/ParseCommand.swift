@@ -27,7 +27,7 @@ enum ParseCommand {
             With --browser chromium, also "chromium": {"stored": the cookie as Chromium keeps it, in the same
             fields, or null; "agrees": whether it matches the draft's; "differences": the fields that differ}.
             Chromium is found at /usr/lib/chromium/chromium, /usr/bin/chromium, ... or COOKIE_PROXY_CHROMIUM.
-            A URL with an IP address other than loopback cannot be asked (Chromium would connect to it).
+            A URL with an IP address other than 127.0.0.1 cannot be asked (Chromium would connect to it).
             """)
 
     static func run(_ args: ParsedArguments, now: Int64) throws(UsageError) -> Int32 {
@@ -39,9 +39,11 @@ enum ParseCommand {
             guard name == "chromium" else {
                 throw UsageError(message: "--browser '\(name)': only chromium can be asked", command: spec.name)
             }
-            if Host.isIPAddress(url.host) && !Host.isLoopback(url.host) {
+            // Chromium resolves no IP literal through its resolver rules: it connects to the address itself, and
+            // the local server listens on 127.0.0.1 only (reached through its port, ``ChromiumCheck/check``).
+            if Host.isIPAddress(url.host) && url.host != "127.0.0.1" {
                 throw UsageError(
-                    message: "--browser needs a host name or a loopback address in --url (Chromium would connect to "
+                    message: "--browser needs a host name, localhost or 127.0.0.1 in --url (Chromium would connect to "
                         + "\(url.host) itself)", command: spec.name)
             }
             do {

@@ -24,7 +24,9 @@ import Testing
             ["--browser", "chromium"], ["COOKIE_PROXY_CHROMIUM": "/nonexistent/chromium"], 1,
             "is not an executable file"
         ),
-        (["--browser", "chromium", "--url", "https://192.0.2.1/"], [:], 2, "host name or a loopback address"),
+        (["--browser", "chromium", "--url", "https://192.0.2.1/"], [:], 2, "host name, localhost or 127.0.0.1"),
+        // ::1 is loopback, but the local server listens on 127.0.0.1 only.
+        (["--browser", "chromium", "--url", "http://[::1]/"], [:], 2, "host name, localhost or 127.0.0.1"),
     ])
     func parseBrowserRefusesWhatItCannotAsk(_ args: [String], _ env: [String: String], _ status: Int32, _ text: String)
         throws

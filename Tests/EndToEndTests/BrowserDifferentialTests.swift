@@ -41,6 +41,8 @@ import TestSupport
         ("https://app.example.test/", "a=b; Max-Age=+10", ["persistent"]),
         // Neither stores a cookie for another site.
         ("https://app.example.test/", "x=1; Domain=other.test", []),
+        // The host is matched as the Host field reads it: case and a trailing root dot do not matter.
+        ("https://App.Example.test./", "d=1; Domain=example.test", []),
         // A loopback URL reaches the local server through its port.
         ("http://127.0.0.1:9/x/y", "p=1; Path=/x", []),
     ])
