@@ -31,7 +31,7 @@ let package = Package(
         .target(name: "CookieConformance", dependencies: ["CookieKit"]),
         // Sans-I/O HTTP/1.1 codec and the per-connection proxy state machine.
         .target(name: "ProxyCore", dependencies: ["HTTPGrammar"], swiftSettings: hotPath),
-        // The only C of the proxy shell: epoll, eventfd, accept4, sockets, getaddrinfo.
+        // The only C of the proxy shell: epoll, eventfd, accept4, sockets, getaddrinfo, posix_spawn.
         .target(name: "CProxyShims"),
         // OpenSSL 3 through a system-library target; macros as COpenSSL_ inline functions in its shim.h.
         .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
@@ -51,9 +51,7 @@ let package = Package(
         .target(name: "CBenchSupport"),
         .executableTarget(name: "cookie-bench", dependencies: ["CookieKit", "CookieFoundation", "CBenchSupport"]),
         // Shared by the test targets that run the built binary (where it and the repository are).
-        // posix_spawn into a process group of the child's own, for the test harness (Tests/CTestSupport).
-        .target(name: "CTestSupport", path: "Tests/CTestSupport"),
-        .target(name: "TestSupport", dependencies: ["CTestSupport"], path: "Tests/TestSupport"),
+        .target(name: "TestSupport", dependencies: ["CProxyShims"], path: "Tests/TestSupport"),
         .testTarget(name: "CookieKitTests", dependencies: ["CookieKit", "CookieFoundation", "CookieConformance"]),
         .testTarget(name: "ProxyCoreTests", dependencies: ["ProxyCore", "ProxyServer", "HTTPGrammar"]),
         .testTarget(name: "HTTPGrammarTests", dependencies: ["HTTPGrammar"]),

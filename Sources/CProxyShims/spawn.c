@@ -1,4 +1,5 @@
-// Starting a browser for `parse --browser`: posix_spawn with the DevTools pipe on fds 3 and 4.
+// Starting child processes: `parse --browser` (the DevTools pipe on the browser's fds 3 and 4) and the test
+// harness (standard streams on pipes, a process group to kill as a whole).
 #define _GNU_SOURCE
 #include "CProxyShims.h"
 
@@ -32,16 +33,17 @@ int CProxy_pipe(int fds[2]) {
 #endif
 }
 
-int CProxy_spawn_devtools(const char *path, char *const argv[], char *const envp[], int commands_fd, int events_fd,
-                          int *pid) {
-    // Out of the way of 3 and 4 first, so that one dup2 cannot overwrite the other's source.
-    int in = fcntl(commands_fd, F_DUPFD_CLOEXEC, 10);
-    int out = fcntl(events_fd, F_DUPFD_CLOEXEC, 10);
-    if (in < 0 || out < 0) {
-        int e = errno;
-        if (in >= 0) close(in);
-        if (out >= 0) close(out);
-        return e;
+enum { CPROXY_SPAWN_MAX_FDS = 16 };
+
+int CProxy_spawn(int *pid, const char *path, char *const argv[], char *const envp[], const int *fds, int count,
+                 int new_group) {
+    if (count < 0 || count > CPROXY_SPAWN_MAX_FDS) return EINVAL;
+    // Every source moved above the targets first, so that one dup2 cannot overwrite another's source.
+    int moved[CPROXY_SPAWN_MAX_FDS];
+    int rc = 0;
+    for (int i = 0; i < count; i++) {
+        moved[i] = -1;
+        if (fds[i] >= 0 && (moved[i] = fcntl(fds[i], F_DUPFD_CLOEXEC, count + 10)) < 0) rc = errno;
     }
     posix_spawn_file_actions_t actions;
     posix_spawnattr_t attributes;
@@ -50,33 +52,35 @@ int CProxy_spawn_devtools(const char *path, char *const argv[], char *const envp
     sigset_t none, defaults;
     sigemptyset(&none);
     sigemptyset(&defaults);
-    sigaddset(&defaults, SIGPIPE);
-    sigaddset(&defaults, SIGINT);
-    sigaddset(&defaults, SIGTERM);
-    sigaddset(&defaults, SIGHUP);
-    short flags = POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF;
-    int rc = 0;
-    if ((rc = posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)) == 0 &&
-        (rc = posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)) == 0 &&
-        (rc = posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)) == 0 &&
-        (rc = posix_spawn_file_actions_adddup2(&actions, in, 3)) == 0 &&
-        (rc = posix_spawn_file_actions_adddup2(&actions, out, 4)) == 0 &&
+    // The parent may ignore or block signals (SIGPIPE, SIGTERM); its children must not inherit that.
+    for (int sig = 1; sig < 32; sig++) {
+        if (sig != SIGKILL && sig != SIGSTOP) sigaddset(&defaults, sig);
+    }
+    short flags = POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | (new_group ? POSIX_SPAWN_SETPGROUP : 0);
+    for (int i = 0; rc == 0 && i < count; i++) {
+        rc = moved[i] >= 0 ? posix_spawn_file_actions_adddup2(&actions, moved[i], i)
+                           : posix_spawn_file_actions_addopen(&actions, i, "/dev/null", O_RDWR, 0);
+    }
 #if defined(__APPLE__)
-        (flags |= POSIX_SPAWN_CLOEXEC_DEFAULT, 1) &&
+    flags |= POSIX_SPAWN_CLOEXEC_DEFAULT;
 #else
-        (rc = posix_spawn_file_actions_addclosefrom_np(&actions, 5)) == 0 &&
+    // Sockets and pipes of other threads must not live on in this child (a peer would never see them close).
+    if (rc == 0) rc = posix_spawn_file_actions_addclosefrom_np(&actions, count);
 #endif
-        (rc = posix_spawnattr_setsigmask(&attributes, &none)) == 0 &&
-        (rc = posix_spawnattr_setsigdefault(&attributes, &defaults)) == 0 &&
-        (rc = posix_spawnattr_setflags(&attributes, flags)) == 0) {
+    if (rc == 0) rc = posix_spawnattr_setsigmask(&attributes, &none);
+    if (rc == 0) rc = posix_spawnattr_setsigdefault(&attributes, &defaults);
+    if (rc == 0 && new_group) rc = posix_spawnattr_setpgroup(&attributes, 0);
+    if (rc == 0) rc = posix_spawnattr_setflags(&attributes, flags);
+    if (rc == 0) {
         pid_t child = 0;
         rc = posix_spawn(&child, path, &actions, &attributes, argv, envp ? envp : environ);
         if (rc == 0) *pid = child;
     }
     posix_spawnattr_destroy(&attributes);
     posix_spawn_file_actions_destroy(&actions);
-    close(in);
-    close(out);
+    for (int i = 0; i < count; i++) {
+        if (moved[i] >= 0) close(moved[i]);
+    }
     return rc;
 }
 

@@ -94,7 +94,9 @@ final class ChromiumCheck {
         var child: Int32 = 0
         let rc = argv.withUnsafeBufferPointer { a in
             envp.withUnsafeBufferPointer { e in
-                CProxy_spawn_devtools(binary, a.baseAddress, e.baseAddress, toBrowser[0], fromBrowser[1], &child)
+                // Standard streams to /dev/null; the DevTools pipe on its fds 3 (commands) and 4 (replies).
+                let fds: [Int32] = [-1, -1, -1, toBrowser[0], fromBrowser[1]]
+                return CProxy_spawn(&child, binary, a.baseAddress, e.baseAddress, fds, Int32(fds.count), 0)
             }
         }
         close(toBrowser[0])

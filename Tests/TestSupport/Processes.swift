@@ -1,4 +1,4 @@
-import CTestSupport
+import CProxyShims
 import Foundation
 import Synchronization
 
@@ -64,7 +64,7 @@ public final class Subprocess: @unchecked Sendable {
         var inPipe: [Int32] = [-1, -1]
         var outPipe: [Int32] = [-1, -1]
         var errPipe: [Int32] = [-1, -1]
-        guard cts_pipe(&inPipe) == 0, cts_pipe(&outPipe) == 0, cts_pipe(&errPipe) == 0
+        guard CProxy_pipe(&inPipe) == 0, CProxy_pipe(&outPipe) == 0, CProxy_pipe(&errPipe) == 0
         else {
             let e = errno
             for fd in inPipe + outPipe + errPipe where fd >= 0 { close(fd) }
@@ -75,13 +75,15 @@ public final class Subprocess: @unchecked Sendable {
         let envStrings = environment.map { env in env.map { strdup("\($0.key)=\($0.value)") } + [nil] }
         defer { for p in envStrings ?? [] { free(p) } }
         var child: pid_t = 0
+        // Its own process group: `terminate` reaches the helpers it starts too.
+        let fds = [inPipe[0], outPipe[1], errPipe[1]]
         let rc = argv.withUnsafeBufferPointer { a in
             if let envStrings {
                 return envStrings.withUnsafeBufferPointer { e in
-                    cts_spawn(&child, executable, a.baseAddress, e.baseAddress, inPipe[0], outPipe[1], errPipe[1])
+                    CProxy_spawn(&child, executable, a.baseAddress, e.baseAddress, fds, 3, 1)
                 }
             }
-            return cts_spawn(&child, executable, a.baseAddress, nil, inPipe[0], outPipe[1], errPipe[1])
+            return CProxy_spawn(&child, executable, a.baseAddress, nil, fds, 3, 1)
         }
         close(inPipe[0])
         close(outPipe[1])

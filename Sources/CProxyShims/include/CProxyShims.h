@@ -59,11 +59,11 @@ int CProxy_errno_EINTR(void);
 int CProxy_poll_readable(int fd, int timeout_ms);
 /// A pipe whose ends are closed on exec; 0 or -errno.
 int CProxy_pipe(int fds[2]);
-/// Starts a browser for the DevTools protocol on a pipe (`--remote-debugging-pipe`): it reads commands on its fd 3
-/// (`commands_fd` here) and writes replies to its fd 4 (`events_fd`); standard streams go to /dev/null, no other
-/// descriptor of ours is inherited. 0 and *pid, or an errno value.
-int CProxy_spawn_devtools(const char *path, char *const argv[], char *const envp[], int commands_fd, int events_fd,
-                          int *pid);
+/// posix_spawn with exactly these descriptors: the child's fd i is fds[i] (-1: /dev/null) for i < count, and it
+/// inherits no other; every signal at its default action and none blocked; in a process group of its own when
+/// new_group is set. 0 and *pid, or an errno value.
+int CProxy_spawn(int *pid, const char *path, char *const argv[], char *const envp[], const int *fds, int count,
+                 int new_group);
 /// waitpid without blocking: 1 and *status once the child has exited, 0 while it runs, -errno.
 int CProxy_reap(int pid, int *status);
 
