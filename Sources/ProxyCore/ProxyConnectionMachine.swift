@@ -243,6 +243,9 @@ public struct ProxyConnectionMachine: Sendable {
         case .connecting(let e):
             answer(failure.status, failure.message, &io, keepAlive: e.clientKeepAlive && e.requestBody.isComplete)
         case .exchanging(let e):
+            // A pooled connection the server closed can fail as a reset rather than an end of stream (the request
+            // reached a socket already closed): the same retry. A timeout is not retried (it would wait twice).
+            if case .failed = failure, retryOnFreshConnection(e, &io) { return }
             failExchange(e, status: failure.status, message: failure.message, &io)
         case .tunnel:
             state = .closed
@@ -289,16 +292,7 @@ public struct ProxyConnectionMachine: Sendable {
                 }
                 return
             }
-            // No response head yet. A pooled connection the server had closed: retry once on a fresh one
-            // when that is safe (no request body was sent).
-            if e.reusedUpstream && !e.responseBytesSeen && e.requestBody.framing == .none {
-                io.commands.append(.releaseUpstream(reusable: false))
-                e.reusedUpstream = false
-                e.upstreamIn.removeAll()
-                state = .connecting(e)
-                io.commands.append(.connect(e.origin, fresh: true))
-                return
-            }
+            if retryOnFreshConnection(e, &io) { return }
             io.commands.append(.releaseUpstream(reusable: false))
             if e.responseBytesSeen {
                 answer(502, "upstream \(e.origin) sent an incomplete response head", &io, keepAlive: false)
@@ -307,6 +301,18 @@ public struct ProxyConnectionMachine: Sendable {
             }
         default: break
         }
+    }
+
+    /// No response byte yet on a pooled connection the server had closed: the request goes once more, on a
+    /// fresh connection, when that is safe (no request body was sent). False when it is not retried.
+    private mutating func retryOnFreshConnection(_ e: Exchange, _ io: inout ConnectionIO) -> Bool {
+        guard e.reusedUpstream && !e.responseBytesSeen && e.requestBody.framing == .none else { return false }
+        io.commands.append(.releaseUpstream(reusable: false))
+        e.reusedUpstream = false
+        e.upstreamIn.removeAll()
+        state = .connecting(e)
+        io.commands.append(.connect(e.origin, fresh: true))
+        return true
     }
 
     /// A timer set for the current ``phase`` ran out.

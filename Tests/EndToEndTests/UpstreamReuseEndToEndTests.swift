@@ -96,7 +96,7 @@ import Testing
             if step.pauseBefore > 0 { usleep(UInt32(step.pauseBefore * 1_000_000)) }
             let upstream = upstreams[step.upstream]
             let (status, body) = try client.get(upstream.base + step.path, host: "127.0.0.1:\(upstream.port)")
-            #expect(status == "HTTP/1.1 200 OK", "\(step)")
+            #expect(status == "HTTP/1.1 200 OK", "\(step) \(body)")
             ports.append(body)
         }
         for group in scenario.same { #expect(Set(group.map { ports[$0] }).count == 1, "\(group): \(ports)") }

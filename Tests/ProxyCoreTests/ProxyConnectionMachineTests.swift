@@ -213,15 +213,32 @@ import Testing
         #expect(t.machine.phase == .closed)
     }
 
-    @Test func aStalePooledConnectionIsRetriedOnceOnAFreshOne() {
+    /// The server closed the pooled connection before the request reached it: the proxy sees an end of stream,
+    /// or, when the request arrived at a closed socket, a reset.
+    @Test(arguments: ["end of stream", "reset"])
+    func aStalePooledConnectionIsRetriedOnceOnAFreshOne(_ end: String) {
         var t = Transcript { $0.addVia = false }
         t.client("GET http://example.com/ HTTP/1.1\r\nHost: example.com\r\n\r\n")
         t.connected(reused: true)
-        t.upstreamClosed()
+        if end == "reset" {
+            t.failed(.failed(Self.origin, reason: "Connection reset by peer"))
+        } else {
+            t.upstreamClosed()
+        }
         #expect(t.commands.suffix(2) == [.releaseUpstream(reusable: false), .connect(Self.origin, fresh: true)])
         t.connected()
         #expect(
             t.toUpstream == "GET / HTTP/1.1\r\nHost: example.com\r\n\r\nGET / HTTP/1.1\r\nHost: example.com\r\n\r\n")
+    }
+
+    /// A pooled connection that does not answer in time is not retried: the client would wait twice.
+    @Test func aTimeoutOnAPooledConnectionIsNotRetried() {
+        var t = Transcript { $0.addVia = false }
+        t.client("GET http://example.com/ HTTP/1.1\r\nHost: example.com\r\n\r\n")
+        t.connected(reused: true)
+        t.failed(.responseTimeout(Self.origin))
+        #expect(t.toClient.hasPrefix("HTTP/1.1 504 "))
+        #expect(!t.commands.contains(.connect(Self.origin, fresh: true)))
     }
 
     @Test func connectOpensATunnelWithHalfClose() {
