@@ -76,8 +76,10 @@ final class LogSink: Sendable {
 
         mutating func keepFirst(_ n: Int) { cookies.removeLast(cookies.count - n) }
 
-        func original(_ c: Cookie) -> [UInt8] { Array(bytes[c.original]) }
-        func result(_ c: Cookie) -> [UInt8]? { c.result.map { Array(bytes[$0]) } }
+        /// A record's two lines as arrays of their own (the slow path: parsing them, keeping them in the cache).
+        func lines(_ c: Cookie) -> (original: [UInt8], result: [UInt8]?) {
+            (Array(bytes[c.original]), c.result.map { Array(bytes[$0]) })
+        }
     }
 
     /// What waits to be written: formatting and lint happen on the writer thread, off the event loops.
@@ -233,9 +235,8 @@ final class LogSink: Sendable {
         let now: Int64
         let dryRun: Bool
         let json: [UInt8]
-        init(_ batch: Batch, _ c: Batch.Cookie, json: [UInt8]) {
-            original = batch.original(c)
-            result = batch.result(c)
+        init(_ batch: Batch, _ c: Batch.Cookie, lines: (original: [UInt8], result: [UInt8]?), json: [UInt8]) {
+            (original, result) = lines
             (rulesLow, rulesHigh) = c.edit.matchedRules
             engine = ObjectIdentifier(batch.engine)
             url = batch.exchange.lintURL
@@ -290,10 +291,12 @@ final class LogSink: Sendable {
     }
 
     /// The whole record, built the slow way (a cache miss, the terminal's compact line).
-    private func record(_ batch: Batch, _ c: Batch.Cookie) -> TransformationRecord {
-        let original = SetCookie(bytes: batch.original(c))
+    private func record(_ batch: Batch, _ c: Batch.Cookie, lines: (original: [UInt8], result: [UInt8]?))
+        -> TransformationRecord
+    {
+        let original = SetCookie(bytes: lines.original)
         let outcome = batch.engine.outcome(
-            original: original, edited: batch.result(c).map { SetCookie(bytes: $0) } ?? original, c.edit)
+            original: original, edited: lines.result.map { SetCookie(bytes: $0) } ?? original, c.edit)
         let e = batch.exchange
         var record = TransformationRecord(
             time: e.time, requestID: e.requestID, client: e.client, method: e.method, url: e.url, status: e.status,
@@ -307,7 +310,8 @@ final class LogSink: Sendable {
     private func format(_ batch: Batch, _ w: inout Writer) {
         if case .standardOutput(let compact, let color) = destination, compact {
             for c in batch.cookies {
-                var line = Array(record(batch, c).line(showValues: redaction.showValues, color: color).utf8)
+                let full = record(batch, c, lines: batch.lines(c))
+                var line = Array(full.line(showValues: redaction.showValues, color: color).utf8)
                 line.withUnsafeMutableBufferPointer { w.json.raw(UnsafeBufferPointer($0)) }
                 w.json.raw(0x0A)
             }
@@ -331,7 +335,8 @@ final class LogSink: Sendable {
                 w.json.raw(0x0A)
                 continue
             }
-            let full = record(batch, c)
+            let lines = batch.lines(c)
+            let full = record(batch, c, lines: lines)
             w.fragment.removeAll()
             full.writeCookieFields(to: &w.fragment, redaction: redaction)
             w.fragment.raw(",\"changes\":")
@@ -343,7 +348,7 @@ final class LogSink: Sendable {
             bytes.withUnsafeBufferPointer { w.json.raw($0) }
             w.json.raw(0x0A)
             if w.fragments.count >= Writer.cacheLimit { w.fragments.removeAll(keepingCapacity: true) }
-            w.fragments[digest] = Fragment(batch, c, json: bytes)
+            w.fragments[digest] = Fragment(batch, c, lines: lines, json: bytes)
         }
     }
 
