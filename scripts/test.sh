@@ -4,8 +4,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh --tests
 swift build --build-tests 2>&1 | tee .build-log.txt | grep -E "warning:|error:" && { echo "build has warnings or errors" >&2; exit 1; } || true
-# Every wait in the tests has a deadline; should one still hang, the run stops after LIMIT seconds (default 30
-# minutes, the whole suite takes under 10 here) and prints the processes it was waiting on, instead of holding CI.
+# Every wait in the tests has a deadline; should one still hang, the run stops after LIMIT seconds (default: 30
+# minutes, several times what a whole run takes, docs/architecture.md) and prints the processes it was waiting on,
+# instead of holding CI to its own limit.
 limit=${COOKIE_PROXY_TEST_LIMIT:-1800}
 fired=$(mktemp)
 trap 'rm -f "$fired"' EXIT

@@ -29,7 +29,7 @@ import TestSupport
             ], timeout: 900)
         #expect(result.status == 0, "\(result.text) \(result.stderr)")
         #expect(result.text.contains("0 unexplained"), "\(result.text)")
-        // The corpora alone agree on 99% of their lines; the figure is in docs/browser-differences.md.
+        // The agreement figure itself is in docs/browser-differences.md.
         let line = result.text.split(separator: "\n").first { $0.hasPrefix("agreement with Chromium:") }
         #expect(line != nil, "\(result.text)")
     }
