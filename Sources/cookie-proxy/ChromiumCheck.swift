@@ -114,7 +114,7 @@ final class ChromiumCheck {
     }
 
     deinit {
-        if commands >= 0 { _ = try? send("Browser.close", [:]) }
+        _ = try? send("Browser.close", [:])
         var status: Int32 = 0
         var exited = false
         for _ in 0..<100 where !exited {
