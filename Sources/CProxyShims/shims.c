@@ -8,58 +8,44 @@
 #include <netinet/tcp.h>
 #include <sched.h>
 #include <string.h>
-#include <sys/epoll.h>
-#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
+#include <ifaddrs.h>
+#include <net/if.h>
 
-const uint32_t CProxy_EPOLLIN = EPOLLIN;
-const uint32_t CProxy_EPOLLOUT = EPOLLOUT;
-const uint32_t CProxy_EPOLLRDHUP = EPOLLRDHUP;
-const uint32_t CProxy_EPOLLHUP = EPOLLHUP;
-const uint32_t CProxy_EPOLLERR = EPOLLERR;
-const uint32_t CProxy_EPOLLET = EPOLLET;
+#if defined(__linux__)
+int CProxy_reuseport_balances(void) { return 1; }
+#else
+int CProxy_reuseport_balances(void) { return 0; }
+#endif
 
-int CProxy_epoll_create(void) {
-    int fd = epoll_create1(EPOLL_CLOEXEC);
-    return fd < 0 ? -errno : fd;
-}
-
-int CProxy_epoll_ctl(int epfd, int op, int fd, uint32_t events, uint64_t token) {
-    struct epoll_event ev;
-    memset(&ev, 0, sizeof ev);
-    ev.events = events;
-    ev.data.u64 = token;
-    int how = op == 0 ? EPOLL_CTL_ADD : (op == 1 ? EPOLL_CTL_MOD : EPOLL_CTL_DEL);
-    return epoll_ctl(epfd, how, fd, &ev) < 0 ? -errno : 0;
-}
-
-int CProxy_epoll_wait(int epfd, CProxy_Event *events, int max, int timeout_ms) {
-    struct epoll_event evs[256];
-    if (max > 256) max = 256;
-    int n = epoll_wait(epfd, evs, max, timeout_ms);
-    if (n < 0) return -errno;
-    for (int i = 0; i < n; i++) {
-        events[i].token = evs[i].data.u64;
-        events[i].events = evs[i].events;
+/* A socket of the proxy's: non-blocking, closed on exec, and (where send has no MSG_NOSIGNAL) never raising
+   SIGPIPE. Linux sets the first two atomically in socket() and accept4(). */
+#if defined(__linux__)
+static int new_socket(int family) { return socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0); }
+static int prepare_accepted(int fd) { return fd; }
+#else
+static int prepare_accepted(int fd) {
+    int fl = fcntl(fd, F_GETFL);
+    int one = 1;
+    if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0 || fcntl(fd, F_SETFD, FD_CLOEXEC) < 0
+#if defined(SO_NOSIGPIPE)
+        || setsockopt(fd, SOL_SOCKET, SO_NOSIGPIPE, &one, sizeof one) < 0
+#endif
+    ) {
+        int e = errno;
+        close(fd);
+        errno = e;
+        return -1;
     }
-    return n;
+    (void)one;
+    return fd;
 }
-
-int CProxy_eventfd(void) {
-    int fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    return fd < 0 ? -errno : fd;
+static int new_socket(int family) {
+    int fd = socket(family, SOCK_STREAM, 0);
+    return fd < 0 ? fd : prepare_accepted(fd);
 }
-
-int CProxy_eventfd_signal(int fd) {
-    uint64_t one = 1;
-    return write(fd, &one, sizeof one) < 0 ? -errno : 0;
-}
-
-int CProxy_eventfd_drain(int fd) {
-    uint64_t value;
-    return read(fd, &value, sizeof value) < 0 ? -errno : 0;
-}
+#endif
 
 static int fill_addr(const char *host, int port, struct sockaddr_storage *ss, socklen_t *len) {
     memset(ss, 0, sizeof *ss);
@@ -85,7 +71,7 @@ int CProxy_listen(const char *host, int port, int backlog, int reuseport) {
     socklen_t len;
     int family = fill_addr(host, port, &ss, &len);
     if (family < 0) return -EINVAL;
-    int fd = socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    int fd = new_socket(family);
     if (fd < 0) return -errno;
     int one = 1;
     setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
@@ -115,7 +101,12 @@ static void format_ipv4(const unsigned char *b, char *out) {
 int CProxy_accept(int fd, char *addr, size_t addrlen, int *port) {
     struct sockaddr_storage ss;
     socklen_t len = sizeof ss;
+#if defined(__linux__)
     int c = accept4(fd, (struct sockaddr *)&ss, &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
+#else
+    int c = accept(fd, (struct sockaddr *)&ss, &len);
+    if (c >= 0) c = prepare_accepted(c);
+#endif
     if (c < 0) return -errno;
     addr[0] = 0;
     *port = 0;
@@ -138,7 +129,7 @@ int CProxy_connect(const char *numeric_host, int port, int *in_progress) {
     int family = fill_addr(numeric_host, port, &ss, &len);
     *in_progress = 0;
     if (family < 0) return -EINVAL;
-    int fd = socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    int fd = new_socket(family);
     if (fd < 0) return -errno;
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
@@ -202,7 +193,11 @@ int CProxy_resolve(const char *host, char *out, int max) {
 const char *CProxy_gai_strerror(int code) { return gai_strerror(code); }
 
 long CProxy_send(int fd, const void *buf, size_t len) {
+#if defined(MSG_NOSIGNAL)
     ssize_t n = send(fd, buf, len, MSG_NOSIGNAL);
+#else
+    ssize_t n = send(fd, buf, len, 0);  // SO_NOSIGPIPE was set on the socket
+#endif
     return n < 0 ? -errno : n;
 }
 
@@ -217,6 +212,10 @@ int CProxy_errno_EINPROGRESS(void) { return EINPROGRESS; }
 int CProxy_errno_EINTR(void) { return EINTR; }
 
 int CProxy_available_cpus(void) {
+#if !defined(__linux__)
+    long online = sysconf(_SC_NPROCESSORS_ONLN);
+    return online > 0 ? (int)online : 1;
+#else
     cpu_set_t set;
     CPU_ZERO(&set);
     if (sched_getaffinity(0, sizeof(set), &set) != 0) {
@@ -225,4 +224,25 @@ int CProxy_available_cpus(void) {
     }
     int n = CPU_COUNT(&set);
     return n > 0 ? n : 1;
+#endif
+}
+
+int CProxy_interface_addresses(char *out, int max) {
+    struct ifaddrs *list = NULL;
+    if (getifaddrs(&list) < 0) return -errno;
+    int n = 0;
+    for (struct ifaddrs *i = list; i && n < max; i = i->ifa_next) {
+        if (!i->ifa_addr || !(i->ifa_flags & IFF_UP) || (i->ifa_flags & IFF_LOOPBACK)) continue;
+        if (i->ifa_addr->sa_family == AF_INET) {
+            inet_ntop(AF_INET, &((struct sockaddr_in *)i->ifa_addr)->sin_addr, out + 64 * n, 64);
+            n++;
+        } else if (i->ifa_addr->sa_family == AF_INET6) {
+            struct in6_addr *a = &((struct sockaddr_in6 *)i->ifa_addr)->sin6_addr;
+            if (IN6_IS_ADDR_LINKLOCAL(a)) continue;  // needs a zone (%en0) to be typed on a device
+            inet_ntop(AF_INET6, a, out + 64 * n, 64);
+            n++;
+        }
+    }
+    freeifaddrs(list);
+    return n;
 }

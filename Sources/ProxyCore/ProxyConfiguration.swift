@@ -89,10 +89,13 @@ public enum UpstreamFailure: Sendable, Hashable {
     case connectTimeout(Origin)
     case responseTimeout(Origin)
     case failed(Origin, reason: String)
+    /// The host resolves only to this machine's loopback (or unspecified) addresses, and the client is not local.
+    case loopbackFromNetwork(Origin)
 
     var status: Int {
         switch self {
         case .connectTimeout, .responseTimeout: return 504
+        case .loopbackFromNetwork: return 403
         default: return 502
         }
     }
@@ -104,6 +107,9 @@ public enum UpstreamFailure: Sendable, Hashable {
         case .connectTimeout(let o): return "timed out connecting to upstream \(o)"
         case .responseTimeout(let o): return "upstream \(o) did not answer in time"
         case .failed(let o, let reason): return "upstream \(o) failed: \(reason)"
+        case .loopbackFromNetwork(let o):
+            return
+                "upstream \(o) is on this machine's loopback, which a client from the network may not reach through the proxy (start it with --allow-loopback-upstream to let it)"
         }
     }
 }

@@ -12,6 +12,8 @@ import ProxyTLS
 final class ClientConnection: LoopHandler, @unchecked Sendable {
     let fd: Int32
     let address: String
+    /// The client is not on loopback (admitted by --allow).
+    let fromNetwork: Bool
     /// Its loop outlives it (the loop's tables hold it; the loop's thread holds the server and its loops), so
     /// no reference counting on the many accesses per request.
     unowned(unsafe) let loop: EventLoop
@@ -51,6 +53,7 @@ final class ClientConnection: LoopHandler, @unchecked Sendable {
     init(fd: Int32, address: String, loop: EventLoop) {
         self.fd = fd
         self.address = address
+        fromNetwork = !LocalAddress.isLoopback(address)
         self.loop = loop
         let server = loop.server
         self.machine = ProxyConnectionMachine(
@@ -448,6 +451,13 @@ final class ClientConnection: LoopHandler, @unchecked Sendable {
     /// Tries the addresses in order; reports the last error when none connects.
     func connectNext(origin: Origin, addresses: [String], lastError: Int32) {
         var remaining = addresses
+        if fromNetwork && !loop.configuration.allowLoopbackUpstream {
+            remaining.removeAll { LocalAddress.reachesThisMachineOnly($0) }
+            if remaining.isEmpty && !addresses.isEmpty {
+                machine.upstreamFailed(.loopbackFromNetwork(origin), &io)
+                return
+            }
+        }
         var error = lastError
         while !remaining.isEmpty {
             let address = remaining.removeFirst()

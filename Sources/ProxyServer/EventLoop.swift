@@ -22,12 +22,12 @@ class LoopHandler: @unchecked Sendable {
     func handle(_ events: UInt32) {}
 }
 
-/// One event loop: a thread, an epoll instance, its own listening socket (SO_REUSEPORT), the client
+/// One event loop: a thread, a poller, its own listening socket (SO_REUSEPORT) or descriptor of a shared one, the client
 /// connections it accepted and their upstream connections, an upstream pool, and coarse timers.
 /// Everything here is touched only by the loop's thread, except `post`, which any thread may call.
 final class EventLoop: @unchecked Sendable {
     unowned(unsafe) let server: ProxyServer
-    let poller = Poller()
+    let poller: Poller
     var configuration: ServerConfiguration { server.configuration }
     private var handlers: [LoopHandler?] = []
     private var freeSlots: [Int] = []
@@ -53,6 +53,7 @@ final class EventLoop: @unchecked Sendable {
 
     init(server: ProxyServer) {
         self.server = server
+        poller = Poller(kind: server.configuration.poller)
         parkLimit = server.configuration.poolPerOrigin
     }
 
@@ -71,9 +72,11 @@ final class EventLoop: @unchecked Sendable {
         poller.add(fd, events, token: UInt64(slot))
     }
 
-    /// Forgets `handler` and closes `fd`. Closing the descriptor takes it out of the epoll set (nothing else refers
-    /// to its socket: no dup, no fork), so there is no EPOLL_CTL_DEL (one system call less per connection).
+    /// Forgets `handler` and closes `fd`. Closing the descriptor takes it out of an epoll set (nothing else refers
+    /// to its socket: no dup, no fork) or a kqueue, so only the poll poller's table needs the `remove` (one system
+    /// call less per connection with the others).
     func unregisterAndClose(_ handler: LoopHandler, fd: Int32) {
+        poller.remove(fd)
         if handler.slot >= 0 {
             handlers[handler.slot] = nil
             freeSlots.append(handler.slot)
@@ -163,9 +166,7 @@ final class EventLoop: @unchecked Sendable {
     // MARK: Clients
 
     func accepted(fd: Int32, address: String) {
-        let allowed =
-            address == "::1" || address.hasPrefix("127.") || address.hasPrefix("::ffff:127.")
-            || configuration.allowed.contains { $0.contains(address) }
+        let allowed = LocalAddress.isLoopback(address) || configuration.allowed.contains { $0.contains(address) }
         if !allowed || draining || server.activeConnections.load(ordering: .relaxed) >= configuration.maximumConnections
         {
             let (status, reason) =

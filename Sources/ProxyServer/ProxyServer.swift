@@ -71,8 +71,12 @@ public final class ProxyServer: @unchecked Sendable {
     public func start() throws(StartError) {
         var port = configuration.listenPort
         var fds: [Int32] = []
-        for _ in 0..<max(1, configuration.loops) {
-            let fd = Sys.listen(host: configuration.listenHost, port: port, reusePort: true)
+        let perLoop = configuration.poller.listenerPerLoop
+        for index in 0..<max(1, configuration.loops) {
+            let fd =
+                perLoop || index == 0
+                ? Sys.listen(host: configuration.listenHost, port: port, reusePort: perLoop)
+                : Sys.duplicate(fds[0])
             if fd < 0 {
                 for f in fds { Sys.close(f) }
                 let reason =

@@ -9,12 +9,26 @@ public struct ServerConfiguration: Sendable {
     public var listenPort = 8080
     /// Clients allowed besides loopback (`--allow CIDR`).
     public var allowed: [CIDR] = []
+    /// Whether a client from the network (admitted by `allowed`) may reach this machine's loopback addresses
+    /// through the proxy (`--allow-loopback-upstream`). Off, services that listen on loopback only (the
+    /// inspector, a dev server, a database) stay out of the devices' reach.
+    public var allowLoopbackUpstream = false
     /// Event loops (threads); `cookie-proxy run` uses one per CPU the process may run on.
     public var loops = 1
+    /// What waits for events (`COOKIE_PROXY_POLLER`): epoll or kqueue, or the portable poll(2).
+    public var poller = PollerKind.native
 
     /// CPUs this process may run on: the affinity mask, so `taskset -c 0` or a cgroup cpuset means one loop
     /// rather than two threads taking turns on one CPU (as Go's `runtime.NumCPU` counts).
     public static var availableCPUs: Int { Int(CProxy_available_cpus()) }
+
+    /// This machine's network addresses (not loopback): what to type on a device when listening on 0.0.0.0 or ::.
+    public static func networkAddresses() -> [String] {
+        var out = [CChar](repeating: 0, count: 64 * 32)
+        let n = CProxy_interface_addresses(&out, 32)
+        guard n > 0 else { return [] }
+        return (0..<Int(n)).map { i in out.withUnsafeBufferPointer { String(cString: $0.baseAddress! + 64 * i) } }
+    }
     public var maximumConnections = 4096
     /// Seconds to receive a whole request head once it has started (slowloris).
     public var headerTimeout: Double = 10
@@ -35,6 +49,20 @@ public struct ServerConfiguration: Sendable {
     public var resolveOverrides: [String: String] = [:]
     public var proxy = ProxyConfiguration()
     public init() {}
+}
+
+/// Addresses that reach this machine itself.
+enum LocalAddress {
+    private static let loopback = [CIDR("127.0.0.0/8")!, CIDR("::1/128")!]
+    private static let unspecified = [CIDR("0.0.0.0/8")!, CIDR("::/128")!]
+
+    /// 127.0.0.0/8 or ::1 (IPv4-mapped forms included).
+    static func isLoopback(_ numeric: String) -> Bool { loopback.contains { $0.contains(numeric) } }
+
+    /// Loopback, or an unspecified address (a connect to 0.0.0.0 or :: reaches this machine too).
+    static func reachesThisMachineOnly(_ numeric: String) -> Bool {
+        isLoopback(numeric) || unspecified.contains { $0.contains(numeric) }
+    }
 }
 
 /// An IPv4 or IPv6 network in CIDR notation, e.g. `192.168.1.0/24`.

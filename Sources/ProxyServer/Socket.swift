@@ -44,7 +44,19 @@ enum Sys {
     }
 
     static func shutdownWrite(_ fd: Int32) { _ = CProxy_shutdown_write(fd) }
-    static func close(_ fd: Int32) { _ = Glibc.close(fd) }
+    static func close(_ fd: Int32) {
+        #if canImport(Glibc)
+            _ = Glibc.close(fd)
+        #elseif canImport(Darwin)
+            _ = Darwin.close(fd)
+        #endif
+    }
+
+    /// Another descriptor of the same open socket (close-on-exec), or -errno.
+    static func duplicate(_ fd: Int32) -> Int32 {
+        let d = fcntl(fd, F_DUPFD_CLOEXEC, 0)
+        return d < 0 ? -errno : d
+    }
 
     /// Resolves a host name (blocking). Numeric addresses, IPv4 first; or an error text.
     static func resolve(_ host: String) -> Result<[String], ResolveError> {
@@ -65,38 +77,84 @@ enum Sys {
     }
 }
 
-/// An epoll instance (level-triggered) and an eventfd to wake it from other threads.
+/// Which system interface waits for the loops' events.
+public enum PollerKind: String, Sendable, CaseIterable {
+    case epoll, kqueue, poll
+
+    /// epoll on Linux, kqueue on macOS and the BSDs.
+    public static var native: PollerKind {
+        switch CProxy_poller_native_kind() {
+        case Int32(CPROXY_POLLER_EPOLL): .epoll
+        case Int32(CPROXY_POLLER_KQUEUE): .kqueue
+        default: .poll
+        }
+    }
+
+    /// `COOKIE_PROXY_POLLER` (epoll, kqueue or poll), else the native one; a value this system lacks is an error.
+    public static func fromEnvironment(_ environment: [String: String]) -> Result<PollerKind, PollerError> {
+        guard let text = environment["COOKIE_PROXY_POLLER"], !text.isEmpty else { return .success(native) }
+        guard let kind = PollerKind(rawValue: text) else {
+            return .failure(PollerError(description: "COOKIE_PROXY_POLLER=\(text): say epoll, kqueue or poll"))
+        }
+        guard kind == .poll || kind == native else {
+            return .failure(
+                PollerError(description: "COOKIE_PROXY_POLLER=\(text): this system has \(native.rawValue) and poll"))
+        }
+        return .success(kind)
+    }
+
+    var code: Int32 {
+        switch self {
+        case .epoll: Int32(CPROXY_POLLER_EPOLL)
+        case .kqueue: Int32(CPROXY_POLLER_KQUEUE)
+        case .poll: Int32(CPROXY_POLLER_POLL)
+        }
+    }
+
+    /// Whether each loop can have a listening socket of its own (SO_REUSEPORT shares connections between them, on
+    /// Linux). Elsewhere, and with the portable poll poller (so that this path runs on Linux too), the loops share
+    /// one listening socket, each through a descriptor of its own.
+    var listenerPerLoop: Bool { self != .poll && CProxy_reuseport_balances() != 0 }
+}
+
+public struct PollerError: Error, CustomStringConvertible {
+    public var description: String
+}
+
+/// A level-triggered poller (CProxyShims: epoll, kqueue or poll) with a wake-up other threads may signal.
 final class Poller {
-    let epfd: Int32
-    let wakeFD: Int32
+    private let handle: OpaquePointer
+    let kind: PollerKind
     static let wakeToken: UInt64 = .max
-    static let readable = CProxy_EPOLLIN | CProxy_EPOLLRDHUP
-    static let writable = CProxy_EPOLLOUT
-    static let hangup = CProxy_EPOLLHUP | CProxy_EPOLLERR
+    static let readable = CProxy_EV_IN | CProxy_EV_RDHUP
+    static let writable = CProxy_EV_OUT
+    static let hangup = CProxy_EV_HUP | CProxy_EV_ERR
     private var events = [CProxy_Event](repeating: CProxy_Event(), count: 256)
 
-    init() {
-        epfd = CProxy_epoll_create()
-        wakeFD = CProxy_eventfd()
-        precondition(epfd >= 0 && wakeFD >= 0, "cannot create epoll/eventfd")
-        _ = CProxy_epoll_ctl(epfd, 0, wakeFD, CProxy_EPOLLIN, Self.wakeToken)
+    init(kind: PollerKind) {
+        var created: OpaquePointer?
+        let rc = CProxy_poller_create(kind.code, &created)
+        precondition(rc == 0 && created != nil, "cannot create the \(kind.rawValue) poller: \(Sys.errorText(rc))")
+        handle = created!
+        self.kind = kind
     }
 
-    deinit {
-        Sys.close(epfd)
-        Sys.close(wakeFD)
+    deinit { CProxy_poller_destroy(handle) }
+
+    func add(_ fd: Int32, _ events: UInt32, token: UInt64) { _ = CProxy_poller_add(handle, fd, events, token) }
+    func modify(_ fd: Int32, _ events: UInt32, token: UInt64) {
+        _ = CProxy_poller_modify(handle, fd, events, token)
     }
+    /// Before `fd` is closed.
+    func remove(_ fd: Int32) { _ = CProxy_poller_remove(handle, fd) }
 
-    func add(_ fd: Int32, _ events: UInt32, token: UInt64) { _ = CProxy_epoll_ctl(epfd, 0, fd, events, token) }
-    func modify(_ fd: Int32, _ events: UInt32, token: UInt64) { _ = CProxy_epoll_ctl(epfd, 1, fd, events, token) }
-
-    func wake() { _ = CProxy_eventfd_signal(wakeFD) }
-    func drainWake() { _ = CProxy_eventfd_drain(wakeFD) }
+    func wake() { _ = CProxy_poller_wake(handle) }
+    func drainWake() { _ = CProxy_poller_drain_wake(handle) }
 
     /// Waits for events; calls `body(token, events)` for each.
     func wait(timeoutMilliseconds: Int32, _ body: (UInt64, UInt32) -> Void) {
         let n = events.withUnsafeMutableBufferPointer {
-            CProxy_epoll_wait(epfd, $0.baseAddress, 256, timeoutMilliseconds)
+            CProxy_poller_wait(handle, $0.baseAddress, 256, timeoutMilliseconds)
         }
         guard n > 0 else { return }
         for i in 0..<Int(n) { body(events[i].token, events[i].events) }

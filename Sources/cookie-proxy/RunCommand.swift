@@ -25,6 +25,9 @@ enum RunCommand {
             OptionSpec(
                 names: ["--allow"], value: "cidr", help: "Also accept clients from this network (loopback always).",
                 repeatable: true),
+            OptionSpec(
+                names: ["--allow-loopback-upstream"], value: nil,
+                help: "Let those clients reach this machine's loopback addresses through the proxy (off: loopback clients only)."),
             OptionSpec(names: ["--no-via"], value: nil, help: "Do not add a Via header."),
             OptionSpec(
                 names: ["--resolve"], value: "host:address",
@@ -65,7 +68,9 @@ enum RunCommand {
               curl -x http://127.0.0.1:8080 http://example.com/
               export http_proxy=http://127.0.0.1:8080 https_proxy=http://127.0.0.1:8080
               iOS simulator: the Mac's network settings → Proxies → Web Proxy (HTTP) and Secure Web Proxy.
-            The proxy listens on loopback only unless told otherwise (--listen 0.0.0.0:8080 --allow 192.168.1.0/24).
+            The proxy listens on loopback only unless told otherwise (--listen 0.0.0.0:8080 --allow 192.168.1.0/24);
+            the banner then lists the addresses to type on a device. Clients from the network cannot reach this
+            machine's loopback services through it unless --allow-loopback-upstream.
             SIGINT/SIGTERM stop accepting, finish exchanges in flight (up to --drain-timeout), write every queued log
             record and exit 0. SIGHUP reloads the rules; SIGUSR1 reopens the log file (logrotate: move it, then send
             USR1; nothing is lost).
@@ -76,6 +81,10 @@ enum RunCommand {
     static func run(_ args: ParsedArguments) throws(UsageError) -> Int32 {
         var config = ServerConfiguration()
         config.loops = ServerConfiguration.availableCPUs
+        switch PollerKind.fromEnvironment(getenv("COOKIE_PROXY_POLLER").map { ["COOKIE_PROXY_POLLER": String(cString: $0)] } ?? [:]) {
+        case .success(let kind): config.poller = kind
+        case .failure(let error): throw UsageError(message: error.description, command: spec.name)
+        }
         if let listen = args.value("--listen") {
             guard let (host, port) = parseHostPort(listen) else {
                 throw UsageError(
@@ -99,6 +108,7 @@ enum RunCommand {
             }
             config.allowed.append(c)
         }
+        if args.flag("--allow-loopback-upstream") { config.allowLoopbackUpstream = true }
         if args.flag("--no-via") { config.proxy.addVia = false }
         for entry in args.all("--resolve") {
             guard let colon = entry.firstIndex(of: ":"), Host.isIPAddress(String(entry[entry.index(after: colon)...]))
@@ -161,6 +171,10 @@ enum RunCommand {
         let proxyURL = "http://\(address):\(server.boundPort)"
         Console.out("cookie-proxy listening on \(proxyURL)")
         if !quiet {
+            // Listening on every address: this machine's own clients use loopback.
+            let localAddress =
+                config.listenHost == "0.0.0.0" ? "127.0.0.1" : config.listenHost == "::" ? "[::1]" : address
+            let proxyURL = "http://\(localAddress):\(server.boundPort)"
             var banner = ""
             if let reverse = config.proxy.reverseUpstream {
                 banner += "  reverse mode: every request goes to http://\(reverse)\n"
@@ -169,7 +183,23 @@ enum RunCommand {
                 banner += "  curl:         curl -x \(proxyURL) http://example.com/\n"
                 banner += "  environment:  export http_proxy=\(proxyURL) https_proxy=\(proxyURL)\n"
                 banner +=
-                    "  iOS simulator / macOS: System Settings → Network → Proxies → Web Proxy \(address):\(server.boundPort)\n"
+                    "  iOS simulator / macOS: System Settings → Network → Proxies → Web Proxy \(localAddress):\(server.boundPort)\n"
+                if config.listenHost == "0.0.0.0" || config.listenHost == "::" {
+                    let addresses = ServerConfiguration.networkAddresses().filter {
+                        config.listenHost == "::" || !$0.contains(":")
+                    }
+                    let typed = addresses.map { ($0.contains(":") ? "[\($0)]" : $0) + ":\(server.boundPort)" }
+                    banner +=
+                        typed.isEmpty
+                        ? "  devices:      this machine has no network address up\n"
+                        : "  devices:      set the Wi-Fi proxy to \(typed.joined(separator: " or "))\n"
+                    if config.allowed.isEmpty {
+                        banner += "                (and admit them: --allow 192.168.1.0/24, their network)\n"
+                    }
+                }
+            }
+            if config.poller != .native {
+                banner += "  poller:       \(config.poller.rawValue) (COOKIE_PROXY_POLLER)\n"
             }
             banner += runtime.banner
             banner +=

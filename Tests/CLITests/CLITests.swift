@@ -36,6 +36,25 @@ import Testing
         #expect(result.stderr.contains(text), "\(result.stderr)")
     }
 
+    /// `COOKIE_PROXY_POLLER` names a poller this system has, or `run` refuses to start and says which it has.
+    @Test(arguments: [
+        ("bogus", "COOKIE_PROXY_POLLER=bogus: say epoll, kqueue or poll"),
+        (Self.nativeIsEpoll ? "kqueue" : "epoll", "this system has \(Self.nativeIsEpoll ? "epoll" : "kqueue") and poll"),
+    ])
+    func runRefusesAPollerThisSystemLacks(_ value: String, _ message: String) throws {
+        let result = try TestSupport.run(
+            Binary.path, ["run", "--listen", "127.0.0.1:0", "--log", "none"],
+            environment: ["COOKIE_PROXY_POLLER": value], timeout: 30)
+        #expect(result.status == 2, "\(result.stderr)")
+        #expect(result.stderr.contains(message), "\(result.stderr)")
+    }
+
+    #if os(Linux)
+        static let nativeIsEpoll = true
+    #else
+        static let nativeIsEpoll = false
+    #endif
+
     @Test func parsePrintsOneJSONObjectPerCookieWithTheDocumentedKeys() throws {
         let result = try Binary.run([
             "parse", "--url", "https://bin.example.com/login",

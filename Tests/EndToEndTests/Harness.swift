@@ -85,9 +85,11 @@ final class Upstream: Sendable {
     let port: Int
     let scheme: String
     /// Plain http, or https with this certificate and key.
-    init(tls: (cert: String, key: String)? = nil) throws {
+    /// `environment`: UPSTREAM_BIND (another address), UPSTREAM_LOG=1 (a "REQ method target" line per request).
+    init(tls: (cert: String, key: String)? = nil, environment: [String: String]? = nil) throws {
         let extra = tls.map { [$0.cert, $0.key] } ?? []
-        process = try TestProcess(Paths.which("python3"), ["-u", Paths.fixtures + "/upstream.py", "0"] + extra)
+        process = try TestProcess(
+            Paths.which("python3"), ["-u", Paths.fixtures + "/upstream.py", "0"] + extra, environment: environment)
         let line = try process.waitForLine(startingWith: "PORT ")
         port = Int(line.dropFirst(5))!
         scheme = tls == nil ? "http" : "https"
@@ -147,11 +149,11 @@ final class Proxy: Sendable {
     let process: TestProcess
     let port: Int
     init(
-        _ extra: [String] = [], threads: Int = 2,
+        _ extra: [String] = [], threads: Int = 2, listen: String = "127.0.0.1:0",
         environment: [String: String]? = ["COOKIE_PROXY_HOME": Proxy.defaultHome]
     ) throws {
         process = try TestProcess(
-            Paths.binary, ["run", "--listen", "127.0.0.1:0", "--threads", "\(threads)"] + extra,
+            Paths.binary, ["run", "--listen", listen, "--threads", "\(threads)"] + extra,
             environment: environment)
         let line = try process.waitForLine(startingWith: "cookie-proxy listening on ")
         port = Int(line.split(separator: ":").last!)!

@@ -35,6 +35,22 @@ import Testing
         #expect(result.stderr.contains("Re-using existing connection"))
     }
 
+    /// `COOKIE_PROXY_POLLER=poll`: the portable poller, with the loops sharing one listening socket (as on macOS),
+    /// serves new and kept-alive connections alike. (CI also runs this whole suite a second time with it.)
+    @Test func thePortablePollerServesNewAndKeptAliveConnections() throws {
+        let upstream = try Upstream()
+        let proxy = try Proxy(
+            ["--log", "none"], threads: 2,
+            environment: ["COOKIE_PROXY_HOME": Proxy.defaultHome, "COOKIE_PROXY_POLLER": "poll"])
+        #expect(proxy.process.stdout.contains("  poller:       poll (COOKIE_PROXY_POLLER)"))
+        for round in 0..<12 {
+            let urls = (0..<4).map { "\(upstream.base)/path/\(round)-\($0)" }
+            let result = try curl(["-x", proxy.url] + urls)
+            #expect(result.status == 0, "\(result.stderr)")
+            #expect(result.text == (0..<4).map { "GET /path/\(round)-\($0)" }.joined())
+        }
+    }
+
     @Test func chunkedResponsesAndTheirTrailersPassThrough() throws {
         let upstream = try Upstream()
         let proxy = try Proxy()

@@ -1,17 +1,16 @@
 #ifndef CPROXYSHIMS_H
 #define CPROXYSHIMS_H
-// The only C the proxy's I/O shell needs: epoll, eventfd and accept4 are not in Swift's Glibc module,
-// and accept4 needs _GNU_SOURCE. Each function is a thin, prefixed wrapper; errors are returned as -errno.
+// The only C the proxy's I/O shell needs: the poller (epoll, kqueue or poll), and the socket calls whose
+// spelling differs between Linux and macOS (accept4, SOCK_NONBLOCK, MSG_NOSIGNAL, sched_getaffinity). Each function is a thin, prefixed wrapper; errors are returned as -errno.
 #include <stdint.h>
 #include <stddef.h>
 
-/// EPOLL* bits, as plain integers.
-extern const uint32_t CProxy_EPOLLIN;
-extern const uint32_t CProxy_EPOLLOUT;
-extern const uint32_t CProxy_EPOLLRDHUP;
-extern const uint32_t CProxy_EPOLLHUP;
-extern const uint32_t CProxy_EPOLLERR;
-extern const uint32_t CProxy_EPOLLET;
+/// The poller's event bits (epoll's values; the kqueue and poll backends translate).
+extern const uint32_t CProxy_EV_IN;
+extern const uint32_t CProxy_EV_OUT;
+extern const uint32_t CProxy_EV_RDHUP;
+extern const uint32_t CProxy_EV_HUP;
+extern const uint32_t CProxy_EV_ERR;
 
 /// One ready event: the registered 64-bit token and the event bits.
 typedef struct {
@@ -19,20 +18,31 @@ typedef struct {
     uint32_t events;
 } CProxy_Event;
 
-int CProxy_epoll_create(void);
-/// op: 0 add, 1 modify, 2 delete.
-int CProxy_epoll_ctl(int epfd, int op, int fd, uint32_t events, uint64_t token);
-/// Waits up to timeout_ms; fills at most max events; returns the count or -errno.
-int CProxy_epoll_wait(int epfd, CProxy_Event *events, int max, int timeout_ms);
+/// A level-triggered poller with a wake-up any thread may signal (its events carry the token UINT64_MAX).
+typedef struct CProxy_Poller CProxy_Poller;
+enum { CPROXY_POLLER_EPOLL = 1, CPROXY_POLLER_KQUEUE = 2, CPROXY_POLLER_POLL = 3 };
+/// epoll on Linux, kqueue on macOS and the BSDs, else poll.
+int CProxy_poller_native_kind(void);
+/// 0 and *out, or -errno (-ENOSYS: that kind is not built on this system).
+int CProxy_poller_create(int kind, CProxy_Poller **out);
+void CProxy_poller_destroy(CProxy_Poller *p);
+int CProxy_poller_add(CProxy_Poller *p, int fd, uint32_t events, uint64_t token);
+int CProxy_poller_modify(CProxy_Poller *p, int fd, uint32_t events, uint64_t token);
+/// Call before closing a registered descriptor (only poll's table needs it; a no-op for the others).
+int CProxy_poller_remove(CProxy_Poller *p, int fd);
+/// Waits up to timeout_ms; fills at most max (<= 256) events; returns the count or -errno.
+int CProxy_poller_wait(CProxy_Poller *p, CProxy_Event *events, int max, int timeout_ms);
+int CProxy_poller_wake(CProxy_Poller *p);
+int CProxy_poller_drain_wake(CProxy_Poller *p);
 
-int CProxy_eventfd(void);
-int CProxy_eventfd_signal(int fd);
-int CProxy_eventfd_drain(int fd);
+/// Whether listening sockets bound with SO_REUSEPORT share the incoming connections between them (Linux); where
+/// they do not (macOS), the loops share one listening socket instead.
+int CProxy_reuseport_balances(void);
 
 /// A non-blocking, close-on-exec listening TCP socket bound to host:port (numeric IPv4 or IPv6),
 /// with SO_REUSEADDR and, if reuseport, SO_REUSEPORT. Returns the fd or -errno.
 int CProxy_listen(const char *host, int port, int backlog, int reuseport);
-/// accept4 with SOCK_NONBLOCK|SOCK_CLOEXEC; writes the peer's numeric address into addr (at least 64 bytes).
+/// accept4 with SOCK_NONBLOCK|SOCK_CLOEXEC (accept and fcntl on macOS); writes the peer's numeric address into addr (at least 64 bytes).
 int CProxy_accept(int fd, char *addr, size_t addrlen, int *port);
 /// Starts a non-blocking connect to a resolved address (numeric). Returns fd (>= 0) or -errno;
 /// *in_progress is 1 when the connect completes later (EPOLLOUT).
@@ -47,7 +57,7 @@ int CProxy_set_nodelay(int fd);
 /// 64 bytes each into out; returns the count, or a negative EAI_* code (see CProxy_gai_strerror).
 int CProxy_resolve(const char *host, char *out, int max);
 const char *CProxy_gai_strerror(int code);
-/// send with MSG_NOSIGNAL; returns bytes or -errno.
+/// send with MSG_NOSIGNAL (SO_NOSIGPIPE, set on every socket, on macOS); returns bytes or -errno.
 long CProxy_send(int fd, const void *buf, size_t len);
 /// recv; returns bytes, 0 on EOF, or -errno.
 long CProxy_recv(int fd, void *buf, size_t len);
@@ -66,6 +76,10 @@ int CProxy_spawn(int *pid, const char *path, char *const argv[], char *const env
                  int new_group);
 /// waitpid without blocking: 1 and *status once the child has exited, 0 while it runs, -errno.
 int CProxy_reap(int pid, int *status);
+
+/// The numeric addresses of this machine's interfaces that are up, but not loopback or IPv6 link-local: up to max
+/// entries of 64 bytes each into out; the count or -errno.
+int CProxy_interface_addresses(char *out, int max);
 
 /// CPUs this process may run on (sched_getaffinity, so `taskset` and cgroups cpusets count); at least 1.
 int CProxy_available_cpus(void);

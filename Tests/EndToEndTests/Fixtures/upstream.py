@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """A test upstream for cookie-proxy's end-to-end tests: answers with exact bytes, per path.
-Listens on 127.0.0.1 (port 0 = any free port), prints "PORT <n>" on stdout, runs until killed."""
+Listens on 127.0.0.1 or $UPSTREAM_BIND (port 0 = any free port), prints "PORT <n>" on stdout, runs until killed."""
 import socket, sys, threading, time, hashlib
 
 ODD_COOKIES = (
@@ -29,6 +29,11 @@ def content_length(head):
             return int(value.strip())
     return 0
 
+import os
+# UPSTREAM_BIND: the address to listen on (127.0.0.1); UPSTREAM_LOG=1: print "REQ <method> <target>" per request.
+BIND = os.environ.get("UPSTREAM_BIND", "127.0.0.1")
+LOG_REQUESTS = os.environ.get("UPSTREAM_LOG") == "1"
+
 def handle(conn):
     buf = b""
     try:
@@ -38,6 +43,8 @@ def handle(conn):
                 return
             line = head.split(b"\r\n")[0].decode("latin-1")
             method, path, _ = line.split(" ", 2)
+            if LOG_REQUESTS:
+                print("REQ", method, path, flush=True)
             n = content_length(head)
             expect = b"100-continue" in head.lower()
             if expect:
@@ -148,7 +155,7 @@ def handle(conn):
 def main():
     s = socket.socket()
     s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    s.bind(("127.0.0.1", int(sys.argv[1]) if len(sys.argv) > 1 else 0))
+    s.bind((BIND, int(sys.argv[1]) if len(sys.argv) > 1 else 0))
     s.listen(128)
     tls = None
     if len(sys.argv) > 3:  # upstream.py PORT CERT KEY: serve https
