@@ -17,6 +17,8 @@ if [ "${1:-}" = "--tests" ]; then
         chromium          # a real browser through the proxy, and the live cookie differential
         libnss3-tools     # certutil: the CA in Chromium's NSS database
         tmux              # the terminal view on a real pseudo-terminal
+        iproute2          # ip netns: a device on the LAN, in a network namespace
+        squid             # a real upstream (corporate) proxy for --upstream-proxy
     )
 fi
 
