@@ -73,6 +73,8 @@ public struct ProxyConfiguration: Sendable {
     public var viaPseudonym = "cookie-proxy"
     /// Reverse mode: origin-form requests all go here (`--reverse http://localhost:3000`).
     public var reverseUpstream: Origin? = nil
+    /// Upstream proxies to go through (`--upstream-proxy`), and the hosts that bypass them.
+    public var upstreamProxies: UpstreamProxyRoutes? = nil
     /// The proxy's own listening ports; requests addressed to them on a local address are refused.
     public var ownPorts: Set<Int> = []
     /// Hosts (besides loopback names) that address the proxy itself, e.g. its listen address.
@@ -89,6 +91,8 @@ public enum UpstreamFailure: Sendable, Hashable {
     case connectTimeout(Origin)
     case responseTimeout(Origin)
     case failed(Origin, reason: String)
+    /// The upstream proxy could not be reached, or would not open a tunnel.
+    case proxy(UpstreamProxy, for: Origin, reason: String)
     /// The host resolves only to this machine's loopback (or unspecified) addresses, and the client is not local.
     case loopbackFromNetwork(Origin)
 
@@ -107,6 +111,7 @@ public enum UpstreamFailure: Sendable, Hashable {
         case .connectTimeout(let o): return "timed out connecting to upstream \(o)"
         case .responseTimeout(let o): return "upstream \(o) did not answer in time"
         case .failed(let o, let reason): return "upstream \(o) failed: \(reason)"
+        case .proxy(let p, let o, let reason): return "upstream proxy \(p) (on the way to \(o)) \(reason)"
         case .loopbackFromNetwork(let o):
             return
                 "upstream \(o) is on this machine's loopback, which a client from the network may not reach through the proxy (start it with --allow-loopback-upstream to let it)"

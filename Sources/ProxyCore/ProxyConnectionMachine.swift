@@ -11,8 +11,9 @@ public struct ConnectionIO: Sendable {
 
     public enum Command: Sendable, Hashable {
         /// Open (or take from the pool) a connection to `origin`; answer with `upstreamConnected` or
-        /// `upstreamFailed`. `fresh` forbids a pooled connection (a retry after a stale one).
-        case connect(Origin, fresh: Bool)
+        /// `upstreamFailed`. `fresh` forbids a pooled connection (a retry after a stale one); `via`, the upstream
+        /// proxy to go through.
+        case connect(Origin, fresh: Bool, via: UpstreamHop? = nil)
         /// The exchange is done with the upstream connection: pool it if `reusable`, else close it.
         case releaseUpstream(reusable: Bool)
         /// Half-close towards the upstream (tunnels).
@@ -83,6 +84,8 @@ public struct ProxyConnectionMachine: Sendable {
         var dechunk = false
         var closeClientAfter = false
         var upstreamReusable = true
+        /// The upstream proxy this exchange goes through.
+        var via: UpstreamHop?
 
         init(
             context: ExchangeContext, origin: Origin, isConnect: Bool, wantsUpgrade: Bool, requestHeadBytes: [UInt8],
@@ -311,7 +314,7 @@ public struct ProxyConnectionMachine: Sendable {
         e.reusedUpstream = false
         e.upstreamIn.removeAll()
         state = .connecting(e)
-        io.commands.append(.connect(e.origin, fresh: true))
+        io.commands.append(.connect(e.origin, fresh: true, via: e.via))
         return true
     }
 
@@ -326,7 +329,10 @@ public struct ProxyConnectionMachine: Sendable {
                 io.commands.append(.closeClient)
             }
         case .connecting(let e):
-            answer(504, UpstreamFailure.connectTimeout(e.origin).message, &io, keepAlive: false)
+            let message =
+                e.via.map { "timed out connecting to upstream \(e.origin) through upstream proxy \($0.proxy)" }
+                ?? UpstreamFailure.connectTimeout(e.origin).message
+            answer(504, message, &io, keepAlive: false)
         case .exchanging(let e):
             failExchange(e, status: 504, message: UpstreamFailure.responseTimeout(e.origin).message, &io)
         case .tunnel:
@@ -465,6 +471,10 @@ public struct ProxyConnectionMachine: Sendable {
             requestID: nextRequestID(), clientAddress: clientAddress, method: request.method, scheme: route.scheme,
             host: host, port: port, target: route.target, status: nil)
         let wantsUpgrade = !route.isConnect && connection.upgrade && head.values(.upgrade).count == 1
+        let secure = route.isConnect || interceptedOrigin != nil
+        let via = configuration.upstreamProxies?.proxy(for: origin.host, secure: secure).map {
+            UpstreamHop(proxy: $0, tunnel: secure)
+        }
         var headBytes: [UInt8] = []
         if !route.isConnect {
             var out = OutgoingHead(head)
@@ -472,11 +482,20 @@ public struct ProxyConnectionMachine: Sendable {
             startLine.reserveCapacity(request.method.utf8.count + route.target.utf8.count + 10)
             startLine.append(contentsOf: request.method.utf8)
             startLine.append(0x20)
+            if let via, !via.tunnel {
+                // RFC 9112 §3.2.2: to a proxy, the absolute form.
+                startLine.append(contentsOf: Self.httpSchemePrefix)
+                startLine.append(contentsOf: origin.hostFieldValue(defaultPort: 80))
+            }
             startLine.append(contentsOf: route.target.utf8)
             startLine.append(contentsOf: Self.http11Suffix)
             out.startLine = startLine
             Self.removeHopByHop(&out, connection: connection, keepUpgrade: wantsUpgrade)
+            // The client's credentials were for this proxy; the next one gets its own, if any.
             out.removeAll(.proxyAuthorization)
+            if let via, !via.tunnel, let authorization = via.proxy.authorization {
+                out.append(name: "Proxy-Authorization", value: Array(authorization.utf8), known: .proxyAuthorization)
+            }
             Self.canonicaliseFraming(&out, framing)
             // RFC 9112 §3.2.2: Host becomes the target URI's authority.
             if let authority = route.authority {
@@ -502,10 +521,11 @@ public struct ProxyConnectionMachine: Sendable {
             requestHeadBytes: headBytes, requestBody: BodyReader(route.isConnect ? .none : framing),
             clientVersion: request.version, clientKeepAlive: keepAlive,
             responseParser: HTTPHeadParser(limits: configuration.parserLimits))
+        exchange.via = via
         state = .connecting(exchange)
         // A tunnel gets a connection of its own: an idle keep-alive connection to the same host and port is
         // never handed to a CONNECT.
-        io.commands.append(.connect(origin, fresh: route.isConnect))
+        io.commands.append(.connect(origin, fresh: route.isConnect, via: via))
     }
 
     /// Framing fields with exactly one reading on the way out (RFC 9110 §8.6, RFC 9112 §6.1, §6.3): one
@@ -618,6 +638,17 @@ public struct ProxyConnectionMachine: Sendable {
                 return
             }
             e.context.status = response.status
+            if response.status == 407, let via = e.via {
+                // The upstream proxy wants credentials this proxy has (the client's were for this one): relaying its
+                // challenge would have the client answer it to the wrong proxy.
+                state = .exchanging(e)
+                let hint =
+                    via.proxy.authorization == nil
+                    ? "give them in the URL: --upstream-proxy http://user:password@\(via.proxy)"
+                    : "the user and password in --upstream-proxy were refused"
+                failResponse(e, "upstream proxy \(via.proxy) asks for credentials (407); \(hint)", &io)
+                return
+            }
             if response.status == 101 && !e.wantsUpgrade {
                 // RFC 9110 §15.2.2: a server switches protocols only when asked; relaying this would have the
                 // client read what follows as another protocol while the proxy reads it as HTTP.
@@ -822,6 +853,7 @@ public struct ProxyConnectionMachine: Sendable {
     static let viaCookieProxy11 = Array("1.1 cookie-proxy".utf8)
     static let viaCookieProxy10 = Array("1.0 cookie-proxy".utf8)
     static let http11Suffix = Array(" HTTP/1.1".utf8)
+    static let httpSchemePrefix = Array("http://".utf8)
     // Connection values the proxy writes, built once.
     static let upgradeToken = Array("upgrade".utf8)
     static let closeToken = Array("close".utf8)

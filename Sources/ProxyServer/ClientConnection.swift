@@ -40,6 +40,8 @@ final class ClientConnection: LoopHandler, @unchecked Sendable {
     var clientWriteShut = false
     var closed = false
     var connectGeneration = 0
+    /// The upstream proxy of the connection being made (`--upstream-proxy`).
+    var hop: UpstreamHop?
     var lastPhase: ProxyConnectionMachine.Phase = .idle
     var phaseStart: Int64
     var lastActivity: Int64
@@ -150,6 +152,11 @@ final class ClientConnection: LoopHandler, @unchecked Sendable {
     }
 
     func upstreamReadable(_ upstream: UpstreamConnection) {
+        if upstream.tunnelAnswer != nil, let hop {
+            readTunnelAnswer(upstream, hop)
+            apply()
+            return
+        }
         let n = loop.readBuffer.withUnsafeMutableBytes { Sys.recv(upstream.fd, $0) }
         if n > 0 {
             lastActivity = loop.now
@@ -231,8 +238,8 @@ final class ClientConnection: LoopHandler, @unchecked Sendable {
 
     private func execute(_ command: ConnectionIO.Command) {
         switch command {
-        case .connect(let origin, let fresh):
-            startConnect(origin, fresh: fresh)
+        case .connect(let origin, let fresh, let via):
+            startConnect(origin, fresh: fresh, via: via)
         case .releaseUpstream(let reusable):
             detachUpstream(reusable: reusable)
         case .shutdownUpstreamWrite:
@@ -319,7 +326,8 @@ final class ClientConnection: LoopHandler, @unchecked Sendable {
         }
         // A request for the upstream goes out after the rest of this batch of events has been read: the origin,
         // woken by it, then finds the batch's requests together instead of preempting the loop once per request.
-        if mayDeferUpstream, let upstream, !upstream.connecting, upstream.tls == nil, !shutdownUpstreamPending,
+        if mayDeferUpstream, let upstream, !upstream.connecting, upstream.tunnelAnswer == nil, upstream.tls == nil,
+            !shutdownUpstreamPending,
             upstreamSent < io.toUpstream.count
         {
             if !upstreamFlushDeferred {
@@ -349,7 +357,7 @@ final class ClientConnection: LoopHandler, @unchecked Sendable {
     }
 
     private func flushUpstream() {
-        guard let upstream, !upstream.connecting else { return }
+        guard let upstream, !upstream.connecting, upstream.tunnelAnswer == nil else { return }
         if let tls = upstream.tls {
             if upstreamSent < io.toUpstream.count && tls.handshakeComplete {
                 _ = tls.write(io.toUpstream[upstreamSent...])
@@ -395,6 +403,8 @@ final class ClientConnection: LoopHandler, @unchecked Sendable {
             var up: UInt32 = 0
             if upstream.connecting {
                 up = Poller.writable
+            } else if upstream.tunnelAnswer != nil {
+                up = Poller.readable
             } else {
                 if !upstream.readClosed && pendingToClient < highWater { up |= Poller.readable }
                 if pendingToUpstream > 0 && !upstreamFlushDeferred { up |= Poller.writable }
@@ -405,8 +415,9 @@ final class ClientConnection: LoopHandler, @unchecked Sendable {
 
     // MARK: Upstream connections
 
-    private func startConnect(_ origin: Origin, fresh: Bool) {
+    private func startConnect(_ origin: Origin, fresh: Bool, via: UpstreamHop?) {
         connectGeneration += 1
+        hop = via
         if let parked = unpark() {
             if !fresh && parked.origin == origin && (parked.tls != nil) == (clientTLS != nil) {
                 attach(parked)
@@ -420,7 +431,8 @@ final class ClientConnection: LoopHandler, @unchecked Sendable {
             machine.upstreamConnected(reused: true, &io)
             return
         }
-        let host = origin.host
+        // Through an upstream proxy, it is the proxy that is connected to.
+        let host = via?.proxy.address.host ?? origin.host
         if let mapped = loop.configuration.resolveOverrides[host] {
             connectNext(origin: origin, addresses: [mapped], lastError: 0)
         } else if Host.isIPAddress(host) {
@@ -440,7 +452,9 @@ final class ClientConnection: LoopHandler, @unchecked Sendable {
                     switch result {
                     case .success(let addresses): self.connectNext(origin: origin, addresses: addresses, lastError: 0)
                     case .failure(let error):
-                        self.machine.upstreamFailed(.resolve(host: host, reason: error.reason), &self.io)
+                        self.machine.upstreamFailed(
+                            via.map { .proxy($0.proxy, for: origin, reason: "cannot be resolved: \(error.reason)") }
+                                ?? .resolve(host: host, reason: error.reason), &self.io)
                     }
                     self.apply()
                 }
@@ -451,7 +465,8 @@ final class ClientConnection: LoopHandler, @unchecked Sendable {
     /// Tries the addresses in order; reports the last error when none connects.
     func connectNext(origin: Origin, addresses: [String], lastError: Int32) {
         var remaining = addresses
-        if fromNetwork && !loop.configuration.allowLoopbackUpstream {
+        // (Loopback hosts never go through an upstream proxy, and the proxy itself may well be on loopback.)
+        if fromNetwork && !loop.configuration.allowLoopbackUpstream && hop == nil {
             remaining.removeAll { LocalAddress.reachesThisMachineOnly($0) }
             if remaining.isEmpty && !addresses.isEmpty {
                 machine.upstreamFailed(.loopbackFromNetwork(origin), &io)
@@ -461,7 +476,7 @@ final class ClientConnection: LoopHandler, @unchecked Sendable {
         var error = lastError
         while !remaining.isEmpty {
             let address = remaining.removeFirst()
-            let (ufd, inProgress) = Sys.connect(address, origin.port)
+            let (ufd, inProgress) = Sys.connect(address, hop?.proxy.address.port ?? origin.port)
             if ufd < 0 {
                 error = -ufd
                 continue
@@ -486,7 +501,12 @@ final class ClientConnection: LoopHandler, @unchecked Sendable {
             if !inProgress { tcpConnected(upstream) }
             return
         }
-        if error == ECONNREFUSED {
+        if let hop {
+            let reason =
+                error == ECONNREFUSED
+                ? "refused the connection" : error == 0 ? "has no address" : "failed: \(Sys.errorText(-error))"
+            machine.upstreamFailed(.proxy(hop.proxy, for: origin, reason: reason), &io)
+        } else if error == ECONNREFUSED {
             machine.upstreamFailed(.refused(origin), &io)
         } else if error == ETIMEDOUT {
             machine.upstreamFailed(.connectTimeout(origin), &io)
@@ -495,8 +515,65 @@ final class ClientConnection: LoopHandler, @unchecked Sendable {
         }
     }
 
-    /// TCP is up: plain upstreams are ready; TLS ones start their handshake first.
+    /// TCP is up: through an upstream proxy that is to open a tunnel, CONNECT goes first; else the origin is
+    /// reached.
     private func tcpConnected(_ upstream: UpstreamConnection) {
+        guard let hop, hop.tunnel else {
+            originReachable(upstream)
+            return
+        }
+        // A few hundred bytes into a socket that has sent nothing yet: its buffer takes them whole.
+        let request = hop.connectRequest(to: upstream.origin)
+        let sent = request.withUnsafeBytes { Sys.send(upstream.fd, $0) }
+        guard sent == request.count else {
+            let origin = upstream.origin
+            detachUpstream(reusable: false)
+            let reason = sent < 0 ? "failed: \(Sys.errorText(Int32(sent)))" : "took only part of the CONNECT request"
+            machine.upstreamFailed(.proxy(hop.proxy, for: origin, reason: reason), &io)
+            return
+        }
+        upstream.tunnelAnswer = []
+    }
+
+    /// The upstream proxy's answer to CONNECT: a 2xx opens the tunnel (RFC 9110 §9.3.6), anything else is a 502
+    /// that quotes it. Bytes after the answer's head are the origin's.
+    private func readTunnelAnswer(_ upstream: UpstreamConnection, _ hop: UpstreamHop) {
+        let origin = upstream.origin
+        let n = loop.readBuffer.withUnsafeMutableBytes { Sys.recv(upstream.fd, $0) }
+        if n < 0 && (Int32(-n) == Sys.EAGAIN || Int32(-n) == Sys.EINTR) { return }
+        func fail(_ reason: String) {
+            detachUpstream(reusable: false)
+            machine.upstreamFailed(.proxy(hop.proxy, for: origin, reason: reason), &io)
+        }
+        if n == 0 { return fail("closed the connection before answering CONNECT") }
+        if n < 0 { return fail("failed: \(Sys.errorText(Int32(n)))") }
+        upstream.tunnelAnswer?.append(contentsOf: loop.readBuffer[0..<n])
+        let answer = upstream.tunnelAnswer ?? []
+        guard let end = UpstreamConnection.endOfHead(answer) else {
+            if answer.count > 16 * 1024 { fail("answered CONNECT with a head over 16 KiB") }
+            return
+        }
+        let statusLine = answer.prefix { $0 != 0x0D && $0 != 0x0A }
+        let text = String(decoding: statusLine, as: UTF8.self)
+        let words = text.split(separator: " ", maxSplits: 2)
+        guard words.count >= 2, words[0].hasPrefix("HTTP/1."), let status = Int(words[1]), words[1].count == 3 else {
+            return fail("answered CONNECT with something that is not HTTP: '\(text.prefix(80))'")
+        }
+        guard (200..<300).contains(status) else { return fail("answered CONNECT with '\(text)'") }
+        upstream.tunnelAnswer = nil
+        let leftover = answer[end...]
+        originReachable(upstream)
+        guard !leftover.isEmpty, self.upstream === upstream else { return }
+        if let tls = upstream.tls {
+            tls.feed(leftover)
+            upstreamTLSProgress(upstream, tls)
+        } else {
+            machine.upstreamData(leftover, &io)
+        }
+    }
+
+    /// The origin can be spoken to: plain upstreams are ready; TLS ones start their handshake first.
+    private func originReachable(_ upstream: UpstreamConnection) {
         if let tls = upstream.tls {
             upstreamTLSProgress(upstream, tls)
         } else {
@@ -621,6 +698,18 @@ final class UpstreamConnection: LoopHandler, @unchecked Sendable {
     var tls: TLSEngine?
     var raw: [UInt8] = []
     var rawSent = 0
+    /// What an upstream proxy has answered to CONNECT so far; nil when no answer is awaited.
+    var tunnelAnswer: [UInt8]?
+
+    /// The index just past the CRLFCRLF that ends a head, or nil.
+    static func endOfHead(_ bytes: [UInt8]) -> Int? {
+        guard bytes.count >= 4 else { return nil }
+        for i in 0...(bytes.count - 4)
+        where bytes[i] == 0x0D && bytes[i + 1] == 0x0A && bytes[i + 2] == 0x0D && bytes[i + 3] == 0x0A {
+            return i + 4
+        }
+        return nil
+    }
 
     init(fd: Int32, origin: Origin, loop: EventLoop) {
         self.fd = fd

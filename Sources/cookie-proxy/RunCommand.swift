@@ -27,7 +27,18 @@ enum RunCommand {
                 repeatable: true),
             OptionSpec(
                 names: ["--allow-loopback-upstream"], value: nil,
-                help: "Let those clients reach this machine's loopback addresses through the proxy (off: loopback clients only)."),
+                help:
+                    "Let those clients reach this machine's loopback addresses through the proxy (off: loopback clients only)."
+            ),
+            OptionSpec(
+                names: ["--upstream-proxy"], value: "url|env",
+                help:
+                    "Send requests through this HTTP proxy: http://[user:pass@]host:port, or env for HTTP_PROXY/HTTPS_PROXY/NO_PROXY."
+            ),
+            OptionSpec(
+                names: ["--no-upstream-proxy"], value: "host",
+                help: "Go direct to this host and its subdomains (as NO_PROXY; * for all; loopback always).",
+                repeatable: true),
             OptionSpec(names: ["--no-via"], value: nil, help: "Do not add a Via header."),
             OptionSpec(
                 names: ["--resolve"], value: "host:address",
@@ -81,7 +92,9 @@ enum RunCommand {
     static func run(_ args: ParsedArguments) throws(UsageError) -> Int32 {
         var config = ServerConfiguration()
         config.loops = ServerConfiguration.availableCPUs
-        switch PollerKind.fromEnvironment(getenv("COOKIE_PROXY_POLLER").map { ["COOKIE_PROXY_POLLER": String(cString: $0)] } ?? [:]) {
+        switch PollerKind.fromEnvironment(
+            getenv("COOKIE_PROXY_POLLER").map { ["COOKIE_PROXY_POLLER": String(cString: $0)] } ?? [:])
+        {
         case .success(let kind): config.poller = kind
         case .failure(let error): throw UsageError(message: error.description, command: spec.name)
         }
@@ -109,6 +122,7 @@ enum RunCommand {
             config.allowed.append(c)
         }
         if args.flag("--allow-loopback-upstream") { config.allowLoopbackUpstream = true }
+        config.proxy.upstreamProxies = try upstreamProxies(args)
         if args.flag("--no-via") { config.proxy.addVia = false }
         for entry in args.all("--resolve") {
             guard let colon = entry.firstIndex(of: ":"), Host.isIPAddress(String(entry[entry.index(after: colon)...]))
@@ -201,6 +215,14 @@ enum RunCommand {
             if config.poller != .native {
                 banner += "  poller:       \(config.poller.rawValue) (COOKIE_PROXY_POLLER)\n"
             }
+            if let routes = config.proxy.upstreamProxies {
+                let via =
+                    routes.http == routes.https
+                    ? "\(routes.http!)"
+                    : "http \(routes.http.map(\.description) ?? "direct"), https \(routes.https.map(\.description) ?? "direct")"
+                let direct = routes.bypass.isEmpty ? "" : "; direct to \(routes.bypass.joined(separator: ", "))"
+                banner += "  upstream:     through proxy \(via)\(direct)\n"
+            }
             banner += runtime.banner
             banner +=
                 interception?.1
@@ -236,6 +258,43 @@ enum RunCommand {
                 if let terminal { terminal.setStatus(text) } else { Console.errRaw("\r\u{1B}[2K\(text)") }
             }
         }
+    }
+
+    /// `--upstream-proxy` and `--no-upstream-proxy`. The environment's HTTP_PROXY and friends only with
+    /// `--upstream-proxy env`: a proxy that silently chains itself to whatever the shell exported is a trap.
+    static func upstreamProxies(_ args: ParsedArguments) throws(UsageError) -> UpstreamProxyRoutes? {
+        let bypass = args.all("--no-upstream-proxy").flatMap { $0.split(separator: ",").map(String.init) }
+        guard let value = args.value("--upstream-proxy") else {
+            if !bypass.isEmpty {
+                throw UsageError(message: "--no-upstream-proxy needs --upstream-proxy", command: spec.name)
+            }
+            return nil
+        }
+        func parse(_ text: String, from source: String) throws(UsageError) -> UpstreamProxy {
+            switch UpstreamProxy.parse(text) {
+            case .success(let proxy): return proxy
+            case .failure(let error): throw UsageError(message: "\(source): \(error)", command: spec.name)
+            }
+        }
+        guard value == "env" else {
+            let proxy = try parse(value, from: "--upstream-proxy")
+            return UpstreamProxyRoutes(http: proxy, https: proxy, bypass: bypass)
+        }
+        func variable(_ name: String) -> (name: String, value: String)? {
+            for n in [name.lowercased(), name] {
+                if let v = getenv(n).map({ String(cString: $0) }), !v.isEmpty { return (n, v) }
+            }
+            return nil
+        }
+        let http = try variable("HTTP_PROXY").map { v throws(UsageError) in try parse(v.value, from: v.name) }
+        let https = try variable("HTTPS_PROXY").map { v throws(UsageError) in try parse(v.value, from: v.name) }
+        guard http != nil || https != nil else {
+            throw UsageError(
+                message: "--upstream-proxy env: neither HTTP_PROXY nor HTTPS_PROXY is set", command: spec.name)
+        }
+        let noProxy = variable("NO_PROXY").map { $0.value.split(separator: ",").map(String.init) } ?? []
+        return UpstreamProxyRoutes(
+            http: http, https: https, bypass: (noProxy + bypass).map { $0.trimmingCharacters(in: .whitespaces) })
     }
 
     static func parseHostPort(_ s: String) -> (String, Int)? {

@@ -39,7 +39,10 @@ import Testing
     /// `COOKIE_PROXY_POLLER` names a poller this system has, or `run` refuses to start and says which it has.
     @Test(arguments: [
         ("bogus", "COOKIE_PROXY_POLLER=bogus: say epoll, kqueue or poll"),
-        (Self.nativeIsEpoll ? "kqueue" : "epoll", "this system has \(Self.nativeIsEpoll ? "epoll" : "kqueue") and poll"),
+        (
+            Self.nativeIsEpoll ? "kqueue" : "epoll",
+            "this system has \(Self.nativeIsEpoll ? "epoll" : "kqueue") and poll"
+        ),
     ])
     func runRefusesAPollerThisSystemLacks(_ value: String, _ message: String) throws {
         let result = try TestSupport.run(

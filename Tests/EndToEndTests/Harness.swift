@@ -71,7 +71,7 @@ enum Paths {
     static let binary = BuiltBinary.cookieProxy
 
     static func which(_ tool: String) -> String {
-        for dir in ["/usr/bin", "/usr/local/bin", "/bin"]
+        for dir in ["/usr/bin", "/usr/local/bin", "/bin", "/usr/sbin", "/sbin"]
         where FileManager.default.isExecutableFile(atPath: "\(dir)/\(tool)") {
             return "\(dir)/\(tool)"
         }
@@ -104,7 +104,8 @@ struct TestCA {
     var cert: String { dir + "/leaf.pem" }
     var key: String { dir + "/leaf.key" }
 
-    init() throws {
+    /// `names`: more DNS names in the leaf, besides localhost.
+    init(names: [String] = []) throws {
         dir =
             FileManager.default.temporaryDirectory.appendingPathComponent(
                 "cp-ca-\(getpid())-\(UUID().uuidString.prefix(6))"
@@ -127,7 +128,8 @@ struct TestCA {
                     "req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
                     "-subj", "/CN=localhost", "-keyout", dir + "/leaf.key", "-out", dir + "/leaf.csr",
                 ]))
-        try "subjectAltName=DNS:localhost,IP:127.0.0.1\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n"
+        let alternatives = (["localhost"] + names).map { "DNS:\($0)" }.joined(separator: ",")
+        try "subjectAltName=\(alternatives),IP:127.0.0.1\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n"
             .write(toFile: dir + "/ext.cnf", atomically: true, encoding: .utf8)
         try TestCA.check(
             run(

@@ -68,7 +68,7 @@ struct Wire {
 
     /// The connect commands so far.
     var connects: [Origin] {
-        commands.compactMap { if case .connect(let o, _) = $0 { return o } else { return nil } }
+        commands.compactMap { if case .connect(let o, _, _) = $0 { return o } else { return nil } }
     }
 
     /// Answers every request the machine forwards with `response` until the input is used up: the upstream

@@ -1,0 +1,155 @@
+/// Another HTTP proxy between this one and the origins (`--upstream-proxy http://[user:pass@]host:port`), as offices
+/// put one between developers and the internet.
+public struct UpstreamProxy: Sendable, Hashable, CustomStringConvertible {
+    public var address: Origin
+    /// `Basic …` (RFC 9110 §11.7.1, RFC 7617), sent as Proxy-Authorization; nil when no user was given.
+    public var authorization: String?
+
+    public init(address: Origin, authorization: String? = nil) {
+        self.address = address
+        self.authorization = authorization
+    }
+
+    /// Its address only: a password never goes into a message or a log.
+    public var description: String { address.description }
+
+    /// `http://[user[:password]@]host[:port][/]`; the port defaults to 80 (as curl's). Percent-escapes in the
+    /// user and password are decoded. Nil with a reason when the URL is not one.
+    public static func parse(_ text: String) -> Result<UpstreamProxy, UpstreamProxyError> {
+        var rest = Substring(text)
+        guard rest.lowercased().hasPrefix("http://") else {
+            return .failure(
+                UpstreamProxyError("'\(text)' must start with http:// (the proxy is spoken to in plain HTTP)"))
+        }
+        rest = rest.dropFirst(7)
+        if let slash = rest.firstIndex(of: "/") {
+            guard rest[slash...] == "/" else {
+                return .failure(UpstreamProxyError("'\(text)' must not have a path"))
+            }
+            rest = rest[..<slash]
+        }
+        var authorization: String? = nil
+        if let at = rest.lastIndex(of: "@") {
+            let credentials = rest[..<at]
+            rest = rest[rest.index(after: at)...]
+            guard let decoded = percentDecoded(credentials) else {
+                return .failure(UpstreamProxyError("'\(text)': a bad percent-escape in the user or password"))
+            }
+            authorization = "Basic " + base64(decoded)
+        }
+        guard let address = Authority.parse(rest, defaultPort: 80) else {
+            return .failure(UpstreamProxyError("'\(text)': '\(rest)' is not host[:port]"))
+        }
+        return .success(UpstreamProxy(address: address, authorization: authorization))
+    }
+
+    static func percentDecoded(_ s: Substring) -> [UInt8]? {
+        var out: [UInt8] = []
+        var bytes = Array(s.utf8)[...]
+        while let b = bytes.popFirst() {
+            if b == 0x25 {
+                guard bytes.count >= 2, let hi = hexValue(bytes[bytes.startIndex]),
+                    let lo = hexValue(bytes[bytes.startIndex + 1])
+                else { return nil }
+                out.append(hi << 4 | lo)
+                bytes = bytes.dropFirst(2)
+            } else {
+                out.append(b)
+            }
+        }
+        return out
+    }
+
+    static func hexValue(_ b: UInt8) -> UInt8? {
+        switch b {
+        case 0x30...0x39: b - 0x30
+        case 0x41...0x46: b - 0x41 + 10
+        case 0x61...0x66: b - 0x61 + 10
+        default: nil
+        }
+    }
+
+    static func base64(_ bytes: [UInt8]) -> String {
+        let table = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8)
+        var out: [UInt8] = []
+        var i = 0
+        while i < bytes.count {
+            let n = min(3, bytes.count - i)
+            let chunk =
+                (UInt32(bytes[i]) << 16) | (n > 1 ? UInt32(bytes[i + 1]) << 8 : 0) | (n > 2 ? UInt32(bytes[i + 2]) : 0)
+            for k in 0..<4 {
+                out.append(k <= n ? table[Int((chunk >> (18 - 6 * UInt32(k))) & 63)] : 0x3D)
+            }
+            i += 3
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+}
+
+public struct UpstreamProxyError: Error, CustomStringConvertible {
+    public var description: String
+    init(_ d: String) { description = d }
+}
+
+/// Which requests go through which upstream proxy: one for plain http, one for https (CONNECT, tunnelled or
+/// intercepted) — the same one unless taken from the environment — except hosts that bypass it.
+public struct UpstreamProxyRoutes: Sendable, Hashable {
+    public var http: UpstreamProxy?
+    public var https: UpstreamProxy?
+    /// `NO_PROXY`-style patterns: `example.com` and `.example.com` match that host and its subdomains, `*` every
+    /// host, an IP address itself. Loopback (localhost, 127.0.0.0/8, ::1) always bypasses: a proxy elsewhere cannot
+    /// reach this machine's loopback.
+    public var bypass: [String]
+
+    public init(http: UpstreamProxy?, https: UpstreamProxy?, bypass: [String] = []) {
+        self.http = http
+        self.https = https
+        self.bypass = bypass.map { $0.lowercased() }.filter { !$0.isEmpty }
+    }
+
+    /// The proxy for a connection to `host`: `secure` for a CONNECT tunnel or an intercepted https origin.
+    public func proxy(for host: String, secure: Bool) -> UpstreamProxy? {
+        guard let proxy = secure ? https : http, !bypasses(host) else { return nil }
+        return proxy
+    }
+
+    public func bypasses(_ host: String) -> Bool {
+        let host = host.lowercased()
+        if host == "localhost" || host.hasSuffix(".localhost") || host == "::1" || Self.isIPv4Loopback(host) {
+            return true
+        }
+        for pattern in bypass {
+            if pattern == "*" { return true }
+            let bare = pattern.hasPrefix(".") ? String(pattern.dropFirst()) : pattern
+            let unbracketed = bare.hasPrefix("[") && bare.hasSuffix("]") ? String(bare.dropFirst().dropLast()) : bare
+            if host == unbracketed || host.hasSuffix("." + unbracketed) { return true }
+        }
+        return false
+    }
+
+    static func isIPv4Loopback(_ host: String) -> Bool {
+        let parts = host.split(separator: ".", omittingEmptySubsequences: false)
+        return parts.count == 4 && parts[0] == "127" && parts.allSatisfy { UInt8($0) != nil }
+    }
+}
+
+/// How the shell reaches an origin through an upstream proxy: connect to the proxy, then either send the request
+/// in absolute form (plain http), or first ask it for a tunnel with CONNECT (RFC 9110 §9.3.6) and speak to the
+/// origin inside it (a client's CONNECT, or TLS to an intercepted origin).
+public struct UpstreamHop: Sendable, Hashable {
+    public var proxy: UpstreamProxy
+    public var tunnel: Bool
+
+    public init(proxy: UpstreamProxy, tunnel: Bool) {
+        self.proxy = proxy
+        self.tunnel = tunnel
+    }
+
+    /// The CONNECT request for `origin` (its authority in Host too, RFC 9112 §3.2.3), with Proxy-Authorization.
+    public func connectRequest(to origin: Origin) -> [UInt8] {
+        var text = "CONNECT \(origin) HTTP/1.1\r\nHost: \(origin)\r\n"
+        if let authorization = proxy.authorization { text += "Proxy-Authorization: \(authorization)\r\n" }
+        text += "\r\n"
+        return Array(text.utf8)
+    }
+}
