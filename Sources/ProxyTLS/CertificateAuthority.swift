@@ -69,6 +69,8 @@ public final class CertificateAuthority: @unchecked Sendable {
 
     public func certificatePEM() throws(TLSError) -> [UInt8] { try certificate.pem() }
     public func certificateDER() throws(TLSError) -> [UInt8] { try certificate.der() }
+    /// Its name in trust stores (NSS nickname, keychain common name).
+    public func commonName() throws(TLSError) -> String { try certificate.commonName() }
 
     static func makeDirectory(_ path: String) throws(TLSError) {
         var prefix = path.hasPrefix("/") ? "" : "."

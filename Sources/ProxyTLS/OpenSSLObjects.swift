@@ -74,6 +74,14 @@ final class Certificate: @unchecked Sendable {
         return bio.contents()
     }
 
+    /// The subject's common name (CN).
+    func commonName() throws(TLSError) -> String {
+        var buffer = [CChar](repeating: 0, count: 256)
+        let n = X509_NAME_get_text_by_NID(X509_get_subject_name(pointer), NID_commonName, &buffer, 256)
+        guard n > 0 else { throw TLSError("the certificate has no common name") }
+        return buffer.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
+    }
+
     func der() throws(TLSError) -> [UInt8] {
         let length = i2d_X509(pointer, nil)
         guard length > 0 else { throw TLSError("cannot encode the certificate") }

@@ -1,25 +1,43 @@
 import Foundation
 import ProxyTLS
 
-/// `cookie-proxy ca init|path|export`: the local CA used for https interception.
+/// `cookie-proxy ca init|path|export|install|uninstall`: the local CA used for https interception.
 enum CACommand {
     static let spec = CommandSpec(
         name: "ca",
-        abstract: "Create, locate or export the local CA used to intercept https.",
-        usage: "cookie-proxy ca init [--force] | ca path | ca export [--format pem|der]",
+        abstract: "Create, locate, export or trust the local CA used to intercept https.",
+        usage:
+            "cookie-proxy ca init [--force] | ca path | ca export [--format pem|der] | ca install|uninstall [--system] [--nss] [--keychain] [--simulator]",
         options: [
             OptionSpec(names: ["--force"], value: nil, help: "With init: replace an existing CA."),
             OptionSpec(names: ["--format"], value: "format", help: "With export: pem or der.", defaultValue: "pem"),
+            OptionSpec(
+                names: ["--system"], value: nil,
+                help: "The system store: Debian's (update-ca-certificates; root), or macOS's System keychain."),
+            OptionSpec(
+                names: ["--nss"], value: nil,
+                help: "NSS databases: Chromium's ~/.pki/nssdb and Firefox profiles' (certutil)."),
+            OptionSpec(
+                names: ["--nss-db"], value: "dir", help: "This NSS database instead (repeatable).", repeatable: true),
+            OptionSpec(
+                names: ["--keychain"], value: nil, help: "The macOS login keychain (security add-trusted-cert)."),
+            OptionSpec(
+                names: ["--simulator"], value: nil,
+                help: "Booted iOS simulators (xcrun simctl keychain booted add-root-cert)."),
         ],
         arguments: """
               init     Create the CA (EC P-256, private key mode 0600) in the configuration folder.
               path     Print the CA certificate's path.
               export   Write the CA certificate to stdout.
+              install  Trust the CA in the stores named (default: --nss on Linux, --keychain on macOS); creates the CA
+                       first if there is none. Each store is checked first: what is already there is not added again.
+              uninstall  Take it out of those stores again.
             """,
         discussion: """
             The configuration folder is $COOKIE_PROXY_HOME, else $XDG_CONFIG_HOME/cookie-proxy, else ~/.config/cookie-proxy.
             'cookie-proxy run' creates the CA on first use when a host is to be intercepted. README "Trusting the CA"
-            shows how to trust it (iOS simulator, macOS, Debian, Firefox/Chromium, curl, Python).
+            shows how to trust it by hand (iOS simulator, macOS, Debian, Firefox/Chromium, curl, Python). install and
+            uninstall exit 0 when they changed something, 1 when every store was already so (nothing done).
             """)
 
     static func commonName() -> String {
@@ -32,7 +50,8 @@ enum CACommand {
     static func run(_ args: ParsedArguments) throws(UsageError) -> Int32 {
         let directory = CertificateAuthority.defaultDirectory(environment: ProcessInfo.processInfo.environment)
         guard let action = args.positionals.first, args.positionals.count == 1 else {
-            throw UsageError(message: "say init, path or export, e.g. cookie-proxy ca init", command: spec.name)
+            throw UsageError(
+                message: "say init, path, export, install or uninstall, e.g. cookie-proxy ca init", command: spec.name)
         }
         do {
             switch action {
@@ -59,11 +78,14 @@ enum CACommand {
                 }
                 let ca = try CertificateAuthority.load(from: directory)
                 Console.writeAll(1, format == "pem" ? try ca.certificatePEM() : try ca.certificateDER())
+            case "install", "uninstall":
+                return try trust(action == "install", args, directory: directory)
             default:
-                let hint =
-                    CommandSpec.nearest(action, ["init", "path", "export"]).map { "; did you mean '\($0)'?" } ?? ""
+                let actions = ["init", "path", "export", "install", "uninstall"]
+                let hint = CommandSpec.nearest(action, actions).map { "; did you mean '\($0)'?" } ?? ""
                 throw UsageError(
-                    message: "unknown action '\(action)'\(hint): say init, path or export", command: spec.name)
+                    message: "unknown action '\(action)'\(hint): say init, path, export, install or uninstall",
+                    command: spec.name)
             }
         } catch let error as TLSError {
             Console.err("error: \(error)")
@@ -75,5 +97,48 @@ enum CACommand {
             return 1
         }
         return 0
+    }
+
+    /// `ca install` / `ca uninstall`: every store named, in order; stops at the first failure.
+    static func trust(_ install: Bool, _ args: ParsedArguments, directory: String) throws -> Int32 {
+        var stores = CATrust.Store.allCases.filter { args.flag("--" + $0.rawValue) }
+        if !args.all("--nss-db").isEmpty && !stores.contains(.nss) { stores.append(.nss) }
+        #if os(macOS)
+            // On macOS --system is the System keychain: one store, not two.
+            if stores.contains(.system) { stores.removeAll { $0 == .keychain } }
+        #endif
+        if stores.isEmpty { stores = CATrust.platformDefault }
+        if !CertificateAuthority.exists(in: directory) {
+            guard install else {
+                Console.err("error: no CA in \(directory); nothing to uninstall")
+                return 1
+            }
+            let ca = try CertificateAuthority.create(in: directory, force: false, commonName: commonName())
+            Console.out("created the CA in \(directory) (private key mode 0600): \(ca.certificatePath)")
+        }
+        let ca = try CertificateAuthority.load(from: directory)
+        let environment = ProcessInfo.processInfo.environment
+        let home = environment["HOME"] ?? "/root"
+        let nss = args.all("--nss-db")
+        let context = CATrust.Context(
+            certificatePath: ca.certificatePath,
+            certificatePEM: String(decoding: try ca.certificatePEM(), as: UTF8.self),
+            name: try ca.commonName(), home: home,
+            nssDatabases: nss.isEmpty ? CATrust.defaultNSSDatabases(home: home) : nss)
+        var changed = false
+        for store in stores {
+            do {
+                let outcome =
+                    install
+                    ? try CATrust.install(store, context, system: args.flag("--system"))
+                    : try CATrust.uninstall(store, context, system: args.flag("--system"))
+                Console.out(outcome.message)
+                changed = changed || outcome.changed
+            } catch {
+                Console.err("error: \(error)")
+                return 1
+            }
+        }
+        return changed ? 0 : 1
     }
 }

@@ -1,0 +1,334 @@
+import CProxyShims
+import Foundation
+
+/// `cookie-proxy ca install|uninstall`: puts the local CA into (or takes it out of) the trust stores clients use,
+/// with the platform's own tools — each store is checked first, so a second install says so instead of adding the
+/// certificate again, and every change is printed with the command that undoes it.
+enum CATrust {
+    enum Store: String, CaseIterable {
+        /// Debian/Ubuntu's system store (update-ca-certificates): curl, Python, OpenSSL clients.
+        case system
+        /// NSS databases: Chromium's (~/.pki/nssdb) and Firefox profiles'.
+        case nss
+        /// The macOS keychain (the login keychain; the System keychain with --system).
+        case keychain
+        /// Booted iOS simulators (`xcrun simctl keychain booted`).
+        case simulator
+    }
+
+    struct Failure: Error, CustomStringConvertible {
+        var description: String
+    }
+
+    /// What one store said: done (with its undo), already so, or a failure.
+    struct Outcome {
+        var changed: Bool
+        var message: String
+    }
+
+    #if os(macOS)
+        static let platformDefault: [Store] = [.keychain]
+    #else
+        static let platformDefault: [Store] = [.nss]
+    #endif
+
+    /// The Debian system store's copy (update-ca-certificates takes `*.crt` under this folder).
+    static let systemFolder = "/usr/local/share/ca-certificates"
+    static let systemFile = systemFolder + "/cookie-proxy-local-ca.crt"
+
+    struct Context {
+        var certificatePath: String
+        var certificatePEM: String
+        /// The certificate's nickname in NSS and its common name in the keychain.
+        var name: String
+        var home: String
+        var nssDatabases: [String]
+    }
+
+    static func install(_ store: Store, _ c: Context, system: Bool) throws(Failure) -> Outcome {
+        switch store {
+        case .system: return try installSystem(c)
+        case .nss: return try installNSS(c)
+        case .keychain: return try installKeychain(c, system: system)
+        case .simulator: return try installSimulator(c)
+        }
+    }
+
+    static func uninstall(_ store: Store, _ c: Context, system: Bool) throws(Failure) -> Outcome {
+        switch store {
+        case .system: return try uninstallSystem(c)
+        case .nss: return try uninstallNSS(c)
+        case .keychain: return try uninstallKeychain(c, system: system)
+        case .simulator:
+            // simctl can add a root certificate but not remove one; resetting the keychain removes every one.
+            return Outcome(
+                changed: false,
+                message:
+                    "simulator: simctl cannot remove a single certificate; to remove it (and every other added one) run: xcrun simctl keychain booted reset"
+            )
+        }
+    }
+
+    // MARK: Debian system store
+
+    private static func installSystem(_ c: Context) throws(Failure) -> Outcome {
+        #if os(macOS)
+            return try installKeychain(c, system: true)
+        #else
+            let tool = try which("update-ca-certificates", package: "ca-certificates")
+            if let existing = try? String(contentsOfFile: systemFile, encoding: .utf8) {
+                if normalisedPEM(existing) == normalisedPEM(c.certificatePEM) {
+                    return Outcome(changed: false, message: "system: already trusted (\(systemFile)); nothing done")
+                }
+                throw Failure(
+                    description:
+                        "system: \(systemFile) holds another cookie-proxy CA (the CA was created again); run 'cookie-proxy ca uninstall --system' first"
+                )
+            }
+            guard getuid() == 0 else {
+                throw Failure(description: "system: the system store needs root: sudo cookie-proxy ca install --system")
+            }
+            do {
+                try FileManager.default.createDirectory(atPath: systemFolder, withIntermediateDirectories: true)
+                try c.certificatePEM.write(toFile: systemFile, atomically: true, encoding: .utf8)
+                try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: systemFile)
+            } catch {
+                throw Failure(description: "system: cannot write \(systemFile): \(error.localizedDescription)")
+            }
+            let result = try Shell.run(tool, [])
+            guard result.status == 0 else {
+                try? FileManager.default.removeItem(atPath: systemFile)
+                throw Failure(description: "system: update-ca-certificates failed: \(result.output)")
+            }
+            return Outcome(
+                changed: true,
+                message:
+                    "system: copied the CA to \(systemFile) and ran update-ca-certificates; undo: sudo cookie-proxy ca uninstall --system"
+            )
+        #endif
+    }
+
+    private static func uninstallSystem(_ c: Context) throws(Failure) -> Outcome {
+        #if os(macOS)
+            return try uninstallKeychain(c, system: true)
+        #else
+            guard FileManager.default.fileExists(atPath: systemFile) else {
+                return Outcome(changed: false, message: "system: not installed (\(systemFile) absent); nothing done")
+            }
+            guard getuid() == 0 else {
+                throw Failure(
+                    description: "system: the system store needs root: sudo cookie-proxy ca uninstall --system")
+            }
+            let tool = try which("update-ca-certificates", package: "ca-certificates")
+            do {
+                try FileManager.default.removeItem(atPath: systemFile)
+            } catch {
+                throw Failure(description: "system: cannot remove \(systemFile): \(error.localizedDescription)")
+            }
+            let result = try Shell.run(tool, ["--fresh"])
+            guard result.status == 0 else {
+                throw Failure(description: "system: update-ca-certificates --fresh failed: \(result.output)")
+            }
+            return Outcome(
+                changed: true, message: "system: removed \(systemFile) and ran update-ca-certificates --fresh")
+        #endif
+    }
+
+    // MARK: NSS
+
+    /// Chromium's database (created if missing) and every Firefox profile's, unless named with --nss-db.
+    static func defaultNSSDatabases(home: String) -> [String] {
+        var found = [home + "/.pki/nssdb"]
+        for root in [home + "/.mozilla/firefox", home + "/snap/firefox/common/.mozilla/firefox"] {
+            let profiles = (try? FileManager.default.contentsOfDirectory(atPath: root)) ?? []
+            for profile in profiles.sorted() where FileManager.default.fileExists(atPath: "\(root)/\(profile)/cert9.db")
+            {
+                found.append("\(root)/\(profile)")
+            }
+        }
+        return found
+    }
+
+    private static func installNSS(_ c: Context) throws(Failure) -> Outcome {
+        let certutil = try which("certutil", package: "libnss3-tools")
+        var lines: [String] = []
+        var changed = false
+        for database in c.nssDatabases {
+            if !FileManager.default.fileExists(atPath: database + "/cert9.db") {
+                do {
+                    try FileManager.default.createDirectory(
+                        atPath: database, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+                } catch {
+                    throw Failure(description: "nss: cannot create \(database): \(error.localizedDescription)")
+                }
+                let created = try Shell.run(certutil, ["-N", "-d", "sql:" + database, "--empty-password"])
+                guard created.status == 0 else {
+                    throw Failure(description: "nss: cannot create a database in \(database): \(created.output)")
+                }
+            }
+            let listed = try Shell.run(certutil, ["-L", "-d", "sql:" + database, "-n", c.name, "-a"])
+            if listed.status == 0 {
+                guard normalisedPEM(listed.output) == normalisedPEM(c.certificatePEM) else {
+                    throw Failure(
+                        description:
+                            "nss: \(database) holds another certificate named '\(c.name)' (the CA was created again); run 'cookie-proxy ca uninstall --nss' first"
+                    )
+                }
+                lines.append("nss: already trusted in \(database); nothing done")
+                continue
+            }
+            // "C,,": a CA trusted to issue server certificates (TLS), nothing else.
+            let added = try Shell.run(
+                certutil, ["-A", "-d", "sql:" + database, "-n", c.name, "-t", "C,,", "-i", c.certificatePath])
+            guard added.status == 0 else {
+                throw Failure(description: "nss: certutil could not add the CA to \(database): \(added.output)")
+            }
+            changed = true
+            lines.append("nss: added '\(c.name)' to \(database), trusted for TLS servers")
+        }
+        if changed { lines.append("     undo: cookie-proxy ca uninstall --nss (restart the browser to see it)") }
+        return Outcome(changed: changed, message: lines.joined(separator: "\n"))
+    }
+
+    private static func uninstallNSS(_ c: Context) throws(Failure) -> Outcome {
+        let certutil = try which("certutil", package: "libnss3-tools")
+        var lines: [String] = []
+        var changed = false
+        for database in c.nssDatabases where FileManager.default.fileExists(atPath: database + "/cert9.db") {
+            guard try Shell.run(certutil, ["-L", "-d", "sql:" + database, "-n", c.name]).status == 0 else {
+                lines.append("nss: not in \(database); nothing done")
+                continue
+            }
+            let deleted = try Shell.run(certutil, ["-D", "-d", "sql:" + database, "-n", c.name])
+            guard deleted.status == 0 else {
+                throw Failure(description: "nss: certutil could not remove the CA from \(database): \(deleted.output)")
+            }
+            changed = true
+            lines.append("nss: removed '\(c.name)' from \(database)")
+        }
+        if lines.isEmpty { lines.append("nss: no NSS database found; nothing done") }
+        return Outcome(changed: changed, message: lines.joined(separator: "\n"))
+    }
+
+    // MARK: macOS keychain and simulators (written from security(1) and simctl's help; not run on this machine)
+
+    private static func keychainPath(_ c: Context, system: Bool) -> String {
+        system ? "/Library/Keychains/System.keychain" : c.home + "/Library/Keychains/login.keychain-db"
+    }
+
+    private static func installKeychain(_ c: Context, system: Bool) throws(Failure) -> Outcome {
+        let security = try which("security", package: nil)
+        let keychain = keychainPath(c, system: system)
+        if try Shell.run(security, ["find-certificate", "-c", c.name, keychain]).status == 0 {
+            return Outcome(changed: false, message: "keychain: already in \(keychain); nothing done")
+        }
+        // -r trustRoot: trusted as a root; -d (admin trust settings) for the System keychain.
+        let args =
+            (system ? ["add-trusted-cert", "-d"] : ["add-trusted-cert"])
+            + ["-r", "trustRoot", "-k", keychain, c.certificatePath]
+        let added = try Shell.run(security, args)
+        guard added.status == 0 else {
+            throw Failure(description: "keychain: security add-trusted-cert failed: \(added.output)")
+        }
+        let undo =
+            system ? "sudo cookie-proxy ca uninstall --keychain --system" : "cookie-proxy ca uninstall --keychain"
+        return Outcome(changed: true, message: "keychain: added the CA to \(keychain) as a trusted root; undo: \(undo)")
+    }
+
+    private static func uninstallKeychain(_ c: Context, system: Bool) throws(Failure) -> Outcome {
+        let security = try which("security", package: nil)
+        let keychain = keychainPath(c, system: system)
+        guard try Shell.run(security, ["find-certificate", "-c", c.name, keychain]).status == 0 else {
+            return Outcome(changed: false, message: "keychain: not in \(keychain); nothing done")
+        }
+        _ = try Shell.run(
+            security, (system ? ["remove-trusted-cert", "-d"] : ["remove-trusted-cert"]) + [c.certificatePath])
+        let deleted = try Shell.run(security, ["delete-certificate", "-c", c.name, keychain])
+        guard deleted.status == 0 else {
+            throw Failure(description: "keychain: security delete-certificate failed: \(deleted.output)")
+        }
+        return Outcome(changed: true, message: "keychain: removed the CA from \(keychain)")
+    }
+
+    private static func installSimulator(_ c: Context) throws(Failure) -> Outcome {
+        let xcrun = try which("xcrun", package: nil)
+        // simctl cannot list what a simulator trusts: a marker in the configuration folder remembers the install.
+        let marker = URL(fileURLWithPath: c.certificatePath).deletingLastPathComponent().path + "/simulator-installed"
+        if let recorded = try? String(contentsOfFile: marker, encoding: .utf8),
+            normalisedPEM(recorded) == normalisedPEM(c.certificatePEM)
+        {
+            return Outcome(
+                changed: false,
+                message:
+                    "simulator: already added to the booted simulators (\(marker)); delete that file to add it again")
+        }
+        let added = try Shell.run(xcrun, ["simctl", "keychain", "booted", "add-root-cert", c.certificatePath])
+        guard added.status == 0 else {
+            throw Failure(
+                description:
+                    "simulator: xcrun simctl keychain booted add-root-cert failed (is a simulator booted?): \(added.output)"
+            )
+        }
+        try? c.certificatePEM.write(toFile: marker, atomically: true, encoding: .utf8)
+        return Outcome(
+            changed: true,
+            message:
+                "simulator: added the CA to the booted simulators; undo: xcrun simctl keychain booted reset (removes every added certificate)"
+        )
+    }
+
+    // MARK: Helpers
+
+    /// The base64 of a PEM's certificates, without headers or white space: two spellings of one certificate compare
+    /// equal.
+    static func normalisedPEM(_ text: String) -> String {
+        text.split(whereSeparator: \.isNewline).filter { !$0.hasPrefix("-----") }.joined()
+            .filter { !$0.isWhitespace }
+    }
+
+    static func which(_ tool: String, package: String?) throws(Failure) -> String {
+        let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
+        for dir in path.split(separator: ":") + ["/usr/sbin", "/sbin", "/usr/bin"]
+        where FileManager.default.isExecutableFile(atPath: "\(dir)/\(tool)") {
+            return "\(dir)/\(tool)"
+        }
+        throw Failure(
+            description: "\(tool) is not installed" + (package.map { " (Debian: apt-get install \($0))" } ?? ""))
+    }
+}
+
+/// Runs a tool to completion: its exit status and what it printed (standard output and error together).
+enum Shell {
+    static func run(_ path: String, _ arguments: [String]) throws(CATrust.Failure) -> (status: Int32, output: String) {
+        var pipe: [Int32] = [-1, -1]
+        guard CProxy_pipe(&pipe) == 0 else { throw CATrust.Failure(description: "cannot make a pipe") }
+        let argv = ([path] + arguments).map { strdup($0) } + [nil]
+        defer { for p in argv { free(p) } }
+        var child: Int32 = 0
+        let rc = argv.withUnsafeBufferPointer { a in
+            let fds: [Int32] = [-1, pipe[1], pipe[1]]
+            return CProxy_spawn(&child, path, a.baseAddress, nil, fds, Int32(fds.count), 0)
+        }
+        close(pipe[1])
+        guard rc == 0 else {
+            close(pipe[0])
+            throw CATrust.Failure(description: "cannot start \(path): \(String(cString: strerror(rc)))")
+        }
+        var output: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let n = buffer.withUnsafeMutableBytes { read(pipe[0], $0.baseAddress, $0.count) }
+            if n > 0 {
+                output += buffer[0..<n]
+            } else if n == 0 || errno != EINTR {
+                break
+            }
+        }
+        close(pipe[0])
+        var status: Int32 = 0
+        while waitpid(child, &status, 0) < 0 && errno == EINTR {}
+        // WIFEXITED / WEXITSTATUS by hand (they are macros).
+        let exited = status & 0x7F == 0
+        return (exited ? (status >> 8) & 0xFF : 128 + (status & 0x7F), String(decoding: output, as: UTF8.self))
+    }
+}

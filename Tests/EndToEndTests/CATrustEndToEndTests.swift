@@ -1,0 +1,98 @@
+import Foundation
+import TestSupport
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// `cookie-proxy ca install|uninstall` into real trust stores: a fresh NSS database that a real Chromium then
+/// uses, and Debian's system store inside a mount namespace of the test's own (the machine's store is untouched).
+@Suite(.serialized) struct CATrustEndToEndTests {
+    static func ca(_ home: String, _ args: [String]) throws -> CommandResult {
+        try run(
+            Paths.binary, ["ca"] + args, environment: ["HOME": home, "COOKIE_PROXY_HOME": home + "/cookie-proxy"],
+            timeout: 60)
+    }
+
+    @Test func afterNSSInstallChromiumLoadsAnInterceptedPageWithoutCertificateErrorsAndUninstallUndoesIt() throws {
+        let home = try InterceptionEndToEndTests.home()
+        let ca = try TestCA(names: ["app.test"])
+        defer { InterceptionEndToEndTests.remove(home, ca) }
+        let installed = try Self.ca(home, ["install", "--nss"])
+        #expect(installed.status == 0, "\(installed.stderr)")
+        #expect(installed.text.contains("created the CA in \(home)/cookie-proxy"), "\(installed.text)")
+        #expect(installed.text.contains("to \(home)/.pki/nssdb, trusted for TLS servers"), "\(installed.text)")
+        #expect(installed.text.contains("undo: cookie-proxy ca uninstall --nss"), "\(installed.text)")
+        let again = try Self.ca(home, ["install", "--nss"])
+        #expect(again.status == 1)
+        #expect(again.text.contains("already trusted in \(home)/.pki/nssdb; nothing done"), "\(again.text)")
+
+        let upstream = try Upstream(tls: (ca.cert, ca.key))
+        let proxy = try Proxy(
+            [
+                "--intercept", "app.test", "--upstream-ca", ca.caCert, "--resolve", "app.test:127.0.0.1", "--log",
+                "none",
+            ],
+            environment: ["COOKIE_PROXY_HOME": home + "/cookie-proxy"])
+        let url = "https://app.test:\(upstream.port)/path/trusted"
+        let trusted = try Self.load(url, proxy: proxy, home: home)
+        #expect(trusted.contains("GET /path/trusted"), "\(trusted.prefix(2000))")
+
+        let removed = try Self.ca(home, ["uninstall", "--nss"])
+        #expect(removed.status == 0, "\(removed.stderr)")
+        #expect(removed.text.contains("removed '"), "\(removed.text)")
+        let listed = try run(Paths.which("certutil"), ["-L", "-d", "sql:\(home)/.pki/nssdb"])
+        #expect(!listed.text.contains("cookie-proxy"), "\(listed.text)")
+        let untrusted = try Self.load(url, proxy: proxy, home: home)
+        #expect(!untrusted.contains("GET /path/trusted"), "\(untrusted.prefix(2000))")
+    }
+
+    /// Chromium with HOME (and so its NSS database, ~/.pki/nssdb) in `home`, and no flag that relaxes certificates.
+    static func load(_ url: String, proxy: Proxy, home: String) throws -> String {
+        let browser = try #require(BrowserEndToEndTests.chromium(), "chromium is not installed")
+        let profile = home + "/profile-\(UUID().uuidString.prefix(6))"
+        let result = try run(
+            browser,
+            [
+                "--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run", "--user-data-dir=\(profile)",
+                "--proxy-server=\(proxy.url)", "--dump-dom", url,
+            ], environment: ["HOME": home])
+        return result.text
+    }
+
+    /// Debian's store, in a mount namespace whose /etc/ssl/certs is a copy and whose
+    /// /usr/local/share/ca-certificates is empty: openssl trusts the CA after install, not after uninstall.
+    @Test(.enabled(if: getuid() == 0, "the system store needs root (and a mount namespace)"))
+    func systemInstallMakesOpenSSLTrustTheCAAndUninstallUndoesIt() throws {
+        let home = try InterceptionEndToEndTests.home()
+        defer { try? FileManager.default.removeItem(atPath: home) }
+        let env = "HOME=\(home) COOKIE_PROXY_HOME=\(home)/cookie-proxy"
+        let bundle = "/etc/ssl/certs/ca-certificates.crt"
+        let verify = "openssl verify -CAfile \(bundle) \(home)/cookie-proxy/ca-cert.pem"
+        let script = """
+            set -u
+            mkdir -p \(home)/certs && cp -a /etc/ssl/certs/. \(home)/certs/
+            mount --bind \(home)/certs /etc/ssl/certs
+            mount -t tmpfs none /usr/local/share/ca-certificates
+            \(env) \(Paths.binary) ca init >/dev/null
+            \(verify) >/dev/null 2>&1 && echo "BEFORE trusted" || echo "BEFORE untrusted"
+            \(env) \(Paths.binary) ca install --system; echo "INSTALL $?"
+            \(verify) >/dev/null 2>&1 && echo "AFTER trusted" || echo "AFTER untrusted"
+            \(env) \(Paths.binary) ca install --system; echo "AGAIN $?"
+            \(env) \(Paths.binary) ca uninstall --system; echo "UNINSTALL $?"
+            \(verify) >/dev/null 2>&1 && echo "UNDONE trusted" || echo "UNDONE untrusted"
+            """
+        let result = try run(Paths.which("unshare"), ["--mount", "--propagation", "private", "bash", "-c", script])
+        let out = result.text
+        for line in [
+            "BEFORE untrusted", "INSTALL 0", "AFTER trusted", "AGAIN 1", "UNINSTALL 0", "UNDONE untrusted",
+            "system: copied the CA to /usr/local/share/ca-certificates/cookie-proxy-local-ca.crt",
+            "system: already trusted", "undo: sudo cookie-proxy ca uninstall --system",
+        ] {
+            #expect(out.contains(line), "\(line): \(out) \(result.stderr)")
+        }
+        // Nothing of it reached the machine's own store.
+        #expect(!FileManager.default.fileExists(atPath: "/usr/local/share/ca-certificates/cookie-proxy-local-ca.crt"))
+    }
+}
