@@ -8,6 +8,7 @@ let hotPath: [SwiftSetting] = [.unsafeFlags(["-enforce-exclusivity=unchecked"], 
 
 let package = Package(
     name: "cookie-proxy",
+    platforms: [.macOS(.v13)],
     products: [
         .library(name: "CookieKit", targets: ["CookieKit"]),
         .executable(name: "cookie-proxy", targets: ["cookie-proxy"]),
@@ -24,28 +25,33 @@ let package = Package(
         // Pure: the rules language → validated rule set → two-phase application → list of changes.
         .target(name: "CookieRules", dependencies: ["CookieKit"]),
         // libcurl through a system-library target; typed, non-variadic shims in its shim.h.
-        .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
+        .systemLibrary(
+            name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"]), .brew(["curl"])]),
         // `cookie-proxy audit`: fetch, follow redirects, carry cookies in our jar, lint every Set-Cookie.
         .target(name: "CookieAudit", dependencies: ["CookieKit", "CookieRules", "CCurl"]),
         // Runs the scenario corpora of shared/conformance against the jar (tests and `cookie-proxy conformance`).
         .target(name: "CookieConformance", dependencies: ["CookieKit"]),
         // Sans-I/O HTTP/1.1 codec and the per-connection proxy state machine.
         .target(name: "ProxyCore", dependencies: ["HTTPGrammar"], swiftSettings: hotPath),
-        // The only C of the proxy shell: epoll, eventfd, accept4, sockets, getaddrinfo, posix_spawn.
+        // The only C of the proxy shell: the poller (epoll, kqueue, poll), sockets, getaddrinfo, posix_spawn, signals,
+        // atomics.
         .target(name: "CProxyShims"),
+        // A lock and an atomic counter over POSIX and C11 (Synchronization's need macOS 15).
+        .target(name: "Locking", dependencies: ["CProxyShims"]),
         // OpenSSL 3 through a system-library target; macros as COpenSSL_ inline functions in its shim.h.
-        .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
+        .systemLibrary(
+            name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"]), .brew(["openssl@3"])]),
         // Swift owners of OpenSSL objects; the local CA and leaf minting; TLS engines over memory BIOs.
-        .target(name: "ProxyTLS", dependencies: ["COpenSSL", "HTTPGrammar"]),
+        .target(name: "ProxyTLS", dependencies: ["COpenSSL", "HTTPGrammar", "Locking"]),
         // The I/O shell: event loops, sockets, upstream pool, resolver, timers, TLS interception plumbing.
         .target(
-            name: "ProxyServer", dependencies: ["CookieKit", "ProxyCore", "CProxyShims", "ProxyTLS"],
+            name: "ProxyServer", dependencies: ["CookieKit", "ProxyCore", "CProxyShims", "ProxyTLS", "Locking"],
             swiftSettings: hotPath),
         .executableTarget(
             name: "cookie-proxy",
             dependencies: [
                 "CookieKit", "CookieFoundation", "CookieConformance", "CookieRules", "CookieAudit", "ProxyCore",
-                "ProxyServer", "ProxyTLS",
+                "ProxyServer", "ProxyTLS", "Locking",
             ], swiftSettings: hotPath),
         // Counts allocations in the benchmark only (interposes malloc in that executable).
         .target(name: "CBenchSupport"),

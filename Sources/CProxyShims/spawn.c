@@ -89,3 +89,29 @@ int CProxy_reap(int pid, int *status) {
     if (r < 0) return -errno;
     return r == pid ? 1 : 0;
 }
+
+int CProxy_wait_signal(const sigset_t *set, int timeout_ms) {
+#if defined(__linux__)
+    struct timespec ts = {.tv_sec = timeout_ms / 1000, .tv_nsec = (long)(timeout_ms % 1000) * 1000000L};
+    int sig = sigtimedwait(set, NULL, &ts);
+    if (sig < 0) return errno == EAGAIN || errno == EINTR ? 0 : -errno;
+    return sig;
+#else
+    // No sigtimedwait on macOS: look at the pending signals every 20 ms; sigwait then returns at once.
+    for (int waited = 0; waited <= timeout_ms; waited += 20) {
+        sigset_t pending;
+        if (sigpending(&pending) < 0) return -errno;
+        for (int sig = 1; sig < NSIG; sig++) {
+            if (sigismember(set, sig) == 1 && sigismember(&pending, sig) == 1) {
+                sigset_t one;
+                sigemptyset(&one);
+                sigaddset(&one, sig);
+                int got = 0;
+                return sigwait(&one, &got) == 0 ? got : 0;
+            }
+        }
+        usleep(20000);
+    }
+    return 0;
+#endif
+}

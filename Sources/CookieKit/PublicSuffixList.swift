@@ -62,23 +62,58 @@ public struct PublicSuffixList: Sendable {
         if rules.isEmpty { throw LoadError(path: path, reason: "no rules in the file") }
     }
 
-    /// The system list, read once. If Debian's `publicsuffix` package is missing, only the implicit `*`
-    /// rule applies; ``systemLoadError`` says so.
-    public static let system: PublicSuffixList = (try? PublicSuffixList(contentsOfFile: systemPath)) ?? .init(text: "")
-    /// Why the system list could not be read, if it could not.
-    public static var systemLoadError: LoadError? {
-        do {
-            _ = try PublicSuffixList(contentsOfFile: systemPath)
-            return nil
-        } catch { return error }
+    /// Where the list is looked for, in order: Debian's `publicsuffix` package, then under Homebrew's prefixes
+    /// (Apple silicon, then Intel).
+    public static let searchPaths = [
+        systemPath, "/opt/homebrew/share/publicsuffix/public_suffix_list.dat",
+        "/usr/local/share/publicsuffix/public_suffix_list.dat",
+    ]
+
+    /// Where the list in use came from.
+    public enum Source: Sendable, Equatable, CustomStringConvertible {
+        case file(String)
+        /// The copy compiled into the package (``shippedVersion``): no list was found on this machine.
+        case shipped
+
+        public var description: String {
+            switch self {
+            case .file(let path): path
+            case .shipped: "the copy built into cookie-proxy (version \(PublicSuffixList.shippedVersion))"
+            }
+        }
     }
+
+    /// The file `--psl` named; set once at start-up, before the list's first use and before other threads exist.
+    nonisolated(unsafe) private static var requestedPath: String?
+
+    /// Use the list in `path` instead of looking for one (read now, so a bad file is an error at once). Call before
+    /// the list's first use.
+    public static func use(file path: String) throws(LoadError) {
+        _ = try PublicSuffixList(contentsOfFile: path)
+        requestedPath = path
+    }
+
+    /// The list in use and where it came from: the file ``use(file:)`` named, else the first of ``searchPaths``
+    /// that reads, else the copy built in. Read once.
+    public static let current: (list: PublicSuffixList, source: Source) = {
+        if let path = requestedPath, let list = try? PublicSuffixList(contentsOfFile: path) {
+            return (list, .file(path))
+        }
+        for path in searchPaths {
+            if let list = try? PublicSuffixList(contentsOfFile: path) { return (list, .file(path)) }
+        }
+        return (PublicSuffixList(text: shippedText), .shipped)
+    }()
+
+    /// The list in use (``current``).
+    public static var system: PublicSuffixList { current.list }
 
     /// A failure to read the list.
     public struct LoadError: Error, Sendable, CustomStringConvertible {
         public let path: String
         public let reason: String
         public var description: String {
-            "cannot read the Public Suffix List at \(path): \(reason) (install Debian's 'publicsuffix' package)"
+            "cannot read the Public Suffix List at \(path): \(reason)"
         }
     }
 

@@ -5,6 +5,8 @@ import ProxyTLS
 
 #if canImport(Glibc)
     import Glibc
+#elseif canImport(Darwin)
+    import Darwin
 #endif
 
 /// The I/O shell around one ``ProxyConnectionMachine``: reads and writes the client socket and its
@@ -218,7 +220,7 @@ final class ClientConnection: LoopHandler, @unchecked Sendable {
         let status = machine.status()
         let requests = status.requestCount
         if requests > countedRequests {
-            loop.server.totalRequests.add(requests - countedRequests, ordering: .relaxed)
+            loop.server.totalRequests.add(requests - countedRequests)
             countedRequests = requests
         }
         let phase = status.phase
@@ -260,7 +262,7 @@ final class ClientConnection: LoopHandler, @unchecked Sendable {
             io.toClient.removeAll(keepingCapacity: true)
             clientSent = 0
             clientTLS = tls
-            loop.server.interceptedConnections.add(1, ordering: .relaxed)
+            loop.server.interceptedConnections.add(1)
             if !leftover.isEmpty {
                 tls.feed(leftover[...])
                 clientTLSProgress(tls)

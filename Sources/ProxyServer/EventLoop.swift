@@ -1,6 +1,6 @@
 import Dispatch
 import ProxyCore
-import Synchronization
+import Locking
 
 #if canImport(Glibc)
     import Glibc
@@ -45,7 +45,7 @@ final class EventLoop: @unchecked Sendable {
         var tls: Bool
     }
     private var clientList: [ObjectIdentifier: ClientConnection] = [:]
-    private let inbox = Mutex<[@Sendable () -> Void]>([])
+    private let inbox = Locked<[@Sendable () -> Void]>([])
     private var listener: Listener?
     var draining = false
     var now: Int64 = monotonicMilliseconds()
@@ -167,8 +167,7 @@ final class EventLoop: @unchecked Sendable {
 
     func accepted(fd: Int32, address: String) {
         let allowed = LocalAddress.isLoopback(address) || configuration.allowed.contains { $0.contains(address) }
-        if !allowed || draining || server.activeConnections.load(ordering: .relaxed) >= configuration.maximumConnections
-        {
+        if !allowed || draining || server.activeConnections.load() >= configuration.maximumConnections {
             let (status, reason) =
                 !allowed
                 ? ("403 Forbidden", "client \(address) is not allowed; start the proxy with --allow CIDR to admit it")
@@ -184,13 +183,13 @@ final class EventLoop: @unchecked Sendable {
         Sys.setNoDelay(fd)
         let client = ClientConnection(fd: fd, address: address, loop: self)
         clientList[ObjectIdentifier(client)] = client
-        server.activeConnections.add(1, ordering: .relaxed)
+        server.activeConnections.add(1)
         register(client, fd: fd, events: Poller.readable)
     }
 
     func removed(_ client: ClientConnection) {
         if clientList.removeValue(forKey: ObjectIdentifier(client)) != nil {
-            server.activeConnections.subtract(1, ordering: .relaxed)
+            server.activeConnections.subtract(1)
         }
     }
 

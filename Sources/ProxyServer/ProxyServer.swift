@@ -2,7 +2,7 @@ import Dispatch
 import Foundation
 import ProxyCore
 import ProxyTLS
-import Synchronization
+import Locking
 
 /// The proxy server: one event loop per configured thread, all listening on the same address through
 /// SO_REUSEPORT. Start with ``start()``, stop with ``shutdown(deadline:)``.
@@ -10,10 +10,10 @@ public final class ProxyServer: @unchecked Sendable {
     public private(set) var configuration: ServerConfiguration
     let hooks: any ProxyHooks
     let resolver = Resolver()
-    let activeConnections = Atomic<Int>(0)
-    let totalRequests = Atomic<Int>(0)
-    let interceptedConnections = Atomic<Int>(0)
-    private let tlsFailures = Mutex<[String]>([])
+    let activeConnections = AtomicCounter()
+    let totalRequests = AtomicCounter()
+    let interceptedConnections = AtomicCounter()
+    private let tlsFailures = Locked<[String]>([])
 
     /// A TLS failure with a client (e.g. it does not trust the CA); the runtime reports these.
     func noteTLSFailure(_ text: String) {
@@ -26,8 +26,8 @@ public final class ProxyServer: @unchecked Sendable {
             let t = $0; $0.removeAll(); return t
         }
     }
-    public var intercepted: Int { interceptedConnections.load(ordering: .relaxed) }
-    private let requestIDs = Atomic<UInt64>(0)
+    public var intercepted: Int { interceptedConnections.load() }
+    private let requestIDs = AtomicCounter()
     private var loops: [EventLoop] = []
     private let finished = DispatchGroup()
     /// The port actually bound (useful with port 0).
@@ -63,9 +63,9 @@ public final class ProxyServer: @unchecked Sendable {
         self.interception = interception
     }
 
-    public var connections: Int { activeConnections.load(ordering: .relaxed) }
-    public var requests: Int { totalRequests.load(ordering: .relaxed) }
-    func nextRequestID() -> UInt64 { requestIDs.add(1, ordering: .relaxed).newValue }
+    public var connections: Int { activeConnections.load() }
+    public var requests: Int { totalRequests.load() }
+    func nextRequestID() -> UInt64 { UInt64(requestIDs.add(1)) }
 
     /// Binds the listening sockets and starts the loops' threads.
     public func start() throws(StartError) {

@@ -1,9 +1,9 @@
 import Dispatch
-import Synchronization
+import Locking
 
 /// Name resolution off the event loops (getaddrinfo blocks), with a small cache.
 final class Resolver: Sendable {
-    private let cache = Mutex<[String: (addresses: [String], expires: Int64)]>([:])
+    private let cache = Locked<[String: (addresses: [String], expires: Int64)]>([:])
     private let queue = DispatchQueue(label: "cookie-proxy.resolver", attributes: .concurrent)
     let ttlMilliseconds: Int64 = 30_000
 

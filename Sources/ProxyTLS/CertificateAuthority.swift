@@ -1,9 +1,11 @@
 internal import COpenSSL
 import HTTPGrammar
-import Synchronization
+import Locking
 
 #if canImport(Glibc)
     import Glibc
+#elseif canImport(Darwin)
+    import Darwin
 #endif
 
 /// The local CA that signs leaf certificates for intercepted hosts: an EC P-256 key (mode 0600 on disk) and a
@@ -115,7 +117,7 @@ public final class CertificateAuthority: @unchecked Sendable {
 public final class LeafCache: Sendable {
     let ca: CertificateAuthority
     let leafKey: PrivateKey
-    private let cache = Mutex<[String: Certificate]>([:])
+    private let cache = Locked<[String: Certificate]>([:])
 
     public init(ca: CertificateAuthority) throws(TLSError) {
         self.ca = ca

@@ -2,6 +2,8 @@ internal import COpenSSL
 
 #if canImport(Glibc)
     import Glibc
+#elseif canImport(Darwin)
+    import Darwin
 #endif
 
 /// An OpenSSL failure with the text of OpenSSL's error queue (drained at the call site).

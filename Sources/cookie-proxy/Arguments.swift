@@ -20,6 +20,11 @@ struct OptionSpec: Sendable {
     var repeatable = false
 
     var key: String { names[0] }
+
+    /// `--psl FILE`, for every command that judges domains (main.swift reads it before the command runs).
+    static let psl = OptionSpec(
+        names: ["--psl"], value: "file",
+        help: "Public Suffix List to use (default: Debian's or Homebrew's, else the copy built in).")
 }
 
 struct CommandSpec: Sendable {

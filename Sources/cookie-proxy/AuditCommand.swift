@@ -27,7 +27,7 @@ enum AuditCommand {
                 names: ["--rules", "-r"], value: "path", help: "Also show what these rules would change (before/after)."
             ),
             OptionSpec(names: ["--format"], value: "format", help: "text or json.", defaultValue: "text"),
-        ],
+        ] + [.psl],
         arguments: "  URL      An http:// or https:// URL.",
         discussion: """
             Exit status: 0 when browsers would keep every cookie, 1 when they would reject some (a backend's CI can

@@ -18,7 +18,7 @@ enum CACommand {
                 names: ["--nss"], value: nil,
                 help: "NSS databases: Chromium's ~/.pki/nssdb and Firefox profiles' (certutil)."),
             OptionSpec(
-                names: ["--nss-db"], value: "dir", help: "This NSS database instead (repeatable).", repeatable: true),
+                names: ["--nss-db"], value: "dir", help: "This NSS database instead of those.", repeatable: true),
             OptionSpec(
                 names: ["--keychain"], value: nil, help: "The macOS login keychain (security add-trusted-cert)."),
             OptionSpec(

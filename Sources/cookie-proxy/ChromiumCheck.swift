@@ -3,7 +3,7 @@ import CookieKit
 import Foundation
 import ProxyCore
 import ProxyTLS
-import Synchronization
+import Locking
 
 /// `parse --browser chromium`: what the machine's own Chromium stores for a Set-Cookie line.
 ///
@@ -233,8 +233,8 @@ fileprivate final class LineServer: @unchecked Sendable {
     let port: Int
     private let listener: Int32
     private let tls: TLSServerContext
-    private let current = Mutex<(line: String, host: String)>(("", ""))
-    private let stopped = Atomic<Bool>(false)
+    private let current = Locked<(line: String, host: String)>(("", ""))
+    private let stopped = AtomicCounter()
 
     init(directory: String) throws(ChromiumCheck.Failure) {
         do {
@@ -265,12 +265,12 @@ fileprivate final class LineServer: @unchecked Sendable {
     }
 
     func stop() {
-        stopped.store(true, ordering: .relaxed)
+        stopped.store(1)
         close(listener)
     }
 
     private func acceptLoop() {
-        while !stopped.load(ordering: .relaxed) {
+        while stopped.load() == 0 {
             guard CProxy_poll_readable(listener, 200) > 0 else { continue }
             var address = [CChar](repeating: 0, count: 64)
             var peerPort: Int32 = 0

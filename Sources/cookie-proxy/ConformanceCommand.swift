@@ -9,7 +9,7 @@ enum ConformanceCommand {
         usage: "cookie-proxy conformance FILE...",
         options: [
             OptionSpec(names: ["--quiet", "-q"], value: nil, help: "Print only the per-suite lines and the total.")
-        ],
+        ] + [.psl],
         arguments: "  FILE     A corpus in the shared/conformance JSON format (http-state.json, wpt.json).",
         discussion: "Counted cases decide the exit status (0 all pass, 1 some fail); informative ones are reported.")
 
@@ -18,7 +18,9 @@ enum ConformanceCommand {
             throw UsageError(
                 message: "give at least one corpus file, e.g. ../shared/conformance/wpt.json", command: spec.name)
         }
-        if let error = PublicSuffixList.systemLoadError { Console.err("warning: \(error)") }
+        if PublicSuffixList.current.source == .shipped {
+            Console.err("note: no Public Suffix List on this machine; using \(PublicSuffixList.current.source)")
+        }
         var passed = 0
         var failed = 0
         for file in args.positionals {

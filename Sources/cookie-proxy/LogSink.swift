@@ -1,7 +1,7 @@
 import CookieKit
 import CookieRules
 import Foundation
-import Synchronization
+import Locking
 
 /// Writes transformation records on a thread of its own. Records wait in a bounded queue; when the writer falls
 /// behind, the event loop that submits a record waits for room (backpressure: the proxy reads no more requests
@@ -105,12 +105,12 @@ final class LogSink: Sendable {
         var writerIdle = true
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
     private let signal = DispatchSemaphore(value: 0)
     /// Free places in the queue: taken by a record, given back once it is written.
     private let slots: DispatchSemaphore
     /// Held while a loop takes several places (``submit(_:)``).
-    private let taking = Mutex(())
+    private let taking = Locked(())
     private let done = DispatchSemaphore(value: 0)
     let capacity: Int
     let redaction: Redaction
@@ -451,7 +451,7 @@ final class LogSink: Sendable {
 /// The terminal when log lines and the live status line share it: the status line stays the last line. Each
 /// print clears it, writes the lines above it and draws it again, under one lock.
 final class TerminalView: Sendable {
-    private let status = Mutex<String>("")
+    private let status = Locked<String>("")
 
     /// Draws the status line (stderr) in place.
     func setStatus(_ text: String) {

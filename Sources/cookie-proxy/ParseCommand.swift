@@ -17,7 +17,7 @@ enum ParseCommand {
                 help:
                     "Also ask this machine's browser (chromium): a headless Chromium gets each line from the URL "
                     + "and what it stored is shown beside the draft's verdict."),
-        ],
+        ] + [.psl],
         arguments:
             "  VALUE    A Set-Cookie value (a 'Set-Cookie:' prefix is accepted). Without any, one per line from stdin.",
         discussion: """

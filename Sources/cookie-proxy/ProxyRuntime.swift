@@ -173,7 +173,7 @@ final class ProxyRuntime: @unchecked Sendable {
     var statusSummary: String {
         let dropped = sink?.droppedCount ?? 0
         return
-            "\(hooks.rewritten.load(ordering: .relaxed)) cookies rewritten · \(hooks.observed.load(ordering: .relaxed)) seen"
+            "\(hooks.rewritten.load()) cookies rewritten · \(hooks.observed.load()) seen"
             + (dropped > 0 ? " · \(dropped) log records dropped" : "")
     }
 }
@@ -221,7 +221,8 @@ enum LogKey {
         let path = directory + "/log-key"
         if let data = FileManager.default.contents(atPath: path), data.count >= 16 { return Array(data.prefix(16)) }
         mkdir(directory, 0o700)
-        var generator = SystemRandomNumberGenerator()  // getrandom(2): cryptographically secure
+        // getrandom(2) on Linux, arc4random on macOS: cryptographically secure.
+        var generator = SystemRandomNumberGenerator()
         let key = (0..<16).map { _ in UInt8.random(in: 0...255, using: &generator) }
         let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
         if fd < 0 {

@@ -48,7 +48,7 @@ enum TryCommand {
             OptionSpec(
                 names: ["--format"], value: "format", help: "text or json (one object per cookie).",
                 defaultValue: "text"),
-        ],
+        ] + [.psl],
         arguments:
             "  VALUE    A Set-Cookie value ('Set-Cookie:' prefix accepted). Without any, one per line from stdin.")
 

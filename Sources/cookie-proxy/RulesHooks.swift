@@ -2,28 +2,28 @@ import CookieKit
 import CookieRules
 import Foundation
 import ProxyCore
-import Synchronization
+import Locking
 
 /// The rules and the log, plugged into the proxy's message heads. The rule set can be swapped at any time
 /// (hot reload); each message uses the set that was current when its head arrived.
 final class RulesHooks: ProxyHooks, Sendable {
-    private let engine: Mutex<RuleEngine>
+    private let engine: Locked<RuleEngine>
     let dryRun: Bool
     let sink: LogSink?
-    let rewritten = Atomic<Int>(0)
-    let observed = Atomic<Int>(0)
+    let rewritten = AtomicCounter()
+    let observed = AtomicCounter()
 
     /// Hosts named with --intercept / --intercept-all.
     let interceptFlags: HostPatternList
     /// Hosts the current rules target (their non-negated `host` conditions).
-    private let ruleHosts: Mutex<HostPatternList>
+    private let ruleHosts: Locked<HostPatternList>
 
     init(engine: RuleEngine, dryRun: Bool, sink: LogSink?, intercept: HostPatternList) {
-        self.engine = Mutex(engine)
+        self.engine = Locked(engine)
         self.dryRun = dryRun
         self.sink = sink
         self.interceptFlags = intercept
-        self.ruleHosts = Mutex(Self.targetedHosts(engine.ruleSet))
+        self.ruleHosts = Locked(Self.targetedHosts(engine.ruleSet))
     }
 
     var current: RuleEngine { engine.withLock { $0 } }
@@ -138,8 +138,8 @@ final class RulesHooks: ProxyHooks, Sendable {
             }
         }
         if let sink, let batch { sink.submit(batch) }
-        if seenCount > 0 { observed.add(seenCount, ordering: .relaxed) }
-        if changedCount > 0 { rewritten.add(changedCount, ordering: .relaxed) }
+        if seenCount > 0 { observed.add(seenCount) }
+        if changedCount > 0 { rewritten.add(changedCount) }
         for index in dropped.reversed() { head.remove(at: index) }
     }
 

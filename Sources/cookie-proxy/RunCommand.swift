@@ -1,9 +1,12 @@
+import CProxyShims
 import CookieKit
 import ProxyCore
 import ProxyServer
 
 #if canImport(Glibc)
     import Glibc
+#elseif canImport(Darwin)
+    import Darwin
 #endif
 
 /// `cookie-proxy run`: the proxy in the foreground.
@@ -73,7 +76,7 @@ enum RunCommand {
                 names: ["--drain-timeout"], value: "seconds",
                 help: "On SIGINT/SIGTERM, time given to exchanges in flight.", defaultValue: "10s"),
             OptionSpec(names: ["--quiet", "-q"], value: nil, help: "No banner and no live status line."),
-        ] + ProxyRuntime.options,
+        ] + ProxyRuntime.options + [.psl],
         discussion: """
             Point a client at the proxy:
               curl -x http://127.0.0.1:8080 http://example.com/
@@ -223,6 +226,13 @@ enum RunCommand {
                 let direct = routes.bypass.isEmpty ? "" : "; direct to \(routes.bypass.joined(separator: ", "))"
                 banner += "  upstream:     through proxy \(via)\(direct)\n"
             }
+            switch PublicSuffixList.current.source {
+            case .shipped:
+                banner +=
+                    "  suffixes:     no Public Suffix List on this machine: using \(PublicSuffixList.current.source) (--psl FILE for another)\n"
+            case .file(let path):
+                if args.value("--psl") != nil { banner += "  suffixes:     \(path) (--psl)\n" }
+            }
             banner += runtime.banner
             banner +=
                 interception?.1
@@ -231,9 +241,7 @@ enum RunCommand {
             Console.out(banner)
         }
         while true {
-            var info = siginfo_t()
-            var timeout = timespec(tv_sec: 1, tv_nsec: 0)
-            let sig = sigtimedwait(&signals, &info, &timeout)
+            let sig = CProxy_wait_signal(&signals, 1000)
             if sig == SIGHUP {
                 runtime.reload(reason: "SIGHUP")
                 continue

@@ -1,3 +1,5 @@
+import CookieKit
+
 #if canImport(Glibc)
     import Glibc
 #elseif canImport(Darwin)
@@ -13,7 +15,7 @@ let rootSpec = CommandSpec(
           run            Run the proxy in the foreground.
           check          Validate a rules file and say what each rule will do.
           try            Run Set-Cookie values through rules offline.
-          ca             Create, locate or export the local CA used to intercept https.
+          ca             Create, locate, export or trust the local CA used to intercept https.
           audit          Fetch a URL, follow its redirects, check every cookie it sets.
           parse          Parse Set-Cookie values and show what a browser makes of them.
           conformance    Run cookie conformance corpora against the jar.
@@ -51,6 +53,14 @@ func runMain() -> Int32 {
         if args.helpRequested {
             Console.out(spec.helpText)
             return 0
+        }
+        if let psl = args.value("--psl") {
+            do {
+                try PublicSuffixList.use(file: psl)
+            } catch {
+                Console.err("error: --psl: \(error)")
+                return 2
+            }
         }
         switch first {
         case "run": return try RunCommand.run(args)

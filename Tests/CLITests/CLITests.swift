@@ -58,6 +58,21 @@ import Testing
         static let nativeIsEpoll = false
     #endif
 
+    /// `--psl FILE` replaces the list: with `example.com` listed as a public suffix, a cookie for it is refused.
+    @Test func aListGivenWithPslIsTheOneUsedAndAnUnreadableOneIsAnError() throws {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("psl-\(getpid()).dat").path
+        try "// test list\ncom\nexample.com\n".write(toFile: file, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(atPath: file) }
+        let cookie = "a=1; Domain=example.com"
+        let usual = try Binary.run(["parse", "--url", "https://www.example.com/", cookie])
+        #expect(usual.stdout.contains("\"rejected\":null"), "\(usual.stdout)")
+        let listed = try Binary.run(["parse", "--psl", file, "--url", "https://www.example.com/", cookie])
+        #expect(listed.stdout.contains("public suffix"), "\(listed.stdout)")
+        let missing = try Binary.run(["parse", "--psl", file + ".missing", "--url", "https://x.test/", "a=1"])
+        #expect(missing.status == 2)
+        #expect(missing.stderr.contains("error: --psl: cannot read the Public Suffix List at \(file).missing"))
+    }
+
     @Test func parsePrintsOneJSONObjectPerCookieWithTheDocumentedKeys() throws {
         let result = try Binary.run([
             "parse", "--url", "https://bin.example.com/login",

@@ -1,4 +1,4 @@
-import CookieKit
+@testable import CookieKit
 import Synchronization
 import Testing
 
@@ -189,9 +189,26 @@ import Testing
             ("www.xn--p1ai", "xn--p1ai", "www.xn--p1ai"),  // .рф, stored as an A-label
         ] as [(String, String, String?)])
     func systemListFindsSuffixAndRegistrableDomain(_ host: String, _ suffix: String, _ registrable: String?) {
-        let list = PublicSuffixList.system
-        #expect(list.publicSuffix(of: host) == suffix)
-        #expect(list.registrableDomain(of: host) == registrable)
+        // The list in use, and the copy built in (what a machine without one gets) give the same answers.
+        for list in [PublicSuffixList.system, PublicSuffixList(text: PublicSuffixList.shippedText)] {
+            #expect(list.publicSuffix(of: host) == suffix)
+            #expect(list.registrableDomain(of: host) == registrable)
+        }
+    }
+
+    /// Every rule of Debian's list, as the built-in copy reads it: the copy is that list.
+    @Test func theBuiltInCopyHoldsEveryRuleOfTheListItWasMadeFrom() throws {
+        let text = try String(contentsOfFile: PublicSuffixList.systemPath, encoding: .utf8)
+        let copy = PublicSuffixList(text: PublicSuffixList.shippedText)
+        var checked = 0
+        for line in text.split(separator: "\n") where !line.hasPrefix("//") && !line.isEmpty {
+            var rule = String(line.split(separator: " ").first ?? "")
+            if rule.hasPrefix("!") || rule.hasPrefix("*.") { continue }
+            rule = Punycode.toASCII(rule.lowercased())
+            #expect(copy.isPublicSuffix(rule) == PublicSuffixList.system.isPublicSuffix(rule), "\(rule)")
+            checked += 1
+        }
+        #expect(checked > 9000)
     }
 
     @Test(arguments: [("bücher", "bcher-kva"), ("рф", "p1ai"), ("münchen", "mnchen-3ya")])

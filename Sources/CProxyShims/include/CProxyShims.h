@@ -4,6 +4,7 @@
 // spelling differs between Linux and macOS (accept4, SOCK_NONBLOCK, MSG_NOSIGNAL, sched_getaffinity). Each function is a thin, prefixed wrapper; errors are returned as -errno.
 #include <stdint.h>
 #include <stddef.h>
+#include <signal.h>
 
 /// The poller's event bits (epoll's values; the kqueue and poll backends translate).
 extern const uint32_t CProxy_EV_IN;
@@ -80,6 +81,15 @@ int CProxy_reap(int pid, int *status);
 /// The numeric addresses of this machine's interfaces that are up, but not loopback or IPv6 link-local: up to max
 /// entries of 64 bytes each into out; the count or -errno.
 int CProxy_interface_addresses(char *out, int max);
+
+/// Waits up to timeout_ms for one of the blocked signals in set: its number, 0 after the timeout, or -errno
+/// (sigtimedwait on Linux; macOS has none, so its pending set is looked at every 20 ms).
+int CProxy_wait_signal(const sigset_t *set, int timeout_ms);
+
+/// Relaxed atomic operations on a 64-bit integer (Locking's AtomicCounter): the new value, the value, nothing.
+int64_t CProxy_atomic_add(int64_t *p, int64_t delta);
+int64_t CProxy_atomic_load(const int64_t *p);
+void CProxy_atomic_store(int64_t *p, int64_t value);
 
 /// CPUs this process may run on (sched_getaffinity, so `taskset` and cgroups cpusets count); at least 1.
 int CProxy_available_cpus(void);
