@@ -64,6 +64,6 @@ let package = Package(
         .testTarget(name: "CookieRulesTests", dependencies: ["CookieRules", "CookieKit"]),
         // End-to-end: the built binary between real clients and a real upstream (started by the tests).
         .testTarget(name: "EndToEndTests", dependencies: ["cookie-proxy", "TestSupport"], exclude: ["Fixtures"]),
-        .testTarget(name: "CLITests", dependencies: ["cookie-proxy", "TestSupport"], exclude: ["golden"]),
+        .testTarget(name: "CLITests", dependencies: ["cookie-proxy", "TestSupport"], exclude: ["golden", "darwin-headers"]),
     ]
 )

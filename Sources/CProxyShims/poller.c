@@ -136,13 +136,22 @@ static int poll_wait(CProxy_Poller *p, CProxy_Event *out, int max, int timeout_m
 // MARK: kqueue
 
 #if CPROXY_HAVE_KQUEUE
+// One change per call: with no room for results, kevent stops at the first change that fails, so the other would
+// be lost. The write filter is deleted rather than disabled when unwanted (a listening socket never needs one);
+// deleting one that is not there (ENOENT) is not an error.
+static int kqueue_change(CProxy_Poller *p, int fd, short filter, unsigned short flags, uint64_t token) {
+    struct kevent change;
+    EV_SET(&change, fd, filter, flags, 0, 0, (void *)(uintptr_t)token);
+    if (kevent(p->fd, &change, 1, NULL, 0, NULL) < 0 && !(errno == ENOENT && (flags & EV_DELETE))) return -errno;
+    return 0;
+}
+
 static int kqueue_set(CProxy_Poller *p, int fd, uint32_t events, uint64_t token) {
-    struct kevent changes[2];
-    void *udata = (void *)(uintptr_t)token;
-    EV_SET(&changes[0], fd, EVFILT_READ, EV_ADD | ((events & CProxy_EV_IN) ? EV_ENABLE : EV_DISABLE), 0, 0, udata);
-    EV_SET(&changes[1], fd, EVFILT_WRITE, EV_ADD | ((events & CProxy_EV_OUT) ? EV_ENABLE : EV_DISABLE), 0, 0,
-           udata);
-    return kevent(p->fd, changes, 2, NULL, 0, NULL) < 0 ? -errno : 0;
+    int rc = kqueue_change(p, fd, EVFILT_READ, EV_ADD | ((events & CProxy_EV_IN) ? EV_ENABLE : EV_DISABLE), token);
+    if (rc == 0) {
+        rc = kqueue_change(p, fd, EVFILT_WRITE, (events & CProxy_EV_OUT) ? EV_ADD | EV_ENABLE : EV_DELETE, token);
+    }
+    return rc;
 }
 
 static int kqueue_wait(CProxy_Poller *p, CProxy_Event *out, int max, int timeout_ms) {

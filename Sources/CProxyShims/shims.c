@@ -23,7 +23,6 @@ int CProxy_reuseport_balances(void) { return 0; }
    SIGPIPE. Linux sets the first two atomically in socket() and accept4(). */
 #if defined(__linux__)
 static int new_socket(int family) { return socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0); }
-static int prepare_accepted(int fd) { return fd; }
 #else
 static int prepare_accepted(int fd) {
     int fl = fcntl(fd, F_GETFL);
