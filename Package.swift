@@ -47,11 +47,13 @@ let package = Package(
         .target(
             name: "ProxyServer", dependencies: ["CookieKit", "ProxyCore", "CProxyShims", "ProxyTLS", "Locking"],
             swiftSettings: hotPath),
+        // Pure: what the inspector holds and shows (exchanges, the jar a browser would build, HAR, its web page).
+        .target(name: "CookieInspector", dependencies: ["CookieKit", "CookieRules", "ProxyCore", "Locking"]),
         .executableTarget(
             name: "cookie-proxy",
             dependencies: [
                 "CookieKit", "CookieFoundation", "CookieConformance", "CookieRules", "CookieAudit", "ProxyCore",
-                "ProxyServer", "ProxyTLS", "Locking",
+                "ProxyServer", "ProxyTLS", "Locking", "CookieInspector",
             ], swiftSettings: hotPath),
         // Counts allocations in the benchmark only (interposes malloc in that executable).
         .target(name: "CBenchSupport"),

@@ -40,7 +40,8 @@ public func fuzzConnectionMachine(_ data: UnsafePointer<UInt8>, _ size: Int) -> 
                 answered += 1
             }
         }
-        guard !toUpstream.isEmpty, !commands.contains(where: { if case .connect(_, true) = $0 { true } else { false } })
+        guard !toUpstream.isEmpty,
+            !commands.contains(where: { if case .connect(_, true, _) = $0 { true } else { false } })
         else { return 0 }
         if StrictReader.read(toUpstream) == nil {
             precondition(

@@ -863,9 +863,16 @@ public struct ProxyConnectionMachine: Sendable {
         $0 | 1 << UInt32($1.rawValue)
     }
 
-    static func reasonPhrase(_ status: Int) -> String {
+    /// The reason phrase this proxy writes for a status it answers with.
+    public static func reasonPhrase(_ status: Int) -> String {
         switch status {
+        case 200: return "OK"
+        case 204: return "No Content"
+        case 302: return "Found"
+        case 304: return "Not Modified"
         case 400: return "Bad Request"
+        case 401: return "Unauthorized"
+        case 404: return "Not Found"
         case 403: return "Forbidden"
         case 405: return "Method Not Allowed"
         case 408: return "Request Timeout"

@@ -44,6 +44,8 @@ final class ClientConnection: LoopHandler, @unchecked Sendable {
     var connectGeneration = 0
     /// The upstream proxy of the connection being made (`--upstream-proxy`).
     var hop: UpstreamHop?
+    /// The port to connect to instead of the origin's: the local service's, for the onboarding host.
+    var localPort: Int?
     var lastPhase: ProxyConnectionMachine.Phase = .idle
     var phaseStart: Int64
     var lastActivity: Int64
@@ -433,6 +435,16 @@ final class ClientConnection: LoopHandler, @unchecked Sendable {
             machine.upstreamConnected(reused: true, &io)
             return
         }
+        localPort = nil
+        if let onboarding = loop.configuration.onboardingHost, origin.host == onboarding, origin.port == 80,
+            clientTLS == nil, loop.server.localServicePort > 0
+        {
+            // The onboarding pages: served by the proxy's own local service, to devices on the LAN too.
+            hop = nil
+            localPort = loop.server.localServicePort
+            connectNext(origin: origin, addresses: ["127.0.0.1"], lastError: 0)
+            return
+        }
         // Through an upstream proxy, it is the proxy that is connected to.
         let host = via?.proxy.address.host ?? origin.host
         if let mapped = loop.configuration.resolveOverrides[host] {
@@ -468,7 +480,7 @@ final class ClientConnection: LoopHandler, @unchecked Sendable {
     func connectNext(origin: Origin, addresses: [String], lastError: Int32) {
         var remaining = addresses
         // (Loopback hosts never go through an upstream proxy, and the proxy itself may well be on loopback.)
-        if fromNetwork && !loop.configuration.allowLoopbackUpstream && hop == nil {
+        if fromNetwork && !loop.configuration.allowLoopbackUpstream && hop == nil && localPort == nil {
             remaining.removeAll { LocalAddress.reachesThisMachineOnly($0) }
             if remaining.isEmpty && !addresses.isEmpty {
                 machine.upstreamFailed(.loopbackFromNetwork(origin), &io)
@@ -478,7 +490,7 @@ final class ClientConnection: LoopHandler, @unchecked Sendable {
         var error = lastError
         while !remaining.isEmpty {
             let address = remaining.removeFirst()
-            let (ufd, inProgress) = Sys.connect(address, hop?.proxy.address.port ?? origin.port)
+            let (ufd, inProgress) = Sys.connect(address, localPort ?? hop?.proxy.address.port ?? origin.port)
             if ufd < 0 {
                 error = -ufd
                 continue

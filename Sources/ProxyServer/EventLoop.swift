@@ -45,6 +45,8 @@ final class EventLoop: @unchecked Sendable {
         var tls: Bool
     }
     private var clientList: [ObjectIdentifier: ClientConnection] = [:]
+    private var localList: [ObjectIdentifier: LocalConnection] = [:]
+    private var localListener: Listener?
     private let inbox = Locked<[@Sendable () -> Void]>([])
     private var listener: Listener?
     var draining = false
@@ -94,8 +96,15 @@ final class EventLoop: @unchecked Sendable {
     // MARK: Running
 
     func start(listenFD: Int32) {
-        let listener = Listener(fd: listenFD, loop: self)
+        let listener = Listener(fd: listenFD, loop: self, local: false)
         self.listener = listener
+        register(listener, fd: listenFD, events: Poller.readable)
+    }
+
+    /// Also serve the local service (the inspector) on this listening socket.
+    func startLocal(listenFD: Int32) {
+        let listener = Listener(fd: listenFD, loop: self, local: true)
+        localListener = listener
         register(listener, fd: listenFD, events: Poller.readable)
     }
 
@@ -130,7 +139,7 @@ final class EventLoop: @unchecked Sendable {
                 lastTick = now
                 tick()
             }
-            if draining && clientList.isEmpty { break }
+            if draining && clientList.isEmpty && localList.isEmpty { break }
         }
         for (_, list) in pool { for upstream in list { upstream.close() } }
         pool.removeAll()
@@ -139,6 +148,7 @@ final class EventLoop: @unchecked Sendable {
     /// Timers: per-phase deadlines of client connections, idle pooled upstreams.
     private func tick() {
         for client in Array(clientList.values) { client.checkDeadline() }
+        for local in Array(localList.values) { local.checkDeadline() }
         let limit = Int64(configuration.poolIdleTimeout * 1000)
         for (origin, list) in pool {
             guard list.contains(where: { now - $0.pooledAt >= limit }) || list.isEmpty else { continue }
@@ -155,11 +165,17 @@ final class EventLoop: @unchecked Sendable {
             unregisterAndClose(listener, fd: listener.fd)
             self.listener = nil
         }
+        if let localListener {
+            unregisterAndClose(localListener, fd: localListener.fd)
+            self.localListener = nil
+        }
+        for local in Array(localList.values) { local.close() }
         for client in Array(clientList.values) { client.drain() }
     }
 
     /// Closes everything at once (the drain deadline passed).
     func closeAll() {
+        for local in Array(localList.values) { local.close() }
         for client in Array(clientList.values) { client.closeNow() }
     }
 
@@ -186,6 +202,21 @@ final class EventLoop: @unchecked Sendable {
         server.activeConnections.add(1)
         register(client, fd: fd, events: Poller.readable)
     }
+
+    /// A connection to the local service: the same admission as the proxy's (loopback, `--allow`).
+    func acceptedLocal(fd: Int32, address: String) {
+        guard let service = server.localService, !draining,
+            LocalAddress.isLoopback(address) || configuration.allowed.contains(where: { $0.contains(address) })
+        else {
+            Sys.close(fd)
+            return
+        }
+        let connection = LocalConnection(fd: fd, address: address, loop: self, service: service)
+        localList[ObjectIdentifier(connection)] = connection
+        register(connection, fd: fd, events: Poller.readable)
+    }
+
+    func localClosed(_ connection: LocalConnection) { localList.removeValue(forKey: ObjectIdentifier(connection)) }
 
     func removed(_ client: ClientConnection) {
         if clientList.removeValue(forKey: ObjectIdentifier(client)) != nil {
@@ -228,15 +259,22 @@ final class EventLoop: @unchecked Sendable {
 final class Listener: LoopHandler, @unchecked Sendable {
     let fd: Int32
     unowned(unsafe) let loop: EventLoop
-    init(fd: Int32, loop: EventLoop) {
+    /// The local service's socket rather than the proxy's.
+    let local: Bool
+    init(fd: Int32, loop: EventLoop, local: Bool) {
         self.fd = fd
         self.loop = loop
+        self.local = local
     }
     override func handle(_ events: UInt32) {
         for _ in 0..<64 {
             let (c, address, _) = Sys.accept(fd)
             if c < 0 { return }
-            loop.accepted(fd: c, address: address)
+            if local {
+                loop.acceptedLocal(fd: c, address: address)
+            } else {
+                loop.accepted(fd: c, address: address)
+            }
         }
     }
 }

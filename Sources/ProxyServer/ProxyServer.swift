@@ -50,9 +50,13 @@ public final class ProxyServer: @unchecked Sendable {
         }
     }
     let interception: Interception?
+    let localService: (any LocalService)?
+    /// The local service's bound port (useful with port 0); 0 when there is none.
+    public private(set) var localServicePort = 0
 
     public init(
-        configuration: ServerConfiguration, hooks: any ProxyHooks = NoHooks(), interception: Interception? = nil
+        configuration: ServerConfiguration, hooks: any ProxyHooks = NoHooks(), interception: Interception? = nil,
+        localService: (any LocalService)? = nil
     ) {
         var c = configuration
         c.proxy.ownPorts.insert(c.listenPort)
@@ -61,6 +65,7 @@ public final class ProxyServer: @unchecked Sendable {
         self.configuration = c
         self.hooks = hooks
         self.interception = interception
+        self.localService = configuration.localServiceAddress == nil ? nil : localService
     }
 
     public var connections: Int { activeConnections.load() }
@@ -91,11 +96,30 @@ public final class ProxyServer: @unchecked Sendable {
             fds.append(fd)
         }
         boundPort = port
+        var localFD: Int32 = -1
+        if localService != nil, let address = configuration.localServiceAddress {
+            localFD = Sys.listen(host: address.host, port: address.port, reusePort: false)
+            if localFD == -EADDRINUSE && configuration.localServiceAnyPortIfTaken {
+                localFD = Sys.listen(host: address.host, port: 0, reusePort: false)
+            }
+            if localFD < 0 {
+                for f in fds { Sys.close(f) }
+                let reason =
+                    localFD == -EADDRINUSE
+                    ? "the address is in use (pick another with --ui HOST:PORT)" : Sys.errorText(localFD)
+                throw StartError(
+                    description: "cannot listen on \(address.host):\(address.port) for the inspector: \(reason)")
+            }
+            localServicePort = Sys.localPort(localFD)
+            // Requests through the proxy to the service's own port are refused as addressed to the proxy itself.
+            configuration.proxy.ownPorts.insert(localServicePort)
+        }
         // Requests addressed to the port actually bound are the proxy's own (set before any loop runs).
         configuration.proxy.ownPorts.insert(port)
         for fd in fds {
             let loop = EventLoop(server: self)
             loop.start(listenFD: fd)
+            if loops.isEmpty && localFD >= 0 { loop.startLocal(listenFD: localFD) }
             loops.append(loop)
         }
         for loop in loops {

@@ -48,6 +48,13 @@ public struct ServerConfiguration: Sendable {
     /// Host names answered without DNS (`--resolve HOST:ADDRESS`, as curl's --resolve), for tests and dev hosts.
     public var resolveOverrides: [String: String] = [:]
     public var proxy = ProxyConfiguration()
+    /// Where the local service (the inspector) listens, when the server has one; port 0 picks one.
+    public var localServiceAddress: (host: String, port: Int)? = nil
+    /// When that port is taken, listen on any free one instead (the default address, not one the user gave).
+    public var localServiceAnyPortIfTaken = false
+    /// Requests through the proxy to this host (port 80) are sent to the local service: the onboarding pages
+    /// (`http://cookie-proxy.local/`), which only the service's own Host routing decides to show.
+    public var onboardingHost: String? = "cookie-proxy.local"
     public init() {}
 }
 

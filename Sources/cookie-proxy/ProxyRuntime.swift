@@ -1,6 +1,8 @@
+import CookieInspector
 import CookieKit
 import CookieRules
 import Foundation
+import Locking
 import ProxyCore
 import ProxyServer
 import ProxyTLS
@@ -12,6 +14,8 @@ final class ProxyRuntime: @unchecked Sendable {
     let rulesPath: String?
     private var fingerprint: String
     private let sink: LogSink?
+    /// The last reload: time, whether it took, and what was said (null until one happens).
+    let reloadStatus = Locked<JSONValue>(.null)
 
     static let options: [OptionSpec] = [
         OptionSpec(
@@ -55,9 +59,9 @@ final class ProxyRuntime: @unchecked Sendable {
     }
 
     /// `terminal`: the shared view of stdout and stderr when both are a terminal with a live status line.
-    static func make(args: ParsedArguments, command: String, terminal: TerminalView? = nil) throws(UsageError)
-        -> ProxyRuntime
-    {
+    static func make(
+        args: ParsedArguments, command: String, terminal: TerminalView? = nil, inspector: InspectorStore? = nil
+    ) throws(UsageError) -> ProxyRuntime {
         let rulesPath = args.value("--rules")
         var ruleSet = RuleSet.empty
         if let rulesPath {
@@ -111,7 +115,8 @@ final class ProxyRuntime: @unchecked Sendable {
             }
         }
         if args.flag("--intercept-all") { intercept.all = true }
-        let hooks = RulesHooks(engine: RuleEngine(ruleSet), dryRun: dryRun, sink: sink, intercept: intercept)
+        let hooks = RulesHooks(
+            engine: RuleEngine(ruleSet), dryRun: dryRun, sink: sink, intercept: intercept, inspector: inspector)
         var banner = ""
         if let rulesPath {
             banner +=
@@ -135,6 +140,12 @@ final class ProxyRuntime: @unchecked Sendable {
             let set = try RulesFiles.load(rulesPath)
             hooks.replace(RuleEngine(set))
             Console.err("cookie-proxy: rules reloaded (\(reason)): \(set.rules.count) rules from \(rulesPath)")
+            reloadStatus.withLock {
+                $0 = .object([
+                    ("time", .string(stamp)), ("ok", true),
+                    ("message", .string("\(set.rules.count) rules from \(rulesPath) (\(reason))")),
+                ])
+            }
             sink?.submit(
                 line: JSONValue.object([
                     ("time", .string(stamp)), ("event", "rules-reloaded"), ("reason", .string(reason)),
@@ -142,6 +153,12 @@ final class ProxyRuntime: @unchecked Sendable {
                 ]).serialized)
         } catch {
             Console.err("cookie-proxy: rules NOT reloaded (\(reason)); the last good rules stay in force:\n\(error)")
+            reloadStatus.withLock {
+                $0 = .object([
+                    ("time", .string(stamp)), ("ok", false),
+                    ("message", .string("\(error) — the last good rules stay in force")),
+                ])
+            }
             sink?.submit(
                 line: JSONValue.object([
                     ("time", .string(stamp)), ("event", "rules-reload-failed"), ("reason", .string(reason)),
@@ -182,7 +199,7 @@ extension ProxyRuntime {
     /// Sets up TLS interception when something asks for it (or a CA already exists): loads the CA, creating it
     /// on first use, and says so. Returns nil when every CONNECT is to be tunnelled.
     static func interception(args: ParsedArguments, hooks: RulesHooks, command: String) throws(UsageError)
-        -> (ProxyServer.Interception, String)?
+        -> (ProxyServer.Interception, String, CertificateAuthority)?
     {
         let environment = ProcessInfo.processInfo.environment
         let directory = CertificateAuthority.defaultDirectory(environment: environment)
@@ -207,7 +224,7 @@ extension ProxyRuntime {
             }
             note += "  https:        intercepting \(hooks.interceptDescription) with the CA \(ca.certificatePath);"
             note += " every other CONNECT is tunnelled untouched\n"
-            return (ProxyServer.Interception(server: server, client: client, insecureHosts: insecure), note)
+            return (ProxyServer.Interception(server: server, client: client, insecureHosts: insecure), note, ca)
         } catch {
             throw UsageError(message: "cannot set up https interception: \(error)", command: command, exitStatus: 1)
         }
@@ -217,8 +234,9 @@ extension ProxyRuntime {
 /// The secret of the log's value hashes: 16 random bytes in `log-key` next to the CA (mode 0600), made on first
 /// use, so that the same value hashes the same across runs on one machine and differently on another.
 enum LogKey {
-    static func load(directory: String) throws(RulesLoadError) -> [UInt8] {
-        let path = directory + "/log-key"
+    /// `name`: `log-key`, or `inspector-token` (the inspector's token, as 32 hex digits of the same kind of secret).
+    static func load(directory: String, name: String = "log-key") throws(RulesLoadError) -> [UInt8] {
+        let path = directory + "/" + name
         if let data = FileManager.default.contents(atPath: path), data.count >= 16 { return Array(data.prefix(16)) }
         mkdir(directory, 0o700)
         // getrandom(2) on Linux, arc4random on macOS: cryptographically secure.

@@ -1,3 +1,4 @@
+import CookieInspector
 import CookieKit
 import CookieRules
 import Foundation
@@ -10,6 +11,8 @@ final class RulesHooks: ProxyHooks, Sendable {
     private let engine: Locked<RuleEngine>
     let dryRun: Bool
     let sink: LogSink?
+    /// The inspector's exchanges (nil with `--ui off`).
+    let inspector: InspectorStore?
     let rewritten = AtomicCounter()
     let observed = AtomicCounter()
 
@@ -18,10 +21,14 @@ final class RulesHooks: ProxyHooks, Sendable {
     /// Hosts the current rules target (their non-negated `host` conditions).
     private let ruleHosts: Locked<HostPatternList>
 
-    init(engine: RuleEngine, dryRun: Bool, sink: LogSink?, intercept: HostPatternList) {
+    init(
+        engine: RuleEngine, dryRun: Bool, sink: LogSink?, intercept: HostPatternList,
+        inspector: InspectorStore? = nil
+    ) {
         self.engine = Locked(engine)
         self.dryRun = dryRun
         self.sink = sink
+        self.inspector = inspector
         self.interceptFlags = intercept
         self.ruleHosts = Locked(Self.targetedHosts(engine.ruleSet))
     }
@@ -71,6 +78,10 @@ final class RulesHooks: ProxyHooks, Sendable {
     }
 
     func willForwardRequest(_ head: inout OutgoingHead, context: ExchangeContext) {
+        if let inspector {
+            inspector.requestForwarded(
+                id: context.requestID, head: head.source, time: Int64(Date().timeIntervalSince1970 * 1000))
+        }
         let engine = current
         guard engine.touchesRequests, !dryRun else { return }
         let message = Self.messageContext(context)
@@ -84,6 +95,14 @@ final class RulesHooks: ProxyHooks, Sendable {
 
     func willForwardResponse(_ head: inout OutgoingHead, context: ExchangeContext) {
         let engine = current
+        defer {
+            // What the client gets, once every edit below is made.
+            if let inspector {
+                inspector.responseForwarded(
+                    context: context, head: head, engine: engine, dryRun: dryRun,
+                    time: Int64(Date().timeIntervalSince1970 * 1000))
+            }
+        }
         let message = Self.messageContext(context)
         if !dryRun { Self.applyHeaderActions(engine.responseHeaderActions(message), to: &head) }
         let plan = engine.cookiePlan(message)

@@ -1,5 +1,10 @@
 import CProxyShims
+import CookieInspector
+import Foundation
 import CookieKit
+import CookieRules
+import Locking
+import ProxyTLS
 import ProxyCore
 import ProxyServer
 
@@ -42,6 +47,13 @@ enum RunCommand {
                 names: ["--no-upstream-proxy"], value: "host",
                 help: "Go direct to this host and its subdomains (as NO_PROXY; * for all; loopback always).",
                 repeatable: true),
+            OptionSpec(
+                names: ["--ui"], value: "host:port|off",
+                help: "Serve the cookie inspector here (loopback unless named; a taken default port picks another).",
+                defaultValue: "127.0.0.1:8081"),
+            OptionSpec(
+                names: ["--ui-history"], value: "n", help: "Exchanges the inspector holds (the oldest go first).",
+                defaultValue: "10000"),
             OptionSpec(names: ["--no-via"], value: nil, help: "Do not add a Via header."),
             OptionSpec(
                 names: ["--resolve"], value: "host:address",
@@ -165,7 +177,19 @@ enum RunCommand {
 
         let statusLine = !quiet && isatty(2) != 0
         let terminal = statusLine && isatty(1) != 0 ? TerminalView() : nil
-        let runtime = try ProxyRuntime.make(args: args, command: spec.name, terminal: terminal)
+        let uiText = args.value("--ui") ?? "127.0.0.1:8081"
+        let uiAddress: (String, Int)?
+        if uiText == "off" {
+            uiAddress = nil
+        } else {
+            guard let parsed = parseHostPort(uiText) else {
+                throw UsageError(message: "--ui '\(uiText)' must be HOST:PORT or off", command: spec.name)
+            }
+            uiAddress = parsed
+        }
+        let history = try int("--ui-history", 1...1_000_000) ?? 10_000
+        let store = uiAddress == nil ? nil : InspectorStore(capacity: history)
+        let runtime = try ProxyRuntime.make(args: args, command: spec.name, terminal: terminal, inspector: store)
         // Signals are taken synchronously on this thread; loops inherit the blocked mask.
         var signals = sigset_t()
         sigemptyset(&signals)
@@ -177,13 +201,24 @@ enum RunCommand {
         signal(SIGPIPE, SIG_IGN)
 
         let interception = try ProxyRuntime.interception(args: args, hooks: runtime.hooks, command: spec.name)
-        let server = ProxyServer(configuration: config, hooks: runtime.hooks, interception: interception?.0)
+        let service = try inspectorService(
+            args, store: store, runtime: runtime, ca: interception?.2, enabled: uiAddress != nil)
+        // With --ui off the service still answers cookie-proxy.local (onboarding), on a free loopback port.
+        config.localServiceAddress = uiAddress ?? ("127.0.0.1", 0)
+        config.localServiceAnyPortIfTaken = args.value("--ui") == nil
+        if let routes = config.proxy.upstreamProxies, let onboarding = config.onboardingHost {
+            config.proxy.upstreamProxies = UpstreamProxyRoutes(
+                http: routes.http, https: routes.https, bypass: routes.bypass + [onboarding])
+        }
+        let server = ProxyServer(
+            configuration: config, hooks: runtime.hooks, interception: interception?.0, localService: service)
         do {
             try server.start()
         } catch {
             Console.err("error: \(error)")
             return 1
         }
+        if let (host, _) = uiAddress { service.bound(host: host, port: server.localServicePort) }
         let address = config.listenHost.contains(":") ? "[\(config.listenHost)]" : config.listenHost
         let proxyURL = "http://\(address):\(server.boundPort)"
         Console.out("cookie-proxy listening on \(proxyURL)")
@@ -232,6 +267,11 @@ enum RunCommand {
                     "  suffixes:     no Public Suffix List on this machine: using \(PublicSuffixList.current.source) (--psl FILE for another)\n"
             case .file(let path):
                 if args.value("--psl") != nil { banner += "  suffixes:     \(path) (--psl)\n" }
+            }
+            if let (host, _) = uiAddress {
+                let shown =
+                    host == "0.0.0.0" ? "127.0.0.1" : host == "::" ? "[::1]" : host.contains(":") ? "[\(host)]" : host
+                banner += "  inspector:    http://\(shown):\(server.localServicePort)/?token=\(service.token)\n"
             }
             banner += runtime.banner
             banner +=
@@ -303,6 +343,33 @@ enum RunCommand {
         let noProxy = variable("NO_PROXY").map { $0.value.split(separator: ",").map(String.init) } ?? []
         return UpstreamProxyRoutes(
             http: http, https: https, bypass: (noProxy + bypass).map { $0.trimmingCharacters(in: .whitespaces) })
+    }
+
+    /// The inspector's service: its token (next to the CA, mode 0600), the log's redaction, and the CA the
+    /// onboarding pages offer when https is intercepted.
+    static func inspectorService(
+        _ args: ParsedArguments, store: InspectorStore?, runtime: ProxyRuntime, ca: CertificateAuthority?, enabled: Bool
+    ) throws(UsageError) -> InspectorService {
+        let directory = CertificateAuthority.defaultDirectory(environment: ProcessInfo.processInfo.environment)
+        do {
+            let key = try LogKey.load(directory: directory)
+            let secret = try LogKey.load(directory: directory, name: "inspector-token")
+            let token = secret.map {
+                String($0, radix: 16).count == 1 ? "0" + String($0, radix: 16) : String($0, radix: 16)
+            }
+            .joined()
+            var certificate: (pem: [UInt8], der: [UInt8], name: String)? = nil
+            if let ca { certificate = (try ca.certificatePEM(), try ca.certificateDER(), try ca.commonName()) }
+            let hooks = runtime.hooks
+            let reload = runtime.reloadStatus
+            return InspectorService(
+                store: store ?? InspectorStore(capacity: 1),
+                redaction: Redaction(showValues: args.flag("--log-values"), key: key), token: token,
+                rules: { hooks.current.ruleSet }, reloadStatus: { reload.withLock { $0 } }, caCertificate: certificate,
+                inspectorEnabled: enabled)
+        } catch {
+            throw UsageError(message: "cannot set up the inspector: \(error)", command: spec.name, exitStatus: 1)
+        }
     }
 
     static func parseHostPort(_ s: String) -> (String, Int)? {

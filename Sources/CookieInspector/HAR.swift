@@ -1,0 +1,160 @@
+import CookieKit
+import CookieRules
+import ProxyCore
+
+/// HAR 1.2 (http://www.softwareishard.com/blog/har-12-spec/) of the held exchanges: the heads as the client sent
+/// and received them (no bodies: the proxy streams them and keeps none), with the Set-Cookie lines as the upstream
+/// sent them in `response._originalHeaders` and what the rules did in `_cookieProxy` (HAR's custom fields start
+/// with `_`).
+extension InspectorViews {
+    public func har(_ exchanges: [Exchange], version: String) -> JSONValue {
+        .object([
+            (
+                "log",
+                .object([
+                    ("version", "1.2"),
+                    ("creator", .object([("name", "cookie-proxy"), ("version", .string(version))])),
+                    ("pages", .array([])),
+                    ("entries", .array(exchanges.map(entry))),
+                ])
+            )
+        ])
+    }
+
+    func entry(_ e: Exchange) -> JSONValue {
+        let a = e.analysis
+        let wait = max(0, e.responseTime - e.requestTime)
+        let forwarded = e.forwardedHead
+        let requestLine = String(decoding: e.request.bytes[e.request.startLine], as: UTF8.self)
+        let statusLine = String(decoding: e.response.source.bytes[e.response.source.startLine], as: UTF8.self)
+        let statusParts = statusLine.split(separator: " ", maxSplits: 2, omittingEmptySubsequences: false)
+        let contentLength = (0..<e.response.count).first { e.response.known(at: $0) == .contentLength }
+            .flatMap { Int64(e.response.valueString(at: $0)) }
+        let contentType = (0..<e.response.count).first { e.response.name(at: $0, is: "content-type") }
+            .map { e.response.valueString(at: $0) }
+        let requestLength = e.request.fields.first { $0.known == .contentLength }
+            .flatMap { Int64(String(decoding: e.request.valueBytes($0), as: UTF8.self)) }
+        let query: [JSONValue] = {
+            guard let mark = e.context.target.firstIndex(of: "?") else { return [] }
+            return e.context.target[e.context.target.index(after: mark)...].split(separator: "&").map { pair in
+                let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+                return .object([
+                    ("name", .string(String(parts[0]))), ("value", .string(parts.count > 1 ? String(parts[1]) : "")),
+                ])
+            }
+        }()
+        func pairs(_ list: [(String, String)]) -> JSONValue {
+            .array(list.map { .object([("name", .string($0.0)), ("value", .string($0.1))]) })
+        }
+        let responseCookies: [JSONValue] =
+            a.cookies.compactMap { line in
+                guard let sent = e.dryRun ? line.received : line.forwarded else { return nil }
+                return harCookie(sent)
+            } + a.added.map(harCookie)
+        return .object([
+            ("startedDateTime", .string(Self.timestamp(e.requestTime))),
+            ("time", .int(wait)),
+            (
+                "request",
+                .object([
+                    ("method", .string(e.context.method)),
+                    ("url", .string(Self.url(e))),
+                    ("httpVersion", .string(String(requestLine.split(separator: " ").last ?? "HTTP/1.1"))),
+                    (
+                        "cookies",
+                        .array(
+                            a.requestCookies.flatMap { Self.pairs($0) }.map {
+                                .object([("name", .string($0.name)), ("value", .string(value($0.value)))])
+                            })
+                    ),
+                    ("headers", pairs(fields(e.request))),
+                    ("queryString", .array(query)),
+                    ("headersSize", .int(Int64(e.request.bytes.count))),
+                    ("bodySize", .int(requestLength ?? 0)),
+                ])
+            ),
+            (
+                "response",
+                .object([
+                    ("status", .int(Int64(e.context.status ?? 0))),
+                    ("statusText", .string(statusParts.count > 2 ? String(statusParts[2]) : "")),
+                    ("httpVersion", .string(String(statusParts.first ?? "HTTP/1.1"))),
+                    ("cookies", .array(responseCookies)),
+                    ("headers", pairs(forwardedFields(e))),
+                    (
+                        "content",
+                        .object([
+                            ("size", .int(contentLength ?? -1)), ("mimeType", .string(contentType ?? "")),
+                            ("comment", "body not captured: the proxy streams bodies and keeps none"),
+                        ])
+                    ),
+                    ("redirectURL", .string(location(e.response.source))),
+                    ("headersSize", .int(Int64(forwarded.count))),
+                    ("bodySize", .int(contentLength ?? -1)),
+                    (
+                        "_originalHeaders",
+                        pairs(
+                            fields(e.response.source).filter { $0.0.lowercased() == "set-cookie" })
+                    ),
+                ])
+            ),
+            ("cache", .object([])),
+            ("timings", .object([("send", .int(0)), ("wait", .int(wait)), ("receive", .int(0))])),
+            ("_cookieProxy", .object([("dryRun", .bool(e.dryRun)), ("records", .array(a.cookies.map(record)))])),
+        ])
+    }
+
+    func location(_ head: HTTPHead) -> String {
+        head.fields.first { head.field($0, is: "location") }.map {
+            String(decoding: head.valueBytes($0), as: UTF8.self)
+        }
+            ?? ""
+    }
+
+    func harCookie(_ c: SetCookie) -> JSONValue {
+        let attributes = c.attributes
+        var fields: [(String, JSONValue)] = [
+            ("name", .string(c.name)), ("value", .string(value(String(decoding: c.valueBytes, as: UTF8.self)))),
+        ]
+        if let path = attributes.path { fields.append(("path", .string(path))) }
+        if let domain = attributes.domain { fields.append(("domain", .string(domain))) }
+        if let expires = attributes.expires { fields.append(("expires", .string(Self.timestamp(expires * 1000)))) }
+        fields.append(("httpOnly", .bool(attributes.httpOnly)))
+        fields.append(("secure", .bool(attributes.secure)))
+        return .object(fields)
+    }
+
+    /// What the rules did to one line, with the keys of the log's records (rules/README.md).
+    func record(_ line: Exchange.CookieLine) -> JSONValue {
+        let after = line.wouldBe ?? line.forwarded
+        return .object([
+            ("cookie", .string(line.name)),
+            ("rules", .array(line.rules.map { .string($0) })),
+            ("before", .string(redaction.text(line.received))),
+            ("after", JSONValue(after.map { redaction.text($0) })),
+            (
+                "changes",
+                .array(
+                    line.changes.map { c in
+                        let hide = !redaction.showValues && c.op == "value"
+                        return .object([
+                            ("op", .string(c.op)), ("attribute", .string(c.attribute)),
+                            ("from", JSONValue(hide ? c.from.map { redaction.hash(Array($0.utf8)) } : c.from)),
+                            ("to", JSONValue(hide ? c.to.map { redaction.hash(Array($0.utf8)) } : c.to)),
+                        ])
+                    })
+            ),
+            (
+                "findings",
+                .array(
+                    line.findings.map {
+                        .object([
+                            ("code", .string($0.code)), ("severity", .string($0.severity.rawValue)),
+                            ("message", .string($0.message)),
+                        ])
+                    })
+            ),
+            ("notes", .array(line.notes.map { .string($0) })),
+        ])
+    }
+}

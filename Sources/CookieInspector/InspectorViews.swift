@@ -1,0 +1,269 @@
+import CookieKit
+import CookieRules
+import ProxyCore
+
+/// The inspector's JSON: the list, one exchange in detail, the jar a browser would hold, the rules, HAR. Values
+/// are redacted as in the log (a keyed hash) unless the redaction shows them.
+public struct InspectorViews: Sendable {
+    public var redaction: Redaction
+
+    public init(redaction: Redaction) { self.redaction = redaction }
+
+    // MARK: The list
+
+    /// One row of the live list.
+    public func row(_ e: Exchange) -> JSONValue {
+        let a = e.analysis
+        var counts: [LintFinding.Severity: Int64] = [:]
+        for finding in a.cookies.flatMap(\.findings) { counts[finding.severity, default: 0] += 1 }
+        let sent = a.requestCookies.flatMap { Self.pairs($0).map(\.name) }
+        return .object([
+            ("seq", .int(Int64(e.sequence))),
+            ("id", .int(Int64(e.context.requestID))),
+            ("time", .string(Self.timestamp(e.requestTime))),
+            ("client", .string(e.context.clientAddress)),
+            ("method", .string(e.context.method)),
+            ("url", .string(Self.url(e))),
+            ("host", .string(e.context.host)),
+            ("status", .int(Int64(e.context.status ?? 0))),
+            ("setCookies", .array(a.cookies.map { .string($0.name) })),
+            ("sentCookies", .array(sent.map { .string($0) })),
+            ("rules", .array(a.ruleNames.map { .string($0) })),
+            ("changed", .bool(a.cookies.contains { !$0.changes.isEmpty })),
+            (
+                "findings",
+                .array(Array(Set(a.cookies.flatMap { $0.findings.map(\.code) })).sorted().map { .string($0) })
+            ),
+            (
+                "severity",
+                .object([
+                    ("rejects", .int(counts[.rejects] ?? 0)), ("warning", .int(counts[.warning] ?? 0)),
+                    ("info", .int(counts[.info] ?? 0)),
+                ])
+            ),
+        ])
+    }
+
+    // MARK: One exchange
+
+    public func detail(_ e: Exchange, rules: RuleSet) -> JSONValue {
+        let a = e.analysis
+        let locations = Dictionary(
+            rules.rules.map { ($0.name, $0.location.description) }, uniquingKeysWith: { a, _ in a })
+        return .object([
+            ("seq", .int(Int64(e.sequence))),
+            ("id", .int(Int64(e.context.requestID))),
+            ("time", .string(Self.timestamp(e.requestTime))),
+            ("client", .string(e.context.clientAddress)),
+            ("method", .string(e.context.method)),
+            ("url", .string(Self.url(e))),
+            ("status", .int(Int64(e.context.status ?? 0))),
+            ("dryRun", .bool(e.dryRun)),
+            (
+                "request",
+                .array(fields(e.request).map { .object([("name", .string($0.0)), ("value", .string($0.1))]) })
+            ),
+            (
+                "requestCookies",
+                .array(
+                    a.requestCookies.flatMap { Self.pairs($0) }.map {
+                        .object([("name", .string($0.name)), ("value", .string(value($0.value)))])
+                    })
+            ),
+            (
+                "responseReceived",
+                .array(fields(e.response.source).map { .object([("name", .string($0.0)), ("value", .string($0.1))]) })
+            ),
+            (
+                "responseForwarded",
+                .array(
+                    forwardedFields(e).map { .object([("name", .string($0.0)), ("value", .string($0.1))]) })
+            ),
+            (
+                "cookies",
+                .array(
+                    a.cookies.map { line in
+                        .object([
+                            ("name", .string(line.name)),
+                            ("received", .string(redaction.text(line.received))),
+                            ("forwarded", JSONValue(line.forwarded.map { redaction.text($0) })),
+                            ("wouldBe", JSONValue(line.wouldBe.map { redaction.text($0) })),
+                            (
+                                "changes",
+                                .array(
+                                    line.changes.map { c in
+                                        let hide = !redaction.showValues && c.op == "value"
+                                        return .object([
+                                            ("op", .string(c.op)), ("attribute", .string(c.attribute)),
+                                            (
+                                                "from",
+                                                JSONValue(hide ? c.from.map { redaction.hash(Array($0.utf8)) } : c.from)
+                                            ),
+                                            (
+                                                "to",
+                                                JSONValue(hide ? c.to.map { redaction.hash(Array($0.utf8)) } : c.to)
+                                            ),
+                                        ])
+                                    })
+                            ),
+                            (
+                                "rules",
+                                .array(
+                                    line.rules.map {
+                                        .object([("name", .string($0)), ("location", JSONValue(locations[$0]))])
+                                    })
+                            ),
+                            ("notes", .array(line.notes.map { .string($0) })),
+                            (
+                                "findings",
+                                .array(
+                                    line.findings.map {
+                                        .object([
+                                            ("code", .string($0.code)), ("severity", .string($0.severity.rawValue)),
+                                            ("message", .string($0.message)),
+                                        ])
+                                    })
+                            ),
+                        ])
+                    })
+            ),
+            ("added", .array(a.added.map { .string(redaction.text($0)) })),
+        ])
+    }
+
+    /// A head's fields, values redacted where they carry cookies or credentials.
+    func fields(_ head: HTTPHead) -> [(String, String)] {
+        head.fields.map { f in
+            let name = head.name(f)
+            return (name, redactedField(f.known, name, String(decoding: head.valueBytes(f), as: UTF8.self)))
+        }
+    }
+
+    func forwardedFields(_ e: Exchange) -> [(String, String)] {
+        (0..<e.response.count).map { i in
+            let name = e.response.name(at: i)
+            return (name, redactedField(e.response.known(at: i), name, e.response.valueString(at: i)))
+        }
+    }
+
+    func redactedField(_ known: KnownField, _ name: String, _ value: String) -> String {
+        guard !redaction.showValues else { return value }
+        switch known {
+        case .setCookie: return redaction.text(SetCookie(bytes: Array(value.utf8)))
+        case .cookie: return Self.pairs(value).map { "\($0.name)=\(self.value($0.value))" }.joined(separator: "; ")
+        case .proxyAuthorization: return "[redacted]"
+        default: return name.lowercased() == "authorization" ? "[redacted]" : value
+        }
+    }
+
+    func value(_ v: String) -> String {
+        redaction.showValues || v.isEmpty ? v : "[\(redaction.hash(Array(v.utf8)))]"
+    }
+
+    /// `a=1; b=2` as name/value pairs (RFC 6265bis §5.8.3's format; a pair without `=` is a nameless value).
+    static func pairs(_ header: String) -> [(name: String, value: String)] {
+        header.split(separator: ";").compactMap { part in
+            let trimmed = part.drop { $0 == " " || $0 == "\t" }
+            guard !trimmed.isEmpty else { return nil }
+            guard let eq = trimmed.firstIndex(of: "=") else { return ("", String(trimmed)) }
+            return (String(trimmed[..<eq]), String(trimmed[trimmed.index(after: eq)...]))
+        }
+    }
+
+    // MARK: The browser's view
+
+    /// The jar a browser would hold for `client` after the held traffic (cookies as forwarded), what it refused and
+    /// why, and, for `url`, the Cookie header it would send there.
+    public func jar(_ exchanges: [Exchange], client: String, url: RequestURL?, now: Int64) -> JSONValue {
+        var jar = CookieJar(clock: { now })
+        var rejected: [JSONValue] = []
+        for e in exchanges where e.context.clientAddress == client {
+            let from = e.requestURL
+            for line in e.analysis.cookies {
+                guard let sent = e.dryRun ? line.received : line.forwarded else { continue }
+                if case .failure(let why) = jar.receive(sent, from: from) {
+                    rejected.append(
+                        .object([
+                            ("name", .string(sent.name)), ("url", .string(Self.url(e))),
+                            ("reason", .string(why.description)), ("setCookie", .string(redaction.text(sent))),
+                        ]))
+                }
+            }
+            for added in e.analysis.added { jar.receive(added, from: from) }
+        }
+        let held = jar.allCookies().sorted { ($0.domain, $0.path, $0.name) < ($1.domain, $1.path, $1.name) }
+        var fields: [(String, JSONValue)] = [
+            ("client", .string(client)),
+            (
+                "cookies",
+                .array(
+                    held.map { c in
+                        .object([
+                            ("name", .string(c.name)), ("value", .string(value(c.value))),
+                            ("domain", .string(c.domain)), ("hostOnly", .bool(c.hostOnly)), ("path", .string(c.path)),
+                            ("secure", .bool(c.secureOnly)), ("httpOnly", .bool(c.httpOnly)),
+                            ("sameSite", .string(c.sameSite.rawValue)),
+                            ("expires", c.expiry.map { .string(Self.timestamp($0 * 1000)) } ?? .null),
+                        ])
+                    })
+            ),
+            ("rejected", .array(rejected)),
+        ]
+        if let url {
+            let header = jar.cookieHeader(for: url)
+            fields.append(("url", .string(url.description)))
+            fields.append(
+                (
+                    "cookieHeader",
+                    .string(Self.pairs(header).map { "\($0.name)=\(value($0.value))" }.joined(separator: "; "))
+                ))
+        }
+        return .object(fields)
+    }
+
+    /// The clients seen in the held exchanges, in order of first appearance.
+    public static func clients(_ exchanges: [Exchange]) -> [String] {
+        var seen: Set<String> = []
+        return exchanges.compactMap { seen.insert($0.context.clientAddress).inserted ? $0.context.clientAddress : nil }
+    }
+
+    // MARK: Rules
+
+    /// The loaded rules, each with how many held cookies it matched.
+    public func rules(_ set: RuleSet, exchanges: [Exchange]) -> JSONValue {
+        var hits: [String: Int64] = [:]
+        for e in exchanges { for line in e.analysis.cookies { for name in line.rules { hits[name, default: 0] += 1 } } }
+        return .array(
+            set.rules.map { rule in
+                .object([
+                    ("name", .string(rule.name)), ("location", .string(rule.location.description)),
+                    ("hits", .int(hits[rule.name] ?? 0)),
+                ])
+            })
+    }
+
+    // MARK: Helpers
+
+    /// `scheme://host[:port]/path?query`, the port only when not the scheme's default.
+    static func url(_ e: Exchange) -> String {
+        let c = e.context
+        let host = c.host.contains(":") ? "[\(c.host)]" : c.host
+        let defaultPort = c.scheme == "https" ? 443 : 80
+        return "\(c.scheme)://\(host)\(c.port == defaultPort ? "" : ":\(c.port)")\(c.target)"
+    }
+
+    /// RFC 3339 with milliseconds, UTC.
+    static func timestamp(_ ms: Int64) -> String {
+        let seconds = ms >= 0 ? ms / 1000 : (ms - 999) / 1000
+        let millis = Int(ms - seconds * 1000)
+        let days = seconds >= 0 ? seconds / 86_400 : (seconds - 86_399) / 86_400
+        let rest = Int(seconds - days * 86_400)
+        let (y, m, d) = CookieDate.civilFromDays(days)
+        func pad(_ v: Int, _ width: Int) -> String {
+            let s = String(v)
+            return String(repeating: "0", count: max(0, width - s.count)) + s
+        }
+        return
+            "\(pad(y, 4))-\(pad(m, 2))-\(pad(d, 2))T\(pad(rest / 3600, 2)):\(pad(rest % 3600 / 60, 2)):\(pad(rest % 60, 2)).\(pad(millis, 3))Z"
+    }
+}

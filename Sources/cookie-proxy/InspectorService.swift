@@ -1,0 +1,274 @@
+import CookieInspector
+import CookieKit
+import CookieRules
+import Dispatch
+import Foundation
+import Locking
+import ProxyServer
+
+/// The inspector's web service, answered on the proxy's first event loop: the page, its read-only API, HAR, and
+/// (for requests through the proxy to `cookie-proxy.local`) the onboarding pages. Every inspector request needs
+/// the installation's token and must name the inspector's own address in Host (DNS rebinding); the onboarding
+/// pages need neither, and serve only the CA certificate, never a key.
+final class InspectorService: LocalService, @unchecked Sendable {
+    static let version = "0.7"
+    static let cookieName = "cookie-proxy-inspector"
+
+    let store: InspectorStore
+    let views: InspectorViews
+    let token: String
+    /// `host:port` spellings a browser may send in Host for the inspector (set once the port is bound).
+    private let ownHosts = Locked<Set<String>>([])
+    let rules: @Sendable () -> RuleSet
+    let reloadStatus: @Sendable () -> JSONValue
+    /// The CA certificate (PEM, DER) when https interception is on; the onboarding page names no CA otherwise.
+    let caCertificate: (pem: [UInt8], der: [UInt8], name: String)?
+    let onboardingHost: String
+    /// False with `--ui off`: only the onboarding pages are served.
+    let inspectorEnabled: Bool
+    private let feed: Feed
+
+    init(
+        store: InspectorStore, redaction: Redaction, token: String, rules: @escaping @Sendable () -> RuleSet,
+        reloadStatus: @escaping @Sendable () -> JSONValue, caCertificate: (pem: [UInt8], der: [UInt8], name: String)?,
+        onboardingHost: String = "cookie-proxy.local", inspectorEnabled: Bool = true
+    ) {
+        self.inspectorEnabled = inspectorEnabled
+        self.store = store
+        self.views = InspectorViews(redaction: redaction)
+        self.token = token
+        self.rules = rules
+        self.reloadStatus = reloadStatus
+        self.caCertificate = caCertificate
+        self.onboardingHost = onboardingHost
+        feed = Feed(store: store, views: views)
+    }
+
+    /// The address the inspector answers on: `host` as given (or its loopback spellings) with `port`.
+    func bound(host: String, port: Int) {
+        var names: Set<String> = []
+        let hosts =
+            host == "127.0.0.1" || host == "0.0.0.0"
+            ? ["127.0.0.1", "localhost"] : host == "::1" || host == "::" ? ["[::1]", "localhost"] : [host]
+        for h in hosts + (host == "0.0.0.0" || host == "::" ? ServerConfiguration.networkAddresses() : []) {
+            let bracketed = h.contains(":") && !h.hasPrefix("[") ? "[\(h)]" : h
+            names.insert("\(bracketed):\(port)".lowercased())
+        }
+        ownHosts.withLock { $0 = names }
+    }
+
+    func respond(_ request: LocalRequest) -> LocalResponse {
+        let host = (request.field("host") ?? "").lowercased()
+        if host == onboardingHost || host == onboardingHost + ":80" { return onboarding(request) }
+        guard inspectorEnabled else { return .text(404, "the inspector is off (--ui off)") }
+        guard ownHosts.withLock({ $0.contains(host) }) else {
+            // DNS rebinding: a page elsewhere whose name now points here must not read the inspector.
+            return .text(403, "refused: Host '\(host)' is not this inspector's address")
+        }
+        let query = request.query
+        let presented =
+            query["token"] ?? request.field("authorization").flatMap {
+                $0.hasPrefix("Bearer ") ? String($0.dropFirst(7)) : nil
+            }
+            ?? cookieToken(request.field("cookie"))
+        guard let presented else {
+            return .text(401, "this inspector needs its token: open the URL cookie-proxy run printed (…/?token=…)")
+        }
+        guard Self.constantTimeEqual(presented, token) else { return .text(403, "wrong token") }
+        if query["token"] != nil && (request.path == "/" || request.path == "/index.html") {
+            // The token leaves the address bar for a cookie only this origin sends (and scripts cannot read).
+            return LocalResponse(
+                status: 302,
+                fields: [
+                    ("Location", "/"),
+                    ("Set-Cookie", "\(Self.cookieName)=\(token); Path=/; HttpOnly; SameSite=Strict"),
+                ])
+        }
+        return inspector(request)
+    }
+
+    private func cookieToken(_ header: String?) -> String? {
+        guard let header else { return nil }
+        for part in header.split(separator: ";") {
+            let trimmed = part.trimmingCharacters(in: .whitespaces)
+            if trimmed.hasPrefix(Self.cookieName + "=") { return String(trimmed.dropFirst(Self.cookieName.count + 1)) }
+        }
+        return nil
+    }
+
+    static func constantTimeEqual(_ a: String, _ b: String) -> Bool {
+        let x = Array(a.utf8)
+        let y = Array(b.utf8)
+        guard x.count == y.count else { return false }
+        var difference: UInt8 = 0
+        for i in 0..<x.count { difference |= x[i] ^ y[i] }
+        return difference == 0
+    }
+
+    static func json(_ value: JSONValue, status: Int = 200) -> LocalResponse {
+        LocalResponse(
+            status: status, fields: [("Content-Type", "application/json; charset=utf-8")],
+            body: Array(value.serialized.utf8))
+    }
+
+    private func inspector(_ request: LocalRequest) -> LocalResponse {
+        let path = request.path
+        let query = request.query
+        switch path {
+        case "/", "/index.html":
+            return LocalResponse(
+                status: 200,
+                fields: [
+                    ("Content-Type", "text/html; charset=utf-8"),
+                    (
+                        "Content-Security-Policy",
+                        "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+                    ),
+                    ("X-Frame-Options", "DENY"), ("Referrer-Policy", "no-referrer"),
+                ], body: Array(InspectorPage.html.utf8))
+        case "/app.js":
+            return LocalResponse(
+                status: 200, fields: [("Content-Type", "text/javascript; charset=utf-8")],
+                body: Array(InspectorPage.script.utf8))
+        case "/app.css":
+            return LocalResponse(
+                status: 200, fields: [("Content-Type", "text/css; charset=utf-8")],
+                body: Array(InspectorPage.style.utf8))
+        case "/api/exchanges":
+            let after = UInt64(query["after"] ?? "") ?? 0
+            return Self.json(.array(store.exchanges(after: after).map(views.row)))
+        case "/api/events":
+            let stream = feed.subscribe()
+            return LocalResponse(
+                status: 200, fields: [("Content-Type", "text/event-stream; charset=utf-8")],
+                body: Array(": cookie-proxy inspector\nretry: 2000\n\n".utf8), stream: stream)
+        case "/api/clients":
+            return Self.json(.array(InspectorViews.clients(store.exchanges()).map { .string($0) }))
+        case "/api/jar":
+            let exchanges = store.exchanges()
+            guard let client = query["client"] ?? InspectorViews.clients(exchanges).last else {
+                return Self.json(.object([("client", .null), ("cookies", .array([])), ("rejected", .array([]))]))
+            }
+            var url: RequestURL? = nil
+            if let text = query["url"], !text.isEmpty {
+                guard let parsed = RequestURL(text) else {
+                    return Self.json(.object([("error", .string("'\(text)' is not an absolute URL"))]), status: 400)
+                }
+                url = parsed
+            }
+            return Self.json(views.jar(exchanges, client: client, url: url, now: Int64(Date().timeIntervalSince1970)))
+        case "/api/rules":
+            return Self.json(
+                .object([
+                    ("rules", views.rules(rules(), exchanges: store.exchanges())),
+                    ("reload", reloadStatus()),
+                    ("held", .int(Int64(store.count))), ("capacity", .int(Int64(store.capacity))),
+                ]))
+        case "/har":
+            var response = Self.json(views.har(store.exchanges(), version: Self.version))
+            response.fields.append(("Content-Disposition", "attachment; filename=\"cookie-proxy.har\""))
+            return response
+        default:
+            if path.hasPrefix("/api/exchanges/"), let seq = UInt64(path.dropFirst("/api/exchanges/".count)) {
+                guard let e = store.exchange(sequence: seq) else {
+                    return Self.json(.object([("error", "no such exchange (no longer held?)")]), status: 404)
+                }
+                return Self.json(views.detail(e, rules: rules()))
+            }
+            return .text(404, "no such page")
+        }
+    }
+
+    // MARK: Onboarding (http://cookie-proxy.local/ through the proxy)
+
+    private func onboarding(_ request: LocalRequest) -> LocalResponse {
+        switch request.path {
+        case "/", "/index.html":
+            return LocalResponse(
+                status: 200,
+                fields: [
+                    ("Content-Type", "text/html; charset=utf-8"),
+                    (
+                        "Content-Security-Policy",
+                        "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'"
+                    ),
+                ], body: Array(Onboarding.page(caName: caCertificate?.name).utf8))
+        case "/ca.pem", "/ca.der", "/ca.mobileconfig":
+            guard let ca = caCertificate else {
+                return .text(404, "https interception is off: there is no CA to install")
+            }
+            switch request.path {
+            case "/ca.pem":
+                return LocalResponse(
+                    status: 200,
+                    fields: [
+                        ("Content-Type", "application/x-pem-file"),
+                        ("Content-Disposition", "attachment; filename=\"cookie-proxy-ca.pem\""),
+                    ], body: ca.pem)
+            case "/ca.der":
+                return LocalResponse(
+                    status: 200,
+                    fields: [
+                        ("Content-Type", "application/x-x509-ca-cert"),
+                        ("Content-Disposition", "attachment; filename=\"cookie-proxy-ca.cer\""),
+                    ], body: ca.der)
+            default:
+                return LocalResponse(
+                    status: 200,
+                    fields: [
+                        ("Content-Type", "application/x-apple-aspen-config"),
+                        ("Content-Disposition", "attachment; filename=\"cookie-proxy-ca.mobileconfig\""),
+                    ], body: Array(Onboarding.mobileconfig(der: ca.der, name: ca.name).utf8))
+            }
+        default:
+            return .text(404, "no such page")
+        }
+    }
+
+    /// Pushes a row per new exchange to every open event stream (Server-Sent Events), from a thread of its own:
+    /// the analysis (parse, diff, lint) is done here, not on the event loops, and only while someone listens.
+    final class Feed: @unchecked Sendable {
+        let store: InspectorStore
+        let views: InspectorViews
+        private let subscribers = Locked<[LocalStream]>([])
+        private let signal = DispatchSemaphore(value: 0)
+        private var last: UInt64
+
+        init(store: InspectorStore, views: InspectorViews) {
+            self.store = store
+            self.views = views
+            last = store.newestSequence
+            let signal = self.signal
+            store.onRecord { signal.signal() }
+            let thread = Thread { [unowned self] in self.run() }
+            thread.name = "cookie-proxy-inspector"
+            thread.start()
+        }
+
+        func subscribe() -> LocalStream {
+            let stream = LocalStream()
+            subscribers.withLock { $0.append(stream) }
+            return stream
+        }
+
+        private func run() {
+            while true {
+                let woke = signal.wait(timeout: .now() + 15) == .success
+                let listeners = subscribers.withLock { list -> [LocalStream] in
+                    list.removeAll { !$0.isOpen }
+                    return list
+                }
+                let fresh = store.exchanges(after: last)
+                if let newest = fresh.last?.sequence { last = newest }
+                guard !listeners.isEmpty else { continue }
+                var bytes: [UInt8] = []
+                for e in fresh {
+                    bytes += Array("id: \(e.sequence)\nevent: exchange\ndata: \(views.row(e).serialized)\n\n".utf8)
+                }
+                if bytes.isEmpty && !woke { bytes = Array(": keep-alive\n\n".utf8) }
+                guard !bytes.isEmpty else { continue }
+                for stream in listeners { stream.send(bytes) }
+            }
+        }
+    }
+}
