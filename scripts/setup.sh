@@ -3,6 +3,7 @@
 # running (scripts/run.sh), `scripts/setup.sh --tests` for the test suite as well (scripts/test.sh). Safe to run
 # again.
 set -euo pipefail
+cd "$(dirname "$0")/.."
 
 packages=(
     libssl-dev            # OpenSSL: HTTPS interception, the local CA
@@ -15,6 +16,8 @@ if [ "${1:-}" = "--tests" ]; then
         curl              # a real client through the proxy
         python3           # real upstream servers, the load generator, the browser differential
         chromium          # a real browser through the proxy, and the live cookie differential
+        chromium-driver   # Selenium drives Chromium in the inspector's browser test
+        python3-venv      # the tests' Python packages from PyPI, in .build/test-python
         libnss3-tools     # certutil: the CA in Chromium's NSS database
         tmux              # the terminal view on a real pseudo-terminal
         iproute2          # ip netns: a device on the LAN, in a network namespace
@@ -33,5 +36,16 @@ if [ ${#missing[@]} -gt 0 ]; then
     export DEBIAN_FRONTEND=noninteractive
     $SUDO apt-get update -qq
     $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+if [ "${1:-}" = "--tests" ]; then
+    # From PyPI, in a virtual environment of the repository's own: Selenium (the inspector in a real browser),
+    # jsonschema and haralyzer (HAR validated and read back), mcp (the official MCP SDK as the client).
+    venv=.build/test-python
+    if ! "$venv/bin/python" -c "import selenium, jsonschema, haralyzer, mcp" 2>/dev/null; then
+        echo "setup: installing the tests' Python packages into $venv" >&2
+        mkdir -p .build
+        /usr/bin/python3 -m venv "$venv"
+        "$venv/bin/pip" install -q --disable-pip-version-check selenium jsonschema haralyzer mcp
+    fi
 fi
 command -v swift >/dev/null || { echo "setup: Swift 6.3 is not on PATH (https://www.swift.org/install/linux/)" >&2; exit 1; }

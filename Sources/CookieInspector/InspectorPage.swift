@@ -1,6 +1,13 @@
 // The inspector's page: plain HTML, CSS and a little JavaScript, shipped inside the binary (no framework, nothing
 // fetched from the network; the Content-Security-Policy allows only this origin's own script and style).
 public enum InspectorPage {
+    /// A cookie, drawn.
+    public static let favicon = """
+        <svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 32 32"><circle cx="16" cy="16" r="14" fill="#c98a4b"/>\
+        <circle cx="11" cy="11" r="2.5" fill="#5b3a1e"/><circle cx="20" cy="13" r="2" fill="#5b3a1e"/>\
+        <circle cx="14" cy="21" r="2.5" fill="#5b3a1e"/><circle cx="22" cy="21" r="1.8" fill="#5b3a1e"/></svg>
+        """
+
     public static let html = """
         <!doctype html>
         <html lang="en">
@@ -9,6 +16,7 @@ public enum InspectorPage {
         <meta name="viewport" content="width=device-width, initial-scale=1">
         <title>cookie-proxy inspector</title>
         <link rel="stylesheet" href="/app.css">
+        <link rel="icon" href="/favicon.svg" type="image/svg+xml">
         </head>
         <body>
         <header>
@@ -70,16 +78,20 @@ public enum InspectorPage {
         #status{color:#666}
         .panel{display:none;padding:.6rem .8rem}
         .panel.active{display:block}
-        .split{display:grid;grid-template-columns:minmax(0,3fr) minmax(0,2fr);gap:.8rem}
+        .split{display:grid;grid-template-columns:minmax(0,3fr) minmax(0,2fr);gap:.8rem;align-items:start}
         table{border-collapse:collapse;width:100%;background:#fff}
         th,td{text-align:left;padding:.2rem .4rem;border-bottom:1px solid #eee;vertical-align:top;word-break:break-all}
-        th{background:#f0f0f0;position:sticky;top:0}
+        th{background:#f0f0f0;position:sticky;top:0;white-space:nowrap}
+        #rows td{word-break:normal}
+        #rows td:nth-child(4){word-break:break-all}
+        #rows td:nth-child(-n+3),#rows td:nth-child(5),#rows td:nth-child(8){white-space:nowrap}
         #rows tr{cursor:pointer}
         #rows tr:hover{background:#eef4ff}
         #rows tr.selected{background:#dce8ff}
-        .badge{display:inline-block;border-radius:8px;padding:0 .4rem;margin-right:.2rem;font-size:11px;color:#fff}
+        .badge{white-space:nowrap;display:inline-block;border-radius:8px;padding:0 .4rem;margin-right:.2rem;font-size:11px;color:#fff}
         .rejects{background:#c62828}.warning{background:#ef6c00}.info{background:#607d8b}
         #detail{background:#fff;border:1px solid #ddd;padding:.6rem;overflow:auto;max-height:85vh}
+        #detail h2{word-break:break-all}
         .cookie{border-top:1px solid #eee;padding:.4rem 0}
         .line{font-family:ui-monospace,Menlo,monospace;white-space:pre-wrap;word-break:break-all}
         .change.add{color:#1b5e20}.change.remove,.change.drop{color:#b71c1c}.change.set,.change.rename,.change.value{color:#8d5b00}

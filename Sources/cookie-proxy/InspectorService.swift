@@ -134,6 +134,9 @@ final class InspectorService: LocalService, @unchecked Sendable {
             return LocalResponse(
                 status: 200, fields: [("Content-Type", "text/css; charset=utf-8")],
                 body: Array(InspectorPage.style.utf8))
+        case "/favicon.svg", "/favicon.ico":
+            return LocalResponse(
+                status: 200, fields: [("Content-Type", "image/svg+xml")], body: Array(InspectorPage.favicon.utf8))
         case "/api/exchanges":
             let after = UInt64(query["after"] ?? "") ?? 0
             return Self.json(.array(store.exchanges(after: after).map(views.row)))

@@ -1,0 +1,73 @@
+#!/usr/bin/env python3
+"""Drives the inspector in a real headless Chromium (Selenium, chromium-driver) while traffic goes through the
+proxy with curl. Prints one JSON object of what the page showed; the Swift test asserts on it.
+Usage: inspector_browser.py INSPECTOR_URL PROXY_URL UPSTREAM_PORT SCREENSHOT"""
+import json, subprocess, sys, time
+from selenium import webdriver
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support.ui import WebDriverWait, Select
+
+inspector, proxy, port, screenshot = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
+options = webdriver.ChromeOptions()
+options.binary_location = "/usr/bin/chromium"
+for flag in ["--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run", "--window-size=1500,900"]:
+    options.add_argument(flag)
+driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
+out = {}
+try:
+    wait = WebDriverWait(driver, 20)
+    driver.get(inspector)
+    out["landed"] = driver.current_url
+    wait.until(lambda d: d.find_element(By.TAG_NAME, "body").get_attribute("data-live") == "yes")
+    rows = lambda: driver.find_elements(By.CSS_SELECTOR, "#rows tr")
+    out["rowsBefore"] = len(rows())
+
+    def through(*args):
+        subprocess.run(["curl", "-s", "-o", "/dev/null", "-x", proxy] + list(args), check=True)
+
+    base = f"http://login.site.test:{port}"
+    through(f"{base}/setcookie?c=sid%3Ds3cr3t%3B%20Path%3D%2F&c=bad%3D1%3B%20SameSite%3DNone")
+    through("-b", "sid=s3cr3t", f"http://app.site.test:{port}/path/home")
+    through(f"http://other.test:{port}/setcookie?c=x%3D1")
+    wait.until(lambda d: len(rows()) == 3)
+    out["rowsLive"] = len(rows())
+    out["urls"] = [r.find_elements(By.TAG_NAME, "td")[3].text for r in rows()]
+
+    driver.find_element(By.ID, "filter").send_keys("host:login")
+    wait.until(lambda d: sum(1 for r in rows() if r.is_displayed()) == 1)
+    out["rowsFiltered"] = [r.find_elements(By.TAG_NAME, "td")[3].text for r in rows() if r.is_displayed()]
+    driver.find_element(By.ID, "filter").clear()
+    driver.find_element(By.ID, "filter").send_keys("finding:samesite-none")
+    wait.until(lambda d: sum(1 for r in rows() if r.is_displayed()) == 1)
+    out["rowsByFinding"] = sum(1 for r in rows() if r.is_displayed())
+    driver.find_element(By.ID, "filter").clear()
+    driver.find_element(By.ID, "filter").send_keys(" ")
+    wait.until(lambda d: all(r.is_displayed() for r in rows()))
+
+    rows()[0].click()
+    wait.until(lambda d: len(d.find_elements(By.CSS_SELECTOR, "#detail .cookie")) == 2)
+    cookies = driver.find_elements(By.CSS_SELECTOR, "#detail .cookie")
+    out["detail"] = [c.text for c in cookies]
+    out["changes"] = [e.text for e in driver.find_elements(By.CSS_SELECTOR, "#detail .change")]
+    out["findingBadges"] = [e.text for e in driver.find_elements(By.CSS_SELECTOR, "#detail .findings .badge")]
+    driver.save_screenshot(screenshot)
+
+    driver.find_element(By.CSS_SELECTOR, ".tab[data-tab=jar]").click()
+    wait.until(lambda d: len(d.find_elements(By.CSS_SELECTOR, "#jar-client option")) >= 1)
+    Select(driver.find_element(By.ID, "jar-client")).select_by_value("127.0.0.1")
+    field = driver.find_element(By.ID, "jar-url")
+    field.send_keys(f"http://app.site.test:{port}/")
+    driver.find_element(By.ID, "jar-go").click()
+    wait.until(lambda d: d.find_element(By.ID, "jar-header").text not in ("", "(type a URL)"))
+    out["jarHeader"] = driver.find_element(By.ID, "jar-header").text
+    out["jarRejected"] = [r.text for r in driver.find_elements(By.CSS_SELECTOR, "#jar-rejected tr")]
+    out["jarHeld"] = [r.text for r in driver.find_elements(By.CSS_SELECTOR, "#jar-cookies tr")]
+
+    driver.find_element(By.CSS_SELECTOR, ".tab[data-tab=rules]").click()
+    wait.until(lambda d: len(d.find_elements(By.CSS_SELECTOR, "#rules-body tr")) >= 1)
+    out["rules"] = [r.text for r in driver.find_elements(By.CSS_SELECTOR, "#rules-body tr")]
+    out["consoleErrors"] = [e["message"] for e in driver.get_log("browser") if e["level"] == "SEVERE"]
+finally:
+    driver.quit()
+print(json.dumps(out))

@@ -1,0 +1,302 @@
+import Foundation
+import TestSupport
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// The inspector of a real `cookie-proxy run`: its security, its API over real traffic, HAR read back by a HAR
+/// reader, and the onboarding pages a device gets through the proxy.
+@Suite(.serialized) struct InspectorEndToEndTests {
+    /// The inspector's address and token, from the banner.
+    struct UI {
+        let base: String
+        let port: Int
+        let token: String
+
+        init(_ proxy: Proxy) throws {
+            let line = try #require(
+                proxy.process.stdout.split(separator: "\n").first { $0.hasPrefix("  inspector:    http://") },
+                "no inspector line in the banner: \(proxy.process.stdout)")
+            let url = line.dropFirst("  inspector:    ".count)
+            let parts = url.split(separator: "/?token=")
+            base = String(parts[0])
+            token = String(parts[1])
+            port = Int(base.split(separator: ":").last!)!
+        }
+
+        /// A request with curl: status, the head's lines, the body.
+        func get(_ path: String, _ headers: [String] = [], method: String = "GET") throws -> (
+            status: Int, head: [String], body: String
+        ) {
+            let result = try curl(["-i", "-X", method] + headers.flatMap { ["-H", $0] } + [base + path])
+            let text = result.text
+            let split = text.range(of: "\r\n\r\n")
+            let head = text[..<(split?.lowerBound ?? text.endIndex)].components(separatedBy: "\r\n")
+            let status = Int(head.first?.split(separator: " ").dropFirst().first ?? "") ?? -1
+            return (status, head, split.map { String(text[$0.upperBound...]) } ?? "")
+        }
+
+        func json(_ path: String) throws -> Any {
+            let r = try get(path, ["Authorization: Bearer \(token)"])
+            guard r.status == 200 else { throw HarnessError("\(path): \(r.status) \(r.body)") }
+            return try JSONSerialization.jsonObject(with: Data(r.body.utf8))
+        }
+    }
+
+    @Test func everyPageAndCallNeedsTheTokenAndTheInspectorsOwnHost() throws {
+        let home = try InterceptionEndToEndTests.home()
+        defer { try? FileManager.default.removeItem(atPath: home) }
+        let proxy = try Proxy(["--log", "none"], environment: ["COOKIE_PROXY_HOME": home])
+        let ui = try UI(proxy)
+        // The token is the installation's: a file next to the CA, its owner's only.
+        var info = stat()
+        #expect(stat(home + "/inspector-token", &info) == 0 && info.st_mode & 0o777 == 0o600)
+        let secret = try #require(FileManager.default.contents(atPath: home + "/inspector-token"))
+        #expect(secret.prefix(16).map { String(format: "%02x", $0) }.joined() == ui.token)
+
+        #expect(try ui.get("/api/exchanges").status == 401)
+        #expect(try ui.get("/").status == 401)
+        #expect(try ui.get("/har").status == 401)
+        #expect(try ui.get("/api/exchanges?token=0123").status == 403)
+        #expect(try ui.get("/api/exchanges", ["Authorization: Bearer \(ui.token)0"]).status == 403)
+        let ok = try ui.get("/api/exchanges", ["Authorization: Bearer \(ui.token)"])
+        #expect(ok.status == 200 && ok.body == "[]")
+        // DNS rebinding: the right token under another name is refused.
+        let rebound = try ui.get("/api/exchanges", ["Authorization: Bearer \(ui.token)", "Host: evil.test:\(ui.port)"])
+        #expect(rebound.status == 403 && rebound.body.contains("is not this inspector's address"), "\(rebound)")
+        // The banner's URL trades the token for a cookie scripts cannot read, and the page then loads with it.
+        let entry = try ui.get("/?token=\(ui.token)")
+        #expect(entry.status == 302)
+        #expect(
+            entry.head.contains("Set-Cookie: cookie-proxy-inspector=\(ui.token); Path=/; HttpOnly; SameSite=Strict"))
+        let page = try ui.get("/", ["Cookie: cookie-proxy-inspector=\(ui.token)"])
+        #expect(page.status == 200 && page.body.contains("<title>cookie-proxy inspector</title>"))
+        #expect(page.head.contains { $0.hasPrefix("Content-Security-Policy: default-src 'none'; script-src 'self'") })
+        // Read-only, and no CORS.
+        #expect(try ui.get("/api/exchanges", ["Authorization: Bearer \(ui.token)"], method: "POST").status == 405)
+        for response in [ok, page, entry, rebound] {
+            #expect(!response.head.contains { $0.lowercased().hasPrefix("access-control-") })
+        }
+        // Through the proxy, the inspector's port is the proxy's own: refused.
+        let through = try curl(["-s", "-x", proxy.url, "http://127.0.0.1:\(ui.port)/api/exchanges"])
+        #expect(through.text.contains("refusing a request addressed to the proxy itself"), "\(through.text)")
+    }
+
+    static let rules = """
+        rule "share the login" {
+            host   login.site.test
+            cookie sid
+            domain ensure
+        }
+
+        """
+
+    /// The login-sharing story: a host-only cookie from login.site.test, widened by a rule; the jar view gives the
+    /// Cookie header app.site.test now gets; HAR carries what the upstream sent and what the rule did.
+    @Test func theAPIAndHARShowEachCookieAsReceivedAndForwardedAndTheJarASubdomainsCookieHeader() throws {
+        let dir = try InterceptionEndToEndTests.home()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        try Self.rules.write(toFile: dir + "/share.rules", atomically: true, encoding: .utf8)
+        let upstream = try Upstream()
+        let proxy = try Proxy(
+            [
+                "--rules", dir + "/share.rules", "--log", "none", "--log-values", "--resolve",
+                "login.site.test:127.0.0.1", "--resolve", "app.site.test:127.0.0.1",
+            ], environment: ["COOKIE_PROXY_HOME": dir])
+        let ui = try UI(proxy)
+        let login =
+            "http://login.site.test:\(upstream.port)/setcookie?c=sid%3Ds3cr3t%3B%20Path%3D%2F&c=bad%3D1%3B%20SameSite%3DNone"
+        #expect(try curl(["-s", "-o", "/dev/null", "-x", proxy.url, login]).status == 0)
+        #expect(
+            try curl(["-s", "-o", "/dev/null", "-x", proxy.url, "http://login.site.test:\(upstream.port)/path/none"])
+                .status == 0)
+        #expect(
+            try curl([
+                "-s", "-o", "/dev/null", "-x", proxy.url, "-b", "sid=s3cr3t",
+                "http://app.site.test:\(upstream.port)/path/home",
+            ]).status == 0)
+
+        // Only exchanges that carried cookies are held.
+        let rows = try #require(try ui.json("/api/exchanges") as? [[String: Any]])
+        #expect(rows.count == 2, "\(rows)")
+        let first = try #require(rows.first)
+        #expect(first["setCookies"] as? [String] == ["sid", "bad"])
+        #expect(first["rules"] as? [String] == ["share the login"])
+        #expect((first["findings"] as? [String])?.contains("samesite-none-insecure") == true)
+        #expect((first["severity"] as? [String: Int])?["rejects"] == 1)
+        #expect(rows.last?["sentCookies"] as? [String] == ["sid"])
+
+        let detail = try #require(try ui.json("/api/exchanges/\(first["seq"]!)") as? [String: Any])
+        let cookies = try #require(detail["cookies"] as? [[String: Any]])
+        #expect(cookies.first?["received"] as? String == "sid=s3cr3t; Path=/")
+        #expect(cookies.first?["forwarded"] as? String == "sid=s3cr3t; Path=/; Domain=site.test")
+        let changes = try #require(cookies.first?["changes"] as? [[String: Any]])
+        #expect(changes.contains { $0["op"] as? String == "add" && $0["attribute"] as? String == "Domain" })
+        let rule = try #require((cookies.first?["rules"] as? [[String: Any]])?.first)
+        #expect(rule["name"] as? String == "share the login")
+        #expect(rule["location"] as? String == dir + "/share.rules:1:1")
+        let finding = try #require((cookies.last?["findings"] as? [[String: Any]])?.first)
+        #expect(finding["code"] as? String == "samesite-none-insecure" && finding["severity"] as? String == "rejects")
+        #expect((finding["message"] as? String)?.contains("§5.7") == true)
+
+        // The browser's view: app.site.test gets the widened login cookie; the SameSite=None one was refused.
+        let jar = try #require(
+            try ui.json("/api/jar?client=127.0.0.1&url=http%3A%2F%2Fapp.site.test%3A\(upstream.port)%2F")
+                as? [String: Any])
+        #expect(jar["cookieHeader"] as? String == "sid=s3cr3t", "\(jar)")
+        let rejected = try #require(jar["rejected"] as? [[String: Any]])
+        #expect(rejected.count == 1 && rejected.first?["name"] as? String == "bad")
+        #expect((rejected.first?["reason"] as? String)?.contains("SameSite=None requires Secure") == true)
+        let other = try #require(
+            try ui.json("/api/jar?client=127.0.0.1&url=http%3A%2F%2Fother.test%3A\(upstream.port)%2F") as? [String: Any]
+        )
+        #expect(other["cookieHeader"] as? String == "")
+
+        // HAR: valid against the HAR 1.2 schema, read back by haralyzer, with what the upstream sent.
+        let har = try ui.get("/har", ["Authorization: Bearer \(ui.token)"])
+        #expect(har.head.contains("Content-Disposition: attachment; filename=\"cookie-proxy.har\""))
+        try har.body.write(toFile: dir + "/capture.har", atomically: true, encoding: .utf8)
+        let check = try run(
+            Paths.root + "/.build/test-python/bin/python",
+            [Paths.fixtures + "/har_check.py", dir + "/capture.har", Paths.fixtures + "/har-1.2.schema.json"])
+        #expect(check.status == 0, "\(check.stderr)")
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(check.stdout)) as? [String: Any])
+        #expect((report["errors"] as? [String])?.isEmpty == true, "\(report["errors"] ?? "")")
+        let entries = try #require(report["entries"] as? [[String: Any]])
+        #expect(entries.count == 2)
+        #expect(entries.first?["url"] as? String == login)
+        #expect(entries.first?["original"] as? [String] == ["sid=s3cr3t; Path=/", "bad=1; SameSite=None"])
+        #expect(
+            entries.first?["setCookie"] as? [String] == [
+                "sid=s3cr3t; Path=/; Domain=site.test", "bad=1; SameSite=None",
+            ])
+        let record = try #require((entries.first?["records"] as? [[String: Any]])?.first)
+        #expect(record["rules"] as? [String] == ["share the login"])
+        #expect(entries.last?["requestCookies"] as? [String] == ["sid"])
+    }
+
+    @Test func valuesAreRedactedInEveryViewUnlessLogValues() throws {
+        let dir = try InterceptionEndToEndTests.home()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        try Self.rules.write(toFile: dir + "/share.rules", atomically: true, encoding: .utf8)
+        let upstream = try Upstream()
+        let proxy = try Proxy(
+            ["--rules", dir + "/share.rules", "--log", "none", "--resolve", "login.site.test:127.0.0.1"],
+            environment: ["COOKIE_PROXY_HOME": dir])
+        let ui = try UI(proxy)
+        _ = try curl([
+            "-s", "-o", "/dev/null", "-x", proxy.url, "-b", "theme=dark-s3cr3t",
+            "http://login.site.test:\(upstream.port)/setcookie?c=sid%3Ds3cr3t%3B%20Path%3D%2F",
+        ])
+        let auth = ["Authorization: Bearer \(ui.token)"]
+        for path in [
+            "/api/exchanges", "/api/exchanges/1", "/har",
+            "/api/jar?client=127.0.0.1&url=http%3A%2F%2Flogin.site.test%2F",
+        ] {
+            // (The URL itself carries the value percent-encoded, as the test's upstream takes it from the query.)
+            let body = try ui.get(path, auth).body
+            #expect(!body.contains("sid=s3cr3t") && !body.contains("dark-s3cr3t"), "\(path): \(body)")
+        }
+        #expect(try ui.get("/api/exchanges/1", auth).body.contains("sid=[h:"))
+    }
+
+    @Test func theOnboardingPagesServeTheCAThroughTheProxyAndNothingWithoutInterception() throws {
+        let dir = try InterceptionEndToEndTests.home()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let proxy = try Proxy(["--intercept", "app.test", "--log", "none"], environment: ["COOKIE_PROXY_HOME": dir])
+        let page = try curl(["-s", "-x", proxy.url, "http://cookie-proxy.local/"])
+        for step in ["iPhone and iPad", "iOS simulator", "Android", "macOS", "Linux", "Firefox", "/ca.mobileconfig"] {
+            #expect(page.text.contains(step), "\(step)")
+        }
+        let openssl = Paths.which("openssl")
+        func fingerprint(_ args: [String]) throws -> String {
+            let r = try run(openssl, ["x509", "-noout", "-fingerprint", "-sha256"] + args)
+            #expect(r.status == 0, "\(r.stderr)")
+            return r.text
+        }
+        let expected = try fingerprint(["-in", dir + "/ca-cert.pem"])
+        #expect(expected.contains("Fingerprint="))
+        #expect(
+            try curl(["-s", "-x", proxy.url, "-o", dir + "/got.der", "http://cookie-proxy.local/ca.der"]).status == 0)
+        #expect(try fingerprint(["-inform", "DER", "-in", dir + "/got.der"]) == expected)
+        #expect(
+            try curl(["-s", "-x", proxy.url, "-o", dir + "/got.pem", "http://cookie-proxy.local/ca.pem"]).status == 0)
+        #expect(try fingerprint(["-in", dir + "/got.pem"]) == expected)
+        let pem = try String(contentsOfFile: dir + "/got.pem", encoding: .utf8)
+        #expect(!pem.contains("PRIVATE KEY"))
+        // The profile is a plist whose root-certificate payload is the DER.
+        #expect(
+            try curl([
+                "-s", "-x", proxy.url, "-o", dir + "/got.mobileconfig", "http://cookie-proxy.local/ca.mobileconfig",
+            ])
+            .status == 0)
+        let plist = """
+            import plistlib, sys
+            p = plistlib.load(open(sys.argv[1], 'rb'))
+            payload = p['PayloadContent'][0]
+            assert p['PayloadType'] == 'Configuration' and payload['PayloadType'] == 'com.apple.security.root'
+            print(payload['PayloadContent'] == open(sys.argv[2], 'rb').read())
+            """
+        let parsed = try run(Paths.which("python3"), ["-c", plist, dir + "/got.mobileconfig", dir + "/got.der"])
+        #expect(parsed.text == "True\n", "\(parsed.stderr)")
+
+        // Without interception: no CA is named and none is served.
+        let plainHome = try InterceptionEndToEndTests.home()
+        defer { try? FileManager.default.removeItem(atPath: plainHome) }
+        let plain = try Proxy(["--log", "none", "--ui", "off"], environment: ["COOKIE_PROXY_HOME": plainHome])
+        #expect(!plain.process.stdout.contains("inspector:"))
+        let bare = try curl(["-s", "-x", plain.url, "http://cookie-proxy.local/"])
+        #expect(bare.text.contains("HTTPS interception is off"), "\(bare.text)")
+        #expect(!bare.text.lowercased().contains("certificate") && !bare.text.contains(" CA"))
+        let none = try curl(["-s", "-w", "\n%{http_code}", "-x", plain.url, "http://cookie-proxy.local/ca.pem"])
+        #expect(none.text.hasSuffix("\n404"))
+    }
+}
+
+/// The inspector in a real browser: headless Chromium driven by Selenium (chromium-driver), traffic sent through
+/// the proxy with curl while the page is open.
+@Suite(.serialized) struct InspectorBrowserTests {
+    @Test func rowsArriveLiveTheFilterNarrowsThemAndTheDetailAndJarAnswerTheLoginStory() throws {
+        let dir = try InterceptionEndToEndTests.home()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        try InspectorEndToEndTests.rules.write(toFile: dir + "/share.rules", atomically: true, encoding: .utf8)
+        let upstream = try Upstream()
+        let proxy = try Proxy(
+            [
+                "--rules", dir + "/share.rules", "--log", "none", "--log-values", "--resolve",
+                "login.site.test:127.0.0.1", "--resolve", "app.site.test:127.0.0.1", "--resolve",
+                "other.test:127.0.0.1",
+            ], environment: ["COOKIE_PROXY_HOME": dir])
+        let ui = try InspectorEndToEndTests.UI(proxy)
+        // UPDATE_SCREENSHOT=1 writes the README's picture.
+        let screenshot =
+            ProcessInfo.processInfo.environment["UPDATE_SCREENSHOT"] != nil
+            ? Paths.root + "/docs/inspector.png" : dir + "/inspector.png"
+        let result = try run(
+            Paths.root + "/.build/test-python/bin/python",
+            [
+                Paths.fixtures + "/inspector_browser.py", "\(ui.base)/?token=\(ui.token)", proxy.url,
+                "\(upstream.port)", screenshot,
+            ], timeout: 180)
+        #expect(result.status == 0, "\(result.stderr)")
+        let out = try #require(try JSONSerialization.jsonObject(with: Data(result.stdout)) as? [String: Any])
+        #expect(out["landed"] as? String == "\(ui.base)/", "the token is traded for the cookie")
+        #expect(out["rowsBefore"] as? Int == 0)
+        #expect(out["rowsLive"] as? Int == 3, "rows arrive without a reload")
+        #expect((out["rowsFiltered"] as? [String])?.count == 1)
+        #expect((out["rowsFiltered"] as? [String])?.first?.contains("login.site.test") == true)
+        #expect(out["rowsByFinding"] as? Int == 1)
+        let detail = (out["detail"] as? [String]) ?? []
+        #expect(detail.first?.contains("forwarded: sid=s3cr3t; Path=/; Domain=site.test") == true, "\(detail)")
+        #expect(detail.first?.contains("share the login") == true)
+        #expect((out["changes"] as? [String])?.contains("add Domain to site.test") == true, "\(out["changes"] ?? "")")
+        #expect((out["findingBadges"] as? [String])?.contains("rejects") == true)
+        #expect(out["jarHeader"] as? String == "sid=s3cr3t", "\(out)")
+        #expect((out["jarRejected"] as? [String])?.first?.contains("SameSite=None requires Secure") == true)
+        #expect((out["rules"] as? [String])?.first?.contains("share the login") == true)
+        #expect((out["consoleErrors"] as? [String])?.isEmpty == true, "\(String(describing: out["consoleErrors"]))")
+        #expect(FileManager.default.fileExists(atPath: screenshot))
+    }
+}
