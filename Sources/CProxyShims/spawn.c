@@ -115,3 +115,12 @@ int CProxy_wait_signal(const sigset_t *set, int timeout_ms) {
     return 0;
 #endif
 }
+
+int CProxy_poll_writable(int fd, int timeout_ms) {
+    struct pollfd p = {.fd = fd, .events = POLLOUT};
+    for (;;) {
+        int n = poll(&p, 1, timeout_ms);
+        if (n < 0 && errno == EINTR) continue;
+        return n < 0 ? -errno : n;
+    }
+}

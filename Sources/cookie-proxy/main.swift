@@ -19,6 +19,7 @@ let rootSpec = CommandSpec(
           audit          Fetch a URL, follow its redirects, check every cookie it sets.
           parse          Parse Set-Cookie values and show what a browser makes of them.
           conformance    Run cookie conformance corpora against the jar.
+          mcp            Serve these tools to agents over the Model Context Protocol (stdio).
 
         Run 'cookie-proxy <subcommand> --help' for a subcommand's options.
         """)
@@ -31,6 +32,7 @@ let commands: [String: CommandSpec] = [
     "ca": CACommand.spec,
     "parse": ParseCommand.spec,
     "conformance": ConformanceCommand.spec,
+    "mcp": MCPCommand.spec,
 ]
 
 func currentTime() -> Int64 { Int64(time(nil)) }
@@ -70,6 +72,7 @@ func runMain() -> Int32 {
         case "ca": return try CACommand.run(args)
         case "parse": return try ParseCommand.run(args, now: currentTime())
         case "conformance": return try ConformanceCommand.run(args)
+        case "mcp": return try MCPCommand.run(args)
         default: return 2
         }
     } catch {

@@ -300,3 +300,45 @@ import Testing
         #expect(FileManager.default.fileExists(atPath: screenshot))
     }
 }
+
+/// `cookie-proxy mcp` with the official MCP Python SDK as its client, against a running proxy's inspector.
+@Suite(.serialized) struct MCPEndToEndTests {
+    @Test func theSDKListsTheToolsAndEachCallAnswersAsTheCommandWould() throws {
+        let dir = try InterceptionEndToEndTests.home()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let rules = dir + "/share.rules"
+        try InspectorEndToEndTests.rules.write(toFile: rules, atomically: true, encoding: .utf8)
+        let upstream = try Upstream()
+        let proxy = try Proxy(
+            [
+                "--rules", rules, "--log", "none", "--log-values", "--resolve", "login.site.test:127.0.0.1",
+                "--resolve", "app.site.test:127.0.0.1",
+            ], environment: ["COOKIE_PROXY_HOME": dir])
+        let ui = try InspectorEndToEndTests.UI(proxy)
+        _ = try curl([
+            "-s", "-o", "/dev/null", "-x", proxy.url,
+            "http://login.site.test:\(upstream.port)/setcookie?c=sid%3Ds3cr3t%3B%20Path%3D%2F",
+        ])
+        let result = try run(
+            Paths.root + "/.build/test-python/bin/python",
+            [Paths.fixtures + "/mcp_client.py", Paths.binary, ui.base, dir, rules, "\(upstream.port)"], timeout: 120)
+        #expect(result.status == 0, "\(result.stderr)")
+        let out = try #require(try JSONSerialization.jsonObject(with: Data(result.stdout)) as? [String: Any])
+        #expect(out["server"] as? String == "cookie-proxy")
+        #expect(
+            out["tools"] as? [String] == [
+                "audit_url", "browser_jar", "check_rules", "exchange_detail", "parse_set_cookie", "recent_exchanges",
+                "try_rules",
+            ])
+        let calls = try #require(out["calls"] as? [String: [String: Any]])
+        func text(_ name: String) -> String { calls[name]?["text"] as? String ?? "" }
+        for (name, call) in calls { #expect(call["isError"] as? Bool == false, "\(name): \(call)") }
+        #expect(text("parse_set_cookie").contains("\"rejected\":\"SameSite=None requires Secure"))
+        #expect(text("try_rules").contains("Domain=site.test"), "\(text("try_rules"))")
+        #expect(text("check_rules").contains("share the login"), "\(text("check_rules"))")
+        #expect(text("audit_url").contains("samesite-none-insecure"), "\(text("audit_url"))")
+        #expect(text("recent_exchanges").contains("login.site.test"), "\(text("recent_exchanges"))")
+        #expect(text("exchange_detail").contains("sid=s3cr3t; Path=/; Domain=site.test"), "\(text("exchange_detail"))")
+        #expect(text("browser_jar").contains("\"cookieHeader\":\"sid=s3cr3t\""), "\(text("browser_jar"))")
+    }
+}

@@ -68,6 +68,8 @@ int CProxy_errno_EINPROGRESS(void);
 int CProxy_errno_EINTR(void);
 /// poll(2) for one descriptor: 1 when it is readable (or closed), 0 after timeout_ms, or -errno.
 int CProxy_poll_readable(int fd, int timeout_ms);
+/// poll(2) for one descriptor: 1 when it is writable (or failed), 0 after timeout_ms, or -errno.
+int CProxy_poll_writable(int fd, int timeout_ms);
 /// A pipe whose ends are closed on exec; 0 or -errno.
 int CProxy_pipe(int fds[2]);
 /// posix_spawn with exactly these descriptors: the child's fd i is fds[i] (-1: /dev/null) for i < count, and it

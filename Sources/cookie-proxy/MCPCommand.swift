@@ -1,0 +1,325 @@
+import CProxyShims
+import Foundation
+import ProxyTLS
+
+/// `cookie-proxy mcp`: the same data for agents, as a Model Context Protocol server over stdio (JSON-RPC 2.0, one
+/// message per line). Its tools run this binary's own subcommands (parse, try, check, audit), so an agent gets
+/// exactly what a person at the terminal gets, and read a running proxy's inspector API.
+enum MCPCommand {
+    static let spec = CommandSpec(
+        name: "mcp",
+        abstract: "Serve cookie-proxy's tools to agents over the Model Context Protocol (stdio).",
+        usage: "cookie-proxy mcp [--inspector URL]",
+        options: [
+            OptionSpec(
+                names: ["--inspector"], value: "url",
+                help: "A running proxy's inspector, for the tools that read it (token from the configuration folder).",
+                defaultValue: "$COOKIE_PROXY_INSPECTOR, else http://127.0.0.1:8081")
+        ],
+        discussion: """
+            Tools: parse_set_cookie, try_rules, check_rules, audit_url, recent_exchanges, exchange_detail,
+            browser_jar. Configure it in an MCP client as the command 'cookie-proxy mcp'.
+            """)
+
+    static let protocolVersion = "2025-06-18"
+
+    static func run(_ args: ParsedArguments) throws(UsageError) -> Int32 {
+        let environment = ProcessInfo.processInfo.environment
+        let inspector = args.value("--inspector") ?? environment["COOKIE_PROXY_INSPECTOR"] ?? "http://127.0.0.1:8081"
+        let server = Server(
+            inspector: inspector,
+            configuration: CertificateAuthority.defaultDirectory(environment: environment))
+        while let line = readLine(strippingNewline: true) {
+            guard !line.isEmpty else { continue }
+            if let reply = server.handle(line) {
+                Console.out(reply)
+            }
+        }
+        return 0
+    }
+
+    final class Server {
+        let inspector: String
+        let configuration: String
+
+        init(inspector: String, configuration: String) {
+            self.inspector = inspector
+            self.configuration = configuration
+        }
+
+        /// One incoming message; the reply to send, or nil for a notification.
+        func handle(_ line: String) -> String? {
+            guard let message = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] else {
+                return Self.encode([
+                    "jsonrpc": "2.0", "id": NSNull(), "error": ["code": -32700, "message": "parse error"],
+                ])
+            }
+            let id = message["id"]
+            guard let method = message["method"] as? String else {
+                return id == nil ? nil : Self.error(id, -32600, "invalid request: no method")
+            }
+            let params = message["params"] as? [String: Any] ?? [:]
+            // Notifications (no id) get no reply.
+            guard let id else { return nil }
+            switch method {
+            case "initialize":
+                let asked = params["protocolVersion"] as? String
+                return Self.result(
+                    id,
+                    [
+                        "protocolVersion": asked ?? MCPCommand.protocolVersion,
+                        "capabilities": ["tools": ["listChanged": false]],
+                        "serverInfo": ["name": "cookie-proxy", "version": InspectorService.version],
+                        "instructions":
+                            "Tools to see what browsers make of Set-Cookie headers, to run them through cookie-proxy rules, and to read a running cookie-proxy's recent exchanges.",
+                    ])
+            case "ping":
+                return Self.result(id, [:])
+            case "tools/list":
+                return Self.result(id, ["tools": Tools.definitions])
+            case "tools/call":
+                guard let name = params["name"] as? String else {
+                    return Self.error(id, -32602, "tools/call needs a name")
+                }
+                let arguments = params["arguments"] as? [String: Any] ?? [:]
+                let (text, failed) = Tools.call(name, arguments, server: self)
+                return Self.result(id, ["content": [["type": "text", "text": text]], "isError": failed])
+            default:
+                return Self.error(id, -32601, "method not found: \(method)")
+            }
+        }
+
+        static func result(_ id: Any, _ result: [String: Any]) -> String {
+            encode(["jsonrpc": "2.0", "id": id, "result": result])
+        }
+
+        static func error(_ id: Any?, _ code: Int, _ message: String) -> String {
+            encode(["jsonrpc": "2.0", "id": id ?? NSNull(), "error": ["code": code, "message": message]])
+        }
+
+        static func encode(_ object: [String: Any]) -> String {
+            let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data("{}".utf8)
+            return String(decoding: data, as: UTF8.self)
+        }
+
+        /// GET on the inspector's API with the installation's token: the body, or why not.
+        func inspectorGet(_ path: String) -> (body: String, failed: Bool) {
+            guard let token = try? LogKey.load(directory: configuration, name: "inspector-token") else {
+                return ("no inspector token in \(configuration): has cookie-proxy run been started here?", true)
+            }
+            let hex = token.map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined()
+            guard let url = URL(string: inspector + path), let host = url.host, let port = url.port else {
+                return ("--inspector '\(inspector)' must be http://HOST:PORT", true)
+            }
+            let numeric = host == "localhost" ? "127.0.0.1" : host
+            let hostField = host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
+            let target = url.query.map { url.path + "?" + $0 } ?? url.path
+            let request =
+                "GET \(target.isEmpty ? "/" : target) HTTP/1.1\r\nHost: \(hostField)\r\nAuthorization: Bearer \(hex)\r\nConnection: close\r\n\r\n"
+            switch LoopbackHTTP.exchange(host: numeric, port: port, request: Array(request.utf8)) {
+            case .failure(let reason):
+                return (
+                    "cannot reach the inspector at \(inspector): \(reason) (is cookie-proxy run going? --inspector URL)",
+                    true
+                )
+            case .success(let (status, body)):
+                return (body, status != 200)
+            }
+        }
+    }
+
+    enum Tools {
+        static var definitions: [[String: Any]] {
+            [
+                tool(
+                    "parse_set_cookie",
+                    "Parse Set-Cookie values and say what a browser makes of them when received from a URL: the cookie it would store (or why it would reject it) and lint findings. Same as 'cookie-proxy parse'.",
+                    [
+                        "values": ["type": "array", "items": ["type": "string"], "description": "Set-Cookie values"],
+                        "url": [
+                            "type": "string",
+                            "description": "The URL the response came from (default https://localhost/)",
+                        ],
+                    ],
+                    required: ["values"]),
+                tool(
+                    "try_rules",
+                    "Run Set-Cookie values through a cookie-proxy rules file offline: before, after, the rules that matched and what browsers make of the result. Same as 'cookie-proxy try'.",
+                    [
+                        "rules": ["type": "string", "description": "A rules file or folder"],
+                        "url": ["type": "string", "description": "The request URL the cookies come from"],
+                        "values": ["type": "array", "items": ["type": "string"]],
+                        "status": ["type": "integer"], "method": ["type": "string"],
+                    ],
+                    required: ["rules", "url", "values"]),
+                tool(
+                    "check_rules",
+                    "Validate a rules file and say in plain words what each rule does (errors as file:line:column).",
+                    ["rules": ["type": "string", "description": "A rules file or folder"]], required: ["rules"]),
+                tool(
+                    "audit_url",
+                    "Fetch a URL, follow its redirects as a browser would, and check every cookie it sets. Same as 'cookie-proxy audit --format json'.",
+                    ["url": ["type": "string"], "rules": ["type": "string"], "insecure": ["type": "boolean"]],
+                    required: ["url"]),
+                tool(
+                    "recent_exchanges",
+                    "The exchanges with cookies a running cookie-proxy saw most recently (its inspector): URL, status, cookies set and sent, rules that fired, findings.",
+                    [
+                        "limit": ["type": "integer", "description": "How many, newest last (default 20)"],
+                        "host": ["type": "string", "description": "Only this host (substring)"],
+                        "cookie": ["type": "string", "description": "Only exchanges with this cookie name"],
+                    ],
+                    required: []),
+                tool(
+                    "exchange_detail",
+                    "One exchange in detail: each Set-Cookie as received and as forwarded, the changes, the rule that made each (file:line), findings.",
+                    ["seq": ["type": "integer", "description": "The 'seq' of a row from recent_exchanges"]],
+                    required: ["seq"]),
+                tool(
+                    "browser_jar",
+                    "The cookie jar a browser would hold after the traffic the proxy saw from a client, and the Cookie header it would send to a URL.",
+                    [
+                        "url": ["type": "string"],
+                        "client": ["type": "string", "description": "Client address (default: the last seen)"],
+                    ],
+                    required: []),
+            ]
+        }
+
+        static func tool(_ name: String, _ description: String, _ properties: [String: Any], required: [String])
+            -> [String: Any]
+        {
+            [
+                "name": name, "description": description,
+                "inputSchema": ["type": "object", "properties": properties, "required": required],
+            ]
+        }
+
+        static func call(_ name: String, _ a: [String: Any], server: Server) -> (String, Bool) {
+            func strings(_ key: String) -> [String] { a[key] as? [String] ?? (a[key] as? String).map { [$0] } ?? [] }
+            switch name {
+            case "parse_set_cookie":
+                let values = strings("values")
+                guard !values.isEmpty else { return ("give at least one value in 'values'", true) }
+                var args = ["parse", "--format", "json"]
+                if let url = a["url"] as? String { args += ["--url", url] }
+                return own(args + ["--"] + values)
+            case "try_rules":
+                guard let rules = a["rules"] as? String, let url = a["url"] as? String else {
+                    return ("'rules' and 'url' are required", true)
+                }
+                var args = ["try", "--rules", rules, "--url", url, "--format", "json"]
+                if let status = a["status"] as? Int { args += ["--status", String(status)] }
+                if let method = a["method"] as? String { args += ["--method", method] }
+                return own(args + ["--"] + strings("values"))
+            case "check_rules":
+                guard let rules = a["rules"] as? String else { return ("'rules' is required", true) }
+                return own(["check", rules])
+            case "audit_url":
+                guard let url = a["url"] as? String else { return ("'url' is required", true) }
+                var args = ["audit", "--format", "json"]
+                if let rules = a["rules"] as? String { args += ["--rules", rules] }
+                if a["insecure"] as? Bool == true { args.append("--insecure") }
+                return own(args + [url])
+            case "recent_exchanges":
+                let (body, failed) = server.inspectorGet("/api/exchanges")
+                guard !failed, let rows = try? JSONSerialization.jsonObject(with: Data(body.utf8)) as? [[String: Any]]
+                else { return (body, true) }
+                let host = a["host"] as? String
+                let cookie = a["cookie"] as? String
+                let limit = a["limit"] as? Int ?? 20
+                let kept = rows.filter { row in
+                    (host.map { (row["host"] as? String ?? "").contains($0) } ?? true)
+                        && (cookie.map { c in
+                            ((row["setCookies"] as? [String] ?? []) + (row["sentCookies"] as? [String] ?? [])).contains(
+                                c)
+                        } ?? true)
+                }.suffix(max(0, limit))
+                return (Server.encodeArray(Array(kept)), false)
+            case "exchange_detail":
+                guard let seq = a["seq"] as? Int else { return ("'seq' is required", true) }
+                return server.inspectorGet("/api/exchanges/\(seq)")
+            case "browser_jar":
+                var query: [String] = []
+                if let client = a["client"] as? String { query.append("client=" + escape(client)) }
+                if let url = a["url"] as? String { query.append("url=" + escape(url)) }
+                return server.inspectorGet("/api/jar" + (query.isEmpty ? "" : "?" + query.joined(separator: "&")))
+            default:
+                return ("no tool named '\(name)'", true)
+            }
+        }
+
+        static func escape(_ s: String) -> String {
+            s.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? s
+        }
+
+        /// Runs this binary with `args`: what it printed, and whether it failed (exit status 2 or more; `audit` and
+        /// `check` use 1 for "found problems", which is an answer, not a failure).
+        static func own(_ args: [String]) -> (String, Bool) {
+            let me = Bundle.main.executablePath ?? CommandLine.arguments[0]
+            do {
+                let result = try Shell.run(me, args)
+                return (result.output, result.status >= 2)
+            } catch {
+                return ("\(error)", true)
+            }
+        }
+    }
+}
+
+extension MCPCommand.Server {
+    static func encodeArray(_ array: [[String: Any]]) -> String {
+        let data = (try? JSONSerialization.data(withJSONObject: array, options: [.sortedKeys])) ?? Data("[]".utf8)
+        return String(decoding: data, as: UTF8.self)
+    }
+}
+
+/// A GET to a loopback HTTP server that closes the connection after its answer (the inspector does).
+enum LoopbackHTTP {
+    static func exchange(host: String, port: Int, request: [UInt8]) -> Result<(Int, String), Failure> {
+        var inProgress: Int32 = 0
+        let fd = CProxy_connect(host, Int32(port), &inProgress)
+        guard fd >= 0 else { return .failure(Failure(String(cString: strerror(-fd)))) }
+        defer { close(fd) }
+        if inProgress != 0 {
+            guard CProxy_poll_writable(fd, 5000) == 1 else { return .failure(Failure("no connection in time")) }
+            // SO_ERROR is cleared by reading it: read once.
+            let error = CProxy_socket_error(fd)
+            guard error == 0 else { return .failure(Failure(String(cString: strerror(error)))) }
+        }
+        var sent = 0
+        while sent < request.count {
+            let n = request.withUnsafeBytes { CProxy_send(fd, $0.baseAddress! + sent, request.count - sent) }
+            if n > 0 {
+                sent += n
+            } else if n == -Int(EAGAIN) || n == -Int(EINTR) {
+                _ = CProxy_poll_writable(fd, 5000)
+            } else {
+                return .failure(Failure(String(cString: strerror(Int32(-n)))))
+            }
+        }
+        var response: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let n = buffer.withUnsafeMutableBytes { CProxy_recv(fd, $0.baseAddress, $0.count) }
+            if n > 0 {
+                response += buffer[0..<n]
+            } else if n == 0 {
+                break
+            } else if n == -Int(EAGAIN) || n == -Int(EINTR) {
+                guard CProxy_poll_readable(fd, 10_000) == 1 else { return .failure(Failure("no answer in time")) }
+            } else {
+                return .failure(Failure(String(cString: strerror(Int32(-n)))))
+            }
+        }
+        let text = String(decoding: response, as: UTF8.self)
+        guard let split = text.range(of: "\r\n\r\n") else { return .failure(Failure("not an HTTP response")) }
+        let status = Int(text[..<split.lowerBound].split(separator: " ").dropFirst().first ?? "") ?? 0
+        return .success((status, String(text[split.upperBound...])))
+    }
+
+    struct Failure: Error, CustomStringConvertible {
+        var description: String
+        init(_ d: String) { description = d }
+    }
+}
