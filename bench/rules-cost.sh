@@ -2,7 +2,8 @@
 # The cost of rules and of the log on proxy throughput, in one run, interleaved, medians side by side:
 # cookie-proxy with no rules file, an empty rules file, 48 rules that do not match the traffic, those 48 plus
 # the two rules that rewrite every cookie (bench50.rules), the two alone (bench.rules), and bench.rules with
-# the transformation log on. Origin: nginx answering with 5 Set-Cookie headers (as ../shared/bench).
+# the transformation log on; ONLY can add the inspector's configurations (2-rewriting+ui, audit+ui: the
+# inspector recording, no browser attached). Origin: nginx answering with 5 Set-Cookie headers (as ../shared/bench).
 # wrk on CPU 1; origin and proxy share CPU 0. Only 127.0.0.1 is used; everything started is stopped.
 # Besides req/s it reports the proxy process's CPU time per request, steadier on this noisy machine. Each figure
 # against the empty file is the median, over repetitions, of the ratio within one repetition.
@@ -21,15 +22,18 @@ trap cleanup EXIT
 write_origin_conf "$T" "hello world hello world hello world hello world hello world hello world hello world hello\n"
 taskset -c 0 nginx -c "$T/nginx.conf" -p "$T"
 echo 'wrk.path = "http://127.0.0.1:18180/"' > "$T/abs.lua"
+# The inspector is on by default; every configuration but the +ui ones turns it off, so that each measures one thing.
 declare -A ARGS=(
-  [no-rules]="--log none"
-  [empty-file]="--rules bench/empty.rules --log none"
-  [48-nonmatching]="--rules bench/bench48-nomatch.rules --log none"
-  [50-rules]="--rules bench/bench50.rules --log none"
-  [2-rewriting]="--rules bench/bench.rules --log none"
-  [2-rewriting+log]="--rules bench/bench.rules --log $T/log.jsonl"
-  [audit]="--rules rules/audit.rules --log none"
-  [audit+log]="--rules rules/audit.rules --log $T/audit.jsonl"
+  [no-rules]="--log none --ui off"
+  [empty-file]="--rules bench/empty.rules --log none --ui off"
+  [48-nonmatching]="--rules bench/bench48-nomatch.rules --log none --ui off"
+  [50-rules]="--rules bench/bench50.rules --log none --ui off"
+  [2-rewriting]="--rules bench/bench.rules --log none --ui off"
+  [2-rewriting+log]="--rules bench/bench.rules --log $T/log.jsonl --ui off"
+  [2-rewriting+ui]="--rules bench/bench.rules --log none --ui 127.0.0.1:0"
+  [audit]="--rules rules/audit.rules --log none --ui off"
+  [audit+log]="--rules rules/audit.rules --log $T/audit.jsonl --ui off"
+  [audit+ui]="--rules rules/audit.rules --log none --ui 127.0.0.1:0"
 )
 ORDER=(${ONLY:-no-rules empty-file 48-nonmatching 50-rules 2-rewriting 2-rewriting+log})
 declare -A RESULTS CPU

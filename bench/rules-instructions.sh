@@ -30,9 +30,12 @@ echo
 echo "| configuration | instructions / request | vs empty rules file |"
 echo "|---|---:|---:|"
 declare -A R
-for cfg in "empty-file:--rules bench/empty.rules --log none" "48-nonmatching:--rules bench/bench48-nomatch.rules --log none" \
-           "50-rules:--rules bench/bench50.rules --log none" "2-rewriting:--rules bench/bench.rules --log none" \
-           "2-rewriting+log:--rules bench/bench.rules --log $T/log.jsonl"; do
+# The inspector is on by default: off everywhere but in the +ui configuration (recording, no browser attached).
+for cfg in "empty-file:--rules bench/empty.rules --log none --ui off" \
+           "48-nonmatching:--rules bench/bench48-nomatch.rules --log none --ui off" \
+           "50-rules:--rules bench/bench50.rules --log none --ui off" "2-rewriting:--rules bench/bench.rules --log none --ui off" \
+           "2-rewriting+log:--rules bench/bench.rules --log $T/log.jsonl --ui off" \
+           "2-rewriting+ui:--rules bench/bench.rules --log none --ui 127.0.0.1:0"; do
   name=${cfg%%:*}; args=${cfg#*:}
   a=$(run "$N1" $args); b=$(run "$N2" $args)
   R[$name]=$(( (b - a) / (N2 - N1) ))

@@ -72,14 +72,16 @@ public final class InspectorStore: Sendable {
     /// The request never got a response head (the client left, the upstream failed): forget it.
     public func requestEnded(id: UInt64) { state.withLock { _ = $0.pending.removeValue(forKey: id) } }
 
-    /// Held exchanges in the order they were recorded, those after `sequence` only when given.
+    /// Held exchanges in the order they were recorded, those after `sequence` only when given. The ring is in
+    /// sequence order, so the newer ones are its last entries: only those are visited.
     public func exchanges(after sequence: UInt64 = 0) -> [Exchange] {
         state.withLock { s in
+            let newer = s.sequence > sequence ? Int(min(UInt64(s.count), s.sequence - sequence)) : 0
             var out: [Exchange] = []
-            out.reserveCapacity(s.count)
-            let start = (s.next - s.count + capacity) % capacity
-            for k in 0..<s.count {
-                if let e = s.ring[(start + k) % capacity], e.sequence > sequence { out.append(e) }
+            out.reserveCapacity(newer)
+            let start = (s.next - newer + capacity) % capacity
+            for k in 0..<newer {
+                if let e = s.ring[(start + k) % capacity] { out.append(e) }
             }
             return out
         }

@@ -235,14 +235,20 @@ final class InspectorService: LocalService, @unchecked Sendable {
         let views: InspectorViews
         private let subscribers = Locked<[LocalStream]>([])
         private let signal = DispatchSemaphore(value: 0)
+        /// Open streams, and whether a wake-up is already pending: with nobody listening, recording an exchange
+        /// costs the proxy one atomic load here, and a burst of exchanges wakes the thread once.
+        private let listening = AtomicCounter()
+        private let wakePending = AtomicCounter()
         private var last: UInt64
 
         init(store: InspectorStore, views: InspectorViews) {
             self.store = store
             self.views = views
             last = store.newestSequence
-            let signal = self.signal
-            store.onRecord { signal.signal() }
+            let (signal, listening, wakePending) = (self.signal, self.listening, self.wakePending)
+            store.onRecord {
+                if listening.load() > 0 && wakePending.add(1) == 1 { signal.signal() }
+            }
             let thread = Thread { [unowned self] in self.run() }
             thread.name = "cookie-proxy-inspector"
             thread.start()
@@ -251,19 +257,27 @@ final class InspectorService: LocalService, @unchecked Sendable {
         func subscribe() -> LocalStream {
             let stream = LocalStream()
             subscribers.withLock { $0.append(stream) }
+            // Exchanges recorded while nobody listened are not pushed: the page asks for the list first.
+            listening.add(1)
             return stream
         }
 
         private func run() {
             while true {
                 let woke = signal.wait(timeout: .now() + 15) == .success
+                wakePending.store(0)
                 let listeners = subscribers.withLock { list -> [LocalStream] in
+                    let before = list.count
                     list.removeAll { !$0.isOpen }
+                    if list.count < before { listening.subtract(before - list.count) }
                     return list
+                }
+                guard !listeners.isEmpty else {
+                    last = store.newestSequence
+                    continue
                 }
                 let fresh = store.exchanges(after: last)
                 if let newest = fresh.last?.sequence { last = newest }
-                guard !listeners.isEmpty else { continue }
                 var bytes: [UInt8] = []
                 for e in fresh {
                     bytes += Array("id: \(e.sequence)\nevent: exchange\ndata: \(views.row(e).serialized)\n\n".utf8)
