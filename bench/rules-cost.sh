@@ -3,7 +3,7 @@
 # cookie-proxy with no rules file, an empty rules file, 48 rules that do not match the traffic, those 48 plus
 # the two rules that rewrite every cookie (bench50.rules), the two alone (bench.rules), and bench.rules with
 # the transformation log on; ONLY can add the inspector's configurations (2-rewriting+ui, audit+ui: the
-# inspector recording, no browser attached). Origin: nginx answering with 5 Set-Cookie headers (as ../shared/bench).
+# inspector recording, no browser attached; 2-rewriting+ui+watching: a client on its live event stream). Origin: nginx answering with 5 Set-Cookie headers (as ../shared/bench).
 # wrk on CPU 1; origin and proxy share CPU 0. Only 127.0.0.1 is used; everything started is stopped.
 # Besides req/s it reports the proxy process's CPU time per request, steadier on this noisy machine. Each figure
 # against the empty file is the median, over repetitions, of the ratio within one repetition.
@@ -31,6 +31,7 @@ declare -A ARGS=(
   [2-rewriting]="--rules bench/bench.rules --log none --ui off"
   [2-rewriting+log]="--rules bench/bench.rules --log $T/log.jsonl --ui off"
   [2-rewriting+ui]="--rules bench/bench.rules --log none --ui 127.0.0.1:0"
+  [2-rewriting+ui+watching]="--rules bench/bench.rules --log none --ui 127.0.0.1:18199"
   [audit]="--rules rules/audit.rules --log none --ui off"
   [audit+log]="--rules rules/audit.rules --log $T/audit.jsonl --ui off"
   [audit+ui]="--rules rules/audit.rules --log none --ui 127.0.0.1:0"
@@ -43,6 +44,14 @@ for rep in $(seq "$REPS"); do
     taskset -c 0 $BIN run --quiet --threads 1 --listen 127.0.0.1:18190 ${ARGS[$name]} > /dev/null 2>&1 &
     pid=$!
     wait_port 18190
+    watcher=""
+    if [[ $name == *+watching ]]; then
+      # A browser's live list, played by curl on the event stream (the token from the configuration folder).
+      wait_port 18199
+      token=$(od -An -tx1 -N16 "${COOKIE_PROXY_HOME:-${XDG_CONFIG_HOME:-$HOME/.config}/cookie-proxy}/inspector-token" | tr -d ' \n')
+      taskset -c 1 curl -sN -H "Authorization: Bearer $token" http://127.0.0.1:18199/api/events > /dev/null &
+      watcher=$!
+    fi
     taskset -c 1 wrk -t1 -c"$CONNS" -d1s -s "$T/abs.lua" http://127.0.0.1:18190 > /dev/null  # warm-up
     before=$(awk '{print $14 + $15}' /proc/$pid/stat)
     out=$(taskset -c 1 wrk -t1 -c"$CONNS" -d"${DUR}s" -s "$T/abs.lua" http://127.0.0.1:18190)
@@ -51,6 +60,7 @@ for rep in $(seq "$REPS"); do
     n=$(echo "$out" | awk '/requests in/ {print $1}')
     # The proxy's own CPU time (user + system, clock ticks of 10 ms) per request, in µs.
     cpu=$(echo "($after - $before) * 10000 / $n" | bc -l)
+    [ -n "$watcher" ] && { kill "$watcher"; wait "$watcher" 2>/dev/null || true; }
     kill "$pid"; wait "$pid" 2>/dev/null || true
     RESULTS[$name]="${RESULTS[$name]:-} $rps"
     CPU[$name]="${CPU[$name]:-} $cpu"

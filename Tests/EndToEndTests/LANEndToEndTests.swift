@@ -50,6 +50,17 @@ struct LANEndToEndTests {
             from: lan.allowedAddress, ["-p", "-x", proxyURL, "http://127.0.0.1:\(loopbackOnly.port)/path/tunnel"])
         #expect(tunnel.status == 403 || tunnel.stderr.contains("403"), "\(tunnel.text) \(tunnel.stderr)")
 
+        // The onboarding page is the proxy's own, for devices too; its inspector is not, through the proxy or not.
+        let onboarding = try lan.curl(from: lan.allowedAddress, ["-x", proxyURL, "http://cookie-proxy.local/"])
+        #expect(onboarding.status == 200 && onboarding.text.contains("This device is using cookie-proxy"))
+        let ui = try InspectorEndToEndTests.UI(proxy)
+        let viaProxy = try lan.curl(from: lan.allowedAddress, ["-x", proxyURL, "\(ui.base)/?token=\(ui.token)"])
+        #expect(viaProxy.status == 400 || viaProxy.status == 403, "\(viaProxy)")
+        #expect(!viaProxy.text.contains("cookie-proxy inspector"))
+        let direct = try lan.curl(from: lan.allowedAddress, ["http://\(lan.hostAddress):\(ui.port)/?token=\(ui.token)"])
+        #expect(direct.status == 0, "no HTTP answer at all (curl says 000): \(direct)")
+        #expect(!direct.text.contains("cookie-proxy inspector"))
+
         // Nothing refused was forwarded; what was served, was.
         let networkLog = onNetwork.process.stdout
         #expect(networkLog.contains("REQ GET /path/device\n"))
