@@ -23,7 +23,13 @@ public final class InspectorStore: Sendable {
         var time: Int64
     }
     private let state: Locked<State>
-    private let wake: Locked<(@Sendable () -> Void)?> = Locked(nil)
+    /// The closure is kept in a box: a function type as the lock's value itself would be re-abstracted on every
+    /// access through the lock's `inout`, a thunk around a thunk each time, until the stack overflows.
+    private final class Wake: Sendable {
+        let body: @Sendable () -> Void
+        init(_ body: @escaping @Sendable () -> Void) { self.body = body }
+    }
+    private let wake = Locked<Wake?>(nil)
     /// How many requests may wait for their responses before the oldest are forgotten (aborted exchanges).
     let pendingLimit = 4096
 
@@ -33,7 +39,7 @@ public final class InspectorStore: Sendable {
     }
 
     /// Called (on the recording thread) after each exchange is recorded: the live feed's wake-up.
-    public func onRecord(_ body: (@Sendable () -> Void)?) { wake.withLock { $0 = body } }
+    public func onRecord(_ body: (@Sendable () -> Void)?) { wake.withLock { $0 = body.map(Wake.init) } }
 
     /// The request head as the client sent it, before the rules and the proxy's own edits.
     public func requestForwarded(id: UInt64, head: HTTPHead, time: Int64) {
@@ -66,7 +72,7 @@ public final class InspectorStore: Sendable {
             s.count = min(s.count + 1, capacity)
             return true
         }
-        if recorded { wake.withLock { $0 }?() }
+        if recorded { wake.withLock { $0 }?.body() }
     }
 
     /// The request never got a response head (the client left, the upstream failed): forget it.

@@ -15,6 +15,12 @@ import Testing
         let port: Int
         let token: String
 
+        init(base: String, port: Int, token: String) {
+            self.base = base
+            self.port = port
+            self.token = token
+        }
+
         init(_ proxy: Proxy) throws {
             let line = try #require(
                 proxy.process.stdout.split(separator: "\n").first { $0.hasPrefix("  inspector:    http://") },
@@ -175,6 +181,38 @@ import Testing
         let record = try #require((entries.first?["records"] as? [[String: Any]])?.first)
         #expect(record["rules"] as? [String] == ["share the login"])
         #expect(entries.last?["requestCookies"] as? [String] == ["sid"])
+    }
+
+    /// Not timed: 24,000 exchanges with cookies through a ring of 500 while a client follows the live stream. The
+    /// proxy stays up, the ring holds the newest 500 in order, the stream carried rows, and it exits cleanly.
+    @Test func underLoadTheRingHoldsTheNewestExchangesAndTheLiveStreamKeepsUp() throws {
+        let dir = try InterceptionEndToEndTests.home()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let upstream = try Recorder()
+        let proxy = try Proxy(
+            ["--quiet", "--log", "none", "--ui-history", "500", "--ui", "127.0.0.1:0"],
+            environment: ["COOKIE_PROXY_HOME": dir])
+        let token = try #require(FileManager.default.contents(atPath: dir + "/inspector-token")).prefix(16)
+            .map { String(format: "%02x", $0) }.joined()
+        // --quiet prints no banner: the inspector's port is the proxy's other listening socket.
+        let ports = try run(Paths.which("ss"), ["-Hltnp"]).text.split(separator: "\n")
+            .filter { $0.contains("pid=\(proxy.process.pid),") }
+            .compactMap { $0.split(separator: " ", omittingEmptySubsequences: true).dropFirst(3).first }
+            .compactMap { Int($0.split(separator: ":").last ?? "") }.filter { $0 != proxy.port }
+        let port = try #require(ports.first, "no inspector socket")
+        let listener = try TestProcess(
+            Paths.which("curl"), ["-sN", "-H", "Authorization: Bearer \(token)", "http://127.0.0.1:\(port)/api/events"])
+        usleep(300_000)
+        let received = try LogEndToEndTests.load(proxy, upstream, threads: 8, requests: 3000)
+        #expect(received.count == 8 * 3000 * 3)
+        let ui = InspectorEndToEndTests.UI(base: "http://127.0.0.1:\(port)", port: port, token: token)
+        let rows = try #require(try ui.json("/api/exchanges") as? [[String: Any]])
+        #expect(rows.count == 500)
+        #expect(rows.compactMap { $0["seq"] as? Int } == Array(23_501...24_000))
+        usleep(500_000)
+        #expect(listener.stdout.components(separatedBy: "event: exchange").count > 1)
+        proxy.process.signal(SIGTERM)
+        #expect(proxy.process.waitForExit() == 0)
     }
 
     @Test func valuesAreRedactedInEveryViewUnlessLogValues() throws {
