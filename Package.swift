@@ -63,6 +63,8 @@ let package = Package(
         .testTarget(name: "CookieKitTests", dependencies: ["CookieKit", "CookieFoundation", "CookieConformance"]),
         .testTarget(name: "ProxyCoreTests", dependencies: ["ProxyCore", "ProxyServer", "HTTPGrammar"]),
         .testTarget(name: "HTTPGrammarTests", dependencies: ["HTTPGrammar"]),
+        .testTarget(
+            name: "CookieInspectorTests", dependencies: ["CookieInspector", "CookieKit", "CookieRules", "ProxyCore"]),
         .testTarget(name: "CookieRulesTests", dependencies: ["CookieRules", "CookieKit"]),
         // End-to-end: the built binary between real clients and a real upstream (started by the tests).
         .testTarget(name: "EndToEndTests", dependencies: ["cookie-proxy", "TestSupport"], exclude: ["Fixtures"]),

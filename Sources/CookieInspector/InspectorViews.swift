@@ -175,9 +175,13 @@ public struct InspectorViews: Sendable {
     /// The jar a browser would hold for `client` after the held traffic (cookies as forwarded), what it refused and
     /// why, and, for `url`, the Cookie header it would send there.
     public func jar(_ exchanges: [Exchange], client: String, url: RequestURL?, now: Int64) -> JSONValue {
-        var jar = CookieJar(clock: { now })
+        // The jar's clock is each exchange's time while it is replayed (Max-Age counts from when the cookie came),
+        // then now, for what it holds and sends.
+        let clock = ReplayClock(now)
+        var jar = CookieJar(clock: { clock.now })
         var rejected: [JSONValue] = []
         for e in exchanges where e.context.clientAddress == client {
+            clock.now = e.responseTime / 1000
             let from = e.requestURL
             for line in e.analysis.cookies {
                 guard let sent = e.dryRun ? line.received : line.forwarded else { continue }
@@ -191,6 +195,7 @@ public struct InspectorViews: Sendable {
             }
             for added in e.analysis.added { jar.receive(added, from: from) }
         }
+        clock.now = now
         let held = jar.allCookies().sorted { ($0.domain, $0.path, $0.name) < ($1.domain, $1.path, $1.name) }
         var fields: [(String, JSONValue)] = [
             ("client", .string(client)),
@@ -225,6 +230,11 @@ public struct InspectorViews: Sendable {
     public static func clients(_ exchanges: [Exchange]) -> [String] {
         var seen: Set<String> = []
         return exchanges.compactMap { seen.insert($0.context.clientAddress).inserted ? $0.context.clientAddress : nil }
+    }
+
+    final class ReplayClock: @unchecked Sendable {
+        var now: Int64
+        init(_ now: Int64) { self.now = now }
     }
 
     // MARK: Rules

@@ -133,6 +133,14 @@ public struct ExchangeContext: Sendable {
     /// The response status, once known.
     public var status: Int?
 
+    public init(
+        requestID: UInt64, clientAddress: String, method: String, scheme: String, host: String, port: Int,
+        target: String, status: Int?
+    ) {
+        (self.requestID, self.clientAddress, self.method, self.scheme) = (requestID, clientAddress, method, scheme)
+        (self.host, self.port, self.target, self.status) = (host, port, target, status)
+    }
+
     /// `scheme://host:port/path` (the port always written, as the log wants it).
     /// Written as bytes: string interpolation costs thousands of instructions, once per logged response.
     public var url: String {

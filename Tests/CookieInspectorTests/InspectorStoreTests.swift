@@ -1,0 +1,98 @@
+import CookieKit
+import CookieRules
+import Foundation
+import ProxyCore
+import Testing
+
+@testable import CookieInspector
+
+/// The inspector's store and views on exchanges made from real heads (parsed as the proxy parses them).
+@Suite struct InspectorStoreTests {
+    static func context(_ id: UInt64, host: String, path: String = "/", status: Int = 200) -> ExchangeContext {
+        ExchangeContext(
+            requestID: id, clientAddress: "127.0.0.1", method: "GET", scheme: "http", host: host, port: 80,
+            target: path, status: status)
+    }
+
+    /// Records one exchange: a request with `cookie` (if any) and a response with these Set-Cookie values.
+    static func record(
+        _ store: InspectorStore, id: UInt64, host: String, cookie: String? = nil, setCookies: [String],
+        at seconds: Int64, engine: RuleEngine = RuleEngine(.empty)
+    ) throws {
+        var request = "GET / HTTP/1.1\r\nHost: \(host)\r\n"
+        if let cookie { request += "Cookie: \(cookie)\r\n" }
+        request += "\r\n"
+        let parser = HTTPHeadParser()
+        store.requestForwarded(id: id, head: try parser.parseRequest(Array(request.utf8)).head, time: seconds * 1000)
+        let response =
+            "HTTP/1.1 200 OK\r\n" + setCookies.map { "Set-Cookie: \($0)\r\n" }.joined() + "Content-Length: 0\r\n\r\n"
+        let head = OutgoingHead(try parser.parseResponse(Array(response.utf8)).head)
+        store.responseForwarded(
+            context: context(id, host: host), head: head, engine: engine, dryRun: false, time: seconds * 1000)
+    }
+
+    static let views = InspectorViews(redaction: Redaction(showValues: true, key: []))
+
+    @Test func onlyExchangesThatCarriedCookiesAreHeldAndTheRingKeepsTheNewest() throws {
+        let store = InspectorStore(capacity: 3)
+        try Self.record(store, id: 1, host: "a.test", setCookies: [], at: 0)  // no cookie either way: not held
+        for id in 2...6 { try Self.record(store, id: UInt64(id), host: "a.test", setCookies: ["n\(id)=1"], at: 0) }
+        #expect(store.exchanges().map(\.context.requestID) == [4, 5, 6])
+        #expect(store.exchanges(after: 4).map(\.sequence) == [5])
+        #expect(store.exchange(sequence: 5)?.context.requestID == 6)
+        #expect(store.exchange(sequence: 1) == nil)  // no longer held
+        try Self.record(store, id: 7, host: "a.test", cookie: "sid=1", setCookies: [], at: 0)
+        #expect(store.exchanges().last?.analysis.requestCookies == ["sid=1"])
+    }
+
+    /// The jar is replayed on each exchange's own clock: a Max-Age counts from when the cookie came.
+    @Test(arguments: [
+        ("sid=1; Domain=site.test; Max-Age=60", Int64(30), "sid=1"),
+        ("sid=1; Domain=site.test; Max-Age=60", Int64(120), ""),
+        ("sid=1; Domain=site.test", Int64(0), "sid=1"), ("sid=1", Int64(0), ""),
+    ])
+    func theJarGivesTheCookieHeaderABrowserWouldSendToASubdomain(_ setCookie: String, _ later: Int64, _ header: String)
+        throws
+    {
+        let store = InspectorStore(capacity: 10)
+        try Self.record(store, id: 1, host: "login.site.test", setCookies: [setCookie], at: 1_000_000)
+        let json = Self.views.jar(
+            store.exchanges(), client: "127.0.0.1", url: RequestURL("http://app.site.test/"), now: 1_000_000 + later)
+        guard case .object(let fields) = json else {
+            Issue.record("not an object")
+            return
+        }
+        #expect(fields.first { $0.0 == "cookieHeader" }?.1 == .string(header))
+    }
+
+    @Test func aRuleTheProxyAppliedIsShownWithItsChangeAndFindings() throws {
+        let rules = try RulesParser.parse("rule \"secure\" {\n    secure\n}\n", file: "t.rules")
+        let engine = RuleEngine(RuleSet(rules: rules, files: ["t.rules"]))
+        let store = InspectorStore(capacity: 10)
+        // As forwarded: the rule's result; the analysis re-runs the rules on the received line to say which matched.
+        try Self.record(store, id: 1, host: "a.test", setCookies: ["x=1; SameSite=None"], at: 0, engine: engine)
+        let line = try #require(store.exchanges().first?.analysis.cookies.first)
+        #expect(line.rules == ["secure"])
+        #expect(line.findings.contains { $0.code == "samesite-none-insecure" })
+    }
+
+    @Test func theOnboardingProfileIsAPlistHoldingTheCertificate() throws {
+        let der: [UInt8] = Array(0..<200).map { UInt8($0) }
+        let text = Onboarding.mobileconfig(der: der, name: "cookie-proxy local CA (a&b)")
+        let plist = try #require(
+            try PropertyListSerialization.propertyList(from: Data(text.utf8), format: nil) as? [String: Any])
+        let payload = try #require((plist["PayloadContent"] as? [[String: Any]])?.first)
+        #expect(payload["PayloadType"] as? String == "com.apple.security.root")
+        #expect(payload["PayloadContent"] as? Data == Data(der))
+        #expect(payload["PayloadDisplayName"] as? String == "cookie-proxy local CA (a&b)")
+        // Stable per certificate, and a UUID in form.
+        let uuid = try #require(payload["PayloadUUID"] as? String)
+        #expect(UUID(uuidString: uuid) != nil)
+        #expect(text == Onboarding.mobileconfig(der: der, name: "cookie-proxy local CA (a&b)"))
+    }
+
+    @Test(arguments: [[UInt8](), [0x66], [0x66, 0x6F], [0x66, 0x6F, 0x6F], Array("hello, world".utf8)])
+    func base64IsFoundationsBase64(_ bytes: [UInt8]) {
+        #expect(Onboarding.base64(bytes) == Data(bytes).base64EncodedString())
+    }
+}
