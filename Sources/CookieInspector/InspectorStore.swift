@@ -14,11 +14,13 @@ public final class InspectorStore: Sendable {
         var next = 0
         var count = 0
         var sequence: UInt64 = 0
-        /// Requests forwarded and not yet answered, by request id.
-        var pending: [UInt64: Pending] = [:]
-        var newestPending: UInt64 = 0
+        /// Requests forwarded and not yet answered, in a table indexed by request id modulo its size: no hashing,
+        /// and bounded by construction (a request still unanswered when its slot is taken is not recorded).
+        var pending: [Pending?]
+        var wake: Wake?
     }
     private struct Pending {
+        var id: UInt64
         var head: HTTPHead
         var time: Int64
     }
@@ -29,28 +31,23 @@ public final class InspectorStore: Sendable {
         let body: @Sendable () -> Void
         init(_ body: @escaping @Sendable () -> Void) { self.body = body }
     }
-    private let wake = Locked<Wake?>(nil)
-    /// How many requests may wait for their responses before the oldest are forgotten (aborted exchanges).
-    let pendingLimit = 4096
+    /// Requests that may wait for their responses at once.
+    static let pendingSlots = 4096
 
     public init(capacity: Int) {
         self.capacity = max(1, capacity)
-        state = Locked(State(ring: [Exchange?](repeating: nil, count: max(1, capacity))))
+        state = Locked(
+            State(
+                ring: [Exchange?](repeating: nil, count: max(1, capacity)),
+                pending: [Pending?](repeating: nil, count: Self.pendingSlots)))
     }
 
     /// Called (on the recording thread) after each exchange is recorded: the live feed's wake-up.
-    public func onRecord(_ body: (@Sendable () -> Void)?) { wake.withLock { $0 = body.map(Wake.init) } }
+    public func onRecord(_ body: (@Sendable () -> Void)?) { state.withLock { $0.wake = body.map(Wake.init) } }
 
     /// The request head as the client sent it, before the rules and the proxy's own edits.
     public func requestForwarded(id: UInt64, head: HTTPHead, time: Int64) {
-        state.withLock { s in
-            s.pending[id] = Pending(head: head, time: time)
-            s.newestPending = max(s.newestPending, id)
-            if s.pending.count > pendingLimit {
-                let cut = s.newestPending &- UInt64(pendingLimit / 2)
-                s.pending = s.pending.filter { $0.key > cut }
-            }
-        }
+        state.withLock { s in s.pending[Int(id % UInt64(Self.pendingSlots))] = Pending(id: id, head: head, time: time) }
     }
 
     /// The response head as it goes to the client (`head.source`: as the upstream sent it). Recorded when the
@@ -58,11 +55,13 @@ public final class InspectorStore: Sendable {
     public func responseForwarded(
         context: ExchangeContext, head: OutgoingHead, engine: RuleEngine, dryRun: Bool, time: Int64
     ) {
-        let recorded = state.withLock { s -> Bool in
-            guard let request = s.pending.removeValue(forKey: context.requestID) else { return false }
+        let slot = Int(context.requestID % UInt64(Self.pendingSlots))
+        let wake = state.withLock { s -> Wake? in
+            guard let request = s.pending[slot], request.id == context.requestID else { return nil }
+            s.pending[slot] = nil
             let setsCookies = head.source.fields.contains { $0.known == .setCookie }
             let sendsCookies = request.head.fields.contains { $0.known == .cookie }
-            guard setsCookies || sendsCookies else { return false }
+            guard setsCookies || sendsCookies else { return nil }
             s.sequence += 1
             let exchange = Exchange(
                 sequence: s.sequence, context: context, request: request.head, requestTime: request.time,
@@ -70,13 +69,11 @@ public final class InspectorStore: Sendable {
             s.ring[s.next] = exchange
             s.next = (s.next + 1) % capacity
             s.count = min(s.count + 1, capacity)
-            return true
+            return s.wake
         }
-        if recorded { wake.withLock { $0 }?.body() }
+        wake?.body()
     }
 
-    /// The request never got a response head (the client left, the upstream failed): forget it.
-    public func requestEnded(id: UInt64) { state.withLock { _ = $0.pending.removeValue(forKey: id) } }
 
     /// Held exchanges in the order they were recorded, those after `sequence` only when given. The ring is in
     /// sequence order, so the newer ones are its last entries: only those are visited.
@@ -113,7 +110,10 @@ public final class Exchange: Sendable {
     public let responseTime: Int64
     let engine: RuleEngine
     public let dryRun: Bool
-    private let analysed = Locked<Analysis?>(nil)
+    /// Computed on first look; guarded by one lock for all exchanges (a lock each would cost every recording an
+    /// allocation and a mutex initialisation, for something only a viewer contends for).
+    nonisolated(unsafe) private var analysed: Analysis?
+    private static let analysisLock = Locked(())
 
     init(
         sequence: UInt64, context: ExchangeContext, request: HTTPHead, requestTime: Int64, response: OutgoingHead,
@@ -142,9 +142,9 @@ public final class Exchange: Sendable {
     }
 
     public var analysis: Analysis {
-        if let done = analysed.withLock({ $0 }) { return done }
+        if let done = Self.analysisLock.withLock({ _ in analysed }) { return done }
         let result = Analysis(self)
-        analysed.withLock { $0 = result }
+        Self.analysisLock.withLock { _ in analysed = result }
         return result
     }
 
