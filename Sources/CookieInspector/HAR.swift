@@ -24,16 +24,16 @@ extension InspectorViews {
     func entry(_ e: Exchange) -> JSONValue {
         let a = e.analysis
         let wait = max(0, e.responseTime - e.requestTime)
-        let forwarded = e.forwardedHead
-        let requestLine = String(decoding: e.request.bytes[e.request.startLine], as: UTF8.self)
-        let statusLine = String(decoding: e.response.source.bytes[e.response.source.startLine], as: UTF8.self)
+        let (request, received, forwarded) = (e.request, e.received, e.forwarded)
+        func fieldValue(_ head: HTTPHead, _ name: String) -> String? {
+            head.fields.first { head.field($0, is: name) }.map { String(decoding: head.valueBytes($0), as: UTF8.self) }
+        }
+        let requestLine = String(decoding: request.bytes[request.startLine], as: UTF8.self)
+        let statusLine = String(decoding: received.bytes[received.startLine], as: UTF8.self)
         let statusParts = statusLine.split(separator: " ", maxSplits: 2, omittingEmptySubsequences: false)
-        let contentLength = (0..<e.response.count).first { e.response.known(at: $0) == .contentLength }
-            .flatMap { Int64(e.response.valueString(at: $0)) }
-        let contentType = (0..<e.response.count).first { e.response.name(at: $0, is: "content-type") }
-            .map { e.response.valueString(at: $0) }
-        let requestLength = e.request.fields.first { $0.known == .contentLength }
-            .flatMap { Int64(String(decoding: e.request.valueBytes($0), as: UTF8.self)) }
+        let contentLength = fieldValue(forwarded, "content-length").flatMap { Int64($0) }
+        let contentType = fieldValue(forwarded, "content-type")
+        let requestLength = fieldValue(request, "content-length").flatMap { Int64($0) }
         let query: [JSONValue] = {
             guard let mark = e.context.target.firstIndex(of: "?") else { return [] }
             return e.context.target[e.context.target.index(after: mark)...].split(separator: "&").map { pair in
@@ -67,9 +67,9 @@ extension InspectorViews {
                                 .object([("name", .string($0.name)), ("value", .string(value($0.value)))])
                             })
                     ),
-                    ("headers", pairs(fields(e.request))),
+                    ("headers", pairs(fields(request))),
                     ("queryString", .array(query)),
-                    ("headersSize", .int(Int64(e.request.bytes.count))),
+                    ("headersSize", .int(Int64(request.bytes.count))),
                     ("bodySize", .int(requestLength ?? 0)),
                 ])
             ),
@@ -80,7 +80,7 @@ extension InspectorViews {
                     ("statusText", .string(statusParts.count > 2 ? String(statusParts[2]) : "")),
                     ("httpVersion", .string(String(statusParts.first ?? "HTTP/1.1"))),
                     ("cookies", .array(responseCookies)),
-                    ("headers", pairs(forwardedFields(e))),
+                    ("headers", pairs(fields(forwarded))),
                     (
                         "content",
                         .object([
@@ -88,13 +88,13 @@ extension InspectorViews {
                             ("comment", "body not captured: the proxy streams bodies and keeps none"),
                         ])
                     ),
-                    ("redirectURL", .string(location(e.response.source))),
-                    ("headersSize", .int(Int64(forwarded.count))),
+                    ("redirectURL", .string(fieldValue(received, "location") ?? "")),
+                    ("headersSize", .int(Int64(forwarded.bytes.count))),
                     ("bodySize", .int(contentLength ?? -1)),
                     (
                         "_originalHeaders",
                         pairs(
-                            fields(e.response.source).filter { $0.0.lowercased() == "set-cookie" })
+                            fields(received).filter { $0.0.lowercased() == "set-cookie" })
                     ),
                 ])
             ),
@@ -102,13 +102,6 @@ extension InspectorViews {
             ("timings", .object([("send", .int(0)), ("wait", .int(wait)), ("receive", .int(0))])),
             ("_cookieProxy", .object([("dryRun", .bool(e.dryRun)), ("records", .array(a.cookies.map(record)))])),
         ])
-    }
-
-    func location(_ head: HTTPHead) -> String {
-        head.fields.first { head.field($0, is: "location") }.map {
-            String(decoding: head.valueBytes($0), as: UTF8.self)
-        }
-            ?? ""
     }
 
     func harCookie(_ c: SetCookie) -> JSONValue {

@@ -103,7 +103,7 @@ public enum InspectorPage {
     public static let script = """
         'use strict';
         const rows = [];
-        let paused = false, queued = [], selected = null;
+        let paused = false, queued = [], selected = null, skipped = 0;
         const $ = (id) => document.getElementById(id);
         const el = (tag, text, cls) => { const e = document.createElement(tag); if (text !== undefined) e.textContent = text; if (cls) e.className = cls; return e; };
         async function api(path) { const r = await fetch(path, {credentials: 'same-origin'}); if (!r.ok) throw new Error(path + ': ' + r.status); return r.json(); }
@@ -142,7 +142,7 @@ public enum InspectorPage {
         }
 
         function add(row) { rows.push(row); renderRow(row); status(); }
-        function status() { $('status').textContent = rows.length + ' exchanges' + (paused ? ' · paused (' + queued.length + ' waiting)' : ''); }
+        function status() { $('status').textContent = rows.length + ' exchanges' + (paused ? ' · paused (' + queued.length + ' waiting)' : '') + (skipped ? ' · ' + skipped + ' more arrived faster than shown (reload for all)' : ''); }
 
         function refilter() {
           const q = $('filter').value;
@@ -228,6 +228,7 @@ public enum InspectorPage {
             if (paused) { queued.push(row); status(); } else add(row);
           });
           events.addEventListener('open', () => { document.body.dataset.live = 'yes'; });
+          events.addEventListener('skipped', (e) => { skipped += Number(e.data); status(); });
         })();
 
         """

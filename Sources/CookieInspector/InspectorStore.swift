@@ -51,29 +51,34 @@ public final class InspectorStore: Sendable {
     }
 
     /// The response head as it goes to the client (`head.source`: as the upstream sent it). Recorded when the
-    /// exchange carried cookies.
+    /// exchange carried cookies: the three heads are copied into one buffer, so that the proxy's own buffers go
+    /// back to its allocator at once and a held exchange is two blocks, not a dozen (their cold frees, when the ring
+    /// overwrites them, cost more than the copy).
     public func responseForwarded(
         context: ExchangeContext, head: OutgoingHead, engine: RuleEngine, dryRun: Bool, time: Int64
     ) {
         let slot = Int(context.requestID % UInt64(Self.pendingSlots))
-        let wake = state.withLock { s -> Wake? in
+        let pending = state.withLock { s -> Pending? in
             guard let request = s.pending[slot], request.id == context.requestID else { return nil }
             s.pending[slot] = nil
-            let setsCookies = head.source.fields.contains { $0.known == .setCookie }
-            let sendsCookies = request.head.fields.contains { $0.known == .cookie }
-            guard setsCookies || sendsCookies else { return nil }
+            return request
+        }
+        guard let request = pending else { return }
+        let setsCookies = head.source.fields.contains { $0.known == .setCookie }
+        let sendsCookies = request.head.fields.contains { $0.known == .cookie }
+        guard setsCookies || sendsCookies else { return }
+        let record = Exchange.Record(request: request.head, response: head)
+        let wake = state.withLock { s -> Wake? in
             s.sequence += 1
-            let exchange = Exchange(
-                sequence: s.sequence, context: context, request: request.head, requestTime: request.time,
-                response: head, responseTime: time, engine: engine, dryRun: dryRun)
-            s.ring[s.next] = exchange
+            s.ring[s.next] = Exchange(
+                sequence: s.sequence, context: context, record: record, requestTime: request.time,
+                responseTime: time, engine: engine, dryRun: dryRun)
             s.next = (s.next + 1) % capacity
             s.count = min(s.count + 1, capacity)
             return s.wake
         }
         wake?.body()
     }
-
 
     /// Held exchanges in the order they were recorded, those after `sequence` only when given. The ring is in
     /// sequence order, so the newer ones are its last entries: only those are visited.
@@ -102,11 +107,8 @@ public final class InspectorStore: Sendable {
 public final class Exchange: Sendable {
     public let sequence: UInt64
     public let context: ExchangeContext
-    /// The request head as the client sent it.
-    public let request: HTTPHead
+    let record: Record
     public let requestTime: Int64
-    /// The response head as the client received it; `response.source` as the upstream sent it.
-    public let response: OutgoingHead
     public let responseTime: Int64
     let engine: RuleEngine
     public let dryRun: Bool
@@ -115,25 +117,71 @@ public final class Exchange: Sendable {
     nonisolated(unsafe) private var analysed: Analysis?
     private static let analysisLock = Locked(())
 
+    /// The three heads back to back in one buffer, and for each forwarded Set-Cookie line the received field it
+    /// came from (two bytes each, big-endian; 0xFFFF for a line the proxy added).
+    struct Record: Sendable {
+        var bytes: [UInt8]
+        var request: Range<Int>
+        var received: Range<Int>
+        var forwarded: Range<Int>
+        var origins: Range<Int>
+
+        init(request: HTTPHead, response: OutgoingHead) {
+            var bytes: [UInt8] = []
+            bytes.reserveCapacity(request.bytes.count + 2 * response.source.bytes.count + 128)
+            bytes.append(contentsOf: request.bytes)
+            self.request = 0..<bytes.count
+            bytes.append(contentsOf: response.source.bytes)
+            received = self.request.upperBound..<bytes.count
+            response.serialize(into: &bytes)
+            forwarded = received.upperBound..<bytes.count
+            for index in 0..<response.count where response.name(at: index, is: .setCookie) {
+                let origin: Int
+                switch response.lines[index] {
+                case .original(let i), .edited(let i, _): origin = i
+                case .written: origin = 0xFFFF
+                }
+                bytes.append(UInt8(truncatingIfNeeded: origin >> 8))
+                bytes.append(UInt8(truncatingIfNeeded: origin))
+            }
+            origins = forwarded.upperBound..<bytes.count
+            self.bytes = bytes
+        }
+    }
+
     init(
-        sequence: UInt64, context: ExchangeContext, request: HTTPHead, requestTime: Int64, response: OutgoingHead,
-        responseTime: Int64, engine: RuleEngine, dryRun: Bool
+        sequence: UInt64, context: ExchangeContext, record: Record, requestTime: Int64, responseTime: Int64,
+        engine: RuleEngine, dryRun: Bool
     ) {
         self.sequence = sequence
         self.context = context
-        self.request = request
+        self.record = record
         self.requestTime = requestTime
-        self.response = response
         self.responseTime = responseTime
         self.engine = engine
         self.dryRun = dryRun
     }
 
+    static func parse(_ bytes: ArraySlice<UInt8>) -> HTTPHead {
+        let copy = Array(bytes)
+        return (try? HTTPHeadParser().parseHead(copy)) ?? HTTPHead(bytes: copy, startLine: 0..<0, fields: [])
+    }
+
+    /// The request head as the client sent it.
+    public var request: HTTPHead { Self.parse(record.bytes[record.request]) }
+    /// The response head as the upstream sent it.
+    public var received: HTTPHead { Self.parse(record.bytes[record.received]) }
+    /// The response head as the client received it.
+    public var forwarded: HTTPHead { Self.parse(record.bytes[record.forwarded]) }
     /// The response head bytes the client received.
-    public var forwardedHead: [UInt8] {
-        var out: [UInt8] = []
-        response.serialize(into: &out)
-        return out
+    public var forwardedHead: [UInt8] { Array(record.bytes[record.forwarded]) }
+
+    /// For each forwarded Set-Cookie line, in order: the received field it came from, or nil for an added one.
+    var origins: [Int?] {
+        stride(from: record.origins.lowerBound, to: record.origins.upperBound, by: 2).map {
+            let v = Int(record.bytes[$0]) << 8 | Int(record.bytes[$0 + 1])
+            return v == 0xFFFF ? nil : v
+        }
     }
 
     /// The request URL as a browser's jar sees it.
@@ -160,16 +208,15 @@ public final class Exchange: Sendable {
         public var ruleNames: [String] { Array(Set(cookies.flatMap(\.rules))).sorted() }
 
         init(_ e: Exchange) {
-            let source = e.response.source
+            let source = e.received
+            let forwardedHead = e.forwarded
             // Which received field each forwarded line came from.
             var forwarded: [Int: SetCookie] = [:]
             var added: [SetCookie] = []
-            for index in 0..<e.response.count where e.response.name(at: index, is: .setCookie) {
-                let value = SetCookie(bytes: e.response.value(at: index))
-                switch e.response.lines[index] {
-                case .original(let i), .edited(let i, _): forwarded[i] = value
-                case .written: added.append(value)
-                }
+            let origins = e.origins
+            for (k, field) in forwardedHead.fields.filter({ $0.known == .setCookie }).enumerated() {
+                let value = SetCookie(bytes: Array(forwardedHead.valueBytes(field)))
+                if k < origins.count, let i = origins[k] { forwarded[i] = value } else { added.append(value) }
             }
             let message = MessageContext(
                 scheme: e.context.scheme, host: e.context.host, port: e.context.port, path: e.context.path,
@@ -192,8 +239,9 @@ public final class Exchange: Sendable {
             }
             cookies = lines
             self.added = added
-            requestCookies = e.request.fields.filter { $0.known == .cookie }.map {
-                String(decoding: e.request.valueBytes($0), as: UTF8.self)
+            let request = e.request
+            requestCookies = request.fields.filter { $0.known == .cookie }.map {
+                String(decoding: request.valueBytes($0), as: UTF8.self)
             }
             worst = (lines.flatMap(\.findings) + added.flatMap { CookieLint.findings(for: $0, from: url, now: now) })
                 .map(\.severity).min()

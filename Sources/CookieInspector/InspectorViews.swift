@@ -72,12 +72,11 @@ public struct InspectorViews: Sendable {
             ),
             (
                 "responseReceived",
-                .array(fields(e.response.source).map { .object([("name", .string($0.0)), ("value", .string($0.1))]) })
+                .array(fields(e.received).map { .object([("name", .string($0.0)), ("value", .string($0.1))]) })
             ),
             (
                 "responseForwarded",
-                .array(
-                    forwardedFields(e).map { .object([("name", .string($0.0)), ("value", .string($0.1))]) })
+                .array(fields(e.forwarded).map { .object([("name", .string($0.0)), ("value", .string($0.1))]) })
             ),
             (
                 "cookies",
@@ -136,13 +135,6 @@ public struct InspectorViews: Sendable {
         head.fields.map { f in
             let name = head.name(f)
             return (name, redactedField(f.known, name, String(decoding: head.valueBytes(f), as: UTF8.self)))
-        }
-    }
-
-    func forwardedFields(_ e: Exchange) -> [(String, String)] {
-        (0..<e.response.count).map { i in
-            let name = e.response.name(at: i)
-            return (name, redactedField(e.response.known(at: i), name, e.response.valueString(at: i)))
         }
     }
 

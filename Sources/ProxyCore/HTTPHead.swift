@@ -15,6 +15,13 @@ public struct HTTPHead: Sendable {
     public var startLine: Range<Int>
     public var fields: [Field]
 
+    /// A head from its parts (as the parser makes it; the ranges must lie in `bytes`).
+    public init(bytes: [UInt8], startLine: Range<Int>, fields: [Field]) {
+        self.bytes = bytes
+        self.startLine = startLine
+        self.fields = fields
+    }
+
     /// One field line.
     public struct Field: Sendable {
         /// The whole line including its CRLF or LF.

@@ -240,6 +240,8 @@ final class InspectorService: LocalService, @unchecked Sendable {
         private let listening = AtomicCounter()
         private let wakePending = AtomicCounter()
         private var last: UInt64
+        /// Rows pushed in one round, at most.
+        static let batch = 50
 
         init(store: InspectorStore, views: InspectorViews) {
             self.store = store
@@ -276,15 +278,24 @@ final class InspectorService: LocalService, @unchecked Sendable {
                     last = store.newestSequence
                     continue
                 }
-                let fresh = store.exchanges(after: last)
+                var fresh = store.exchanges(after: last)
                 if let newest = fresh.last?.sequence { last = newest }
                 var bytes: [UInt8] = []
+                // A person reads a few rows a second: past `batch` rows a round, the newest are shown and the page
+                // is told how many it was not sent (they are in the list), so that the analysis behind each row
+                // (the rules again, the lint) cannot take a core from the proxy under load.
+                if fresh.count > Self.batch {
+                    bytes += Array("event: skipped\ndata: \(fresh.count - Self.batch)\n\n".utf8)
+                    fresh.removeFirst(fresh.count - Self.batch)
+                }
                 for e in fresh {
                     bytes += Array("id: \(e.sequence)\nevent: exchange\ndata: \(views.row(e).serialized)\n\n".utf8)
                 }
                 if bytes.isEmpty && !woke { bytes = Array(": keep-alive\n\n".utf8) }
                 guard !bytes.isEmpty else { continue }
                 for stream in listeners { stream.send(bytes) }
+                // At most about ten rounds a second.
+                usleep(100_000)
             }
         }
     }
