@@ -55,7 +55,8 @@ public final class InspectorStore: Sendable {
     /// back to its allocator at once and a held exchange is two blocks, not a dozen (their cold frees, when the ring
     /// overwrites them, cost more than the copy).
     public func responseForwarded(
-        context: ExchangeContext, head: OutgoingHead, engine: RuleEngine, dryRun: Bool, time: Int64
+        context: ExchangeContext, head: OutgoingHead, bytes: ArraySlice<UInt8>, engine: RuleEngine, dryRun: Bool,
+        time: Int64
     ) {
         let slot = Int(context.requestID % UInt64(Self.pendingSlots))
         let pending = state.withLock { s -> Pending? in
@@ -67,7 +68,7 @@ public final class InspectorStore: Sendable {
         let setsCookies = head.source.fields.contains { $0.known == .setCookie }
         let sendsCookies = request.head.fields.contains { $0.known == .cookie }
         guard setsCookies || sendsCookies else { return }
-        let record = Exchange.Record(request: request.head, response: head)
+        let record = Exchange.Record(request: request.head, response: head, forwarded: bytes)
         let wake = state.withLock { s -> Wake? in
             s.sequence += 1
             s.ring[s.next] = Exchange(
@@ -126,14 +127,15 @@ public final class Exchange: Sendable {
         var forwarded: Range<Int>
         var origins: Range<Int>
 
-        init(request: HTTPHead, response: OutgoingHead) {
+        /// `forwarded`: `response` as the proxy wrote it.
+        init(request: HTTPHead, response: OutgoingHead, forwarded head: ArraySlice<UInt8>) {
             var bytes: [UInt8] = []
-            bytes.reserveCapacity(request.bytes.count + 2 * response.source.bytes.count + 128)
+            bytes.reserveCapacity(request.bytes.count + response.source.bytes.count + head.count + 32)
             bytes.append(contentsOf: request.bytes)
             self.request = 0..<bytes.count
             bytes.append(contentsOf: response.source.bytes)
             received = self.request.upperBound..<bytes.count
-            response.serialize(into: &bytes)
+            bytes.append(contentsOf: head)
             forwarded = received.upperBound..<bytes.count
             for index in 0..<response.count where response.name(at: index, is: .setCookie) {
                 let origin: Int

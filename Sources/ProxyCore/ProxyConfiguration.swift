@@ -196,6 +196,12 @@ public protocol ProxyHooks: Sendable {
     func willForwardRequest(_ head: inout OutgoingHead, context: ExchangeContext)
     /// The response head as it will go to the client (hop-by-hop fields already removed).
     func willForwardResponse(_ head: inout OutgoingHead, context: ExchangeContext)
+    /// The response head as it was written for the client: the head after every edit, and its bytes.
+    func didForwardResponse(_ head: OutgoingHead, bytes: ArraySlice<UInt8>, context: ExchangeContext)
+}
+
+extension ProxyHooks {
+    public func didForwardResponse(_ head: OutgoingHead, bytes: ArraySlice<UInt8>, context: ExchangeContext) {}
 }
 
 public struct NoHooks: ProxyHooks {

@@ -662,7 +662,9 @@ public struct ProxyConnectionMachine: Sendable {
                     Self.addVia(&out, version: response.version, pseudonym: configuration.viaPseudonym)
                 }
                 hooks.willForwardResponse(&out, context: e.context)
+                let headStart = io.toClient.count
                 out.serialize(into: &io.toClient)
+                hooks.didForwardResponse(out, bytes: io.toClient[headStart...], context: e.context)
                 io.toClient.append(contentsOf: e.upstreamIn)
                 state = .tunnel(clientDone: false, upstreamDone: false)
                 if bufferedClientBytes > 0 {
@@ -701,7 +703,9 @@ public struct ProxyConnectionMachine: Sendable {
                 Self.addVia(&out, version: response.version, pseudonym: configuration.viaPseudonym)
             }
             hooks.willForwardResponse(&out, context: e.context)
+            let headStart = io.toClient.count
             out.serialize(into: &io.toClient)
+            hooks.didForwardResponse(out, bytes: io.toClient[headStart...], context: e.context)
             let rest = e.upstreamIn
             e.upstreamIn = []
             e.response = .body(BodyReader(framing))

@@ -95,13 +95,6 @@ final class RulesHooks: ProxyHooks, Sendable {
 
     func willForwardResponse(_ head: inout OutgoingHead, context: ExchangeContext) {
         let engine = current
-        defer {
-            // What the client gets, once every edit below is made.
-            if let inspector {
-                inspector.responseForwarded(
-                    context: context, head: head, engine: engine, dryRun: dryRun, time: Self.wallMilliseconds())
-            }
-        }
         let message = Self.messageContext(context)
         if !dryRun { Self.applyHeaderActions(engine.responseHeaderActions(message), to: &head) }
         let plan = engine.cookiePlan(message)
@@ -166,6 +159,13 @@ final class RulesHooks: ProxyHooks, Sendable {
         var ts = timespec()
         clock_gettime(CLOCK_REALTIME, &ts)
         return Int64(ts.tv_sec) * 1000 + Int64(ts.tv_nsec) / 1_000_000
+    }
+
+    func didForwardResponse(_ head: OutgoingHead, bytes: ArraySlice<UInt8>, context: ExchangeContext) {
+        // What the client got, after every edit (the inspector copies the bytes the proxy wrote).
+        guard let inspector else { return }
+        inspector.responseForwarded(
+            context: context, head: head, bytes: bytes, engine: current, dryRun: dryRun, time: Self.wallMilliseconds())
     }
 
     static func applyHeaderActions(_ actions: [HeaderAction], to head: inout OutgoingHead) {

@@ -27,8 +27,11 @@ import Testing
         let response =
             "HTTP/1.1 200 OK\r\n" + setCookies.map { "Set-Cookie: \($0)\r\n" }.joined() + "Content-Length: 0\r\n\r\n"
         let head = OutgoingHead(try parser.parseResponse(Array(response.utf8)).head)
+        var bytes: [UInt8] = []
+        head.serialize(into: &bytes)
         store.responseForwarded(
-            context: context(id, host: host), head: head, engine: engine, dryRun: false, time: seconds * 1000)
+            context: context(id, host: host), head: head, bytes: bytes[...], engine: engine, dryRun: false,
+            time: seconds * 1000)
     }
 
     static let views = InspectorViews(redaction: Redaction(showValues: true, key: []))
