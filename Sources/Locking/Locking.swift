@@ -1,4 +1,4 @@
-internal import CProxyShims
+public import CProxyShims
 
 #if canImport(Glibc)
     import Glibc
@@ -11,8 +11,8 @@ internal import CProxyShims
 
 /// A value guarded by a POSIX mutex: touched only inside ``withLock(_:)``.
 public final class Locked<State>: @unchecked Sendable {
-    private let mutex: UnsafeMutablePointer<pthread_mutex_t>
-    private var state: State
+    @usableFromInline let mutex: UnsafeMutablePointer<pthread_mutex_t>
+    @usableFromInline var state: State
 
     public init(_ state: State) {
         self.state = state
@@ -27,7 +27,8 @@ public final class Locked<State>: @unchecked Sendable {
         mutex.deallocate()
     }
 
-    @inline(__always)
+    /// Inlinable, so that each use is specialised to its state and closure (no generic call per lock).
+    @inlinable
     public func withLock<R>(_ body: (inout State) throws -> R) rethrows -> R {
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
@@ -37,7 +38,7 @@ public final class Locked<State>: @unchecked Sendable {
 
 /// An integer (64 bits) updated atomically (relaxed: counters and flags that order nothing else).
 public final class AtomicCounter: @unchecked Sendable {
-    private let value: UnsafeMutablePointer<Int64>
+    @usableFromInline let value: UnsafeMutablePointer<Int64>
 
     public init(_ initial: Int = 0) {
         value = .allocate(capacity: 1)
