@@ -113,10 +113,11 @@ public final class Exchange: Sendable {
     public let responseTime: Int64
     let engine: RuleEngine
     public let dryRun: Bool
-    /// Computed on first look; guarded by one lock for all exchanges (a lock each would cost every recording an
-    /// allocation and a mutex initialisation, for something only a viewer contends for).
-    nonisolated(unsafe) private var analysed: Analysis?
-    private static let analysisLock = Locked(())
+    /// What the list shows, computed on first look and kept (a few hundred bytes; the whole analysis is several
+    /// kilobytes and is computed again when asked for). Guarded by one lock for all exchanges (a lock each would
+    /// cost every recording an allocation and a mutex initialisation, for something only a viewer contends for).
+    nonisolated(unsafe) private var summarised: Summary?
+    private static let summaryLock = Locked(())
 
     /// The three heads back to back in one buffer, and for each forwarded Set-Cookie line the received field it
     /// came from (two bytes each, big-endian; 0xFFFF for a line the proxy added).
@@ -191,11 +192,38 @@ public final class Exchange: Sendable {
         RequestURL(scheme: context.scheme, host: context.host, port: context.port, path: context.path)
     }
 
-    public var analysis: Analysis {
-        if let done = Self.analysisLock.withLock({ _ in analysed }) { return done }
-        let result = Analysis(self)
-        Self.analysisLock.withLock { _ in analysed = result }
+    /// Each line as received and forwarded, with the rules' outcome and the lint: computed each time.
+    public var analysis: Analysis { Analysis(self) }
+
+    public var summary: Summary {
+        if let done = Self.summaryLock.withLock({ _ in summarised }) { return done }
+        let result = Summary(analysis)
+        Self.summaryLock.withLock { _ in summarised = result }
         return result
+    }
+
+    /// The row of the live list.
+    public struct Summary: Sendable {
+        public var setCookies: [String]
+        public var sentCookies: [String]
+        public var rules: [String]
+        /// Each rule name once per line it matched (the rules view's counts).
+        public var ruleMatches: [String]
+        public var changed: Bool
+        public var findings: [String]
+        public var severity: [LintFinding.Severity: Int]
+
+        init(_ a: Analysis) {
+            setCookies = a.cookies.map(\.name)
+            sentCookies = a.requestCookies.flatMap { InspectorViews.pairs($0).map(\.name) }
+            rules = a.ruleNames
+            ruleMatches = a.cookies.flatMap(\.rules)
+            changed = a.cookies.contains { !$0.changes.isEmpty }
+            findings = Array(Set(a.cookies.flatMap { $0.findings.map(\.code) })).sorted()
+            var counts: [LintFinding.Severity: Int] = [:]
+            for finding in a.cookies.flatMap(\.findings) { counts[finding.severity, default: 0] += 1 }
+            severity = counts
+        }
     }
 
     /// Each Set-Cookie line: as received, as forwarded, and what the rules and the lint say about it.

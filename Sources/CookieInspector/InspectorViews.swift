@@ -13,10 +13,7 @@ public struct InspectorViews: Sendable {
 
     /// One row of the live list.
     public func row(_ e: Exchange) -> JSONValue {
-        let a = e.analysis
-        var counts: [LintFinding.Severity: Int64] = [:]
-        for finding in a.cookies.flatMap(\.findings) { counts[finding.severity, default: 0] += 1 }
-        let sent = a.requestCookies.flatMap { Self.pairs($0).map(\.name) }
+        let a = e.summary
         return .object([
             ("seq", .int(Int64(e.sequence))),
             ("id", .int(Int64(e.context.requestID))),
@@ -26,19 +23,16 @@ public struct InspectorViews: Sendable {
             ("url", .string(Self.url(e))),
             ("host", .string(e.context.host)),
             ("status", .int(Int64(e.context.status ?? 0))),
-            ("setCookies", .array(a.cookies.map { .string($0.name) })),
-            ("sentCookies", .array(sent.map { .string($0) })),
-            ("rules", .array(a.ruleNames.map { .string($0) })),
-            ("changed", .bool(a.cookies.contains { !$0.changes.isEmpty })),
-            (
-                "findings",
-                .array(Array(Set(a.cookies.flatMap { $0.findings.map(\.code) })).sorted().map { .string($0) })
-            ),
+            ("setCookies", .array(a.setCookies.map { .string($0) })),
+            ("sentCookies", .array(a.sentCookies.map { .string($0) })),
+            ("rules", .array(a.rules.map { .string($0) })),
+            ("changed", .bool(a.changed)),
+            ("findings", .array(a.findings.map { .string($0) })),
             (
                 "severity",
                 .object([
-                    ("rejects", .int(counts[.rejects] ?? 0)), ("warning", .int(counts[.warning] ?? 0)),
-                    ("info", .int(counts[.info] ?? 0)),
+                    ("rejects", .int(Int64(a.severity[.rejects] ?? 0))),
+                    ("warning", .int(Int64(a.severity[.warning] ?? 0))), ("info", .int(Int64(a.severity[.info] ?? 0))),
                 ])
             ),
         ])
@@ -175,8 +169,11 @@ public struct InspectorViews: Sendable {
         for e in exchanges where e.context.clientAddress == client {
             clock.now = e.responseTime / 1000
             let from = e.requestURL
-            for line in e.analysis.cookies {
-                guard let sent = e.dryRun ? line.received : line.forwarded else { continue }
+            // What the client got: the forwarded head's Set-Cookie lines, in order (a dry run forwards them as
+            // received).
+            let head = e.forwarded
+            for field in head.fields where field.known == .setCookie {
+                let sent = SetCookie(bytes: Array(head.valueBytes(field)))
                 if case .failure(let why) = jar.receive(sent, from: from) {
                     rejected.append(
                         .object([
@@ -185,7 +182,6 @@ public struct InspectorViews: Sendable {
                         ]))
                 }
             }
-            for added in e.analysis.added { jar.receive(added, from: from) }
         }
         clock.now = now
         let held = jar.allCookies().sorted { ($0.domain, $0.path, $0.name) < ($1.domain, $1.path, $1.name) }
@@ -234,7 +230,7 @@ public struct InspectorViews: Sendable {
     /// The loaded rules, each with how many held cookies it matched.
     public func rules(_ set: RuleSet, exchanges: [Exchange]) -> JSONValue {
         var hits: [String: Int64] = [:]
-        for e in exchanges { for line in e.analysis.cookies { for name in line.rules { hits[name, default: 0] += 1 } } }
+        for e in exchanges { for name in e.summary.ruleMatches { hits[name, default: 0] += 1 } }
         return .array(
             set.rules.map { rule in
                 .object([
