@@ -48,7 +48,7 @@ let package = Package(
             name: "ProxyServer", dependencies: ["CookieKit", "ProxyCore", "CProxyShims", "ProxyTLS", "Locking"],
             swiftSettings: hotPath),
         // Pure: what the inspector holds and shows (exchanges, the jar a browser would build, HAR, its web page).
-        .target(name: "CookieInspector", dependencies: ["CookieKit", "CookieRules", "ProxyCore", "Locking"]),
+        .target(name: "CookieInspector", dependencies: ["CookieKit", "CookieRules", "ProxyCore", "Locking", "HTTPGrammar"]),
         .executableTarget(
             name: "cookie-proxy",
             dependencies: [
@@ -64,7 +64,8 @@ let package = Package(
         .testTarget(name: "ProxyCoreTests", dependencies: ["ProxyCore", "ProxyServer", "HTTPGrammar"]),
         .testTarget(name: "HTTPGrammarTests", dependencies: ["HTTPGrammar"]),
         .testTarget(
-            name: "CookieInspectorTests", dependencies: ["CookieInspector", "CookieKit", "CookieRules", "ProxyCore"]),
+            name: "CookieInspectorTests",
+            dependencies: ["CookieInspector", "CookieKit", "CookieRules", "ProxyCore", "HTTPGrammar"]),
         .testTarget(name: "CookieRulesTests", dependencies: ["CookieRules", "CookieKit"]),
         // End-to-end: the built binary between real clients and a real upstream (started by the tests).
         .testTarget(name: "EndToEndTests", dependencies: ["cookie-proxy", "TestSupport"], exclude: ["Fixtures"]),

@@ -13,14 +13,17 @@
 
 extern char **environ;
 
-int CProxy_poll_readable(int fd, int timeout_ms) {
-    struct pollfd p = {.fd = fd, .events = POLLIN};
+static int poll_one(int fd, short events, int timeout_ms) {
+    struct pollfd p = {.fd = fd, .events = events};
     for (;;) {
         int n = poll(&p, 1, timeout_ms);
         if (n < 0 && errno == EINTR) continue;
         return n < 0 ? -errno : n;
     }
 }
+
+int CProxy_poll_readable(int fd, int timeout_ms) { return poll_one(fd, POLLIN, timeout_ms); }
+int CProxy_poll_writable(int fd, int timeout_ms) { return poll_one(fd, POLLOUT, timeout_ms); }
 
 int CProxy_pipe(int fds[2]) {
 #if defined(__APPLE__)
@@ -114,13 +117,4 @@ int CProxy_wait_signal(const sigset_t *set, int timeout_ms) {
     }
     return 0;
 #endif
-}
-
-int CProxy_poll_writable(int fd, int timeout_ms) {
-    struct pollfd p = {.fd = fd, .events = POLLOUT};
-    for (;;) {
-        int n = poll(&p, 1, timeout_ms);
-        if (n < 0 && errno == EINTR) continue;
-        return n < 0 ? -errno : n;
-    }
 }

@@ -125,28 +125,8 @@ extension InspectorViews {
             ("rules", .array(line.rules.map { .string($0) })),
             ("before", .string(redaction.text(line.received))),
             ("after", JSONValue(after.map { redaction.text($0) })),
-            (
-                "changes",
-                .array(
-                    line.changes.map { c in
-                        let hide = !redaction.showValues && c.op == "value"
-                        return .object([
-                            ("op", .string(c.op)), ("attribute", .string(c.attribute)),
-                            ("from", JSONValue(hide ? c.from.map { redaction.hash(Array($0.utf8)) } : c.from)),
-                            ("to", JSONValue(hide ? c.to.map { redaction.hash(Array($0.utf8)) } : c.to)),
-                        ])
-                    })
-            ),
-            (
-                "findings",
-                .array(
-                    line.findings.map {
-                        .object([
-                            ("code", .string($0.code)), ("severity", .string($0.severity.rawValue)),
-                            ("message", .string($0.message)),
-                        ])
-                    })
-            ),
+            ("changes", .array(line.changes.map(changeJSON))),
+            ("findings", .array(line.findings.map(findingJSON))),
             ("notes", .array(line.notes.map { .string($0) })),
         ])
     }

@@ -9,33 +9,57 @@ public struct InspectorViews: Sendable {
 
     public init(redaction: Redaction) { self.redaction = redaction }
 
-    // MARK: The list
-
-    /// One row of the live list.
-    public func row(_ e: Exchange) -> JSONValue {
-        let a = e.summary
-        return .object([
+    /// The fields every view of an exchange starts with.
+    func exchangeFields(_ e: Exchange) -> [(String, JSONValue)] {
+        [
             ("seq", .int(Int64(e.sequence))),
             ("id", .int(Int64(e.context.requestID))),
             ("time", .string(Self.timestamp(e.requestTime))),
             ("client", .string(e.context.clientAddress)),
             ("method", .string(e.context.method)),
             ("url", .string(Self.url(e))),
-            ("host", .string(e.context.host)),
-            ("status", .int(Int64(e.context.status ?? 0))),
-            ("setCookies", .array(a.setCookies.map { .string($0) })),
-            ("sentCookies", .array(a.sentCookies.map { .string($0) })),
-            ("rules", .array(a.rules.map { .string($0) })),
-            ("changed", .bool(a.changed)),
-            ("findings", .array(a.findings.map { .string($0) })),
-            (
-                "severity",
-                .object([
-                    ("rejects", .int(Int64(a.severity[.rejects] ?? 0))),
-                    ("warning", .int(Int64(a.severity[.warning] ?? 0))), ("info", .int(Int64(a.severity[.info] ?? 0))),
-                ])
-            ),
+        ]
+    }
+
+    /// A change as the log writes it: a value change is hashed unless values are shown.
+    func changeJSON(_ c: AttributeChange) -> JSONValue {
+        let hide = !redaction.showValues && c.op == "value"
+        return .object([
+            ("op", .string(c.op)), ("attribute", .string(c.attribute)),
+            ("from", JSONValue(hide ? c.from.map { redaction.hash(Array($0.utf8)) } : c.from)),
+            ("to", JSONValue(hide ? c.to.map { redaction.hash(Array($0.utf8)) } : c.to)),
         ])
+    }
+
+    func findingJSON(_ f: LintFinding) -> JSONValue {
+        .object([
+            ("code", .string(f.code)), ("severity", .string(f.severity.rawValue)), ("message", .string(f.message)),
+        ])
+    }
+
+    // MARK: The list
+
+    /// One row of the live list.
+    public func row(_ e: Exchange) -> JSONValue {
+        let a = e.summary
+        return .object(
+            exchangeFields(e) + [
+                ("host", .string(e.context.host)),
+                ("status", .int(Int64(e.context.status ?? 0))),
+                ("setCookies", .array(a.setCookies.map { .string($0) })),
+                ("sentCookies", .array(a.sentCookies.map { .string($0) })),
+                ("rules", .array(a.rules.map { .string($0) })),
+                ("changed", .bool(a.changed)),
+                ("findings", .array(a.findings.map { .string($0) })),
+                (
+                    "severity",
+                    .object([
+                        ("rejects", .int(Int64(a.severity[.rejects] ?? 0))),
+                        ("warning", .int(Int64(a.severity[.warning] ?? 0))),
+                        ("info", .int(Int64(a.severity[.info] ?? 0))),
+                    ])
+                ),
+            ])
     }
 
     // MARK: One exchange
@@ -44,84 +68,57 @@ public struct InspectorViews: Sendable {
         let a = e.analysis
         let locations = Dictionary(
             rules.rules.map { ($0.name, $0.location.description) }, uniquingKeysWith: { a, _ in a })
-        return .object([
-            ("seq", .int(Int64(e.sequence))),
-            ("id", .int(Int64(e.context.requestID))),
-            ("time", .string(Self.timestamp(e.requestTime))),
-            ("client", .string(e.context.clientAddress)),
-            ("method", .string(e.context.method)),
-            ("url", .string(Self.url(e))),
-            ("status", .int(Int64(e.context.status ?? 0))),
-            ("dryRun", .bool(e.dryRun)),
-            (
-                "request",
-                .array(fields(e.request).map { .object([("name", .string($0.0)), ("value", .string($0.1))]) })
-            ),
-            (
-                "requestCookies",
-                .array(
-                    a.requestCookies.flatMap { Self.pairs($0) }.map {
-                        .object([("name", .string($0.name)), ("value", .string(value($0.value)))])
-                    })
-            ),
-            (
-                "responseReceived",
-                .array(fields(e.received).map { .object([("name", .string($0.0)), ("value", .string($0.1))]) })
-            ),
-            (
-                "responseForwarded",
-                .array(fields(e.forwarded).map { .object([("name", .string($0.0)), ("value", .string($0.1))]) })
-            ),
-            (
-                "cookies",
-                .array(
-                    a.cookies.map { line in
-                        .object([
-                            ("name", .string(line.name)),
-                            ("received", .string(redaction.text(line.received))),
-                            ("forwarded", JSONValue(line.forwarded.map { redaction.text($0) })),
-                            ("wouldBe", JSONValue(line.wouldBe.map { redaction.text($0) })),
-                            (
-                                "changes",
-                                .array(
-                                    line.changes.map { c in
-                                        let hide = !redaction.showValues && c.op == "value"
-                                        return .object([
-                                            ("op", .string(c.op)), ("attribute", .string(c.attribute)),
-                                            (
-                                                "from",
-                                                JSONValue(hide ? c.from.map { redaction.hash(Array($0.utf8)) } : c.from)
-                                            ),
-                                            (
-                                                "to",
-                                                JSONValue(hide ? c.to.map { redaction.hash(Array($0.utf8)) } : c.to)
-                                            ),
-                                        ])
-                                    })
-                            ),
-                            (
-                                "rules",
-                                .array(
-                                    line.rules.map {
-                                        .object([("name", .string($0)), ("location", JSONValue(locations[$0]))])
-                                    })
-                            ),
-                            ("notes", .array(line.notes.map { .string($0) })),
-                            (
-                                "findings",
-                                .array(
-                                    line.findings.map {
-                                        .object([
-                                            ("code", .string($0.code)), ("severity", .string($0.severity.rawValue)),
-                                            ("message", .string($0.message)),
-                                        ])
-                                    })
-                            ),
-                        ])
-                    })
-            ),
-            ("added", .array(a.added.map { .string(redaction.text($0)) })),
-        ])
+        return .object(
+            exchangeFields(e) + [
+                ("status", .int(Int64(e.context.status ?? 0))),
+                ("dryRun", .bool(e.dryRun)),
+                (
+                    "request",
+                    .array(fields(e.request).map { .object([("name", .string($0.0)), ("value", .string($0.1))]) })
+                ),
+                (
+                    "requestCookies",
+                    .array(
+                        a.requestCookies.flatMap { Self.pairs($0) }.map {
+                            .object([("name", .string($0.name)), ("value", .string(value($0.value)))])
+                        })
+                ),
+                (
+                    "responseReceived",
+                    .array(fields(e.received).map { .object([("name", .string($0.0)), ("value", .string($0.1))]) })
+                ),
+                (
+                    "responseForwarded",
+                    .array(fields(e.forwarded).map { .object([("name", .string($0.0)), ("value", .string($0.1))]) })
+                ),
+                (
+                    "cookies",
+                    .array(
+                        a.cookies.map { line in
+                            .object([
+                                ("name", .string(line.name)),
+                                ("received", .string(redaction.text(line.received))),
+                                ("forwarded", JSONValue(line.forwarded.map { redaction.text($0) })),
+                                ("wouldBe", JSONValue(line.wouldBe.map { redaction.text($0) })),
+                                (
+                                    "changes", .array(line.changes.map(changeJSON))
+                                ),
+                                (
+                                    "rules",
+                                    .array(
+                                        line.rules.map {
+                                            .object([("name", .string($0)), ("location", JSONValue(locations[$0]))])
+                                        })
+                                ),
+                                ("notes", .array(line.notes.map { .string($0) })),
+                                (
+                                    "findings", .array(line.findings.map(findingJSON))
+                                ),
+                            ])
+                        })
+                ),
+                ("added", .array(a.added.map { .string(redaction.text($0)) })),
+            ])
     }
 
     /// A head's fields, values redacted where they carry cookies or credentials.

@@ -1,3 +1,5 @@
+import HTTPGrammar
+
 /// The pages a device gets at `http://cookie-proxy.local/` through the proxy (as mitmproxy's mitm.it): the CA
 /// certificate as PEM, DER and an iOS configuration profile, with the steps per platform. Only the certificate is
 /// ever served, never its key; with interception off the page names no CA.
@@ -66,7 +68,7 @@ public enum Onboarding {
                         <key>PayloadCertificateFileName</key>
                         <string>cookie-proxy-ca.cer</string>
                         <key>PayloadContent</key>
-                        <data>\(base64(der))</data>
+                        <data>\(Base64.encode(der))</data>
                         <key>PayloadDescription</key>
                         <string>Adds the cookie-proxy local CA as a trusted root</string>
                         <key>PayloadDisplayName</key>
@@ -126,20 +128,6 @@ public enum Onboarding {
                 if (i == 0 && (k == 8 || k == 12)) || (i == 1 && k == 0) || (i == 1 && k == 4) { out.append(0x2D) }
                 out.append(hex[Int((word >> UInt64(60 - 4 * k)) & 0xF)])
             }
-        }
-        return String(decoding: out, as: UTF8.self)
-    }
-
-    public static func base64(_ bytes: [UInt8]) -> String {
-        let table = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8)
-        var out: [UInt8] = []
-        var i = 0
-        while i < bytes.count {
-            let n = min(3, bytes.count - i)
-            let chunk =
-                (UInt32(bytes[i]) << 16) | (n > 1 ? UInt32(bytes[i + 1]) << 8 : 0) | (n > 2 ? UInt32(bytes[i + 2]) : 0)
-            for k in 0..<4 { out.append(k <= n ? table[Int((chunk >> (18 - 6 * UInt32(k))) & 63)] : 0x3D) }
-            i += 3
         }
         return String(decoding: out, as: UTF8.self)
     }

@@ -1,3 +1,5 @@
+import HTTPGrammar
+
 /// Another HTTP proxy between this one and the origins (`--upstream-proxy http://[user:pass@]host:port`), as offices
 /// put one between developers and the internet.
 public struct UpstreamProxy: Sendable, Hashable, CustomStringConvertible {
@@ -35,7 +37,7 @@ public struct UpstreamProxy: Sendable, Hashable, CustomStringConvertible {
             guard let decoded = percentDecoded(credentials) else {
                 return .failure(UpstreamProxyError("'\(text)': a bad percent-escape in the user or password"))
             }
-            authorization = "Basic " + base64(decoded)
+            authorization = "Basic " + Base64.encode(decoded)
         }
         guard let address = Authority.parse(rest, defaultPort: 80) else {
             return .failure(UpstreamProxyError("'\(text)': '\(rest)' is not host[:port]"))
@@ -48,41 +50,16 @@ public struct UpstreamProxy: Sendable, Hashable, CustomStringConvertible {
         var bytes = Array(s.utf8)[...]
         while let b = bytes.popFirst() {
             if b == 0x25 {
-                guard bytes.count >= 2, let hi = hexValue(bytes[bytes.startIndex]),
-                    let lo = hexValue(bytes[bytes.startIndex + 1])
+                guard bytes.count >= 2, let hi = ByteClass.hexValue(bytes[bytes.startIndex]),
+                    let lo = ByteClass.hexValue(bytes[bytes.startIndex + 1])
                 else { return nil }
-                out.append(hi << 4 | lo)
+                out.append(UInt8(hi << 4 | lo))
                 bytes = bytes.dropFirst(2)
             } else {
                 out.append(b)
             }
         }
         return out
-    }
-
-    static func hexValue(_ b: UInt8) -> UInt8? {
-        switch b {
-        case 0x30...0x39: b - 0x30
-        case 0x41...0x46: b - 0x41 + 10
-        case 0x61...0x66: b - 0x61 + 10
-        default: nil
-        }
-    }
-
-    static func base64(_ bytes: [UInt8]) -> String {
-        let table = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8)
-        var out: [UInt8] = []
-        var i = 0
-        while i < bytes.count {
-            let n = min(3, bytes.count - i)
-            let chunk =
-                (UInt32(bytes[i]) << 16) | (n > 1 ? UInt32(bytes[i + 1]) << 8 : 0) | (n > 2 ? UInt32(bytes[i + 2]) : 0)
-            for k in 0..<4 {
-                out.append(k <= n ? table[Int((chunk >> (18 - 6 * UInt32(k))) & 63)] : 0x3D)
-            }
-            i += 3
-        }
-        return String(decoding: out, as: UTF8.self)
     }
 }
 

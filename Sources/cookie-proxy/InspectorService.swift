@@ -200,28 +200,19 @@ final class InspectorService: LocalService, @unchecked Sendable {
             guard let ca = caCertificate else {
                 return .text(404, "https interception is off: there is no CA to install")
             }
+            func download(_ type: String, _ file: String, _ body: [UInt8]) -> LocalResponse {
+                LocalResponse(
+                    status: 200,
+                    fields: [("Content-Type", type), ("Content-Disposition", "attachment; filename=\"\(file)\"")],
+                    body: body)
+            }
             switch request.path {
-            case "/ca.pem":
-                return LocalResponse(
-                    status: 200,
-                    fields: [
-                        ("Content-Type", "application/x-pem-file"),
-                        ("Content-Disposition", "attachment; filename=\"cookie-proxy-ca.pem\""),
-                    ], body: ca.pem)
-            case "/ca.der":
-                return LocalResponse(
-                    status: 200,
-                    fields: [
-                        ("Content-Type", "application/x-x509-ca-cert"),
-                        ("Content-Disposition", "attachment; filename=\"cookie-proxy-ca.cer\""),
-                    ], body: ca.der)
+            case "/ca.pem": return download("application/x-pem-file", "cookie-proxy-ca.pem", ca.pem)
+            case "/ca.der": return download("application/x-x509-ca-cert", "cookie-proxy-ca.cer", ca.der)
             default:
-                return LocalResponse(
-                    status: 200,
-                    fields: [
-                        ("Content-Type", "application/x-apple-aspen-config"),
-                        ("Content-Disposition", "attachment; filename=\"cookie-proxy-ca.mobileconfig\""),
-                    ], body: Array(Onboarding.mobileconfig(der: ca.der, name: ca.name).utf8))
+                return download(
+                    "application/x-apple-aspen-config", "cookie-proxy-ca.mobileconfig",
+                    Array(Onboarding.mobileconfig(der: ca.der, name: ca.name).utf8))
             }
         default:
             return .text(404, "no such page")

@@ -1,5 +1,6 @@
 import CookieKit
 import CookieRules
+import HTTPGrammar
 import Foundation
 import ProxyCore
 import Testing
@@ -96,6 +97,6 @@ import Testing
 
     @Test(arguments: [[UInt8](), [0x66], [0x66, 0x6F], [0x66, 0x6F, 0x6F], Array("hello, world".utf8)])
     func base64IsFoundationsBase64(_ bytes: [UInt8]) {
-        #expect(Onboarding.base64(bytes) == Data(bytes).base64EncodedString())
+        #expect(Base64.encode(bytes) == Data(bytes).base64EncodedString())
     }
 }
