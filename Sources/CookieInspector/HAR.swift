@@ -21,6 +21,22 @@ extension InspectorViews {
         ])
     }
 
+    /// ``har(_:version:)`` written entry by entry: only one entry's tree exists at a time (10,000 of them at once
+    /// took several times the memory of the text).
+    public func harBytes(_ exchanges: [Exchange], version: String) -> [UInt8] {
+        var out: [UInt8] = []
+        JSONValue.object([("name", "cookie-proxy"), ("version", .string(version))]).write(to: &out)
+        let creator = out
+        out = Array("{\"log\":{\"version\":\"1.2\",\"creator\":".utf8) + creator
+        out += Array(",\"pages\":[],\"entries\":[".utf8)
+        for (i, e) in exchanges.enumerated() {
+            if i > 0 { out.append(0x2C) }
+            entry(e).write(to: &out)
+        }
+        out += Array("]}}".utf8)
+        return out
+    }
+
     func entry(_ e: Exchange) -> JSONValue {
         let a = e.analysis
         let wait = max(0, e.responseTime - e.requestTime)

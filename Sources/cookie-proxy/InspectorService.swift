@@ -168,9 +168,12 @@ final class InspectorService: LocalService, @unchecked Sendable {
                     ("held", .int(Int64(store.count))), ("capacity", .int(Int64(store.capacity))),
                 ]))
         case "/har":
-            var response = Self.json(views.har(store.exchanges(), version: Self.version))
-            response.fields.append(("Content-Disposition", "attachment; filename=\"cookie-proxy.har\""))
-            return response
+            return LocalResponse(
+                status: 200,
+                fields: [
+                    ("Content-Type", "application/json; charset=utf-8"),
+                    ("Content-Disposition", "attachment; filename=\"cookie-proxy.har\""),
+                ], body: views.harBytes(store.exchanges(), version: Self.version))
         default:
             if path.hasPrefix("/api/exchanges/"), let seq = UInt64(path.dropFirst("/api/exchanges/".count)) {
                 guard let e = store.exchange(sequence: seq) else {

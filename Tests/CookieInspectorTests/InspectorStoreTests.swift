@@ -80,6 +80,15 @@ import Testing
         #expect(line.findings.contains { $0.code == "samesite-none-insecure" })
     }
 
+    @Test func theHARWrittenEntryByEntryIsTheHARTree() throws {
+        let store = InspectorStore(capacity: 10)
+        try Self.record(store, id: 1, host: "a.test", setCookies: ["a=1; Path=/"], at: 1_000)
+        try Self.record(store, id: 2, host: "b.test", cookie: "a=1", setCookies: [], at: 2_000)
+        let bytes = Self.views.harBytes(store.exchanges(), version: "1")
+        #expect(String(decoding: bytes, as: UTF8.self) == Self.views.har(store.exchanges(), version: "1").serialized)
+        #expect(try JSONSerialization.jsonObject(with: Data(bytes)) is [String: Any])
+    }
+
     @Test func theOnboardingProfileIsAPlistHoldingTheCertificate() throws {
         let der: [UInt8] = Array(0..<200).map { UInt8($0) }
         let text = Onboarding.mobileconfig(der: der, name: "cookie-proxy local CA (a&b)")
