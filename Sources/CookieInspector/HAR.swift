@@ -21,8 +21,8 @@ extension InspectorViews {
         ])
     }
 
-    /// ``har(_:version:)`` written entry by entry: only one entry's tree exists at a time (10,000 of them at once
-    /// took several times the memory of the text).
+    /// ``har(_:version:)`` written entry by entry: only one entry's tree exists at a time (the trees of a whole
+    /// history at once take several times the memory of the text).
     public func harBytes(_ exchanges: [Exchange], version: String) -> [UInt8] {
         var out: [UInt8] = []
         JSONValue.object([("name", "cookie-proxy"), ("version", .string(version))]).write(to: &out)

@@ -14,8 +14,9 @@ import Testing
         }
     }
 
-    /// Loads `url` in a fresh profile through `proxy`; returns the DOM Chromium ends up with.
-    static func load(_ url: String, proxy: Proxy) throws -> String {
+    /// Loads `url` in a fresh profile through `proxy`; returns the DOM Chromium ends up with. `home`: the HOME it
+    /// runs with (and so its NSS database, ~/.pki/nssdb), when not the test runner's.
+    static func load(_ url: String, proxy: Proxy, home: String? = nil) throws -> String {
         let browser = try #require(chromium(), "chromium is not installed (scripts/setup.sh installs it)")
         let profile = FileManager.default.temporaryDirectory.appendingPathComponent("cp-chromium-\(UUID().uuidString)")
             .path
@@ -25,7 +26,7 @@ import Testing
             [
                 "--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run", "--user-data-dir=\(profile)",
                 "--proxy-server=\(proxy.url)", "--dump-dom", url,
-            ])
+            ], environment: home.map { ["HOME": $0] })
         return result.text
     }
 

@@ -36,7 +36,7 @@ import Testing
             ],
             environment: ["COOKIE_PROXY_HOME": home + "/cookie-proxy"])
         let url = "https://app.test:\(upstream.port)/path/trusted"
-        let trusted = try Self.load(url, proxy: proxy, home: home)
+        let trusted = try BrowserEndToEndTests.load(url, proxy: proxy, home: home)
         #expect(trusted.contains("GET /path/trusted"), "\(trusted.prefix(2000))")
 
         let removed = try Self.ca(home, ["uninstall", "--nss"])
@@ -44,21 +44,8 @@ import Testing
         #expect(removed.text.contains("removed '"), "\(removed.text)")
         let listed = try run(Paths.which("certutil"), ["-L", "-d", "sql:\(home)/.pki/nssdb"])
         #expect(!listed.text.contains("cookie-proxy"), "\(listed.text)")
-        let untrusted = try Self.load(url, proxy: proxy, home: home)
+        let untrusted = try BrowserEndToEndTests.load(url, proxy: proxy, home: home)
         #expect(!untrusted.contains("GET /path/trusted"), "\(untrusted.prefix(2000))")
-    }
-
-    /// Chromium with HOME (and so its NSS database, ~/.pki/nssdb) in `home`, and no flag that relaxes certificates.
-    static func load(_ url: String, proxy: Proxy, home: String) throws -> String {
-        let browser = try #require(BrowserEndToEndTests.chromium(), "chromium is not installed")
-        let profile = home + "/profile-\(UUID().uuidString.prefix(6))"
-        let result = try run(
-            browser,
-            [
-                "--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run", "--user-data-dir=\(profile)",
-                "--proxy-server=\(proxy.url)", "--dump-dom", url,
-            ], environment: ["HOME": home])
-        return result.text
     }
 
     /// Debian's store, in a mount namespace whose /etc/ssl/certs is a copy and whose
