@@ -63,12 +63,16 @@ enum LocalAddress {
     private static let loopback = [CIDR("127.0.0.0/8")!, CIDR("::1/128")!]
     private static let unspecified = [CIDR("0.0.0.0/8")!, CIDR("::/128")!]
 
-    /// 127.0.0.0/8 or ::1 (IPv4-mapped forms included).
-    static func isLoopback(_ numeric: String) -> Bool { loopback.contains { $0.contains(numeric) } }
+    /// 127.0.0.0/8 or ::1 (IPv4-mapped forms included). Called for every accepted connection with the address as
+    /// the shim formats it (dotted decimal, or inet_ntop's IPv6 text), so prefixes decide it without parsing.
+    static func isLoopback(_ numeric: String) -> Bool {
+        numeric.hasPrefix("127.") || numeric == "::1" || numeric.hasPrefix("::ffff:127.")
+    }
 
-    /// Loopback, or an unspecified address (a connect to 0.0.0.0 or :: reaches this machine too).
+    /// Loopback, or an unspecified address (a connect to 0.0.0.0 or :: reaches this machine too). Resolver output
+    /// and literals from requests come in any spelling, so these are parsed.
     static func reachesThisMachineOnly(_ numeric: String) -> Bool {
-        isLoopback(numeric) || unspecified.contains { $0.contains(numeric) }
+        (loopback + unspecified).contains { $0.contains(numeric) }
     }
 }
 
