@@ -207,7 +207,6 @@ long CProxy_recv(int fd, void *buf, size_t len) {
 
 int CProxy_shutdown_write(int fd) { return shutdown(fd, SHUT_WR) < 0 ? -errno : 0; }
 int CProxy_errno_EAGAIN(void) { return EAGAIN; }
-int CProxy_errno_EINPROGRESS(void) { return EINPROGRESS; }
 int CProxy_errno_EINTR(void) { return EINTR; }
 
 int CProxy_available_cpus(void) {

@@ -221,13 +221,4 @@ public struct RuleSet: Sendable {
         self.files = files
     }
     public static let empty = RuleSet(rules: [], files: [])
-
-    /// Whether any rule needs to see Set-Cookie lines.
-    public var hasCookieRules: Bool { rules.contains { $0.isCookieRule } }
-    public var hasRequestRules: Bool {
-        rules.contains {
-            !$0.requestHeaderActions.isEmpty
-                || $0.cookieActions.contains { if case .rename = $0 { return true } else { return false } }
-        }
-    }
 }

@@ -84,8 +84,6 @@ public struct OutgoingHead: Sendable {
         }
     }
 
-    public func valueString(at index: Int) -> String { String(decoding: value(at: index), as: UTF8.self) }
-
     /// Indices of fields named `lowercaseName`.
     public func indices(of lowercaseName: String) -> [Int] {
         lines.indices.filter { name(at: $0, is: lowercaseName) }

@@ -498,7 +498,6 @@ final class ClientConnection: LoopHandler, @unchecked Sendable {
             let upstream = UpstreamConnection(fd: ufd, origin: origin, loop: loop)
             upstream.connecting = inProgress
             upstream.remainingAddresses = remaining
-            upstream.connectStarted = loop.now
             if clientTLS != nil, let tlsSetup = loop.server.interception {
                 // Intercepted: the upstream is https too, verified against the system store (or --upstream-ca).
                 do {
@@ -702,7 +701,6 @@ final class UpstreamConnection: LoopHandler, @unchecked Sendable {
     weak var owner: ClientConnection?
     var connecting = false
     var remainingAddresses: [String] = []
-    var connectStarted: Int64 = 0
     var interest: UInt32 = 0
     var readClosed = false
     var writeShut = false

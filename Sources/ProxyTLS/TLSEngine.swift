@@ -113,9 +113,6 @@ public final class TLSEngine: @unchecked Sendable {
         return String(cString: X509_verify_cert_error_string(result))
     }
 
-    /// The negotiated protocol (e.g. `TLSv1.3`).
-    public var protocolVersion: String { String(cString: SSL_get_version(ssl)) }
-
     private func status(_ rc: Int32, during what: String) -> Status {
         let error = SSL_get_error(ssl, rc)
         if error == COpenSSL_ERROR_WANT_READ() || error == COpenSSL_ERROR_WANT_WRITE() {

@@ -64,7 +64,6 @@ long CProxy_send(int fd, const void *buf, size_t len);
 long CProxy_recv(int fd, void *buf, size_t len);
 int CProxy_shutdown_write(int fd);
 int CProxy_errno_EAGAIN(void);
-int CProxy_errno_EINPROGRESS(void);
 int CProxy_errno_EINTR(void);
 /// poll(2) for one descriptor: 1 when it is readable (or closed), 0 after timeout_ms, or -errno.
 int CProxy_poll_readable(int fd, int timeout_ms);
