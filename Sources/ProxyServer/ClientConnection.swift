@@ -562,17 +562,22 @@ final class ClientConnection: LoopHandler, @unchecked Sendable {
         if n < 0 { return fail("failed: \(Sys.errorText(Int32(n)))") }
         upstream.tunnelAnswer?.append(contentsOf: loop.readBuffer[0..<n])
         let answer = upstream.tunnelAnswer ?? []
-        guard let end = UpstreamConnection.endOfHead(answer) else {
-            if answer.count > 16 * 1024 { fail("answered CONNECT with a head over 16 KiB") }
-            return
+        // The answer is read by the codec that reads every response (its limits, its one reading of a head).
+        var parser = HTTPHeadParser(limits: loop.configuration.proxy.parserLimits)
+        let end: Int
+        let response: ResponseHead
+        do {
+            guard let length = try parser.headLength(answer[...]) else { return }
+            end = length
+            response = try parser.parseResponse(Array(answer[..<end]))
+        } catch {
+            let start = String(decoding: answer.prefix { $0 != 0x0D && $0 != 0x0A }.prefix(80), as: UTF8.self)
+            return fail("answered CONNECT with something that is not HTTP (\(error.description)): '\(start)'")
         }
-        let statusLine = answer.prefix { $0 != 0x0D && $0 != 0x0A }
-        let text = String(decoding: statusLine, as: UTF8.self)
-        let words = text.split(separator: " ", maxSplits: 2)
-        guard words.count >= 2, words[0].hasPrefix("HTTP/1."), let status = Int(words[1]), words[1].count == 3 else {
-            return fail("answered CONNECT with something that is not HTTP: '\(text.prefix(80))'")
+        guard (200..<300).contains(response.status) else {
+            let line = String(decoding: response.head.bytes[response.head.startLine], as: UTF8.self)
+            return fail("answered CONNECT with '\(line)'")
         }
-        guard (200..<300).contains(status) else { return fail("answered CONNECT with '\(text)'") }
         upstream.tunnelAnswer = nil
         let leftover = answer[end...]
         originReachable(upstream)
@@ -712,16 +717,6 @@ final class UpstreamConnection: LoopHandler, @unchecked Sendable {
     var rawSent = 0
     /// What an upstream proxy has answered to CONNECT so far; nil when no answer is awaited.
     var tunnelAnswer: [UInt8]?
-
-    /// The index just past the CRLFCRLF that ends a head, or nil.
-    static func endOfHead(_ bytes: [UInt8]) -> Int? {
-        guard bytes.count >= 4 else { return nil }
-        for i in 0...(bytes.count - 4)
-        where bytes[i] == 0x0D && bytes[i + 1] == 0x0A && bytes[i + 2] == 0x0D && bytes[i + 3] == 0x0A {
-            return i + 4
-        }
-        return nil
-    }
 
     init(fd: Int32, origin: Origin, loop: EventLoop) {
         self.fd = fd

@@ -78,6 +78,13 @@ public struct LocalResponse: Sendable {
         self.stream = stream
     }
 
+    /// A 200 of this type, with more fields after Content-Type.
+    public static func ok(_ contentType: String, _ body: [UInt8], _ fields: [(name: String, value: String)] = [])
+        -> LocalResponse
+    {
+        LocalResponse(status: 200, fields: [("Content-Type", contentType)] + fields, body: body)
+    }
+
     public static func text(_ status: Int, _ text: String) -> LocalResponse {
         LocalResponse(
             status: status, fields: [("Content-Type", "text/plain; charset=utf-8")], body: Array((text + "\n").utf8))

@@ -106,9 +106,9 @@ final class InspectorService: LocalService, @unchecked Sendable {
     }
 
     static func json(_ value: JSONValue, status: Int = 200) -> LocalResponse {
-        LocalResponse(
-            status: status, fields: [("Content-Type", "application/json; charset=utf-8")],
-            body: Array(value.serialized.utf8))
+        var response = LocalResponse.ok("application/json; charset=utf-8", Array(value.serialized.utf8))
+        response.status = status
+        return response
     }
 
     private func inspector(_ request: LocalRequest) -> LocalResponse {
@@ -116,35 +116,30 @@ final class InspectorService: LocalService, @unchecked Sendable {
         let query = request.query
         switch path {
         case "/", "/index.html":
-            return LocalResponse(
-                status: 200,
-                fields: [
-                    ("Content-Type", "text/html; charset=utf-8"),
+            return .ok(
+                "text/html; charset=utf-8", Array(InspectorPage.html.utf8),
+                [
                     (
                         "Content-Security-Policy",
                         "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
                     ),
                     ("X-Frame-Options", "DENY"), ("Referrer-Policy", "no-referrer"),
-                ], body: Array(InspectorPage.html.utf8))
+                ])
         case "/app.js":
-            return LocalResponse(
-                status: 200, fields: [("Content-Type", "text/javascript; charset=utf-8")],
-                body: Array(InspectorPage.script.utf8))
+            return .ok("text/javascript; charset=utf-8", Array(InspectorPage.script.utf8))
         case "/app.css":
-            return LocalResponse(
-                status: 200, fields: [("Content-Type", "text/css; charset=utf-8")],
-                body: Array(InspectorPage.style.utf8))
+            return .ok("text/css; charset=utf-8", Array(InspectorPage.style.utf8))
         case "/favicon.svg", "/favicon.ico":
-            return LocalResponse(
-                status: 200, fields: [("Content-Type", "image/svg+xml")], body: Array(InspectorPage.favicon.utf8))
+            return .ok("image/svg+xml", Array(InspectorPage.favicon.utf8))
         case "/api/exchanges":
             let after = UInt64(query["after"] ?? "") ?? 0
             return Self.json(.array(store.exchanges(after: after).map(views.row)))
         case "/api/events":
             let stream = feed.subscribe()
-            return LocalResponse(
-                status: 200, fields: [("Content-Type", "text/event-stream; charset=utf-8")],
-                body: Array(": cookie-proxy inspector\nretry: 2000\n\n".utf8), stream: stream)
+            var response = LocalResponse.ok(
+                "text/event-stream; charset=utf-8", Array(": cookie-proxy inspector\nretry: 2000\n\n".utf8))
+            response.stream = stream
+            return response
         case "/api/clients":
             return Self.json(.array(InspectorViews.clients(store.exchanges()).map { .string($0) }))
         case "/api/jar":
@@ -168,12 +163,9 @@ final class InspectorService: LocalService, @unchecked Sendable {
                     ("held", .int(Int64(store.count))), ("capacity", .int(Int64(store.capacity))),
                 ]))
         case "/har":
-            return LocalResponse(
-                status: 200,
-                fields: [
-                    ("Content-Type", "application/json; charset=utf-8"),
-                    ("Content-Disposition", "attachment; filename=\"cookie-proxy.har\""),
-                ], body: views.harBytes(store.exchanges(), version: Self.version))
+            return .ok(
+                "application/json; charset=utf-8", views.harBytes(store.exchanges(), version: Self.version),
+                [("Content-Disposition", "attachment; filename=\"cookie-proxy.har\"")])
         default:
             if path.hasPrefix("/api/exchanges/"), let seq = UInt64(path.dropFirst("/api/exchanges/".count)) {
                 guard let e = store.exchange(sequence: seq) else {
@@ -190,24 +182,15 @@ final class InspectorService: LocalService, @unchecked Sendable {
     private func onboarding(_ request: LocalRequest) -> LocalResponse {
         switch request.path {
         case "/", "/index.html":
-            return LocalResponse(
-                status: 200,
-                fields: [
-                    ("Content-Type", "text/html; charset=utf-8"),
-                    (
-                        "Content-Security-Policy",
-                        "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'"
-                    ),
-                ], body: Array(Onboarding.page(caName: caCertificate?.name).utf8))
+            return .ok(
+                "text/html; charset=utf-8", Array(Onboarding.page(caName: caCertificate?.name).utf8),
+                [("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'")])
         case "/ca.pem", "/ca.der", "/ca.mobileconfig":
             guard let ca = caCertificate else {
                 return .text(404, "https interception is off: there is no CA to install")
             }
             func download(_ type: String, _ file: String, _ body: [UInt8]) -> LocalResponse {
-                LocalResponse(
-                    status: 200,
-                    fields: [("Content-Type", type), ("Content-Disposition", "attachment; filename=\"\(file)\"")],
-                    body: body)
+                .ok(type, body, [("Content-Disposition", "attachment; filename=\"\(file)\"")])
             }
             switch request.path {
             case "/ca.pem": return download("application/x-pem-file", "cookie-proxy-ca.pem", ca.pem)

@@ -1,5 +1,6 @@
 import CProxyShims
 import Foundation
+import ProxyCore
 import ProxyTLS
 
 /// `cookie-proxy mcp`: the same data for agents, as a Model Context Protocol server over stdio (JSON-RPC 2.0, one
@@ -104,10 +105,9 @@ enum MCPCommand {
 
         /// GET on the inspector's API with the installation's token: the body, or why not.
         func inspectorGet(_ path: String) -> (body: String, failed: Bool) {
-            guard let token = try? LogKey.load(directory: configuration, name: "inspector-token") else {
-                return ("no inspector token in \(configuration): has cookie-proxy run been started here?", true)
+            guard let hex = try? LogKey.inspectorToken(directory: configuration) else {
+                return ("cannot read or make the inspector token in \(configuration)", true)
             }
-            let hex = token.map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined()
             guard let url = URL(string: inspector + path), let host = url.host, let port = url.port else {
                 return ("--inspector '\(inspector)' must be http://HOST:PORT", true)
             }
@@ -312,10 +312,12 @@ enum LoopbackHTTP {
                 return .failure(Failure(String(cString: strerror(Int32(-n)))))
             }
         }
-        let text = String(decoding: response, as: UTF8.self)
-        guard let split = text.range(of: "\r\n\r\n") else { return .failure(Failure("not an HTTP response")) }
-        let status = Int(text[..<split.lowerBound].split(separator: " ").dropFirst().first ?? "") ?? 0
-        return .success((status, String(text[split.upperBound...])))
+        // Read with the proxy's own codec; the body is the rest (the inspector closes after it).
+        var parser = HTTPHeadParser()
+        guard let length = try? parser.headLength(response[...]),
+            let head = try? parser.parseResponse(Array(response[..<length]))
+        else { return .failure(Failure("not an HTTP response")) }
+        return .success((head.status, String(decoding: response[length...], as: UTF8.self)))
     }
 
     struct Failure: Error, CustomStringConvertible {

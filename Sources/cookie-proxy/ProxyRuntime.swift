@@ -234,7 +234,14 @@ extension ProxyRuntime {
 /// The secret of the log's value hashes: 16 random bytes in `log-key` next to the CA (mode 0600), made on first
 /// use, so that the same value hashes the same across runs on one machine and differently on another.
 enum LogKey {
-    /// `name`: `log-key`, or `inspector-token` (the inspector's token, as 32 hex digits of the same kind of secret).
+    /// The inspector's token: the 16 bytes of `inspector-token`, as 32 hex digits (what the banner's URL, the page's
+    /// cookie and `cookie-proxy mcp` present).
+    static func inspectorToken(directory: String) throws(RulesLoadError) -> String {
+        try load(directory: directory, name: "inspector-token").map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }
+            .joined()
+    }
+
+    /// `name`: `log-key`, or `inspector-token` (see ``inspectorToken(directory:)``).
     static func load(directory: String, name: String = "log-key") throws(RulesLoadError) -> [UInt8] {
         let path = directory + "/" + name
         if let data = FileManager.default.contents(atPath: path), data.count >= 16 { return Array(data.prefix(16)) }

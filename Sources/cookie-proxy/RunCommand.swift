@@ -353,11 +353,7 @@ enum RunCommand {
         let directory = CertificateAuthority.defaultDirectory(environment: ProcessInfo.processInfo.environment)
         do {
             let key = try LogKey.load(directory: directory)
-            let secret = try LogKey.load(directory: directory, name: "inspector-token")
-            let token = secret.map {
-                String($0, radix: 16).count == 1 ? "0" + String($0, radix: 16) : String($0, radix: 16)
-            }
-            .joined()
+            let token = try LogKey.inspectorToken(directory: directory)
             var certificate: (pem: [UInt8], der: [UInt8], name: String)? = nil
             if let ca { certificate = (try ca.certificatePEM(), try ca.certificateDER(), try ca.commonName()) }
             let hooks = runtime.hooks
