@@ -7,9 +7,15 @@ import HTTPGrammar
 #endif
 
 /// Where a request goes, decided from its head alone (RFC 9112 §3.2, §3.3): a pure function of the request,
-/// the proxy's mode and, inside an intercepted tunnel, the tunnel's origin.
+/// the proxy's configuration and, inside an intercepted tunnel, the tunnel's origin. Target forms, authority
+/// parsing, the Host field and the own-address check are all decided here, so that the connection machine only
+/// carries the result out.
 public struct RequestRoute: Sendable, Hashable {
+    /// Where the connection goes.
     public var origin: Origin
+    /// The host and port the client addressed: towards a fixed upstream, the Host it sent (or the URL's
+    /// authority); otherwise ``origin``. What rules and the log see as the request's host.
+    public var addressed: Origin
     /// `http` or `https` (inside an intercepted tunnel).
     public var scheme: String
     /// The request-target to send upstream: origin-form, or `*` (RFC 9112 §3.2.4). Empty for CONNECT.
@@ -25,7 +31,9 @@ public struct RequestRoute: Sendable, Hashable {
         public var status: Int
         public var reason: String
         /// Extra header lines of the answer (an `Allow` for `405`, RFC 9110 §15.5.6).
-        public var fields: [(String, String)] { status == 405 ? [("Allow", RequestRoute.allowedInReverseMode)] : [] }
+        public var fields: [ProxyAnswer.Field] {
+            status == 405 ? [ProxyAnswer.Field("Allow", RequestRoute.allowedInReverseMode)] : []
+        }
         init(_ status: Int, _ reason: String) {
             self.status = status
             self.reason = reason
@@ -34,14 +42,75 @@ public struct RequestRoute: Sendable, Hashable {
 
     static let allowedInReverseMode = "GET, HEAD, POST, PUT, DELETE, OPTIONS, PATCH, TRACE"
 
-    /// The route of `request`.
+    /// The route of `request`, or why it is refused.
+    /// - The target (``target(_:reverseUpstream:interceptedOrigin:)``).
+    /// - RFC 9112 §3.2: at most one Host, with a valid value, and one in every HTTP/1.1 request but a CONNECT (its
+    ///   authority-form target is its whole route, clients that tunnel do not all send Host with it, and Host
+    ///   cannot change where a tunnel goes). A Host that already names the target's authority (the usual case) is
+    ///   valid without another parse.
+    /// - In forward mode, a request addressed to the proxy's own listening ports on one of its own addresses is
+    ///   refused: it would loop.
+    public static func route(
+        _ request: RequestHead, configuration: ProxyConfiguration, interceptedOrigin: Origin?
+    ) -> Result<RequestRoute, Refusal> {
+        let reverseUpstream = configuration.reverseUpstream
+        var route: RequestRoute
+        switch target(request, reverseUpstream: reverseUpstream, interceptedOrigin: interceptedOrigin) {
+        case .success(let r): route = r
+        case .failure(let refusal): return .failure(refusal)
+        }
+        let head = request.head
+        var hostField: HTTPHead.Field? = nil
+        for field in head.fields where field.known == .host {
+            guard hostField == nil else { return .failure(Refusal(400, "more than one Host header field")) }
+            hostField = field
+        }
+        if let hostField {
+            let value = head.valueBytes(hostField)
+            let valid: Bool
+            if let authority = route.authority {
+                valid =
+                    value.isEmpty || authority.isHostFieldValue(value, defaultPort: route.authorityDefaultPort)
+                    || value.withUnsafeBufferPointer(Authority.isValid)
+            } else {
+                valid = value.withUnsafeBufferPointer(Authority.isValid)
+            }
+            guard valid else { return .failure(Refusal(400, "invalid Host header field")) }
+        } else if request.version.minor > 0 && !route.isConnect {
+            return .failure(Refusal(400, "HTTP/1.1 request without a Host header field"))
+        }
+        let fixed = reverseUpstream != nil || interceptedOrigin != nil
+        if !fixed && isOwnAddress(route.origin, ownPorts: configuration.ownPorts, ownHosts: configuration.ownHosts) {
+            return .failure(Refusal(400, "refusing a request addressed to the proxy itself (\(route.origin))"))
+        }
+        if reverseUpstream != nil && interceptedOrigin == nil && !route.isConnect {
+            let named: Origin? =
+                route.authority
+                ?? hostField.flatMap { f in
+                    head.valueBytes(f).withUnsafeBufferPointer { Authority.parse($0, defaultPort: 80) }
+                }
+            if let named { route.addressed = named }
+        }
+        return .success(route)
+    }
+
+    /// Whether `origin` is the proxy itself: one of its ports on a loopback, unspecified or own address.
+    static func isOwnAddress(_ origin: Origin, ownPorts: Set<Int>, ownHosts: Set<String>) -> Bool {
+        guard ownPorts.contains(origin.port) else { return false }
+        let h = origin.host
+        return h == "localhost" || h.hasSuffix(".localhost") || h.utf8.starts(with: "127.".utf8) || h == "::1"
+            || h == "0.0.0.0" || h == "::" || h.hasPrefix("::ffff:127.") || h == "::ffff:0.0.0.0"
+            || ownHosts.contains(h)
+    }
+
+    /// The route the request target names, before the Host field and the proxy's own addresses are looked at.
     /// - Forward mode: absolute-form `http://` (userinfo refused, RFC 9110 §4.2.4), authority-form for CONNECT.
     /// - A fixed upstream (`--reverse`, or the origin of an intercepted tunnel): every request goes there and
     ///   nowhere else; an absolute-form target's path is used (a reverse proxy is an origin server to its client,
     ///   RFC 9112 §3.2.2), and inside a tunnel it must name the tunnel's own origin. `OPTIONS *` is forwarded.
     ///   In reverse mode CONNECT is `405`: it would open a tunnel to any host.
     /// - Hosts are checked against the host grammar (``HostName``) before anything resolves or mints them.
-    public static func route(
+    static func target(
         _ request: RequestHead, reverseUpstream: Origin?, interceptedOrigin: Origin?
     ) -> Result<RequestRoute, Refusal> {
         let fixed: Origin? = interceptedOrigin ?? reverseUpstream
@@ -138,6 +207,7 @@ public struct RequestRoute: Sendable, Hashable {
         authorityDefaultPort: Int = 80
     ) {
         self.origin = origin
+        self.addressed = origin
         self.scheme = scheme
         self.target = target
         self.isConnect = isConnect

@@ -50,6 +50,7 @@ final class ClientConnection: LoopHandler, @unchecked Sendable {
     var phaseStart: Int64
     var lastActivity: Int64
     var countedRequests = 0
+    var countedUnexpected = 0
     /// TLS with the client after an intercepted CONNECT; `clientRaw` holds bytes for the socket (ciphertext,
     /// and the cleartext `200` that precedes it).
     var clientTLS: TLSEngine?
@@ -224,6 +225,10 @@ final class ClientConnection: LoopHandler, @unchecked Sendable {
         if requests > countedRequests {
             loop.server.totalRequests.add(requests - countedRequests)
             countedRequests = requests
+        }
+        if status.unexpectedEvents > countedUnexpected {
+            loop.server.unexpectedEvents.add(status.unexpectedEvents - countedUnexpected)
+            countedUnexpected = status.unexpectedEvents
         }
         let phase = status.phase
         if phase != lastPhase {

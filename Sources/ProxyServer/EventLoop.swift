@@ -186,12 +186,12 @@ final class EventLoop: @unchecked Sendable {
         if !allowed || draining || server.activeConnections.load() >= configuration.maximumConnections {
             let (status, reason) =
                 !allowed
-                ? ("403 Forbidden", "client \(address) is not allowed; start the proxy with --allow CIDR to admit it")
-                : ("503 Service Unavailable", "too many connections")
-            let body = reason + "\n"
-            let text =
-                "HTTP/1.1 \(status)\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n\(body)"
-            var bytes = Array(text.utf8)
+                ? (403, "client \(address) is not allowed; start the proxy with --allow CIDR to admit it")
+                : (503, "too many connections")
+            let proxy = configuration.proxy
+            var bytes = ProxyAnswer(
+                status: status, reason: reason, via: proxy.addVia ? proxy.viaPseudonym : nil, close: true
+            ).bytes
             _ = bytes.withUnsafeMutableBytes { Sys.send(fd, UnsafeRawBufferPointer($0)) }
             Sys.close(fd)
             return

@@ -248,7 +248,7 @@ final class LocalConnection: LoopHandler, @unchecked Sendable {
 
     private func answer(_ response: LocalResponse) {
         answered = true
-        var text = "HTTP/1.1 \(response.status) \(ProxyConnectionMachine.reasonPhrase(response.status))\r\n"
+        var text = "HTTP/1.1 \(response.status) \(ProxyAnswer.reasonPhrase(response.status))\r\n"
         for (name, value) in response.fields { text += "\(name): \(value)\r\n" }
         if response.stream == nil { text += "Content-Length: \(response.body.count)\r\n" }
         text += "Connection: close\r\nCache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\n\r\n"

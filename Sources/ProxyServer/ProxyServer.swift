@@ -13,6 +13,8 @@ public final class ProxyServer: @unchecked Sendable {
     let activeConnections = AtomicCounter()
     let totalRequests = AtomicCounter()
     let interceptedConnections = AtomicCounter()
+    /// Connections closed because their machine got an event its state cannot take (a bug; zero otherwise).
+    let unexpectedEvents = AtomicCounter()
     private let tlsFailures = Locked<[String]>([])
 
     /// A TLS failure with a client (e.g. it does not trust the CA); the runtime reports these.
@@ -70,6 +72,8 @@ public final class ProxyServer: @unchecked Sendable {
 
     public var connections: Int { activeConnections.load() }
     public var requests: Int { totalRequests.load() }
+    /// Connections closed on an event their state could not take; nonzero only when there is a bug.
+    public var unexpectedEventCount: Int { unexpectedEvents.load() }
     func nextRequestID() -> UInt64 { UInt64(requestIDs.add(1)) }
 
     /// Binds the listening sockets and starts the loops' threads.

@@ -295,6 +295,11 @@ enum RunCommand {
                 Console.err("cookie-proxy: stopping (finishing exchanges in flight, up to \(seconds(drain)))")
                 server.shutdown(deadline: drain)
                 runtime.finish()
+                if server.unexpectedEventCount > 0 {
+                    Console.err(
+                        "cookie-proxy: \(server.unexpectedEventCount) connections were closed on an event their state"
+                            + " could not take (a bug in cookie-proxy: please report it)")
+                }
                 return 0
             }
             runtime.poll()

@@ -231,6 +231,28 @@ import Testing
             t.toUpstream == "GET / HTTP/1.1\r\nHost: example.com\r\n\r\nGET / HTTP/1.1\r\nHost: example.com\r\n\r\n")
     }
 
+    /// Once the machine has released an upstream connection, what the shell still reports from it in the same
+    /// round (a TLS upstream's close right after the bytes that completed the response) is not the machine's:
+    /// the connection goes on to the next request.
+    @Test(arguments: ["end of stream", "failure", "bytes"])
+    func eventsFromAReleasedUpstreamAreNotTheMachines(_ event: String) {
+        var t = Transcript { $0.addVia = false }
+        t.client("GET http://example.com/ HTTP/1.1\r\nHost: example.com\r\n\r\n")
+        t.connected()
+        t.upstream("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+        #expect(t.commands.last == .releaseUpstream(reusable: true))
+        switch event {
+        case "end of stream": t.upstreamClosed()
+        case "failure": t.failed(.failed(Self.origin, reason: "TLS: unexpected eof"))
+        default: t.upstream("HTTP/1.1 200 OK\r\n\r\n")
+        }
+        #expect(t.machine.phase == .idle)
+        #expect(t.commands.last == .releaseUpstream(reusable: true))
+        t.client("GET http://example.com/2 HTTP/1.1\r\nHost: example.com\r\n\r\n")
+        #expect(t.commands.last == .connect(Self.origin, fresh: false))
+        #expect(t.machine.status().unexpectedEvents == 0)
+    }
+
     /// A pooled connection that does not answer in time is not retried: the client would wait twice.
     @Test func aTimeoutOnAPooledConnectionIsNotRetried() {
         var t = Transcript { $0.addVia = false }

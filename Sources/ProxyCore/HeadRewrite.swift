@@ -1,0 +1,180 @@
+import HTTPGrammar
+
+/// What the proxy changes in a head it forwards, and nothing else (RFC 9110 §7.6, RFC 9112 §3.2, §6, §9.6):
+/// hop-by-hop fields out, framing fields with one reading, the request line and Host for the next hop, `Via`, and
+/// the `Connection` the client's side needs. Pure: a parsed head in, an ``OutgoingHead`` out; the rules' hooks run
+/// on the result.
+enum HeadRewrite {
+    /// The head to send upstream for a request that is not a CONNECT.
+    static func request(
+        _ request: RequestHead, route: RequestRoute, connection: ConnectionOptions, framing: BodyFraming,
+        wantsUpgrade: Bool, via: UpstreamHop?, configuration: ProxyConfiguration
+    ) -> OutgoingHead {
+        var out = OutgoingHead(request.head)
+        var startLine: [UInt8] = []
+        startLine.reserveCapacity(request.method.utf8.count + route.target.utf8.count + 10)
+        startLine.append(contentsOf: request.method.utf8)
+        startLine.append(0x20)
+        if let via, !via.tunnel {
+            // RFC 9112 §3.2.2: to a proxy, the absolute form.
+            startLine.append(contentsOf: httpSchemePrefix)
+            startLine.append(contentsOf: route.origin.hostFieldValue(defaultPort: 80))
+        }
+        startLine.append(contentsOf: route.target.utf8)
+        startLine.append(contentsOf: http11Suffix)
+        out.startLine = startLine
+        removeHopByHop(&out, connection: connection, keepUpgrade: wantsUpgrade)
+        // The client's credentials were for this proxy; the next one gets its own, if any.
+        out.removeAll(.proxyAuthorization)
+        if let via, !via.tunnel, let authorization = via.proxy.authorization {
+            out.append(name: "Proxy-Authorization", value: Array(authorization.utf8), known: .proxyAuthorization)
+        }
+        canonicaliseFraming(&out, framing)
+        // RFC 9112 §3.2.2: Host becomes the target URI's authority.
+        if let authority = route.authority {
+            let defaultPort = route.authorityDefaultPort
+            if let index = (0..<out.count).first(where: { out.known(at: $0) == .host }) {
+                if !authority.isHostFieldValue(out.valueBytes(at: index), defaultPort: defaultPort) {
+                    out.replaceValue(at: index, with: authority.hostFieldValue(defaultPort: defaultPort))
+                }
+            } else {
+                out.append(name: "Host", value: authority.hostFieldValue(defaultPort: defaultPort), known: .host)
+            }
+        }
+        if wantsUpgrade { out.append(name: "Connection", value: upgradeToken, known: .connection) }
+        if configuration.addVia { addVia(&out, version: request.version, pseudonym: configuration.viaPseudonym) }
+        return out
+    }
+
+    /// A `101 Switching Protocols` the client asked for: relayed with its Connection and Upgrade (they are the
+    /// switch), plus `Via`.
+    static func switchingProtocols(_ response: ResponseHead, configuration: ProxyConfiguration) -> OutgoingHead {
+        var out = OutgoingHead(response.head)
+        if configuration.addVia { addVia(&out, version: response.version, pseudonym: configuration.viaPseudonym) }
+        return out
+    }
+
+    /// What the client's side of the connection needs said in a final response's `Connection` field.
+    enum ClientConnection {
+        /// Nothing: HTTP/1.1 persists by default.
+        case persistent
+        /// `keep-alive`: an HTTP/1.0 client closes otherwise (RFC 9112 §9.3).
+        case keepAlive
+        /// `close`: the proxy closes after this response (RFC 9112 §9.6).
+        case close
+    }
+
+    /// The head to send the client for a final response. `dechunk`: the body goes to an HTTP/1.0 client without
+    /// its chunked framing (it is then delimited by the close).
+    static func finalResponse(
+        _ response: ResponseHead, connection: ConnectionOptions, framing: BodyFraming, dechunk: Bool,
+        client: ClientConnection, configuration: ProxyConfiguration
+    ) -> OutgoingHead {
+        var out = OutgoingHead(response.head)
+        removeHopByHop(&out, connection: connection, keepUpgrade: false)
+        canonicaliseFraming(&out, framing)
+        if framing == .untilClose { out.removeAll(.contentLength) }
+        if dechunk { out.removeAll(.transferEncoding) }
+        switch client {
+        case .persistent: break
+        case .keepAlive: out.append(name: "Connection", value: keepAliveToken, known: .connection)
+        case .close: out.append(name: "Connection", value: closeToken, known: .connection)
+        }
+        if configuration.addVia { addVia(&out, version: response.version, pseudonym: configuration.viaPseudonym) }
+        return out
+    }
+
+    /// Framing fields with exactly one reading on the way out (RFC 9110 §8.6, RFC 9112 §6.1, §6.3): one
+    /// Content-Length of plain digits, or one Transfer-Encoding of lowercase codings and no Content-Length. A head
+    /// that has them so already (the usual case) is left as it is.
+    static func canonicaliseFraming(_ out: inout OutgoingHead, _ framing: BodyFraming) {
+        // Judged on the received fields (the proxy removes neither of the two), without touching the output.
+        let source = out.source
+        var contentLengths = 0
+        var transferEncodings = 0
+        var canonical = true
+        for field in source.fields {
+            switch field.known {
+            case .contentLength:
+                contentLengths += 1
+                canonical = canonical && source.bytes[field.value].allSatisfy(ByteClass.isDigit)
+            case .transferEncoding:
+                transferEncodings += 1
+                canonical = canonical && source.bytes[field.value].elementsEqual(chunkedToken)
+            default: break
+            }
+        }
+        if canonical && contentLengths <= 1
+            && (transferEncodings == 0 || (transferEncodings == 1 && contentLengths == 0))
+        {
+            return
+        }
+        if transferEncodings > 0 {
+            // Transfer-Encoding wins (RFC 9112 §6.3 rule 3); its codings are rewritten as one list.
+            var codings: [UInt8] = []
+            for i in 0..<out.count where out.known(at: i) == .transferEncoding {
+                for element in out.valueBytes(at: i).split(separator: 0x2C) {
+                    let trimmed = element.drop(while: ByteClass.isWhitespace).reversed().drop(
+                        while: ByteClass.isWhitespace
+                    )
+                    .reversed()
+                    guard !trimmed.isEmpty else { continue }
+                    if !codings.isEmpty { codings.append(contentsOf: [0x2C, 0x20]) }
+                    codings.append(contentsOf: trimmed.map(ByteClass.lower))
+                }
+            }
+            out.removeAll(.contentLength)
+            out.removeAll(.transferEncoding)
+            out.append(name: "Transfer-Encoding", value: codings, known: .transferEncoding)
+        } else if case .contentLength(let n) = framing {
+            out.removeAll(.contentLength)
+            out.append(name: "Content-Length", value: Array(String(n).utf8), known: .contentLength)
+        } else {
+            out.removeAll(.contentLength)
+            out.append(name: "Content-Length", value: [0x30], known: .contentLength)
+        }
+    }
+
+    static let chunkedToken = Array("chunked".utf8)
+
+    /// Removes the hop-by-hop fields of RFC 9110 §7.6.1: Connection and the fields it names, Keep-Alive,
+    /// Proxy-Connection, TE, Upgrade (kept for an upgrade request), and Transfer-Encoding is kept because
+    /// bodies are forwarded in their received framing.
+    static func removeHopByHop(_ out: inout OutgoingHead, connection: ConnectionOptions, keepUpgrade: Bool) {
+        let named = connection.fieldNames
+        // One bit per known field that goes: a received line is judged by its classification alone.
+        var hopByHop = hopByHopFields
+        if !keepUpgrade { hopByHop |= 1 << UInt32(KnownField.upgrade.rawValue) }
+        var index = out.count - 1
+        while index >= 0 {
+            if hopByHop & (1 << UInt32(out.known(at: index).rawValue)) != 0
+                || (!named.isEmpty && named.contains(where: { out.name(at: index, is: $0) }))
+            {
+                out.remove(at: index)
+            }
+            index -= 1
+        }
+    }
+
+    static func addVia(_ out: inout OutgoingHead, version: HTTPVersion, pseudonym: String) {
+        // The common case without building a string each time.
+        if version.major == 1 && version.minor <= 1 && pseudonym == "cookie-proxy" {
+            out.append(name: "Via", value: version.minor == 1 ? viaCookieProxy11 : viaCookieProxy10, known: .other)
+        } else {
+            out.append(name: "Via", value: Array("\(version.major).\(version.minor) \(pseudonym)".utf8), known: .other)
+        }
+    }
+
+    static let viaCookieProxy11 = Array("1.1 cookie-proxy".utf8)
+    static let viaCookieProxy10 = Array("1.0 cookie-proxy".utf8)
+    static let http11Suffix = Array(" HTTP/1.1".utf8)
+    static let httpSchemePrefix = Array("http://".utf8)
+    // Connection values the proxy writes, built once.
+    static let upgradeToken = Array("upgrade".utf8)
+    static let closeToken = Array("close".utf8)
+    static let keepAliveToken = Array("keep-alive".utf8)
+    /// Connection, Keep-Alive, Proxy-Connection and TE, one bit each by classification.
+    static let hopByHopFields: UInt32 = [KnownField.connection, .keepAlive, .proxyConnection, .te].reduce(0) {
+        $0 | 1 << UInt32($1.rawValue)
+    }
+}

@@ -1,0 +1,66 @@
+/// A response of the proxy's own (a refusal, an upstream failure, a timeout): the status, a one-line plain-text
+/// reason as the body, and nothing a client could mistake for the upstream's. Every answer the proxy writes on a
+/// proxied connection is built here: the connection machine's and the event loop's (`403` for a client not
+/// admitted, `503` when full).
+public struct ProxyAnswer: Sendable, Hashable {
+    public var status: Int
+    /// One line, without its line end (the body is this and LF).
+    public var reason: String
+    /// Extra header lines (an `Allow` for `405`, RFC 9110 §15.5.6).
+    public var fields: [Field]
+    /// The `Via` pseudonym (RFC 9110 §7.6.3), or nil for none.
+    public var via: String?
+    /// Whether the connection closes after it (`Connection: close`, RFC 9112 §9.6).
+    public var close: Bool
+
+    public struct Field: Sendable, Hashable {
+        public var name: String
+        public var value: String
+        public init(_ name: String, _ value: String) {
+            self.name = name
+            self.value = value
+        }
+    }
+
+    public init(status: Int, reason: String, fields: [Field] = [], via: String? = nil, close: Bool) {
+        self.status = status
+        self.reason = reason
+        self.fields = fields
+        self.via = via
+        self.close = close
+    }
+
+    /// The whole response: status line, fields, body.
+    public var bytes: [UInt8] {
+        let body = reason + "\n"
+        var text = "HTTP/1.1 \(status) \(Self.reasonPhrase(status))\r\n"
+        text += "Content-Type: text/plain; charset=utf-8\r\nContent-Length: \(body.utf8.count)\r\n"
+        for field in fields { text += "\(field.name): \(field.value)\r\n" }
+        if let via { text += "Via: 1.1 \(via)\r\n" }
+        text += close ? "Connection: close\r\n\r\n" : "\r\n"
+        text += body
+        return Array(text.utf8)
+    }
+
+    /// The reason phrase this proxy writes for a status it answers with (RFC 9110 §15).
+    public static func reasonPhrase(_ status: Int) -> String {
+        switch status {
+        case 200: return "OK"
+        case 204: return "No Content"
+        case 302: return "Found"
+        case 304: return "Not Modified"
+        case 400: return "Bad Request"
+        case 401: return "Unauthorized"
+        case 403: return "Forbidden"
+        case 404: return "Not Found"
+        case 405: return "Method Not Allowed"
+        case 408: return "Request Timeout"
+        case 431: return "Request Header Fields Too Large"
+        case 501: return "Not Implemented"
+        case 502: return "Bad Gateway"
+        case 503: return "Service Unavailable"
+        case 504: return "Gateway Timeout"
+        default: return "Error"
+        }
+    }
+}
