@@ -23,7 +23,7 @@ let package = Package(
         // The bridge to Foundation's HTTPCookie (FoundationNetworking on Linux).
         .target(name: "CookieFoundation", dependencies: ["CookieKit"]),
         // Pure: the rules language → validated rule set → two-phase application → list of changes.
-        .target(name: "CookieRules", dependencies: ["CookieKit"]),
+        .target(name: "CookieRules", dependencies: ["CookieKit", "HTTPGrammar"]),
         // libcurl through a system-library target; typed, non-variadic shims in its shim.h.
         .systemLibrary(
             name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"]), .brew(["curl"])]),
@@ -45,7 +45,7 @@ let package = Package(
         .target(name: "ProxyTLS", dependencies: ["COpenSSL", "HTTPGrammar", "Locking"]),
         // The I/O shell: event loops, sockets, upstream pool, resolver, timers, TLS interception plumbing.
         .target(
-            name: "ProxyServer", dependencies: ["CookieKit", "ProxyCore", "CProxyShims", "ProxyTLS", "Locking"],
+            name: "ProxyServer", dependencies: ["HTTPGrammar", "ProxyCore", "CProxyShims", "ProxyTLS", "Locking"],
             swiftSettings: hotPath),
         // Pure: what the inspector holds and shows (exchanges, the jar a browser would build, HAR, its web page).
         .target(name: "CookieInspector", dependencies: ["CookieKit", "CookieRules", "ProxyCore", "Locking", "HTTPGrammar"]),
@@ -53,7 +53,7 @@ let package = Package(
             name: "cookie-proxy",
             dependencies: [
                 "CookieKit", "CookieFoundation", "CookieConformance", "CookieRules", "CookieAudit", "ProxyCore",
-                "ProxyServer", "ProxyTLS", "Locking", "CookieInspector",
+                "ProxyServer", "ProxyTLS", "Locking", "CookieInspector", "HTTPGrammar",
             ], swiftSettings: hotPath),
         // Counts allocations in the benchmark only (interposes malloc in that executable).
         .target(name: "CBenchSupport"),

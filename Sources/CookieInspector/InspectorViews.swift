@@ -1,3 +1,4 @@
+import HTTPGrammar
 import CookieKit
 import CookieRules
 import ProxyCore
@@ -242,7 +243,7 @@ public struct InspectorViews: Sendable {
     /// `scheme://host[:port]/path?query`, the port only when not the scheme's default.
     static func url(_ e: Exchange) -> String {
         let c = e.context
-        let host = c.host.contains(":") ? "[\(c.host)]" : c.host
+        let host = HostPort.bracketed(c.host)
         let defaultPort = c.scheme == "https" ? 443 : 80
         return "\(c.scheme)://\(host)\(c.port == defaultPort ? "" : ":\(c.port)")\(c.target)"
     }

@@ -23,7 +23,7 @@ enum ASCII {
     static func isAlpha(_ byte: UInt8) -> Bool { (byte | 0x20) &- 0x61 < 26 }
 
     @inlinable
-    static func lower(_ byte: UInt8) -> UInt8 { byte &- 0x41 < 26 ? byte | 0x20 : byte }
+    static func lower(_ byte: UInt8) -> UInt8 { ByteClass.lower(byte) }
 
     /// cookie-octet = %x21 / %x23-2B / %x2D-3A / %x3C-5B / %x5D-7E (RFC 6265bis §4.1.1):
     /// US-ASCII excluding CTLs, whitespace, DQUOTE, comma, semicolon and backslash.
@@ -66,12 +66,6 @@ extension String {
 
     /// ASCII-only lowercase, leaving other bytes untouched (host names and attribute names).
     var asciiLowercased: String {
-        var utf8 = Array(self.utf8)
-        var changed = false
-        for i in utf8.indices where utf8[i] &- 0x41 < 26 {
-            utf8[i] |= 0x20
-            changed = true
-        }
-        return changed ? String(decoding: utf8, as: UTF8.self) : self
+        utf8.contains(where: { ByteClass.lower($0) != $0 }) ? ByteClass.lowercasedString(utf8) : self
     }
 }

@@ -1,3 +1,5 @@
+import HTTPGrammar
+
 #if canImport(Glibc)
     import Glibc
 #elseif canImport(Darwin)
@@ -32,7 +34,7 @@ public struct PublicSuffixList: Sendable {
                 let token = UnsafeBufferPointer(rebasing: b[start..<end])
                 let rule: String
                 if token.allSatisfy({ $0 < 0x80 }) {
-                    rule = String(decoding: token.map { $0 &- 0x41 < 26 ? $0 | 0x20 : $0 }, as: UTF8.self)
+                    rule = ByteClass.lowercasedString(token)
                 } else {
                     rule = Punycode.toASCII(String(decoding: token, as: UTF8.self).lowercased())
                 }

@@ -1,3 +1,5 @@
+import HTTPGrammar
+
 /// The parts of a request URL that cookies care about: scheme, canonical host, port and path
 /// (RFC 6265bis §5.1.2, §5.1.4). Parsed by hand, leniently; the host is lowercased.
 public struct RequestURL: Sendable, Hashable, CustomStringConvertible {
@@ -20,17 +22,8 @@ public struct RequestURL: Sendable, Hashable, CustomStringConvertible {
         var authority = rest[..<authorityEnd]
         rest = rest[authorityEnd...]
         if let at = authority.lastIndex(of: "@") { authority = authority[authority.index(after: at)...] }
-        var hostPart = authority
-        port = nil
-        if authority.hasPrefix("[") {
-            guard let close = authority.firstIndex(of: "]") else { return nil }
-            hostPart = authority[authority.index(after: authority.startIndex)..<close]
-            let after = authority[authority.index(after: close)...]
-            if after.hasPrefix(":") { port = Int(after.dropFirst()) }
-        } else if let c = authority.lastIndex(of: ":") {
-            hostPart = authority[..<c]
-            port = Int(authority[authority.index(after: c)...])
-        }
+        guard let (hostPart, portText) = HostPort.split(authority) else { return nil }
+        port = portText.flatMap { Int($0) }
         var h = String(hostPart).asciiLowercased
         if h.hasSuffix(".") && h.count > 1 { h.removeLast() }
         guard !h.isEmpty else { return nil }
@@ -59,7 +52,7 @@ public struct RequestURL: Sendable, Hashable, CustomStringConvertible {
     }
 
     public var description: String {
-        let h = host.contains(":") ? "[\(host)]" : host
+        let h = HostPort.bracketed(host)
         return "\(scheme)://\(h)\(port.map { ":\($0)" } ?? "")\(path.isEmpty ? "/" : path)"
     }
 
@@ -105,11 +98,8 @@ public enum Host {
         return parts == 4 && digits > 0 && value <= 255
     }
 
-    /// `localhost`, a name under `.localhost`, 127.0.0.0/8 or ::1.
-    public static func isLoopback(_ host: String) -> Bool {
-        host == "localhost" || host.hasSuffix(".localhost") || host == "::1"
-            || (isIPAddress(host) && host.hasPrefix("127."))
-    }
+    /// `localhost`, a name under `.localhost`, 127.0.0.0/8 or ::1 (``HostName/isLoopback(_:)``).
+    public static func isLoopback(_ host: String) -> Bool { HostName.isLoopback(host) }
 
     /// RFC 6265bis §5.1.3 domain-match: `string` domain-matches `domain`.
     public static func domainMatches(_ string: String, _ domain: String) -> Bool {

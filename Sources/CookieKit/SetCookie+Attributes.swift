@@ -1,3 +1,5 @@
+import HTTPGrammar
+
 /// The SameSite enforcement of a cookie (RFC 6265bis §5.6.7): anything but Strict, Lax or None is Default.
 public enum SameSite: String, Sendable, Hashable, CaseIterable {
     case strict = "Strict"
@@ -125,13 +127,7 @@ extension SetCookie {
     /// `b[from..<end]` as text, ASCII-lowercased while copied (invalid UTF-8 is repaired by the initialiser, as
     /// String(lossy:) does).
     static func asciiLowercased(_ b: UnsafeBufferPointer<UInt8>, _ from: Int, _ end: Int) -> String {
-        String(unsafeUninitializedCapacity: end - from) { out in
-            for k in from..<end {
-                let c = b[k]
-                out[k - from] = c &- 0x41 < 26 ? c | 0x20 : c
-            }
-            return end - from
-        }
+        ByteClass.lowercasedString(b[from..<end])
     }
 
     /// §5.6.2 steps 1–4: `-`? DIGIT+; nil when the cookie-av is ignored. Saturates instead of overflowing.

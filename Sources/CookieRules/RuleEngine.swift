@@ -1,4 +1,5 @@
 import CookieKit
+import HTTPGrammar
 
 #if canImport(Glibc)
     import Glibc
@@ -801,11 +802,7 @@ struct CookieProgram: Sendable {
             bytes.withUnsafeBufferPointer { texts in
                 let d = UnsafeBufferPointer(rebasing: b[range])
                 func equalsLowercased(_ p: UnsafeBufferPointer<UInt8>, at offset: Int) -> Bool {
-                    for k in 0..<p.count {
-                        let c = d[offset + k]
-                        if (c &- 0x41 < 26 ? c | 0x20 : c) != p[k] { return false }
-                    }
-                    return true
+                    ByteClass.equalsLowercase(d[offset..<(offset + p.count)], p)
                 }
                 for index in Int(patterns.lowerBound)..<Int(patterns.upperBound) {
                     let pattern = domainPatterns[index]

@@ -72,6 +72,31 @@ public enum ByteClass {
     @inlinable
     public static func lower(_ byte: UInt8) -> UInt8 { byte &- 0x41 < 26 ? byte | 0x20 : byte }
 
+    /// Whether `bytes` are `lowercase` (lowercase ASCII) but for ASCII case: the one meaning of "case-insensitive"
+    /// for field names, tokens and host names (RFC 9110 §5.1, §5.6.2; RFC 4343). Non-ASCII bytes compare exactly.
+    @inlinable
+    public static func equalsLowercase<A: Collection<UInt8>, B: Collection<UInt8>>(_ bytes: A, _ lowercase: B) -> Bool {
+        guard bytes.count == lowercase.count else { return false }
+        var other = lowercase.makeIterator()
+        for b in bytes where lower(b) != other.next() { return false }
+        return true
+    }
+
+    /// `bytes` as a string, ASCII-lowercased while copied (other bytes unchanged; invalid UTF-8 is repaired, as
+    /// `String(decoding:as:)` does).
+    @inlinable
+    public static func lowercasedString<C: Collection<UInt8>>(_ bytes: C) -> String {
+        let count = bytes.count
+        return String(unsafeUninitializedCapacity: count) { out in
+            var k = 0
+            for b in bytes {
+                out[k] = lower(b)
+                k += 1
+            }
+            return count
+        }
+    }
+
     /// Whether `bytes[start..<end]` is the lowercase ASCII `literal`, ignoring ASCII case (tokens compare
     /// case-insensitively, RFC 9110 §5.6.2).
     @inlinable

@@ -125,3 +125,30 @@ public enum HostName {
         return false
     }
 }
+
+extension HostName {
+    /// Whether `host` is an IP literal (IPv4, or IPv6 without brackets) as ``kind(_:)`` reads it.
+    public static func isIPLiteral(_ host: String) -> Bool {
+        switch kind(host) {
+        case .ipv4, .ipv6: return true
+        case .dnsName, nil: return false
+        }
+    }
+
+    /// Whether `host` names this machine's loopback interface: `localhost` or a name under `.localhost`
+    /// (RFC 6761 §6.3), an address in 127.0.0.0/8, `::1`, or 127.0.0.0/8 as an IPv4-mapped IPv6 address
+    /// (`::ffff:127.0.0.1`, the form the kernel gives for IPv4 clients of a dual-stack socket). Lowercase input;
+    /// IP addresses in their usual text form (dotted decimal, inet_ntop's IPv6).
+    public static func isLoopback(_ host: String) -> Bool {
+        if host == "localhost" || host.hasSuffix(".localhost") || host == "::1" { return true }
+        var u = host.utf8[...]
+        if u.starts(with: "::ffff:".utf8) { u = u.dropFirst(7) }
+        return u.starts(with: "127.".utf8) && isIPv4(Array(u))
+    }
+
+    /// Whether `host` is an unspecified address (`0.0.0.0`, `::`, `::ffff:0.0.0.0`): connecting to one reaches
+    /// this machine.
+    public static func isUnspecified(_ host: String) -> Bool {
+        host == "0.0.0.0" || host == "::" || host == "::ffff:0.0.0.0"
+    }
+}

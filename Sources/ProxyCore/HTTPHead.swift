@@ -39,20 +39,7 @@ public struct HTTPHead: Sendable {
 
     /// Whether a field's name equals `lowercaseName`, ignoring ASCII case.
     public func field(_ field: Field, is lowercaseName: String) -> Bool {
-        let count = field.name.count
-        guard count == lowercaseName.utf8.count else { return false }
-        var name = lowercaseName
-        return name.withUTF8 { target in
-            var i = 0
-            var k = field.name.lowerBound
-            while i < count {
-                let b = bytes[k]
-                if (b &- 0x41 < 26 ? b | 0x20 : b) != target[i] { return false }
-                i += 1
-                k += 1
-            }
-            return true
-        }
+        ByteClass.equalsLowercase(bytes[field.name], lowercaseName.utf8)
     }
 
     /// Whether a field has a name the proxy acts on (no byte comparison: classified while parsing).
@@ -84,14 +71,7 @@ public struct HTTPHead: Sendable {
         var result: [String] = []
         forEachListElement(where: wanted) { (element: Range<Int>) in
             guard !element.isEmpty else { return }  // empty elements are allowed and ignored (RFC 9110 §5.6.1)
-            result.append(
-                String(unsafeUninitializedCapacity: element.count) { out in
-                    for k in element {
-                        let c = bytes[k]
-                        out[k - element.lowerBound] = c &- 0x41 < 26 ? c | 0x20 : c
-                    }
-                    return element.count
-                })
+            result.append(ByteClass.lowercasedString(bytes[element]))
         }
         return result
     }
@@ -114,11 +94,7 @@ public struct HTTPHead: Sendable {
                 case .transferEncoding, .contentLength, .host: break
                 case _ where ByteClass.equalsLowercase(b, e0, e1, "close"): options.close = true
                 default:
-                    options.fieldNames.append(
-                        String(unsafeUninitializedCapacity: e1 - e0) { out in
-                            for k in e0..<e1 { out[k - e0] = b[k] &- 0x41 < 26 ? b[k] | 0x20 : b[k] }
-                            return e1 - e0
-                        })
+                    options.fieldNames.append(ByteClass.lowercasedString(b[e0..<e1]))
                 }
             }
         }

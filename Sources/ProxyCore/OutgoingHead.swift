@@ -1,3 +1,5 @@
+import HTTPGrammar
+
 /// A message head on its way out: every line the proxy does not touch is copied from the received bytes
 /// unchanged; removed lines vanish and added or edited lines are written fresh (CRLF, `Name: value`).
 public struct OutgoingHead: Sendable {
@@ -109,7 +111,7 @@ public struct OutgoingHead: Sendable {
         lines.removeAll { line in
             switch line {
             case .original(let i), .edited(let i, _): return source.field(source.fields[i], is: lowercaseName)
-            case .written(let name, _, _): return name.lowercased() == lowercaseName
+            case .written(let name, _, _): return ByteClass.equalsLowercase(name.utf8, lowercaseName.utf8)
             }
         }
     }

@@ -1,3 +1,5 @@
+import HTTPGrammar
+
 /// Where a request goes.
 public struct Origin: Sendable, Hashable, CustomStringConvertible {
     public var host: String
@@ -7,7 +9,7 @@ public struct Origin: Sendable, Hashable, CustomStringConvertible {
         self.port = port
     }
     /// `host:port`, IPv6 in brackets.
-    public var description: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
+    public var description: String { HostPort.format(host, port) }
 
     /// Whether `value` is exactly ``hostFieldValue(defaultPort:)``, compared without building it (a request whose
     /// Host already names its URL's authority, the usual case, costs no allocation).

@@ -98,9 +98,7 @@ public struct RequestRoute: Sendable, Hashable {
     static func isOwnAddress(_ origin: Origin, ownPorts: Set<Int>, ownHosts: Set<String>) -> Bool {
         guard ownPorts.contains(origin.port) else { return false }
         let h = origin.host
-        return h == "localhost" || h.hasSuffix(".localhost") || h.utf8.starts(with: "127.".utf8) || h == "::1"
-            || h == "0.0.0.0" || h == "::" || h.hasPrefix("::ffff:127.") || h == "::ffff:0.0.0.0"
-            || ownHosts.contains(h)
+        return HostName.isLoopback(h) || HostName.isUnspecified(h) || ownHosts.contains(h)
     }
 
     /// The route the request target names, before the Host field and the proxy's own addresses are looked at.
@@ -122,8 +120,7 @@ public struct RequestRoute: Sendable, Hashable {
             }
             // RFC 9110 §9.3.6: authority-form, the port is required.
             let origin = target.withUTF8 { t -> Origin? in
-                let port = t.lastIndex(of: 0x3A)
-                guard let port, t.first != 0x5B || (port > 0 && t[port - 1] == 0x5D) else { return nil }
+                guard HostPort.split(t)?.port != nil else { return nil }
                 return Authority.parse(t, defaultPort: 443)
             }
             guard let origin else { return .failure(Refusal(400, "CONNECT target must be host:port")) }
@@ -258,39 +255,17 @@ public enum Authority {
 
     /// Where the host is (brackets and a trailing root dot excluded) and the port.
     static func scan(_ a: UnsafeBufferPointer<UInt8>, defaultPort: Int) -> (Range<Int>, Int)? {
-        var hostStart = 0
-        var hostEnd = a.count
+        guard let split = HostPort.split(a) else { return nil }
+        let bracketed = split.bracketed
+        let hostStart = split.host.lowerBound
+        var hostEnd = split.host.upperBound
         var port = defaultPort
-        func number(_ from: Int, _ to: Int) -> Int? {
-            guard from < to, to - from <= 5 else { return nil }
-            var n = 0
-            for i in from..<to {
-                guard a[i] &- 0x30 < 10 else { return nil }
-                n = n * 10 + Int(a[i] - 0x30)
-            }
-            return n
+        // port = *DIGIT (RFC 3986 §3.2.3): an empty port is the scheme's default.
+        if let digits = split.port, !digits.isEmpty {
+            guard let p = HostPort.port(a, digits) else { return nil }
+            port = p
         }
-        let bracketed = a.first == 0x5B
-        if bracketed {
-            guard let close = a.firstIndex(of: 0x5D) else { return nil }
-            hostStart = 1
-            hostEnd = close
-            if close + 1 < a.count {
-                guard a[close + 1] == 0x3A else { return nil }
-                if close + 2 < a.count {
-                    guard let p = number(close + 2, a.count) else { return nil }
-                    port = p
-                }
-            }
-        } else if let colon = a.lastIndex(of: 0x3A) {
-            hostEnd = colon
-            // port = *DIGIT (RFC 3986 §3.2.3): an empty port is the scheme's default.
-            if colon + 1 < a.count {
-                guard let p = number(colon + 1, a.count) else { return nil }
-                port = p
-            }
-        }
-        guard hostStart < hostEnd, (1...65535).contains(port) else { return nil }
+        guard hostStart < hostEnd, port > 0 else { return nil }
         if !bracketed && hostEnd - hostStart > 1 && a[hostEnd - 1] == 0x2E { hostEnd -= 1 }
         let host = UnsafeBufferPointer(rebasing: a[hostStart..<hostEnd])
         if bracketed {

@@ -45,22 +45,7 @@ public struct UpstreamProxy: Sendable, Hashable, CustomStringConvertible {
         return .success(UpstreamProxy(address: address, authorization: authorization))
     }
 
-    static func percentDecoded(_ s: Substring) -> [UInt8]? {
-        var out: [UInt8] = []
-        var bytes = Array(s.utf8)[...]
-        while let b = bytes.popFirst() {
-            if b == 0x25 {
-                guard bytes.count >= 2, let hi = ByteClass.hexValue(bytes[bytes.startIndex]),
-                    let lo = ByteClass.hexValue(bytes[bytes.startIndex + 1])
-                else { return nil }
-                out.append(UInt8(hi << 4 | lo))
-                bytes = bytes.dropFirst(2)
-            } else {
-                out.append(b)
-            }
-        }
-        return out
-    }
+    static func percentDecoded(_ s: Substring) -> [UInt8]? { PercentEncoding.decode(s.utf8, invalid: .refuse) }
 }
 
 public struct UpstreamProxyError: Error, CustomStringConvertible {
@@ -92,21 +77,14 @@ public struct UpstreamProxyRoutes: Sendable, Hashable {
 
     public func bypasses(_ host: String) -> Bool {
         let host = host.lowercased()
-        if host == "localhost" || host.hasSuffix(".localhost") || host == "::1" || Self.isIPv4Loopback(host) {
-            return true
-        }
+        if HostName.isLoopback(host) { return true }
         for pattern in bypass {
             if pattern == "*" { return true }
             let bare = pattern.hasPrefix(".") ? String(pattern.dropFirst()) : pattern
-            let unbracketed = bare.hasPrefix("[") && bare.hasSuffix("]") ? String(bare.dropFirst().dropLast()) : bare
+            let unbracketed = HostPort.split(bare[...])?.host ?? bare[...]
             if host == unbracketed || host.hasSuffix("." + unbracketed) { return true }
         }
         return false
-    }
-
-    static func isIPv4Loopback(_ host: String) -> Bool {
-        let parts = host.split(separator: ".", omittingEmptySubsequences: false)
-        return parts.count == 4 && parts[0] == "127" && parts.allSatisfy { UInt8($0) != nil }
     }
 }
 

@@ -1,5 +1,5 @@
 import Dispatch
-import CookieKit
+import HTTPGrammar
 import ProxyCore
 import ProxyTLS
 
@@ -454,7 +454,7 @@ final class ClientConnection: LoopHandler, @unchecked Sendable {
         let host = via?.proxy.address.host ?? origin.host
         if let mapped = loop.configuration.resolveOverrides[host] {
             connectNext(origin: origin, addresses: [mapped], lastError: 0)
-        } else if Host.isIPAddress(host) {
+        } else if HostName.isIPLiteral(host) {
             connectNext(origin: origin, addresses: [host], lastError: 0)
         } else if host == "localhost" || host.hasSuffix(".localhost") {
             connectNext(origin: origin, addresses: ["127.0.0.1", "::1"], lastError: 0)

@@ -1,3 +1,4 @@
+import HTTPGrammar
 import ProxyCore
 import Locking
 
@@ -40,24 +41,7 @@ public struct LocalRequest: Sendable {
     }
 
     static func decode(_ s: Substring) -> String {
-        var bytes: [UInt8] = []
-        var i = s.utf8.startIndex
-        let u = s.utf8
-        while i < u.endIndex {
-            let b = u[i]
-            if b == 0x2B {
-                bytes.append(0x20)
-            } else if b == 0x25, let j = u.index(i, offsetBy: 2, limitedBy: u.endIndex), j < u.endIndex,
-                let v = UInt8(String(decoding: u[u.index(after: i)...j], as: UTF8.self), radix: 16)
-            {
-                bytes.append(v)
-                i = j
-            } else {
-                bytes.append(b)
-            }
-            i = u.index(after: i)
-        }
-        return String(decoding: bytes, as: UTF8.self)
+        String(decoding: PercentEncoding.decode(s.utf8, plusIsSpace: true, invalid: .keep) ?? [], as: UTF8.self)
     }
 }
 

@@ -1,4 +1,5 @@
 internal import CProxyShims
+import HTTPGrammar
 import Foundation
 import ProxyCore
 
@@ -63,11 +64,9 @@ enum LocalAddress {
     private static let loopback = [CIDR("127.0.0.0/8")!, CIDR("::1/128")!]
     private static let unspecified = [CIDR("0.0.0.0/8")!, CIDR("::/128")!]
 
-    /// 127.0.0.0/8 or ::1 (IPv4-mapped forms included). Called for every accepted connection with the address as
-    /// the shim formats it (dotted decimal, or inet_ntop's IPv6 text), so prefixes decide it without parsing.
-    static func isLoopback(_ numeric: String) -> Bool {
-        numeric.hasPrefix("127.") || numeric == "::1" || numeric.hasPrefix("::ffff:127.")
-    }
+    /// 127.0.0.0/8 or ::1 (IPv4-mapped forms included), for every accepted connection with the address as the
+    /// shim formats it (dotted decimal, or inet_ntop's IPv6 text).
+    static func isLoopback(_ numeric: String) -> Bool { HostName.isLoopback(numeric) }
 
     /// Loopback, or an unspecified address (a connect to 0.0.0.0 or :: reaches this machine too). Resolver output
     /// and literals from requests come in any spelling, so these are parsed.

@@ -32,7 +32,7 @@ public final class TLSEngine: @unchecked Sendable {
         (ssl, readBIO, writeBIO) = try Self.makeSSL(context.context)
         fallbackHost = host
         SSL_set_connect_state(ssl)
-        let isIP = isIPLiteral(host)
+        let isIP = HostName.isIPLiteral(host)
         if !isIP { _ = COpenSSL_set_tlsext_host_name(ssl, host) }
         if insecure {
             SSL_set_verify(ssl, SSL_VERIFY_NONE, nil)
@@ -126,4 +126,3 @@ public final class TLSEngine: @unchecked Sendable {
 }
 
 /// Whether `host` is an IPv6 literal or a dotted-quad IPv4 address (an IP SAN, no SNI, IP verification).
-func isIPLiteral(_ host: String) -> Bool { (HostName.kind(host) ?? .dnsName) != .dnsName }

@@ -1,3 +1,4 @@
+import HTTPGrammar
 import CookieInspector
 import CookieKit
 import CookieRules
@@ -51,8 +52,7 @@ final class InspectorService: LocalService, @unchecked Sendable {
             host == "127.0.0.1" || host == "0.0.0.0"
             ? ["127.0.0.1", "localhost"] : host == "::1" || host == "::" ? ["[::1]", "localhost"] : [host]
         for h in hosts + (host == "0.0.0.0" || host == "::" ? ServerConfiguration.networkAddresses() : []) {
-            let bracketed = h.contains(":") && !h.hasPrefix("[") ? "[\(h)]" : h
-            names.insert("\(bracketed):\(port)".lowercased())
+            names.insert(HostPort.format(h, port).lowercased())
         }
         ownHosts.withLock { $0 = names }
     }

@@ -1,3 +1,4 @@
+import HTTPGrammar
 import CProxyShims
 import Foundation
 import ProxyCore
@@ -112,7 +113,7 @@ enum MCPCommand {
                 return ("--inspector '\(inspector)' must be http://HOST:PORT", true)
             }
             let numeric = host == "localhost" ? "127.0.0.1" : host
-            let hostField = host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
+            let hostField = HostPort.format(host, port)
             let target = url.query.map { url.path + "?" + $0 } ?? url.path
             let request =
                 "GET \(target.isEmpty ? "/" : target) HTTP/1.1\r\nHost: \(hostField)\r\nAuthorization: Bearer \(hex)\r\nConnection: close\r\n\r\n"

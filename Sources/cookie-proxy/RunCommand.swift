@@ -1,3 +1,4 @@
+import HTTPGrammar
 import CProxyShims
 import CookieInspector
 import Foundation
@@ -219,7 +220,7 @@ enum RunCommand {
             return 1
         }
         if let (host, _) = uiAddress { service.bound(host: host, port: server.localServicePort) }
-        let address = config.listenHost.contains(":") ? "[\(config.listenHost)]" : config.listenHost
+        let address = HostPort.bracketed(config.listenHost)
         let proxyURL = "http://\(address):\(server.boundPort)"
         Console.out("cookie-proxy listening on \(proxyURL)")
         if !quiet {
@@ -240,7 +241,7 @@ enum RunCommand {
                     let addresses = ServerConfiguration.networkAddresses().filter {
                         config.listenHost == "::" || !$0.contains(":")
                     }
-                    let typed = addresses.map { ($0.contains(":") ? "[\($0)]" : $0) + ":\(server.boundPort)" }
+                    let typed = addresses.map { HostPort.format($0, server.boundPort) }
                     banner +=
                         typed.isEmpty
                         ? "  devices:      this machine has no network address up\n"
@@ -269,8 +270,7 @@ enum RunCommand {
                 if args.value("--psl") != nil { banner += "  suffixes:     \(path) (--psl)\n" }
             }
             if let (host, _) = uiAddress {
-                let shown =
-                    host == "0.0.0.0" ? "127.0.0.1" : host == "::" ? "[::1]" : host.contains(":") ? "[\(host)]" : host
+                let shown = host == "0.0.0.0" ? "127.0.0.1" : host == "::" ? "[::1]" : HostPort.bracketed(host)
                 banner += "  inspector:    http://\(shown):\(server.localServicePort)/?token=\(service.token)\n"
             }
             banner += runtime.banner
@@ -373,27 +373,13 @@ enum RunCommand {
         }
     }
 
+    /// `host:port`, `[v6]:port`, or a bare port (loopback). Port 0 picks a free one.
     static func parseHostPort(_ s: String) -> (String, Int)? {
-        var host: Substring
-        var portText: Substring
-        if s.hasPrefix("[") {
-            guard let close = s.firstIndex(of: "]") else { return nil }
-            host = s[s.index(after: s.startIndex)..<close]
-            let rest = s[s.index(after: close)...]
-            guard rest.hasPrefix(":") else { return nil }
-            portText = rest.dropFirst()
-        } else {
-            guard let colon = s.lastIndex(of: ":") else {
-                // A bare port means loopback.
-                guard let p = Int(s), (0...65535).contains(p) else { return nil }
-                return ("127.0.0.1", p)
-            }
-            host = s[..<colon]
-            portText = s[s.index(after: colon)...]
-        }
-        guard let port = Int(portText), (0...65535).contains(port) else { return nil }
-        let h = host == "localhost" ? "127.0.0.1" : String(host)
-        return (h, port)
+        guard let (host, portText) = HostPort.split(s[...]) else { return nil }
+        // A bare port means loopback.
+        guard let portText else { return HostPort.port(host).map { ("127.0.0.1", $0) } }
+        guard let port = HostPort.port(portText) else { return nil }
+        return (host == "localhost" ? "127.0.0.1" : String(host), port)
     }
 
     static func parseUpstreamURL(_ s: String) -> Origin? {
@@ -404,9 +390,12 @@ enum RunCommand {
         return Origin(host: host.lowercased(), port: port)
     }
 
+    /// An upstream's `host[:port]`: `localhost` stays a name (the connection tries both of its addresses, and
+    /// development servers often listen on only one of them).
     static func parseHostPortDefault(_ s: String, defaultPort: Int) -> (String, Int)? {
-        if s.contains(":") && !s.hasPrefix("[") || s.hasPrefix("[") && s.contains("]:") { return parseHostPort(s) }
-        let host = s.hasPrefix("[") ? String(s.dropFirst().dropLast()) : s
-        return host.isEmpty ? nil : (host, defaultPort)
+        guard let (host, portText) = HostPort.split(s[...]), !host.isEmpty else { return nil }
+        guard let portText else { return (String(host), defaultPort) }
+        guard let port = HostPort.port(portText) else { return nil }
+        return (String(host), port)
     }
 }
