@@ -24,9 +24,9 @@ public struct InspectorViews: Sendable {
 
     /// A change as the log writes it: a value change is hashed unless values are shown.
     func changeJSON(_ c: AttributeChange) -> JSONValue {
-        let hide = !redaction.showValues && c.op == "value"
+        let hide = !redaction.showValues && c.op == .value
         return .object([
-            ("op", .string(c.op)), ("attribute", .string(c.attribute)),
+            ("op", .string(c.op.rawValue)), ("attribute", .string(c.attribute)),
             ("from", JSONValue(hide ? c.from.map { redaction.hash(Array($0.utf8)) } : c.from)),
             ("to", JSONValue(hide ? c.to.map { redaction.hash(Array($0.utf8)) } : c.to)),
         ])

@@ -101,38 +101,27 @@ public enum StatusPattern: Sendable, Hashable {
     }
 }
 
-/// A cookie name: exact and case-sensitive, a glob, or a regular expression `/…/`.
-public struct NamePattern: @unchecked Sendable {
-    public enum Kind: Sendable { case exact, glob, regex }
-    public let kind: Kind
-    public let source: String
-    let glob: Glob?
-    let regex: Regex<AnyRegexOutput>?
+/// A cookie name: exact and case-sensitive, a glob, or a regular expression `/…/`. `@unchecked`: Swift's `Regex`
+/// is not `Sendable`, but a compiled one is never mutated (matching makes its own state).
+public enum NamePattern: @unchecked Sendable {
+    case exact(String)
+    case glob(Glob)
+    case regex(Regex<AnyRegexOutput>, source: String)
 
-    init(exact: String) {
-        kind = .exact
-        source = exact
-        glob = nil
-        regex = nil
-    }
-    init(glob: String) {
-        kind = .glob
-        source = glob
-        self.glob = Glob(glob)
-        regex = nil
-    }
-    init(regex: Regex<AnyRegexOutput>, source: String) {
-        kind = .regex
-        self.source = source
-        glob = nil
-        self.regex = regex
+    /// As written in the rules file (a regular expression without its slashes).
+    public var source: String {
+        switch self {
+        case .exact(let name): return name
+        case .glob(let glob): return glob.source
+        case .regex(_, let source): return source
+        }
     }
 
     func matches(_ name: String) -> Bool {
-        switch kind {
-        case .exact: return name == source
-        case .glob: return glob!.matches(name)
-        case .regex: return (try? regex!.firstMatch(in: name)) != nil
+        switch self {
+        case .exact(let exact): return name == exact
+        case .glob(let glob): return glob.matches(name)
+        case .regex(let regex, _): return (try? regex.firstMatch(in: name)) != nil
         }
     }
 }

@@ -32,12 +32,27 @@ public struct MessageContext: Sendable {
 
 /// One attribute-level difference between a Set-Cookie before and after the rules.
 public struct AttributeChange: Sendable, Hashable {
-    /// `add`, `remove`, `set`, `rename`, `value` or `drop`.
-    public var op: String
+    /// What was done; its raw value is the log's `op` key (rules/README.md).
+    public enum Op: String, Sendable, Hashable {
+        /// An attribute that was not there is (`to` its value, empty for a flag).
+        case add
+        /// An attribute is gone (`from` its value).
+        case remove
+        /// An attribute's value changed (`from` → `to`).
+        case set
+        /// The cookie's name changed.
+        case rename
+        /// The cookie's value changed.
+        case value
+        /// The whole Set-Cookie line was dropped.
+        case drop
+    }
+
+    public var op: Op
     public var attribute: String
     public var from: String?
     public var to: String?
-    public init(op: String, attribute: String, from: String?, to: String?) {
+    public init(op: Op, attribute: String, from: String?, to: String?) {
         self.op = op
         self.attribute = attribute
         self.from = from
@@ -665,14 +680,14 @@ public final class RuleEngine: Sendable {
     public static func diff(_ before: SetCookie, _ after: SetCookie?) -> [AttributeChange] {
         if let after, after.bytes == before.bytes { return [] }
         guard let after else {
-            return [AttributeChange(op: "drop", attribute: "Set-Cookie", from: before.name, to: nil)]
+            return [AttributeChange(op: .drop, attribute: "Set-Cookie", from: before.name, to: nil)]
         }
         var changes: [AttributeChange] = []
         if before.nameBytes != after.nameBytes {
-            changes.append(AttributeChange(op: "rename", attribute: "name", from: before.name, to: after.name))
+            changes.append(AttributeChange(op: .rename, attribute: "name", from: before.name, to: after.name))
         }
         if before.valueBytes != after.valueBytes {
-            changes.append(AttributeChange(op: "value", attribute: "value", from: before.value, to: after.value))
+            changes.append(AttributeChange(op: .value, attribute: "value", from: before.value, to: after.value))
         }
         let kinds: [CookieAttributeKind] = [
             .domain, .path, .expires, .maxAge, .secure, .httpOnly, .sameSite, .partitioned,
@@ -687,15 +702,15 @@ public final class RuleEngine: Sendable {
             case (nil, let v?):
                 changes.append(
                     AttributeChange(
-                        op: "add", attribute: kind.canonicalName, from: nil, to: String(decoding: v, as: UTF8.self)))
+                        op: .add, attribute: kind.canonicalName, from: nil, to: String(decoding: v, as: UTF8.self)))
             case (let v?, nil):
                 changes.append(
                     AttributeChange(
-                        op: "remove", attribute: kind.canonicalName, from: String(decoding: v, as: UTF8.self), to: nil))
+                        op: .remove, attribute: kind.canonicalName, from: String(decoding: v, as: UTF8.self), to: nil))
             case (let v?, let w?) where v != w:
                 changes.append(
                     AttributeChange(
-                        op: "set", attribute: kind.canonicalName, from: String(decoding: v, as: UTF8.self),
+                        op: .set, attribute: kind.canonicalName, from: String(decoding: v, as: UTF8.self),
                         to: String(decoding: w, as: UTF8.self)))
             default: continue
             }

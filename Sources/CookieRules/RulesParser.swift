@@ -325,14 +325,14 @@ struct RuleBuilder {
                 if !a.quoted && t.count >= 2 && t.hasPrefix("/") && t.hasSuffix("/") {
                     let source = String(t.dropFirst().dropLast())
                     do {
-                        patterns.append(NamePattern(regex: try Regex(source), source: t))
+                        patterns.append(.regex(try Regex(source), source: t))
                     } catch {
                         throw fail(a.column, "invalid regular expression \(t): \(error)")
                     }
                 } else if Glob.isGlob(t) {
-                    patterns.append(NamePattern(glob: t))
+                    patterns.append(.glob(Glob(t)))
                 } else {
-                    patterns.append(NamePattern(exact: t))
+                    patterns.append(.exact(t))
                 }
             }
             cookieNames = patterns
@@ -619,7 +619,7 @@ struct RuleBuilder {
         }
         for (action, _, at, line) in cookieActions {
             if case .rename(.to) = action {
-                guard cookieNames.count == 1, cookieNames[0].kind == .exact,
+                guard cookieNames.count == 1, case .exact = cookieNames[0],
                     !conditions.contains(where: {
                         if case .cookie = $0.test { return $0.negated } else { return false }
                     })

@@ -54,9 +54,9 @@ public struct TransformationRecord: Sendable {
                 "changes",
                 .array(
                     outcome.changes.map { change in
-                        let hide = !showValues && change.op == "value"
+                        let hide = !showValues && change.op == .value
                         return .object([
-                            ("op", .string(change.op)), ("attribute", .string(change.attribute)),
+                            ("op", .string(change.op.rawValue)), ("attribute", .string(change.attribute)),
                             (
                                 "from",
                                 JSONValue(hide ? change.from.map { redaction.hash(Array($0.utf8)) } : change.from)
@@ -161,9 +161,9 @@ public struct TransformationRecord: Sendable {
         out.raw(0x5B)
         for (i, change) in changes.enumerated() {
             if i > 0 { out.raw(0x2C) }
-            let hide = !redaction.showValues && change.op == "value"
+            let hide = !redaction.showValues && change.op == .value
             out.raw("{\"op\":")
-            out.string(change.op)
+            out.string(change.op.rawValue)
             out.raw(",\"attribute\":")
             out.string(change.attribute)
             out.raw(",\"from\":")
@@ -205,12 +205,12 @@ public struct TransformationRecord: Sendable {
             parts.append(
                 outcome.changes.map { c -> String in
                     switch c.op {
-                    case "add": return paint("+\(c.attribute)\(c.to.map { $0.isEmpty ? "" : "=\($0)" } ?? "")", "32")
-                    case "remove": return paint("-\(c.attribute)", "31")
-                    case "drop": return paint("dropped", "31")
-                    case "rename": return paint("renamed \(c.from ?? "") → \(c.to ?? "")", "33")
-                    case "value": return paint("value changed", "33")
-                    default: return paint("\(c.attribute) \(c.from ?? "") → \(c.to ?? "")", "33")
+                    case .add: return paint("+\(c.attribute)\(c.to.map { $0.isEmpty ? "" : "=\($0)" } ?? "")", "32")
+                    case .remove: return paint("-\(c.attribute)", "31")
+                    case .drop: return paint("dropped", "31")
+                    case .rename: return paint("renamed \(c.from ?? "") → \(c.to ?? "")", "33")
+                    case .value: return paint("value changed", "33")
+                    case .set: return paint("\(c.attribute) \(c.from ?? "") → \(c.to ?? "")", "33")
                     }
                 }.joined(separator: " "))
         }

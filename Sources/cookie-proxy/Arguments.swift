@@ -66,8 +66,16 @@ struct UsageError: Error {
     var message: String
     var command: String
     var exitStatus: Int32 = 2
-    /// Input errors (an invalid rules file) say what is wrong without pointing at --help.
-    var showsHelpHint: Bool { !message.hasPrefix("invalid rules") }
+    var kind: Kind = .usage
+
+    enum Kind: Sendable {
+        /// The command line is wrong: the message points at `--help`.
+        case usage
+        /// What it names is wrong (an invalid rules file): the message says what, and `--help` would not help.
+        case input
+    }
+
+    var showsHelpHint: Bool { kind == .usage }
 }
 
 struct ParsedArguments {
@@ -76,16 +84,19 @@ struct ParsedArguments {
     var positionals: [String] = []
     var helpRequested = false
 
-    func value(_ key: String) -> String? { values[key]?.last }
-    func all(_ key: String) -> [String] { values[key] ?? [] }
-    func flag(_ key: String) -> Bool { flags.contains(key) }
+    /// The option's last value, or nil when it was not given.
+    func value(_ option: OptionSpec) -> String? { values[option.key]?.last }
+    /// The option's last value, or its declared default (the one `--help` shows).
+    func value(orDefault option: OptionSpec) -> String? { value(option) ?? option.defaultValue }
+    func all(_ option: OptionSpec) -> [String] { values[option.key] ?? [] }
+    func flag(_ option: OptionSpec) -> Bool { flags.contains(option.key) }
 
     /// The value of an option that must be one of `choices` (a `--format`); the first choice when absent.
-    func choice(_ key: String, _ choices: [String], command: String) throws(UsageError) -> String {
-        let given = value(key) ?? choices[0]
+    func choice(_ option: OptionSpec, _ choices: [String], command: String) throws(UsageError) -> String {
+        let given = value(option) ?? choices[0]
         guard choices.contains(given) else {
             throw UsageError(
-                message: "\(key) must be \(choices.joined(separator: " or ")), not '\(given)'", command: command)
+                message: "\(option.key) must be \(choices.joined(separator: " or ")), not '\(given)'", command: command)
         }
         return given
     }

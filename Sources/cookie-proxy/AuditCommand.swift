@@ -4,29 +4,49 @@ import CookieRules
 
 /// `cookie-proxy audit URL`: every cookie a site sets across its redirects, checked.
 enum AuditCommand {
+    /// The options of `cookie-proxy audit`, declared once: parsing, `--help` and every read
+    /// of a value use these (a misspelt option is a compile error).
+    enum Option {
+        static let request = OptionSpec(
+            names: ["-X", "--request"], value: "method", help: "Request method.", defaultValue: "GET")
+        static let data = OptionSpec(
+            names: ["-d", "--data"], value: "data", help: "Request body (makes the method POST unless -X).")
+        static let header = OptionSpec(
+            names: ["-H", "--header"], value: "header", help: "Extra request header 'Name: value'.",
+            repeatable: true)
+        static let cookie = OptionSpec(
+            names: ["-b", "--cookie"], value: "name=value", help: "Cookie to start with.", repeatable: true)
+        static let proxy = OptionSpec(names: ["--proxy"], value: "url", help: "Send the requests through this proxy.")
+        static let cacert = OptionSpec(names: ["--cacert"], value: "file", help: "Trust this CA certificate (PEM) too.")
+        static let insecure = OptionSpec(
+            names: ["-k", "--insecure"], value: nil, help: "Do not verify TLS certificates.")
+        static let maxRedirs = OptionSpec(
+            names: ["--max-redirs"], value: "n", help: "Most redirects to follow.", defaultValue: "10")
+        static let timeout = OptionSpec(
+            names: ["--timeout"], value: "seconds", help: "Time allowed for each request.", defaultValue: "30")
+        static let rules = OptionSpec(
+            names: ["--rules", "-r"], value: "path", help: "Also show what these rules would change (before/after)."
+        )
+        static let format = OptionSpec(
+            names: ["--format"], value: "format", help: "text or json.", defaultValue: "text")
+    }
+
     static let spec = CommandSpec(
         name: "audit",
         abstract: "Fetch a URL (following redirects like a browser) and check every cookie it sets.",
         usage: "cookie-proxy audit [options] URL",
         options: [
-            OptionSpec(names: ["-X", "--request"], value: "method", help: "Request method.", defaultValue: "GET"),
-            OptionSpec(
-                names: ["-d", "--data"], value: "data", help: "Request body (makes the method POST unless -X)."),
-            OptionSpec(
-                names: ["-H", "--header"], value: "header", help: "Extra request header 'Name: value'.",
-                repeatable: true),
-            OptionSpec(
-                names: ["-b", "--cookie"], value: "name=value", help: "Cookie to start with.", repeatable: true),
-            OptionSpec(names: ["--proxy"], value: "url", help: "Send the requests through this proxy."),
-            OptionSpec(names: ["--cacert"], value: "file", help: "Trust this CA certificate (PEM) too."),
-            OptionSpec(names: ["-k", "--insecure"], value: nil, help: "Do not verify TLS certificates."),
-            OptionSpec(names: ["--max-redirs"], value: "n", help: "Most redirects to follow.", defaultValue: "10"),
-            OptionSpec(
-                names: ["--timeout"], value: "seconds", help: "Time allowed for each request.", defaultValue: "30"),
-            OptionSpec(
-                names: ["--rules", "-r"], value: "path", help: "Also show what these rules would change (before/after)."
-            ),
-            OptionSpec(names: ["--format"], value: "format", help: "text or json.", defaultValue: "text"),
+            Option.request,
+            Option.data,
+            Option.header,
+            Option.cookie,
+            Option.proxy,
+            Option.cacert,
+            Option.insecure,
+            Option.maxRedirs,
+            Option.timeout,
+            Option.rules,
+            Option.format,
         ] + [.psl],
         arguments: "  URL      An http:// or https:// URL.",
         discussion: """
@@ -41,43 +61,43 @@ enum AuditCommand {
                 message: "give one URL, e.g. cookie-proxy audit https://app.example.com/login", command: spec.name)
         }
         var options = AuditOptions(url: args.positionals[0])
-        if let data = args.value("-X") { options.method = data.uppercased() }
-        if let data = args.value("-d") {
+        if let data = args.value(Option.request) { options.method = data.uppercased() }
+        if let data = args.value(Option.data) {
             options.body = Array(data.utf8)
-            if args.value("-X") == nil { options.method = "POST" }
-            if !args.all("-H").contains(where: { $0.lowercased().hasPrefix("content-type:") }) {
+            if args.value(Option.request) == nil { options.method = "POST" }
+            if !args.all(Option.header).contains(where: { $0.lowercased().hasPrefix("content-type:") }) {
                 options.headers.append("Content-Type: application/x-www-form-urlencoded")
             }
         }
-        for h in args.all("-H") {
+        for h in args.all(Option.header) {
             guard h.contains(":") else {
                 throw UsageError(message: "-H '\(h)' must be 'Name: value'", command: spec.name)
             }
             options.headers.append(h)
         }
-        for c in args.all("-b") {
+        for c in args.all(Option.cookie) {
             guard c.contains("="), !c.contains(";") else {
                 throw UsageError(message: "-b '\(c)' must be one name=value pair", command: spec.name)
             }
             options.cookies.append(c)
         }
-        options.proxy = args.value("--proxy")
-        options.caFile = args.value("--cacert")
-        options.insecure = args.flag("-k")
-        if let n = args.value("--max-redirs") {
+        options.proxy = args.value(Option.proxy)
+        options.caFile = args.value(Option.cacert)
+        options.insecure = args.flag(Option.insecure)
+        if let n = args.value(Option.maxRedirs) {
             guard let v = Int(n), v >= 0, v <= 100 else {
                 throw UsageError(message: "--max-redirs must be 0 to 100", command: spec.name)
             }
             options.maximumRedirects = v
         }
-        if let t = args.value("--timeout") {
+        if let t = args.value(Option.timeout) {
             guard let v = Double(t), v > 0 else {
                 throw UsageError(message: "--timeout must be a number of seconds", command: spec.name)
             }
             options.timeout = v
         }
-        let format = try args.choice("--format", ["text", "json"], command: spec.name)
-        if let path = args.value("--rules") {
+        let format = try args.choice(Option.format, ["text", "json"], command: spec.name)
+        if let path = args.value(Option.rules) {
             do {
                 options.rules = try RulesFiles.load(path)
             } catch {

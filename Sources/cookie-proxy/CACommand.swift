@@ -3,27 +3,40 @@ import ProxyTLS
 
 /// `cookie-proxy ca init|path|export|install|uninstall`: the local CA used for https interception.
 enum CACommand {
+    /// The options of `cookie-proxy ca`, declared once: parsing, `--help` and every read
+    /// of a value use these (a misspelt option is a compile error).
+    enum Option {
+        static let force = OptionSpec(names: ["--force"], value: nil, help: "With init: replace an existing CA.")
+        static let format = OptionSpec(
+            names: ["--format"], value: "format", help: "With export: pem or der.", defaultValue: "pem")
+        static let system = OptionSpec(
+            names: ["--system"], value: nil,
+            help: "The system store: Debian's (update-ca-certificates; root), or macOS's System keychain.")
+        static let nss = OptionSpec(
+            names: ["--nss"], value: nil,
+            help: "NSS databases: Chromium's ~/.pki/nssdb and Firefox profiles' (certutil).")
+        static let nssDb = OptionSpec(
+            names: ["--nss-db"], value: "dir", help: "This NSS database instead of those.", repeatable: true)
+        static let keychain = OptionSpec(
+            names: ["--keychain"], value: nil, help: "The macOS login keychain (security add-trusted-cert).")
+        static let simulator = OptionSpec(
+            names: ["--simulator"], value: nil,
+            help: "Booted iOS simulators (xcrun simctl keychain booted add-root-cert).")
+    }
+
     static let spec = CommandSpec(
         name: "ca",
         abstract: "Create, locate, export or trust the local CA used to intercept https.",
         usage:
             "cookie-proxy ca init [--force] | ca path | ca export [--format pem|der] | ca install|uninstall [--system] [--nss] [--keychain] [--simulator]",
         options: [
-            OptionSpec(names: ["--force"], value: nil, help: "With init: replace an existing CA."),
-            OptionSpec(names: ["--format"], value: "format", help: "With export: pem or der.", defaultValue: "pem"),
-            OptionSpec(
-                names: ["--system"], value: nil,
-                help: "The system store: Debian's (update-ca-certificates; root), or macOS's System keychain."),
-            OptionSpec(
-                names: ["--nss"], value: nil,
-                help: "NSS databases: Chromium's ~/.pki/nssdb and Firefox profiles' (certutil)."),
-            OptionSpec(
-                names: ["--nss-db"], value: "dir", help: "This NSS database instead of those.", repeatable: true),
-            OptionSpec(
-                names: ["--keychain"], value: nil, help: "The macOS login keychain (security add-trusted-cert)."),
-            OptionSpec(
-                names: ["--simulator"], value: nil,
-                help: "Booted iOS simulators (xcrun simctl keychain booted add-root-cert)."),
+            Option.force,
+            Option.format,
+            Option.system,
+            Option.nss,
+            Option.nssDb,
+            Option.keychain,
+            Option.simulator,
         ],
         arguments: """
               init     Create the CA (EC P-256, private key mode 0600) in the configuration folder.
@@ -57,7 +70,7 @@ enum CACommand {
             switch action {
             case "init":
                 let ca = try CertificateAuthority.create(
-                    in: directory, force: args.flag("--force"), commonName: commonName())
+                    in: directory, force: args.flag(Option.force), commonName: commonName())
                 Console.out(
                     "created the CA in \(directory)\n  certificate: \(ca.certificatePath)\n  private key: \(ca.keyPath) (mode 0600)"
                 )
@@ -68,7 +81,7 @@ enum CACommand {
                 }
                 Console.out(directory + "/" + CertificateAuthority.certificateFile)
             case "export":
-                let format = args.value("--format") ?? "pem"
+                let format = args.value(orDefault: Option.format) ?? "pem"
                 guard format == "pem" || format == "der" else {
                     throw UsageError(message: "--format must be pem or der", command: spec.name)
                 }
@@ -101,8 +114,11 @@ enum CACommand {
 
     /// `ca install` / `ca uninstall`: every store named, in order; stops at the first failure.
     static func trust(_ install: Bool, _ args: ParsedArguments, directory: String) throws -> Int32 {
-        var stores = CATrust.Store.allCases.filter { args.flag("--" + $0.rawValue) }
-        if !args.all("--nss-db").isEmpty && !stores.contains(.nss) { stores.append(.nss) }
+        let named: [CATrust.Store: OptionSpec] = [
+            .system: Option.system, .nss: Option.nss, .keychain: Option.keychain, .simulator: Option.simulator,
+        ]
+        var stores = CATrust.Store.allCases.filter { named[$0].map(args.flag) ?? false }
+        if !args.all(Option.nssDb).isEmpty && !stores.contains(.nss) { stores.append(.nss) }
         #if os(macOS)
             // On macOS --system is the System keychain: one store, not two.
             if stores.contains(.system) { stores.removeAll { $0 == .keychain } }
@@ -119,7 +135,7 @@ enum CACommand {
         let ca = try CertificateAuthority.load(from: directory)
         let environment = ProcessInfo.processInfo.environment
         let home = environment["HOME"] ?? "/root"
-        let nss = args.all("--nss-db")
+        let nss = args.all(Option.nssDb)
         let context = CATrust.Context(
             certificatePath: ca.certificatePath,
             certificatePEM: String(decoding: try ca.certificatePEM(), as: UTF8.self),
@@ -130,8 +146,8 @@ enum CACommand {
             do {
                 let outcome =
                     install
-                    ? try CATrust.install(store, context, system: args.flag("--system"))
-                    : try CATrust.uninstall(store, context, system: args.flag("--system"))
+                    ? try CATrust.install(store, context, system: args.flag(Option.system))
+                    : try CATrust.uninstall(store, context, system: args.flag(Option.system))
                 Console.out(outcome.message)
                 changed = changed || outcome.changed
             } catch {

@@ -3,12 +3,19 @@ import CookieKit
 
 /// `cookie-proxy conformance`: runs scenario corpora (shared/conformance format) against the jar.
 enum ConformanceCommand {
+    /// The options of `cookie-proxy conformance`, declared once: parsing, `--help` and every read
+    /// of a value use these (a misspelt option is a compile error).
+    enum Option {
+        static let quiet = OptionSpec(
+            names: ["--quiet", "-q"], value: nil, help: "Print only the per-suite lines and the total.")
+    }
+
     static let spec = CommandSpec(
         name: "conformance",
         abstract: "Run cookie conformance corpora against cookie-proxy's jar.",
         usage: "cookie-proxy conformance FILE...",
         options: [
-            OptionSpec(names: ["--quiet", "-q"], value: nil, help: "Print only the per-suite lines and the total.")
+            Option.quiet
         ] + [.psl],
         arguments: "  FILE     A corpus in the shared/conformance JSON format (http-state.json, wpt.json).",
         discussion: "Counted cases decide the exit status (0 all pass, 1 some fail); informative ones are reported.")
@@ -38,8 +45,8 @@ enum ConformanceCommand {
             Console.out(
                 "\(suite.name): \(ok)/\(counted.count) counted cases pass; informative: \(informative.filter(\.passed).count)/\(informative.count) match"
             )
-            for result in results where !result.passed && (!args.flag("--quiet") || !result.informative) {
-                if args.flag("--quiet") && result.informative { continue }
+            for result in results where !result.passed && (!args.flag(Option.quiet) || !result.informative) {
+                if args.flag(Option.quiet) && result.informative { continue }
                 Console.out(
                     "  \(result.informative ? "informative" : "FAIL") \(result.id): expected \(result.expected!.debugDescription), got \(result.got!.debugDescription)"
                 )

@@ -8,15 +8,21 @@ import ProxyTLS
 /// message per line). Its tools run this binary's own subcommands (parse, try, check, audit), so an agent gets
 /// exactly what a person at the terminal gets, and read a running proxy's inspector API.
 enum MCPCommand {
+    /// The options of `cookie-proxy mcp`, declared once: parsing, `--help` and every read
+    /// of a value use these (a misspelt option is a compile error).
+    enum Option {
+        static let inspector = OptionSpec(
+            names: ["--inspector"], value: "url",
+            help: "A running proxy's inspector, for the tools that read it (token from the configuration folder).",
+            defaultValue: "$COOKIE_PROXY_INSPECTOR, else http://127.0.0.1:8081")
+    }
+
     static let spec = CommandSpec(
         name: "mcp",
         abstract: "Serve cookie-proxy's tools to agents over the Model Context Protocol (stdio).",
         usage: "cookie-proxy mcp [--inspector URL]",
         options: [
-            OptionSpec(
-                names: ["--inspector"], value: "url",
-                help: "A running proxy's inspector, for the tools that read it (token from the configuration folder).",
-                defaultValue: "$COOKIE_PROXY_INSPECTOR, else http://127.0.0.1:8081")
+            Option.inspector
         ],
         discussion: """
             Tools: parse_set_cookie, try_rules, check_rules, audit_url, recent_exchanges, exchange_detail,
@@ -27,7 +33,7 @@ enum MCPCommand {
 
     static func run(_ args: ParsedArguments) throws(UsageError) -> Int32 {
         let environment = ProcessInfo.processInfo.environment
-        let inspector = args.value("--inspector") ?? environment["COOKIE_PROXY_INSPECTOR"] ?? "http://127.0.0.1:8081"
+        let inspector = args.value(Option.inspector) ?? environment["COOKIE_PROXY_INSPECTOR"] ?? "http://127.0.0.1:8081"
         let server = Server(
             inspector: inspector,
             configuration: CertificateAuthority.defaultDirectory(environment: environment))

@@ -2,21 +2,29 @@ import CookieKit
 
 /// `cookie-proxy parse`: Set-Cookie values in, the user-agent view and the lint out.
 enum ParseCommand {
+    /// The options of `cookie-proxy parse`, declared once: parsing, `--help` and every read
+    /// of a value use these (a misspelt option is a compile error).
+    enum Option {
+        static let url = OptionSpec(
+            names: ["--url"], value: "URL", help: "The request URL the cookies come from.",
+            defaultValue: "https://localhost/")
+        static let format = OptionSpec(
+            names: ["--format"], value: "format", help: "json (one object per line) or text.", defaultValue: "json")
+        static let browser = OptionSpec(
+            names: ["--browser"], value: "browser",
+            help:
+                "Also ask this machine's browser (chromium): a headless Chromium gets each line from the URL "
+                + "and what it stored is shown beside the draft's verdict.")
+    }
+
     static let spec = CommandSpec(
         name: "parse",
         abstract: "Parse Set-Cookie values and show what a browser makes of them.",
         usage: "cookie-proxy parse [--url URL] [--format json|text] [--browser chromium] [VALUE...]",
         options: [
-            OptionSpec(
-                names: ["--url"], value: "URL", help: "The request URL the cookies come from.",
-                defaultValue: "https://localhost/"),
-            OptionSpec(
-                names: ["--format"], value: "format", help: "json (one object per line) or text.", defaultValue: "json"),
-            OptionSpec(
-                names: ["--browser"], value: "browser",
-                help:
-                    "Also ask this machine's browser (chromium): a headless Chromium gets each line from the URL "
-                    + "and what it stored is shown beside the draft's verdict."),
+            Option.url,
+            Option.format,
+            Option.browser,
         ] + [.psl],
         arguments:
             "  VALUE    A Set-Cookie value (a 'Set-Cookie:' prefix is accepted). Without any, one per line from stdin.",
@@ -32,10 +40,10 @@ enum ParseCommand {
 
     static func run(_ args: ParsedArguments, now: Int64) throws(UsageError) -> Int32 {
         let url = try ParsedArguments.requestURL(
-            args.value("--url") ?? "https://localhost/", key: "--url", command: spec.name)
-        let format = try args.choice("--format", ["json", "text"], command: spec.name)
+            args.value(orDefault: Option.url) ?? "https://localhost/", key: "--url", command: spec.name)
+        let format = try args.choice(Option.format, ["json", "text"], command: spec.name)
         var browser: ChromiumCheck? = nil
-        if let name = args.value("--browser") {
+        if let name = args.value(Option.browser) {
             guard name == "chromium" else {
                 throw UsageError(message: "--browser '\(name)': only chromium can be asked", command: spec.name)
             }

@@ -17,37 +17,44 @@ final class ProxyRuntime: @unchecked Sendable {
     /// The last reload: time, whether it took, and what was said (null until one happens).
     let reloadStatus = Locked<JSONValue>(.null)
 
-    static let options: [OptionSpec] = [
-        OptionSpec(
+    /// The options every proxy-running command reads, declared once (parsing, `--help`, every read of a value).
+    enum Option {
+        static let dryRun = OptionSpec(
             names: ["--dry-run"], value: nil,
-            help: "Audit mode: change nothing, log what the rules would do to every cookie."),
-        OptionSpec(
+            help: "Audit mode: change nothing, log what the rules would do to every cookie.")
+        static let log = OptionSpec(
             names: ["--log"], value: "file",
-            help: "Write the transformation log (JSON Lines) to this file; 'none' for no log.", defaultValue: "stdout"),
-        OptionSpec(
+            help: "Write the transformation log (JSON Lines) to this file; 'none' for no log.", defaultValue: "stdout")
+        static let logFormat = OptionSpec(
             names: ["--log-format"], value: "format", help: "Log on stdout as json or line (compact).",
-            defaultValue: "line on a terminal, else json"),
-        OptionSpec(
+            defaultValue: "line on a terminal, else json")
+        static let logValues = OptionSpec(
             names: ["--log-values"], value: nil,
-            help: "Show cookie values in the log (redacted to a short keyed hash by default)."),
-        OptionSpec(
+            help: "Show cookie values in the log (redacted to a short keyed hash by default).")
+        static let logOverflow = OptionSpec(
             names: ["--log-overflow"], value: "policy",
             help: "When the log falls behind: block (slow down, lose nothing) or drop (count and report).",
-            defaultValue: "block"),
-        OptionSpec(
+            defaultValue: "block")
+        static let logQueue = OptionSpec(
             names: ["--log-queue"], value: "records", help: "Log records that may wait for the writer.",
-            defaultValue: "10000"),
-        OptionSpec(
+            defaultValue: "10000")
+        static let intercept = OptionSpec(
             names: ["--intercept"], value: "host",
             help: "Intercept https to this host (*.suffix allowed); hosts rules target are intercepted too.",
-            repeatable: true),
-        OptionSpec(names: ["--intercept-all"], value: nil, help: "Intercept https to every host."),
-        OptionSpec(
-            names: ["--upstream-ca"], value: "file", help: "Also trust this CA (PEM) for upstream certificates."),
-        OptionSpec(
+            repeatable: true)
+        static let interceptAll = OptionSpec(
+            names: ["--intercept-all"], value: nil, help: "Intercept https to every host.")
+        static let upstreamCa = OptionSpec(
+            names: ["--upstream-ca"], value: "file", help: "Also trust this CA (PEM) for upstream certificates.")
+        static let insecureUpstream = OptionSpec(
             names: ["--insecure-upstream"], value: "host",
             help: "Do not verify this upstream's certificate (dev backends).",
-            repeatable: true),
+            repeatable: true)
+    }
+
+    static let options: [OptionSpec] = [
+        Option.dryRun, Option.log, Option.logFormat, Option.logValues, Option.logOverflow, Option.logQueue,
+        Option.intercept, Option.interceptAll, Option.upstreamCa, Option.insecureUpstream,
     ]
 
     private init(hooks: RulesHooks, banner: String, rulesPath: String?, sink: LogSink?) {
@@ -62,38 +69,38 @@ final class ProxyRuntime: @unchecked Sendable {
     static func make(
         args: ParsedArguments, command: String, terminal: TerminalView? = nil, inspector: InspectorStore? = nil
     ) throws(UsageError) -> ProxyRuntime {
-        let rulesPath = args.value("--rules")
+        let rulesPath = args.value(RunCommand.Option.rules)
         var ruleSet = RuleSet.empty
         if let rulesPath {
             do {
                 ruleSet = try RulesFiles.load(rulesPath)
             } catch let error as RulesError {
-                throw UsageError(message: "invalid rules\n\(error)", command: command, exitStatus: 2)
+                throw UsageError(message: "invalid rules\n\(error)", command: command, exitStatus: 2, kind: .input)
             } catch {
                 throw UsageError(message: "\(error)", command: command, exitStatus: 2)
             }
         }
-        let dryRun = args.flag("--dry-run")
+        let dryRun = args.flag(Option.dryRun)
         let sink: LogSink?
-        guard let overflow = LogSink.Overflow(rawValue: args.value("--log-overflow") ?? "block") else {
+        guard let overflow = LogSink.Overflow(rawValue: args.value(orDefault: Option.logOverflow) ?? "") else {
             throw UsageError(message: "--log-overflow must be block or drop", command: command)
         }
-        let queueText = args.value("--log-queue") ?? "10000"
+        let queueText = args.value(orDefault: Option.logQueue) ?? ""
         guard let queue = Int(queueText), queue >= 1 else {
             throw UsageError(message: "--log-queue must be a positive number of records", command: command)
         }
         do {
-            if args.value("--log") == "none" {
+            if args.value(Option.log) == "none" {
                 sink = nil
             } else {
                 let key = try LogKey.load(
                     directory: CertificateAuthority.defaultDirectory(environment: ProcessInfo.processInfo.environment))
-                let redaction = Redaction(showValues: args.flag("--log-values"), key: key)
-                if let file = args.value("--log") {
+                let redaction = Redaction(showValues: args.flag(Option.logValues), key: key)
+                if let file = args.value(Option.log) {
                     sink = try LogSink(
                         destination: .file(file), redaction: redaction, overflow: overflow, capacity: queue)
                 } else {
-                    let format = args.value("--log-format") ?? (isatty(1) != 0 ? "line" : "json")
+                    let format = args.value(Option.logFormat) ?? (isatty(1) != 0 ? "line" : "json")
                     guard format == "json" || format == "line" else {
                         throw UsageError(message: "--log-format must be json or line", command: command)
                     }
@@ -109,12 +116,12 @@ final class ProxyRuntime: @unchecked Sendable {
             throw UsageError(message: "\(error)", command: command)
         }
         var intercept = HostPatternList()
-        for host in args.all("--intercept") {
+        for host in args.all(Option.intercept) {
             guard intercept.add(host) else {
                 throw UsageError(message: "--intercept '\(host)' must be a host name or *.suffix", command: command)
             }
         }
-        if args.flag("--intercept-all") { intercept.all = true }
+        if args.flag(Option.interceptAll) { intercept.all = true }
         let hooks = RulesHooks(
             engine: RuleEngine(ruleSet), dryRun: dryRun, sink: sink, intercept: intercept, inspector: inspector)
         var banner = ""
@@ -127,7 +134,7 @@ final class ProxyRuntime: @unchecked Sendable {
                 "  rules:        none (everything passes through unchanged)\(dryRun ? "; dry run logs every cookie" : "")\n"
         }
         banner +=
-            "  log:          \(args.value("--log") ?? "stdout")\(args.flag("--log-values") ? " (cookie values shown)" : " (cookie values redacted)")\(args.value("--log").map { $0 == "none" ? "" : " — reopened on SIGUSR1" } ?? "")\n"
+            "  log:          \(args.value(orDefault: Option.log) ?? "")\(args.flag(Option.logValues) ? " (cookie values shown)" : " (cookie values redacted)")\(args.value(Option.log).map { $0 == "none" ? "" : " — reopened on SIGUSR1" } ?? "")\n"
         return ProxyRuntime(hooks: hooks, banner: banner, rulesPath: rulesPath, sink: sink)
     }
 
@@ -217,8 +224,8 @@ extension ProxyRuntime {
                     "  created a local CA in \(directory) (trust \(ca.certificatePath); see README \"Trusting the CA\")\n"
             }
             let server = try TLSServerContext(leaves: try LeafCache(ca: ca))
-            let client = try TLSClientContext(extraCAFile: args.value("--upstream-ca"))
-            let insecure = Set(args.all("--insecure-upstream").map { $0.lowercased() })
+            let client = try TLSClientContext(extraCAFile: args.value(Option.upstreamCa))
+            let insecure = Set(args.all(Option.insecureUpstream).map { $0.lowercased() })
             for host in insecure.sorted() {
                 note += "  WARNING: upstream certificates of \(host) are NOT verified (--insecure-upstream)\n"
             }

@@ -36,32 +36,46 @@ enum CheckCommand {
 }
 
 enum TryCommand {
+    /// The options of `cookie-proxy try`, declared once: parsing, `--help` and every read
+    /// of a value use these (a misspelt option is a compile error).
+    enum Option {
+        static let rules = OptionSpec(
+            names: ["--rules", "-r"], value: "path", help: "Rules file or folder (required).")
+        static let url = OptionSpec(
+            names: ["--url"], value: "URL", help: "The request URL the cookies come from (required).")
+        static let status = OptionSpec(
+            names: ["--status"], value: "n", help: "Response status the rules see.", defaultValue: "200")
+        static let method = OptionSpec(
+            names: ["--method"], value: "m", help: "Request method the rules see.", defaultValue: "GET")
+        static let format = OptionSpec(
+            names: ["--format"], value: "format", help: "text or json (one object per cookie).",
+            defaultValue: "text")
+    }
+
     static let spec = CommandSpec(
         name: "try",
         abstract: "Run Set-Cookie values through rules offline and show before, after and why.",
         usage: "cookie-proxy try --rules PATH --url URL [--status N] [--method M] [--format text|json] [VALUE...]",
         options: [
-            OptionSpec(names: ["--rules", "-r"], value: "path", help: "Rules file or folder (required)."),
-            OptionSpec(names: ["--url"], value: "URL", help: "The request URL the cookies come from (required)."),
-            OptionSpec(names: ["--status"], value: "n", help: "Response status the rules see.", defaultValue: "200"),
-            OptionSpec(names: ["--method"], value: "m", help: "Request method the rules see.", defaultValue: "GET"),
-            OptionSpec(
-                names: ["--format"], value: "format", help: "text or json (one object per cookie).",
-                defaultValue: "text"),
+            Option.rules,
+            Option.url,
+            Option.status,
+            Option.method,
+            Option.format,
         ] + [.psl],
         arguments:
             "  VALUE    A Set-Cookie value ('Set-Cookie:' prefix accepted). Without any, one per line from stdin.")
 
     static func run(_ args: ParsedArguments, now: Int64) throws(UsageError) -> Int32 {
-        guard let path = args.value("--rules") else {
+        guard let path = args.value(Option.rules) else {
             throw UsageError(message: "--rules PATH is required", command: spec.name)
         }
-        guard let urlText = args.value("--url") else {
+        guard let urlText = args.value(Option.url) else {
             throw UsageError(message: "--url is required, e.g. --url https://app.example.com/login", command: spec.name)
         }
         let url = try ParsedArguments.requestURL(urlText, key: "--url", command: spec.name)
-        let format = try args.choice("--format", ["text", "json"], command: spec.name)
-        let status = Int(args.value("--status") ?? "200") ?? 200
+        let format = try args.choice(Option.format, ["text", "json"], command: spec.name)
+        let status = Int(args.value(orDefault: Option.status) ?? "") ?? 200
         let set: RuleSet
         do {
             set = try RulesFiles.load(path)
@@ -72,7 +86,7 @@ enum TryCommand {
         let engine = RuleEngine(set)
         let context = MessageContext(
             scheme: url.scheme, host: url.host, port: url.port ?? (url.scheme == "https" ? 443 : 80), path: url.path,
-            method: (args.value("--method") ?? "GET").uppercased(), status: status)
+            method: (args.value(orDefault: Option.method) ?? "").uppercased(), status: status)
         let inputs = args.positionals.isEmpty ? Console.readLines().filter { !$0.isEmpty } : args.positionals
         let cookies = inputs.map { SetCookie(ParseCommand.stripHeaderName($0)) }
         let outcomes = engine.apply(to: cookies, context: context, now: now)
@@ -89,7 +103,7 @@ enum TryCommand {
                             .array(
                                 outcome.changes.map {
                                     .object([
-                                        ("op", .string($0.op)), ("attribute", .string($0.attribute)),
+                                        ("op", .string($0.op.rawValue)), ("attribute", .string($0.attribute)),
                                         ("from", JSONValue($0.from)),
                                         ("to", JSONValue($0.to)),
                                     ])
@@ -105,7 +119,7 @@ enum TryCommand {
                 for c in outcome.changes {
                     let from = c.from.flatMap { $0.isEmpty ? nil : " from \($0.debugDescription)" } ?? ""
                     let to = c.to.flatMap { $0.isEmpty ? nil : " to \($0.debugDescription)" } ?? ""
-                    text += "change:  \(c.op) \(c.attribute)\(from)\(to)\n"
+                    text += "change:  \(c.op.rawValue) \(c.attribute)\(from)\(to)\n"
                 }
                 for note in outcome.notes { text += "note:    \(note)\n" }
                 for f in findings {
@@ -163,10 +177,10 @@ enum RuleDescription {
             text =
                 "the cookie is named "
                 + ns.map {
-                    switch $0.kind {
-                    case .exact: return $0.source
-                    case .glob: return "like \($0.source)"
-                    case .regex: return "matching \($0.source)"
+                    switch $0 {
+                    case .exact(let name): return name
+                    case .glob(let glob): return "like \(glob.source)"
+                    case .regex(_, let source): return "matching \(source)"
                     }
                 }.joined(separator: " or ")
         case .state(let ps): text = "the cookie is " + ps.map(\.rawValue).joined(separator: " or ")

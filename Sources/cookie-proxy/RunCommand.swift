@@ -19,76 +19,103 @@ import ProxyServer
 enum RunCommand {
     static let defaults = ServerConfiguration()
 
+    /// The options of `cookie-proxy run`, declared once: parsing, `--help` and every read
+    /// of a value use these (a misspelt option is a compile error).
+    enum Option {
+        static let listen = OptionSpec(
+            names: ["--listen", "-l"], value: "host:port", help: "Address to listen on (numeric).",
+            defaultValue: "127.0.0.1:8080")
+        static let rules = OptionSpec(
+            names: ["--rules", "-r"], value: "path", help: "Rules file, or a folder of *.rules files.")
+        static let reverse = OptionSpec(
+            names: ["--reverse"], value: "url",
+            help: "Reverse mode: send origin-form requests to this upstream, e.g. http://localhost:3000.")
+        static let allow = OptionSpec(
+            names: ["--allow"], value: "cidr", help: "Also accept clients from this network (loopback always).",
+            repeatable: true)
+        static let allowLoopbackUpstream = OptionSpec(
+            names: ["--allow-loopback-upstream"], value: nil,
+            help:
+                "Let those clients reach this machine's loopback addresses through the proxy (off: loopback clients only)."
+        )
+        static let upstreamProxy = OptionSpec(
+            names: ["--upstream-proxy"], value: "url|env",
+            help:
+                "Send requests through this HTTP proxy: http://[user:pass@]host:port, or env for HTTP_PROXY/HTTPS_PROXY/NO_PROXY."
+        )
+        static let noUpstreamProxy = OptionSpec(
+            names: ["--no-upstream-proxy"], value: "host",
+            help: "Go direct to this host and its subdomains (as NO_PROXY; * for all; loopback always).",
+            repeatable: true)
+        static let ui = OptionSpec(
+            names: ["--ui"], value: "host:port|off",
+            help: "Serve the cookie inspector here (loopback unless named; a taken default port picks another).",
+            defaultValue: "127.0.0.1:8081")
+        static let uiHistory = OptionSpec(
+            names: ["--ui-history"], value: "n", help: "Exchanges the inspector holds (the oldest go first).",
+            defaultValue: "10000")
+        static let noVia = OptionSpec(names: ["--no-via"], value: nil, help: "Do not add a Via header.")
+        static let resolve = OptionSpec(
+            names: ["--resolve"], value: "host:address",
+            help: "Connect to this numeric address for this host instead of asking DNS (as curl --resolve).",
+            repeatable: true)
+        static let threads = OptionSpec(
+            names: ["--threads"], value: "n", help: "Event loops.", defaultValue: "CPUs the process may use")
+        static let maxConnections = OptionSpec(
+            names: ["--max-connections"], value: "n", help: "Client connections at once.",
+            defaultValue: "\(defaults.maximumConnections)")
+        static let maxHeadBytes = OptionSpec(
+            names: ["--max-head-bytes"], value: "n", help: "Largest request or response head (431 beyond).",
+            defaultValue: "\(defaults.proxy.parserLimits.maximumHeadBytes)")
+        static let maxHeaders = OptionSpec(
+            names: ["--max-headers"], value: "n", help: "Most header fields in one head.",
+            defaultValue: "\(defaults.proxy.parserLimits.maximumFieldCount)")
+        static let headerTimeout = OptionSpec(
+            names: ["--header-timeout"], value: "seconds", help: "Time to receive a request head once started.",
+            defaultValue: seconds(defaults.headerTimeout))
+        static let idleTimeout = OptionSpec(
+            names: ["--idle-timeout"], value: "seconds",
+            help: "Idle keep-alive client connections are closed after.",
+            defaultValue: seconds(defaults.idleTimeout))
+        static let connectTimeout = OptionSpec(
+            names: ["--connect-timeout"], value: "seconds", help: "Time to connect to an upstream (504 beyond).",
+            defaultValue: seconds(defaults.connectTimeout))
+        static let responseTimeout = OptionSpec(
+            names: ["--response-timeout"], value: "seconds",
+            help: "Time for an upstream's response head (504 beyond).",
+            defaultValue: seconds(defaults.responseTimeout))
+        static let drainTimeout = OptionSpec(
+            names: ["--drain-timeout"], value: "seconds",
+            help: "On SIGINT/SIGTERM, time given to exchanges in flight.", defaultValue: "10s")
+        static let quiet = OptionSpec(names: ["--quiet", "-q"], value: nil, help: "No banner and no live status line.")
+    }
+
     static let spec = CommandSpec(
         name: "run",
         abstract: "Run the proxy in the foreground.",
         usage: "cookie-proxy run [--listen HOST:PORT] [--rules PATH] [--reverse URL] [options]",
         options: [
-            OptionSpec(
-                names: ["--listen", "-l"], value: "host:port", help: "Address to listen on (numeric).",
-                defaultValue: "127.0.0.1:8080"),
-            OptionSpec(names: ["--rules", "-r"], value: "path", help: "Rules file, or a folder of *.rules files."),
-            OptionSpec(
-                names: ["--reverse"], value: "url",
-                help: "Reverse mode: send origin-form requests to this upstream, e.g. http://localhost:3000."),
-            OptionSpec(
-                names: ["--allow"], value: "cidr", help: "Also accept clients from this network (loopback always).",
-                repeatable: true),
-            OptionSpec(
-                names: ["--allow-loopback-upstream"], value: nil,
-                help:
-                    "Let those clients reach this machine's loopback addresses through the proxy (off: loopback clients only)."
-            ),
-            OptionSpec(
-                names: ["--upstream-proxy"], value: "url|env",
-                help:
-                    "Send requests through this HTTP proxy: http://[user:pass@]host:port, or env for HTTP_PROXY/HTTPS_PROXY/NO_PROXY."
-            ),
-            OptionSpec(
-                names: ["--no-upstream-proxy"], value: "host",
-                help: "Go direct to this host and its subdomains (as NO_PROXY; * for all; loopback always).",
-                repeatable: true),
-            OptionSpec(
-                names: ["--ui"], value: "host:port|off",
-                help: "Serve the cookie inspector here (loopback unless named; a taken default port picks another).",
-                defaultValue: "127.0.0.1:8081"),
-            OptionSpec(
-                names: ["--ui-history"], value: "n", help: "Exchanges the inspector holds (the oldest go first).",
-                defaultValue: "10000"),
-            OptionSpec(names: ["--no-via"], value: nil, help: "Do not add a Via header."),
-            OptionSpec(
-                names: ["--resolve"], value: "host:address",
-                help: "Connect to this numeric address for this host instead of asking DNS (as curl --resolve).",
-                repeatable: true),
-            OptionSpec(
-                names: ["--threads"], value: "n", help: "Event loops.", defaultValue: "CPUs the process may use"),
-            OptionSpec(
-                names: ["--max-connections"], value: "n", help: "Client connections at once.",
-                defaultValue: "\(defaults.maximumConnections)"),
-            OptionSpec(
-                names: ["--max-head-bytes"], value: "n", help: "Largest request or response head (431 beyond).",
-                defaultValue: "\(defaults.proxy.parserLimits.maximumHeadBytes)"),
-            OptionSpec(
-                names: ["--max-headers"], value: "n", help: "Most header fields in one head.",
-                defaultValue: "\(defaults.proxy.parserLimits.maximumFieldCount)"),
-            OptionSpec(
-                names: ["--header-timeout"], value: "seconds", help: "Time to receive a request head once started.",
-                defaultValue: seconds(defaults.headerTimeout)),
-            OptionSpec(
-                names: ["--idle-timeout"], value: "seconds",
-                help: "Idle keep-alive client connections are closed after.",
-                defaultValue: seconds(defaults.idleTimeout)),
-            OptionSpec(
-                names: ["--connect-timeout"], value: "seconds", help: "Time to connect to an upstream (504 beyond).",
-                defaultValue: seconds(defaults.connectTimeout)),
-            OptionSpec(
-                names: ["--response-timeout"], value: "seconds",
-                help: "Time for an upstream's response head (504 beyond).",
-                defaultValue: seconds(defaults.responseTimeout)),
-            OptionSpec(
-                names: ["--drain-timeout"], value: "seconds",
-                help: "On SIGINT/SIGTERM, time given to exchanges in flight.", defaultValue: "10s"),
-            OptionSpec(names: ["--quiet", "-q"], value: nil, help: "No banner and no live status line."),
+            Option.listen,
+            Option.rules,
+            Option.reverse,
+            Option.allow,
+            Option.allowLoopbackUpstream,
+            Option.upstreamProxy,
+            Option.noUpstreamProxy,
+            Option.ui,
+            Option.uiHistory,
+            Option.noVia,
+            Option.resolve,
+            Option.threads,
+            Option.maxConnections,
+            Option.maxHeadBytes,
+            Option.maxHeaders,
+            Option.headerTimeout,
+            Option.idleTimeout,
+            Option.connectTimeout,
+            Option.responseTimeout,
+            Option.drainTimeout,
+            Option.quiet,
         ] + ProxyRuntime.options + [.psl],
         discussion: """
             Point a client at the proxy:
@@ -114,7 +141,7 @@ enum RunCommand {
         case .success(let kind): config.poller = kind
         case .failure(let error): throw UsageError(message: error.description, command: spec.name)
         }
-        if let listen = args.value("--listen") {
+        if let listen = args.value(Option.listen) {
             guard let (host, port) = parseHostPort(listen) else {
                 throw UsageError(
                     message: "--listen '\(listen)' must be HOST:PORT, e.g. 127.0.0.1:8080", command: spec.name)
@@ -122,7 +149,7 @@ enum RunCommand {
             config.listenHost = host
             config.listenPort = port
         }
-        if let reverse = args.value("--reverse") {
+        if let reverse = args.value(Option.reverse) {
             guard let origin = parseUpstreamURL(reverse) else {
                 throw UsageError(
                     message: "--reverse '\(reverse)' must be an http:// URL such as http://localhost:3000",
@@ -130,17 +157,17 @@ enum RunCommand {
             }
             config.proxy.reverseUpstream = origin
         }
-        for cidr in args.all("--allow") {
+        for cidr in args.all(Option.allow) {
             guard let c = CIDR(cidr) else {
                 throw UsageError(
                     message: "--allow '\(cidr)' is not a network such as 192.168.1.0/24", command: spec.name)
             }
             config.allowed.append(c)
         }
-        if args.flag("--allow-loopback-upstream") { config.allowLoopbackUpstream = true }
+        if args.flag(Option.allowLoopbackUpstream) { config.allowLoopbackUpstream = true }
         config.proxy.upstreamProxies = try upstreamProxies(args)
-        if args.flag("--no-via") { config.proxy.addVia = false }
-        for entry in args.all("--resolve") {
+        if args.flag(Option.noVia) { config.proxy.addVia = false }
+        for entry in args.all(Option.resolve) {
             guard let colon = entry.firstIndex(of: ":"), Host.isIPAddress(String(entry[entry.index(after: colon)...]))
             else {
                 throw UsageError(
@@ -148,37 +175,39 @@ enum RunCommand {
             }
             config.resolveOverrides[entry[..<colon].lowercased()] = String(entry[entry.index(after: colon)...])
         }
-        func int(_ key: String, _ range: ClosedRange<Int>) throws(UsageError) -> Int? {
-            guard let v = args.value(key) else { return nil }
+        // Nil when not given; with `orDefault`, the default `--help` shows instead.
+        func int(_ option: OptionSpec, _ range: ClosedRange<Int>, orDefault: Bool = false) throws(UsageError) -> Int? {
+            guard let v = orDefault ? args.value(orDefault: option) : args.value(option) else { return nil }
             guard let n = Int(v), range.contains(n) else {
                 throw UsageError(
-                    message: "\(key) must be a whole number from \(range.lowerBound) to \(range.upperBound)",
+                    message: "\(option.key) must be a whole number from \(range.lowerBound) to \(range.upperBound)",
                     command: spec.name)
             }
             return n
         }
-        func secs(_ key: String) throws(UsageError) -> Double? {
-            guard let v = args.value(key) else { return nil }
+        func secs(_ option: OptionSpec, orDefault: Bool = false) throws(UsageError) -> Double? {
+            guard let v = orDefault ? args.value(orDefault: option) : args.value(option) else { return nil }
             let trimmed = v.hasSuffix("s") ? String(v.dropLast()) : v
             guard let d = Double(trimmed), d > 0, d <= 86_400 else {
-                throw UsageError(message: "\(key) must be a number of seconds, e.g. 30 or 2.5", command: spec.name)
+                throw UsageError(
+                    message: "\(option.key) must be a number of seconds, e.g. 30 or 2.5", command: spec.name)
             }
             return d
         }
-        if let n = try int("--threads", 1...64) { config.loops = n }
-        if let n = try int("--max-connections", 1...1_000_000) { config.maximumConnections = n }
-        if let n = try int("--max-head-bytes", 1024...(1 << 24)) { config.proxy.parserLimits.maximumHeadBytes = n }
-        if let n = try int("--max-headers", 1...10_000) { config.proxy.parserLimits.maximumFieldCount = n }
-        if let s = try secs("--header-timeout") { config.headerTimeout = s }
-        if let s = try secs("--idle-timeout") { config.idleTimeout = s }
-        if let s = try secs("--connect-timeout") { config.connectTimeout = s }
-        if let s = try secs("--response-timeout") { config.responseTimeout = s }
-        let drain = try secs("--drain-timeout") ?? 10
-        let quiet = args.flag("--quiet")
+        if let n = try int(Option.threads, 1...64) { config.loops = n }
+        if let n = try int(Option.maxConnections, 1...1_000_000) { config.maximumConnections = n }
+        if let n = try int(Option.maxHeadBytes, 1024...(1 << 24)) { config.proxy.parserLimits.maximumHeadBytes = n }
+        if let n = try int(Option.maxHeaders, 1...10_000) { config.proxy.parserLimits.maximumFieldCount = n }
+        if let s = try secs(Option.headerTimeout) { config.headerTimeout = s }
+        if let s = try secs(Option.idleTimeout) { config.idleTimeout = s }
+        if let s = try secs(Option.connectTimeout) { config.connectTimeout = s }
+        if let s = try secs(Option.responseTimeout) { config.responseTimeout = s }
+        let drain = try secs(Option.drainTimeout, orDefault: true) ?? 10
+        let quiet = args.flag(Option.quiet)
 
         let statusLine = !quiet && isatty(2) != 0
         let terminal = statusLine && isatty(1) != 0 ? TerminalView() : nil
-        let uiText = args.value("--ui") ?? "127.0.0.1:8081"
+        let uiText = args.value(orDefault: Option.ui) ?? ""
         let uiAddress: (String, Int)?
         if uiText == "off" {
             uiAddress = nil
@@ -188,7 +217,7 @@ enum RunCommand {
             }
             uiAddress = parsed
         }
-        let history = try int("--ui-history", 1...1_000_000) ?? 10_000
+        let history = try int(Option.uiHistory, 1...1_000_000, orDefault: true) ?? 10_000
         let store = uiAddress == nil ? nil : InspectorStore(capacity: history)
         let runtime = try ProxyRuntime.make(args: args, command: spec.name, terminal: terminal, inspector: store)
         // Signals are taken synchronously on this thread; loops inherit the blocked mask.
@@ -206,7 +235,7 @@ enum RunCommand {
             args, store: store, runtime: runtime, ca: interception?.2, enabled: uiAddress != nil)
         // With --ui off the service still answers cookie-proxy.local (onboarding), on a free loopback port.
         config.localServiceAddress = uiAddress ?? ("127.0.0.1", 0)
-        config.localServiceAnyPortIfTaken = args.value("--ui") == nil
+        config.localServiceAnyPortIfTaken = args.value(Option.ui) == nil
         if let routes = config.proxy.upstreamProxies, let onboarding = config.onboardingHost {
             config.proxy.upstreamProxies = UpstreamProxyRoutes(
                 http: routes.http, https: routes.https, bypass: routes.bypass + [onboarding])
@@ -267,7 +296,7 @@ enum RunCommand {
                 banner +=
                     "  suffixes:     no Public Suffix List on this machine: using \(PublicSuffixList.current.source) (--psl FILE for another)\n"
             case .file(let path):
-                if args.value("--psl") != nil { banner += "  suffixes:     \(path) (--psl)\n" }
+                if args.value(OptionSpec.psl) != nil { banner += "  suffixes:     \(path) (--psl)\n" }
             }
             if let (host, _) = uiAddress {
                 let shown = host == "0.0.0.0" ? "127.0.0.1" : host == "::" ? "[::1]" : HostPort.bracketed(host)
@@ -316,8 +345,8 @@ enum RunCommand {
     /// `--upstream-proxy` and `--no-upstream-proxy`. The environment's HTTP_PROXY and friends only with
     /// `--upstream-proxy env`: a proxy that silently chains itself to whatever the shell exported is a trap.
     static func upstreamProxies(_ args: ParsedArguments) throws(UsageError) -> UpstreamProxyRoutes? {
-        let bypass = args.all("--no-upstream-proxy").flatMap { $0.split(separator: ",").map(String.init) }
-        guard let value = args.value("--upstream-proxy") else {
+        let bypass = args.all(Option.noUpstreamProxy).flatMap { $0.split(separator: ",").map(String.init) }
+        guard let value = args.value(Option.upstreamProxy) else {
             if !bypass.isEmpty {
                 throw UsageError(message: "--no-upstream-proxy needs --upstream-proxy", command: spec.name)
             }
@@ -365,7 +394,7 @@ enum RunCommand {
             let reload = runtime.reloadStatus
             return InspectorService(
                 store: store ?? InspectorStore(capacity: 1),
-                redaction: Redaction(showValues: args.flag("--log-values"), key: key), token: token,
+                redaction: Redaction(showValues: args.flag(ProxyRuntime.Option.logValues), key: key), token: token,
                 rules: { hooks.current.ruleSet }, reloadStatus: { reload.withLock { $0 } }, caCertificate: certificate,
                 inspectorEnabled: enabled)
         } catch {

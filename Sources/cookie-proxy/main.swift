@@ -56,7 +56,7 @@ func runMain() -> Int32 {
             Console.out(spec.helpText)
             return 0
         }
-        if let psl = args.value("--psl") {
+        if let psl = args.value(OptionSpec.psl) {
             do {
                 try PublicSuffixList.use(file: psl)
             } catch {

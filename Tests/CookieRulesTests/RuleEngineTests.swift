@@ -57,7 +57,7 @@ import Testing
     @Test func dropRemovesTheCookie() throws {
         let outcome = try Self.run(Self.rule("    cookie tracking*\n    drop"), "tracking_id=1")
         #expect(outcome.result == nil)
-        #expect(outcome.changes.map(\.op) == ["drop"])
+        #expect(outcome.changes.map(\.op) == [.drop])
         let untouched = try Self.run(Self.rule("    cookie tracking*\n    drop"), "sid=1")
         #expect(untouched.result?.description == "sid=1")
         #expect(untouched.rules.isEmpty)
@@ -113,10 +113,10 @@ import Testing
             "sid=1; Domain=example.com; SameSite=None")
         #expect(
             outcome.changes == [
-                AttributeChange(op: "rename", attribute: "name", from: "sid", to: "session"),
-                AttributeChange(op: "set", attribute: "Domain", from: "example.com", to: ".example.com"),
-                AttributeChange(op: "add", attribute: "Secure", from: nil, to: ""),
-                AttributeChange(op: "remove", attribute: "SameSite", from: "None", to: nil),
+                AttributeChange(op: .rename, attribute: "name", from: "sid", to: "session"),
+                AttributeChange(op: .set, attribute: "Domain", from: "example.com", to: ".example.com"),
+                AttributeChange(op: .add, attribute: "Secure", from: nil, to: ""),
+                AttributeChange(op: .remove, attribute: "SameSite", from: "None", to: nil),
             ])
     }
 
