@@ -132,7 +132,67 @@ enum RunCommand {
 
     static func seconds(_ s: Double) -> String { s == s.rounded() ? "\(Int(s))s" : "\(s)s" }
 
+    /// What `run` reads from its options besides the rules and the log: the server's configuration, how long
+    /// a stop waits for exchanges in flight, and the inspector's address (nil: `--ui off`).
+    struct Settings {
+        var config: ServerConfiguration
+        var drain: Double
+        var uiAddress: (String, Int)?
+        var uiHistory: Int
+    }
+
     static func run(_ args: ParsedArguments) throws(UsageError) -> Int32 {
+        var settings = try settings(args)
+        let quiet = args.flag(Option.quiet)
+        let statusLine = !quiet && isatty(2) != 0
+        let terminal = statusLine && isatty(1) != 0 ? TerminalView() : nil
+        let uiAddress = settings.uiAddress
+        let store = uiAddress == nil ? nil : InspectorStore(capacity: settings.uiHistory)
+        let runtime = try ProxyRuntime.make(args: args, command: spec.name, terminal: terminal, inspector: store)
+        // Signals are taken synchronously on this thread; loops inherit the blocked mask.
+        var signals = sigset_t()
+        sigemptyset(&signals)
+        sigaddset(&signals, SIGINT)
+        sigaddset(&signals, SIGTERM)
+        sigaddset(&signals, SIGHUP)
+        sigaddset(&signals, SIGUSR1)
+        pthread_sigmask(SIG_BLOCK, &signals, nil)
+        signal(SIGPIPE, SIG_IGN)
+
+        let interception = try ProxyRuntime.interception(args: args, hooks: runtime.hooks, command: spec.name)
+        let service = try inspectorService(
+            args, store: store, runtime: runtime, ca: interception?.2, enabled: uiAddress != nil)
+        // With --ui off the service still answers cookie-proxy.local (onboarding), on a free loopback port.
+        settings.config.localServiceAddress = uiAddress ?? ("127.0.0.1", 0)
+        settings.config.localServiceAnyPortIfTaken = args.value(Option.ui) == nil
+        if let routes = settings.config.proxy.upstreamProxies, let onboarding = settings.config.onboardingHost {
+            settings.config.proxy.upstreamProxies = UpstreamProxyRoutes(
+                http: routes.http, https: routes.https, bypass: routes.bypass + [onboarding])
+        }
+        let config = settings.config
+        let server = ProxyServer(
+            configuration: config, hooks: runtime.hooks, interception: interception?.0, localService: service)
+        do {
+            try server.start()
+        } catch {
+            Console.err("error: \(error)")
+            return 1
+        }
+        if let (host, _) = uiAddress { service.bound(host: host, port: server.localServicePort) }
+        Console.out("cookie-proxy listening on http://\(HostPort.bracketed(config.listenHost)):\(server.boundPort)")
+        if !quiet {
+            Console.out(
+                banner(
+                    config, server: server, service: service, runtime: runtime, uiAddress: uiAddress,
+                    https: interception?.1, pslGiven: args.value(OptionSpec.psl) != nil))
+        }
+        return serve(
+            server, runtime: runtime, signals: &signals, drain: settings.drain, terminal: terminal,
+            statusLine: statusLine)
+    }
+
+    /// The options that configure the server, checked.
+    static func settings(_ args: ParsedArguments) throws(UsageError) -> Settings {
         var config = ServerConfiguration()
         config.loops = ServerConfiguration.availableCPUs
         switch PollerKind.fromEnvironment(
@@ -168,7 +228,8 @@ enum RunCommand {
         config.proxy.upstreamProxies = try upstreamProxies(args)
         if args.flag(Option.noVia) { config.proxy.addVia = false }
         for entry in args.all(Option.resolve) {
-            guard let colon = entry.firstIndex(of: ":"), Host.isIPAddress(String(entry[entry.index(after: colon)...]))
+            guard let colon = entry.firstIndex(of: ":"),
+                HostName.isIPLiteral(String(entry[entry.index(after: colon)...]))
             else {
                 throw UsageError(
                     message: "--resolve '\(entry)' must be HOST:ADDRESS, e.g. app.test:127.0.0.1", command: spec.name)
@@ -203,10 +264,6 @@ enum RunCommand {
         if let s = try secs(Option.connectTimeout) { config.connectTimeout = s }
         if let s = try secs(Option.responseTimeout) { config.responseTimeout = s }
         let drain = try secs(Option.drainTimeout, orDefault: true) ?? 10
-        let quiet = args.flag(Option.quiet)
-
-        let statusLine = !quiet && isatty(2) != 0
-        let terminal = statusLine && isatty(1) != 0 ? TerminalView() : nil
         let uiText = args.value(orDefault: Option.ui) ?? ""
         let uiAddress: (String, Int)?
         if uiText == "off" {
@@ -218,97 +275,78 @@ enum RunCommand {
             uiAddress = parsed
         }
         let history = try int(Option.uiHistory, 1...1_000_000, orDefault: true) ?? 10_000
-        let store = uiAddress == nil ? nil : InspectorStore(capacity: history)
-        let runtime = try ProxyRuntime.make(args: args, command: spec.name, terminal: terminal, inspector: store)
-        // Signals are taken synchronously on this thread; loops inherit the blocked mask.
-        var signals = sigset_t()
-        sigemptyset(&signals)
-        sigaddset(&signals, SIGINT)
-        sigaddset(&signals, SIGTERM)
-        sigaddset(&signals, SIGHUP)
-        sigaddset(&signals, SIGUSR1)
-        pthread_sigmask(SIG_BLOCK, &signals, nil)
-        signal(SIGPIPE, SIG_IGN)
+        return Settings(config: config, drain: drain, uiAddress: uiAddress, uiHistory: history)
+    }
 
-        let interception = try ProxyRuntime.interception(args: args, hooks: runtime.hooks, command: spec.name)
-        let service = try inspectorService(
-            args, store: store, runtime: runtime, ca: interception?.2, enabled: uiAddress != nil)
-        // With --ui off the service still answers cookie-proxy.local (onboarding), on a free loopback port.
-        config.localServiceAddress = uiAddress ?? ("127.0.0.1", 0)
-        config.localServiceAnyPortIfTaken = args.value(Option.ui) == nil
-        if let routes = config.proxy.upstreamProxies, let onboarding = config.onboardingHost {
-            config.proxy.upstreamProxies = UpstreamProxyRoutes(
-                http: routes.http, https: routes.https, bypass: routes.bypass + [onboarding])
-        }
-        let server = ProxyServer(
-            configuration: config, hooks: runtime.hooks, interception: interception?.0, localService: service)
-        do {
-            try server.start()
-        } catch {
-            Console.err("error: \(error)")
-            return 1
-        }
-        if let (host, _) = uiAddress { service.bound(host: host, port: server.localServicePort) }
+    /// What the proxy tells a person who just started it: how to point clients at it, and what it will do.
+    static func banner(
+        _ config: ServerConfiguration, server: ProxyServer, service: InspectorService, runtime: ProxyRuntime,
+        uiAddress: (String, Int)?, https: String?, pslGiven: Bool
+    ) -> String {
         let address = HostPort.bracketed(config.listenHost)
-        let proxyURL = "http://\(address):\(server.boundPort)"
-        Console.out("cookie-proxy listening on \(proxyURL)")
-        if !quiet {
-            // Listening on every address: this machine's own clients use loopback.
-            let localAddress =
-                config.listenHost == "0.0.0.0" ? "127.0.0.1" : config.listenHost == "::" ? "[::1]" : address
-            let proxyURL = "http://\(localAddress):\(server.boundPort)"
-            var banner = ""
-            if let reverse = config.proxy.reverseUpstream {
-                banner += "  reverse mode: every request goes to http://\(reverse)\n"
-                banner += "  open \(proxyURL)/ in a browser or app\n"
-            } else {
-                banner += "  curl:         curl -x \(proxyURL) http://example.com/\n"
-                banner += "  environment:  export http_proxy=\(proxyURL) https_proxy=\(proxyURL)\n"
+        // Listening on every address: this machine's own clients use loopback.
+        let localAddress =
+            config.listenHost == "0.0.0.0" ? "127.0.0.1" : config.listenHost == "::" ? "[::1]" : address
+        let proxyURL = "http://\(localAddress):\(server.boundPort)"
+        var banner = ""
+        if let reverse = config.proxy.reverseUpstream {
+            banner += "  reverse mode: every request goes to http://\(reverse)\n"
+            banner += "  open \(proxyURL)/ in a browser or app\n"
+        } else {
+            banner += "  curl:         curl -x \(proxyURL) http://example.com/\n"
+            banner += "  environment:  export http_proxy=\(proxyURL) https_proxy=\(proxyURL)\n"
+            banner +=
+                "  iOS simulator / macOS: System Settings → Network → Proxies → Web Proxy \(localAddress):\(server.boundPort)\n"
+            if config.listenHost == "0.0.0.0" || config.listenHost == "::" {
+                let addresses = ServerConfiguration.networkAddresses().filter {
+                    config.listenHost == "::" || !$0.contains(":")
+                }
+                let typed = addresses.map { HostPort.format($0, server.boundPort) }
                 banner +=
-                    "  iOS simulator / macOS: System Settings → Network → Proxies → Web Proxy \(localAddress):\(server.boundPort)\n"
-                if config.listenHost == "0.0.0.0" || config.listenHost == "::" {
-                    let addresses = ServerConfiguration.networkAddresses().filter {
-                        config.listenHost == "::" || !$0.contains(":")
-                    }
-                    let typed = addresses.map { HostPort.format($0, server.boundPort) }
-                    banner +=
-                        typed.isEmpty
-                        ? "  devices:      this machine has no network address up\n"
-                        : "  devices:      set the Wi-Fi proxy to \(typed.joined(separator: " or "))\n"
-                    if config.allowed.isEmpty {
-                        banner += "                (and admit them: --allow 192.168.1.0/24, their network)\n"
-                    }
+                    typed.isEmpty
+                    ? "  devices:      this machine has no network address up\n"
+                    : "  devices:      set the Wi-Fi proxy to \(typed.joined(separator: " or "))\n"
+                if config.allowed.isEmpty {
+                    banner += "                (and admit them: --allow 192.168.1.0/24, their network)\n"
                 }
             }
-            if config.poller != .native {
-                banner += "  poller:       \(config.poller.rawValue) (COOKIE_PROXY_POLLER)\n"
-            }
-            if let routes = config.proxy.upstreamProxies {
-                let via =
-                    routes.http == routes.https
-                    ? "\(routes.http!)"
-                    : "http \(routes.http.map(\.description) ?? "direct"), https \(routes.https.map(\.description) ?? "direct")"
-                let direct = routes.bypass.isEmpty ? "" : "; direct to \(routes.bypass.joined(separator: ", "))"
-                banner += "  upstream:     through proxy \(via)\(direct)\n"
-            }
-            switch PublicSuffixList.current.source {
-            case .shipped:
-                banner +=
-                    "  suffixes:     no Public Suffix List on this machine: using \(PublicSuffixList.current.source) (--psl FILE for another)\n"
-            case .file(let path):
-                if args.value(OptionSpec.psl) != nil { banner += "  suffixes:     \(path) (--psl)\n" }
-            }
-            if let (host, _) = uiAddress {
-                let shown = host == "0.0.0.0" ? "127.0.0.1" : host == "::" ? "[::1]" : HostPort.bracketed(host)
-                banner += "  inspector:    http://\(shown):\(server.localServicePort)/?token=\(service.token)\n"
-            }
-            banner += runtime.banner
-            banner +=
-                interception?.1
-                ?? "  https:        CONNECT is tunnelled untouched (no host is intercepted; see --intercept)\n"
-            banner += "  stop:         Ctrl-C"
-            Console.out(banner)
         }
+        if config.poller != .native {
+            banner += "  poller:       \(config.poller.rawValue) (COOKIE_PROXY_POLLER)\n"
+        }
+        if let routes = config.proxy.upstreamProxies {
+            let via =
+                routes.http == routes.https
+                ? "\(routes.http!)"
+                : "http \(routes.http.map(\.description) ?? "direct"), https \(routes.https.map(\.description) ?? "direct")"
+            let direct = routes.bypass.isEmpty ? "" : "; direct to \(routes.bypass.joined(separator: ", "))"
+            banner += "  upstream:     through proxy \(via)\(direct)\n"
+        }
+        switch PublicSuffixList.current.source {
+        case .shipped:
+            banner +=
+                "  suffixes:     no Public Suffix List on this machine: using \(PublicSuffixList.current.source) (--psl FILE for another)\n"
+        case .file(let path):
+            if pslGiven { banner += "  suffixes:     \(path) (--psl)\n" }
+        }
+        if let (host, _) = uiAddress {
+            let shown = host == "0.0.0.0" ? "127.0.0.1" : host == "::" ? "[::1]" : HostPort.bracketed(host)
+            banner += "  inspector:    http://\(shown):\(server.localServicePort)/?token=\(service.token)\n"
+        }
+        banner += runtime.banner
+        banner +=
+            https
+            ?? "  https:        CONNECT is tunnelled untouched (no host is intercepted; see --intercept)\n"
+        banner += "  stop:         Ctrl-C"
+        return banner
+    }
+
+    /// Until SIGINT or SIGTERM: SIGHUP reloads the rules, SIGUSR1 reopens the log, and once a second the rules
+    /// files are looked at and the status line redrawn. Then the server drains and the log is flushed.
+    static func serve(
+        _ server: ProxyServer, runtime: ProxyRuntime, signals: inout sigset_t, drain: Double, terminal: TerminalView?,
+        statusLine: Bool
+    ) -> Int32 {
         while true {
             let sig = CProxy_wait_signal(&signals, 1000)
             if sig == SIGHUP {
