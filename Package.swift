@@ -61,8 +61,10 @@ let package = Package(
         // Shared by the test targets that run the built binary (where it and the repository are).
         .target(name: "TestSupport", dependencies: ["CProxyShims"], path: "Tests/TestSupport"),
         .testTarget(name: "CookieKitTests", dependencies: ["CookieKit", "CookieFoundation", "CookieConformance"]),
-        .testTarget(name: "ProxyCoreTests", dependencies: ["ProxyCore", "ProxyServer", "HTTPGrammar"]),
+        .testTarget(name: "ProxyCoreTests", dependencies: ["ProxyCore", "HTTPGrammar"]),
+        .testTarget(name: "ProxyServerTests", dependencies: ["ProxyServer", "ProxyCore", "Locking"]),
         .testTarget(name: "HTTPGrammarTests", dependencies: ["HTTPGrammar"]),
+        .testTarget(name: "ProxyTLSTests", dependencies: ["ProxyTLS"]),
         .testTarget(
             name: "CookieInspectorTests",
             dependencies: ["CookieInspector", "CookieKit", "CookieRules", "ProxyCore", "HTTPGrammar"]),

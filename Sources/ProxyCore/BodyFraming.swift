@@ -220,6 +220,8 @@ public struct ChunkedDecoder: Sendable {
     }
     var state: State = .size(value: 0, digits: 0, any: false)
     var lineBytes = 0
+    /// Bytes of the chunked body consumed so far (what an error's offset counts from).
+    private(set) var framedBytes = 0
     var trailerBytes = 0
     /// Longest chunk line (size and extensions) or trailer field line.
     public static let maximumLineBytes = 8192
@@ -245,10 +247,16 @@ public struct ChunkedDecoder: Sendable {
                 state = left == n ? .dataCR : .data(left - n)
                 continue
             }
-            try step(bytes[i])
+            do {
+                try step(bytes[i])
+            } catch {
+                throw HTTPParseError(
+                    kind: error.kind, description: error.reason, offset: framedBytes + (i - bytes.startIndex))
+            }
             i += 1
             if case .done = state { break }
         }
+        framedBytes += i - bytes.startIndex
         return i - bytes.startIndex
     }
 

@@ -169,11 +169,18 @@ public struct HTTPParseError: Error, Sendable, Hashable, CustomStringConvertible
         case notImplemented
     }
     public var kind: Kind
-    public var description: String
-    public init(kind: Kind, description: String) {
+    /// One line, without the offset.
+    public var reason: String
+    /// Where in the received bytes the problem is: an index into the head, or, for a chunked body, into the
+    /// body's framed bytes. Nil when it is about the whole (a head too large, two Content-Length values).
+    public var offset: Int?
+    public init(kind: Kind, description: String, offset: Int? = nil) {
         self.kind = kind
-        self.description = description
+        self.reason = description
+        self.offset = offset
     }
+    /// The reason, and the offset when there is one: what the `400` says.
+    public var description: String { offset.map { "\(reason) (at byte \($0))" } ?? reason }
 }
 
 /// Finds and parses message heads in a growing buffer. Sans-I/O: bytes in, heads out; feeding one byte
@@ -248,7 +255,7 @@ public struct HTTPHeadParser: Sendable {
         fields.reserveCapacity(16)
         var bareLF = false
         let failure = bytes.withUnsafeBufferPointer { b -> HTTPParseError? in
-            if let invalid = Self.nulOrBareCR(b) { return Self.malformed(invalid) }
+            if let (invalid, at) = Self.nulOrBareCR(b) { return Self.malformed(invalid, at: at) }
             return Self.scanHead(
                 b, checkValues: strictValues, maximumFieldCount: limits.maximumFieldCount, startLine: &startLine,
                 fields: &fields, bareLF: &bareLF)
@@ -269,13 +276,15 @@ public struct HTTPHeadParser: Sendable {
 
     /// Why a head is refused before it is split into lines: a NUL, or a CR not followed by LF, anywhere in it
     /// (libc's memchr does the scanning: a head has a CR per line).
-    static func nulOrBareCR(_ b: UnsafeBufferPointer<UInt8>) -> String? {
+    static func nulOrBareCR(_ b: UnsafeBufferPointer<UInt8>) -> (String, Int)? {
         guard let base = b.baseAddress else { return nil }
-        if memchr(base, 0x00, b.count) != nil { return "NUL in message head" }
+        if let nul = memchr(base, 0x00, b.count) {
+            return ("NUL in message head", UnsafeRawPointer(nul) - UnsafeRawPointer(base))
+        }
         var from = 0
         while from < b.count, let hit = memchr(base + from, 0x0D, b.count - from) {
             let at = UnsafeRawPointer(hit) - UnsafeRawPointer(base)
-            guard at + 1 < b.count, b[at + 1] == 0x0A else { return "CR not followed by LF in message head" }
+            guard at + 1 < b.count, b[at + 1] == 0x0A else { return ("CR not followed by LF in message head", at) }
             from = at + 2
         }
         return nil
@@ -303,29 +312,33 @@ public struct HTTPHeadParser: Sendable {
         let count = b.count
         // The start line.
         var lineEnd = nextLF(b, from: 0)
-        guard lineEnd < count else { return malformed("incomplete message head") }
+        guard lineEnd < count else { return malformed("incomplete message head", at: count) }
         let startLineHasCR = lineEnd > 0 && b[lineEnd - 1] == 0x0D
         if !startLineHasCR { bareLF = true }
         startLine = 0..<(startLineHasCR ? lineEnd - 1 : lineEnd)
         var lineStart = lineEnd + 1
         while true {
-            guard lineStart < count else { return malformed("incomplete message head") }
+            guard lineStart < count else { return malformed("incomplete message head", at: count) }
             let first = b[lineStart]
             if first == 0x0A || (first == 0x0D && lineStart + 1 < count && b[lineStart + 1] == 0x0A) {
                 // The empty line ends the head; nothing may follow it here.
-                guard lineStart + (first == 0x0A ? 1 : 2) == count else { return malformed("empty header line") }
+                guard lineStart + (first == 0x0A ? 1 : 2) == count else {
+                    return malformed("empty header line", at: lineStart)
+                }
                 if first == 0x0A { bareLF = true }
                 return nil
             }
             if fields.count == maximumFieldCount {
-                return HTTPParseError(kind: .tooManyFields, description: "more than \(maximumFieldCount) header fields")
+                return HTTPParseError(
+                    kind: .tooManyFields, description: "more than \(maximumFieldCount) header fields", offset: lineStart
+                )
             }
             if first == 0x20 || first == 0x09 {
                 // RFC 9112 §5.2: obs-fold (and whitespace after the start line, §2.2) is rejected, not guessed at.
-                return malformed("obsolete line folding in header field")
+                return malformed("obsolete line folding in header field", at: lineStart)
             }
             lineEnd = nextLF(b, from: lineStart)
-            guard lineEnd < count else { return malformed("incomplete message head") }
+            guard lineEnd < count else { return malformed("incomplete message head", at: count) }
             let hasCR = b[lineEnd - 1] == 0x0D
             if !hasCR { bareLF = true }
             let contentEnd = hasCR ? lineEnd - 1 : lineEnd
@@ -336,11 +349,15 @@ public struct HTTPHeadParser: Sendable {
                 nameIsToken = nameIsToken && isTokenChar(b[colon])
                 colon += 1
             }
-            guard colon < contentEnd else { return malformed("header line without a colon") }
-            guard nameIsToken else { return malformed("invalid character in header field name") }
-            guard colon > lineStart else { return malformed("header field with an empty name") }
+            guard colon < contentEnd else { return malformed("header line without a colon", at: lineStart) }
+            guard nameIsToken else {
+                let at = (lineStart..<colon).first { !isTokenChar(b[$0]) } ?? lineStart
+                return malformed("invalid character in header field name", at: at)
+            }
+            guard colon > lineStart else { return malformed("header field with an empty name", at: lineStart) }
             if checkValues && ByteClass.containsControl(b.baseAddress! + colon + 1, contentEnd - colon - 1) {
-                return malformed("control character in header field value")
+                let at = ((colon + 1)..<contentEnd).first { ByteClass.isControl(b[$0]) } ?? colon
+                return malformed("control character in header field value", at: at)
             }
             var vs = colon + 1
             var ve = contentEnd
@@ -363,15 +380,18 @@ public struct HTTPHeadParser: Sendable {
         guard let firstSpace = bytes[line].firstIndex(of: 0x20),
             let secondSpace = bytes[(firstSpace + 1)..<line.upperBound].firstIndex(of: 0x20),
             !bytes[(secondSpace + 1)..<line.upperBound].contains(0x20)
-        else { throw Self.malformed("request line is not 'METHOD target HTTP/1.1'") }
+        else { throw Self.malformed("request line is not 'METHOD target HTTP/1.1'", at: line.lowerBound) }
         let method = bytes[line.lowerBound..<firstSpace]
         let target = bytes[(firstSpace + 1)..<secondSpace]
-        guard !method.isEmpty, method.allSatisfy(Self.isTokenChar) else { throw Self.malformed("invalid method") }
+        guard !method.isEmpty, method.allSatisfy(Self.isTokenChar) else {
+            throw Self.malformed("invalid method", at: line.lowerBound)
+        }
         guard !target.isEmpty, target.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
-            throw Self.malformed("invalid request target")
+            throw Self.malformed(
+                "invalid request target", at: target.firstIndex { !($0 > 0x20 && $0 < 0x7F) } ?? firstSpace + 1)
         }
         guard let version = Self.parseVersion(bytes[(secondSpace + 1)..<line.upperBound]) else {
-            throw Self.malformed("unsupported HTTP version")
+            throw Self.malformed("unsupported HTTP version", at: secondSpace + 1)
         }
         return RequestHead(
             head: head, method: String(decoding: method, as: UTF8.self),
@@ -388,12 +408,12 @@ public struct HTTPHeadParser: Sendable {
         let v = line.lowerBound
         guard line.count >= 12, let version = Self.parseVersion(bytes[v..<(v + 8)]), bytes[v + 8] == 0x20,
             bytes[(v + 9)..<(v + 12)].allSatisfy({ $0 &- 0x30 < 10 }), line.count == 12 || bytes[v + 12] == 0x20
-        else { throw Self.malformed("invalid status line") }
+        else { throw Self.malformed("invalid status line", at: v) }
         let status = bytes[(v + 9)..<(v + 12)].reduce(0) { $0 * 10 + Int($1 - 0x30) }
-        guard status >= 100 else { throw Self.malformed("invalid status code") }
+        guard status >= 100 else { throw Self.malformed("invalid status code", at: v + 9) }
         // reason-phrase = *( HTAB / SP / VCHAR / obs-text ).
-        guard !bytes[line].contains(where: ByteClass.isControl) else {
-            throw Self.malformed("control character in the status line")
+        if let control = bytes[line].firstIndex(where: ByteClass.isControl) {
+            throw Self.malformed("control character in the status line", at: control)
         }
         return ResponseHead(head: head, version: version, status: status)
     }
@@ -406,8 +426,8 @@ public struct HTTPHeadParser: Sendable {
         return HTTPVersion(major: 1, minor: Int(a[s + 7] - 0x30))
     }
 
-    static func malformed(_ reason: String) -> HTTPParseError {
-        HTTPParseError(kind: .malformed, description: reason)
+    static func malformed(_ reason: String, at offset: Int? = nil) -> HTTPParseError {
+        HTTPParseError(kind: .malformed, description: reason, offset: offset)
     }
 
     /// tchar (RFC 9110 §5.6.2), shared with the cookie grammar.

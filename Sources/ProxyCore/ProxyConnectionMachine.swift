@@ -32,7 +32,7 @@ public struct ConnectionIO: Sendable {
 /// It parses requests, decides where they go, rewrites heads through ``ProxyHooks``, frames bodies, and
 /// turns failures into `400`/`431`/`502`/`504` answers. Requests on one connection are handled in order
 /// (pipelined requests wait in the input buffer until the previous response is complete).
-public struct ProxyConnectionMachine: Sendable {
+public struct ProxyConnectionMachine {
     /// Where the connection is; the shell uses it to pick timeouts.
     public enum Phase: Sendable, Hashable {
         /// Between requests, nothing buffered (idle keep-alive timeout).
@@ -51,7 +51,7 @@ public struct ProxyConnectionMachine: Sendable {
         case closed
     }
 
-    enum State: Sendable {
+    enum State {
         /// Waiting for (more of) a request head. Transitions: → connecting (head parsed), → closed (error, EOF).
         case idle
         /// A request is parsed and waits for its upstream. → exchanging (connected), → closed (failure).
@@ -67,7 +67,7 @@ public struct ProxyConnectionMachine: Sendable {
     /// One request/response exchange. A class: the state enum holds a reference, so moving between states and
     /// updating a field copy a pointer, not the whole exchange (its buffers, parser and context). Owned by one
     /// machine, which is confined to one event loop.
-    final class Exchange: @unchecked Sendable {
+    final class Exchange {
         var context: ExchangeContext
         var origin: Origin
         var isConnect: Bool
@@ -103,7 +103,7 @@ public struct ProxyConnectionMachine: Sendable {
         }
     }
 
-    enum ResponsePhase: Sendable {
+    enum ResponsePhase {
         case head
         case body(BodyReader)
     }

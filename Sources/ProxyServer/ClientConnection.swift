@@ -11,7 +11,7 @@ import ProxyTLS
 
 /// The I/O shell around one ``ProxyConnectionMachine``: reads and writes the client socket and its
 /// upstream socket, carries out the machine's commands, applies backpressure and deadlines.
-final class ClientConnection: LoopHandler, @unchecked Sendable {
+final class ClientConnection: LoopHandler {
     let fd: Int32
     let address: String
     /// The client is not on loopback (admitted by --allow).
@@ -258,9 +258,15 @@ final class ClientConnection: LoopHandler, @unchecked Sendable {
         case .closeClient:
             closeAfterFlush = true
         case .startTLS(let host, let leftover):
-            guard let setup = loop.server.interception,
-                let tls = try? TLSEngine(server: setup.server, connectHost: host)
-            else {
+            guard let setup = loop.server.interception else {
+                closeAfterFlush = true
+                return
+            }
+            let tls: TLSEngine
+            do {
+                tls = try TLSEngine(server: setup.server, connectHost: host)
+            } catch {
+                loop.server.noteTLSFailure("client TLS for \(host): \(error)")
                 closeAfterFlush = true
                 return
             }
@@ -462,23 +468,28 @@ final class ClientConnection: LoopHandler, @unchecked Sendable {
             connectNext(origin: origin, addresses: cached, lastError: 0)
         } else {
             let generation = connectGeneration
-            let loop = self.loop
-            loop.server.resolver.resolve(host) { [weak self] result in
-                loop.post { [weak self] in
-                    guard let self, !self.closed, self.connectGeneration == generation,
-                        self.machine.phase == .connecting
-                    else { return }
-                    switch result {
-                    case .success(let addresses): self.connectNext(origin: origin, addresses: addresses, lastError: 0)
-                    case .failure(let error):
-                        self.machine.upstreamFailed(
-                            via.map { .proxy($0.proxy, for: origin, reason: "cannot be resolved: \(error.reason)") }
-                                ?? .resolve(host: host, reason: error.reason), &self.io)
-                    }
-                    self.apply()
+            let bound = LoopBound(self, on: loop)
+            loop.server.resolver.resolve(host) { result in
+                bound.post { connection in
+                    connection.resolved(result, host: host, origin: origin, via: via, generation: generation)
                 }
             }
         }
+    }
+
+    /// The resolver's answer, back on the loop: connect, unless the connection has moved on meanwhile.
+    private func resolved(
+        _ result: Result<[String], Sys.ResolveError>, host: String, origin: Origin, via: UpstreamHop?, generation: Int
+    ) {
+        guard !closed, connectGeneration == generation, machine.phase == .connecting else { return }
+        switch result {
+        case .success(let addresses): connectNext(origin: origin, addresses: addresses, lastError: 0)
+        case .failure(let error):
+            machine.upstreamFailed(
+                via.map { .proxy($0.proxy, for: origin, reason: "cannot be resolved: \(error.reason)") }
+                    ?? .resolve(host: host, reason: error.reason), &io)
+        }
+        apply()
     }
 
     /// Tries the addresses in order; reports the last error when none connects.
@@ -704,7 +715,7 @@ final class ClientConnection: LoopHandler, @unchecked Sendable {
 }
 
 /// A connection to an upstream: owned by one client connection, or idle in the pool.
-final class UpstreamConnection: LoopHandler, @unchecked Sendable {
+final class UpstreamConnection: LoopHandler {
     let fd: Int32
     let origin: Origin
     unowned(unsafe) let loop: EventLoop

@@ -15,9 +15,9 @@ func monotonicMilliseconds() -> Int64 {
     return Int64(ts.tv_sec) * 1000 + Int64(ts.tv_nsec) / 1_000_000
 }
 
-/// Something registered with the loop's poller under a slot number.
-/// Loop-confined: only its loop's thread touches it; other threads only carry references back through `post`.
-class LoopHandler: @unchecked Sendable {
+/// Something registered with the loop's poller under a slot number. Loop-confined: only its loop's thread
+/// touches it; another thread can only hold it in a ``LoopBound`` and hand it back to the loop.
+class LoopHandler {
     var slot = -1
     func handle(_ events: UInt32) {}
 }
@@ -256,7 +256,7 @@ final class EventLoop: @unchecked Sendable {
 }
 
 /// The loop's listening socket.
-final class Listener: LoopHandler, @unchecked Sendable {
+final class Listener: LoopHandler {
     let fd: Int32
     unowned(unsafe) let loop: EventLoop
     /// The local service's socket rather than the proxy's.
@@ -275,6 +275,27 @@ final class Listener: LoopHandler, @unchecked Sendable {
             } else {
                 loop.accepted(fd: c, address: address)
             }
+        }
+    }
+}
+
+/// A loop-confined object's reference carried through another thread (a resolver's answer, a stream's wake-up)
+/// and used only back on its loop's thread: the one place where the shell vouches for confinement instead of
+/// the compiler checking it. Weak: an object closed in the meantime is not kept alive, and `post` does nothing.
+struct LoopBound<Value: AnyObject>: @unchecked Sendable {
+    private weak var value: Value?
+    private let loop: EventLoop
+
+    init(_ value: Value, on loop: EventLoop) {
+        self.value = value
+        self.loop = loop
+    }
+
+    /// Runs `work` with the value on its loop's thread, if it is still alive then.
+    func post(_ work: @escaping @Sendable (Value) -> Void) {
+        let bound = self
+        loop.post {
+            if let value = bound.value { work(value) }
         }
     }
 }

@@ -162,7 +162,7 @@ public final class LocalStream: Sendable {
 
 /// One connection to the local service: a request head is read, answered, and the connection closed (or kept
 /// for a stream). Only GET and HEAD; no request bodies.
-final class LocalConnection: LoopHandler, @unchecked Sendable {
+final class LocalConnection: LoopHandler {
     let fd: Int32
     let address: String
     unowned(unsafe) let loop: EventLoop
@@ -239,10 +239,8 @@ final class LocalConnection: LoopHandler, @unchecked Sendable {
         output = Array(text.utf8) + response.body
         if let stream = response.stream {
             self.stream = stream
-            let loop = self.loop
-            stream.attach { [weak self] in
-                loop.post { [weak self] in self?.pump() }
-            }
+            let bound = LoopBound(self, on: loop)
+            stream.attach { bound.post { $0.pump() } }
         }
         flush()
     }

@@ -47,12 +47,19 @@ public final class TLSClientContext: @unchecked Sendable {
 private func tlsCertificateCallback(_ ssl: OpaquePointer?, _ arg: UnsafeMutableRawPointer?) -> Int32 {
     guard let ssl, let arg else { return 0 }
     let leaves = Unmanaged<LeafCache>.fromOpaque(arg).takeUnretainedValue()
+    let engine = COpenSSL_get_app_data(ssl).map { Unmanaged<TLSEngine>.fromOpaque($0).takeUnretainedValue() }
     var host: String? = nil
     if let name = SSL_get_servername(ssl, COpenSSL_NAMETYPE_host_name()) { host = String(cString: name) }
-    if host == nil || host!.isEmpty, let data = COpenSSL_get_app_data(ssl) {
-        host = Unmanaged<TLSEngine>.fromOpaque(data).takeUnretainedValue().fallbackHost
+    if host == nil || host!.isEmpty { host = engine?.fallbackHost }
+    guard let host else { return 0 }
+    let leaf: Certificate
+    do {
+        leaf = try leaves.leaf(for: host.lowercased())
+    } catch {
+        // Kept for the handshake's failure: OpenSSL itself only knows that the callback said no.
+        engine?.certificateFailure = "no certificate for \(host.debugDescription): \(error)"
+        return 0
     }
-    guard let host, let leaf = try? leaves.leaf(for: host.lowercased()) else { return 0 }
     guard SSL_use_certificate(ssl, leaf.pointer) == 1, SSL_use_PrivateKey(ssl, leaves.leafKey.pointer) == 1 else {
         return 0
     }

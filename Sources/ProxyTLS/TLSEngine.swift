@@ -4,13 +4,15 @@ import HTTPGrammar
 /// One TLS connection over memory BIOs (no socket): ciphertext in with ``feed(_:)``, plaintext out with
 /// ``readPlaintext(into:)``; plaintext in with ``write(_:)``, ciphertext out with ``drainCiphertext(into:)``.
 /// The I/O shell moves the ciphertext; this owner frees the `SSL` (and its BIOs) in `deinit`.
-public final class TLSEngine: @unchecked Sendable {
+public final class TLSEngine {
     let ssl: OpaquePointer
     let readBIO: OpaquePointer  // network → SSL
     let writeBIO: OpaquePointer  // SSL → network
     /// For a server engine: the host to mint a leaf for when the client sends no SNI (the CONNECT host).
     public let fallbackHost: String
     public private(set) var handshakeComplete = false
+    /// Why a server engine had no certificate to present (set by the certificate callback).
+    var certificateFailure: String?
 
     public enum Status: Equatable, Sendable {
         case ok
@@ -121,6 +123,7 @@ public final class TLSEngine: @unchecked Sendable {
         }
         if error == COpenSSL_ERROR_ZERO_RETURN() { return .closed }
         if let failure = verificationFailure { return .failed("certificate verification failed: \(failure)") }
+        if let certificateFailure { return .failed(certificateFailure) }
         return .failed(TLSError("TLS \(what) failed").description)
     }
 }

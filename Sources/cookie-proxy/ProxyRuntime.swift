@@ -8,7 +8,7 @@ import ProxyServer
 import ProxyTLS
 
 /// What `run` adds around the server: the rules (hot-reloaded), the transformation log, audit mode.
-final class ProxyRuntime: @unchecked Sendable {
+final class ProxyRuntime {
     let hooks: RulesHooks
     let banner: String
     let rulesPath: String?

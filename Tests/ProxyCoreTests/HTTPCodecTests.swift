@@ -29,17 +29,20 @@ import Testing
     }
 
     @Test(arguments: [
-        ("GET / HTTP/1.1\r\nHost : x\r\n\r\n", "invalid character in header field name"),
-        ("GET / HTTP/1.1\r\nHost: x\r\n folded\r\n\r\n", "obsolete line folding in header field"),
-        ("GET / HTTP/1.1\r\nNoColon\r\n\r\n", "header line without a colon"),
-        ("GET /  HTTP/1.1\r\n\r\n", "request line is not 'METHOD target HTTP/1.1'"),
-        ("GET / HTTP/2.0\r\n\r\n", "unsupported HTTP version"),
-        ("G(T / HTTP/1.1\r\n\r\n", "invalid method"),
-        ("GET / HTTP/1.1\r\n: empty\r\n\r\n", "header field with an empty name"),
+        ("GET / HTTP/1.1\r\nHost : x\r\n\r\n", "invalid character in header field name", 20),
+        ("GET / HTTP/1.1\r\nHost: x\r\n folded\r\n\r\n", "obsolete line folding in header field", 25),
+        ("GET / HTTP/1.1\r\nNoColon\r\n\r\n", "header line without a colon", 16),
+        ("GET /  HTTP/1.1\r\n\r\n", "request line is not 'METHOD target HTTP/1.1'", 0),
+        ("GET / HTTP/2.0\r\n\r\n", "unsupported HTTP version", 6),
+        ("G(T / HTTP/1.1\r\n\r\n", "invalid method", 0),
+        ("GET / HTTP/1.1\r\n: empty\r\n\r\n", "header field with an empty name", 16),
+        ("GET / HTTP/1.1\r\nA: b\u{01}c\r\n\r\n", "control character in header field value", 20),
+        ("GET / HTTP/1.1\r\nA: b\rc\r\n\r\n", "CR not followed by LF in message head", 20),
+        ("GET /\u{7F} HTTP/1.1\r\n\r\n", "invalid request target", 5),
     ])
-    func malformedRequestHeadsAreRefusedWithAReason(_ text: String, _ reason: String) {
+    func malformedRequestHeadsAreRefusedWithAReason(_ text: String, _ reason: String, _ offset: Int) {
         let parser = HTTPHeadParser()
-        #expect(throws: HTTPParseError(kind: .malformed, description: reason)) {
+        #expect(throws: HTTPParseError(kind: .malformed, description: reason, offset: offset)) {
             try parser.parseRequest(Array(text.utf8))
         }
     }
@@ -149,5 +152,35 @@ import Testing
         let options = head.connectionOptions()
         #expect(options.close == close && options.keepAlive == keepAlive && options.upgrade == upgrade)
         #expect(options.fieldNames == names)
+    }
+}
+
+/// A chunked body's errors say where in the framed bytes they are, fed whole or a byte at a time.
+@Suite struct ChunkedErrorOffsetTests {
+    @Test(arguments: [
+        ("5\r\nhello\r\nZ\r\n", 10), ("5\r\nhelloX", 8), ("3;=x\r\n", 2), ("0\r\nBad Name: x\r\n\r\n", 6),
+        ("1\nx", 1),
+    ])
+    func chunkedFramingErrorsCarryTheirOffset(_ body: String, _ offset: Int) {
+        let bytes = Array(body.utf8)
+        var fed = ChunkedDecoder()
+        var found: Int? = nil
+        for k in bytes.indices {
+            do {
+                _ = try fed.consume(bytes[k...k], payload: nil)
+            } catch {
+                found = error.offset
+                break
+            }
+        }
+        #expect(found == offset)
+        var whole = ChunkedDecoder()
+        var wholeOffset: Int? = nil
+        do {
+            _ = try whole.consume(bytes[...], payload: nil)
+        } catch {
+            wholeOffset = error.offset
+        }
+        #expect(wholeOffset == offset)
     }
 }
