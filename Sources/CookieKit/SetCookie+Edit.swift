@@ -37,8 +37,9 @@ extension SetCookie {
         if let error { throw error }
     }
 
-    /// The work of ``set(_:to:)`` once the value is known to be valid.
-    private mutating func set(_ kind: CookieAttributeKind, validated v: UnsafeBufferPointer<UInt8>) {
+    /// The work of ``set(_:to:)`` once the value is known to be valid (the rule engine's compiled values are
+    /// checked once, when the rules are loaded).
+    package mutating func set(_ kind: CookieAttributeKind, validated v: UnsafeBufferPointer<UInt8>) {
         if let index = layout.spans.lastIndex(where: { $0.kind == kind }) {
             setValue(ofSpan: index, to: v)
         } else {
@@ -132,25 +133,6 @@ extension SetCookie {
         replace(Int(layout.valueStart)..<Int(layout.valueEnd), with: Array(newValue.utf8))
     }
 
-    // MARK: - Precompiled edits (the rule engine's per-cookie path)
-
-    /// Appends a cookie-av written out in full, `; Name` or `; Name=value`, whose parts were checked when it was
-    /// compiled (a token name of `nameLength` bytes; a value without `;`, control characters or edge whitespace,
-    /// at most 1024 bytes): one copy and one new span, no validation per cookie.
-    package mutating func appendChecked(_ text: UnsafeBufferPointer<UInt8>, nameLength: Int, kind: CookieAttributeKind)
-    {
-        let valueLength = text.count - 2 - nameLength
-        if let last = layout.spans.last, last.nameStart == last.nameEnd, !last.hasEquals {
-            // An empty trailing cookie-av (`a=b;`) is reused, as `appendAttribute` does.
-            let name = UnsafeBufferPointer(rebasing: text[2..<2 + nameLength])
-            let value = valueLength > 0 ? UnsafeBufferPointer(rebasing: text[(3 + nameLength)...]) : nil
-            return appendAttribute(name: name, value: value, kind: kind)
-        }
-        let start = bytes.count + 1
-        bytes.append(contentsOf: text)
-        appendSpan(from: start, nameLength: nameLength, hasValue: valueLength > 0, kind: kind)
-    }
-
     /// The span of a cookie-av just appended as `; name` or `; name=value` (no edge whitespace), from just after
     /// its `;` to the end of the bytes.
     private mutating func appendSpan(from start: Int, nameLength: Int, hasValue: Bool, kind: CookieAttributeKind) {
@@ -163,24 +145,6 @@ extension SetCookie {
                 nameStart: Int32(truncatingIfNeeded: nameStart), nameEnd: Int32(truncatingIfNeeded: nameEnd),
                 valueStart: Int32(truncatingIfNeeded: hasValue ? nameEnd + 1 : end),
                 valueEnd: Int32(truncatingIfNeeded: end), hasEquals: hasValue, kind: kind))
-    }
-
-    /// ``set(_:toBytes:)`` for a value checked when it was compiled: the value in effect is replaced, or `text`
-    /// (`; Name=value`, as ``appendChecked(_:nameLength:kind:)``) is appended.
-    package mutating func setChecked(
-        _ kind: CookieAttributeKind, value: UnsafeBufferPointer<UInt8>, text: UnsafeBufferPointer<UInt8>,
-        nameLength: Int
-    ) {
-        if let index = layout.spans.lastIndex(where: { $0.kind == kind }) {
-            setValue(ofSpan: index, to: value)
-        } else {
-            appendChecked(text, nameLength: nameLength, kind: kind)
-        }
-    }
-
-    /// ``setFlag(_:_:)`` turning a flag on, with its text (`; Secure`) compiled beforehand.
-    package mutating func setFlagChecked(_ kind: CookieAttributeKind, text: UnsafeBufferPointer<UInt8>) {
-        if !contains(kind) { appendChecked(text, nameLength: text.count - 2, kind: kind) }
     }
 
     // MARK: - Mechanics

@@ -1,18 +1,33 @@
-/// Edits planned over a parsed line and written out once: the rule engine's per-cookie path.
+/// The rule engine's one way of editing a Set-Cookie line: edits planned over the parsed line and written out once.
 ///
 /// The in-place edits (``SetCookie/setFlag(_:_:)``, ``SetCookie/set(_:toBytes:)``,
-/// ``SetCookie/addLeadingDotToDomain()``) each move the bytes after the edit and the spans that describe them.
-/// A run of rules makes several such edits to every cookie of a response. Here the edits only mark the
-/// attributes (kept, removed, a new value, a dot before the value) and list the ones to append; the result is
-/// then written in one pass: the bytes of every kept attribute copied as received, each changed one rebuilt
-/// around its new value, the appended ones after them. The result is byte for byte what the in-place edits give
-/// (the tests compare the two over the corpora): where they would do something this plan does not model (a line
-/// with a problem, an empty cookie-av that an append would reuse, a value given to an attribute written without
-/// `=`), ``begin(_:)`` or the edit returns false and the caller edits in place instead.
+/// ``SetCookie/addLeadingDotToDomain()``) each move the bytes after the edit and the spans that describe them, and a
+/// run of rules makes several such edits to every cookie of a response. Here the usual edits only mark the
+/// attributes (kept, removed, a new value, a dot before the value) and list the ones to append; the result is then
+/// written in one pass: the bytes of every kept attribute copied as received, each changed one rebuilt around its
+/// new value, the appended ones after them.
 ///
-/// The plan holds pointers to the texts it is given (precompiled by the caller): they must stay valid until
-/// ``write(_:)``.
+/// What the plan does not model — a line with a problem or an empty cookie-av (an append would reuse it), a value
+/// for an attribute written without `=`, a dot for a Domain that is not the last one written, and the actions that
+/// need the whole cookie (``edit(_:)``: rename, value, lifetimes, `domain ensure`…) — is done on a working copy
+/// the rewrite owns: the plan so far is written into it, and from then on every edit of this line is made there
+/// with the in-place edits. Either way the bytes are those of the in-place edits made one after another from the
+/// received line (the tests compare them over the corpora).
+///
+/// The texts of the edits (`; Secure`, `; SameSite=Lax`, compiled once by the caller) are ranges of one byte array
+/// the rewrite holds a reference to, set by ``begin(_:texts:)``: nothing it reads belongs to anybody else.
 package struct SetCookieRewrite: ~Copyable {
+    /// A range of ``texts``.
+    package struct Text: Sendable {
+        package var start: Int32
+        package var end: Int32
+        package init(start: Int32, end: Int32) {
+            self.start = start
+            self.end = end
+        }
+        var count: Int { Int(end - start) }
+    }
+
     struct Entry {
         var kind: CookieAttributeKind
         /// Index into the line's spans, or -1 for an appended attribute.
@@ -21,18 +36,23 @@ package struct SetCookieRewrite: ~Copyable {
         /// A `.` written before the value (``SetCookie/addLeadingDotToDomain()``).
         var dot: Bool
         /// A new value; nil keeps the received one (or, appended, has none).
-        var value: UnsafeBufferPointer<UInt8>?
+        var value: Text?
         /// Appended: `; Name`.
-        var name: UnsafeBufferPointer<UInt8>?
+        var name: Text?
     }
 
+    /// The line as received.
+    private var received = SetCookie(bytes: [])
+    /// The working copy, once the line is edited in place (see the type's description); nil while planning.
+    private var working: SetCookie? = nil
+    private var texts: [UInt8] = []
     /// The line's attributes in order, then the appended ones.
     private var entries = GrowableBuffer<Entry>(capacity: 16)
     /// Per kind (``CookieAttributeKind/index``), the last entry not removed, or -1: the occurrence an edit of
     /// the kind looks at, without a scan.
     private var lastLive: UnsafeMutablePointer<Int32>
     private static let kinds = 9
-    /// The line as edited, after ``write(_:)``.
+    /// The line as edited, after ``write()``.
     private var output = ByteWriter(capacity: 512)
 
     package init() {
@@ -49,17 +69,24 @@ package struct SetCookieRewrite: ~Copyable {
         entries.append(entry)
     }
 
-    /// The line as edited, after ``write(_:)``, valid until the next edit.
+    /// The line as edited, after ``write()``, valid until the next edit.
     package func withOutput<R>(_ body: (UnsafeBufferPointer<UInt8>) -> R) -> R {
         output.withElements(body)
     }
 
-    /// Starts a plan for `cookie`; false for a line the plan does not model.
-    package mutating func begin(_ cookie: SetCookie) -> Bool {
-        guard cookie.layout.problem == nil else { return false }
+    /// Starts the edits of `cookie`; the edits' texts are ranges of `texts`.
+    package mutating func begin(_ cookie: SetCookie, texts: [UInt8]) {
+        received = cookie
+        self.texts = texts
+        working = nil
         entries.removeAll()
         lastLive.update(repeating: -1, count: Self.kinds)
-        return cookie.layout.spans.withUnsafeBufferPointer { spans in
+        // A line with a problem is reparsed by the in-place edits (its offset may move or vanish).
+        guard cookie.layout.problem == nil else {
+            working = cookie
+            return
+        }
+        let plain = cookie.layout.spans.withUnsafeBufferPointer { spans in
             for index in spans.indices {
                 let span = spans[index]
                 // An empty cookie-av (`a=b;`) would be reused by an append.
@@ -68,30 +95,42 @@ package struct SetCookieRewrite: ~Copyable {
             }
             return true
         }
+        if !plain { working = cookie }
+    }
+
+    /// From here on, this line is edited in place: the plan so far is written into the working copy.
+    private mutating func editInPlace() {
+        guard working == nil else { return }
+        _ = write()
+        working = output.withElements { SetCookie(bytes: Array($0)) }
+    }
+
+    /// A run of ``texts``.
+    private func bytes(_ text: Text, _ t: UnsafeBufferPointer<UInt8>) -> UnsafeBufferPointer<UInt8> {
+        UnsafeBufferPointer(rebasing: t[Int(text.start)..<Int(text.end)])
     }
 
     /// The value an entry has now (as ``SetCookie/lastWrittenValue(of:)`` would see it), without the dot.
-    private func value(_ entry: Entry, in cookie: SetCookie, _ b: UnsafeBufferPointer<UInt8>)
+    private func value(_ entry: Entry, _ b: UnsafeBufferPointer<UInt8>, _ t: UnsafeBufferPointer<UInt8>)
         -> UnsafeBufferPointer<UInt8>
     {
-        if let value = entry.value { return value }
+        if let value = entry.value { return bytes(value, t) }
         guard entry.span >= 0 else { return UnsafeBufferPointer(start: nil, count: 0) }
-        let span = cookie.layout.spans[Int(entry.span)]
+        let span = received.layout.spans[Int(entry.span)]
         return UnsafeBufferPointer(rebasing: b[Int(span.valueStart)..<Int(span.valueEnd)])
     }
 
     /// The last entry of a kind that is not removed; with `written`, the last whose value a user agent reads
     /// (at most 1024 bytes, RFC 6265bis §5.6 attributes step 6).
-    private func last(_ kind: CookieAttributeKind, written: Bool, in cookie: SetCookie, _ b: UnsafeBufferPointer<UInt8>)
-        -> Int?
-    {
+    private func last(
+        _ kind: CookieAttributeKind, written: Bool, _ b: UnsafeBufferPointer<UInt8>, _ t: UnsafeBufferPointer<UInt8>
+    ) -> Int? {
         var i = Int(lastLive[kind.index])
         if !written || i < 0 { return i < 0 ? nil : i }
         while i >= 0 {
             let e = entries[i]
             if e.kind == kind && !e.removed
-                && (!written
-                    || value(e, in: cookie, b).count + (e.dot ? 1 : 0) <= Int(SetCookie.maximumAttributeValueLength))
+                && value(e, b, t).count + (e.dot ? 1 : 0) <= Int(SetCookie.maximumAttributeValueLength)
             {
                 return i
             }
@@ -100,110 +139,157 @@ package struct SetCookieRewrite: ~Copyable {
         return nil
     }
 
-    /// ``SetCookie/setFlag(_:_:)`` on: `text` (`; Name`) appended unless the attribute is written.
-    package mutating func flagOn(_ kind: CookieAttributeKind, text: UnsafeBufferPointer<UInt8>) {
+    /// ``SetCookie/setFlag(_:_:)`` on; `text` is `; Name`.
+    package mutating func flagOn(_ kind: CookieAttributeKind, text: Text) {
+        if working != nil { return working!.setFlag(kind, true) }
         if lastLive[kind.index] >= 0 { return }
         add(Entry(kind: kind, span: -1, removed: false, dot: false, value: nil, name: text))
     }
 
     /// ``SetCookie/setFlag(_:_:)`` off, ``SetCookie/remove(_:)``: every occurrence removed.
     package mutating func remove(_ kind: CookieAttributeKind) {
+        if working != nil { return working!.remove(kind) }
         for i in 0..<entries.count where entries[i].kind == kind { entries[i].removed = true }
         lastLive[kind.index] = -1
     }
 
-    /// ``SetCookie/set(_:toBytes:)`` with a checked value: the last occurrence gets it, or `name` (`; Name`) and
-    /// the value are appended. With `unlessEqualIgnoringCase`, a value in effect that differs only in ASCII case
-    /// is left. False when the last occurrence is written without `=` (the caller edits in place).
-    package mutating func set(
-        _ kind: CookieAttributeKind, value: UnsafeBufferPointer<UInt8>, name: UnsafeBufferPointer<UInt8>,
-        unlessEqualIgnoringCase: Bool, in cookie: SetCookie
+    /// ``SetCookie/set(_:toBytes:)`` with a value checked when `text` was compiled: `text` is `; Name=value`,
+    /// the name `nameLength` bytes. The last occurrence gets the value, or `text` is appended. With
+    /// `unlessEqualIgnoringCase`, a value in effect that differs only in ASCII case is left (SameSite).
+    package mutating func set(_ kind: CookieAttributeKind, text: Text, nameLength: Int, unlessEqualIgnoringCase: Bool) {
+        let value = Text(start: text.start + 3 + Int32(nameLength), end: text.end)
+        let name = Text(start: text.start, end: text.start + 2 + Int32(nameLength))
+        if working == nil {
+            let planned = received.bytes.withUnsafeBufferPointer { b in
+                texts.withUnsafeBufferPointer { t in
+                    plan(kind, value: value, name: name, unlessEqualIgnoringCase: unlessEqualIgnoringCase, b, t)
+                }
+            }
+            if planned { return }
+            editInPlace()
+        }
+        texts.withUnsafeBufferPointer { t in
+            let v = bytes(value, t)
+            if unlessEqualIgnoringCase,
+                let current = working!.lastWrittenValue(of: kind), SetCookie.valuesEqualIgnoringCase(current, v)
+            {
+                return
+            }
+            working!.set(kind, validated: v)
+        }
+    }
+
+    /// ``set(_:text:nameLength:unlessEqualIgnoringCase:)`` in the plan; false when the last occurrence is
+    /// written without `=` (the in-place edit inserts one, then the line is reparsed).
+    private mutating func plan(
+        _ kind: CookieAttributeKind, value: Text, name: Text, unlessEqualIgnoringCase: Bool,
+        _ b: UnsafeBufferPointer<UInt8>, _ t: UnsafeBufferPointer<UInt8>
     ) -> Bool {
-        cookie.bytes.withUnsafeBufferPointer { b in
-            if unlessEqualIgnoringCase, let w = last(kind, written: true, in: cookie, b) {
-                let current = self.value(entries[w], in: cookie, b)
-                if entries[w].dot
-                    ? value.first == 0x2E && SetCookie.valuesEqualIgnoringCase(value.dropFirst(), current)
-                    : SetCookie.valuesEqualIgnoringCase(current, value)
-                {
+        if unlessEqualIgnoringCase, let w = last(kind, written: true, b, t) {
+            let current = self.value(entries[w], b, t)
+            let new = bytes(value, t)
+            if entries[w].dot
+                ? new.first == 0x2E && SetCookie.valuesEqualIgnoringCase(new.dropFirst(), current)
+                : SetCookie.valuesEqualIgnoringCase(current, new)
+            {
+                return true
+            }
+        }
+        guard let i = last(kind, written: false, b, t) else {
+            add(Entry(kind: kind, span: -1, removed: false, dot: false, value: value, name: name))
+            return true
+        }
+        let e = entries[i]
+        if e.span >= 0 ? !received.layout.spans[Int(e.span)].hasEquals : e.value == nil { return false }
+        entries[i].value = value
+        entries[i].dot = false
+        return true
+    }
+
+    /// ``SetCookie/addLeadingDotToDomain()``.
+    package mutating func addLeadingDotToDomain() {
+        if working == nil {
+            let planned = received.bytes.withUnsafeBufferPointer { b in
+                texts.withUnsafeBufferPointer { t -> Bool in
+                    guard let w = last(.domain, written: true, b, t) else { return true }
+                    let current = value(entries[w], b, t)
+                    if entries[w].dot || current.isEmpty || current[0] == 0x2E { return true }
+                    // The Domain in effect is not the last one written (an over-long value after it).
+                    guard last(.domain, written: false, b, t) == w else { return false }
+                    entries[w].dot = true
                     return true
                 }
             }
-            guard let i = last(kind, written: false, in: cookie, b) else {
-                add(Entry(kind: kind, span: -1, removed: false, dot: false, value: value, name: name))
-                return true
-            }
-            let e = entries[i]
-            if e.span >= 0 ? !cookie.layout.spans[Int(e.span)].hasEquals : e.value == nil { return false }
-            entries[i].value = value
-            entries[i].dot = false
-            return true
+            if planned { return }
+            editInPlace()
         }
+        working!.addLeadingDotToDomain()
     }
 
-    /// ``SetCookie/addLeadingDotToDomain()``. False when the Domain in effect is not the last one written (an
-    /// over-long value after it).
-    package mutating func addLeadingDotToDomain(in cookie: SetCookie) -> Bool {
-        cookie.bytes.withUnsafeBufferPointer { b in
-            guard let w = last(.domain, written: true, in: cookie, b) else { return true }
-            let current = value(entries[w], in: cookie, b)
-            if entries[w].dot || current.isEmpty || current[0] == 0x2E { return true }
-            guard last(.domain, written: false, in: cookie, b) == w else { return false }
-            entries[w].dot = true
-            return true
-        }
+    /// Any other edit, made with the in-place edits on the working copy (``SetCookie``'s public API). Returns what
+    /// `body` returns.
+    package mutating func edit<R, E: Error>(_ body: (inout SetCookie) throws(E) -> R) throws(E) -> R {
+        editInPlace()
+        return try body(&working!)
     }
 
     /// Writes the edited line (read it with ``withOutput(_:)``); true when it differs from the received one.
-    package mutating func write(_ cookie: SetCookie) -> Bool {
+    package mutating func write() -> Bool {
         output.removeAll()
-        let spans = cookie.layout.spans
+        if let working {
+            working.bytes.withUnsafeBufferPointer { output.append($0) }
+            return !received.hasBytes(working.bytes[...])
+        }
+        let spans = received.layout.spans
         var changed = false
-        cookie.bytes.withUnsafeBufferPointer { b in
-            // Runs of received bytes are copied at once.
-            var run = 0..<Int(cookie.layout.pairEnd)
-            func flush() {
-                if !run.isEmpty { output.append(UnsafeBufferPointer(rebasing: b[run])) }
-            }
-            for i in 0..<entries.count {
-                let e = entries[i]
-                if e.span >= 0 {
-                    let span = spans[Int(e.span)]
-                    // The attribute with its `;`.
-                    let whole = Int(span.start) - 1..<Int(span.end)
-                    if e.removed {
-                        flush()
-                        run = whole.upperBound..<whole.upperBound
-                        changed = true
-                    } else if e.value == nil && !e.dot {
-                        run = run.lowerBound..<whole.upperBound
-                    } else {
-                        run = run.lowerBound..<Int(span.valueStart)
-                        flush()
-                        if e.dot { output.append(0x2E) }
-                        if let value = e.value {
-                            output.append(value)
-                        } else {
-                            output.append(UnsafeBufferPointer(rebasing: b[Int(span.valueStart)..<Int(span.valueEnd)]))
-                        }
-                        run = Int(span.valueEnd)..<whole.upperBound
-                        changed = true
-                    }
-                } else if !e.removed, let name = e.name {
-                    flush()
-                    run = b.count..<b.count
-                    output.append(name)
-                    if let value = e.value {
-                        output.append(0x3D)
-                        if e.dot { output.append(0x2E) }
-                        output.append(value)
-                    }
-                    changed = true
+        received.bytes.withUnsafeBufferPointer { b in
+            texts.withUnsafeBufferPointer { t in
+                // Runs of received bytes are copied at once.
+                var run = 0..<Int(received.layout.pairEnd)
+                func flush() {
+                    if !run.isEmpty { output.append(UnsafeBufferPointer(rebasing: b[run])) }
                 }
+                for i in 0..<entries.count {
+                    let e = entries[i]
+                    if e.span >= 0 {
+                        let span = spans[Int(e.span)]
+                        // The attribute with its `;`.
+                        let whole = Int(span.start) - 1..<Int(span.end)
+                        if e.removed {
+                            flush()
+                            run = whole.upperBound..<whole.upperBound
+                            changed = true
+                        } else if e.value == nil && !e.dot {
+                            run = run.lowerBound..<whole.upperBound
+                        } else {
+                            run = run.lowerBound..<Int(span.valueStart)
+                            flush()
+                            if e.dot { output.append(0x2E) }
+                            if let value = e.value {
+                                output.append(bytes(value, t))
+                            } else {
+                                output.append(
+                                    UnsafeBufferPointer(rebasing: b[Int(span.valueStart)..<Int(span.valueEnd)]))
+                            }
+                            run = Int(span.valueEnd)..<whole.upperBound
+                            changed = true
+                        }
+                    } else if !e.removed, let name = e.name {
+                        flush()
+                        run = b.count..<b.count
+                        output.append(bytes(name, t))
+                        if let value = e.value {
+                            output.append(0x3D)
+                            if e.dot { output.append(0x2E) }
+                            output.append(bytes(value, t))
+                        }
+                        changed = true
+                    }
+                }
+                flush()
             }
-            flush()
         }
         // A new value equal to the old one, or a removal undone by an append of the same bytes, is no change.
-        return changed && !output.withElements { cookie.hasBytes($0) }
+        return changed && !output.withElements { received.hasBytes($0) }
     }
 }

@@ -349,8 +349,8 @@ public final class RuleEngine: Sendable {
         public var acted: Bool
         public var logRequested: Bool
         public var notes: [String]
-        /// The proxy's path: the edited line is in the ``SetCookieRewrite``'s output (and differs from the
-        /// received one); the cookie was left as received.
+        /// The edited line is in the ``SetCookieRewrite``'s output and differs from the received one (the
+        /// proxy's path; the cookie it was given is left as received).
         public internal(set) var rewritten = false
         /// Whether any rule matched.
         public var matchedAny: Bool { !matched.isEmpty }
@@ -358,32 +358,63 @@ public final class RuleEngine: Sendable {
         public var matchedRules: (low: UInt64, high: [Int]) { (matched.low, matched.high) }
     }
 
-    /// Runs the rules of a plan over one Set-Cookie value, editing it in place: the proxy's path, which keeps
-    /// no copy of the original (its bytes are still in the received head).
+    /// Runs the rules of a plan over one Set-Cookie value, editing it (for library users and the CLI: the proxy
+    /// keeps its rewrite and the received bytes, ``apply(_:to:now:rewrite:)``).
     public func apply(_ plan: CookiePlan, editing cookie: inout SetCookie, now: Int64) -> Edit {
-        var edit = Edit(
-            matched: match(plan, cookie, now: now), dropped: false, acted: false, logRequested: false, notes: [])
-        guard !edit.matched.isEmpty else { return edit }
-        applyInPlace(plan, &edit, to: &cookie, now: now)
+        var rewrite = SetCookieRewrite()
+        let edit = apply(plan, to: cookie, now: now, rewrite: &rewrite)
+        if edit.rewritten { cookie = rewrite.withOutput { SetCookie(bytes: Array($0)) } }
         return edit
     }
 
-    /// ``apply(_:editing:now:)`` for the proxy: when every matched rule's actions are ones a
-    /// ``SetCookieRewrite`` models, the result is written by `rewrite` (``SetCookieRewrite/withOutput(_:)``) and
-    /// `cookie` is left as received (``Edit/rewritten``); otherwise `cookie` is edited in place.
+    /// Phase 1 and 2 for one cookie: the rules that match it, then their actions, in file order, made by
+    /// `rewrite` (the one way the engine edits a line). The result is in `rewrite`'s output when
+    /// ``Edit/rewritten``; `cookie` is not changed.
     package func apply(
-        _ plan: CookiePlan, editing cookie: inout SetCookie, now: Int64, rewrite: inout SetCookieRewrite
+        _ plan: CookiePlan, to cookie: SetCookie, now: Int64, rewrite: inout SetCookieRewrite
     ) -> Edit {
         let matched = match(plan, cookie, now: now)
         var edit = Edit(matched: matched, dropped: false, acted: false, logRequested: false, notes: [])
         guard !matched.isEmpty else { return edit }
-        var plannable = true
-        matched.forEach { if !program.rules[$0].plannable { plannable = false } }
-        if plannable && rewrite.begin(cookie) && planEdits(&edit, cookie, &rewrite) { return edit }
-        // Not modelled: the in-place edits, from a fresh start.
-        edit = Edit(matched: matched, dropped: false, acted: false, logRequested: false, notes: [])
-        applyInPlace(plan, &edit, to: &cookie, now: now)
+        rewrite.begin(cookie, texts: program.bytes)
+        var bits = matched.low
+        while bits != 0 && !edit.dropped {
+            perform(rule: bits.trailingZeroBitCount, plan, now, &edit, &rewrite)
+            bits &= bits &- 1
+        }
+        for index in matched.high where !edit.dropped { perform(rule: index, plan, now, &edit, &rewrite) }
+        if !edit.dropped {
+            edit.acted = rewrite.write()
+            edit.rewritten = edit.acted
+        }
         return edit
+    }
+
+    /// The actions of one matched rule. `drop` ends the line's edits (a dropped line is always logged).
+    private func perform(
+        rule index: Int, _ plan: CookiePlan, _ now: Int64, _ edit: inout Edit, _ rewrite: inout SetCookieRewrite
+    ) {
+        let range = program.rules[index].actions
+        for a in Int(range.lowerBound)..<Int(range.upperBound) {
+            switch program.actions[a] {
+            case .drop:
+                edit.dropped = true
+                return
+            case .log: edit.logRequested = true
+            case .flagOn(let kind, let text): rewrite.flagOn(kind, text: text)
+            case .flagOff(let kind): rewrite.remove(kind)
+            case .addDot: rewrite.addLeadingDotToDomain()
+            case .setValue(let kind, let text, let nameLength, let unlessEqualIgnoringCase):
+                rewrite.set(
+                    kind, text: text, nameLength: Int(nameLength), unlessEqualIgnoringCase: unlessEqualIgnoringCase)
+            case .general(let g):
+                let action = program.general[Int(g)]
+                let note = rewrite.edit { cookie in
+                    Self.perform(action, on: &cookie, context: plan.context, now: now, suffixes: suffixes)
+                }
+                if let note { edit.notes.append("\(cookieRuleNames[index]): \(note)") }
+            }
+        }
     }
 
     /// Phase 1: the rules that match one cookie, checked against the original.
@@ -418,99 +449,6 @@ public final class RuleEngine: Sendable {
             }
         }
         return matched
-    }
-
-    /// Runs `body` over the actions of the matched rules, in file order, with the bytes their texts are in
-    /// (valid only during the call). `drop` and `log` are handled here: nothing more happens to a dropped line
-    /// (a dropped line is always logged). `body` returns false to stop; `then` runs last, while the texts are
-    /// still valid.
-    private func forEachMatchedAction(
-        _ edit: inout Edit, _ body: (inout Edit, CookieProgram.Action, UnsafeBufferPointer<UInt8>, Int) -> Bool,
-        then: (inout Edit) -> Void = { _ in }
-    ) {
-        program.actions.withUnsafeBufferPointer { actions in
-            program.bytes.withUnsafeBufferPointer { texts in
-                var going = true
-                edit.matched.forEach { index in
-                    guard going && !edit.dropped else { return }
-                    let range = program.rules[index].actions
-                    for a in Int(range.lowerBound)..<Int(range.upperBound) {
-                        switch actions[a] {
-                        case .drop:
-                            edit.dropped = true
-                            return
-                        case .log: edit.logRequested = true
-                        case let action:
-                            going = body(&edit, action, texts, index)
-                            if !going { return }
-                        }
-                    }
-                }
-                then(&edit)
-            }
-        }
-    }
-
-    /// Phase 2 as a planned rewrite; false when the plan cannot model an edit (then nothing is written).
-    private func planEdits(_ edit: inout Edit, _ cookie: SetCookie, _ rewrite: inout SetCookieRewrite) -> Bool {
-        var modelled = true
-        forEachMatchedAction(
-            &edit,
-            { _, action, texts, _ in
-                switch action {
-                case .flagOn(let kind, let text): rewrite.flagOn(kind, text: text.of(texts))
-                case .flagOff(let kind): rewrite.remove(kind)
-                case .addDot: modelled = rewrite.addLeadingDotToDomain(in: cookie)
-                case .setValue(let kind, let text, let nameLength, let unlessEqualIgnoringCase):
-                    let full = text.of(texts)
-                    modelled = rewrite.set(
-                        kind, value: UnsafeBufferPointer(rebasing: full[(3 + Int(nameLength))...]),
-                        name: UnsafeBufferPointer(rebasing: full[..<(2 + Int(nameLength))]),
-                        unlessEqualIgnoringCase: unlessEqualIgnoringCase, in: cookie)
-                default: modelled = false
-                }
-                return modelled
-            },
-            then: { edit in
-                // The plan points into the program's texts: written while they are valid.
-                if modelled && !edit.dropped { edit.acted = rewrite.write(cookie) }
-            })
-        edit.rewritten = modelled && !edit.dropped && edit.acted
-        return modelled
-    }
-
-    /// Phase 2 by in-place edits, in file order.
-    private func applyInPlace(_ plan: CookiePlan, _ edit: inout Edit, to cookie: inout SetCookie, now: Int64) {
-        // Room for a few appended attributes first: at most one reallocation.
-        cookie.reserveCapacity(forAdding: 64)
-        forEachMatchedAction(&edit) { edit, action, texts, index in
-            edit.acted = true
-            switch action {
-            case .flagOn(let kind, let text): cookie.setFlagChecked(kind, text: text.of(texts))
-            case .flagOff(let kind): cookie.setFlag(kind, false)
-            case .addDot: cookie.addLeadingDotToDomain()
-            case .setValue(let kind, let text, let nameLength, let unlessEqualIgnoringCase):
-                let full = text.of(texts)
-                let value = UnsafeBufferPointer(rebasing: full[(3 + Int(nameLength))...])
-                // (The comparison's slice of the bytes must be gone before the edit, or the edit copies them.)
-                if unlessEqualIgnoringCase
-                    && (cookie.lastWrittenValue(of: kind).map { current in
-                        SetCookie.valuesEqualIgnoringCase(current, value)
-                    } ?? false)
-                {
-                    return true
-                }
-                cookie.setChecked(kind, value: value, text: full, nameLength: Int(nameLength))
-            case .general(let g):
-                if let note = Self.perform(
-                    program.general[Int(g)], on: &cookie, context: plan.context, now: now, suffixes: suffixes)
-                {
-                    edit.notes.append("\(cookieRuleNames[index]): \(note)")
-                }
-            case .drop, .log: break
-            }
-            return true
-        }
     }
 
     /// Header edits for a request (rules whose message conditions hold; `status` never holds here).
@@ -729,17 +667,12 @@ public final class RuleEngine: Sendable {
 }
 
 /// The actions of every cookie rule, compiled flat for the per-cookie loop: plain values that need no reference
-/// counting, the bytes they write precomputed and checked once (`; Secure`, `; SameSite=Lax`) in one array, and
-/// the rest (``RuleEngine/perform(_:on:context:now:suffixes:)``) by index.
+/// counting, the bytes they write precomputed and checked once (`; Secure`, `; SameSite=Lax`) in one array (the
+/// texts a ``SetCookieRewrite`` writes from), and the rest (``RuleEngine/perform(_:on:context:now:suffixes:)``, made
+/// through ``SetCookieRewrite/edit(_:)``) by index.
 struct CookieProgram: Sendable {
     /// A range of ``bytes``.
-    struct Text: Sendable {
-        var start: Int32
-        var end: Int32
-        func of(_ bytes: UnsafeBufferPointer<UInt8>) -> UnsafeBufferPointer<UInt8> {
-            UnsafeBufferPointer(rebasing: bytes[Int(start)..<Int(end)])
-        }
-    }
+    typealias Text = SetCookieRewrite.Text
 
     enum Action: Sendable {
         case drop
@@ -771,9 +704,8 @@ struct CookieProgram: Sendable {
         var text: Text
     }
 
-    /// Per cookie rule, in file order: its actions, its cookie-level conditions, whether it ends the list, and
-    /// whether its actions are all ones a ``SetCookieRewrite`` models.
-    var rules: [(actions: Range<Int32>, checks: Range<Int32>, stops: Bool, plannable: Bool)] = []
+    /// Per cookie rule, in file order: its actions, its cookie-level conditions, and whether it ends the list.
+    var rules: [(actions: Range<Int32>, checks: Range<Int32>, stops: Bool)] = []
     var actions: [Action] = []
     var checks: [Check] = []
     var domainPatterns: [DomainPattern] = []
@@ -787,9 +719,7 @@ struct CookieProgram: Sendable {
             for action in rule.cookieActions { actions.append(compile(action)) }
             let firstCheck = Int32(checks.count)
             for condition in rule.conditions where condition.isCookieCondition { checks.append(compile(condition)) }
-            let plannable = actions[Int(firstAction)...].allSatisfy { if case .general = $0 { false } else { true } }
-            rules.append(
-                (firstAction..<Int32(actions.count), firstCheck..<Int32(checks.count), rule.stops, plannable))
+            rules.append((firstAction..<Int32(actions.count), firstCheck..<Int32(checks.count), rule.stops))
         }
     }
 
@@ -885,5 +815,11 @@ struct CookieProgram: Sendable {
             return false
         }
         return (try? SetCookie.checkWritableValue(value)) != nil
+    }
+}
+
+extension SetCookieRewrite.Text {
+    func of(_ bytes: UnsafeBufferPointer<UInt8>) -> UnsafeBufferPointer<UInt8> {
+        UnsafeBufferPointer(rebasing: bytes[Int(start)..<Int(end)])
     }
 }

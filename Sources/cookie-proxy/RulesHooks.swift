@@ -110,21 +110,18 @@ final class RulesHooks: ProxyHooks, Sendable {
         for index in 0..<head.count where head.name(at: index, is: .setCookie) {
             if seenCount == 0 { nowMS = Int64(Date().timeIntervalSince1970 * 1000) }
             seenCount += 1
-            // One copy of the received value, parsed; the rules' result is written by the rewrite (or, for what it
-            // does not model, edited in place). The received bytes stay in the head, so the original is only
-            // rebuilt when a log record needs it.
+            // One copy of the received value, parsed; the rules' result is written by the rewrite. The received
+            // bytes stay in the head, so the original is only rebuilt when a log record needs it.
             let received = head.valueBytes(at: index)
-            scratch.cookie.reset(to: received, spareCapacity: 64)
-            let edit = engine.apply(plan, editing: &scratch.cookie, now: nowMS / 1000, rewrite: &scratch.rewrite)
-            let changed = edit.dropped || edit.rewritten || (edit.acted && !scratch.cookie.hasBytes(received))
+            scratch.cookie.reset(to: received, spareCapacity: 0)
+            let edit = engine.apply(plan, to: scratch.cookie, now: nowMS / 1000, rewrite: &scratch.rewrite)
+            let changed = edit.dropped || edit.rewritten
             if changed && !dryRun {
                 changedCount += 1
                 if edit.dropped {
                     dropped.append(index)
-                } else if edit.rewritten {
-                    scratch.rewrite.withOutput { head.replaceValue(at: index, with: $0) }
                 } else {
-                    head.replaceValue(at: index, with: scratch.cookie.bytes)
+                    scratch.rewrite.withOutput { head.replaceValue(at: index, with: $0) }
                 }
             }
             guard sink != nil, changed || edit.logRequested || dryRun else { continue }
@@ -136,16 +133,13 @@ final class RulesHooks: ProxyHooks, Sendable {
                         lintURL: message.requestURL, dryRun: dryRun),
                     engine: engine)
             }
-            // The received line is still in `received`; the result is in the rewrite's output when it wrote one,
-            // else in the working value.
+            // The received line is still in `received`; the result is in the rewrite's output when it changed.
             if edit.dropped {
                 batch!.append(original: received, result: nil, edit: edit)
             } else if edit.rewritten {
                 scratch.rewrite.withOutput { batch!.append(original: received, result: $0, edit: edit) }
             } else {
-                scratch.cookie.bytes.withUnsafeBufferPointer {
-                    batch!.append(original: received, result: $0, edit: edit)
-                }
+                received.withUnsafeBufferPointer { batch!.append(original: received, result: $0, edit: edit) }
             }
         }
         if let sink, let batch { sink.submit(batch) }
