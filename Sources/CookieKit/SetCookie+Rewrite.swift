@@ -15,7 +15,8 @@
 /// received line (the tests compare them over the corpora).
 ///
 /// The texts of the edits (`; Secure`, `; SameSite=Lax`, compiled once by the caller) are ranges of one byte array
-/// the rewrite holds a reference to, set by ``begin(_:texts:)``: nothing it reads belongs to anybody else.
+/// the rewrite holds a reference to, set by ``begin(_:texts:)``; the received line is given to each call that
+/// reads it, and the rewrite keeps only positions in it. No pointer it holds outlives a call.
 package struct SetCookieRewrite: ~Copyable {
     /// A range of ``texts``.
     package struct Text: Sendable {
@@ -41,10 +42,10 @@ package struct SetCookieRewrite: ~Copyable {
         var name: Text?
     }
 
-    /// The line as received.
-    private var received = SetCookie(bytes: [])
-    /// The working copy, once the line is edited in place (see the type's description); nil while planning.
-    private var working: SetCookie? = nil
+    /// Whether this line is being edited in place, on ``working`` (see the type's description).
+    private var inPlace = false
+    /// The working copy, while ``inPlace``.
+    private var working = SetCookie(bytes: [])
     private var texts: [UInt8] = []
     /// The line's attributes in order, then the appended ones.
     private var entries = GrowableBuffer<Entry>(capacity: 16)
@@ -74,15 +75,16 @@ package struct SetCookieRewrite: ~Copyable {
         output.withElements(body)
     }
 
-    /// Starts the edits of `cookie`; the edits' texts are ranges of `texts`.
+    /// Starts the edits of `cookie`, the received line, which every later call is given again (the rewrite
+    /// keeps positions in it, not a copy); the edits' texts are ranges of `texts`.
     package mutating func begin(_ cookie: SetCookie, texts: [UInt8]) {
-        received = cookie
         self.texts = texts
-        working = nil
+        inPlace = false
         entries.removeAll()
         lastLive.update(repeating: -1, count: Self.kinds)
         // A line with a problem is reparsed by the in-place edits (its offset may move or vanish).
         guard cookie.layout.problem == nil else {
+            inPlace = true
             working = cookie
             return
         }
@@ -95,13 +97,17 @@ package struct SetCookieRewrite: ~Copyable {
             }
             return true
         }
-        if !plain { working = cookie }
+        if !plain {
+            inPlace = true
+            working = cookie
+        }
     }
 
     /// From here on, this line is edited in place: the plan so far is written into the working copy.
-    private mutating func editInPlace() {
-        guard working == nil else { return }
-        _ = write()
+    private mutating func editInPlace(_ cookie: SetCookie) {
+        guard !inPlace else { return }
+        _ = writeLine(cookie)
+        inPlace = true
         working = output.withElements { SetCookie(bytes: Array($0)) }
     }
 
@@ -111,26 +117,27 @@ package struct SetCookieRewrite: ~Copyable {
     }
 
     /// The value an entry has now (as ``SetCookie/lastWrittenValue(of:)`` would see it), without the dot.
-    private func value(_ entry: Entry, _ b: UnsafeBufferPointer<UInt8>, _ t: UnsafeBufferPointer<UInt8>)
-        -> UnsafeBufferPointer<UInt8>
-    {
+    private func value(
+        _ entry: Entry, _ cookie: SetCookie, _ b: UnsafeBufferPointer<UInt8>, _ t: UnsafeBufferPointer<UInt8>
+    ) -> UnsafeBufferPointer<UInt8> {
         if let value = entry.value { return bytes(value, t) }
         guard entry.span >= 0 else { return UnsafeBufferPointer(start: nil, count: 0) }
-        let span = received.layout.spans[Int(entry.span)]
+        let span = cookie.layout.spans[Int(entry.span)]
         return UnsafeBufferPointer(rebasing: b[Int(span.valueStart)..<Int(span.valueEnd)])
     }
 
     /// The last entry of a kind that is not removed; with `written`, the last whose value a user agent reads
     /// (at most 1024 bytes, RFC 6265bis §5.6 attributes step 6).
     private func last(
-        _ kind: CookieAttributeKind, written: Bool, _ b: UnsafeBufferPointer<UInt8>, _ t: UnsafeBufferPointer<UInt8>
+        _ kind: CookieAttributeKind, written: Bool, _ cookie: SetCookie, _ b: UnsafeBufferPointer<UInt8>,
+        _ t: UnsafeBufferPointer<UInt8>
     ) -> Int? {
         var i = Int(lastLive[kind.index])
         if !written || i < 0 { return i < 0 ? nil : i }
         while i >= 0 {
             let e = entries[i]
             if e.kind == kind && !e.removed
-                && value(e, b, t).count + (e.dot ? 1 : 0) <= Int(SetCookie.maximumAttributeValueLength)
+                && value(e, cookie, b, t).count + (e.dot ? 1 : 0) <= Int(SetCookie.maximumAttributeValueLength)
             {
                 return i
             }
@@ -141,14 +148,14 @@ package struct SetCookieRewrite: ~Copyable {
 
     /// ``SetCookie/setFlag(_:_:)`` on; `text` is `; Name`.
     package mutating func flagOn(_ kind: CookieAttributeKind, text: Text) {
-        if working != nil { return working!.setFlag(kind, true) }
+        if inPlace { return working.setFlag(kind, true) }
         if lastLive[kind.index] >= 0 { return }
         add(Entry(kind: kind, span: -1, removed: false, dot: false, value: nil, name: text))
     }
 
     /// ``SetCookie/setFlag(_:_:)`` off, ``SetCookie/remove(_:)``: every occurrence removed.
     package mutating func remove(_ kind: CookieAttributeKind) {
-        if working != nil { return working!.remove(kind) }
+        if inPlace { return working.remove(kind) }
         for i in 0..<entries.count where entries[i].kind == kind { entries[i].removed = true }
         lastLive[kind.index] = -1
     }
@@ -156,37 +163,39 @@ package struct SetCookieRewrite: ~Copyable {
     /// ``SetCookie/set(_:toBytes:)`` with a value checked when `text` was compiled: `text` is `; Name=value`,
     /// the name `nameLength` bytes. The last occurrence gets the value, or `text` is appended. With
     /// `unlessEqualIgnoringCase`, a value in effect that differs only in ASCII case is left (SameSite).
-    package mutating func set(_ kind: CookieAttributeKind, text: Text, nameLength: Int, unlessEqualIgnoringCase: Bool) {
+    package mutating func set(
+        _ kind: CookieAttributeKind, text: Text, nameLength: Int, unlessEqualIgnoringCase: Bool, in cookie: SetCookie
+    ) {
         let value = Text(start: text.start + 3 + Int32(nameLength), end: text.end)
         let name = Text(start: text.start, end: text.start + 2 + Int32(nameLength))
-        if working == nil {
-            let planned = received.bytes.withUnsafeBufferPointer { b in
+        if !inPlace {
+            let planned = cookie.bytes.withUnsafeBufferPointer { b in
                 texts.withUnsafeBufferPointer { t in
-                    plan(kind, value: value, name: name, unlessEqualIgnoringCase: unlessEqualIgnoringCase, b, t)
+                    plan(kind, value: value, name: name, unlessEqualIgnoringCase: unlessEqualIgnoringCase, cookie, b, t)
                 }
             }
             if planned { return }
-            editInPlace()
+            editInPlace(cookie)
         }
         texts.withUnsafeBufferPointer { t in
             let v = bytes(value, t)
             if unlessEqualIgnoringCase,
-                let current = working!.lastWrittenValue(of: kind), SetCookie.valuesEqualIgnoringCase(current, v)
+                let current = working.lastWrittenValue(of: kind), SetCookie.valuesEqualIgnoringCase(current, v)
             {
                 return
             }
-            working!.set(kind, validated: v)
+            working.set(kind, validated: v)
         }
     }
 
     /// ``set(_:text:nameLength:unlessEqualIgnoringCase:)`` in the plan; false when the last occurrence is
     /// written without `=` (the in-place edit inserts one, then the line is reparsed).
     private mutating func plan(
-        _ kind: CookieAttributeKind, value: Text, name: Text, unlessEqualIgnoringCase: Bool,
+        _ kind: CookieAttributeKind, value: Text, name: Text, unlessEqualIgnoringCase: Bool, _ cookie: SetCookie,
         _ b: UnsafeBufferPointer<UInt8>, _ t: UnsafeBufferPointer<UInt8>
     ) -> Bool {
-        if unlessEqualIgnoringCase, let w = last(kind, written: true, b, t) {
-            let current = self.value(entries[w], b, t)
+        if unlessEqualIgnoringCase, let w = last(kind, written: true, cookie, b, t) {
+            let current = self.value(entries[w], cookie, b, t)
             let new = bytes(value, t)
             if entries[w].dot
                 ? new.first == 0x2E && SetCookie.valuesEqualIgnoringCase(new.dropFirst(), current)
@@ -195,57 +204,67 @@ package struct SetCookieRewrite: ~Copyable {
                 return true
             }
         }
-        guard let i = last(kind, written: false, b, t) else {
+        guard let i = last(kind, written: false, cookie, b, t) else {
             add(Entry(kind: kind, span: -1, removed: false, dot: false, value: value, name: name))
             return true
         }
         let e = entries[i]
-        if e.span >= 0 ? !received.layout.spans[Int(e.span)].hasEquals : e.value == nil { return false }
+        if e.span >= 0 ? !cookie.layout.spans[Int(e.span)].hasEquals : e.value == nil { return false }
         entries[i].value = value
         entries[i].dot = false
         return true
     }
 
     /// ``SetCookie/addLeadingDotToDomain()``.
-    package mutating func addLeadingDotToDomain() {
-        if working == nil {
-            let planned = received.bytes.withUnsafeBufferPointer { b in
+    package mutating func addLeadingDotToDomain(in cookie: SetCookie) {
+        if !inPlace {
+            let planned = cookie.bytes.withUnsafeBufferPointer { b in
                 texts.withUnsafeBufferPointer { t -> Bool in
-                    guard let w = last(.domain, written: true, b, t) else { return true }
-                    let current = value(entries[w], b, t)
+                    guard let w = last(.domain, written: true, cookie, b, t) else { return true }
+                    let current = value(entries[w], cookie, b, t)
                     if entries[w].dot || current.isEmpty || current[0] == 0x2E { return true }
                     // The Domain in effect is not the last one written (an over-long value after it).
-                    guard last(.domain, written: false, b, t) == w else { return false }
+                    guard last(.domain, written: false, cookie, b, t) == w else { return false }
                     entries[w].dot = true
                     return true
                 }
             }
             if planned { return }
-            editInPlace()
+            editInPlace(cookie)
         }
-        working!.addLeadingDotToDomain()
+        working.addLeadingDotToDomain()
     }
 
     /// Any other edit, made with the in-place edits on the working copy (``SetCookie``'s public API). Returns what
     /// `body` returns.
-    package mutating func edit<R, E: Error>(_ body: (inout SetCookie) throws(E) -> R) throws(E) -> R {
-        editInPlace()
-        return try body(&working!)
+    package mutating func edit<R, E: Error>(in cookie: SetCookie, _ body: (inout SetCookie) throws(E) -> R) throws(E)
+        -> R
+    {
+        editInPlace(cookie)
+        return try body(&working)
     }
 
-    /// Writes the edited line (read it with ``withOutput(_:)``); true when it differs from the received one.
-    package mutating func write() -> Bool {
+    /// Writes the edited line (read it with ``withOutput(_:)``); true when it differs from `cookie`, the received
+    /// one.
+    package mutating func write(_ cookie: SetCookie) -> Bool {
+        let changed = writeLine(cookie)
+        // The working copy's storage would keep the caller's next line from reusing its own.
+        if inPlace { working = SetCookie(bytes: []) }
+        return changed
+    }
+
+    private mutating func writeLine(_ cookie: SetCookie) -> Bool {
         output.removeAll()
-        if let working {
+        if inPlace {
             working.bytes.withUnsafeBufferPointer { output.append($0) }
-            return !received.hasBytes(working.bytes[...])
+            return !cookie.hasBytes(working.bytes[...])
         }
-        let spans = received.layout.spans
+        let spans = cookie.layout.spans
         var changed = false
-        received.bytes.withUnsafeBufferPointer { b in
+        cookie.bytes.withUnsafeBufferPointer { b in
             texts.withUnsafeBufferPointer { t in
                 // Runs of received bytes are copied at once.
-                var run = 0..<Int(received.layout.pairEnd)
+                var run = 0..<Int(cookie.layout.pairEnd)
                 func flush() {
                     if !run.isEmpty { output.append(UnsafeBufferPointer(rebasing: b[run])) }
                 }
@@ -290,6 +309,6 @@ package struct SetCookieRewrite: ~Copyable {
             }
         }
         // A new value equal to the old one, or a removal undone by an append of the same bytes, is no change.
-        return changed && !output.withElements { received.hasBytes($0) }
+        return changed && !output.withElements { cookie.hasBytes($0) }
     }
 }

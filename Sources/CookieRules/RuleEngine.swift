@@ -362,16 +362,17 @@ public final class RuleEngine: Sendable {
     /// keeps its rewrite and the received bytes, ``apply(_:to:now:rewrite:)``).
     public func apply(_ plan: CookiePlan, editing cookie: inout SetCookie, now: Int64) -> Edit {
         var rewrite = SetCookieRewrite()
-        let edit = apply(plan, to: cookie, now: now, rewrite: &rewrite)
+        let edit = apply(plan, to: &cookie, now: now, rewrite: &rewrite)
         if edit.rewritten { cookie = rewrite.withOutput { SetCookie(bytes: Array($0)) } }
         return edit
     }
 
     /// Phase 1 and 2 for one cookie: the rules that match it, then their actions, in file order, made by
     /// `rewrite` (the one way the engine edits a line). The result is in `rewrite`'s output when
-    /// ``Edit/rewritten``; `cookie` is not changed.
+    /// ``Edit/rewritten``; `cookie` is not changed (it is `inout` only to be read where it is: the proxy keeps it
+    /// in a per-thread object, and a property of a class passed by value is copied first).
     package func apply(
-        _ plan: CookiePlan, to cookie: SetCookie, now: Int64, rewrite: inout SetCookieRewrite
+        _ plan: CookiePlan, to cookie: inout SetCookie, now: Int64, rewrite: inout SetCookieRewrite
     ) -> Edit {
         let matched = match(plan, cookie, now: now)
         var edit = Edit(matched: matched, dropped: false, acted: false, logRequested: false, notes: [])
@@ -379,12 +380,12 @@ public final class RuleEngine: Sendable {
         rewrite.begin(cookie, texts: program.bytes)
         var bits = matched.low
         while bits != 0 && !edit.dropped {
-            perform(rule: bits.trailingZeroBitCount, plan, now, &edit, &rewrite)
+            perform(rule: bits.trailingZeroBitCount, cookie, plan, now, &edit, &rewrite)
             bits &= bits &- 1
         }
-        for index in matched.high where !edit.dropped { perform(rule: index, plan, now, &edit, &rewrite) }
+        for index in matched.high where !edit.dropped { perform(rule: index, cookie, plan, now, &edit, &rewrite) }
         if !edit.dropped {
-            edit.acted = rewrite.write()
+            edit.acted = rewrite.write(cookie)
             edit.rewritten = edit.acted
         }
         return edit
@@ -392,7 +393,8 @@ public final class RuleEngine: Sendable {
 
     /// The actions of one matched rule. `drop` ends the line's edits (a dropped line is always logged).
     private func perform(
-        rule index: Int, _ plan: CookiePlan, _ now: Int64, _ edit: inout Edit, _ rewrite: inout SetCookieRewrite
+        rule index: Int, _ cookie: SetCookie, _ plan: CookiePlan, _ now: Int64, _ edit: inout Edit,
+        _ rewrite: inout SetCookieRewrite
     ) {
         let range = program.rules[index].actions
         for a in Int(range.lowerBound)..<Int(range.upperBound) {
@@ -403,13 +405,14 @@ public final class RuleEngine: Sendable {
             case .log: edit.logRequested = true
             case .flagOn(let kind, let text): rewrite.flagOn(kind, text: text)
             case .flagOff(let kind): rewrite.remove(kind)
-            case .addDot: rewrite.addLeadingDotToDomain()
+            case .addDot: rewrite.addLeadingDotToDomain(in: cookie)
             case .setValue(let kind, let text, let nameLength, let unlessEqualIgnoringCase):
                 rewrite.set(
-                    kind, text: text, nameLength: Int(nameLength), unlessEqualIgnoringCase: unlessEqualIgnoringCase)
+                    kind, text: text, nameLength: Int(nameLength), unlessEqualIgnoringCase: unlessEqualIgnoringCase,
+                    in: cookie)
             case .general(let g):
                 let action = program.general[Int(g)]
-                let note = rewrite.edit { cookie in
+                let note = rewrite.edit(in: cookie) { cookie in
                     Self.perform(action, on: &cookie, context: plan.context, now: now, suffixes: suffixes)
                 }
                 if let note { edit.notes.append("\(cookieRuleNames[index]): \(note)") }

@@ -77,6 +77,13 @@ public enum ByteClass {
     @inlinable
     public static func equalsLowercase<A: Collection<UInt8>, B: Collection<UInt8>>(_ bytes: A, _ lowercase: B) -> Bool {
         guard bytes.count == lowercase.count else { return false }
+        let contiguous = bytes.withContiguousStorageIfAvailable { a in
+            lowercase.withContiguousStorageIfAvailable { b in
+                for i in 0..<a.count where lower(a[i]) != b[i] { return false }
+                return true
+            }
+        }
+        if let result = contiguous ?? nil { return result }
         var other = lowercase.makeIterator()
         for b in bytes where lower(b) != other.next() { return false }
         return true
@@ -87,6 +94,13 @@ public enum ByteClass {
     @inlinable
     public static func lowercasedString<C: Collection<UInt8>>(_ bytes: C) -> String {
         let count = bytes.count
+        let contiguous = bytes.withContiguousStorageIfAvailable { b in
+            String(unsafeUninitializedCapacity: count) { out in
+                for i in 0..<count { out[i] = lower(b[i]) }
+                return count
+            }
+        }
+        if let contiguous { return contiguous }
         return String(unsafeUninitializedCapacity: count) { out in
             var k = 0
             for b in bytes {

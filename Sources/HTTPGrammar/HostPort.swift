@@ -20,7 +20,7 @@ public enum HostPort {
 
     /// Splits `a`: a leading `[` opens a host that ends at the first `]`, after which only `:port` may follow;
     /// otherwise the last `:` (if any) starts the port. Nil for an unclosed bracket or bytes after one.
-    @inlinable
+    @inlinable @inline(__always)
     public static func split(_ a: UnsafeBufferPointer<UInt8>) -> Split? {
         if a.first == 0x5B {
             guard let close = a.firstIndex(of: 0x5D) else { return nil }
@@ -50,7 +50,7 @@ public enum HostPort {
     }
 
     /// A port: one to five decimal digits, at most 65535 (RFC 3986 §3.2.3 allows more digits; no port has them).
-    @inlinable
+    @inlinable @inline(__always)
     public static func port(_ a: UnsafeBufferPointer<UInt8>, _ range: Range<Int>) -> Int? {
         guard !range.isEmpty, range.count <= 5 else { return nil }
         var n = 0

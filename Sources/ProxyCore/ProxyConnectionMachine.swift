@@ -436,10 +436,10 @@ public struct ProxyConnectionMachine {
     private mutating func startExchange(_ request: RequestHead, framing: BodyFraming, _ io: inout ConnectionIO) {
         requestCount += 1
         let route: RequestRoute
-        switch RequestRoute.route(request, configuration: configuration, interceptedOrigin: interceptedOrigin) {
-        case .success(let r): route = r
-        case .failure(let refusal):
-            answer(refusal.status, refusal.reason, &io, keepAlive: false, fields: refusal.fields)
+        do {
+            route = try RequestRoute.route(request, configuration: configuration, interceptedOrigin: interceptedOrigin)
+        } catch {
+            answer(error.status, error.reason, &io, keepAlive: false, fields: error.fields)
             return
         }
         let origin = route.origin
@@ -451,9 +451,10 @@ public struct ProxyConnectionMachine {
         }
         let connection = request.head.connectionOptions()
         let keepAlive = request.version.minor >= 1 ? !connection.close : connection.keepAlive
+        let addressed = route.addressed
         let context = ExchangeContext(
             requestID: nextRequestID(), clientAddress: clientAddress, method: request.method, scheme: route.scheme,
-            host: route.addressed.host, port: route.addressed.port, target: route.target, status: nil)
+            host: addressed.host, port: addressed.port, target: route.target, status: nil)
         let wantsUpgrade = !route.isConnect && connection.upgrade && request.head.values(.upgrade).count == 1
         let secure = route.isConnect || interceptedOrigin != nil
         let via = configuration.upstreamProxies?.proxy(for: origin.host, secure: secure).map {
@@ -521,7 +522,8 @@ public struct ProxyConnectionMachine {
 
     private mutating func processResponseHead(_ io: inout ConnectionIO) {
         guard case .exchanging(let e) = state else { return unexpected("a response head", &io) }
-        while let (response, framing) = nextResponseHead(e, &io) {
+        while let next = nextResponseHead(e, &io) {
+            let response = next.head
             if response.status == 101 {
                 switchProtocols(e, response, &io)
             } else if (100..<200).contains(response.status) {
@@ -530,15 +532,22 @@ public struct ProxyConnectionMachine {
                 if e.clientVersion.minor >= 1 { io.toClient.append(contentsOf: response.head.bytes) }
                 continue
             } else {
-                forwardFinalHead(e, response, framing, &io)
+                forwardFinalHead(e, response, next.framing, &io)
             }
             return
         }
     }
 
+    /// A response head and its body's framing.
+    struct ParsedResponse {
+        var head: ResponseHead
+        var framing: BodyFraming
+    }
+
     /// The next response head in `e.upstreamIn`, taken out and parsed, with its body's framing. Nil when it has
     /// not all arrived yet, or when it is refused (the exchange has then failed with a `502`).
-    private mutating func nextResponseHead(_ e: Exchange, _ io: inout ConnectionIO) -> (ResponseHead, BodyFraming)? {
+    @inline(__always)
+    private mutating func nextResponseHead(_ e: Exchange, _ io: inout ConnectionIO) -> ParsedResponse? {
         let length: Int
         do {
             guard let l = try e.responseParser.headLength(e.upstreamIn[...]) else { return nil }
@@ -576,7 +585,7 @@ public struct ProxyConnectionMachine {
             failResponse(e, "upstream \(e.origin) switched protocols without being asked to", &io)
             return nil
         }
-        return (response, framing)
+        return ParsedResponse(head: response, framing: framing)
     }
 
     /// A `101` to an upgrade the client asked for: the head goes on, then both ways are a tunnel.
@@ -595,6 +604,7 @@ public struct ProxyConnectionMachine {
 
     /// A final response: whether the upstream connection stays usable and the client's closes after it, the
     /// head rewritten and sent, then its body.
+    @inline(__always)
     private mutating func forwardFinalHead(
         _ e: Exchange, _ response: ResponseHead, _ framing: BodyFraming, _ io: inout ConnectionIO
     ) {
@@ -625,6 +635,7 @@ public struct ProxyConnectionMachine {
     }
 
     /// The hooks (the rules) see the head, then it is written to the client and they see the bytes sent.
+    @inline(__always)
     private func forwardResponseHead(_ out: inout OutgoingHead, _ e: Exchange, _ io: inout ConnectionIO) {
         hooks.willForwardResponse(&out, context: e.context)
         let headStart = io.toClient.count

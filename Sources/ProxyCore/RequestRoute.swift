@@ -15,7 +15,9 @@ public struct RequestRoute: Sendable, Hashable {
     public var origin: Origin
     /// The host and port the client addressed: towards a fixed upstream, the Host it sent (or the URL's
     /// authority); otherwise ``origin``. What rules and the log see as the request's host.
-    public var addressed: Origin
+    public var addressed: Origin { named ?? origin }
+    /// ``addressed`` when it is not ``origin``.
+    var named: Origin? = nil
     /// `http` or `https` (inside an intercepted tunnel).
     public var scheme: String
     /// The request-target to send upstream: origin-form, or `*` (RFC 9112 §3.2.4). Empty for CONNECT.
@@ -52,17 +54,13 @@ public struct RequestRoute: Sendable, Hashable {
     ///   refused: it would loop.
     public static func route(
         _ request: RequestHead, configuration: ProxyConfiguration, interceptedOrigin: Origin?
-    ) -> Result<RequestRoute, Refusal> {
+    ) throws(Refusal) -> RequestRoute {
         let reverseUpstream = configuration.reverseUpstream
-        var route: RequestRoute
-        switch target(request, reverseUpstream: reverseUpstream, interceptedOrigin: interceptedOrigin) {
-        case .success(let r): route = r
-        case .failure(let refusal): return .failure(refusal)
-        }
+        var route = try target(request, reverseUpstream: reverseUpstream, interceptedOrigin: interceptedOrigin).get()
         let head = request.head
         var hostField: HTTPHead.Field? = nil
         for field in head.fields where field.known == .host {
-            guard hostField == nil else { return .failure(Refusal(400, "more than one Host header field")) }
+            guard hostField == nil else { throw Refusal(400, "more than one Host header field") }
             hostField = field
         }
         if let hostField {
@@ -75,13 +73,13 @@ public struct RequestRoute: Sendable, Hashable {
             } else {
                 valid = value.withUnsafeBufferPointer(Authority.isValid)
             }
-            guard valid else { return .failure(Refusal(400, "invalid Host header field")) }
+            guard valid else { throw Refusal(400, "invalid Host header field") }
         } else if request.version.minor > 0 && !route.isConnect {
-            return .failure(Refusal(400, "HTTP/1.1 request without a Host header field"))
+            throw Refusal(400, "HTTP/1.1 request without a Host header field")
         }
         let fixed = reverseUpstream != nil || interceptedOrigin != nil
         if !fixed && isOwnAddress(route.origin, ownPorts: configuration.ownPorts, ownHosts: configuration.ownHosts) {
-            return .failure(Refusal(400, "refusing a request addressed to the proxy itself (\(route.origin))"))
+            throw Refusal(400, "refusing a request addressed to the proxy itself (\(route.origin))")
         }
         if reverseUpstream != nil && interceptedOrigin == nil && !route.isConnect {
             let named: Origin? =
@@ -89,9 +87,9 @@ public struct RequestRoute: Sendable, Hashable {
                 ?? hostField.flatMap { f in
                     head.valueBytes(f).withUnsafeBufferPointer { Authority.parse($0, defaultPort: 80) }
                 }
-            if let named { route.addressed = named }
+            route.named = named
         }
-        return .success(route)
+        return route
     }
 
     /// Whether `origin` is the proxy itself: one of its ports on a loopback, unspecified or own address.
@@ -108,6 +106,7 @@ public struct RequestRoute: Sendable, Hashable {
     ///   RFC 9112 §3.2.2), and inside a tunnel it must name the tunnel's own origin. `OPTIONS *` is forwarded.
     ///   In reverse mode CONNECT is `405`: it would open a tunnel to any host.
     /// - Hosts are checked against the host grammar (``HostName``) before anything resolves or mints them.
+    @inline(__always)
     static func target(
         _ request: RequestHead, reverseUpstream: Origin?, interceptedOrigin: Origin?
     ) -> Result<RequestRoute, Refusal> {
@@ -204,7 +203,6 @@ public struct RequestRoute: Sendable, Hashable {
         authorityDefaultPort: Int = 80
     ) {
         self.origin = origin
-        self.addressed = origin
         self.scheme = scheme
         self.target = target
         self.isConnect = isConnect

@@ -114,7 +114,7 @@ final class RulesHooks: ProxyHooks, Sendable {
             // bytes stay in the head, so the original is only rebuilt when a log record needs it.
             let received = head.valueBytes(at: index)
             scratch.cookie.reset(to: received, spareCapacity: 0)
-            let edit = engine.apply(plan, to: scratch.cookie, now: nowMS / 1000, rewrite: &scratch.rewrite)
+            let edit = engine.apply(plan, to: &scratch.cookie, now: nowMS / 1000, rewrite: &scratch.rewrite)
             let changed = edit.dropped || edit.rewritten
             if changed && !dryRun {
                 changedCount += 1

@@ -75,13 +75,14 @@ import Testing
             case .remove(let kind): rewrite.remove(kind)
             case .set(let kind, _, let unlessEqual):
                 rewrite.set(
-                    kind, text: range, nameLength: kind.canonicalName.utf8.count, unlessEqualIgnoringCase: unlessEqual)
-            case .addDot: rewrite.addLeadingDotToDomain()
-            case .rename(let name): try rewrite.edit { try $0.rename(to: name) }
-            case .value(let value): try rewrite.edit { try $0.setValue(value) }
+                    kind, text: range, nameLength: kind.canonicalName.utf8.count, unlessEqualIgnoringCase: unlessEqual,
+                    in: cookie)
+            case .addDot: rewrite.addLeadingDotToDomain(in: cookie)
+            case .rename(let name): try rewrite.edit(in: cookie) { try $0.rename(to: name) }
+            case .value(let value): try rewrite.edit(in: cookie) { try $0.setValue(value) }
             }
         }
-        let changed = rewrite.write()
+        let changed = rewrite.write(cookie)
         return (rewrite.withOutput { Array($0) }, changed)
     }
 

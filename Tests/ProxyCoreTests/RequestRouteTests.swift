@@ -26,12 +26,16 @@ import Testing
     }
 
     static func route(_ head: String, _ mode: Mode) throws -> Result<RequestRoute, RequestRoute.Refusal> {
+        let request = try HTTPHeadParser(limits: HTTPParserLimits()).parseRequest(Array(head.utf8))
+        return Result { () throws(RequestRoute.Refusal) -> RequestRoute in try route(request, mode) }
+    }
+
+    static func route(_ request: RequestHead, _ mode: Mode) throws(RequestRoute.Refusal) -> RequestRoute {
         var configuration = ProxyConfiguration()
         configuration.ownPorts = [8080]
         configuration.ownHosts = ["192.0.2.7"]
         if mode == .reverse { configuration.reverseUpstream = Origin(host: "127.0.0.1", port: 3000) }
-        let request = try HTTPHeadParser(limits: HTTPParserLimits()).parseRequest(Array(head.utf8))
-        return RequestRoute.route(
+        return try RequestRoute.route(
             request, configuration: configuration,
             interceptedOrigin: mode == .intercepted ? Origin(host: "secure.example", port: 443) : nil)
     }
