@@ -21,8 +21,8 @@ final class ClientConnection: LoopHandler {
     unowned(unsafe) let loop: EventLoop
     var machine: ProxyConnectionMachine
     var io = ConnectionIO()
-    var clientSent = 0
-    var upstreamSent = 0
+    /// Towards the client (the upstream direction is the upstream connection's ``UpstreamConnection/out``).
+    var toClient = Outbound()
     var upstream: UpstreamConnection?
     /// The upstream of this client's last exchange, idle and kept for its next request (HAProxy's "http-reuse
     /// safe": a client's requests to one origin go over one upstream connection). A request for the same origin
@@ -37,9 +37,6 @@ final class ClientConnection: LoopHandler {
     var upstreamFlushDeferred = false
     /// False while ``flushDeferred()`` runs: then the upstream is written at once.
     var mayDeferUpstream = true
-    var shutdownUpstreamPending = false
-    var shutdownClientPending = false
-    var clientWriteShut = false
     var closed = false
     var connectGeneration = 0
     /// The upstream proxy of the connection being made (`--upstream-proxy`).
@@ -51,11 +48,8 @@ final class ClientConnection: LoopHandler {
     var lastActivity: Int64
     var countedRequests = 0
     var countedUnexpected = 0
-    /// TLS with the client after an intercepted CONNECT; `clientRaw` holds bytes for the socket (ciphertext,
-    /// and the cleartext `200` that precedes it).
+    /// TLS with the client after an intercepted CONNECT.
     var clientTLS: TLSEngine?
-    var clientRaw: [UInt8] = []
-    var clientRawSent = 0
 
     init(fd: Int32, address: String, loop: EventLoop) {
         self.fd = fd
@@ -70,10 +64,8 @@ final class ClientConnection: LoopHandler {
         lastActivity = loop.now
     }
 
-    var pendingToClient: Int { io.toClient.count - clientSent + clientRaw.count - clientRawSent }
-    var pendingToUpstream: Int {
-        io.toUpstream.count - upstreamSent + (upstream.map { $0.raw.count - $0.rawSent } ?? 0)
-    }
+    var pendingToClient: Int { toClient.pending(io.toClient) }
+    var pendingToUpstream: Int { upstream.map { $0.out.pending(io.toUpstream) } ?? io.toUpstream.count }
 
     // MARK: Events
 
@@ -100,7 +92,7 @@ final class ClientConnection: LoopHandler {
             machine.clientClosed(&io)
         } else if Int32(-n) != Sys.EAGAIN && Int32(-n) != Sys.EINTR {
             // Reset by peer or similar: nothing can be delivered any more.
-            closeNow()
+            closeNow(socketError: Int32(-n))
         }
     }
 
@@ -108,7 +100,7 @@ final class ClientConnection: LoopHandler {
     private func clientTLSProgress(_ tls: TLSEngine) {
         if !tls.handshakeComplete {
             let status = tls.handshake()
-            tls.drainCiphertext(into: &clientRaw)
+            tls.drainCiphertext(into: &toClient.records)
             if case .failed(let reason) = status {
                 loop.server.noteTLSFailure("client TLS for \(tls.fallbackHost): \(reason)")
                 closeAfterFlush = true
@@ -118,7 +110,7 @@ final class ClientConnection: LoopHandler {
         }
         var plain: [UInt8] = []
         let status = tls.readPlaintext(into: &plain)
-        tls.drainCiphertext(into: &clientRaw)
+        tls.drainCiphertext(into: &toClient.records)
         if !plain.isEmpty { machine.clientData(plain[...], &io) }
         switch status {
         case .ok: break
@@ -131,7 +123,7 @@ final class ClientConnection: LoopHandler {
     private func upstreamTLSProgress(_ upstream: UpstreamConnection, _ tls: TLSEngine) {
         if !tls.handshakeComplete {
             let status = tls.handshake()
-            tls.drainCiphertext(into: &upstream.raw)
+            tls.drainCiphertext(into: &upstream.out.records)
             if case .failed(let reason) = status {
                 let origin = upstream.origin
                 detachUpstream(reusable: false)
@@ -143,7 +135,7 @@ final class ClientConnection: LoopHandler {
         }
         var plain: [UInt8] = []
         let status = tls.readPlaintext(into: &plain)
-        tls.drainCiphertext(into: &upstream.raw)
+        tls.drainCiphertext(into: &upstream.out.records)
         if !plain.isEmpty { machine.upstreamData(plain[...], &io) }
         switch status {
         case .ok: break
@@ -238,7 +230,7 @@ final class ClientConnection: LoopHandler {
                 machine.shrinkBuffers()
                 if io.toClient.capacity > 4096 && pendingToClient == 0 {
                     io.toClient = []
-                    clientSent = 0
+                    toClient.sent = 0
                 }
             }
         }
@@ -252,9 +244,9 @@ final class ClientConnection: LoopHandler {
         case .releaseUpstream(let reusable):
             detachUpstream(reusable: reusable)
         case .shutdownUpstreamWrite:
-            shutdownUpstreamPending = true
+            upstream?.out.shutdownPending = true
         case .shutdownClientWrite:
-            shutdownClientPending = true
+            toClient.shutdownPending = true
         case .closeClient:
             closeAfterFlush = true
         case .startTLS(let host, let leftover):
@@ -271,9 +263,9 @@ final class ClientConnection: LoopHandler {
                 return
             }
             // The cleartext "200 Connection Established" goes out first, then only TLS records.
-            clientRaw.append(contentsOf: io.toClient[clientSent...])
+            toClient.records.append(contentsOf: io.toClient[toClient.sent...])
             io.toClient.removeAll(keepingCapacity: true)
-            clientSent = 0
+            toClient.sent = 0
             clientTLS = tls
             loop.server.interceptedConnections.add(1)
             if !leftover.isEmpty {
@@ -283,67 +275,19 @@ final class ClientConnection: LoopHandler {
         }
     }
 
-    /// Sends `buffer[sent...]` on `fd`; the error number when the socket failed, nil otherwise. A buffer sent
-    /// whole is emptied (its storage kept).
-    private func sendRaw(_ fd: Int32, _ buffer: inout [UInt8], _ sent: inout Int) -> Int32? {
-        while sent < buffer.count {
-            let s = sent
-            let n = buffer.withUnsafeBytes { Sys.send(fd, UnsafeRawBufferPointer(rebasing: $0[s...])) }
-            if n > 0 {
-                sent += n
-                lastActivity = loop.now
-            } else if Int32(-n) == Sys.EAGAIN || Int32(-n) == Sys.EINTR {
-                break
-            } else {
-                return Int32(-n)
-            }
-        }
-        if sent == buffer.count {
-            buffer.removeAll(keepingCapacity: true)
-            sent = 0
-        } else if sent > 256 * 1024 {
-            buffer.removeFirst(sent)
-            sent = 0
-        }
-        return nil
-    }
-
     private func flush() {
-        if let tls = clientTLS {
-            if clientSent < io.toClient.count && tls.handshakeComplete {
-                _ = tls.write(io.toClient[clientSent...])
-                io.toClient.removeAll(keepingCapacity: true)
-                clientSent = 0
-            }
-            if shutdownClientPending && !clientWriteShut && io.toClient.isEmpty {
-                tls.close()
-            }
-            tls.drainCiphertext(into: &clientRaw)
-            if sendRaw(fd, &clientRaw, &clientRawSent) != nil {
-                closeNow()
-                return
-            }
-            if clientRaw.isEmpty && shutdownClientPending && !clientWriteShut {
-                clientWriteShut = true
-                Sys.shutdownWrite(fd)
-            }
-            flushUpstream()
+        var progress = false
+        if let error = toClient.flush(&io.toClient, to: fd, tls: clientTLS, progress: &progress) {
+            // The client is gone (a reset, a broken pipe): nobody is left to tell.
+            if progress { lastActivity = loop.now }
+            closeNow(socketError: error)
             return
         }
-        // Towards the client.
-        if sendRaw(fd, &io.toClient, &clientSent) != nil {
-            closeNow()
-            return
-        }
-        if io.toClient.isEmpty && shutdownClientPending && !clientWriteShut {
-            clientWriteShut = true
-            Sys.shutdownWrite(fd)
-        }
+        if progress { lastActivity = loop.now }
         // A request for the upstream goes out after the rest of this batch of events has been read: the origin,
         // woken by it, then finds the batch's requests together instead of preempting the loop once per request.
-        if mayDeferUpstream, let upstream, !upstream.connecting, upstream.tunnelAnswer == nil, upstream.tls == nil,
-            !shutdownUpstreamPending,
-            upstreamSent < io.toUpstream.count
+        if clientTLS == nil, mayDeferUpstream, let upstream, !upstream.connecting, upstream.tunnelAnswer == nil,
+            upstream.tls == nil, !upstream.out.shutdownPending, upstream.out.sent < io.toUpstream.count
         {
             if !upstreamFlushDeferred {
                 upstreamFlushDeferred = true
@@ -373,31 +317,11 @@ final class ClientConnection: LoopHandler {
 
     private func flushUpstream() {
         guard let upstream, !upstream.connecting, upstream.tunnelAnswer == nil else { return }
-        if let tls = upstream.tls {
-            if upstreamSent < io.toUpstream.count && tls.handshakeComplete {
-                _ = tls.write(io.toUpstream[upstreamSent...])
-                io.toUpstream.removeAll(keepingCapacity: true)
-                upstreamSent = 0
-            }
-            if shutdownUpstreamPending && !upstream.writeShut && io.toUpstream.isEmpty { tls.close() }
-            tls.drainCiphertext(into: &upstream.raw)
-            if sendRaw(upstream.fd, &upstream.raw, &upstream.rawSent) != nil {
-                machine.upstreamFailed(.failed(upstream.origin, reason: "send failed"), &io)
-                return
-            }
-            if upstream.raw.isEmpty && shutdownUpstreamPending && !upstream.writeShut {
-                upstream.writeShut = true
-                Sys.shutdownWrite(upstream.fd)
-            }
-            return
-        }
-        if let error = sendRaw(upstream.fd, &io.toUpstream, &upstreamSent) {
-            machine.upstreamFailed(.failed(upstream.origin, reason: Sys.errorText(-error)), &io)
-            return
-        }
-        if io.toUpstream.isEmpty && shutdownUpstreamPending && !upstream.writeShut {
-            upstream.writeShut = true
-            Sys.shutdownWrite(upstream.fd)
+        var progress = false
+        let error = upstream.out.flush(&io.toUpstream, to: upstream.fd, tls: upstream.tls, progress: &progress)
+        if progress { lastActivity = loop.now }
+        if let error {
+            machine.upstreamFailed(.failed(upstream.origin, reason: Sys.errorText(-Int32(error))), &io)
         }
     }
 
@@ -618,8 +542,8 @@ final class ClientConnection: LoopHandler {
     private func attach(_ upstream: UpstreamConnection) {
         upstream.owner = self
         self.upstream = upstream
-        upstreamSent = 0
-        shutdownUpstreamPending = false
+        upstream.out.sent = 0
+        upstream.out.shutdownPending = false
         if upstream.slot < 0 {
             loop.register(upstream, fd: upstream.fd, events: upstream.connecting ? Poller.writable : Poller.readable)
             upstream.interest = upstream.connecting ? Poller.writable : Poller.readable
@@ -629,11 +553,11 @@ final class ClientConnection: LoopHandler {
     private func detachUpstream(reusable: Bool) {
         guard let upstream else { return }
         self.upstream = nil
-        let unsent = pendingToUpstream > 0 || upstream.raw.count > upstream.rawSent
+        let unsent = upstream.out.pending(io.toUpstream) > 0
         io.toUpstream.removeAll(keepingCapacity: false)
-        upstreamSent = 0
-        shutdownUpstreamPending = false
-        if reusable && !unsent && !upstream.readClosed && !upstream.writeShut && !upstream.connecting
+        upstream.out.sent = 0
+        upstream.out.shutdownPending = false
+        if reusable && !unsent && !upstream.readClosed && !upstream.out.writeShut && !upstream.connecting
             && (upstream.tls?.handshakeComplete ?? true)
         {
             releaseParked()
@@ -701,8 +625,11 @@ final class ClientConnection: LoopHandler {
         apply()
     }
 
-    func closeNow() {
+    /// Closes at once. A socket error that ended the connection is counted by the server (the client is gone:
+    /// nobody is left to tell), so that the exit message can say how connections ended.
+    func closeNow(socketError: Int32? = nil) {
         if closed { return }
+        if let socketError { loop.server.noteClientSocketError(socketError) }
         closed = true
         if let upstream {
             self.upstream = nil
@@ -724,13 +651,12 @@ final class UpstreamConnection: LoopHandler {
     var remainingAddresses: [String] = []
     var interest: UInt32 = 0
     var readClosed = false
-    var writeShut = false
     var pooledAt: Int64 = 0
     var isClosed = false
-    /// TLS towards an intercepted host's upstream, and the ciphertext waiting for the socket.
+    /// TLS towards an intercepted host's upstream.
     var tls: TLSEngine?
-    var raw: [UInt8] = []
-    var rawSent = 0
+    /// Towards the upstream: what of the client's ``ConnectionIO/toUpstream`` it has taken, its TLS records.
+    var out = Outbound()
     /// What an upstream proxy has answered to CONNECT so far; nil when no answer is awaited.
     var tunnelAnswer: [UInt8]?
 

@@ -22,6 +22,18 @@ public final class ProxyServer: @unchecked Sendable {
         tlsFailures.withLock { if $0.count < 100 { $0.append(text) } }
     }
 
+    /// Client connections ended by a socket error, by errno (a reset, a broken pipe).
+    private let clientSocketErrors = Locked<[Int32: Int]>([:])
+
+    func noteClientSocketError(_ errno: Int32) {
+        clientSocketErrors.withLock { $0[errno, default: 0] += 1 }
+    }
+
+    /// How many client connections ended on each socket error so far, as `strerror` text and count, most first.
+    public var clientSocketErrorCounts: [(String, Int)] {
+        clientSocketErrors.withLock { $0 }.sorted { $0.value > $1.value }.map { (Sys.errorText(-$0.key), $0.value) }
+    }
+
     /// TLS failures since the last call.
     public func takeTLSFailures() -> [String] {
         tlsFailures.withLock {

@@ -362,6 +362,12 @@ enum RunCommand {
                 Console.err("cookie-proxy: stopping (finishing exchanges in flight, up to \(seconds(drain)))")
                 server.shutdown(deadline: drain)
                 runtime.finish()
+                let socketErrors = server.clientSocketErrorCounts
+                if !socketErrors.isEmpty {
+                    Console.err(
+                        "cookie-proxy: client connections ended by a socket error: "
+                            + socketErrors.map { "\($0.1) × \($0.0)" }.joined(separator: ", "))
+                }
                 if server.unexpectedEventCount > 0 {
                     Console.err(
                         "cookie-proxy: \(server.unexpectedEventCount) connections were closed on an event their state"
