@@ -106,7 +106,7 @@ public enum UpstreamFailure: Sendable, Hashable {
         }
     }
 
-    var message: String {
+    public var message: String {
         switch self {
         case .resolve(let host, let reason): return "cannot resolve upstream host '\(host)': \(reason)"
         case .refused(let o): return "upstream \(o) refused the connection"

@@ -382,12 +382,8 @@ final class ClientConnection: LoopHandler {
         }
         // Through an upstream proxy, it is the proxy that is connected to.
         let host = via?.proxy.address.host ?? origin.host
-        if let mapped = loop.configuration.resolveOverrides[host] {
-            connectNext(origin: origin, addresses: [mapped], lastError: 0)
-        } else if HostName.isIPLiteral(host) {
-            connectNext(origin: origin, addresses: [host], lastError: 0)
-        } else if host == "localhost" || host.hasSuffix(".localhost") {
-            connectNext(origin: origin, addresses: ["127.0.0.1", "::1"], lastError: 0)
+        if case .known(let addresses) = Connector.addresses(of: host, overrides: loop.configuration.resolveOverrides) {
+            connectNext(origin: origin, addresses: addresses, lastError: 0)
         } else if let cached = loop.server.resolver.cached(host, now: loop.now) {
             connectNext(origin: origin, addresses: cached, lastError: 0)
         } else {
@@ -418,14 +414,16 @@ final class ClientConnection: LoopHandler {
 
     /// Tries the addresses in order; reports the last error when none connects.
     func connectNext(origin: Origin, addresses: [String], lastError: Int32) {
-        var remaining = addresses
-        // (Loopback hosts never go through an upstream proxy, and the proxy itself may well be on loopback.)
-        if fromNetwork && !loop.configuration.allowLoopbackUpstream && hop == nil && localPort == nil {
-            remaining.removeAll { LocalAddress.reachesThisMachineOnly($0) }
-            if remaining.isEmpty && !addresses.isEmpty {
-                machine.upstreamFailed(.loopbackFromNetwork(origin), &io)
-                return
-            }
+        // (An upstream proxy and the onboarding pages may well be on loopback: the rule is for origins.)
+        guard
+            var remaining = hop != nil || localPort != nil
+                ? addresses
+                : Connector.permitted(
+                    addresses, fromNetwork: fromNetwork, allowLoopbackUpstream: loop.configuration.allowLoopbackUpstream
+                )
+        else {
+            machine.upstreamFailed(.loopbackFromNetwork(origin), &io)
+            return
         }
         var error = lastError
         while !remaining.isEmpty {
@@ -454,18 +452,7 @@ final class ClientConnection: LoopHandler {
             if !inProgress { tcpConnected(upstream) }
             return
         }
-        if let hop {
-            let reason =
-                error == ECONNREFUSED
-                ? "refused the connection" : error == 0 ? "has no address" : "failed: \(Sys.errorText(-error))"
-            machine.upstreamFailed(.proxy(hop.proxy, for: origin, reason: reason), &io)
-        } else if error == ECONNREFUSED {
-            machine.upstreamFailed(.refused(origin), &io)
-        } else if error == ETIMEDOUT {
-            machine.upstreamFailed(.connectTimeout(origin), &io)
-        } else {
-            machine.upstreamFailed(.failed(origin, reason: error == 0 ? "no address" : Sys.errorText(-error)), &io)
-        }
+        machine.upstreamFailed(Connector.failure(error, origin: origin, through: hop), &io)
     }
 
     /// TCP is up: through an upstream proxy that is to open a tunnel, CONNECT goes first; else the origin is

@@ -64,29 +64,20 @@ import Testing
         #expect(Self.send("HTTP/1.1 200 OK\r\n\r\n", from: server, to: client) == "HTTP/1.1 200 OK\r\n\r\n")
     }
 
-    /// Without SNI (an IP-literal client sends none) the leaf names the CONNECT host; a client that expects
-    /// another name refuses it, and says why.
-    @Test func aLeafForAnotherHostFailsVerificationWithTheReason() throws {
+    /// A client refuses a leaf it cannot verify, and says why: one that does not trust the CA, and one that
+    /// expects another name (without SNI, as from an IP-literal client, the leaf names the CONNECT host).
+    @Test(arguments: [(true, "192.0.2.1", "app.test"), (false, "app.test", "app.test")])
+    func aLeafTheClientCannotVerifyFailsTheHandshakeWithTheReason(
+        _ trustsTheCA: Bool, _ clientHost: String, _ connectHost: String
+    ) throws {
         let setup = try Setup()
         defer { setup.remove() }
-        let client = try TLSEngine(client: setup.trusting, host: "192.0.2.1", insecure: false)
-        let server = try TLSEngine(server: setup.server, connectHost: "app.test")
+        let client = try TLSEngine(
+            client: trustsTheCA ? setup.trusting : setup.defaultTrust, host: clientHost, insecure: false)
+        let server = try TLSEngine(server: setup.server, connectHost: connectHost)
         let (status, _) = Self.handshake(client, server)
         guard case .failed(let reason) = status else {
-            Issue.record("a leaf for app.test was accepted for 192.0.2.1: \(status)")
-            return
-        }
-        #expect(reason.contains("certificate verification failed"), "\(reason)")
-    }
-
-    @Test func aClientThatDoesNotTrustTheCARefusesItsLeaves() throws {
-        let setup = try Setup()
-        defer { setup.remove() }
-        let client = try TLSEngine(client: setup.defaultTrust, host: "app.test", insecure: false)
-        let server = try TLSEngine(server: setup.server, connectHost: "app.test")
-        let (status, _) = Self.handshake(client, server)
-        guard case .failed(let reason) = status else {
-            Issue.record("an unknown CA's leaf was accepted: \(status)")
+            Issue.record("a leaf for \(connectHost) was accepted by a client for \(clientHost): \(status)")
             return
         }
         #expect(reason.contains("certificate verification failed"), "\(reason)")
