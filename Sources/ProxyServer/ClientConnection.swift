@@ -38,11 +38,8 @@ final class ClientConnection: LoopHandler {
     /// False while ``flushDeferred()`` runs: then the upstream is written at once.
     var mayDeferUpstream = true
     var closed = false
-    var connectGeneration = 0
-    /// The upstream proxy of the connection being made (`--upstream-proxy`).
-    var hop: UpstreamHop?
-    /// The port to connect to instead of the origin's: the local service's, for the onboarding host.
-    var localPort: Int?
+    /// The upstream connection being made (ClientConnection+Connect.swift).
+    var dial = Dial()
     var lastPhase: ProxyConnectionMachine.Phase = .idle
     var phaseStart: Int64
     var lastActivity: Int64
@@ -120,7 +117,7 @@ final class ClientConnection: LoopHandler {
     }
 
     /// Advances an upstream TLS engine: handshake (then the machine hears "connected"), then decrypted bytes.
-    private func upstreamTLSProgress(_ upstream: UpstreamConnection, _ tls: TLSEngine) {
+    func upstreamTLSProgress(_ upstream: UpstreamConnection, _ tls: TLSEngine) {
         if !tls.handshakeComplete {
             let status = tls.handshake()
             tls.drainCiphertext(into: &upstream.out.records)
@@ -149,7 +146,7 @@ final class ClientConnection: LoopHandler {
     }
 
     func upstreamReadable(_ upstream: UpstreamConnection) {
-        if upstream.tunnelAnswer != nil, let hop {
+        if upstream.tunnelAnswer != nil, let hop = dial.hop {
             readTunnelAnswer(upstream, hop)
             apply()
             return
@@ -354,179 +351,7 @@ final class ClientConnection: LoopHandler {
 
     // MARK: Upstream connections
 
-    private func startConnect(_ origin: Origin, fresh: Bool, via: UpstreamHop?) {
-        connectGeneration += 1
-        hop = via
-        if let parked = unpark() {
-            if !fresh && parked.origin == origin && (parked.tls != nil) == (clientTLS != nil) {
-                attach(parked)
-                machine.upstreamConnected(reused: true, &io)
-                return
-            }
-            loop.givePooled(parked, idleSince: parked.pooledAt)
-        }
-        if !fresh, let pooled = loop.takePooled(origin, tls: clientTLS != nil) {
-            attach(pooled)
-            machine.upstreamConnected(reused: true, &io)
-            return
-        }
-        localPort = nil
-        if let onboarding = loop.configuration.onboardingHost, origin.host == onboarding, origin.port == 80,
-            clientTLS == nil, loop.server.localServicePort > 0
-        {
-            // The onboarding pages: served by the proxy's own local service, to devices on the LAN too.
-            hop = nil
-            localPort = loop.server.localServicePort
-            connectNext(origin: origin, addresses: ["127.0.0.1"], lastError: 0)
-            return
-        }
-        // Through an upstream proxy, it is the proxy that is connected to.
-        let host = via?.proxy.address.host ?? origin.host
-        if case .known(let addresses) = Connector.addresses(of: host, overrides: loop.configuration.resolveOverrides) {
-            connectNext(origin: origin, addresses: addresses, lastError: 0)
-        } else if let cached = loop.server.resolver.cached(host, now: loop.now) {
-            connectNext(origin: origin, addresses: cached, lastError: 0)
-        } else {
-            let generation = connectGeneration
-            let bound = LoopBound(self, on: loop)
-            loop.server.resolver.resolve(host) { result in
-                bound.post { connection in
-                    connection.resolved(result, host: host, origin: origin, via: via, generation: generation)
-                }
-            }
-        }
-    }
-
-    /// The resolver's answer, back on the loop: connect, unless the connection has moved on meanwhile.
-    private func resolved(
-        _ result: Result<[String], Sys.ResolveError>, host: String, origin: Origin, via: UpstreamHop?, generation: Int
-    ) {
-        guard !closed, connectGeneration == generation, machine.phase == .connecting else { return }
-        switch result {
-        case .success(let addresses): connectNext(origin: origin, addresses: addresses, lastError: 0)
-        case .failure(let error):
-            machine.upstreamFailed(
-                via.map { .proxy($0.proxy, for: origin, reason: "cannot be resolved: \(error.reason)") }
-                    ?? .resolve(host: host, reason: error.reason), &io)
-        }
-        apply()
-    }
-
-    /// Tries the addresses in order; reports the last error when none connects.
-    func connectNext(origin: Origin, addresses: [String], lastError: Int32) {
-        // (An upstream proxy and the onboarding pages may well be on loopback: the rule is for origins.)
-        guard
-            var remaining = hop != nil || localPort != nil
-                ? addresses
-                : Connector.permitted(
-                    addresses, fromNetwork: fromNetwork, allowLoopbackUpstream: loop.configuration.allowLoopbackUpstream
-                )
-        else {
-            machine.upstreamFailed(.loopbackFromNetwork(origin), &io)
-            return
-        }
-        var error = lastError
-        while !remaining.isEmpty {
-            let address = remaining.removeFirst()
-            let (ufd, inProgress) = Sys.connect(address, localPort ?? hop?.proxy.address.port ?? origin.port)
-            if ufd < 0 {
-                error = -ufd
-                continue
-            }
-            let upstream = UpstreamConnection(fd: ufd, origin: origin, loop: loop)
-            upstream.connecting = inProgress
-            upstream.remainingAddresses = remaining
-            if clientTLS != nil, let tlsSetup = loop.server.interception {
-                // Intercepted: the upstream is https too, verified against the system store (or --upstream-ca).
-                do {
-                    upstream.tls = try TLSEngine(
-                        client: tlsSetup.client, host: origin.host,
-                        insecure: tlsSetup.insecureHosts.contains(origin.host))
-                } catch {
-                    Sys.close(ufd)
-                    machine.upstreamFailed(.failed(origin, reason: "TLS: \(error)"), &io)
-                    return
-                }
-            }
-            attach(upstream)
-            if !inProgress { tcpConnected(upstream) }
-            return
-        }
-        machine.upstreamFailed(Connector.failure(error, origin: origin, through: hop), &io)
-    }
-
-    /// TCP is up: through an upstream proxy that is to open a tunnel, CONNECT goes first; else the origin is
-    /// reached.
-    private func tcpConnected(_ upstream: UpstreamConnection) {
-        guard let hop, hop.tunnel else {
-            originReachable(upstream)
-            return
-        }
-        // A few hundred bytes into a socket that has sent nothing yet: its buffer takes them whole.
-        let request = hop.connectRequest(to: upstream.origin)
-        let sent = request.withUnsafeBytes { Sys.send(upstream.fd, $0) }
-        guard sent == request.count else {
-            let origin = upstream.origin
-            detachUpstream(reusable: false)
-            let reason = sent < 0 ? "failed: \(Sys.errorText(Int32(sent)))" : "took only part of the CONNECT request"
-            machine.upstreamFailed(.proxy(hop.proxy, for: origin, reason: reason), &io)
-            return
-        }
-        upstream.tunnelAnswer = []
-    }
-
-    /// The upstream proxy's answer to CONNECT: a 2xx opens the tunnel (RFC 9110 §9.3.6), anything else is a 502
-    /// that quotes it. Bytes after the answer's head are the origin's.
-    private func readTunnelAnswer(_ upstream: UpstreamConnection, _ hop: UpstreamHop) {
-        let origin = upstream.origin
-        let n = loop.readBuffer.withUnsafeMutableBytes { Sys.recv(upstream.fd, $0) }
-        if n < 0 && (Int32(-n) == Sys.EAGAIN || Int32(-n) == Sys.EINTR) { return }
-        func fail(_ reason: String) {
-            detachUpstream(reusable: false)
-            machine.upstreamFailed(.proxy(hop.proxy, for: origin, reason: reason), &io)
-        }
-        if n == 0 { return fail("closed the connection before answering CONNECT") }
-        if n < 0 { return fail("failed: \(Sys.errorText(Int32(n)))") }
-        upstream.tunnelAnswer?.append(contentsOf: loop.readBuffer[0..<n])
-        let answer = upstream.tunnelAnswer ?? []
-        // The answer is read by the codec that reads every response (its limits, its one reading of a head).
-        var parser = HTTPHeadParser(limits: loop.configuration.proxy.parserLimits)
-        let end: Int
-        let response: ResponseHead
-        do {
-            guard let length = try parser.headLength(answer[...]) else { return }
-            end = length
-            response = try parser.parseResponse(Array(answer[..<end]))
-        } catch {
-            let start = String(decoding: answer.prefix { $0 != 0x0D && $0 != 0x0A }.prefix(80), as: UTF8.self)
-            return fail("answered CONNECT with something that is not HTTP (\(error.description)): '\(start)'")
-        }
-        guard (200..<300).contains(response.status) else {
-            let line = String(decoding: response.head.bytes[response.head.startLine], as: UTF8.self)
-            return fail("answered CONNECT with '\(line)'")
-        }
-        upstream.tunnelAnswer = nil
-        let leftover = answer[end...]
-        originReachable(upstream)
-        guard !leftover.isEmpty, self.upstream === upstream else { return }
-        if let tls = upstream.tls {
-            tls.feed(leftover)
-            upstreamTLSProgress(upstream, tls)
-        } else {
-            machine.upstreamData(leftover, &io)
-        }
-    }
-
-    /// The origin can be spoken to: plain upstreams are ready; TLS ones start their handshake first.
-    private func originReachable(_ upstream: UpstreamConnection) {
-        if let tls = upstream.tls {
-            upstreamTLSProgress(upstream, tls)
-        } else {
-            machine.upstreamConnected(reused: false, &io)
-        }
-    }
-
-    private func attach(_ upstream: UpstreamConnection) {
+    func attach(_ upstream: UpstreamConnection) {
         upstream.owner = self
         self.upstream = upstream
         upstream.out.sent = 0
@@ -537,7 +362,7 @@ final class ClientConnection: LoopHandler {
         }
     }
 
-    private func detachUpstream(reusable: Bool) {
+    func detachUpstream(reusable: Bool) {
         guard let upstream else { return }
         self.upstream = nil
         let unsent = upstream.out.pending(io.toUpstream) > 0
@@ -570,7 +395,7 @@ final class ClientConnection: LoopHandler {
     }
 
     /// The parked upstream, no longer parked.
-    private func unpark() -> UpstreamConnection? {
+    func unpark() -> UpstreamConnection? {
         guard let parked else { return nil }
         self.parked = nil
         loop.parkedCount -= 1
@@ -578,7 +403,7 @@ final class ClientConnection: LoopHandler {
     }
 
     /// Gives the parked upstream to the loop's pool (which closes it when draining or full).
-    private func releaseParked() {
+    func releaseParked() {
         guard let parked = unpark() else { return }
         loop.givePooled(parked, idleSince: parked.pooledAt)
     }
