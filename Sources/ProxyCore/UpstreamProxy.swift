@@ -81,7 +81,9 @@ public struct UpstreamProxyRoutes: Sendable, Hashable {
         for pattern in bypass {
             if pattern == "*" { return true }
             let bare = pattern.hasPrefix(".") ? String(pattern.dropFirst()) : pattern
-            let unbracketed = HostPort.split(bare[...])?.host ?? bare[...]
+            // A bracketed IPv6 address is compared without its brackets; nothing else is split (a pattern is a
+            // host, and an unbracketed IPv6 address has colons of its own).
+            let unbracketed = bare.hasPrefix("[") && bare.hasSuffix("]") ? bare.dropFirst().dropLast() : bare[...]
             if host == unbracketed || host.hasSuffix("." + unbracketed) { return true }
         }
         return false

@@ -39,6 +39,8 @@ import Testing
         ("example.org", ["example.com"], false), ("anything.test", ["*"], true), ("10.1.2.3", ["10.1.2.3"], true),
         ("[::1]", [], false), ("::1", [], true), ("localhost", [], true), ("api.localhost", [], true),
         ("127.0.0.5", [], true), ("128.0.0.1", [], false), ("EXAMPLE.com", ["Example.COM"], true),
+        ("2001:db8::1", ["2001:db8::1"], true), ("2001:db8::1", ["[2001:db8::1]"], true),
+        ("example.com", ["example.com:8080"], false),
     ])
     func bypassMatchesHostsAndTheirSubdomainsAndAlwaysLoopback(_ host: String, _ patterns: [String], _ bypass: Bool) {
         let proxy = UpstreamProxy(address: Origin(host: "proxy", port: 3128))
