@@ -62,7 +62,7 @@ let package = Package(
         .target(name: "TestSupport", dependencies: ["CProxyShims"], path: "Tests/TestSupport"),
         .testTarget(name: "CookieKitTests", dependencies: ["CookieKit", "CookieFoundation", "CookieConformance"]),
         .testTarget(name: "ProxyCoreTests", dependencies: ["ProxyCore", "HTTPGrammar"]),
-        .testTarget(name: "ProxyServerTests", dependencies: ["ProxyServer", "ProxyCore", "Locking"]),
+        .testTarget(name: "ProxyServerTests", dependencies: ["ProxyServer", "ProxyCore", "Locking", "HTTPGrammar"]),
         .testTarget(name: "HTTPGrammarTests", dependencies: ["HTTPGrammar"]),
         .testTarget(name: "ProxyTLSTests", dependencies: ["ProxyTLS"]),
         .testTarget(

@@ -26,7 +26,11 @@ package struct SetCookieRewrite: ~Copyable {
             self.start = start
             self.end = end
         }
-        var count: Int { Int(end - start) }
+        /// These bytes of `texts`.
+        @inlinable @inline(__always)
+        package func of(_ texts: UnsafeBufferPointer<UInt8>) -> UnsafeBufferPointer<UInt8> {
+            UnsafeBufferPointer(rebasing: texts[Int(start)..<Int(end)])
+        }
     }
 
     struct Entry {
@@ -83,20 +87,17 @@ package struct SetCookieRewrite: ~Copyable {
         entries.removeAll()
         lastLive.update(repeating: -1, count: Self.kinds)
         // A line with a problem is reparsed by the in-place edits (its offset may move or vanish).
-        guard cookie.layout.problem == nil else {
-            inPlace = true
-            working = cookie
-            return
-        }
-        let plain = cookie.layout.spans.withUnsafeBufferPointer { spans in
-            for index in spans.indices {
-                let span = spans[index]
-                // An empty cookie-av (`a=b;`) would be reused by an append.
-                if span.nameStart == span.nameEnd && !span.hasEquals { return false }
-                add(Entry(kind: span.kind, span: Int32(index), removed: false, dot: false, value: nil, name: nil))
+        let plain =
+            cookie.layout.problem == nil
+            && cookie.layout.spans.withUnsafeBufferPointer { spans in
+                for index in spans.indices {
+                    let span = spans[index]
+                    // An empty cookie-av (`a=b;`) would be reused by an append.
+                    if span.nameStart == span.nameEnd && !span.hasEquals { return false }
+                    add(Entry(kind: span.kind, span: Int32(index), removed: false, dot: false, value: nil, name: nil))
+                }
+                return true
             }
-            return true
-        }
         if !plain {
             inPlace = true
             working = cookie
@@ -111,16 +112,11 @@ package struct SetCookieRewrite: ~Copyable {
         working = output.withElements { SetCookie(bytes: Array($0)) }
     }
 
-    /// A run of ``texts``.
-    private func bytes(_ text: Text, _ t: UnsafeBufferPointer<UInt8>) -> UnsafeBufferPointer<UInt8> {
-        UnsafeBufferPointer(rebasing: t[Int(text.start)..<Int(text.end)])
-    }
-
     /// The value an entry has now (as ``SetCookie/lastWrittenValue(of:)`` would see it), without the dot.
     private func value(
         _ entry: Entry, _ cookie: SetCookie, _ b: UnsafeBufferPointer<UInt8>, _ t: UnsafeBufferPointer<UInt8>
     ) -> UnsafeBufferPointer<UInt8> {
-        if let value = entry.value { return bytes(value, t) }
+        if let value = entry.value { return value.of(t) }
         guard entry.span >= 0 else { return UnsafeBufferPointer(start: nil, count: 0) }
         let span = cookie.layout.spans[Int(entry.span)]
         return UnsafeBufferPointer(rebasing: b[Int(span.valueStart)..<Int(span.valueEnd)])
@@ -178,7 +174,7 @@ package struct SetCookieRewrite: ~Copyable {
             editInPlace(cookie)
         }
         texts.withUnsafeBufferPointer { t in
-            let v = bytes(value, t)
+            let v = value.of(t)
             if unlessEqualIgnoringCase,
                 let current = working.lastWrittenValue(of: kind), SetCookie.valuesEqualIgnoringCase(current, v)
             {
@@ -196,7 +192,7 @@ package struct SetCookieRewrite: ~Copyable {
     ) -> Bool {
         if unlessEqualIgnoringCase, let w = last(kind, written: true, cookie, b, t) {
             let current = self.value(entries[w], cookie, b, t)
-            let new = bytes(value, t)
+            let new = value.of(t)
             if entries[w].dot
                 ? new.first == 0x2E && SetCookie.valuesEqualIgnoringCase(new.dropFirst(), current)
                 : SetCookie.valuesEqualIgnoringCase(current, new)
@@ -285,7 +281,7 @@ package struct SetCookieRewrite: ~Copyable {
                             flush()
                             if e.dot { output.append(0x2E) }
                             if let value = e.value {
-                                output.append(bytes(value, t))
+                                output.append(value.of(t))
                             } else {
                                 output.append(
                                     UnsafeBufferPointer(rebasing: b[Int(span.valueStart)..<Int(span.valueEnd)]))
@@ -296,11 +292,11 @@ package struct SetCookieRewrite: ~Copyable {
                     } else if !e.removed, let name = e.name {
                         flush()
                         run = b.count..<b.count
-                        output.append(bytes(name, t))
+                        output.append(name.of(t))
                         if let value = e.value {
                             output.append(0x3D)
                             if e.dot { output.append(0x2E) }
-                            output.append(bytes(value, t))
+                            output.append(value.of(t))
                         }
                         changed = true
                     }

@@ -22,17 +22,16 @@ struct RuleBuilder {
         var keyword: String
         var args: [RulesParser.Token]
         var negated: Bool
+        /// The keyword's location (after a `not`) and the line.
         var place: Place
-        /// Where the keyword starts (with a `not`, where the `not` starts).
-        var keywordColumn: Int
+        /// Where the keyword starts.
+        var keywordColumn: Int { place.at.column }
         /// Just after the keyword: where its missing arguments would go.
-        var argumentsColumn: Int
-        let file: String
-        let lineNumber: Int
+        var argumentsColumn: Int { place.at.column + keyword.count + 1 }
 
         func fail(_ column: Int, _ message: String) -> RulesError {
             RulesError(
-                location: SourceLocation(file: file, line: lineNumber, column: column), message: message,
+                location: SourceLocation(file: place.at.file, line: place.at.line, column: column), message: message,
                 sourceLine: place.line)
         }
         func needArgs(_ what: String) throws(RulesError) {
@@ -74,15 +73,14 @@ struct RuleBuilder {
             negated = true
             tokens.removeFirst()
         }
+        guard let first = tokens.first else {
+            throw RulesError(
+                location: SourceLocation(file: file, line: lineNumber, column: allTokens[0].column),
+                message: "'not' needs a condition after it", sourceLine: line)
+        }
         let d = Directive(
-            keyword: tokens.first?.text ?? "", args: Array(tokens.dropFirst()), negated: negated,
-            place: Place(
-                at: SourceLocation(file: file, line: lineNumber, column: (tokens.first ?? allTokens[0]).column),
-                line: line),
-            keywordColumn: tokens.first?.column ?? allTokens[0].column,
-            argumentsColumn: (tokens.first?.column ?? 0) + (tokens.first?.text.count ?? 0) + 1, file: file,
-            lineNumber: lineNumber)
-        if tokens.isEmpty { throw d.fail(allTokens[0].column, "'not' needs a condition after it") }
+            keyword: first.text, args: Array(tokens.dropFirst()), negated: negated,
+            place: Place(at: SourceLocation(file: file, line: lineNumber, column: first.column), line: line))
         let keyword = d.keyword
         if RulesParser.conditionKeywords.contains(keyword) {
             if let previous = seenConditions[keyword] {

@@ -340,13 +340,11 @@ public final class RuleEngine: Sendable {
             logRequested: edit.logRequested, notes: edit.notes)
     }
 
-    /// What the rules did to a cookie edited in place.
+    /// What the rules did to one cookie.
     public struct Edit: Sendable {
         let matched: RuleMatches
         /// A rule dropped the line (the cookie is left as it was matched).
         public var dropped: Bool
-        /// Some action ran that may have changed the bytes (compare them to know).
-        public var acted: Bool
         public var logRequested: Bool
         public var notes: [String]
         /// The edited line is in the ``SetCookieRewrite``'s output and differs from the received one (the
@@ -375,19 +373,13 @@ public final class RuleEngine: Sendable {
         _ plan: CookiePlan, to cookie: inout SetCookie, now: Int64, rewrite: inout SetCookieRewrite
     ) -> Edit {
         let matched = match(plan, cookie, now: now)
-        var edit = Edit(matched: matched, dropped: false, acted: false, logRequested: false, notes: [])
+        var edit = Edit(matched: matched, dropped: false, logRequested: false, notes: [])
         guard !matched.isEmpty else { return edit }
         rewrite.begin(cookie, texts: program.bytes)
-        var bits = matched.low
-        while bits != 0 && !edit.dropped {
-            perform(rule: bits.trailingZeroBitCount, cookie, plan, now, &edit, &rewrite)
-            bits &= bits &- 1
+        matched.forEach { index in
+            if !edit.dropped { perform(rule: index, cookie, plan, now, &edit, &rewrite) }
         }
-        for index in matched.high where !edit.dropped { perform(rule: index, cookie, plan, now, &edit, &rewrite) }
-        if !edit.dropped {
-            edit.acted = rewrite.write(cookie)
-            edit.rewritten = edit.acted
-        }
+        if !edit.dropped { edit.rewritten = rewrite.write(cookie) }
         return edit
     }
 
@@ -818,11 +810,5 @@ struct CookieProgram: Sendable {
             return false
         }
         return (try? SetCookie.checkWritableValue(value)) != nil
-    }
-}
-
-extension SetCookieRewrite.Text {
-    func of(_ bytes: UnsafeBufferPointer<UInt8>) -> UnsafeBufferPointer<UInt8> {
-        UnsafeBufferPointer(rebasing: bytes[Int(start)..<Int(end)])
     }
 }

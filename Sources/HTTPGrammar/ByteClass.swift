@@ -78,10 +78,7 @@ public enum ByteClass {
     public static func equalsLowercase<A: Collection<UInt8>, B: Collection<UInt8>>(_ bytes: A, _ lowercase: B) -> Bool {
         guard bytes.count == lowercase.count else { return false }
         let contiguous = bytes.withContiguousStorageIfAvailable { a in
-            lowercase.withContiguousStorageIfAvailable { b in
-                for i in 0..<a.count where lower(a[i]) != b[i] { return false }
-                return true
-            }
+            lowercase.withContiguousStorageIfAvailable { b in equalsLowercase(contiguous: a, b) }
         }
         if let result = contiguous ?? nil { return result }
         var other = lowercase.makeIterator()
@@ -118,8 +115,15 @@ public enum ByteClass {
         _ bytes: UnsafeBufferPointer<UInt8>, _ start: Int, _ end: Int, _ literal: StaticString
     ) -> Bool {
         guard end - start == literal.utf8CodeUnitCount else { return false }
-        let lit = literal.utf8Start
-        for i in 0..<(end - start) where lower(bytes[start + i]) != lit[i] { return false }
+        return equalsLowercase(
+            contiguous: UnsafeBufferPointer(rebasing: bytes[start..<end]),
+            UnsafeBufferPointer(start: literal.utf8Start, count: literal.utf8CodeUnitCount))
+    }
+
+    /// ``equalsLowercase(_:_:)`` of two buffers of one length.
+    @inlinable @inline(__always)
+    static func equalsLowercase(contiguous a: UnsafeBufferPointer<UInt8>, _ b: UnsafeBufferPointer<UInt8>) -> Bool {
+        for i in 0..<a.count where lower(a[i]) != b[i] { return false }
         return true
     }
 }

@@ -141,9 +141,12 @@ extension HostName {
     /// IP addresses in their usual text form (dotted decimal, inet_ntop's IPv6).
     public static func isLoopback(_ host: String) -> Bool {
         if host == "localhost" || host.hasSuffix(".localhost") || host == "::1" { return true }
-        var u = host.utf8[...]
-        if u.starts(with: "::ffff:".utf8) { u = u.dropFirst(7) }
-        return u.starts(with: "127.".utf8) && isIPv4(Array(u))
+        var host = host
+        return host.withUTF8 { b in
+            var address = b[...]
+            if address.starts(with: "::ffff:".utf8) { address = address.dropFirst(7) }
+            return address.starts(with: "127.".utf8) && isIPv4(address)
+        }
     }
 
     /// Whether `host` is an unspecified address (`0.0.0.0`, `::`, `::ffff:0.0.0.0`): connecting to one reaches

@@ -211,8 +211,7 @@ public struct ProxyConnectionMachine {
         switch state {
         case .idle:
             // A partial head is abandoned; between requests this is a normal close.
-            state = .closed
-            io.commands.append(.closeClient)
+            close(&io)
         case .connecting(let e), .exchanging(let e):
             if !e.requestBody.isComplete {
                 // The request was cut short: there is nothing sensible to send upstream.
@@ -222,7 +221,7 @@ public struct ProxyConnectionMachine {
         case .tunnel(_, let upstreamDone):
             state = .tunnel(clientDone: true, upstreamDone: upstreamDone)
             io.commands.append(.shutdownUpstreamWrite)
-            if upstreamDone { finishTunnel(&io) }
+            if upstreamDone { abortExchange(&io) }
         case .closed: break
         }
     }
@@ -233,13 +232,7 @@ public struct ProxyConnectionMachine {
         e.reusedUpstream = reused
         if e.isConnect {
             io.toClient.append(contentsOf: Self.connectionEstablished)
-            state = .tunnel(clientDone: false, upstreamDone: false)
-            // Bytes the client sent after the CONNECT head belong to the tunnel.
-            if bufferedClientBytes > 0 {
-                io.toUpstream.append(contentsOf: clientIn[clientInStart...])
-                clientIn.removeAll()
-                clientInStart = 0
-            }
+            startTunnel(&io)
             if clientEOF { clientClosed(&io) }
             return
         }
@@ -261,8 +254,7 @@ public struct ProxyConnectionMachine {
             failExchange(e, status: failure.status, message: failure.message, &io)
         case .tunnel:
             upstreamInUse = false
-            state = .closed
-            io.commands.append(.closeClient)
+            close(&io)
         case .idle, .closed: unexpected("upstreamFailed", &io)
         }
     }
@@ -291,7 +283,7 @@ public struct ProxyConnectionMachine {
         case .tunnel(let clientDone, _):
             state = .tunnel(clientDone: clientDone, upstreamDone: true)
             io.commands.append(.shutdownClientWrite)
-            if clientDone { finishTunnel(&io) }
+            if clientDone { abortExchange(&io) }
         case .exchanging(let e):
             if case .body(var reader) = e.response {
                 if reader.endOfStream() {
@@ -300,9 +292,7 @@ public struct ProxyConnectionMachine {
                     e.closeClientAfter = e.closeClientAfter || reader.framing == .untilClose
                     finishExchange(&io)
                 } else {
-                    release(reusable: false, &io)
-                    state = .closed
-                    io.commands.append(.closeClient)
+                    abortExchange(&io)
                 }
                 return
             }
@@ -332,8 +322,7 @@ public struct ProxyConnectionMachine {
         assertionFailure("ProxyConnectionMachine: \(event) in state \(state)")
         unexpectedEvents += 1
         if upstreamInUse { release(reusable: false, &io) }
-        state = .closed
-        io.commands.append(.closeClient)
+        close(&io)
     }
 
     /// Asks the shell for an upstream connection.
@@ -367,8 +356,7 @@ public struct ProxyConnectionMachine {
             if bufferedClientBytes > 0 {
                 answer(408, "request head not received in time", &io, keepAlive: false)
             } else {
-                state = .closed
-                io.commands.append(.closeClient)
+                close(&io)
             }
         case .connecting(let e):
             let message =
@@ -378,8 +366,7 @@ public struct ProxyConnectionMachine {
         case .exchanging(let e):
             failExchange(e, status: 504, message: UpstreamFailure.responseTimeout(e.origin).message, &io)
         case .tunnel:
-            state = .closed
-            io.commands.append(.closeClient)
+            close(&io)
         case .closed: break
         }
     }
@@ -387,8 +374,7 @@ public struct ProxyConnectionMachine {
     /// Graceful shutdown: close now if idle, else after the exchange in flight.
     public mutating func drain(_ io: inout ConnectionIO) {
         if case .idle = state, bufferedClientBytes == 0 {
-            state = .closed
-            io.commands.append(.closeClient)
+            close(&io)
         } else {
             clientEOF = true
         }
@@ -594,6 +580,12 @@ public struct ProxyConnectionMachine {
         forwardResponseHead(&out, e, &io)
         io.toClient.append(contentsOf: e.upstreamIn)
         e.upstreamIn = []
+        startTunnel(&io)
+    }
+
+    /// From here on both ways are a byte tunnel (CONNECT, or a `101`): what the client sent after its request
+    /// head belongs to it.
+    private mutating func startTunnel(_ io: inout ConnectionIO) {
         state = .tunnel(clientDone: false, upstreamDone: false)
         if bufferedClientBytes > 0 {
             io.toUpstream.append(contentsOf: clientIn[clientInStart...])
@@ -656,9 +648,7 @@ public struct ProxyConnectionMachine {
                 io.toClient.append(contentsOf: bytes.prefix(n))
             }
         } catch {
-            release(reusable: false, &io)
-            state = .closed
-            io.commands.append(.closeClient)
+            abortExchange(&io)
             return
         }
         if n < bytes.count { e.upstreamReusable = false }  // bytes after the body: the upstream is confused
@@ -670,23 +660,19 @@ public struct ProxyConnectionMachine {
         guard case .exchanging(let e) = state else { return unexpected("the end of an exchange", &io) }
         if !e.requestBody.isComplete {
             // The response came before the whole request body: the rest cannot be sent any more.
-            release(reusable: false, &io)
-            state = .closed
-            io.commands.append(.closeClient)
+            abortExchange(&io)
             return
         }
         release(reusable: e.upstreamReusable, &io)
         if e.closeClientAfter {
-            state = .closed
-            io.commands.append(.closeClient)
+            close(&io)
             return
         }
         state = .idle
         if bufferedClientBytes > 0 {
             parseRequest(&io)
         } else if clientEOF {
-            state = .closed
-            io.commands.append(.closeClient)
+            close(&io)
         }
     }
 
@@ -697,8 +683,7 @@ public struct ProxyConnectionMachine {
         if case .head = e.response, !e.responseBytesSeen {
             answer(status, message, &io, keepAlive: false)
         } else {
-            state = .closed
-            io.commands.append(.closeClient)
+            close(&io)
         }
     }
 
@@ -707,15 +692,15 @@ public struct ProxyConnectionMachine {
         answer(502, reason, &io, keepAlive: false)
     }
 
+    /// The upstream connection is done with and the client's closes after what is queued for it.
     private mutating func abortExchange(_ io: inout ConnectionIO) {
         release(reusable: false, &io)
-        state = .closed
-        io.commands.append(.closeClient)
+        close(&io)
     }
 
-    private mutating func finishTunnel(_ io: inout ConnectionIO) {
+    /// Nothing more will be read or written on this connection after what is queued for the client.
+    private mutating func close(_ io: inout ConnectionIO) {
         state = .closed
-        release(reusable: false, &io)
         io.commands.append(.closeClient)
     }
 
@@ -732,8 +717,7 @@ public struct ProxyConnectionMachine {
             state = .idle
             if bufferedClientBytes > 0 { parseRequest(&io) }
         } else {
-            state = .closed
-            io.commands.append(.closeClient)
+            close(&io)
         }
     }
 

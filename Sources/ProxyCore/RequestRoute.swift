@@ -55,9 +55,13 @@ public struct RequestRoute: Sendable, Hashable {
     public static func route(
         _ request: RequestHead, configuration: ProxyConfiguration, interceptedOrigin: Origin?
     ) throws(Refusal) -> RequestRoute {
-        let reverseUpstream = configuration.reverseUpstream
-        var route = try target(request, reverseUpstream: reverseUpstream, interceptedOrigin: interceptedOrigin).get()
+        var route = try target(
+            request, reverseUpstream: configuration.reverseUpstream, interceptedOrigin: interceptedOrigin
+        ).get()
+        let reverse = configuration.reverseUpstream != nil
         let head = request.head
+        // Towards a fixed upstream the client's Host is what it addressed, unless the target names an authority.
+        let namesByHost = reverse && interceptedOrigin == nil && !route.isConnect
         var hostField: HTTPHead.Field? = nil
         for field in head.fields where field.known == .host {
             guard hostField == nil else { throw Refusal(400, "more than one Host header field") }
@@ -70,6 +74,10 @@ public struct RequestRoute: Sendable, Hashable {
                 valid =
                     value.isEmpty || authority.isHostFieldValue(value, defaultPort: route.authorityDefaultPort)
                     || value.withUnsafeBufferPointer(Authority.isValid)
+            } else if namesByHost {
+                // Read once: the check and the name.
+                route.named = value.withUnsafeBufferPointer { Authority.parse($0, defaultPort: 80) }
+                valid = route.named != nil
             } else {
                 valid = value.withUnsafeBufferPointer(Authority.isValid)
             }
@@ -77,18 +85,11 @@ public struct RequestRoute: Sendable, Hashable {
         } else if request.version.minor > 0 && !route.isConnect {
             throw Refusal(400, "HTTP/1.1 request without a Host header field")
         }
-        let fixed = reverseUpstream != nil || interceptedOrigin != nil
+        let fixed = reverse || interceptedOrigin != nil
         if !fixed && isOwnAddress(route.origin, ownPorts: configuration.ownPorts, ownHosts: configuration.ownHosts) {
             throw Refusal(400, "refusing a request addressed to the proxy itself (\(route.origin))")
         }
-        if reverseUpstream != nil && interceptedOrigin == nil && !route.isConnect {
-            let named: Origin? =
-                route.authority
-                ?? hostField.flatMap { f in
-                    head.valueBytes(f).withUnsafeBufferPointer { Authority.parse($0, defaultPort: 80) }
-                }
-            route.named = named
-        }
+        if namesByHost, let authority = route.authority { route.named = authority }
         return route
     }
 

@@ -51,7 +51,7 @@ final class ClientConnection: LoopHandler {
     init(fd: Int32, address: String, loop: EventLoop) {
         self.fd = fd
         self.address = address
-        fromNetwork = !LocalAddress.isLoopback(address)
+        fromNetwork = !HostName.isLoopback(address)
         self.loop = loop
         let server = loop.server
         self.machine = ProxyConnectionMachine(
@@ -274,13 +274,13 @@ final class ClientConnection: LoopHandler {
 
     private func flush() {
         var progress = false
-        if let error = toClient.flush(&io.toClient, to: fd, tls: clientTLS, progress: &progress) {
+        let error = toClient.flush(&io.toClient, to: fd, tls: clientTLS, progress: &progress)
+        if progress { lastActivity = loop.now }
+        if let error {
             // The client is gone (a reset, a broken pipe): nobody is left to tell.
-            if progress { lastActivity = loop.now }
             closeNow(socketError: error)
             return
         }
-        if progress { lastActivity = loop.now }
         // A request for the upstream goes out after the rest of this batch of events has been read: the origin,
         // woken by it, then finds the batch's requests together instead of preempting the loop once per request.
         if clientTLS == nil, mayDeferUpstream, let upstream, !upstream.connecting, upstream.tunnelAnswer == nil,

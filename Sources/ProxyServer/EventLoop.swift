@@ -1,4 +1,5 @@
 import Dispatch
+import HTTPGrammar
 import ProxyCore
 import Locking
 
@@ -182,7 +183,7 @@ final class EventLoop: @unchecked Sendable {
     // MARK: Clients
 
     func accepted(fd: Int32, address: String) {
-        let allowed = LocalAddress.isLoopback(address) || configuration.allowed.contains { $0.contains(address) }
+        let allowed = HostName.isLoopback(address) || configuration.allowed.contains { $0.contains(address) }
         if !allowed || draining || server.activeConnections.load() >= configuration.maximumConnections {
             let (status, reason) =
                 !allowed
@@ -206,7 +207,7 @@ final class EventLoop: @unchecked Sendable {
     /// A connection to the local service: the same admission as the proxy's (loopback, `--allow`).
     func acceptedLocal(fd: Int32, address: String) {
         guard let service = server.localService, !draining,
-            LocalAddress.isLoopback(address) || configuration.allowed.contains(where: { $0.contains(address) })
+            HostName.isLoopback(address) || configuration.allowed.contains(where: { $0.contains(address) })
         else {
             Sys.close(fd)
             return

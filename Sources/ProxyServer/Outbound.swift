@@ -24,27 +24,28 @@ struct Outbound {
     /// it, then shuts the write side if that was asked for and nothing is left. Returns the errno of a failed
     /// send; EAGAIN and EINTR are not failures (the rest waits for the socket). `progress` is set when the socket
     /// took bytes.
+    @inline(__always)
     mutating func flush(_ plain: inout [UInt8], to fd: Int32, tls: TLSEngine?, progress: inout Bool) -> Int32? {
-        if let tls {
-            if sent < plain.count && tls.handshakeComplete {
-                _ = tls.write(plain[sent...])
-                plain.removeAll(keepingCapacity: true)
-                sent = 0
-            }
-            if shutdownPending && !writeShut && plain.isEmpty { tls.close() }
-            tls.drainCiphertext(into: &records)
-            if let error = Self.send(fd, &records, &recordsSent, &progress) { return error }
-            if records.isEmpty && plain.isEmpty { shutdownIfAsked(fd) }
-            return nil
-        }
+        if let tls { return flush(&plain, to: fd, through: tls, progress: &progress) }
         if let error = Self.send(fd, &plain, &sent, &progress) { return error }
         if plain.isEmpty && !recordsPending { shutdownIfAsked(fd) }
         return nil
     }
 
-    /// The records only (a socket whose TLS has not started: the cleartext before a handshake).
-    mutating func flushRecords(to fd: Int32, progress: inout Bool) -> Int32? {
-        Self.send(fd, &records, &recordsSent, &progress)
+    /// ``flush(_:to:tls:progress:)`` through TLS: the cleartext becomes records once the handshake is done.
+    private mutating func flush(_ plain: inout [UInt8], to fd: Int32, through tls: TLSEngine, progress: inout Bool)
+        -> Int32?
+    {
+        if sent < plain.count && tls.handshakeComplete {
+            _ = tls.write(plain[sent...])
+            plain.removeAll(keepingCapacity: true)
+            sent = 0
+        }
+        if shutdownPending && !writeShut && plain.isEmpty { tls.close() }
+        tls.drainCiphertext(into: &records)
+        if let error = Self.send(fd, &records, &recordsSent, &progress) { return error }
+        if records.isEmpty && plain.isEmpty { shutdownIfAsked(fd) }
+        return nil
     }
 
     private mutating func shutdownIfAsked(_ fd: Int32) {

@@ -61,17 +61,13 @@ public struct ServerConfiguration: Sendable {
 
 /// Addresses that reach this machine itself.
 enum LocalAddress {
-    private static let loopback = [CIDR("127.0.0.0/8")!, CIDR("::1/128")!]
-    private static let unspecified = [CIDR("0.0.0.0/8")!, CIDR("::/128")!]
-
-    /// 127.0.0.0/8 or ::1 (IPv4-mapped forms included), for every accepted connection with the address as the
-    /// shim formats it (dotted decimal, or inet_ntop's IPv6 text).
-    static func isLoopback(_ numeric: String) -> Bool { HostName.isLoopback(numeric) }
+    /// Loopback and unspecified networks.
+    private static let thisMachine = [CIDR("127.0.0.0/8")!, CIDR("::1/128")!, CIDR("0.0.0.0/8")!, CIDR("::/128")!]
 
     /// Loopback, or an unspecified address (a connect to 0.0.0.0 or :: reaches this machine too). Resolver output
     /// and literals from requests come in any spelling, so these are parsed.
     static func reachesThisMachineOnly(_ numeric: String) -> Bool {
-        (loopback + unspecified).contains { $0.contains(numeric) }
+        thisMachine.contains { $0.contains(numeric) }
     }
 }
 

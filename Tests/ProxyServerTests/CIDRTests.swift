@@ -1,3 +1,4 @@
+import HTTPGrammar
 @testable import ProxyServer
 import Testing
 
@@ -29,7 +30,7 @@ import Testing
         ("1.127.0.0", false), ("::2", false), ("::ffff:10.0.0.1", false), ("fe80::1", false),
     ])
     func acceptedPeersOnLoopback(_ address: String, _ loopback: Bool) {
-        #expect(LocalAddress.isLoopback(address) == loopback)
+        #expect(HostName.isLoopback(address) == loopback)
     }
 
     @Test(arguments: [
