@@ -65,7 +65,11 @@ extension String {
     }
 
     /// ASCII-only lowercase, leaving other bytes untouched (host names and attribute names).
-    var asciiLowercased: String {
-        utf8.contains(where: { ByteClass.lower($0) != $0 }) ? ByteClass.lowercasedString(utf8) : self
+    /// (Scanned in place when the string is contiguous, as native strings are: per-message hosts pass here.)
+    package var asciiLowercased: String {
+        let upper = { (b: UInt8) in b &- 0x41 < 26 }
+        let hasUpper =
+            utf8.withContiguousStorageIfAvailable { $0.contains(where: upper) } ?? utf8.contains(where: upper)
+        return hasUpper ? ByteClass.lowercasedString(utf8) : self
     }
 }

@@ -14,9 +14,13 @@ public enum IPHost {
     }
 
     public static func parse(_ host: String) -> Parsed {
-        let b = Array(host.utf8)
+        if let parsed = host.utf8.withContiguousStorageIfAvailable({ parse(host, $0) }) { return parsed }
+        return Array(host.utf8).withUnsafeBufferPointer { parse(host, $0) }
+    }
+
+    private static func parse(_ host: String, _ b: UnsafeBufferPointer<UInt8>) -> Parsed {
         if b.first == 0x5B {
-            guard b.last == 0x5D, b.count > 2, let pieces = ipv6(b[1..<(b.count - 1)]) else {
+            guard b.last == 0x5D, b.count > 2, let pieces = ipv6(ArraySlice(b[1..<(b.count - 1)])) else {
                 return .invalid("\(host) is not an IPv6 address")
             }
             return .ip(serialise(pieces))
@@ -24,7 +28,7 @@ public enum IPHost {
         if b.contains(0x3A) { return .invalid("\(host) has a ':' outside brackets") }
         if endsInANumber(b) {
             guard let v4 = ipv4(b) else { return .invalid("\(host) ends in a number but is not an IPv4 address") }
-            return .ip(serialise(v4))
+            return .ip(v4.isSerialised ? host : serialise(v4.address))
         }
         return .domain(host)
     }
@@ -44,55 +48,93 @@ public enum IPHost {
 
     /// WHATWG URL "ends in a number": the last label (a trailing empty label aside) is decimal digits, or `0x`
     /// and hex digits.
-    static func endsInANumber(_ b: [UInt8]) -> Bool {
-        var labels = b.split(separator: 0x2E, omittingEmptySubsequences: false)
-        if labels.last?.isEmpty == true {
-            guard labels.count > 1 else { return false }
-            labels.removeLast()
+    static func endsInANumber(_ b: UnsafeBufferPointer<UInt8>) -> Bool {
+        var end = b.count
+        if end > 0 && b[end - 1] == 0x2E {
+            // A trailing dot ends an empty label, which does not count; a host that is only "." has no label.
+            guard end > 1 else { return false }
+            end -= 1
         }
-        guard let last = labels.last, !last.isEmpty else { return false }
-        if last.allSatisfy({ $0 &- 0x30 < 10 }) { return true }
-        let s = last.startIndex
-        return last.count >= 2 && last[s] == 0x30 && last[s + 1] | 0x20 == 0x78
-            && last.dropFirst(2).allSatisfy { hex($0) != nil }
+        var start = end
+        while start > 0 && b[start - 1] != 0x2E { start -= 1 }
+        guard start < end else { return false }
+        var i = start
+        while i < end && b[i] &- 0x30 < 10 { i += 1 }
+        if i == end { return true }
+        guard end - start >= 2, b[start] == 0x30, b[start + 1] | 0x20 == 0x78 else { return false }
+        i = start + 2
+        while i < end, hex(b[i]) != nil { i += 1 }
+        return i == end
     }
 
     /// The WHATWG IPv4 parser: up to four parts, each decimal, octal (leading 0) or hex (`0x`); the last fills
-    /// what the others leave.
-    static func ipv4(_ b: [UInt8]) -> UInt32? {
-        var parts = b.split(separator: 0x2E, omittingEmptySubsequences: false)
-        if parts.last?.isEmpty == true { parts.removeLast() }
-        guard !parts.isEmpty, parts.count <= 4 else { return nil }
-        var numbers: [UInt64] = []
-        for part in parts {
-            guard !part.isEmpty else { return nil }
-            var digits = part[...]
+    /// what the others leave. `isSerialised`: the input is already the address's serialisation (four decimal
+    /// parts without leading zeros), so a caller can keep it instead of writing it again.
+    static func ipv4(_ b: UnsafeBufferPointer<UInt8>) -> (address: UInt32, isSerialised: Bool)? {
+        var end = b.count
+        if end > 0 && b[end - 1] == 0x2E { end -= 1 }
+        guard end > 0 else { return nil }
+        var address: UInt64 = 0
+        var count = 0
+        var plainDecimal = true
+        var i = 0
+        while true {
+            // One part, up to the next dot.
+            guard count < 4, i < end, b[i] != 0x2E else { return nil }
             var radix: UInt64 = 10
-            if digits.count >= 2 && digits.first == 0x30 && digits[digits.startIndex + 1] | 0x20 == 0x78 {
-                digits = digits.dropFirst(2)
+            if end - i >= 2 && b[i] == 0x30 && b[i + 1] | 0x20 == 0x78 {
                 radix = 16
-            } else if digits.count >= 2 && digits.first == 0x30 {
-                digits = digits.dropFirst(1)
+                i += 2
+                plainDecimal = false
+            } else if end - i >= 2 && b[i] == 0x30 && b[i + 1] != 0x2E {
                 radix = 8
+                i += 1
+                plainDecimal = false
             }
             var n: UInt64 = 0
-            for d in digits {
-                guard let v = hex(d), UInt64(v) < radix else { return nil }
+            while i < end && b[i] != 0x2E {
+                guard let v = hex(b[i]), UInt64(v) < radix else { return nil }
                 n = n * radix + UInt64(v)
                 guard n <= UInt64(UInt32.max) else { return nil }
+                i += 1
             }
-            numbers.append(n)
+            count += 1
+            if i == end {
+                // The last part fills the bytes the others left.
+                guard n < UInt64(1) << UInt64(8 * (5 - count)) else { return nil }
+                address = address << UInt64(8 * (5 - count)) | n
+                break
+            }
+            guard n <= 255 else { return nil }
+            address = address << 8 | n
+            i += 1
         }
-        for n in numbers.dropLast() where n > 255 { return nil }
-        let last = numbers.last!
-        guard last < UInt64(1) << UInt64(8 * (5 - numbers.count)) else { return nil }
-        var address = last
-        for (i, n) in numbers.dropLast().enumerated() { address += n << UInt64(8 * (3 - i)) }
-        return UInt32(address)
+        return (UInt32(address), plainDecimal && count == 4 && end == b.count)
     }
 
+    /// Dotted decimal.
     static func serialise(_ v4: UInt32) -> String {
-        "\(v4 >> 24).\(v4 >> 16 & 0xFF).\(v4 >> 8 & 0xFF).\(v4 & 0xFF)"
+        String(unsafeUninitializedCapacity: 15) { out in
+            var n = 0
+            for shift in stride(from: 24, through: 0, by: -8) {
+                let octet = Int(v4 >> UInt32(shift) & 0xFF)
+                if octet >= 100 {
+                    out[n] = UInt8(0x30 + octet / 100)
+                    n += 1
+                }
+                if octet >= 10 {
+                    out[n] = UInt8(0x30 + octet / 10 % 10)
+                    n += 1
+                }
+                out[n] = UInt8(0x30 + octet % 10)
+                n += 1
+                if shift > 0 {
+                    out[n] = 0x2E
+                    n += 1
+                }
+            }
+            return n
+        }
     }
 
     /// The WHATWG IPv6 parser: eight 16-bit pieces, one `::`, an IPv4 address in the last 32 bits (dotted decimal).
