@@ -19,7 +19,7 @@ public struct MessageContext: Sendable {
 
     public init(scheme: String, host: String, port: Int, path: String, method: String, status: Int?) {
         self.scheme = scheme
-        self.host = host.lowercased()
+        self.host = host.asciiLowercased
         self.port = port
         self.path = path.isEmpty ? "/" : path
         self.method = method
@@ -354,6 +354,8 @@ public final class RuleEngine: Sendable {
         public var matchedAny: Bool { !matched.isEmpty }
         /// Which rules matched, as comparable values (for caches of what a record shows).
         public var matchedRules: (low: UInt64, high: [Int]) { (matched.low, matched.high) }
+        /// The first 64 rules of ``matchedRules`` alone (no array to retain).
+        public var matchedRulesLow: UInt64 { matched.low }
     }
 
     /// Runs the rules of a plan over one Set-Cookie value, editing it (for library users and the CLI: the proxy

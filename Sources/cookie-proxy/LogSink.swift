@@ -2,11 +2,14 @@ import CookieKit
 import CookieRules
 import Foundation
 import Locking
+import ProxyCore
 
-/// Writes transformation records on a thread of its own. Records wait in a bounded queue; when the writer falls
-/// behind, the event loop that submits a record waits for room (backpressure: the proxy reads no more requests
-/// until the log has caught up), so no record is lost and memory stays bounded. `--log-overflow drop` drops
-/// and counts instead.
+/// The transformation log. Each response's records are formatted on the event loop that forwarded it, into bytes
+/// (``Recorder``, one per loop thread), and handed over in one copy to a writer thread that only writes: the data
+/// is formatted where it already is, so nothing is allocated, copied into objects or reference-counted per
+/// record on the way. Records wait in a bounded buffer; when the writer falls behind, the event loop that submits
+/// waits for room (backpressure: the proxy reads no more requests until the log has caught up), so no record is
+/// lost and memory stays bounded. `--log-overflow drop` drops and counts a response's records instead.
 final class LogSink: Sendable {
     enum Destination: Sendable {
         case standardOutput(compact: Bool, color: Bool)
@@ -16,84 +19,18 @@ final class LogSink: Sendable {
     enum Overflow: String, Sendable {
         /// The submitting loop waits for room.
         case block
-        /// The record is dropped and counted.
+        /// The records that find no room are dropped and counted.
         case drop
     }
 
-    /// One response's part of its records: the same for each of its cookies (one object per response).
-    final class Exchange: Sendable {
-        let time: Int64
-        let requestID: UInt64
-        let client: String
-        let method: String
-        let url: String
-        let status: Int
-        let lintURL: RequestURL
-        let dryRun: Bool
-        init(
-            time: Int64, requestID: UInt64, client: String, method: String, url: String, status: Int,
-            lintURL: RequestURL, dryRun: Bool
-        ) {
-            (self.time, self.requestID, self.client, self.method, self.url, self.status) =
-                (time, requestID, client, method, url, status)
-            (self.lintURL, self.dryRun) = (lintURL, dryRun)
-        }
-    }
-
-    /// One response's records as the event loop hands them over: both lines of every logged cookie back to back in
-    /// one buffer, and what the rules did to each. Everything else (parsing them again, the diff, the lint, JSON)
-    /// happens on the writer thread, and only for a cookie it has not seen before.
-    struct Batch: Sendable {
-        struct Cookie: Sendable {
-            let original: Range<Int>
-            /// Nil when a rule dropped the line.
-            let result: Range<Int>?
-            let edit: RuleEngine.Edit
-        }
-        let exchange: Exchange
-        let engine: RuleEngine
-        private(set) var bytes: [UInt8] = []
-        private(set) var cookies: [Cookie] = []
-        /// The places in the queue it holds: one per record, at most the whole queue.
-        fileprivate(set) var places = 0
-
-        init(exchange: Exchange, engine: RuleEngine) {
-            self.exchange = exchange
-            self.engine = engine
-            bytes.reserveCapacity(1024)
-            cookies.reserveCapacity(8)
-        }
-
-        /// Adds a record: the line as received and as forwarded (nil: dropped).
-        mutating func append(original: ArraySlice<UInt8>, result: UnsafeBufferPointer<UInt8>?, edit: RuleEngine.Edit) {
-            let start = bytes.count
-            bytes.append(contentsOf: original)
-            let middle = bytes.count
-            if let result { bytes.append(contentsOf: result) }
-            cookies.append(
-                Cookie(original: start..<middle, result: result == nil ? nil : middle..<bytes.count, edit: edit))
-        }
-
-        mutating func keepFirst(_ n: Int) { cookies.removeLast(cookies.count - n) }
-
-        /// A record's two lines as arrays of their own (the slow path: parsing them, keeping them in the cache).
-        func lines(_ c: Cookie) -> (original: [UInt8], result: [UInt8]?) {
-            (Array(bytes[c.original]), c.result.map { Array(bytes[$0]) })
-        }
-    }
-
-    /// What waits to be written: formatting and lint happen on the writer thread, off the event loops.
-    enum Item: Sendable {
-        case records(Batch)
-        case line(String)
-        /// Reopen the log file (SIGUSR1): what was queued before goes to the old file, what follows to the new.
-        case reopen
-    }
-
     private struct State {
-        var queue: [Item] = []
-        /// The records in `queue` (a batch holds one response's).
-        var queuedRecords = 0
+        /// Whole lines waiting for the writer, and how many records they hold.
+        var pending: [UInt8] = []
+        var pendingRecords = 0
+        /// Reopen requests (SIGUSR1): what `pending` held before one goes to the old file, what follows to the new.
+        var reopens: [(offset: Int, records: Int)] = []
+        /// Event loops waiting for room.
+        var waiting = 0
         var dropped = 0
         var written = 0
         var closed = false
@@ -107,10 +44,8 @@ final class LogSink: Sendable {
 
     private let state = Locked(State())
     private let signal = DispatchSemaphore(value: 0)
-    /// Free places in the queue: taken by a record, given back once it is written.
-    private let slots: DispatchSemaphore
-    /// Held while a loop takes several places (``submit(_:)``).
-    private let taking = Locked(())
+    /// Signalled once per waiting loop when the writer has taken what was pending.
+    private let room = DispatchSemaphore(value: 0)
     private let done = DispatchSemaphore(value: 0)
     let capacity: Int
     let redaction: Redaction
@@ -127,13 +62,13 @@ final class LogSink: Sendable {
         self.overflow = overflow
         self.capacity = capacity
         self.terminal = terminal
-        slots = DispatchSemaphore(value: capacity)
         switch destination {
         case .standardOutput: state.withLock { $0.fd = 1 }
         case .file(let path):
             let f = try Self.open(path)
             state.withLock { $0.fd = f }
         }
+        state.withLock { $0.pending.reserveCapacity(256 * 1024) }
         let thread = Thread { [self] in self.writerLoop() }
         thread.name = "cookie-proxy-log"
         thread.start()
@@ -154,206 +89,83 @@ final class LogSink: Sendable {
         state.withLock { s in s.failure.map { (s.failedRecords, $0) } }
     }
 
-    /// Queues a response's records; the writer turns them into JSON (the lint of each result at the exchange's
-    /// URL included). Each record takes a place in the queue: with `--log-overflow drop`, those that find none
-    /// are dropped and counted.
-    func submit(_ batch: Batch) {
-        var batch = batch
-        let wanted = min(batch.cookies.count, capacity)
-        switch overflow {
-        case .block:
-            // One loop at a time takes its places, all of them before it lets go: two loops each holding part
-            // of what they need could otherwise wait for each other for ever.
-            taking.withLock { _ in for _ in 0..<wanted { slots.wait() } }
-            batch.places = wanted
-        case .drop:
-            var taken = 0
-            while taken < wanted, slots.wait(timeout: .now()) == .success { taken += 1 }
-            batch.places = taken
-            if taken < batch.cookies.count {
-                let lost = batch.cookies.count - taken
-                state.withLock { $0.dropped += lost }
-                if taken == 0 { return }
-                batch.keepFirst(taken)
-            }
-        }
-        enqueue(.records(batch), records: batch.cookies.count)
+    /// Hands over the records `recorder` holds (one response's). At most `capacity` records wait: a loop that
+    /// finds no room waits for the writer (or, with `--log-overflow drop`, the records are dropped and counted).
+    /// A response with more records than the whole capacity goes in alone.
+    func submit(_ recorder: Recorder) {
+        guard recorder.records > 0 else { return }
+        recorder.out.withBytes { enqueue($0, records: recorder.records) }
     }
 
     /// A line of its own, e.g. a reload event (never dropped; these are rare).
-    func submit(line: String) { enqueue(.line(line), records: 0) }
+    func submit(line: String) {
+        var bytes = Array(line.utf8)
+        bytes.append(0x0A)
+        bytes.withUnsafeBufferPointer { enqueue($0, records: 0) }
+    }
 
     /// SIGUSR1: reopen the file (logrotate moves it, then signals).
-    func reopen() { enqueue(.reopen, records: 0) }
+    func reopen() {
+        state.withLock { s in
+            s.reopens.append((s.pending.count, s.pendingRecords))
+            s.writerIdle = false
+        }
+        signal.signal()
+    }
 
-    /// A busy writer polls the queue every `pollInterval`, and is woken early only when `wakeThreshold` records
+    /// A busy writer polls the buffer every `pollInterval`, and is woken early only when `wakeThreshold` records
     /// wait: waking it for every response would cost a context switch per response, more than the records.
     static let pollInterval = DispatchTimeInterval.milliseconds(5)
     var wakeThreshold: Int { min(256, capacity) }
 
-    private func enqueue(_ item: Item, records: Int) {
+    private enum Admission {
+        case queued(wake: Bool)
+        case wait
+        case refused
+    }
+
+    private func enqueue(_ bytes: UnsafeBufferPointer<UInt8>, records: Int) {
         let urgent = records == 0
-        let wake = state.withLock { s -> Bool in
-            if s.closed {
-                s.dropped += max(records, 1)
-                return false
-            }
-            let before = s.queuedRecords
-            s.queue.append(item)
-            s.queuedRecords += records
-            if s.writerIdle || urgent || (before < wakeThreshold && s.queuedRecords >= wakeThreshold) {
-                s.writerIdle = false
-                return true
-            }
-            return false
-        }
-        if wake { signal.signal() }
-    }
-
-    /// The writer thread's working state: a reused output buffer; the exchange fields of the last response; and
-    /// for cookies seen before, the rest of their record (`,"cookie":` to the end) as JSON bytes, so a repeated
-    /// cookie is neither parsed, diffed, linted nor escaped again.
-    private struct Writer: ~Copyable {
-        var json = JSONWriter(capacity: 64 * 1024)
-        var fragment = JSONWriter(capacity: 4096)
-        var lastExchange: Exchange? = nil
-        var exchangeFields: [UInt8] = []
-        /// By a 64-bit digest of what the cookie part depends on; an entry is used only if all of it is equal.
-        var fragments: [UInt64: Fragment] = [:]
-        static let cacheLimit = 4096
-    }
-
-    /// A cookie's part of its record and everything it depends on: both lines, which rules of which engine
-    /// matched, and what the lint reads besides the line (the URL and the second); so a hit is exact.
-    final class Fragment {
-        let original: [UInt8]
-        let result: [UInt8]?
-        let rulesLow: UInt64
-        let rulesHigh: [Int]
-        let engine: ObjectIdentifier
-        let url: RequestURL
-        let now: Int64
-        let dryRun: Bool
-        let json: [UInt8]
-        init(_ batch: Batch, _ c: Batch.Cookie, lines: (original: [UInt8], result: [UInt8]?), json: [UInt8]) {
-            (original, result) = lines
-            (rulesLow, rulesHigh) = c.edit.matchedRules
-            engine = ObjectIdentifier(batch.engine)
-            url = batch.exchange.lintURL
-            now = batch.exchange.time / 1000
-            dryRun = batch.exchange.dryRun
-            self.json = json
-        }
-
-        /// Whether this entry was made for cookie `c` of `batch` (the lines compared with memcmp).
-        func matches(_ batch: Batch, _ c: Batch.Cookie) -> Bool {
-            let e = batch.exchange
-            guard now == e.time / 1000, dryRun == e.dryRun, engine == ObjectIdentifier(batch.engine),
-                rulesLow == c.edit.matchedRules.low, (result == nil) == (c.result == nil)
-            else { return false }
-            return batch.bytes.withUnsafeBytes { b in
-                Self.same(original, b, c.original) && (c.result.map { Self.same(result!, b, $0) } ?? true)
-            } && rulesHigh == c.edit.matchedRules.high && url == e.lintURL
-        }
-
-        static func same(_ x: [UInt8], _ b: UnsafeRawBufferPointer, _ r: Range<Int>) -> Bool {
-            x.count == r.count
-                && x.withUnsafeBytes { p in
-                    p.count == 0 || memcmp(p.baseAddress!, b.baseAddress! + r.lowerBound, p.count) == 0
+        while true {
+            let admission = state.withLock { s -> Admission in
+                if s.closed {
+                    s.dropped += records
+                    return .refused
                 }
-        }
-
-        /// The digest: the lines folded eight bytes at a time (the standard library's byte-by-byte hashing of
-        /// arrays costs more than the rest of a record), the rules and the second.
-        static func digest(_ batch: Batch, _ c: Batch.Cookie) -> UInt64 {
-            batch.bytes.withUnsafeBytes { b in
-                var h = fold(b, c.original, seed: 0x9E37_79B9_7F4A_7C15)
-                h = c.result.map { fold(b, $0, seed: h) } ?? (h ^ 0xD6E8_FEB8_6659_FD93)
-                h = (h ^ c.edit.matchedRules.low) &* 0xFF51_AFD7_ED55_8CCD
-                return (h ^ UInt64(bitPattern: batch.exchange.time / 1000)) &* 0xC4CE_B9FE_1A85_EC53
+                let before = s.pendingRecords
+                if records > 0 && before > 0 && before + records > capacity {
+                    if overflow == .drop {
+                        s.dropped += records
+                        return .refused
+                    }
+                    s.waiting += 1
+                    s.writerIdle = false
+                    return .wait
+                }
+                s.pending.append(contentsOf: bytes)
+                s.pendingRecords += records
+                if s.writerIdle || urgent || (before < wakeThreshold && s.pendingRecords >= wakeThreshold) {
+                    s.writerIdle = false
+                    return .queued(wake: true)
+                }
+                return .queued(wake: false)
             }
-        }
-
-        static func fold(_ b: UnsafeRawBufferPointer, _ r: Range<Int>, seed: UInt64) -> UInt64 {
-            var h = seed ^ UInt64(r.count)
-            var i = r.lowerBound
-            while i + 8 <= r.upperBound {
-                h = (h ^ b.loadUnaligned(fromByteOffset: i, as: UInt64.self)) &* 0xFF51_AFD7_ED55_8CCD
-                h ^= h >> 32
-                i += 8
+            switch admission {
+            case .queued(let wake):
+                if wake { signal.signal() }
+                return
+            case .refused:
+                return
+            case .wait:
+                signal.signal()
+                room.wait()
             }
-            while i < r.upperBound {
-                h = (h ^ UInt64(b[i])) &* 0x100_0000_01B3
-                i += 1
-            }
-            return h
-        }
-    }
-
-    /// The whole record, built the slow way (a cache miss, the terminal's compact line).
-    private func record(_ batch: Batch, _ c: Batch.Cookie, lines: (original: [UInt8], result: [UInt8]?))
-        -> TransformationRecord
-    {
-        let original = SetCookie(bytes: lines.original)
-        let outcome = batch.engine.outcome(
-            original: original, edited: lines.result.map { SetCookie(bytes: $0) } ?? original, c.edit)
-        let e = batch.exchange
-        var record = TransformationRecord(
-            time: e.time, requestID: e.requestID, client: e.client, method: e.method, url: e.url, status: e.status,
-            outcome: outcome, findings: [], dryRun: e.dryRun)
-        record.findings = CookieLint.findings(
-            for: outcome.result ?? outcome.original, from: e.lintURL, now: e.time / 1000)
-        return record
-    }
-
-    /// Appends one line per record of `batch` to the output buffer.
-    private func format(_ batch: Batch, _ w: inout Writer) {
-        if case .standardOutput(let compact, let color) = destination, compact {
-            for c in batch.cookies {
-                let full = record(batch, c, lines: batch.lines(c))
-                var line = Array(full.line(showValues: redaction.showValues, color: color).utf8)
-                line.withUnsafeMutableBufferPointer { w.json.raw(UnsafeBufferPointer($0)) }
-                w.json.raw(0x0A)
-            }
-            return
-        }
-        let e = batch.exchange
-        if w.lastExchange !== e {
-            // The fields every record of this response shares, written once.
-            w.fragment.removeAll()
-            TransformationRecord.writeExchangeFields(
-                time: e.time, requestID: e.requestID, client: e.client, method: e.method, url: e.url, status: e.status,
-                to: &w.fragment)
-            w.exchangeFields = w.fragment.withBytes { Array($0) }
-            w.lastExchange = e
-        }
-        for c in batch.cookies {
-            w.exchangeFields.withUnsafeBufferPointer { w.json.raw($0) }
-            let digest = Fragment.digest(batch, c)
-            if let cached = w.fragments[digest], cached.matches(batch, c) {
-                cached.json.withUnsafeBufferPointer { w.json.raw($0) }
-                w.json.raw(0x0A)
-                continue
-            }
-            let lines = batch.lines(c)
-            let full = record(batch, c, lines: lines)
-            w.fragment.removeAll()
-            full.writeCookieFields(to: &w.fragment, redaction: redaction)
-            w.fragment.raw(",\"changes\":")
-            TransformationRecord.writeChanges(full.outcome.changes, redaction: redaction, to: &w.fragment)
-            w.fragment.raw(",\"findings\":")
-            TransformationRecord.writeFindings(full.findings, to: &w.fragment)
-            full.writeTail(to: &w.fragment)
-            let bytes = w.fragment.withBytes { Array($0) }
-            bytes.withUnsafeBufferPointer { w.json.raw($0) }
-            w.json.raw(0x0A)
-            if w.fragments.count >= Writer.cacheLimit { w.fragments.removeAll(keepingCapacity: true) }
-            w.fragments[digest] = Fragment(batch, c, lines: lines, json: bytes)
         }
     }
 
     private func writerLoop() {
-        var w = Writer()
+        var taken: [UInt8] = []
+        taken.reserveCapacity(256 * 1024)
         var quietPolls = 0
         while true {
             if quietPolls >= 20 {
@@ -362,64 +174,57 @@ final class LogSink: Sendable {
             } else {
                 _ = signal.wait(timeout: .now() + Self.pollInterval)
             }
-            let (items, closed) = state.withLock { s -> ([Item], Bool) in
-                let b = s.queue
-                s.queue.removeAll(keepingCapacity: true)
-                s.queuedRecords = 0
-                if b.isEmpty {
+            // Swap buffers: the loops fill an empty one while this one is written.
+            let (records, reopens, waiting, closed) = state.withLock {
+                s -> (Int, [(offset: Int, records: Int)], Int, Bool) in
+                swap(&s.pending, &taken)
+                let taken = (s.pendingRecords, s.reopens, s.waiting, s.closed)
+                s.pendingRecords = 0
+                s.reopens.removeAll()
+                s.waiting = 0
+                if taken.0 == 0 && taken.1.isEmpty && s.pending.isEmpty && taken.2 == 0 {
                     quietPolls += 1
                     // After 20 empty polls (100 ms) the writer sleeps until signalled.
                     if quietPolls >= 20 { s.writerIdle = true }
                 } else {
                     quietPolls = 0
                 }
-                return (b, s.closed)
+                return taken
             }
-            var records = 0
-            var places = 0
-            for item in items {
-                switch item {
-                case .reopen:
-                    flush(&w, records: records, places: places)
-                    (records, places) = (0, 0)
-                    reopenFile()
-                case .line(let text):
-                    var bytes = Array(text.utf8)
-                    bytes.withUnsafeMutableBufferPointer { w.json.raw(UnsafeBufferPointer($0)) }
-                    w.json.raw(0x0A)
-                case .records(let batch):
-                    format(batch, &w)
-                    records += batch.cookies.count
-                    places += batch.places
-                }
+            for _ in 0..<waiting { room.signal() }
+            var offset = 0
+            var recordsBefore = 0
+            for r in reopens {
+                write(taken, offset..<r.offset, records: r.records - recordsBefore)
+                (offset, recordsBefore) = (r.offset, r.records)
+                reopenFile()
             }
-            flush(&w, records: records, places: places)
-            if closed && state.withLock({ $0.queue.isEmpty }) {
+            write(taken, offset..<taken.count, records: records - recordsBefore)
+            taken.removeAll(keepingCapacity: true)
+            if closed && state.withLock({ $0.pending.isEmpty && $0.reopens.isEmpty }) {
                 done.signal()
                 return
             }
         }
     }
 
-    /// Writes what the buffer holds and gives the records' places back.
-    private func flush(_ w: inout Writer, records: Int, places: Int) {
-        if w.json.count > 0 {
-            let fd = state.withLock { $0.fd }
-            let error = w.json.withBytes { bytes -> Int32 in
-                if let terminal, case .standardOutput = destination { return terminal.printAbove(fd: fd, bytes) }
-                return TerminalView.writeAll(fd, bytes)
-            }
-            w.json.removeAll()
-            state.withLock { s in
-                if error == 0 {
-                    s.written += records
-                } else {
-                    s.failedRecords += records
-                    s.failure = "cannot write the log: \(String(cString: strerror(error)))"
-                }
+    /// Writes whole lines holding `records` records.
+    private func write(_ buffer: [UInt8], _ range: Range<Int>, records: Int) {
+        guard !range.isEmpty else { return }
+        let fd = state.withLock { $0.fd }
+        let error = buffer.withUnsafeBufferPointer { all -> Int32 in
+            let bytes = UnsafeBufferPointer(rebasing: all[range])
+            if let terminal, case .standardOutput = destination { return terminal.printAbove(fd: fd, bytes) }
+            return TerminalView.writeAll(fd, bytes)
+        }
+        state.withLock { s in
+            if error == 0 {
+                s.written += records
+            } else {
+                s.failedRecords += records
+                s.failure = "cannot write the log: \(String(cString: strerror(error)))"
             }
         }
-        for _ in 0..<places { slots.signal() }
     }
 
     private func reopenFile() {
@@ -445,6 +250,192 @@ final class LogSink: Sendable {
         signal.signal()
         done.wait()
         if case .file = destination { _ = Foundation.close(state.withLock { $0.fd }) }
+    }
+}
+
+extension LogSink {
+    /// One event loop's record formatting: the response's lines (handed over by ``LogSink/submit(_:)``), the
+    /// fields its records share, and a cache of the rest of a record (`,"cookie":` to the end) for cookies seen
+    /// before, so that a repeated cookie is neither parsed, diffed, linted nor escaped again. Used by one thread
+    /// only (the per-thread ``CookieScratch``).
+    final class Recorder {
+        /// This response's lines.
+        var out = JSONWriter(capacity: 16 * 1024)
+        private(set) var records = 0
+        private var fragment = JSONWriter(capacity: 4096)
+        private var exchangeFields: [UInt8] = []
+        /// Direct-mapped by the top bits of a digest of what the cookie part depends on; an entry is used only if
+        /// all of it is equal (so a collision costs a miss, never a wrong record).
+        private var fragments = [Fragment?](repeating: nil, count: 1 << Recorder.cacheBits)
+        private static let cacheBits = 12
+        /// The cache holds records of this engine (and sink) only; another empties it.
+        private var engine: RuleEngine? = nil
+        private var sink: ObjectIdentifier? = nil
+
+        /// The response's time (milliseconds since the epoch) and mode.
+        private var time: Int64 = 0
+        private var dryRun = false
+        /// The terminal's compact lines instead of JSON (and in color).
+        private var compact: (on: Bool, color: Bool) = (false, false)
+
+        /// Starts a response's records.
+        func begin(sink: LogSink, engine: RuleEngine, time: Int64, dryRun: Bool) {
+            out.removeAll()
+            records = 0
+            exchangeFields.removeAll(keepingCapacity: true)
+            (self.time, self.dryRun) = (time, dryRun)
+            if case .standardOutput(let on, let color) = sink.destination { compact = (on, color) }
+            if self.engine !== engine || self.sink != ObjectIdentifier(sink) {
+                for i in fragments.indices { fragments[i] = nil }
+                (self.engine, self.sink) = (engine, ObjectIdentifier(sink))
+            }
+        }
+
+        /// Adds a record: the line as received and as forwarded (nil: dropped).
+        func add(
+            original: UnsafeBufferPointer<UInt8>, result: UnsafeBufferPointer<UInt8>?, edit: RuleEngine.Edit,
+            context: borrowing ExchangeContext,
+            message: borrowing MessageContext, sink: LogSink
+        ) {
+            records += 1
+            if compact.on {
+                let full = record(original: Array(original), result: result.map { Array($0) }, edit, context, message)
+                var line = Array(full.line(showValues: sink.redaction.showValues, color: compact.color).utf8)
+                line.withUnsafeMutableBufferPointer { out.raw(UnsafeBufferPointer($0)) }
+                out.raw(0x0A)
+                return
+            }
+            if exchangeFields.isEmpty {
+                // The fields every record of this response shares, written once.
+                fragment.removeAll()
+                TransformationRecord.writeExchangeFields(
+                    time: time, requestID: context.requestID, client: context.clientAddress, method: context.method,
+                    url: context.url, status: context.status ?? 0, to: &fragment)
+                exchangeFields = fragment.withBytes { Array($0) }
+            }
+            exchangeFields.withUnsafeBufferPointer { out.raw($0) }
+            let digest = Fragment.digest(original, result, rules: edit.matchedRulesLow, second: time / 1000)
+            let slot = Int(truncatingIfNeeded: digest >> UInt64(64 - Self.cacheBits))
+            if let cached = fragments[slot], cached.digest == digest,
+                cached.matches(original, result, edit, message, second: time / 1000, dryRun: dryRun)
+            {
+                cached.json.withUnsafeBufferPointer { out.raw($0) }
+                out.raw(0x0A)
+                return
+            }
+            let lines = (original: Array(original), result: result.map { Array($0) })
+            let full = record(original: lines.original, result: lines.result, edit, context, message)
+            fragment.removeAll()
+            full.writeCookieFields(to: &fragment, redaction: sink.redaction)
+            fragment.raw(",\"changes\":")
+            TransformationRecord.writeChanges(full.outcome.changes, redaction: sink.redaction, to: &fragment)
+            fragment.raw(",\"findings\":")
+            TransformationRecord.writeFindings(full.findings, to: &fragment)
+            full.writeTail(to: &fragment)
+            let json = fragment.withBytes { Array($0) }
+            json.withUnsafeBufferPointer { out.raw($0) }
+            out.raw(0x0A)
+            fragments[slot] = Fragment(
+                digest: digest, lines: lines, rules: edit.matchedRules, message, second: time / 1000, dryRun: dryRun,
+                json: json)
+        }
+
+        /// The whole record, built the slow way (a cache miss, the terminal's compact line).
+        private func record(
+            original: [UInt8], result: [UInt8]?, _ edit: RuleEngine.Edit, _ c: borrowing ExchangeContext,
+            _ message: borrowing MessageContext
+        ) -> TransformationRecord {
+            let originalCookie = SetCookie(bytes: original)
+            let outcome = engine!.outcome(
+                original: originalCookie, edited: result.map { SetCookie(bytes: $0) } ?? originalCookie, edit)
+            var record = TransformationRecord(
+                time: time, requestID: c.requestID, client: c.clientAddress, method: c.method, url: c.url,
+                status: c.status ?? 0, outcome: outcome, findings: [], dryRun: dryRun)
+            record.findings = CookieLint.findings(
+                for: outcome.result ?? outcome.original, from: message.requestURL, now: time / 1000)
+            return record
+        }
+    }
+
+    /// A cookie's part of its record and everything it depends on besides the engine (the cache's): both lines,
+    /// which rules matched, and what the lint reads besides the line (the URL and the second); so a hit is exact.
+    final class Fragment {
+        let digest: UInt64
+        let original: [UInt8]
+        let result: [UInt8]?
+        let rulesLow: UInt64
+        let rulesHigh: [Int]
+        let scheme: String
+        let host: String
+        let port: Int
+        let path: String
+        let second: Int64
+        let dryRun: Bool
+        let json: [UInt8]
+
+        init(
+            digest: UInt64, lines: (original: [UInt8], result: [UInt8]?), rules: (low: UInt64, high: [Int]),
+            _ m: borrowing MessageContext, second: Int64, dryRun: Bool, json: [UInt8]
+        ) {
+            self.digest = digest
+            (original, result) = lines
+            (rulesLow, rulesHigh) = rules
+            (scheme, host, port, path) = (m.scheme, m.host, m.port, m.path)
+            self.second = second
+            self.dryRun = dryRun
+            self.json = json
+        }
+
+        /// Whether this entry was made for this cookie of this response (the lines compared with memcmp).
+        func matches(
+            _ original: UnsafeBufferPointer<UInt8>, _ result: UnsafeBufferPointer<UInt8>?,
+            _ edit: borrowing RuleEngine.Edit, _ m: borrowing MessageContext, second: Int64, dryRun: Bool
+        ) -> Bool {
+            guard self.second == second, self.dryRun == dryRun, rulesLow == edit.matchedRulesLow,
+                (self.result == nil) == (result == nil), Self.same(self.original, original),
+                result.map({ Self.same(self.result!, $0) }) ?? true, rulesHigh == edit.matchedRules.high
+            else { return false }
+            return port == m.port && host == m.host && path == m.path && scheme == m.scheme
+        }
+
+        static func same(_ x: [UInt8], _ b: UnsafeBufferPointer<UInt8>) -> Bool {
+            x.count == b.count
+                && x.withUnsafeBytes { p in p.count == 0 || memcmp(p.baseAddress!, b.baseAddress!, p.count) == 0 }
+        }
+
+        /// The digest: the received line folded eight bytes at a time (the standard library's byte-by-byte
+        /// hashing of arrays costs more than the rest of a record), the result's length, the rules and the second.
+        /// The result is a function of the rest but for the request's context, so its bytes are left to the
+        /// exact comparison: a cookie rewritten two ways (for two hosts) shares a slot at worst.
+        static func digest(
+            _ original: UnsafeBufferPointer<UInt8>, _ result: UnsafeBufferPointer<UInt8>?, rules: UInt64, second: Int64
+        ) -> UInt64 {
+            var h = fold(UnsafeRawBufferPointer(original), seed: 0x9E37_79B9_7F4A_7C15)
+            h = (h ^ UInt64(result.map { $0.count + 1 } ?? 0)) &* 0xD6E8_FEB8_6659_FD93
+            h = (h ^ rules) &* 0xFF51_AFD7_ED55_8CCD
+            h = (h ^ UInt64(bitPattern: second)) &* 0xC4CE_B9FE_1A85_EC53
+            return h ^ (h >> 29)
+        }
+
+        static func fold(_ b: UnsafeRawBufferPointer, seed: UInt64) -> UInt64 {
+            let k: UInt64 = 0xFF51_AFD7_ED55_8CCD
+            var h = seed ^ UInt64(b.count)
+            guard let base = b.baseAddress else { return h }
+            let count = b.count
+            if count < 8 {
+                for i in 0..<count { h = (h ^ UInt64(base.load(fromByteOffset: i, as: UInt8.self))) &* k }
+                return h
+            }
+            var i = 0
+            while i + 8 <= count {
+                h = (h ^ base.loadUnaligned(fromByteOffset: i, as: UInt64.self)) &* k
+                h = h << 31 | h >> 33
+                i += 8
+            }
+            // The last bytes in one word that overlaps the one before (the length is folded in already).
+            if i < count { h = (h ^ base.loadUnaligned(fromByteOffset: count - 8, as: UInt64.self)) &* k }
+            return h ^ (h >> 32)
+        }
     }
 }
 

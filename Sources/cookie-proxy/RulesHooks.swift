@@ -103,12 +103,12 @@ final class RulesHooks: ProxyHooks, Sendable {
         var changedCount = 0
         var seenCount = 0
         var dropped: [Int] = []
-        var batch: LogSink.Batch? = nil  // built for the response's first record, handed over after its last
-        // One working value and one rewrite per event-loop thread, for every line of every response: their storage
-        // is reused (the head copies what it keeps).
+        var recorder: LogSink.Recorder? = nil  // set at the response's first record
+        // One working value, one rewrite and one log recorder per event-loop thread, for every line of every
+        // response: their storage is reused (the head copies what it keeps).
         let scratch = CookieScratch.current
         for index in 0..<head.count where head.name(at: index, is: .setCookie) {
-            if seenCount == 0 { nowMS = Int64(Date().timeIntervalSince1970 * 1000) }
+            if seenCount == 0 { nowMS = Self.wallMilliseconds() }
             seenCount += 1
             // One copy of the received value, parsed; the rules' result is written by the rewrite. The received
             // bytes stay in the head, so the original is only rebuilt when a log record needs it.
@@ -124,25 +124,29 @@ final class RulesHooks: ProxyHooks, Sendable {
                     scratch.rewrite.withOutput { head.replaceValue(at: index, with: $0) }
                 }
             }
-            guard sink != nil, changed || edit.logRequested || dryRun else { continue }
-            if batch == nil {
-                batch = LogSink.Batch(
-                    exchange: LogSink.Exchange(
-                        time: nowMS, requestID: context.requestID, client: context.clientAddress,
-                        method: context.method, url: context.url, status: context.status ?? 0,
-                        lintURL: message.requestURL, dryRun: dryRun),
-                    engine: engine)
+            guard let sink, changed || edit.logRequested || dryRun else { continue }
+            if recorder == nil {
+                recorder = scratch.log
+                recorder!.begin(sink: sink, engine: engine, time: nowMS, dryRun: dryRun)
             }
             // The received line is still in `received`; the result is in the rewrite's output when it changed.
-            if edit.dropped {
-                batch!.append(original: received, result: nil, edit: edit)
-            } else if edit.rewritten {
-                scratch.rewrite.withOutput { batch!.append(original: received, result: $0, edit: edit) }
-            } else {
-                received.withUnsafeBufferPointer { batch!.append(original: received, result: $0, edit: edit) }
+            received.withUnsafeBufferPointer { original in
+                if edit.dropped {
+                    recorder!.add(
+                        original: original, result: nil, edit: edit, context: context, message: message, sink: sink)
+                } else if edit.rewritten {
+                    scratch.rewrite.withOutput {
+                        recorder!.add(
+                            original: original, result: $0, edit: edit, context: context, message: message, sink: sink)
+                    }
+                } else {
+                    recorder!.add(
+                        original: original, result: original, edit: edit, context: context, message: message, sink: sink
+                    )
+                }
             }
         }
-        if let sink, let batch { sink.submit(batch) }
+        if let recorder, let sink { sink.submit(recorder) }
         if seenCount > 0 { observed.add(seenCount) }
         if changedCount > 0 { rewritten.add(changedCount) }
         for index in dropped.reversed() { head.remove(at: index) }
@@ -182,6 +186,8 @@ final class RulesHooks: ProxyHooks, Sendable {
 final class CookieScratch {
     var cookie = SetCookie(bytes: [])
     var rewrite = SetCookieRewrite()
+    /// Made when the thread first logs.
+    lazy var log = LogSink.Recorder()
 
     private static let key: pthread_key_t = {
         var key = pthread_key_t()
