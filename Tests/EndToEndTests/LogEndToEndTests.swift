@@ -69,6 +69,32 @@ import TestSupport
         }
     }
 
+    /// `--log-overflow drop` with room for one record: what is dropped is counted, what is written is whole, and
+    /// the two add up to every rewritten cookie (how many are dropped depends on the machine's timing).
+    @Test func droppingCountsEveryRecordItDoesNotWrite() throws {
+        let dir = try Self.folder()
+        let upstream = try Recorder()
+        let proxy = try Proxy([
+            "--quiet", "--rules", dir + "/h.rules", "--log", dir + "/log.jsonl", "--log-values", "--log-queue", "1",
+            "--log-overflow", "drop",
+        ])
+        let received = try Self.load(proxy, upstream, threads: 8, requests: 150)
+        #expect(received.count == 8 * 150 * 3)
+        proxy.process.signal(SIGTERM)
+        #expect(proxy.process.waitForExit() == 0)
+        let records = try Self.records(dir + "/log.jsonl")
+        let after = records.compactMap { $0["after"] as? String }
+        #expect(after.count == records.count)
+        #expect(Set(after).isSubset(of: Set(received)))
+        let stderr = proxy.process.stderr
+        guard let match = stderr.firstMatch(of: /(\d+) log records written, (\d+) dropped/) else {
+            Issue.record("no log counts in: \(stderr)")
+            return
+        }
+        #expect(Int(match.1) == records.count)
+        #expect(Int(match.1)! + Int(match.2)! == received.count)
+    }
+
     /// logrotate's way: move the file, send SIGUSR1; records before go to the moved file, after to the new one,
     /// none lost or written twice.
     @Test func sigusr1ReopensTheLogFileWithoutLosingOrRepeatingARecord() throws {
