@@ -107,11 +107,21 @@ public struct TransformationRecord: Sendable {
         time: Int64, requestID: UInt64, client: String, method: String, url: String, status: Int,
         to out: inout JSONWriter
     ) {
-        out.raw("{\"time\":\"")
-        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 24) { stamp in
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: timestampLength) { stamp in
             writeTimestamp(time, into: stamp)
-            out.raw(UnsafeBufferPointer(stamp))
+            writeExchangeFields(
+                stamp: UnsafeBufferPointer(stamp), requestID: requestID, client: client, method: method, url: url,
+                status: status, to: &out)
         }
+    }
+
+    /// The same, with the time already written by ``writeTimestamp(_:into:)`` (the log keeps the last second's).
+    public static func writeExchangeFields(
+        stamp: UnsafeBufferPointer<UInt8>, requestID: UInt64, client: String, method: String, url: String,
+        status: Int, to out: inout JSONWriter
+    ) {
+        out.raw("{\"time\":\"")
+        out.raw(stamp)
         out.raw("\",\"requestId\":")
         out.int(Int64(requestID))
         out.raw(",\"client\":")
@@ -232,7 +242,34 @@ public struct TransformationRecord: Sendable {
     }
 
     /// ``timestamp(_:)`` into the first 24 bytes of `out`.
-    static func writeTimestamp(_ ms: Int64, into out: UnsafeMutableBufferPointer<UInt8>) {
+    /// `2026-12-01T19:01:29.081Z`.
+    public static let timestampLength = 24
+
+    /// A time's text, kept: within the same second as the last only the milliseconds are written again (the
+    /// calendar arithmetic is most of the cost of a record's shared fields).
+    public struct Timestamp: Sendable {
+        public private(set) var bytes = [UInt8](repeating: 0, count: TransformationRecord.timestampLength)
+        private var second = Int64.min
+
+        public init() {}
+
+        /// Makes ``bytes`` the text of `ms` (milliseconds since the epoch).
+        public mutating func set(_ ms: Int64) {
+            let s = ms >= 0 ? ms / 1000 : (ms - 999) / 1000
+            bytes.withUnsafeMutableBufferPointer { out in
+                if s != second {
+                    TransformationRecord.writeTimestamp(ms, into: out)
+                } else {
+                    let m = Int(ms - s * 1000)
+                    (out[20], out[21], out[22]) = (UInt8(0x30 + m / 100), UInt8(0x30 + m / 10 % 10), UInt8(0x30 + m % 10))
+                }
+            }
+            second = s
+        }
+    }
+
+    /// Writes the ``timestampLength`` bytes of `ms` (milliseconds since the epoch) as RFC 3339 UTC.
+    public static func writeTimestamp(_ ms: Int64, into out: UnsafeMutableBufferPointer<UInt8>) {
         let seconds = ms >= 0 ? ms / 1000 : (ms - 999) / 1000
         let millis = Int(ms - seconds * 1000)
         let days = seconds >= 0 ? seconds / 86_400 : (seconds - 86_399) / 86_400

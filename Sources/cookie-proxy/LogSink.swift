@@ -275,6 +275,8 @@ extension LogSink {
         /// The response's time (milliseconds since the epoch) and mode.
         private var time: Int64 = 0
         private var dryRun = false
+        /// The last response's time as text.
+        private var stamp = TransformationRecord.Timestamp()
         /// The terminal's compact lines instead of JSON (and in color).
         private var compact: (on: Bool, color: Bool) = (false, false)
 
@@ -308,9 +310,12 @@ extension LogSink {
             if exchangeFields.isEmpty {
                 // The fields every record of this response shares, written once.
                 fragment.removeAll()
-                TransformationRecord.writeExchangeFields(
-                    time: time, requestID: context.requestID, client: context.clientAddress, method: context.method,
-                    url: context.url, status: context.status ?? 0, to: &fragment)
+                stamp.set(time)
+                stamp.bytes.withUnsafeBufferPointer { stamp in
+                    TransformationRecord.writeExchangeFields(
+                        stamp: stamp, requestID: context.requestID, client: context.clientAddress,
+                        method: context.method, url: context.url, status: context.status ?? 0, to: &fragment)
+                }
                 exchangeFields = fragment.withBytes { Array($0) }
             }
             exchangeFields.withUnsafeBufferPointer { out.raw($0) }

@@ -1,5 +1,5 @@
 import CookieKit
-import CookieRules
+@testable import CookieRules
 import Testing
 
 @Suite struct RuleEngineTests {
@@ -226,6 +226,22 @@ import Testing
 }
 
 @Suite struct TransformationRecordTests {
+    /// A kept timestamp rewrites only the milliseconds within a second, and everything across seconds, days and
+    /// years (before 1970 too): each text is what the time written afresh gives.
+    @Test(arguments: [
+        [Int64(1_623_233_894_123), 1_623_233_894_999, 1_623_233_894_000, 1_623_233_895_000, 1_623_233_895_001],
+        [951_782_399_999, 951_782_400_000, 951_782_400_005, 951_782_399_998],
+        [-1, -999, -1000, -1001, 0, 1, 999, 1000],
+        [1_798_761_599_999, 1_798_761_600_000, 1_798_761_600_999],
+    ])
+    func aKeptTimestampReadsAsTheTimeWrittenAfresh(_ times: [Int64]) {
+        var stamp = TransformationRecord.Timestamp()
+        for ms in times {
+            stamp.set(ms)
+            #expect(String(decoding: stamp.bytes, as: UTF8.self) == TransformationRecord.timestamp(ms), "\(ms)")
+        }
+    }
+
     @Test(arguments: [
         (Int64(1_623_233_894_123), "2021-06-09T10:18:14.123Z"), (0, "1970-01-01T00:00:00.000Z"),
         (951_782_400_005, "2000-02-29T00:00:00.005Z"),
