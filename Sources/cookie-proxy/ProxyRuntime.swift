@@ -256,17 +256,27 @@ enum LogKey {
         // getrandom(2) on Linux, arc4random on macOS: cryptographically secure.
         var generator = SystemRandomNumberGenerator()
         let key = (0..<16).map { _ in UInt8.random(in: 0...255, using: &generator) }
-        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
-        if fd < 0 {
+        // Written whole under a name of this process's own, then linked into place: link(2) fails if the name
+        // exists, so two processes starting at once agree on one key, and none reads a file still being written
+        // (with O_EXCL on the final name, the loser could read it empty).
+        let temporary = "\(path).\(getpid()).tmp"
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        guard fd >= 0 else {
+            throw RulesLoadError(description: "cannot create \(temporary): \(String(cString: strerror(errno)))")
+        }
+        let writeError = TerminalView.writeAll(fd, key)
+        close(fd)
+        defer { unlink(temporary) }
+        guard writeError == 0 else {
+            throw RulesLoadError(description: "cannot write \(temporary): \(String(cString: strerror(writeError)))")
+        }
+        if link(temporary, path) != 0 {
+            let error = errno
             // Another process made it first: use that one.
-            if errno == EEXIST, let data = FileManager.default.contents(atPath: path), data.count >= 16 {
+            if error == EEXIST, let data = FileManager.default.contents(atPath: path), data.count >= 16 {
                 return Array(data.prefix(16))
             }
-            throw RulesLoadError(description: "cannot create \(path): \(String(cString: strerror(errno)))")
-        }
-        defer { close(fd) }
-        guard TerminalView.writeAll(fd, key) == 0 else {
-            throw RulesLoadError(description: "cannot write \(path): \(String(cString: strerror(errno)))")
+            throw RulesLoadError(description: "cannot create \(path): \(String(cString: strerror(error)))")
         }
         return key
     }

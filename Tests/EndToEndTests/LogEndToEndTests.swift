@@ -1,4 +1,5 @@
 import Foundation
+import Locking
 import Testing
 import TestSupport
 
@@ -154,6 +155,38 @@ import TestSupport
         #expect(!first.joined().contains("ssame") && first[0].hasPrefix("sid=[h:"))
         var info = stat()
         #expect(stat(dir + "/home-a/log-key", &info) == 0 && info.st_mode & 0o777 == 0o600)
+    }
+
+    /// Proxies started at once on a new installation agree on one key: each makes one under a name of its own
+    /// and links it into place, so none reads another's half-written file (they failed with "File exists").
+    @Test func proxiesStartedTogetherShareOneKey() throws {
+        let dir = try Self.folder()
+        let upstream = try Recorder()
+        let count = 6
+        let started = Locked<[Int: Result<Proxy, any Error>]>([:])
+        DispatchQueue.concurrentPerform(iterations: count) { i in
+            let proxy = Result {
+                try Proxy(
+                    ["--quiet", "--rules", dir + "/h.rules", "--log", dir + "/together-\(i).jsonl"],
+                    environment: ["COOKIE_PROXY_HOME": dir + "/together-home"])
+            }
+            started.withLock { $0[i] = proxy }
+        }
+        var hashes: Set<String> = []
+        for i in 0..<count {
+            let proxy = try #require(try started.withLock { $0[i] }?.get())
+            let result = try curl(["-x", proxy.url, "http://127.0.0.1:\(upstream.port)/cookies/same"])
+            #expect(result.text == "ok")
+            proxy.process.signal(SIGTERM)
+            _ = proxy.process.waitForExit()
+            let before = try Self.records(dir + "/together-\(i).jsonl").compactMap { $0["before"] as? String }
+            #expect(before.count == 3)
+            hashes.insert(before.joined(separator: "\n"))
+        }
+        #expect(hashes.count == 1)
+        #expect(
+            try FileManager.default.contentsOfDirectory(atPath: dir + "/together-home").filter { $0.hasSuffix(".tmp") }
+                .isEmpty)
     }
 
     /// On a terminal the live status line stays the last line: log lines are printed above it (tmux runs the
