@@ -37,7 +37,7 @@ declare -A ARGS=(
   [audit+ui]="--rules rules/audit.rules --log none --ui 127.0.0.1:0"
 )
 ORDER=(${ONLY:-no-rules empty-file 48-nonmatching 50-rules 2-rewriting 2-rewriting+log})
-declare -A RESULTS CPU
+declare -A RESULTS CPU RECORDS
 for rep in $(seq "$REPS"); do
   for name in "${ORDER[@]}"; do
     rm -f "$T/log.jsonl" "$T/audit.jsonl"  # a log file per run: the disk holds what one run writes
@@ -53,6 +53,9 @@ for rep in $(seq "$REPS"); do
       watcher=$!
     fi
     taskset -c 1 wrk -t1 -c"$CONNS" -d1s -s "$T/abs.lua" http://127.0.0.1:18190 > /dev/null  # warm-up
+    logfile=""
+    [[ $name == *+log ]] && { logfile=$T/log.jsonl; [[ $name == audit* ]] && logfile=$T/audit.jsonl; }
+    lines0=0; [ -n "$logfile" ] && lines0=$(cat "$logfile" 2>/dev/null | wc -l)
     before=$(awk '{print $14 + $15}' /proc/$pid/stat)
     out=$(taskset -c 1 wrk -t1 -c"$CONNS" -d"${DUR}s" -s "$T/abs.lua" http://127.0.0.1:18190)
     after=$(awk '{print $14 + $15}' /proc/$pid/stat)
@@ -64,6 +67,8 @@ for rep in $(seq "$REPS"); do
     kill "$pid"; wait "$pid" 2>/dev/null || true
     RESULTS[$name]="${RESULTS[$name]:-} $rps"
     CPU[$name]="${CPU[$name]:-} $cpu"
+    # Records per request in the measured run (the file's lines once the proxy has written them all at exit).
+    [ -n "$logfile" ] && RECORDS[$name]="${RECORDS[$name]:-} $(echo "($(wc -l < "$logfile") - $lines0) / $n" | bc -l)"
     printf "rep %s %s %s req/s %.1f us/req\n" "$rep" "$name" "$rps" "$cpu" >&2
   done
 done
@@ -102,10 +107,15 @@ for name in "${ORDER[@]}"; do
   base=${name%+log}
   [ "$base" != "$name" ] && [ -n "${RESULTS[$base]:-}" ] || continue
   if [ $header = 0 ]; then
-    echo; echo "| with the log | req/s vs the same rules without it (median of paired ratios) | middle half | proxy CPU per request, difference of medians |"
-    echo "|---|---:|---|---:|"; header=1
+    echo; echo "| with the log | req/s vs the same rules without it (median of paired ratios) | middle half | proxy CPU per request, difference of medians | records per request | proxy CPU per record (median of paired differences) | middle half |"
+    echo "|---|---:|---|---:|---:|---:|---|"; header=1
   fi
   r=$(paired "$name" "$base" RESULTS | median)
   d=$(echo "$(echo ${CPU[$name]} | median) - $(echo ${CPU[$base]} | median)" | bc -l)
-  printf "| %s | %.3f× | %s | +%.1f µs |\n" "$name" "$r" "$(paired "$name" "$base" RESULTS | quartiles)" "$d"
+  # Per repetition: (CPU with the log − CPU without, both per request) / records per request of the log run.
+  per=$(paste <(echo ${CPU[$name]} | tr ' ' '\n') <(echo ${CPU[$base]} | tr ' ' '\n') <(echo ${RECORDS[$name]} | tr ' ' '\n') |
+    awk '$3 > 0 {printf "%f\n", ($1 - $2) / $3}')
+  printf "| %s | %.3f× | %s | +%.1f µs | %.2f | %.2f µs | %s |\n" "$name" "$r" "$(paired "$name" "$base" RESULTS | quartiles)" "$d" \
+    "$(echo ${RECORDS[$name]} | median)" "$(echo "$per" | median)" \
+    "$(echo "$per" | sort -n | awk '{a[NR]=$1} END {q1=int((NR+3)/4); q3=int((3*NR+3)/4); printf "%.2f … %.2f µs", a[q1], a[q3]}')"
 done

@@ -261,7 +261,9 @@ public struct TransformationRecord: Sendable {
                     TransformationRecord.writeTimestamp(ms, into: out)
                 } else {
                     let m = Int(ms - s * 1000)
-                    (out[20], out[21], out[22]) = (UInt8(0x30 + m / 100), UInt8(0x30 + m / 10 % 10), UInt8(0x30 + m % 10))
+                    (out[20], out[21], out[22]) = (
+                        UInt8(0x30 + m / 100), UInt8(0x30 + m / 10 % 10), UInt8(0x30 + m % 10)
+                    )
                 }
             }
             second = s

@@ -23,12 +23,21 @@ final class LogSink: Sendable {
         case drop
     }
 
+    /// Whole lines and how many records they hold: a response's, or a line of the proxy's own. A loop fills one
+    /// and hands it over; the writer writes it and gives it back for reuse.
+    final class Chunk {
+        var bytes = JSONWriter(capacity: 8 * 1024)
+        var records = 0
+    }
+
     private struct State {
-        /// Whole lines waiting for the writer, and how many records they hold.
-        var pending: [UInt8] = []
+        /// What waits for the writer, in order, and how many records it holds.
+        var pending: [Chunk] = []
         var pendingRecords = 0
-        /// Reopen requests (SIGUSR1): what `pending` held before one goes to the old file, what follows to the new.
-        var reopens: [(offset: Int, records: Int)] = []
+        /// Written chunks, emptied, for the loops to fill again.
+        var free: [Chunk] = []
+        /// Reopen requests (SIGUSR1): the chunks before one go to the old file, those after to the new.
+        var reopens: [Int] = []
         /// Event loops waiting for room.
         var waiting = 0
         var dropped = 0
@@ -52,6 +61,8 @@ final class LogSink: Sendable {
     let overflow: Overflow
     let destination: Destination
     let terminal: TerminalView?
+    /// Emptied chunks kept for reuse (more are freed).
+    static let freeLimit = 256
 
     init(
         destination: Destination, redaction: Redaction, overflow: Overflow = .block, capacity: Int = 10_000,
@@ -68,7 +79,6 @@ final class LogSink: Sendable {
             let f = try Self.open(path)
             state.withLock { $0.fd = f }
         }
-        state.withLock { $0.pending.reserveCapacity(256 * 1024) }
         let thread = Thread { [self] in self.writerLoop() }
         thread.name = "cookie-proxy-log"
         thread.start()
@@ -89,42 +99,52 @@ final class LogSink: Sendable {
         state.withLock { s in s.failure.map { (s.failedRecords, $0) } }
     }
 
-    /// Hands over the records `recorder` holds (one response's). At most `capacity` records wait: a loop that
-    /// finds no room waits for the writer (or, with `--log-overflow drop`, the records are dropped and counted).
-    /// A response with more records than the whole capacity goes in alone.
+    /// Hands over the records `recorder` holds (one response's), and gives it an empty chunk for the next. At
+    /// most `capacity` records wait: a loop that finds no room waits for the writer (or, with
+    /// `--log-overflow drop`, the records are dropped and counted). A response with more records than the whole
+    /// capacity goes in alone.
     func submit(_ recorder: Recorder) {
-        guard recorder.records > 0 else { return }
-        recorder.out.withBytes { enqueue($0, records: recorder.records) }
+        guard recorder.chunk.records > 0 else { return }
+        if let next = enqueue(recorder.chunk) {
+            recorder.chunk = next
+        } else {
+            recorder.chunk.bytes.removeAll()
+            recorder.chunk.records = 0
+        }
     }
 
     /// A line of its own, e.g. a reload event (never dropped; these are rare).
     func submit(line: String) {
+        let chunk = Chunk()
         var bytes = Array(line.utf8)
         bytes.append(0x0A)
-        bytes.withUnsafeBufferPointer { enqueue($0, records: 0) }
+        bytes.withUnsafeBufferPointer { chunk.bytes.raw($0) }
+        _ = enqueue(chunk)
     }
 
     /// SIGUSR1: reopen the file (logrotate moves it, then signals).
     func reopen() {
         state.withLock { s in
-            s.reopens.append((s.pending.count, s.pendingRecords))
+            s.reopens.append(s.pending.count)
             s.writerIdle = false
         }
         signal.signal()
     }
 
-    /// A busy writer polls the buffer every `pollInterval`, and is woken early only when `wakeThreshold` records
-    /// wait: waking it for every response would cost a context switch per response, more than the records.
+    /// A busy writer polls every `pollInterval`, and is woken early only when `wakeThreshold` records wait: waking
+    /// it for every response would cost a context switch per response, more than the records.
     static let pollInterval = DispatchTimeInterval.milliseconds(5)
     var wakeThreshold: Int { min(256, capacity) }
 
     private enum Admission {
-        case queued(wake: Bool)
+        case queued(wake: Bool, next: Chunk?)
         case wait
         case refused
     }
 
-    private func enqueue(_ bytes: UnsafeBufferPointer<UInt8>, records: Int) {
+    /// Queues `chunk`; an empty chunk in its place when it was taken (nil: refused, the caller keeps it).
+    private func enqueue(_ chunk: Chunk) -> Chunk? {
+        let records = chunk.records
         let urgent = records == 0
         while true {
             let admission = state.withLock { s -> Admission in
@@ -142,20 +162,21 @@ final class LogSink: Sendable {
                     s.writerIdle = false
                     return .wait
                 }
-                s.pending.append(contentsOf: bytes)
+                s.pending.append(chunk)
                 s.pendingRecords += records
+                let next = s.free.popLast()
                 if s.writerIdle || urgent || (before < wakeThreshold && s.pendingRecords >= wakeThreshold) {
                     s.writerIdle = false
-                    return .queued(wake: true)
+                    return .queued(wake: true, next: next)
                 }
-                return .queued(wake: false)
+                return .queued(wake: false, next: next)
             }
             switch admission {
-            case .queued(let wake):
+            case .queued(let wake, let next):
                 if wake { signal.signal() }
-                return
+                return next ?? Chunk()
             case .refused:
-                return
+                return nil
             case .wait:
                 signal.signal()
                 room.wait()
@@ -164,8 +185,7 @@ final class LogSink: Sendable {
     }
 
     private func writerLoop() {
-        var taken: [UInt8] = []
-        taken.reserveCapacity(256 * 1024)
+        var taken: [Chunk] = []
         var quietPolls = 0
         while true {
             if quietPolls >= 20 {
@@ -174,32 +194,37 @@ final class LogSink: Sendable {
             } else {
                 _ = signal.wait(timeout: .now() + Self.pollInterval)
             }
-            // Swap buffers: the loops fill an empty one while this one is written.
-            let (records, reopens, waiting, closed) = state.withLock {
-                s -> (Int, [(offset: Int, records: Int)], Int, Bool) in
+            // Take what is pending: the loops queue new chunks while these are written.
+            let (reopens, waiting, closed) = state.withLock { s -> ([Int], Int, Bool) in
                 swap(&s.pending, &taken)
-                let taken = (s.pendingRecords, s.reopens, s.waiting, s.closed)
+                let result = (s.reopens, s.waiting, s.closed)
                 s.pendingRecords = 0
                 s.reopens.removeAll()
                 s.waiting = 0
-                if taken.0 == 0 && taken.1.isEmpty && s.pending.isEmpty && taken.2 == 0 {
+                if taken.isEmpty && result.0.isEmpty && result.1 == 0 {
                     quietPolls += 1
                     // After 20 empty polls (100 ms) the writer sleeps until signalled.
                     if quietPolls >= 20 { s.writerIdle = true }
                 } else {
                     quietPolls = 0
                 }
-                return taken
+                return result
             }
             for _ in 0..<waiting { room.signal() }
-            var offset = 0
-            var recordsBefore = 0
+            var from = 0
             for r in reopens {
-                write(taken, offset..<r.offset, records: r.records - recordsBefore)
-                (offset, recordsBefore) = (r.offset, r.records)
+                write(taken[from..<r])
+                from = r
                 reopenFile()
             }
-            write(taken, offset..<taken.count, records: records - recordsBefore)
+            write(taken[from...])
+            for chunk in taken {
+                chunk.bytes.removeAll()
+                chunk.records = 0
+            }
+            state.withLock { s in
+                s.free.append(contentsOf: taken.prefix(Self.freeLimit - s.free.count))
+            }
             taken.removeAll(keepingCapacity: true)
             if closed && state.withLock({ $0.pending.isEmpty && $0.reopens.isEmpty }) {
                 done.signal()
@@ -208,14 +233,24 @@ final class LogSink: Sendable {
         }
     }
 
-    /// Writes whole lines holding `records` records.
-    private func write(_ buffer: [UInt8], _ range: Range<Int>, records: Int) {
-        guard !range.isEmpty else { return }
+    /// Writes `chunks` (with writev, up to 512 at a time) and counts their records written or failed.
+    private func write(_ chunks: ArraySlice<Chunk>) {
+        guard !chunks.isEmpty else { return }
         let fd = state.withLock { $0.fd }
-        let error = buffer.withUnsafeBufferPointer { all -> Int32 in
-            let bytes = UnsafeBufferPointer(rebasing: all[range])
-            if let terminal, case .standardOutput = destination { return terminal.printAbove(fd: fd, bytes) }
-            return TerminalView.writeAll(fd, bytes)
+        let records = chunks.reduce(0) { $0 + $1.records }
+        var error: Int32 = 0
+        if let terminal, case .standardOutput = destination {
+            // Above the status line, under its lock: one buffer (the terminal's volume is small).
+            var all: [UInt8] = []
+            for chunk in chunks { chunk.bytes.withBytes { all.append(contentsOf: $0) } }
+            error = all.withUnsafeBufferPointer { terminal.printAbove(fd: fd, $0) }
+        } else {
+            var start = chunks.startIndex
+            while start < chunks.endIndex && error == 0 {
+                let end = min(start + 512, chunks.endIndex)
+                error = Self.writeAll(fd, chunks[start..<end])
+                start = end
+            }
         }
         state.withLock { s in
             if error == 0 {
@@ -225,6 +260,41 @@ final class LogSink: Sendable {
                 s.failure = "cannot write the log: \(String(cString: strerror(error)))"
             }
         }
+    }
+
+    /// Writes every byte of `chunks` with writev (after a short write, from where it stopped); 0, or the errno
+    /// of the call that failed.
+    static func writeAll(_ fd: Int32, _ chunks: ArraySlice<Chunk>) -> Int32 {
+        var vectors: [iovec] = []
+        vectors.reserveCapacity(chunks.count)
+        // The chunks' storage stays put while they are written: each is held by `chunks`, and nothing appends to
+        // a chunk the writer holds.
+        for chunk in chunks {
+            chunk.bytes.withBytes { b in
+                if b.count > 0 {
+                    vectors.append(iovec(iov_base: UnsafeMutableRawPointer(mutating: b.baseAddress), iov_len: b.count))
+                }
+            }
+        }
+        var first = 0
+        while first < vectors.count {
+            let n = vectors[first...].withUnsafeBufferPointer { writev(fd, $0.baseAddress, Int32($0.count)) }
+            if n < 0 {
+                if errno == EINTR { continue }
+                return errno
+            }
+            if n == 0 { return EIO }
+            var left = n
+            while first < vectors.count && left >= vectors[first].iov_len {
+                left -= vectors[first].iov_len
+                first += 1
+            }
+            if left > 0 {
+                vectors[first].iov_base = vectors[first].iov_base + left
+                vectors[first].iov_len -= left
+            }
+        }
+        return 0
     }
 
     private func reopenFile() {
@@ -259,9 +329,8 @@ extension LogSink {
     /// before, so that a repeated cookie is neither parsed, diffed, linted nor escaped again. Used by one thread
     /// only (the per-thread ``CookieScratch``).
     final class Recorder {
-        /// This response's lines.
-        var out = JSONWriter(capacity: 16 * 1024)
-        private(set) var records = 0
+        /// This response's lines (handed over whole by ``LogSink/submit(_:)``, which puts an empty one here).
+        var chunk = Chunk()
         private var fragment = JSONWriter(capacity: 4096)
         private var exchangeFields: [UInt8] = []
         /// Direct-mapped by the top bits of a digest of what the cookie part depends on; an entry is used only if
@@ -282,8 +351,8 @@ extension LogSink {
 
         /// Starts a response's records.
         func begin(sink: LogSink, engine: RuleEngine, time: Int64, dryRun: Bool) {
-            out.removeAll()
-            records = 0
+            chunk.bytes.removeAll()
+            chunk.records = 0
             exchangeFields.removeAll(keepingCapacity: true)
             (self.time, self.dryRun) = (time, dryRun)
             if case .standardOutput(let on, let color) = sink.destination { compact = (on, color) }
@@ -299,12 +368,12 @@ extension LogSink {
             context: borrowing ExchangeContext,
             message: borrowing MessageContext, sink: LogSink
         ) {
-            records += 1
+            chunk.records += 1
             if compact.on {
                 let full = record(original: Array(original), result: result.map { Array($0) }, edit, context, message)
                 var line = Array(full.line(showValues: sink.redaction.showValues, color: compact.color).utf8)
-                line.withUnsafeMutableBufferPointer { out.raw(UnsafeBufferPointer($0)) }
-                out.raw(0x0A)
+                line.withUnsafeMutableBufferPointer { chunk.bytes.raw(UnsafeBufferPointer($0)) }
+                chunk.bytes.raw(0x0A)
                 return
             }
             if exchangeFields.isEmpty {
@@ -318,14 +387,14 @@ extension LogSink {
                 }
                 exchangeFields = fragment.withBytes { Array($0) }
             }
-            exchangeFields.withUnsafeBufferPointer { out.raw($0) }
+            exchangeFields.withUnsafeBufferPointer { chunk.bytes.raw($0) }
             let digest = Fragment.digest(original, result, rules: edit.matchedRulesLow, second: time / 1000)
             let slot = Int(truncatingIfNeeded: digest >> UInt64(64 - Self.cacheBits))
             if let cached = fragments[slot], cached.digest == digest,
                 cached.matches(original, result, edit, message, second: time / 1000, dryRun: dryRun)
             {
-                cached.json.withUnsafeBufferPointer { out.raw($0) }
-                out.raw(0x0A)
+                cached.json.withUnsafeBufferPointer { chunk.bytes.raw($0) }
+                chunk.bytes.raw(0x0A)
                 return
             }
             let lines = (original: Array(original), result: result.map { Array($0) })
@@ -338,8 +407,8 @@ extension LogSink {
             TransformationRecord.writeFindings(full.findings, to: &fragment)
             full.writeTail(to: &fragment)
             let json = fragment.withBytes { Array($0) }
-            json.withUnsafeBufferPointer { out.raw($0) }
-            out.raw(0x0A)
+            json.withUnsafeBufferPointer { chunk.bytes.raw($0) }
+            chunk.bytes.raw(0x0A)
             fragments[slot] = Fragment(
                 digest: digest, lines: lines, rules: edit.matchedRules, message, second: time / 1000, dryRun: dryRun,
                 json: json)
