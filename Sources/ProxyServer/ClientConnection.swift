@@ -48,10 +48,11 @@ final class ClientConnection: LoopHandler {
     /// TLS with the client after an intercepted CONNECT.
     var clientTLS: TLSEngine?
 
-    init(fd: Int32, address: String, loop: EventLoop) {
+    /// `fromNetwork`: the peer is not a loopback address (the accept decided it).
+    init(fd: Int32, address: String, fromNetwork: Bool, loop: EventLoop) {
         self.fd = fd
         self.address = address
-        fromNetwork = !HostName.isLoopback(address)
+        self.fromNetwork = fromNetwork
         self.loop = loop
         let server = loop.server
         self.machine = ProxyConnectionMachine(

@@ -44,6 +44,20 @@ final class EventLoop: @unchecked Sendable {
     struct PoolKey: Hashable {
         var origin: Origin
         var tls: Bool
+
+        /// One word for the hasher: the host's bytes folded with FNV-1a, the port and the scheme (hashing the
+        /// string itself cost most of taking an upstream from the pool and giving it back).
+        func hash(into hasher: inout Hasher) {
+            let fold = { (bytes: UnsafeBufferPointer<UInt8>) -> UInt64 in
+                var h: UInt64 = 0xCBF2_9CE4_8422_2325
+                for b in bytes { h = (h ^ UInt64(b)) &* 0x100_0000_01B3 }
+                return h
+            }
+            let h =
+                origin.host.utf8.withContiguousStorageIfAvailable(fold)
+                ?? Array(origin.host.utf8).withUnsafeBufferPointer(fold)
+            hasher.combine(h ^ UInt64(truncatingIfNeeded: origin.port) << 1 ^ (tls ? 1 : 0))
+        }
     }
     private var clientList: [ObjectIdentifier: ClientConnection] = [:]
     private var localList: [ObjectIdentifier: LocalConnection] = [:]
@@ -183,7 +197,8 @@ final class EventLoop: @unchecked Sendable {
     // MARK: Clients
 
     func accepted(fd: Int32, address: String) {
-        let allowed = HostName.isLoopback(address) || configuration.allowed.contains { $0.contains(address) }
+        let loopback = HostName.isLoopback(address)
+        let allowed = loopback || configuration.allowed.contains { $0.contains(address) }
         if !allowed || draining || server.activeConnections.load() >= configuration.maximumConnections {
             let (status, reason) =
                 !allowed
@@ -198,7 +213,7 @@ final class EventLoop: @unchecked Sendable {
             return
         }
         Sys.setNoDelay(fd)
-        let client = ClientConnection(fd: fd, address: address, loop: self)
+        let client = ClientConnection(fd: fd, address: address, fromNetwork: !loopback, loop: self)
         clientList[ObjectIdentifier(client)] = client
         server.activeConnections.add(1)
         register(client, fd: fd, events: Poller.readable)

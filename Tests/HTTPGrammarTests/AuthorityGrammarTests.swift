@@ -43,7 +43,9 @@ import Testing
         ("localhost", true), ("app.localhost", true), ("127.0.0.1", true), ("127.255.0.9", true), ("::1", true),
         ("::ffff:127.0.0.1", true), ("localhost.example", false), ("127.0.0.256", false), ("127.1", false),
         ("127.example", false), ("128.0.0.1", false), ("::2", false), ("::ffff:10.0.0.1", false), ("0.0.0.0", false),
-        ("fe80::1", false), ("", false),
+        ("fe80::1", false), ("", false), (".localhost", true), ("xlocalhost", false), ("::1x", false),
+        ("::ffff:", false),
+        ("127.", false), ("::ffff:127.0.0.1x", false), ("1270.0.0.1", false), ("::ffff:127.1.2.3", true), ("::", false),
     ])
     func loopbackHostsAreKnownByOneTest(_ host: String, _ loopback: Bool) {
         #expect(HostName.isLoopback(host) == loopback)
