@@ -16,7 +16,7 @@ enum RulesFiles {
             })
     }
 
-    /// A fingerprint of what is on disk (names and modification times), to notice edits.
+    /// A fingerprint of what is on disk (names, modification times, sizes and inodes), to notice edits.
     static func fingerprint(_ path: String) -> String {
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else { return "missing" }
@@ -28,10 +28,16 @@ enum RulesFiles {
             .sorted().map { path + "/" + $0 }
         }
         return files.map { f in
-            let attributes = try? FileManager.default.attributesOfItem(atPath: f)
-            let date = (attributes?[.modificationDate] as? Date)?.timeIntervalSince1970 ?? 0
-            let size = (attributes?[.size] as? NSNumber)?.intValue ?? -1
-            return "\(f)@\(date)#\(size)"
+            // stat(2), not FileManager's attributes: those also look up the owner's and group's names (reading
+            // /etc/passwd and /etc/group every second). The inode catches an editor's save by rename.
+            var info = stat()
+            guard stat(f, &info) == 0 else { return "\(f)@missing" }
+            #if canImport(Darwin)
+                let modified = info.st_mtimespec
+            #else
+                let modified = info.st_mtim
+            #endif
+            return "\(f)@\(modified.tv_sec).\(modified.tv_nsec)#\(info.st_size)i\(info.st_ino)"
         }.joined(separator: "|")
     }
 }
