@@ -9,6 +9,15 @@ wait_port() {
   return 1
 }
 
+# port_free PORT: fails (with a message) when something already accepts connections on 127.0.0.1:PORT: a process
+# left from an earlier run would otherwise be measured in place of the one about to start there.
+port_free() {
+  if (echo > /dev/tcp/127.0.0.1/"$1") 2>/dev/null; then
+    echo "127.0.0.1:$1 is already in use (a process left from an earlier run?); stop it first" >&2
+    return 1
+  fi
+}
+
 # median: the middle value of the numbers on standard input (separated by spaces or lines).
 median() { tr ' ' '\n' | grep -v '^$' | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 

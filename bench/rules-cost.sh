@@ -20,6 +20,7 @@ cleanup() { kill $(jobs -p) 2>/dev/null || true; [ -f "$T/nginx.pid" ] && kill "
 trap cleanup EXIT
 . bench/origin.sh
 write_origin_conf "$T" "hello world hello world hello world hello world hello world hello world hello world hello\n"
+port_free 18180 || exit 1
 taskset -c 0 nginx -c "$T/nginx.conf" -p "$T"
 echo 'wrk.path = "http://127.0.0.1:18180/"' > "$T/abs.lua"
 # The inspector is on by default; every configuration but the +ui ones turns it off, so that each measures one thing.
@@ -41,6 +42,7 @@ declare -A RESULTS CPU RECORDS
 for rep in $(seq "$REPS"); do
   for name in "${ORDER[@]}"; do
     rm -f "$T/log.jsonl" "$T/audit.jsonl"  # a log file per run: the disk holds what one run writes
+    port_free 18190 || exit 1
     taskset -c 0 $BIN run --quiet --threads 1 --listen 127.0.0.1:18190 ${ARGS[$name]} > /dev/null 2>&1 &
     pid=$!
     wait_port 18190

@@ -16,9 +16,11 @@ trap '[ -f "$T/nginx.pid" ] && kill "$(cat "$T/nginx.pid")" 2>/dev/null; rm -rf 
 cp "$BIN" "$T/cookie-proxy" && strip -g "$T/cookie-proxy" && BIN=$T/cookie-proxy
 . bench/origin.sh
 write_origin_conf "$T" "hello world\n"
+port_free 18180 || exit 1
 nginx -c "$T/nginx.conf" -p "$T"
 run() {  # $1 = requests, rest = proxy args; prints instructions
   local n=$1; shift
+  port_free 18191 || exit 1
   valgrind --tool=callgrind --callgrind-out-file="$T/cg.out" $BIN run --quiet --threads 1 --listen 127.0.0.1:18191 "$@" \
     > /dev/null 2> "$T/vg.err" &
   local pid=$!

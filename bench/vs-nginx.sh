@@ -20,6 +20,7 @@ cleanup() {
 trap cleanup EXIT
 . bench/origin.sh
 write_origin_conf "$T" "hello world hello world hello world hello world hello world hello world hello world hello\n"
+port_free 18180 || exit 1
 taskset -c 0 nginx -c "$T/nginx.conf" -p "$T"
 mkdir -p "$T/proxy"
 cat > "$T/proxy/nginx.conf" <<NGINX
@@ -36,6 +37,7 @@ NGINX
 taskset -c 0 nginx -c "$T/proxy/nginx.conf" -p "$T/proxy"
 sleep 0.3
 NGINX_WORKER=$(pgrep -P "$(cat "$T/proxy/nginx.pid")" | head -1)
+port_free 18190 || exit 1
 taskset -c 0 $BIN run --quiet --listen 127.0.0.1:18190 --rules bench/bench.rules --log none > /dev/null 2>&1 &
 OURS=$!
 wait_port 18190
