@@ -82,19 +82,19 @@ public struct TransformationRecord: Sendable {
     /// The text of ``json(redaction:)``, written straight into `out` (no tree): what the log writes. `changes` is
     /// ``CookieOutcome/changes``, passed in so that a writer can reuse it for repeated cookies.
     public func writeJSON(to out: inout JSONWriter, redaction: Redaction, changes: [AttributeChange]) {
-        writeHead(to: &out, redaction: redaction)
+        writeExchangeFields(to: &out)
+        writeCookiePart(to: &out, redaction: redaction, changes: changes)
+    }
+
+    /// From `,"cookie":` to the closing `}`: what the log keeps as bytes for a repeated cookie (the exchange
+    /// fields before it are each response's own).
+    public func writeCookiePart(to out: inout JSONWriter, redaction: Redaction, changes: [AttributeChange]) {
+        writeCookieFields(to: &out, redaction: redaction)
         out.raw(",\"changes\":")
         Self.writeChanges(changes, redaction: redaction, to: &out)
         out.raw(",\"findings\":")
         Self.writeFindings(findings, to: &out)
         writeTail(to: &out)
-    }
-
-    /// The object from its `{` to the value of `after`. A writer that keeps the `changes` and `findings` arrays of
-    /// repeated cookies as bytes writes them between this and ``writeTail``.
-    public func writeHead(to out: inout JSONWriter, redaction: Redaction) {
-        writeExchangeFields(to: &out)
-        writeCookieFields(to: &out, redaction: redaction)
     }
 
     /// From `{` to the value of `status`: the same for every record of one response.

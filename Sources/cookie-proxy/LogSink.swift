@@ -346,8 +346,9 @@ extension LogSink {
         private var dryRun = false
         /// The last response's time as text.
         private var stamp = TransformationRecord.Timestamp()
-        /// The terminal's compact lines instead of JSON (and in color).
+        /// The sink's: the terminal's compact lines instead of JSON (and in color), and how values are shown.
         private var compact: (on: Bool, color: Bool) = (false, false)
+        private var redaction = Redaction(showValues: false, key: [])
 
         /// Starts a response's records.
         func begin(sink: LogSink, engine: RuleEngine, time: Int64, dryRun: Bool) {
@@ -355,7 +356,12 @@ extension LogSink {
             chunk.records = 0
             exchangeFields.removeAll(keepingCapacity: true)
             (self.time, self.dryRun) = (time, dryRun)
-            if case .standardOutput(let on, let color) = sink.destination { compact = (on, color) }
+            if case .standardOutput(let on, let color) = sink.destination {
+                compact = (on, color)
+            } else {
+                compact = (false, false)
+            }
+            redaction = sink.redaction
             if self.engine !== engine || self.sink != ObjectIdentifier(sink) {
                 for i in fragments.indices { fragments[i] = nil }
                 (self.engine, self.sink) = (engine, ObjectIdentifier(sink))
@@ -366,12 +372,12 @@ extension LogSink {
         func add(
             original: UnsafeBufferPointer<UInt8>, result: UnsafeBufferPointer<UInt8>?, edit: RuleEngine.Edit,
             context: borrowing ExchangeContext,
-            message: borrowing MessageContext, sink: LogSink
+            message: borrowing MessageContext
         ) {
             chunk.records += 1
             if compact.on {
                 let full = record(original: Array(original), result: result.map { Array($0) }, edit, context, message)
-                var line = Array(full.line(showValues: sink.redaction.showValues, color: compact.color).utf8)
+                var line = Array(full.line(showValues: redaction.showValues, color: compact.color).utf8)
                 line.withUnsafeMutableBufferPointer { chunk.bytes.raw(UnsafeBufferPointer($0)) }
                 chunk.bytes.raw(0x0A)
                 return
@@ -400,12 +406,7 @@ extension LogSink {
             let lines = (original: Array(original), result: result.map { Array($0) })
             let full = record(original: lines.original, result: lines.result, edit, context, message)
             fragment.removeAll()
-            full.writeCookieFields(to: &fragment, redaction: sink.redaction)
-            fragment.raw(",\"changes\":")
-            TransformationRecord.writeChanges(full.outcome.changes, redaction: sink.redaction, to: &fragment)
-            fragment.raw(",\"findings\":")
-            TransformationRecord.writeFindings(full.findings, to: &fragment)
-            full.writeTail(to: &fragment)
+            full.writeCookiePart(to: &fragment, redaction: redaction, changes: full.outcome.changes)
             let json = fragment.withBytes { Array($0) }
             json.withUnsafeBufferPointer { chunk.bytes.raw($0) }
             chunk.bytes.raw(0x0A)

@@ -133,16 +133,15 @@ final class RulesHooks: ProxyHooks, Sendable {
             received.withUnsafeBufferPointer { original in
                 if edit.dropped {
                     recorder!.add(
-                        original: original, result: nil, edit: edit, context: context, message: message, sink: sink)
+                        original: original, result: nil, edit: edit, context: context, message: message)
                 } else if edit.rewritten {
                     scratch.rewrite.withOutput {
                         recorder!.add(
-                            original: original, result: $0, edit: edit, context: context, message: message, sink: sink)
+                            original: original, result: $0, edit: edit, context: context, message: message)
                     }
                 } else {
                     recorder!.add(
-                        original: original, result: original, edit: edit, context: context, message: message, sink: sink
-                    )
+                        original: original, result: original, edit: edit, context: context, message: message)
                 }
             }
         }
