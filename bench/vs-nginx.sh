@@ -2,9 +2,12 @@
 # cookie-proxy against nginx doing the same cookie rewriting (proxy_cookie_domain / proxy_cookie_flags, as in
 # ../shared/bench), in pairs: each repetition runs nginx and then cookie-proxy seconds apart, and the figures are
 # medians of the per-pair ratios. This machine's speed drifts by 2x between phases; a pair sees the same phase.
-# Reports req/s, p99 and each proxy's own CPU time per request (user and system, from /proc), keep-alive at
-# c=16 and c=64 and a new connection per request at c=16. wrk on CPU 1; origin, nginx and cookie-proxy on CPU 0.
+# Reports req/s, p99 and each proxy's own CPU time per request (user and system, from /proc), by default
+# keep-alive at c=16 and c=64 and a new connection per request at c=16. wrk on CPU 1; origin, nginx and
+# cookie-proxy on CPU 0.
 # Only 127.0.0.1 is used; everything started is stopped. Usage: bench/vs-nginx.sh [seconds=2] [pairs=9]
+# Env: LOADS (default "ka:16 ka:64 new:16"; e.g. "ka:1 new:1" for ../shared/bench/run.sh's c=1 rows) and
+# PROXY_ARGS (extra arguments for cookie-proxy, e.g. "--threads 1 --ui off" as run.sh's README line starts it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DUR=${1:-2}; PAIRS=${2:-9}
@@ -38,7 +41,8 @@ taskset -c 0 nginx -c "$T/proxy/nginx.conf" -p "$T/proxy"
 sleep 0.3
 NGINX_WORKER=$(pgrep -P "$(cat "$T/proxy/nginx.pid")" | head -1)
 port_free 18190 || exit 1
-taskset -c 0 $BIN run --quiet --listen 127.0.0.1:18190 --rules bench/bench.rules --log none > /dev/null 2>&1 &
+# shellcheck disable=SC2086  # PROXY_ARGS is a list of words
+taskset -c 0 $BIN run --quiet --listen 127.0.0.1:18190 --rules bench/bench.rules --log none ${PROXY_ARGS:-} > /dev/null 2>&1 &
 OURS=$!
 wait_port 18190
 echo 'wrk.path = "http://127.0.0.1:18180/"' > "$T/abs.lua"
@@ -59,9 +63,10 @@ echo "# cookie-proxy vs nginx, same rewriting, ${PAIRS} pairs × ${DUR}s (median
 echo
 echo "| load | nginx req/s | cookie-proxy req/s | ratio | nginx p99 ms | cookie-proxy p99 ms | nginx CPU µs/req (user+sys) | cookie-proxy CPU µs/req (user+sys) | CPU ratio |"
 echo "|---|---:|---:|---:|---:|---:|---|---|---:|"
-for load in "keep-alive c=16:16" "keep-alive c=64:64" "new connection c=16:16:close"; do
-  IFS=: read -r label c close <<< "$load"
-  extra=(); [ -n "${close:-}" ] && extra=(-H "Connection: close")
+for load in ${LOADS:-ka:16 ka:64 new:16}; do
+  IFS=: read -r kind c <<< "$load"
+  extra=(); label="keep-alive c=$c"
+  if [ "$kind" = new ]; then extra=(-H "Connection: close"); label="new connection c=$c"; fi
   : > "$T/n"; : > "$T/o"
   for _ in $(seq "$PAIRS"); do
     run 18182 "$NGINX_WORKER" "$c" "${extra[@]}" >> "$T/n"

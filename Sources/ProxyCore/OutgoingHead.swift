@@ -166,6 +166,11 @@ public struct OutgoingHead: Sendable {
     public func serialize(into out: inout [UInt8]) {
         let crlf: (UInt8, UInt8) = (0x0D, 0x0A)
         let bytes = source.bytes
+        // Room for the whole head at once: appending piece by piece to a new connection's empty buffer grew it
+        // several times per head. The bound: every received byte, every edited byte, each written field.
+        var bound = out.count + bytes.count + editedBytes.count + (startLine?.count ?? 0) + 4
+        for case .written(let name, let value, _) in lines { bound += name.utf8.count + value.count + 4 }
+        if bound > out.capacity { out.reserveCapacity(Swift.max(bound, 2 * out.capacity)) }
         if let startLine {
             out.append(contentsOf: startLine)
             out.append(crlf.0)

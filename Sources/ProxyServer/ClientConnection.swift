@@ -38,6 +38,8 @@ final class ClientConnection: LoopHandler {
     /// False while ``flushDeferred()`` runs: then the upstream is written at once.
     var mayDeferUpstream = true
     var closed = false
+    /// Its place in the loop's list of clients; -1 once removed.
+    var listIndex = -1
     /// The upstream connection being made (ClientConnection+Connect.swift).
     var dial = Dial()
     var lastPhase: ProxyConnectionMachine.Phase = .idle
@@ -459,7 +461,12 @@ final class UpstreamConnection: LoopHandler {
     let fd: Int32
     let origin: Origin
     unowned(unsafe) let loop: EventLoop
-    weak var owner: ClientConnection?
+    /// The client it works for: set by ``ClientConnection/attach(_:)``, cleared by ``close()`` and by the pool
+    /// (``EventLoop/givePooled(_:idleSince:)``). While it is set the client holds this connection (as its
+    /// `upstream` or `parked`) and is in its loop's table, and a client lets go of both before it leaves the table
+    /// (``ClientConnection/closeNow(socketError:)``), so the client outlives the reference. Not `weak`: a weak
+    /// reference gives every client a side table, allocated on its first upstream and freed with it.
+    unowned(unsafe) var owner: ClientConnection?
     var connecting = false
     var remainingAddresses: [String] = []
     var interest: UInt32 = 0

@@ -59,12 +59,16 @@ final class EventLoop: @unchecked Sendable {
             hasher.combine(h ^ UInt64(truncatingIfNeeded: origin.port) << 1 ^ (tls ? 1 : 0))
         }
     }
-    private var clientList: [ObjectIdentifier: ClientConnection] = [:]
+    /// The loop's client connections, each at its ``ClientConnection/listIndex`` (removed by moving the last one
+    /// into its place: no hashing per connection).
+    private var clientList: [ClientConnection] = []
     private var localList: [ObjectIdentifier: LocalConnection] = [:]
     private var localListener: Listener?
     private let inbox = Locked<[@Sendable () -> Void]>([])
     private var listener: Listener?
     var draining = false
+    /// Rounds of events so far (one `wait` and what follows it).
+    private(set) var rounds = 0
     var now: Int64 = monotonicMilliseconds()
     private var lastTick: Int64 = 0
 
@@ -154,6 +158,7 @@ final class EventLoop: @unchecked Sendable {
                 lastTick = now
                 tick()
             }
+            rounds &+= 1
             if draining && clientList.isEmpty && localList.isEmpty { break }
         }
         for (_, list) in pool { for upstream in list { upstream.close() } }
@@ -162,7 +167,7 @@ final class EventLoop: @unchecked Sendable {
 
     /// Timers: per-phase deadlines of client connections, idle pooled upstreams.
     private func tick() {
-        for client in Array(clientList.values) { client.checkDeadline() }
+        for client in clientList { client.checkDeadline() }
         for local in Array(localList.values) { local.checkDeadline() }
         let limit = Int64(configuration.poolIdleTimeout * 1000)
         for (origin, list) in pool {
@@ -185,13 +190,13 @@ final class EventLoop: @unchecked Sendable {
             self.localListener = nil
         }
         for local in Array(localList.values) { local.close() }
-        for client in Array(clientList.values) { client.drain() }
+        for client in clientList { client.drain() }
     }
 
     /// Closes everything at once (the drain deadline passed).
     func closeAll() {
         for local in Array(localList.values) { local.close() }
-        for client in Array(clientList.values) { client.closeNow() }
+        for client in clientList { client.closeNow() }
     }
 
     // MARK: Clients
@@ -214,7 +219,8 @@ final class EventLoop: @unchecked Sendable {
         }
         Sys.setNoDelay(fd)
         let client = ClientConnection(fd: fd, address: address, fromNetwork: !loopback, loop: self)
-        clientList[ObjectIdentifier(client)] = client
+        client.listIndex = clientList.count
+        clientList.append(client)
         server.activeConnections.add(1)
         register(client, fd: fd, events: Poller.readable)
     }
@@ -235,9 +241,15 @@ final class EventLoop: @unchecked Sendable {
     func localClosed(_ connection: LocalConnection) { localList.removeValue(forKey: ObjectIdentifier(connection)) }
 
     func removed(_ client: ClientConnection) {
-        if clientList.removeValue(forKey: ObjectIdentifier(client)) != nil {
-            server.activeConnections.subtract(1)
+        let index = client.listIndex
+        guard index >= 0 else { return }
+        client.listIndex = -1
+        let last = clientList.removeLast()
+        if last !== client {
+            clientList[index] = last
+            last.listIndex = index
         }
+        server.activeConnections.subtract(1)
     }
 
     // MARK: Pool
@@ -250,15 +262,24 @@ final class EventLoop: @unchecked Sendable {
 
     /// Makes `upstream` idle in the pool; `idleSince`, when it was already idle (parked with a client).
     func givePooled(_ upstream: UpstreamConnection, idleSince: Int64? = nil) {
-        let key = PoolKey(origin: upstream.origin, tls: upstream.tls != nil)
-        if draining || (pool[key]?.count ?? 0) >= configuration.poolPerOrigin {
+        if draining {
+            upstream.close()
+            return
+        }
+        // One lookup: the origin's list is changed in place, and a full one is left as it was.
+        let limit = configuration.poolPerOrigin
+        let kept = { (list: inout [UpstreamConnection]) -> Bool in
+            guard list.count < limit else { return false }
+            list.append(upstream)
+            return true
+        }(&pool[PoolKey(origin: upstream.origin, tls: upstream.tls != nil), default: []])
+        guard kept else {
             upstream.close()
             return
         }
         upstream.owner = nil
         upstream.pooledAt = idleSince ?? now
         upstream.setInterest(Poller.readable)
-        pool[key, default: []].append(upstream)
     }
 
     func dropPooled(_ upstream: UpstreamConnection) {
@@ -282,8 +303,18 @@ final class Listener: LoopHandler {
         self.loop = loop
         self.local = local
     }
+    /// The loop's round when the socket was last readable.
+    private var lastRound = -2
+
+    /// Accepts one connection, or (when the socket was readable in the previous round too: connections arrive
+    /// faster than rounds go by) up to 64. A lone connection so costs one accept instead of a second one that only
+    /// says "none left" (nginx accepts one per event the same way); the socket is level-triggered, so one still
+    /// waiting is reported again in the next round.
     override func handle(_ events: UInt32) {
-        for _ in 0..<64 {
+        let round = loop.rounds
+        let burst = round &- lastRound == 1
+        lastRound = round
+        for _ in 0..<(burst ? 64 : 1) {
             let (c, address, _) = Sys.accept(fd)
             if c < 0 { return }
             if local {

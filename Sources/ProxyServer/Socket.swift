@@ -18,11 +18,12 @@ enum Sys {
     }
 
     static func accept(_ fd: Int32) -> (fd: Int32, address: String, port: Int) {
-        var buffer = [CChar](repeating: 0, count: 64)
-        var port: Int32 = 0
-        let c = CProxy_accept(fd, &buffer, 64, &port)
-        let address = buffer.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
-        return (c, address, Int(port))
+        withUnsafeTemporaryAllocation(of: CChar.self, capacity: 64) { buffer in
+            var port: Int32 = 0
+            let c = CProxy_accept(fd, buffer.baseAddress!, 64, &port)
+            guard c >= 0 else { return (c, "", 0) }
+            return (c, String(cString: buffer.baseAddress!), Int(port))
+        }
     }
 
     static func connect(_ numericHost: String, _ port: Int) -> (fd: Int32, inProgress: Bool) {
