@@ -97,7 +97,7 @@ static void format_ipv4(const unsigned char *b, char *out) {
     *p = 0;
 }
 
-int CProxy_accept(int fd, char *addr, size_t addrlen, int *port) {
+int CProxy_accept(int fd, char *addr, size_t addrlen, int *port, int *loopback) {
     struct sockaddr_storage ss;
     socklen_t len = sizeof ss;
 #if defined(__linux__)
@@ -109,13 +109,17 @@ int CProxy_accept(int fd, char *addr, size_t addrlen, int *port) {
     if (c < 0) return -errno;
     addr[0] = 0;
     *port = 0;
+    *loopback = 0;
     if (ss.ss_family == AF_INET) {
         struct sockaddr_in *in4 = (struct sockaddr_in *)&ss;
+        *loopback = ((const unsigned char *)&in4->sin_addr)[0] == 127;
         if (addrlen >= 16) format_ipv4((const unsigned char *)&in4->sin_addr, addr);
         else inet_ntop(AF_INET, &in4->sin_addr, addr, (socklen_t)addrlen);
         *port = ntohs(in4->sin_port);
     } else if (ss.ss_family == AF_INET6) {
         struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)&ss;
+        const unsigned char *b = in6->sin6_addr.s6_addr;
+        *loopback = IN6_IS_ADDR_LOOPBACK(&in6->sin6_addr) || (IN6_IS_ADDR_V4MAPPED(&in6->sin6_addr) && b[12] == 127);
         inet_ntop(AF_INET6, &in6->sin6_addr, addr, (socklen_t)addrlen);
         *port = ntohs(in6->sin6_port);
     }

@@ -201,8 +201,7 @@ final class EventLoop: @unchecked Sendable {
 
     // MARK: Clients
 
-    func accepted(fd: Int32, address: String) {
-        let loopback = HostName.isLoopback(address)
+    func accepted(fd: Int32, address: String, loopback: Bool) {
         let allowed = loopback || configuration.allowed.contains { $0.contains(address) }
         if !allowed || draining || server.activeConnections.load() >= configuration.maximumConnections {
             let (status, reason) =
@@ -226,9 +225,9 @@ final class EventLoop: @unchecked Sendable {
     }
 
     /// A connection to the local service: the same admission as the proxy's (loopback, `--allow`).
-    func acceptedLocal(fd: Int32, address: String) {
+    func acceptedLocal(fd: Int32, address: String, loopback: Bool) {
         guard let service = server.localService, !draining,
-            HostName.isLoopback(address) || configuration.allowed.contains(where: { $0.contains(address) })
+            loopback || configuration.allowed.contains(where: { $0.contains(address) })
         else {
             Sys.close(fd)
             return
@@ -315,12 +314,12 @@ final class Listener: LoopHandler {
         let burst = round &- lastRound == 1
         lastRound = round
         for _ in 0..<(burst ? 64 : 1) {
-            let (c, address, _) = Sys.accept(fd)
+            let (c, address, loopback) = Sys.accept(fd)
             if c < 0 { return }
             if local {
-                loop.acceptedLocal(fd: c, address: address)
+                loop.acceptedLocal(fd: c, address: address, loopback: loopback)
             } else {
-                loop.accepted(fd: c, address: address)
+                loop.accepted(fd: c, address: address, loopback: loopback)
             }
         }
     }

@@ -17,12 +17,15 @@ enum Sys {
         CProxy_listen(host, Int32(port), 1024, reusePort ? 1 : 0)
     }
 
-    static func accept(_ fd: Int32) -> (fd: Int32, address: String, port: Int) {
+    /// The accepted descriptor (or -errno), the peer's numeric address, and whether it is a loopback address
+    /// (decided on the socket address, as ``HostName/isLoopback(_:)`` decides on its text).
+    static func accept(_ fd: Int32) -> (fd: Int32, address: String, loopback: Bool) {
         withUnsafeTemporaryAllocation(of: CChar.self, capacity: 64) { buffer in
             var port: Int32 = 0
-            let c = CProxy_accept(fd, buffer.baseAddress!, 64, &port)
-            guard c >= 0 else { return (c, "", 0) }
-            return (c, String(cString: buffer.baseAddress!), Int(port))
+            var loopback: Int32 = 0
+            let c = CProxy_accept(fd, buffer.baseAddress!, 64, &port, &loopback)
+            guard c >= 0 else { return (c, "", false) }
+            return (c, String(cString: buffer.baseAddress!), loopback != 0)
         }
     }
 

@@ -274,7 +274,8 @@ fileprivate final class LineServer: @unchecked Sendable {
             guard CProxy_poll_readable(listener, 200) > 0 else { continue }
             var address = [CChar](repeating: 0, count: 64)
             var peerPort: Int32 = 0
-            let conn = CProxy_accept(listener, &address, address.count, &peerPort)
+            var loopback: Int32 = 0
+            let conn = CProxy_accept(listener, &address, address.count, &peerPort, &loopback)
             guard conn >= 0 else { continue }
             let thread = Thread { [self] in
                 self.serve(conn)

@@ -43,8 +43,9 @@ int CProxy_reuseport_balances(void);
 /// A non-blocking, close-on-exec listening TCP socket bound to host:port (numeric IPv4 or IPv6),
 /// with SO_REUSEADDR and, if reuseport, SO_REUSEPORT. Returns the fd or -errno.
 int CProxy_listen(const char *host, int port, int backlog, int reuseport);
-/// accept4 with SOCK_NONBLOCK|SOCK_CLOEXEC (accept and fcntl on macOS); writes the peer's numeric address into addr (at least 64 bytes).
-int CProxy_accept(int fd, char *addr, size_t addrlen, int *port);
+/// accept4 with SOCK_NONBLOCK|SOCK_CLOEXEC (accept and fcntl on macOS); writes the peer's numeric address into addr (at least 64 bytes),
+/// and into loopback whether it is 127.0.0.0/8, ::1 or 127.0.0.0/8 mapped into IPv6 (HostName.isLoopback of that text).
+int CProxy_accept(int fd, char *addr, size_t addrlen, int *port, int *loopback);
 /// Starts a non-blocking connect to a resolved address (numeric). Returns fd (>= 0) or -errno;
 /// *in_progress is 1 when the connect completes later (EPOLLOUT).
 int CProxy_connect(const char *numeric_host, int port, int *in_progress);
