@@ -186,7 +186,9 @@ public struct ExchangeContext: Sendable {
     }
     public var path: String {
         let u = target.utf8
-        return String(target[..<(u.firstIndex { $0 == 0x3F || $0 == 0x23 } ?? u.endIndex)])
+        // A target without a query is its own path: no new string.
+        guard let end = u.firstIndex(where: { $0 == 0x3F || $0 == 0x23 }) else { return target }
+        return String(target[..<end])
     }
 }
 

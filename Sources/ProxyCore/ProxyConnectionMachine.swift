@@ -629,10 +629,12 @@ public struct ProxyConnectionMachine {
     /// The hooks (the rules) see the head, then it is written to the client and they see the bytes sent.
     @inline(__always)
     private func forwardResponseHead(_ out: inout OutgoingHead, _ e: Exchange, _ io: inout ConnectionIO) {
-        hooks.willForwardResponse(&out, context: e.context)
+        // One copy of the context for both calls (each read of the exchange's property is a copy of its strings).
+        let context = e.context
+        hooks.willForwardResponse(&out, context: context)
         let headStart = io.toClient.count
         out.serialize(into: &io.toClient)
-        hooks.didForwardResponse(out, bytes: io.toClient[headStart...], context: e.context)
+        hooks.didForwardResponse(out, bytes: io.toClient[headStart...], context: context)
     }
 
     private mutating func forwardResponseBody(_ bytes: ArraySlice<UInt8>, _ io: inout ConnectionIO) {
