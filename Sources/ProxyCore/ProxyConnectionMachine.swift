@@ -112,6 +112,10 @@ public struct ProxyConnectionMachine {
     let hooks: any ProxyHooks
     let clientAddress: String
     var state: State = .idle
+    /// The storage of the last finished exchange's request head and response buffer, emptied, for the next one
+    /// on a connection that stays open (a keep-alive connection's exchanges then allocate neither).
+    private var spareRequestHead: [UInt8] = []
+    private var spareUpstreamIn: [UInt8] = []
     var clientIn: [UInt8] = []
     var clientInStart = 0
     var clientEOF = false
@@ -447,6 +451,7 @@ public struct ProxyConnectionMachine {
             UpstreamHop(proxy: $0, tunnel: secure)
         }
         var headBytes: [UInt8] = []
+        swap(&headBytes, &spareRequestHead)
         if !route.isConnect {
             var out = HeadRewrite.request(
                 request, route: route, connection: connection, framing: framing, wantsUpgrade: wantsUpgrade, via: via,
@@ -461,6 +466,7 @@ public struct ProxyConnectionMachine {
             clientVersion: request.version, clientKeepAlive: keepAlive,
             responseParser: HTTPHeadParser(limits: configuration.parserLimits))
         exchange.via = via
+        swap(&exchange.upstreamIn, &spareUpstreamIn)
         state = .connecting(exchange)
         // A tunnel gets a connection of its own: an idle keep-alive connection to the same host and port is
         // never handed to a CONNECT.
@@ -615,8 +621,8 @@ public struct ProxyConnectionMachine {
             response, connection: connection, framing: framing, dechunk: e.dechunk, client: client,
             configuration: configuration)
         forwardResponseHead(&out, e, &io)
-        let rest = e.upstreamIn
-        e.upstreamIn = []
+        var rest: [UInt8] = []
+        swap(&rest, &e.upstreamIn)
         let reader = BodyReader(framing)
         e.response = .body(reader)
         if !rest.isEmpty {
@@ -624,6 +630,7 @@ public struct ProxyConnectionMachine {
         } else if reader.isComplete {
             finishExchange(&io)
         }
+        if !e.closeClientAfter { Self.keep(&rest, as: &spareUpstreamIn) }
     }
 
     /// The hooks (the rules) see the head, then it is written to the client and they see the bytes sent.
@@ -658,6 +665,14 @@ public struct ProxyConnectionMachine {
         if reader.isComplete { finishExchange(&io) }
     }
 
+    /// Moves `buffer`'s storage, emptied, into `spare` when that has less room (and it is not one a large message
+    /// grew: those are let go).
+    private static func keep(_ buffer: inout [UInt8], as spare: inout [UInt8]) {
+        guard buffer.capacity > spare.capacity && buffer.capacity <= 16384 else { return }
+        buffer.removeAll(keepingCapacity: true)
+        swap(&buffer, &spare)
+    }
+
     private mutating func finishExchange(_ io: inout ConnectionIO) {
         guard case .exchanging(let e) = state else { return unexpected("the end of an exchange", &io) }
         if !e.requestBody.isComplete {
@@ -670,6 +685,7 @@ public struct ProxyConnectionMachine {
             close(&io)
             return
         }
+        Self.keep(&e.requestHeadBytes, as: &spareRequestHead)
         state = .idle
         if bufferedClientBytes > 0 {
             parseRequest(&io)
