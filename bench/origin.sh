@@ -39,3 +39,23 @@ http { access_log off;
     } } }
 NGINX
 }
+
+# write_rewriting_proxy_conf DIR PORT PROCESS: DIR/nginx.conf for nginx as the forward proxy of ../shared/bench in
+# front of the origin, with its cookie rewriting (proxy_cookie_domain / proxy_cookie_flags: what bench/bench.rules
+# does), listening on 127.0.0.1:PORT. PROCESS: "daemon" (a master and one worker, in the background) or "single"
+# (one process in the foreground, for callgrind).
+write_rewriting_proxy_conf() {
+  local dir=$1 port=$2 process=$3 mode="daemon on;"
+  [ "$process" = single ] && mode="daemon off; master_process off;"
+  cat > "$dir/nginx.conf" <<NGINX
+worker_processes 1; $mode pid $dir/nginx.pid; error_log $dir/err;
+events { worker_connections 8192; }
+http { access_log off; keepalive_requests 10000000; keepalive_timeout 120s;
+  client_body_temp_path $dir/b; proxy_temp_path $dir/p; fastcgi_temp_path $dir/f;
+  uwsgi_temp_path $dir/u; scgi_temp_path $dir/s;
+  upstream origin { server 127.0.0.1:18180; keepalive 128; keepalive_requests 10000000; }
+  server { listen 127.0.0.1:$port backlog=4096;
+    location / { proxy_pass http://origin; proxy_http_version 1.1; proxy_set_header Connection ""; proxy_set_header Host \$http_host;
+      proxy_cookie_domain ~^example\.test\$ .example.test; proxy_cookie_flags ~ secure httponly samesite=lax; } } }
+NGINX
+}

@@ -26,17 +26,7 @@ write_origin_conf "$T" "hello world hello world hello world hello world hello wo
 port_free 18180 || exit 1
 taskset -c 0 nginx -c "$T/nginx.conf" -p "$T"
 mkdir -p "$T/proxy"
-cat > "$T/proxy/nginx.conf" <<NGINX
-worker_processes 1; daemon on; pid $T/proxy/nginx.pid; error_log $T/proxy/err;
-events { worker_connections 8192; }
-http { access_log off; keepalive_requests 10000000; keepalive_timeout 120s;
-  client_body_temp_path $T/proxy/b; proxy_temp_path $T/proxy/p; fastcgi_temp_path $T/proxy/f;
-  uwsgi_temp_path $T/proxy/u; scgi_temp_path $T/proxy/s;
-  upstream origin { server 127.0.0.1:18180; keepalive 128; keepalive_requests 10000000; }
-  server { listen 127.0.0.1:18182 backlog=4096;
-    location / { proxy_pass http://origin; proxy_http_version 1.1; proxy_set_header Connection ""; proxy_set_header Host \$http_host;
-      proxy_cookie_domain ~^example\.test\$ .example.test; proxy_cookie_flags ~ secure httponly samesite=lax; } } }
-NGINX
+write_rewriting_proxy_conf "$T/proxy" 18182 daemon
 taskset -c 0 nginx -c "$T/proxy/nginx.conf" -p "$T/proxy"
 sleep 0.3
 NGINX_WORKER=$(pgrep -P "$(cat "$T/proxy/nginx.pid")" | head -1)
