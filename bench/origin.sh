@@ -59,3 +59,33 @@ http { access_log off; keepalive_requests 10000000; keepalive_timeout 120s;
       proxy_cookie_domain ~^example\.test\$ .example.test; proxy_cookie_flags ~ secure httponly samesite=lax; } } }
 NGINX
 }
+
+# For the callgrind scripts (rules-instructions.sh, instructions-vs-nginx.sh), with T their temporary directory
+# and BIN the binary. callgrind_prepare: checks for the tools, points BIN at a copy without debug information
+# (counting instructions needs none, and valgrind 3.19's reader gives up on what Swift 6.3 writes for this binary:
+# "possibly corrupted debuginfo"), and starts the origin.
+callgrind_prepare() {
+  command -v valgrind >/dev/null && command -v ab >/dev/null && command -v nginx >/dev/null || {
+    echo "needs valgrind, ab (apache2-utils) and nginx" >&2; exit 1; }
+  cp "$BIN" "$T/cookie-proxy" && strip -g "$T/cookie-proxy" && BIN=$T/cookie-proxy
+  write_origin_conf "$T" "hello world\n"
+  port_free 18180 || exit 1
+  nginx -c "$T/nginx.conf" -p "$T"
+}
+
+# callgrind_instructions REQUESTS KEEPALIVE PORT SIGNAL COMMAND...: runs COMMAND (a proxy listening on
+# 127.0.0.1:PORT) under callgrind, sends it REQUESTS through ab (KEEPALIVE: -k, or "" for a new connection per
+# request), stops it with SIGNAL and prints the instructions it executed.
+callgrind_instructions() {
+  local n=$1 k=$2 port=$3 stop=$4; shift 4
+  port_free "$port" || exit 1
+  valgrind --tool=callgrind --callgrind-out-file="$T/cg.out" "$@" > /dev/null 2> "$T/vg.err" &
+  local pid=$!
+  wait_port "$port" 20
+  # shellcheck disable=SC2086  # $k is one option or none
+  ab -q $k -n "$n" -c 4 -X "127.0.0.1:$port" http://127.0.0.1:18180/ > "$T/ab.out" 2>&1
+  kill -"$stop" "$pid" 2>/dev/null || true
+  wait "$pid" 2>/dev/null || true
+  grep -q "Failed requests:        0" "$T/ab.out" || { echo "ab reported failures" >&2; cat "$T/ab.out" >&2; }
+  awk '/Collected/ {print $4}' "$T/vg.err" | tr -d ','
+}
