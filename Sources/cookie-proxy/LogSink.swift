@@ -187,6 +187,7 @@ final class LogSink: Sendable {
     private func writerLoop() {
         var taken: [Chunk] = []
         var quietPolls = 0
+        var pages = pageCache()
         while true {
             if quietPolls >= 20 {
                 signal.wait()  // idle: the next record wakes the writer
@@ -213,11 +214,12 @@ final class LogSink: Sendable {
             for _ in 0..<waiting { room.signal() }
             var from = 0
             for r in reopens {
-                write(taken[from..<r])
+                write(taken[from..<r], &pages)
                 from = r
                 reopenFile()
+                pages = pageCache()
             }
-            write(taken[from...])
+            write(taken[from...], &pages)
             for chunk in taken {
                 chunk.bytes.removeAll()
                 chunk.records = 0
@@ -233,8 +235,15 @@ final class LogSink: Sendable {
         }
     }
 
-    /// Writes `chunks` (with writev, up to 512 at a time) and counts their records written or failed.
-    private func write(_ chunks: ArraySlice<Chunk>) {
+    /// The page-cache bookkeeping for the file written to now (nil: standard output, or not a regular file).
+    private func pageCache() -> LogPageCache? {
+        guard case .file = destination else { return nil }
+        return LogPageCache(fd: state.withLock { $0.fd })
+    }
+
+    /// Writes `chunks` (with writev, up to 512 at a time), counts their records written or failed, and lets go of
+    /// the file's cached pages behind it (``LogPageCache``).
+    private func write(_ chunks: ArraySlice<Chunk>, _ pages: inout LogPageCache?) {
         guard !chunks.isEmpty else { return }
         let fd = state.withLock { $0.fd }
         let records = chunks.reduce(0) { $0 + $1.records }
@@ -250,6 +259,10 @@ final class LogSink: Sendable {
                 let end = min(start + 512, chunks.endIndex)
                 error = Self.writeAll(fd, chunks[start..<end])
                 start = end
+            }
+            if error == 0, pages != nil {
+                let bytes = chunks.reduce(0) { $0 + $1.bytes.count }
+                if let range = pages!.appended(bytes) { LogPageCache.release(fd, range) }
             }
         }
         state.withLock { s in
