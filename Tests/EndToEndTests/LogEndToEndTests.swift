@@ -132,6 +132,40 @@ import TestSupport
 
     final class Box: @unchecked Sendable { var received: [String] = [] }
 
+    /// Of the first `length` bytes of the file at `path`, the share whose pages are in the page cache (mincore).
+    static func residentShare(_ path: String, length: Int) throws -> Double {
+        let fd = open(path, O_RDONLY)
+        try #require(fd >= 0)
+        defer { close(fd) }
+        let mapped = mmap(nil, length, PROT_READ, MAP_SHARED, fd, 0)
+        try #require(mapped != MAP_FAILED)
+        defer { munmap(mapped, length) }
+        let page = Int(sysconf(Int32(_SC_PAGESIZE)))
+        var vector = [UInt8](repeating: 0, count: (length + page - 1) / page)
+        try #require(mincore(mapped, length, &vector) == 0)
+        return Double(vector.filter { $0 & 1 != 0 }.count) / Double(vector.count)
+    }
+
+    /// A busy log does not fill the page cache: the writer lets go of the pages a few MiB behind the end
+    /// (LogPageCache). Without that, every page written stays cached while memory is plentiful, as here.
+    @Test func theLogFileDoesNotStayInThePageCacheBehindItsEnd() throws {
+        let dir = try Self.folder()
+        let upstream = try Recorder()
+        let log = dir + "/log.jsonl"
+        let proxy = try Proxy(["--quiet", "--rules", dir + "/h.rules", "--log", log, "--log-values"])
+        var info = stat()
+        for _ in 0..<40 where stat(log, &info) != 0 || info.st_size < 16 << 20 {
+            _ = try Self.load(proxy, upstream, threads: 8, requests: 500)
+        }
+        proxy.process.signal(SIGTERM)
+        #expect(proxy.process.waitForExit() == 0)
+        #expect(stat(log, &info) == 0 && info.st_size >= 16 << 20)
+        // The part advised more than once (the writer advises the last 4 steps of 2 MiB at each crossing), with a
+        // step's margin: there pages written back before a later crossing are gone.
+        let share = try Self.residentShare(log, length: Int(info.st_size) - 10 << 20)
+        #expect(share < 0.5, "\(Int(share * 100))% of the log's older pages are still cached")
+    }
+
     /// The same value hashes the same on one installation (across runs) and differently on another; the key is
     /// a file of its own, mode 0600.
     @Test func redactedValuesAreKeyedPerInstallation() throws {
