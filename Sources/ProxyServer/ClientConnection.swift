@@ -33,6 +33,12 @@ final class ClientConnection: LoopHandler {
     private(set) var parked: UpstreamConnection?
     var interest: UInt32 = Poller.readable
     var closeAfterFlush = false
+    /// The socket has taken bytes before, and TCP_NODELAY is on. Linux's Nagle is Minshall's: a small segment
+    /// waits only while an earlier small one is unacknowledged, so a connection's first write never waits, and
+    /// NODELAY is set before the second (nginx sets it as late): a connection with one response (`Connection:
+    /// close`) makes one syscall fewer, and every later write goes out at once, as with NODELAY from the start.
+    private var wroteToClient = false
+    private var noDelay = false
     /// Bytes for the upstream wait for the end of the loop's batch of events (``flushDeferred()``).
     var upstreamFlushDeferred = false
     /// False while ``flushDeferred()`` runs: then the upstream is written at once.
@@ -277,8 +283,15 @@ final class ClientConnection: LoopHandler {
 
     private func flush() {
         var progress = false
+        if wroteToClient && !noDelay && pendingToClient > 0 {
+            Sys.setNoDelay(fd)
+            noDelay = true
+        }
         let error = toClient.flush(&io.toClient, to: fd, tls: clientTLS, progress: &progress)
-        if progress { lastActivity = loop.now }
+        if progress {
+            lastActivity = loop.now
+            wroteToClient = true
+        }
         if let error {
             // The client is gone (a reset, a broken pipe): nobody is left to tell.
             closeNow(socketError: error)

@@ -216,7 +216,6 @@ final class EventLoop: @unchecked Sendable {
             Sys.close(fd)
             return
         }
-        Sys.setNoDelay(fd)
         let client = ClientConnection(fd: fd, address: address, fromNetwork: !loopback, loop: self)
         client.listIndex = clientList.count
         clientList.append(client)

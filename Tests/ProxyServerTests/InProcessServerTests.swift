@@ -101,6 +101,58 @@ import Testing
             #expect(server.requests == 1)
         }
 
+        /// The proxy's socket for the client connected from `client` (in this process: the descriptor whose peer is
+        /// the client's own address), and whether TCP_NODELAY is on for it.
+        static func serverSideNoDelay(of client: Int32) throws -> Bool {
+            func port(_ fd: Int32, peer: Bool) -> Int? {
+                var address = sockaddr_in()
+                var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+                let rc = withUnsafeMutablePointer(to: &address) {
+                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                        peer ? getpeername(fd, $0, &length) : getsockname(fd, $0, &length)
+                    }
+                }
+                return rc == 0 && address.sin_family == sa_family_t(AF_INET)
+                    ? Int(UInt16(bigEndian: address.sin_port)) : nil
+            }
+            let own = try #require(port(client, peer: false))
+            let names = try FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")
+            let accepted = try #require(
+                names.compactMap { Int32($0) }.first { $0 != client && port($0, peer: true) == own })
+            var on: Int32 = 0
+            var length = socklen_t(MemoryLayout<Int32>.size)
+            try #require(getsockopt(accepted, Int32(IPPROTO_TCP), TCP_NODELAY, &on, &length) == 0)
+            return on != 0
+        }
+
+        /// TCP_NODELAY on a client's socket is set before its second write, not at accept: Linux's Nagle
+        /// (Minshall's) never holds a connection's first write, so a one-response connection saves the syscall,
+        /// and every later write goes out at once.
+        @Test func noDelayIsSetBeforeAConnectionsSecondWrite() throws {
+            let origin = try Self.listen()
+            defer { close(origin.fd) }
+            let thread = Thread {
+                let fd = accept(origin.fd, nil, nil)
+                for _ in 0..<2 {
+                    _ = Self.read(fd) { $0.contains("\r\n\r\n") }
+                    Self.send(fd, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+                }
+                close(fd)
+            }
+            thread.start()
+            let server = try Self.server()
+            defer { server.shutdown(deadline: 1) }
+            let client = try Self.connect(server.boundPort)
+            defer { close(client) }
+            let request = "GET http://127.0.0.1:\(origin.port)/ HTTP/1.1\r\nHost: 127.0.0.1:\(origin.port)\r\n\r\n"
+            Self.send(client, request)
+            #expect(Self.read(client) { $0.hasSuffix("\r\n\r\nok") }.hasPrefix("HTTP/1.1 200 OK\r\n"))
+            #expect(try Self.serverSideNoDelay(of: client) == false)
+            Self.send(client, request)
+            #expect(Self.read(client) { $0.hasSuffix("\r\n\r\nok") }.hasPrefix("HTTP/1.1 200 OK\r\n"))
+            #expect(try Self.serverSideNoDelay(of: client) == true)
+        }
+
         @Test func anUnreachableUpstreamIsA502NamingIt() throws {
             // A port that was just free: nothing listens on it.
             let closed = try Self.listen()
