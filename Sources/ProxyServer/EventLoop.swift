@@ -33,8 +33,13 @@ final class EventLoop: @unchecked Sendable {
     private var handlers: [LoopHandler?] = []
     private var freeSlots: [Int] = []
     var readBuffer = [UInt8](repeating: 0, count: 64 * 1024)
-    /// Idle upstream connections per origin; plain and TLS (intercepted) ones are kept apart.
-    var pool: [PoolKey: [UpstreamConnection]] = [:]
+    /// Idle upstream connections per origin; plain and TLS (intercepted) ones are kept apart. Each origin's list
+    /// is an object, so taking and giving change it in place after a plain lookup: mutating an array inside the
+    /// dictionary goes through its `_modify` accessor, whose coroutine frame was a malloc and a free per call.
+    var pool: [PoolKey: PoolList] = [:]
+    /// The origin looked up last, and its list: consecutive exchanges with one origin (the common case) skip
+    /// the hashing. Cleared whenever a list leaves the pool.
+    private var lastPooled: (key: PoolKey, list: PoolList)? = nil
     /// Idle upstreams kept by their clients (``ClientConnection/parked``), at most `parkLimit`.
     var parkedCount = 0
     let parkLimit: Int
@@ -59,6 +64,10 @@ final class EventLoop: @unchecked Sendable {
             hasher.combine(h ^ UInt64(truncatingIfNeeded: origin.port) << 1 ^ (tls ? 1 : 0))
         }
     }
+    final class PoolList {
+        var upstreams: [UpstreamConnection] = []
+    }
+
     /// The loop's client connections, each at its ``ClientConnection/listIndex`` (removed by moving the last one
     /// into its place: no hashing per connection).
     private var clientList: [ClientConnection] = []
@@ -161,8 +170,9 @@ final class EventLoop: @unchecked Sendable {
             rounds &+= 1
             if draining && clientList.isEmpty && localList.isEmpty { break }
         }
-        for (_, list) in pool { for upstream in list { upstream.close() } }
+        for (_, list) in pool { for upstream in list.upstreams { upstream.close() } }
         pool.removeAll()
+        lastPooled = nil
     }
 
     /// Timers: per-phase deadlines of client connections, idle pooled upstreams.
@@ -170,12 +180,16 @@ final class EventLoop: @unchecked Sendable {
         for client in clientList { client.checkDeadline() }
         for local in Array(localList.values) { local.checkDeadline() }
         let limit = Int64(configuration.poolIdleTimeout * 1000)
+        var emptied: [PoolKey] = []
         for (origin, list) in pool {
-            guard list.contains(where: { now - $0.pooledAt >= limit }) || list.isEmpty else { continue }
-            let keep = list.filter { now - $0.pooledAt < limit }
-            for stale in list where now - stale.pooledAt >= limit { stale.close() }
-            pool[origin] = keep.isEmpty ? nil : keep
+            let upstreams = list.upstreams
+            guard upstreams.contains(where: { now - $0.pooledAt >= limit }) || upstreams.isEmpty else { continue }
+            list.upstreams = upstreams.filter { now - $0.pooledAt < limit }
+            for stale in upstreams where now - stale.pooledAt >= limit { stale.close() }
+            if list.upstreams.isEmpty { emptied.append(origin) }
         }
+        for origin in emptied { pool[origin] = nil }
+        if !emptied.isEmpty { lastPooled = nil }
     }
 
     /// Stop accepting; let connections finish their exchange in flight.
@@ -255,7 +269,21 @@ final class EventLoop: @unchecked Sendable {
     // The lists are changed in place (a copy out of the dictionary would copy the list on every take and give);
     // an origin's empty list stays until the idle timer sweeps it.
     func takePooled(_ origin: Origin, tls: Bool) -> UpstreamConnection? {
-        pool[PoolKey(origin: origin, tls: tls)]?.popLast()
+        poolList(PoolKey(origin: origin, tls: tls), create: false)?.upstreams.popLast()
+    }
+
+    /// The pool's list for `key` (made, when `create`, if the origin has none).
+    private func poolList(_ key: PoolKey, create: Bool) -> PoolList? {
+        if let last = lastPooled, last.key == key { return last.list }
+        if let list = pool[key] {
+            lastPooled = (key, list)
+            return list
+        }
+        guard create else { return nil }
+        let list = PoolList()
+        pool[key] = list
+        lastPooled = (key, list)
+        return list
     }
 
     /// Makes `upstream` idle in the pool; `idleSince`, when it was already idle (parked with a client).
@@ -264,17 +292,12 @@ final class EventLoop: @unchecked Sendable {
             upstream.close()
             return
         }
-        // One lookup: the origin's list is changed in place, and a full one is left as it was.
-        let limit = configuration.poolPerOrigin
-        let kept = { (list: inout [UpstreamConnection]) -> Bool in
-            guard list.count < limit else { return false }
-            list.append(upstream)
-            return true
-        }(&pool[PoolKey(origin: upstream.origin, tls: upstream.tls != nil), default: []])
-        guard kept else {
+        let list = poolList(PoolKey(origin: upstream.origin, tls: upstream.tls != nil), create: true)!
+        guard list.upstreams.count < configuration.poolPerOrigin else {
             upstream.close()
             return
         }
+        list.upstreams.append(upstream)
         upstream.owner = nil
         upstream.pooledAt = idleSince ?? now
         upstream.setInterest(Poller.readable)
@@ -282,9 +305,12 @@ final class EventLoop: @unchecked Sendable {
 
     func dropPooled(_ upstream: UpstreamConnection) {
         let key = PoolKey(origin: upstream.origin, tls: upstream.tls != nil)
-        if var list = pool[key] {
-            list.removeAll { $0 === upstream }
-            pool[key] = list.isEmpty ? nil : list
+        if let list = pool[key] {
+            list.upstreams.removeAll { $0 === upstream }
+            if list.upstreams.isEmpty {
+                pool[key] = nil
+                lastPooled = nil
+            }
         }
         upstream.close()
     }
