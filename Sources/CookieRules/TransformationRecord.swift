@@ -107,18 +107,22 @@ public struct TransformationRecord: Sendable {
         time: Int64, requestID: UInt64, client: String, method: String, url: String, status: Int,
         to out: inout JSONWriter
     ) {
+        var url = url
         withUnsafeTemporaryAllocation(of: UInt8.self, capacity: timestampLength) { stamp in
             writeTimestamp(time, into: stamp)
-            writeExchangeFields(
-                stamp: UnsafeBufferPointer(stamp), requestID: requestID, client: client, method: method, url: url,
-                status: status, to: &out)
+            url.withUTF8 { url in
+                writeExchangeFields(
+                    stamp: UnsafeBufferPointer(stamp), requestID: requestID, client: client, method: method, url: url,
+                    status: status, to: &out)
+            }
         }
     }
 
-    /// The same, with the time already written by ``writeTimestamp(_:into:)`` (the log keeps the last second's).
+    /// The same, with the time already written by ``writeTimestamp(_:into:)`` (the log keeps the last second's)
+    /// and the URL as UTF-8 bytes (the proxy passes its exchange's URL without making a string per response).
     public static func writeExchangeFields(
-        stamp: UnsafeBufferPointer<UInt8>, requestID: UInt64, client: String, method: String, url: String,
-        status: Int, to out: inout JSONWriter
+        stamp: UnsafeBufferPointer<UInt8>, requestID: UInt64, client: String, method: String,
+        url: UnsafeBufferPointer<UInt8>, status: Int, to out: inout JSONWriter
     ) {
         out.raw("{\"time\":\"")
         out.raw(stamp)

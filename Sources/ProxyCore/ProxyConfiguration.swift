@@ -144,20 +144,28 @@ public struct ExchangeContext: Sendable {
     }
 
     /// `scheme://host:port/path` (the port always written, as the log wants it).
-    /// Written as bytes: string interpolation costs thousands of instructions, once per logged response.
     public var url: String {
+        var url = ""
+        withURL { url = String(decoding: $0, as: UTF8.self) }
+        return url
+    }
+
+    /// ``url``'s bytes, in temporary memory for the duration of `body` (the log writes them as they are: no string
+    /// is made per logged response). Written byte by byte: string interpolation costs thousands of instructions.
+    /// Not generic, so that callers in other modules get it specialised.
+    public func withURL(_ body: (UnsafeBufferPointer<UInt8>) -> Void) {
         var (scheme, host, target) = (self.scheme, self.host, self.target)
         return scheme.withUTF8 { s in
             host.withUTF8 { h in
                 target.withUTF8 { t in
                     let v6 = h.contains(0x3A)
-                    return String(unsafeUninitializedCapacity: s.count + h.count + t.count + 11) { out in
+                    return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: s.count + h.count + t.count + 11) {
+                        out in
                         var i = 0
                         func put(_ b: UnsafeBufferPointer<UInt8>) {
-                            for byte in b {
-                                out[i] = byte
-                                i += 1
-                            }
+                            guard let from = b.baseAddress, b.count > 0 else { return }
+                            (out.baseAddress! + i).initialize(from: from, count: b.count)
+                            i += b.count
                         }
                         func put(_ byte: UInt8) {
                             out[i] = byte
@@ -178,7 +186,7 @@ public struct ExchangeContext: Sendable {
                             divisor /= 10
                         }
                         put(t)
-                        return i
+                        return body(UnsafeBufferPointer(rebasing: out[0..<i]))
                     }
                 }
             }

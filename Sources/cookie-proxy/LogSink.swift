@@ -396,15 +396,18 @@ extension LogSink {
                 return
             }
             if exchangeFields.isEmpty {
-                // The fields every record of this response shares, written once.
+                // The fields every record of this response shares, written once (into storage kept across
+                // responses: no allocation per response).
                 fragment.removeAll()
                 stamp.set(time)
                 stamp.bytes.withUnsafeBufferPointer { stamp in
-                    TransformationRecord.writeExchangeFields(
-                        stamp: stamp, requestID: context.requestID, client: context.clientAddress,
-                        method: context.method, url: context.url, status: context.status ?? 0, to: &fragment)
+                    context.withURL { url in
+                        TransformationRecord.writeExchangeFields(
+                            stamp: stamp, requestID: context.requestID, client: context.clientAddress,
+                            method: context.method, url: url, status: context.status ?? 0, to: &fragment)
+                    }
                 }
-                exchangeFields = fragment.withBytes { Array($0) }
+                fragment.withBytes { exchangeFields.append(contentsOf: $0) }
             }
             exchangeFields.withUnsafeBufferPointer { chunk.bytes.raw($0) }
             let digest = Fragment.digest(original, result, rules: edit.matchedRulesLow, second: time / 1000)
