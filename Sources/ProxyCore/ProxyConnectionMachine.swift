@@ -113,7 +113,8 @@ public struct ProxyConnectionMachine {
     let clientAddress: String
     var state: State = .idle
     /// The storage of the last finished exchange's request head and response buffer, emptied, for the next one
-    /// on a connection that stays open (a keep-alive connection's exchanges then allocate neither).
+    /// (a keep-alive connection's exchanges then allocate neither; a closed connection's go to the next
+    /// connection through ``takeBuffers()``).
     private var spareRequestHead: [UInt8] = []
     private var spareUpstreamIn: [UInt8] = []
     var clientIn: [UInt8] = []
@@ -140,6 +141,35 @@ public struct ProxyConnectionMachine {
         self.clientAddress = clientAddress
         self.headParser = HTTPHeadParser(limits: configuration.parserLimits)
         self.nextRequestID = requestIDs
+    }
+
+    /// The buffers a machine grows, emptied: an event loop keeps those of a closed connection for the next one it
+    /// accepts (``adopt(_:)``, ``takeBuffers()``), so that a connection per request does not allocate its input,
+    /// request-head and response buffers every time. Only capacity passes on: every buffer is empty.
+    public struct Buffers: Sendable {
+        var clientIn: [UInt8] = []
+        var requestHead: [UInt8] = []
+        var upstreamIn: [UInt8] = []
+        public init() {}
+    }
+
+    /// A new connection's machine, before its first event, takes over `buffers`' storage.
+    public mutating func adopt(_ buffers: inout Buffers) {
+        guard case .idle = state, clientIn.isEmpty, requestCount == 0 else { return }
+        swap(&clientIn, &buffers.clientIn)
+        swap(&spareRequestHead, &buffers.requestHead)
+        swap(&spareUpstreamIn, &buffers.upstreamIn)
+        clientInStart = 0
+    }
+
+    /// A closed connection's machine gives up its buffers' storage, emptied (none a large message grew).
+    public mutating func takeBuffers() -> Buffers {
+        var buffers = Buffers()
+        Self.keep(&clientIn, as: &buffers.clientIn)
+        clientInStart = 0
+        Self.keep(&spareRequestHead, as: &buffers.requestHead)
+        Self.keep(&spareUpstreamIn, as: &buffers.upstreamIn)
+        return buffers
     }
 
     public var phase: Phase {
@@ -630,7 +660,7 @@ public struct ProxyConnectionMachine {
         } else if reader.isComplete {
             finishExchange(&io)
         }
-        if !e.closeClientAfter { Self.keep(&rest, as: &spareUpstreamIn) }
+        Self.keep(&rest, as: &spareUpstreamIn)
     }
 
     /// The hooks (the rules) see the head, then it is written to the client and they see the bytes sent.
@@ -681,11 +711,11 @@ public struct ProxyConnectionMachine {
             return
         }
         release(reusable: e.upstreamReusable, &io)
+        Self.keep(&e.requestHeadBytes, as: &spareRequestHead)
         if e.closeClientAfter {
             close(&io)
             return
         }
-        Self.keep(&e.requestHeadBytes, as: &spareRequestHead)
         state = .idle
         if bufferedClientBytes > 0 {
             parseRequest(&io)

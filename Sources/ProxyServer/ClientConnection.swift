@@ -68,6 +68,10 @@ final class ClientConnection: LoopHandler {
             requestIDs: { server.nextRequestID() })
         phaseStart = loop.now
         lastActivity = loop.now
+        if var spare = loop.spareBuffers.popLast() {
+            machine.adopt(&spare.machine)
+            io = spare.io
+        }
     }
 
     var pendingToClient: Int { toClient.pending(io.toClient) }
@@ -466,6 +470,7 @@ final class ClientConnection: LoopHandler {
         releaseParked()
         loop.unregisterAndClose(self, fd: fd)
         loop.removed(self)
+        loop.keepBuffers(machine.takeBuffers(), &io)
     }
 }
 

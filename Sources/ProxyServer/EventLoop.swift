@@ -45,6 +45,14 @@ final class EventLoop: @unchecked Sendable {
     let parkLimit: Int
     /// Connections whose upstream bytes wait for the end of the current batch of events.
     var deferredFlushes: [ClientConnection] = []
+    /// Closed connections' buffers, emptied, for the next connections accepted (``keepBuffers(_:_:)``).
+    var spareBuffers: [SpareBuffers] = []
+    struct SpareBuffers {
+        var machine: ProxyConnectionMachine.Buffers
+        var io: ConnectionIO
+    }
+    /// How many closed connections' buffers are kept (each buffer at most 16 KiB).
+    static let spareBufferLimit = 16
 
     struct PoolKey: Hashable {
         var origin: Origin
@@ -262,6 +270,24 @@ final class EventLoop: @unchecked Sendable {
             last.listIndex = index
         }
         server.activeConnections.subtract(1)
+    }
+
+    /// Keeps a closed connection's buffers for the next connection (a connection per request then allocates
+    /// none of them): emptied, and only those a large message did not grow.
+    func keepBuffers(_ machine: ProxyConnectionMachine.Buffers, _ io: inout ConnectionIO) {
+        guard spareBuffers.count < Self.spareBufferLimit else { return }
+        var kept = ConnectionIO()
+        if io.toClient.capacity <= 16384 {
+            io.toClient.removeAll(keepingCapacity: true)
+            swap(&kept.toClient, &io.toClient)
+        }
+        if io.toUpstream.capacity <= 16384 {
+            io.toUpstream.removeAll(keepingCapacity: true)
+            swap(&kept.toUpstream, &io.toUpstream)
+        }
+        io.commands.removeAll(keepingCapacity: true)
+        swap(&kept.commands, &io.commands)
+        spareBuffers.append(SpareBuffers(machine: machine, io: kept))
     }
 
     // MARK: Pool

@@ -63,6 +63,32 @@ import Testing
     static let response =
         "HTTP/1.1 200 OK\r\nSet-Cookie: a=1; Expires=Wed, 09 Jun 2021 10:18:14 GMT, b=2\r\nSet-Cookie: q=\"x y\"; weird\r\nContent-Length: 5\r\n\r\nhello"
 
+    /// A closed connection's buffers pass to the next connection as capacity only: what the first client sent
+    /// (a pipelined request still buffered at the close) and what its exchange wrote never reach the second.
+    @Test func buffersTakenFromAClosedConnectionCarryNothingToTheNext() {
+        var first = Transcript()
+        first.client(
+            "GET http://example.com/a HTTP/1.1\r\nHost: example.com\r\n\r\nGET http://example.com/secret HTTP/1.1\r\nHost: example.com\r\nAuthorization: Basic c2VjcmV0\r\n\r\n"
+        )
+        first.connected()
+        first.upstream("HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok")
+        first.clientClosed()
+        var buffers = first.machine.takeBuffers()
+        var second = Transcript()
+        second.machine.adopt(&buffers)
+        second.client("GET http://example.com/b HTTP/1.1\r\nHost: example.com\r\n\r\n")
+        #expect(second.commands == [.connect(Self.origin, fresh: false)])
+        second.connected()
+        #expect(second.toUpstream == "GET /b HTTP/1.1\r\nHost: example.com\r\nVia: 1.1 cookie-proxy\r\n\r\n")
+        second.upstream("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nhi")
+        #expect(second.toClient == "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nVia: 1.1 cookie-proxy\r\n\r\nhi")
+        // A second exchange on the adopting connection reads only its own bytes too.
+        second.reset()
+        second.client("GET http://example.com/c HTTP/1.1\r\nHost: example.com\r\n\r\n")
+        second.connected(reused: true)
+        #expect(second.toUpstream == "GET /c HTTP/1.1\r\nHost: example.com\r\nVia: 1.1 cookie-proxy\r\n\r\n")
+    }
+
     @Test func forwardsARequestInOriginFormAndTheResponseUnchangedButForVia() {
         var t = Transcript()
         t.client(
