@@ -62,6 +62,20 @@ import Testing
             return String(decoding: received, as: UTF8.self)
         }
 
+        /// An origin on a thread of the test: accepts one connection on `listener` and answers each request head
+        /// with the next of `responses`, then closes; the last head it read goes to `received`.
+        static func serve(_ listener: Int32, _ responses: [String], received: Locked<String>? = nil) {
+            Thread {
+                let fd = accept(listener, nil, nil)
+                for response in responses {
+                    let text = Self.read(fd) { $0.contains("\r\n\r\n") }
+                    received?.withLock { $0 = text }
+                    Self.send(fd, response)
+                }
+                close(fd)
+            }.start()
+        }
+
         static func server(_ configure: (inout ServerConfiguration) -> Void = { _ in }) throws -> ProxyServer {
             var configuration = ServerConfiguration()
             configuration.listenPort = 0
@@ -76,14 +90,9 @@ import Testing
             let origin = try Self.listen()
             defer { close(origin.fd) }
             let request = Locked<String>("")
-            let thread = Thread {
-                let fd = accept(origin.fd, nil, nil)
-                let text = Self.read(fd) { $0.contains("\r\n\r\n") }
-                request.withLock { $0 = text }
-                Self.send(fd, "HTTP/1.1 200 OK\r\nSet-Cookie: a=1; Path=/\r\nContent-Length: 2\r\n\r\nok")
-                close(fd)
-            }
-            thread.start()
+            Self.serve(
+                origin.fd, ["HTTP/1.1 200 OK\r\nSet-Cookie: a=1; Path=/\r\nContent-Length: 2\r\n\r\nok"],
+                received: request)
             let server = try Self.server()
             defer { server.shutdown(deadline: 1) }
             let client = try Self.connect(server.boundPort)
@@ -131,15 +140,7 @@ import Testing
         @Test func noDelayIsSetBeforeAConnectionsSecondWrite() throws {
             let origin = try Self.listen()
             defer { close(origin.fd) }
-            let thread = Thread {
-                let fd = accept(origin.fd, nil, nil)
-                for _ in 0..<2 {
-                    _ = Self.read(fd) { $0.contains("\r\n\r\n") }
-                    Self.send(fd, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
-                }
-                close(fd)
-            }
-            thread.start()
+            Self.serve(origin.fd, Array(repeating: "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok", count: 2))
             let server = try Self.server()
             defer { server.shutdown(deadline: 1) }
             let client = try Self.connect(server.boundPort)
