@@ -1,7 +1,8 @@
 // libFuzzer target: the connection machine. The first byte picks the side the rest goes to (client bytes with
 // every forwarded request answered, or the upstream's bytes for one GET) and how it is split into events. What
 // the machine forwards, where it forwards a whole message, has one reading (the strict and the lenient reader
-// agree); where it refuses part-way, it closes the connection.
+// agree); where it refuses part-way, it closes the connection. Whatever happened, the buffers the machine then
+// gives up (for an event loop's next connection) carry nothing of it.
 import ProxyCore
 
 @_cdecl("LLVMFuzzerTestOneInput")
@@ -14,6 +15,7 @@ public func fuzzConnectionMachine(_ data: UnsafePointer<UInt8>, _ size: Int) -> 
     configuration.addVia = mode & 0x40 != 0
     if mode & 0x80 != 0 { configuration.reverseUpstream = Origin(host: "127.0.0.1", port: 3000) }
     var machine = ProxyConnectionMachine(configuration: configuration, clientAddress: "127.0.0.1", requestIDs: { 1 })
+    defer { buffersCarryNothing(&machine, configuration) }
     var io = ConnectionIO()
     var toClient: [UInt8] = []
     var toUpstream: [UInt8] = []
@@ -74,4 +76,21 @@ public func fuzzConnectionMachine(_ data: UnsafePointer<UInt8>, _ size: Int) -> 
         if let difference = readingsDiffer(toClient, responsesTo: ["GET"]) { fatalError(difference) }
     }
     return 0
+}
+
+/// A closed connection's buffers pass on capacity only: a machine that adopts them does for one fixed exchange
+/// exactly what a machine without them does.
+func buffersCarryNothing(_ machine: inout ProxyConnectionMachine, _ configuration: ProxyConfiguration) {
+    var buffers = machine.takeBuffers()
+    func exchange(adopting: Bool) -> [UInt8] {
+        var next = ProxyConnectionMachine(configuration: configuration, clientAddress: "127.0.0.1", requestIDs: { 1 })
+        if adopting { next.adopt(&buffers) }
+        var io = ConnectionIO()
+        next.clientData(Array("GET http://example.com/x HTTP/1.1\r\nHost: example.com\r\n\r\n".utf8)[...], &io)
+        next.upstreamConnected(reused: false, &io)
+        next.upstreamData(Array("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok".utf8)[...], &io)
+        return io.toUpstream + [0] + io.toClient
+    }
+    precondition(
+        exchange(adopting: true) == exchange(adopting: false), "a connection's buffers carried bytes to the next")
 }
