@@ -697,7 +697,7 @@ public struct ProxyConnectionMachine {
 
     /// Moves `buffer`'s storage, emptied, into `spare` when that has less room (and it is not one a large message
     /// grew: those are let go).
-    private static func keep(_ buffer: inout [UInt8], as spare: inout [UInt8]) {
+    public static func keep(_ buffer: inout [UInt8], as spare: inout [UInt8]) {
         guard buffer.capacity > spare.capacity && buffer.capacity <= 16384 else { return }
         buffer.removeAll(keepingCapacity: true)
         swap(&buffer, &spare)

@@ -51,7 +51,7 @@ final class EventLoop: @unchecked Sendable {
         var machine: ProxyConnectionMachine.Buffers
         var io: ConnectionIO
     }
-    /// How many closed connections' buffers are kept (each buffer at most 16 KiB).
+    /// How many closed connections' buffers are kept (each buffer at most 16 KiB: ``ProxyConnectionMachine/keep(_:as:)``).
     static let spareBufferLimit = 16
 
     struct PoolKey: Hashable {
@@ -277,14 +277,8 @@ final class EventLoop: @unchecked Sendable {
     func keepBuffers(_ machine: ProxyConnectionMachine.Buffers, _ io: inout ConnectionIO) {
         guard spareBuffers.count < Self.spareBufferLimit else { return }
         var kept = ConnectionIO()
-        if io.toClient.capacity <= 16384 {
-            io.toClient.removeAll(keepingCapacity: true)
-            swap(&kept.toClient, &io.toClient)
-        }
-        if io.toUpstream.capacity <= 16384 {
-            io.toUpstream.removeAll(keepingCapacity: true)
-            swap(&kept.toUpstream, &io.toUpstream)
-        }
+        ProxyConnectionMachine.keep(&io.toClient, as: &kept.toClient)
+        ProxyConnectionMachine.keep(&io.toUpstream, as: &kept.toUpstream)
         io.commands.removeAll(keepingCapacity: true)
         swap(&kept.commands, &io.commands)
         spareBuffers.append(SpareBuffers(machine: machine, io: kept))
@@ -292,8 +286,7 @@ final class EventLoop: @unchecked Sendable {
 
     // MARK: Pool
 
-    // The lists are changed in place (a copy out of the dictionary would copy the list on every take and give);
-    // an origin's empty list stays until the idle timer sweeps it.
+    // An origin's empty list stays until the idle timer sweeps it.
     func takePooled(_ origin: Origin, tls: Bool) -> UpstreamConnection? {
         poolList(PoolKey(origin: origin, tls: tls), create: false)?.upstreams.popLast()
     }
