@@ -8,9 +8,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 N1=${1:-500}; N2=${2:-2500}
-BIN=${BIN:-.build/release/cookie-proxy}
-T=$(mktemp -d)
-trap '[ -f "$T/nginx.pid" ] && kill "$(cat "$T/nginx.pid")" 2>/dev/null; rm -rf "$T"' EXIT
 . bench/origin.sh
 callgrind_prepare
 mkdir -p "$T/proxy"

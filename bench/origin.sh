@@ -60,11 +60,14 @@ http { access_log off; keepalive_requests 10000000; keepalive_timeout 120s;
 NGINX
 }
 
-# For the callgrind scripts (rules-instructions.sh, instructions-vs-nginx.sh), with T their temporary directory
-# and BIN the binary. callgrind_prepare: checks for the tools, points BIN at a copy without debug information
-# (counting instructions needs none, and valgrind 3.19's reader gives up on what Swift 6.3 writes for this binary:
-# "possibly corrupted debuginfo"), and starts the origin.
+# For the callgrind scripts (rules-instructions.sh, instructions-vs-nginx.sh). callgrind_prepare: makes their
+# temporary directory T (removed, and the origin stopped, at exit), checks for the tools, points BIN (by default
+# the release build) at a copy without debug information (counting instructions needs none, and valgrind 3.19's
+# reader gives up on what Swift 6.3 writes for this binary: "possibly corrupted debuginfo"), and starts the origin.
 callgrind_prepare() {
+  BIN=${BIN:-.build/release/cookie-proxy}
+  T=$(mktemp -d)
+  trap '[ -f "$T/nginx.pid" ] && kill "$(cat "$T/nginx.pid")" 2>/dev/null; rm -rf "$T"' EXIT
   command -v valgrind >/dev/null && command -v ab >/dev/null && command -v nginx >/dev/null || {
     echo "needs valgrind, ab (apache2-utils) and nginx" >&2; exit 1; }
   cp "$BIN" "$T/cookie-proxy" && strip -g "$T/cookie-proxy" && BIN=$T/cookie-proxy

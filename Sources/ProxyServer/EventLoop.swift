@@ -324,7 +324,7 @@ final class EventLoop: @unchecked Sendable {
 
     func dropPooled(_ upstream: UpstreamConnection) {
         let key = PoolKey(origin: upstream.origin, tls: upstream.tls != nil)
-        if let list = pool[key] {
+        if let list = poolList(key, create: false) {
             list.upstreams.removeAll { $0 === upstream }
             if list.upstreams.isEmpty {
                 pool[key] = nil

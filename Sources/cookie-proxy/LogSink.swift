@@ -260,9 +260,8 @@ final class LogSink: Sendable {
                 error = Self.writeAll(fd, chunks[start..<end])
                 start = end
             }
-            if error == 0, pages != nil {
-                let bytes = chunks.reduce(0) { $0 + $1.bytes.count }
-                if let range = pages!.appended(bytes) { LogPageCache.release(fd, range) }
+            if error == 0, let range = pages?.appended(chunks.reduce(0) { $0 + $1.bytes.count }) {
+                LogPageCache.release(fd, range)
             }
         }
         state.withLock { s in
