@@ -356,6 +356,8 @@ public final class RuleEngine: Sendable {
         public var matchedRules: (low: UInt64, high: [Int]) { (matched.low, matched.high) }
         /// The first 64 rules of ``matchedRules`` alone (no array to retain).
         public var matchedRulesLow: UInt64 { matched.low }
+        /// Whether a rule past the first 64 matched (``matchedRules``' array is not empty).
+        public var matchedRulesBeyond64: Bool { !matched.high.isEmpty }
     }
 
     /// Runs the rules of a plan over one Set-Cookie value, editing it (for library users and the CLI: the proxy
@@ -377,11 +379,14 @@ public final class RuleEngine: Sendable {
         let matched = match(plan, cookie, now: now)
         var edit = Edit(matched: matched, dropped: false, logRequested: false, notes: [])
         guard !matched.isEmpty else { return edit }
-        rewrite.begin(cookie, texts: program.bytes)
+        // Rules that only log or drop (an audit) leave the line as received: no rewrite is started or written.
+        var edits = false
+        matched.forEach { if program.rules[$0].edits { edits = true } }
+        if edits { rewrite.begin(cookie, texts: program.bytes) }
         matched.forEach { index in
             if !edit.dropped { perform(rule: index, cookie, plan, now, &edit, &rewrite) }
         }
-        if !edit.dropped { edit.rewritten = rewrite.write(cookie) }
+        if edits && !edit.dropped { edit.rewritten = rewrite.write(cookie) }
         return edit
     }
 
@@ -701,8 +706,9 @@ struct CookieProgram: Sendable {
         var text: Text
     }
 
-    /// Per cookie rule, in file order: its actions, its cookie-level conditions, and whether it ends the list.
-    var rules: [(actions: Range<Int32>, checks: Range<Int32>, stops: Bool)] = []
+    /// Per cookie rule, in file order: its actions, its cookie-level conditions, whether it ends the list, and
+    /// whether any of its actions edits the line (anything but `log` and `drop`).
+    var rules: [(actions: Range<Int32>, checks: Range<Int32>, stops: Bool, edits: Bool)] = []
     var actions: [Action] = []
     var checks: [Check] = []
     var domainPatterns: [DomainPattern] = []
@@ -713,10 +719,18 @@ struct CookieProgram: Sendable {
     init(_ cookieRules: [Rule]) {
         for rule in cookieRules {
             let firstAction = Int32(actions.count)
-            for action in rule.cookieActions { actions.append(compile(action)) }
+            var edits = false
+            for action in rule.cookieActions {
+                let compiled = compile(action)
+                switch compiled {
+                case .drop, .log: break
+                default: edits = true
+                }
+                actions.append(compiled)
+            }
             let firstCheck = Int32(checks.count)
             for condition in rule.conditions where condition.isCookieCondition { checks.append(compile(condition)) }
-            rules.append((firstAction..<Int32(actions.count), firstCheck..<Int32(checks.count), rule.stops))
+            rules.append((firstAction..<Int32(actions.count), firstCheck..<Int32(checks.count), rule.stops, edits))
         }
     }
 

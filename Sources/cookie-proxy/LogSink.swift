@@ -344,7 +344,8 @@ extension LogSink {
         /// This response's lines (handed over whole by ``LogSink/submit(_:)``, which puts an empty one here).
         var chunk = Chunk()
         private var fragment = JSONWriter(capacity: 4096)
-        private var exchangeFields: [UInt8] = []
+        /// The fields every record of this response shares (written at its first record).
+        private var exchangeFields = JSONWriter(capacity: 1024)
         /// Direct-mapped by the top bits of a digest of what the cookie part depends on; an entry is used only if
         /// all of it is equal (so a collision costs a miss, never a wrong record).
         private var fragments = [Fragment?](repeating: nil, count: 1 << Recorder.cacheBits)
@@ -366,7 +367,7 @@ extension LogSink {
         func begin(sink: LogSink, engine: RuleEngine, time: Int64, dryRun: Bool) {
             chunk.bytes.removeAll()
             chunk.records = 0
-            exchangeFields.removeAll(keepingCapacity: true)
+            exchangeFields.removeAll()
             (self.time, self.dryRun) = (time, dryRun)
             if case .standardOutput(let on, let color) = sink.destination {
                 compact = (on, color)
@@ -394,27 +395,24 @@ extension LogSink {
                 chunk.bytes.raw(0x0A)
                 return
             }
-            if exchangeFields.isEmpty {
-                // The fields every record of this response shares, written once (into storage kept across
-                // responses: no allocation per response).
-                fragment.removeAll()
+            if exchangeFields.count == 0 {
+                // Written once per response, into storage kept across responses (no allocation per response).
                 stamp.set(time)
                 stamp.bytes.withUnsafeBufferPointer { stamp in
                     context.withURL { url in
                         TransformationRecord.writeExchangeFields(
                             stamp: stamp, requestID: context.requestID, client: context.clientAddress,
-                            method: context.method, url: url, status: context.status ?? 0, to: &fragment)
+                            method: context.method, url: url, status: context.status ?? 0, to: &exchangeFields)
                     }
                 }
-                fragment.withBytes { exchangeFields.append(contentsOf: $0) }
             }
-            exchangeFields.withUnsafeBufferPointer { chunk.bytes.raw($0) }
+            exchangeFields.withBytes { chunk.bytes.raw($0) }
             let digest = Fragment.digest(original, result, rules: edit.matchedRulesLow, second: time / 1000)
             let slot = Int(truncatingIfNeeded: digest >> UInt64(64 - Self.cacheBits))
             if let cached = fragments[slot], cached.digest == digest,
                 cached.matches(original, result, edit, message, second: time / 1000, dryRun: dryRun)
             {
-                cached.json.withUnsafeBufferPointer { chunk.bytes.raw($0) }
+                cached.json.withBytes { chunk.bytes.raw($0) }
                 chunk.bytes.raw(0x0A)
                 return
             }
@@ -422,12 +420,13 @@ extension LogSink {
             let full = record(original: lines.original, result: lines.result, edit, context, message)
             fragment.removeAll()
             full.writeCookiePart(to: &fragment, redaction: redaction, changes: full.outcome.changes)
-            let json = fragment.withBytes { Array($0) }
-            json.withUnsafeBufferPointer { chunk.bytes.raw($0) }
+            fragment.withBytes { chunk.bytes.raw($0) }
             chunk.bytes.raw(0x0A)
-            fragments[slot] = Fragment(
-                digest: digest, lines: lines, rules: edit.matchedRules, message, second: time / 1000, dryRun: dryRun,
-                json: json)
+            fragments[slot] = fragment.withBytes { json in
+                Fragment(
+                    digest: digest, lines: lines, rules: edit.matchedRules, message, second: time / 1000,
+                    dryRun: dryRun, json: json)
+            }
         }
 
         /// The whole record, built the slow way (a cache miss, the terminal's compact line).
@@ -461,11 +460,12 @@ extension LogSink {
         let path: String
         let second: Int64
         let dryRun: Bool
-        let json: [UInt8]
+        /// The record's cookie part (held without reference counting: a hit copies it out without a retain).
+        let json: JSONWriter
 
         init(
             digest: UInt64, lines: (original: [UInt8], result: [UInt8]?), rules: (low: UInt64, high: [Int]),
-            _ m: borrowing MessageContext, second: Int64, dryRun: Bool, json: [UInt8]
+            _ m: borrowing MessageContext, second: Int64, dryRun: Bool, json: UnsafeBufferPointer<UInt8>
         ) {
             self.digest = digest
             (original, result) = lines
@@ -473,7 +473,9 @@ extension LogSink {
             (scheme, host, port, path) = (m.scheme, m.host, m.port, m.path)
             self.second = second
             self.dryRun = dryRun
-            self.json = json
+            var copy = JSONWriter(capacity: json.count)
+            copy.raw(json)
+            self.json = copy
         }
 
         /// Whether this entry was made for this cookie of this response (the lines compared with memcmp).
@@ -483,7 +485,8 @@ extension LogSink {
         ) -> Bool {
             guard self.second == second, self.dryRun == dryRun, rulesLow == edit.matchedRulesLow,
                 (self.result == nil) == (result == nil), Self.same(self.original, original),
-                result.map({ Self.same(self.result!, $0) }) ?? true, rulesHigh == edit.matchedRules.high
+                result.map({ Self.same(self.result!, $0) }) ?? true,
+                rulesHigh.isEmpty ? !edit.matchedRulesBeyond64 : rulesHigh == edit.matchedRules.high
             else { return false }
             return port == m.port && host == m.host && path == m.path && scheme == m.scheme
         }
