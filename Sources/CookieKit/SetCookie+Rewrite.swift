@@ -14,9 +14,10 @@
 /// with the in-place edits. Either way the bytes are those of the in-place edits made one after another from the
 /// received line (the tests compare them over the corpora).
 ///
-/// The texts of the edits (`; Secure`, `; SameSite=Lax`, compiled once by the caller) are ranges of one byte array
-/// the rewrite holds a reference to, set by ``begin(_:texts:)``; the received line is given to each call that
-/// reads it, and the rewrite keeps only positions in it. No pointer it holds outlives a call.
+/// The texts of the edits (`; Secure`, `; SameSite=Lax`, compiled once by the caller) are ranges of one byte buffer
+/// the caller keeps alive and unchanged from ``begin(_:texts:)`` to ``write(_:)`` (the engine's compiled program,
+/// borrowed for one line: no reference count is taken per line); the received line is given to each call that
+/// reads it, and the rewrite keeps only positions in it.
 package struct SetCookieRewrite: ~Copyable {
     /// A range of ``texts``.
     package struct Text: Sendable {
@@ -50,7 +51,8 @@ package struct SetCookieRewrite: ~Copyable {
     private var inPlace = false
     /// The working copy, while ``inPlace``.
     private var working = SetCookie(bytes: [])
-    private var texts: [UInt8] = []
+    /// The caller's texts, from ``begin(_:texts:)`` until ``write(_:)``.
+    private var texts = UnsafeBufferPointer<UInt8>(start: nil, count: 0)
     /// The line's attributes in order, then the appended ones.
     private var entries = GrowableBuffer<Entry>(capacity: 16)
     /// Per kind (``CookieAttributeKind/index``), the last entry not removed, or -1: the occurrence an edit of
@@ -80,8 +82,9 @@ package struct SetCookieRewrite: ~Copyable {
     }
 
     /// Starts the edits of `cookie`, the received line, which every later call is given again (the rewrite
-    /// keeps positions in it, not a copy); the edits' texts are ranges of `texts`.
-    package mutating func begin(_ cookie: SetCookie, texts: [UInt8]) {
+    /// keeps positions in it, not a copy); the edits' texts are ranges of `texts`, which must stay valid and
+    /// unchanged until ``write(_:)``.
+    package mutating func begin(_ cookie: SetCookie, texts: UnsafeBufferPointer<UInt8>) {
         self.texts = texts
         inPlace = false
         entries.removeAll()
@@ -165,23 +168,20 @@ package struct SetCookieRewrite: ~Copyable {
         let value = Text(start: text.start + 3 + Int32(nameLength), end: text.end)
         let name = Text(start: text.start, end: text.start + 2 + Int32(nameLength))
         if !inPlace {
+            let t = texts
             let planned = cookie.bytes.withUnsafeBufferPointer { b in
-                texts.withUnsafeBufferPointer { t in
-                    plan(kind, value: value, name: name, unlessEqualIgnoringCase: unlessEqualIgnoringCase, cookie, b, t)
-                }
+                plan(kind, value: value, name: name, unlessEqualIgnoringCase: unlessEqualIgnoringCase, cookie, b, t)
             }
             if planned { return }
             editInPlace(cookie)
         }
-        texts.withUnsafeBufferPointer { t in
-            let v = value.of(t)
-            if unlessEqualIgnoringCase,
-                let current = working.lastWrittenValue(of: kind), SetCookie.valuesEqualIgnoringCase(current, v)
-            {
-                return
-            }
-            working.set(kind, validated: v)
+        let v = value.of(texts)
+        if unlessEqualIgnoringCase,
+            let current = working.lastWrittenValue(of: kind), SetCookie.valuesEqualIgnoringCase(current, v)
+        {
+            return
         }
+        working.set(kind, validated: v)
     }
 
     /// ``set(_:text:nameLength:unlessEqualIgnoringCase:)`` in the plan; false when the last occurrence is
@@ -214,16 +214,15 @@ package struct SetCookieRewrite: ~Copyable {
     /// ``SetCookie/addLeadingDotToDomain()``.
     package mutating func addLeadingDotToDomain(in cookie: SetCookie) {
         if !inPlace {
-            let planned = cookie.bytes.withUnsafeBufferPointer { b in
-                texts.withUnsafeBufferPointer { t -> Bool in
-                    guard let w = last(.domain, written: true, cookie, b, t) else { return true }
-                    let current = value(entries[w], cookie, b, t)
-                    if entries[w].dot || current.isEmpty || current[0] == 0x2E { return true }
-                    // The Domain in effect is not the last one written (an over-long value after it).
-                    guard last(.domain, written: false, cookie, b, t) == w else { return false }
-                    entries[w].dot = true
-                    return true
-                }
+            let t = texts
+            let planned = cookie.bytes.withUnsafeBufferPointer { b -> Bool in
+                guard let w = last(.domain, written: true, cookie, b, t) else { return true }
+                let current = value(entries[w], cookie, b, t)
+                if entries[w].dot || current.isEmpty || current[0] == 0x2E { return true }
+                // The Domain in effect is not the last one written (an over-long value after it).
+                guard last(.domain, written: false, cookie, b, t) == w else { return false }
+                entries[w].dot = true
+                return true
             }
             if planned { return }
             editInPlace(cookie)
@@ -244,6 +243,7 @@ package struct SetCookieRewrite: ~Copyable {
     /// one.
     package mutating func write(_ cookie: SetCookie) -> Bool {
         let changed = writeLine(cookie)
+        texts = UnsafeBufferPointer(start: nil, count: 0)
         // The working copy's storage would keep the caller's next line from reusing its own.
         if inPlace { working = SetCookie(bytes: []) }
         return changed
@@ -257,52 +257,51 @@ package struct SetCookieRewrite: ~Copyable {
         }
         let spans = cookie.layout.spans
         var changed = false
+        let t = texts
         cookie.bytes.withUnsafeBufferPointer { b in
-            texts.withUnsafeBufferPointer { t in
-                // Runs of received bytes are copied at once.
-                var run = 0..<Int(cookie.layout.pairEnd)
-                func flush() {
-                    if !run.isEmpty { output.append(UnsafeBufferPointer(rebasing: b[run])) }
-                }
-                for i in 0..<entries.count {
-                    let e = entries[i]
-                    if e.span >= 0 {
-                        let span = spans[Int(e.span)]
-                        // The attribute with its `;`.
-                        let whole = Int(span.start) - 1..<Int(span.end)
-                        if e.removed {
-                            flush()
-                            run = whole.upperBound..<whole.upperBound
-                            changed = true
-                        } else if e.value == nil && !e.dot {
-                            run = run.lowerBound..<whole.upperBound
-                        } else {
-                            run = run.lowerBound..<Int(span.valueStart)
-                            flush()
-                            if e.dot { output.append(0x2E) }
-                            if let value = e.value {
-                                output.append(value.of(t))
-                            } else {
-                                output.append(
-                                    UnsafeBufferPointer(rebasing: b[Int(span.valueStart)..<Int(span.valueEnd)]))
-                            }
-                            run = Int(span.valueEnd)..<whole.upperBound
-                            changed = true
-                        }
-                    } else if !e.removed, let name = e.name {
+            // Runs of received bytes are copied at once.
+            var run = 0..<Int(cookie.layout.pairEnd)
+            func flush() {
+                if !run.isEmpty { output.append(UnsafeBufferPointer(rebasing: b[run])) }
+            }
+            for i in 0..<entries.count {
+                let e = entries[i]
+                if e.span >= 0 {
+                    let span = spans[Int(e.span)]
+                    // The attribute with its `;`.
+                    let whole = Int(span.start) - 1..<Int(span.end)
+                    if e.removed {
                         flush()
-                        run = b.count..<b.count
-                        output.append(name.of(t))
+                        run = whole.upperBound..<whole.upperBound
+                        changed = true
+                    } else if e.value == nil && !e.dot {
+                        run = run.lowerBound..<whole.upperBound
+                    } else {
+                        run = run.lowerBound..<Int(span.valueStart)
+                        flush()
+                        if e.dot { output.append(0x2E) }
                         if let value = e.value {
-                            output.append(0x3D)
-                            if e.dot { output.append(0x2E) }
                             output.append(value.of(t))
+                        } else {
+                            output.append(
+                                UnsafeBufferPointer(rebasing: b[Int(span.valueStart)..<Int(span.valueEnd)]))
                         }
+                        run = Int(span.valueEnd)..<whole.upperBound
                         changed = true
                     }
+                } else if !e.removed, let name = e.name {
+                    flush()
+                    run = b.count..<b.count
+                    output.append(name.of(t))
+                    if let value = e.value {
+                        output.append(0x3D)
+                        if e.dot { output.append(0x2E) }
+                        output.append(value.of(t))
+                    }
+                    changed = true
                 }
-                flush()
             }
+            flush()
         }
         // A new value equal to the old one, or a removal undone by an append of the same bytes, is no change.
         return changed && !output.withElements { cookie.hasBytes($0) }

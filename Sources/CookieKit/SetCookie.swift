@@ -43,6 +43,11 @@ public struct SetCookie: Sendable, Hashable, CustomStringConvertible {
     /// attributes), in this value's storage when no copy shares it: a loop over the lines of a message allocates
     /// once, not twice per line.
     public mutating func reset(to newBytes: ArraySlice<UInt8>, spareCapacity: Int) {
+        newBytes.withUnsafeBufferPointer { reset(to: $0, spareCapacity: spareCapacity) }
+    }
+
+    /// ``reset(to:spareCapacity:)`` from bytes in memory owned by someone else (the proxy's message head).
+    public mutating func reset(to newBytes: UnsafeBufferPointer<UInt8>, spareCapacity: Int) {
         if bytes.capacity < newBytes.count + spareCapacity {
             bytes = []
             bytes.reserveCapacity(newBytes.count + spareCapacity)

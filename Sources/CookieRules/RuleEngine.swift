@@ -382,11 +382,14 @@ public final class RuleEngine: Sendable {
         // Rules that only log or drop (an audit) leave the line as received: no rewrite is started or written.
         var edits = false
         matched.forEach { if program.rules[$0].edits { edits = true } }
-        if edits { rewrite.begin(cookie, texts: program.bytes) }
-        matched.forEach { index in
-            if !edit.dropped { perform(rule: index, cookie, plan, now, &edit, &rewrite) }
+        // The program's texts are borrowed by the rewrite for this line only.
+        program.bytes.withUnsafeBufferPointer { texts in
+            if edits { rewrite.begin(cookie, texts: texts) }
+            matched.forEach { index in
+                if !edit.dropped { perform(rule: index, cookie, plan, now, &edit, &rewrite) }
+            }
+            if edits && !edit.dropped { edit.rewritten = rewrite.write(cookie) }
         }
-        if edits && !edit.dropped { edit.rewritten = rewrite.write(cookie) }
         return edit
     }
 

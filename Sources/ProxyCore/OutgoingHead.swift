@@ -78,6 +78,20 @@ public struct OutgoingHead: Sendable {
     }
 
     /// The value without copying when the field is the received one.
+    /// The value of line `index` (as ``valueBytes(at:)``), in place for the duration of `body`: no slice, and so no
+    /// reference count, per line.
+    public func withValueBytes(at index: Int, _ body: (UnsafeBufferPointer<UInt8>) -> Void) {
+        switch lines[index] {
+        case .original(let i):
+            let range = source.fields[i].value
+            source.bytes.withUnsafeBufferPointer { body(UnsafeBufferPointer(rebasing: $0[range])) }
+        case .written(_, let value, _): value.withUnsafeBufferPointer(body)
+        case .edited(let i, let line):
+            let range = editedValue(i, line)
+            editedBytes.withUnsafeBufferPointer { body(UnsafeBufferPointer(rebasing: $0[range])) }
+        }
+    }
+
     public func valueBytes(at index: Int) -> ArraySlice<UInt8> {
         switch lines[index] {
         case .original(let i): return source.valueBytes(source.fields[i])

@@ -110,10 +110,9 @@ final class RulesHooks: ProxyHooks, Sendable {
         for index in 0..<head.count where head.name(at: index, is: .setCookie) {
             if seenCount == 0 { nowMS = Self.wallMilliseconds() }
             seenCount += 1
-            // One copy of the received value, parsed; the rules' result is written by the rewrite. The received
-            // bytes stay in the head, so the original is only rebuilt when a log record needs it.
-            let received = head.valueBytes(at: index)
-            scratch.cookie.reset(to: received, spareCapacity: 0)
+            // One copy of the received value, parsed; the rules' result is written by the rewrite, which leaves the
+            // parsed copy as received (the log's original).
+            head.withValueBytes(at: index) { scratch.cookie.reset(to: $0, spareCapacity: 0) }
             let edit = engine.apply(plan, to: &scratch.cookie, now: nowMS / 1000, rewrite: &scratch.rewrite)
             let changed = edit.dropped || edit.rewritten
             if changed && !dryRun {
@@ -129,8 +128,8 @@ final class RulesHooks: ProxyHooks, Sendable {
                 recorder = scratch.log
                 recorder!.begin(sink: sink, engine: engine, time: nowMS, dryRun: dryRun)
             }
-            // The received line is still in `received`; the result is in the rewrite's output when it changed.
-            received.withUnsafeBufferPointer { original in
+            // The received line is the parsed copy's; the result is in the rewrite's output when it changed.
+            scratch.cookie.bytes.withUnsafeBufferPointer { original in
                 if edit.dropped {
                     recorder!.add(
                         original: original, result: nil, edit: edit, context: context, message: message)

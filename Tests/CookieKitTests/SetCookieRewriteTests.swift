@@ -67,23 +67,27 @@ import Testing
             default: ranges.append(SetCookieRewrite.Text(start: 0, end: 0))
             }
         }
-        var rewrite = SetCookieRewrite()
-        rewrite.begin(cookie, texts: texts)
-        for (op, range) in zip(ops, ranges) {
-            switch op {
-            case .flagOn(let kind): rewrite.flagOn(kind, text: range)
-            case .remove(let kind): rewrite.remove(kind)
-            case .set(let kind, _, let unlessEqual):
-                rewrite.set(
-                    kind, text: range, nameLength: kind.canonicalName.utf8.count, unlessEqualIgnoringCase: unlessEqual,
-                    in: cookie)
-            case .addDot: rewrite.addLeadingDotToDomain(in: cookie)
-            case .rename(let name): try rewrite.edit(in: cookie) { try $0.rename(to: name) }
-            case .value(let value): try rewrite.edit(in: cookie) { try $0.setValue(value) }
+        // The texts stay valid from begin to write, as the engine keeps its program alive.
+        return try texts.withUnsafeBufferPointer { texts in
+            var rewrite = SetCookieRewrite()
+            rewrite.begin(cookie, texts: texts)
+            for (op, range) in zip(ops, ranges) {
+                switch op {
+                case .flagOn(let kind): rewrite.flagOn(kind, text: range)
+                case .remove(let kind): rewrite.remove(kind)
+                case .set(let kind, _, let unlessEqual):
+                    rewrite.set(
+                        kind, text: range, nameLength: kind.canonicalName.utf8.count,
+                        unlessEqualIgnoringCase: unlessEqual,
+                        in: cookie)
+                case .addDot: rewrite.addLeadingDotToDomain(in: cookie)
+                case .rename(let name): try rewrite.edit(in: cookie) { try $0.rename(to: name) }
+                case .value(let value): try rewrite.edit(in: cookie) { try $0.setValue(value) }
+                }
             }
+            let changed = rewrite.write(cookie)
+            return (rewrite.withOutput { Array($0) }, changed)
         }
-        let changed = rewrite.write(cookie)
-        return (rewrite.withOutput { Array($0) }, changed)
     }
 
     static let cases: [(String, [Op], String)] = [
