@@ -14,8 +14,12 @@ struct GrowableBuffer<Element>: ~Copyable {
 
     deinit { base.deallocate() }
 
+    @inline(__always)
     private mutating func reserve(_ n: Int) {
-        guard count + n > capacity else { return }
+        if count + n > capacity { grow(n) }
+    }
+
+    private mutating func grow(_ n: Int) {
         capacity = max(2 * capacity, count + n)
         let grown = UnsafeMutablePointer<Element>.allocate(capacity: capacity)
         grown.initialize(from: base, count: count)
@@ -23,17 +27,41 @@ struct GrowableBuffer<Element>: ~Copyable {
         base = grown
     }
 
+    @inline(__always)
     mutating func append(_ element: Element) {
         reserve(1)
         (base + count).initialize(to: element)
         count += 1
     }
 
+    @inline(__always)
     mutating func append(_ elements: UnsafeBufferPointer<Element>) {
         guard let source = elements.baseAddress, elements.count > 0 else { return }
-        reserve(elements.count)
-        (base + count).initialize(from: source, count: elements.count)
-        count += elements.count
+        let n = elements.count
+        reserve(n)
+        if MemoryLayout<Element>.stride == 1 && n <= 16 {
+            // Bytes: a short run (most of a Set-Cookie's or a JSON record's pieces) in two overlapping words, not a
+            // call to memcpy.
+            let (from, to) = (UnsafeRawPointer(source), UnsafeMutableRawPointer(base + count))
+            if n >= 8 {
+                to.storeBytes(of: from.loadUnaligned(as: UInt64.self), as: UInt64.self)
+                to.storeBytes(
+                    of: from.loadUnaligned(fromByteOffset: n - 8, as: UInt64.self), toByteOffset: n - 8,
+                    as: UInt64.self)
+            } else if n >= 4 {
+                to.storeBytes(of: from.loadUnaligned(as: UInt32.self), as: UInt32.self)
+                to.storeBytes(
+                    of: from.loadUnaligned(fromByteOffset: n - 4, as: UInt32.self), toByteOffset: n - 4,
+                    as: UInt32.self)
+            } else {
+                for k in 0..<n {
+                    to.storeBytes(of: from.load(fromByteOffset: k, as: UInt8.self), toByteOffset: k, as: UInt8.self)
+                }
+            }
+        } else {
+            (base + count).initialize(from: source, count: n)
+        }
+        count += n
     }
 
     subscript(index: Int) -> Element {
@@ -43,6 +71,9 @@ struct GrowableBuffer<Element>: ~Copyable {
 
     /// Forgets the elements, keeping the memory.
     mutating func removeAll() { count = 0 }
+
+    /// The elements, valid until the next change.
+    var elements: UnsafeBufferPointer<Element> { UnsafeBufferPointer(start: base, count: count) }
 
     /// The elements, for the duration of `body`.
     func withElements<R>(_ body: (UnsafeBufferPointer<Element>) -> R) -> R {

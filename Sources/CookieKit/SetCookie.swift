@@ -234,14 +234,22 @@ public struct CookieAttributeKind: Sendable, Hashable, CustomStringConvertible {
         guard n >= 4 && n <= 11 else { return .unknown }
         var w0: UInt64 = 0
         var w1: UInt64 = 0
-        if start + 16 <= b.count, let base = b.baseAddress {
-            // Two unaligned little-endian loads, masked to the name's length, then lowercased.
-            let raw = UnsafeRawPointer(base + start)
-            let m0: UInt64 = n >= 8 ? ~0 : (1 << UInt64(8 * n)) - 1
-            w0 = (raw.loadUnaligned(as: UInt64.self).littleEndian | 0x2020_2020_2020_2020) & m0
+        if let base = b.baseAddress, end >= 8 {
+            // Unaligned little-endian loads of eight bytes inside the buffer: from the name's start or, for a name
+            // near the end of the line (a last attribute), ending where the name ends, shifted down.
+            let raw = UnsafeRawPointer(base)
+            let n0 = min(n, 8)
+            let m0: UInt64 = n0 == 8 ? ~0 : (1 << UInt64(8 * n0)) - 1
+            if start + 8 <= b.count {
+                w0 = raw.loadUnaligned(fromByteOffset: start, as: UInt64.self).littleEndian & m0
+            } else {
+                w0 = raw.loadUnaligned(fromByteOffset: end - 8, as: UInt64.self).littleEndian >> UInt64(64 - 8 * n0)
+            }
+            w0 |= 0x2020_2020_2020_2020 & m0
             if n > 8 {
-                let m1: UInt64 = (1 << UInt64(8 * (n - 8))) - 1
-                w1 = (raw.loadUnaligned(fromByteOffset: 8, as: UInt64.self).littleEndian | 0x2020_2020_2020_2020) & m1
+                // The name's last n - 8 bytes (its end is at least 11 bytes into the buffer).
+                w1 = raw.loadUnaligned(fromByteOffset: end - 8, as: UInt64.self).littleEndian >> UInt64(128 - 8 * n)
+                w1 |= 0x2020_2020_2020_2020 & ((1 << UInt64(8 * (n - 8))) - 1)
             }
         } else {
             for k in 0..<min(n, 8) { w0 |= UInt64(b[start + k] | 0x20) << UInt64(8 * k) }
@@ -271,14 +279,28 @@ extension SetCookie {
     /// Where each part of the field value lies; recomputed after every edit.
     @usableFromInline
     struct Layout: Sendable {
-        var pairEnd: Int32
-        var nameStart: Int32
-        var nameEnd: Int32
-        var valueStart: Int32
-        var valueEnd: Int32
-        var pairHasEquals: Bool
-        var problem: Problem?
+        var pair: Pair
         var spans: ContiguousArray<Span>
+
+        /// The name-value-pair (RFC 6265bis §5.6 steps 2–4) and the reason a user agent would ignore the line.
+        @usableFromInline
+        struct Pair: Sendable {
+            var pairEnd: Int32
+            var nameStart: Int32
+            var nameEnd: Int32
+            var valueStart: Int32
+            var valueEnd: Int32
+            var pairHasEquals: Bool
+            var problem: Problem?
+        }
+
+        var pairEnd: Int32 { pair.pairEnd }
+        var nameStart: Int32 { pair.nameStart }
+        var nameEnd: Int32 { pair.nameEnd }
+        var valueStart: Int32 { pair.valueStart }
+        var valueEnd: Int32 { pair.valueEnd }
+        var pairHasEquals: Bool { pair.pairHasEquals }
+        var problem: Problem? { pair.problem }
 
         /// One cookie-av: `start` is just after its `;`, `end` at the next `;` or the end.
         @usableFromInline
@@ -303,6 +325,19 @@ extension SetCookie {
         static func parse(
             _ b: UnsafeBufferPointer<UInt8>, reusing spans: consuming ContiguousArray<Span>, spareSpans: Int
         ) -> Layout {
+            var spans = spans
+            spans.removeAll(keepingCapacity: true)
+            // Room for the usual number of attributes at once (a line with more grows the list).
+            if spans.capacity < 8 + spareSpans && b.contains(0x3B) { spans.reserveCapacity(8 + spareSpans) }
+            let pair = parse(b, into: &spans)
+            return Layout(pair: pair, spans: spans)
+        }
+
+        /// RFC 6265bis §5.6, both algorithms: the pair's positions returned, each cookie-av's appended to `spans`.
+        @inline(__always)
+        static func parse<Spans: SetCookieSpans & ~Copyable>(_ b: UnsafeBufferPointer<UInt8>, into spans: inout Spans)
+            -> Pair
+        {
             let count = b.count
             var problem: Problem? = nil
             // Step 1 (control characters) rides on the scans for ';' and '=' below, which look at every byte: they
@@ -325,11 +360,6 @@ extension SetCookie {
             (valueStart, valueEnd) = trim(b, valueStart, pairEnd)
             if equals < 0 { (nameStart, nameEnd) = (valueStart, valueStart) }
 
-            // The attribute list, allocated once (or not at all when the storage given is enough).
-            var spans = spans
-            spans.removeAll(keepingCapacity: true)
-            // Room for the usual number of attributes at once (a line with more grows the list).
-            if pairEnd < count && spans.capacity < 8 + spareSpans { spans.reserveCapacity(8 + spareSpans) }
             var position = pairEnd
             while position < count {
                 // Attributes steps 2–3: skip the ';', consume up to the next one.
@@ -358,10 +388,10 @@ extension SetCookie {
                     problem = Problem(reason: .nameValueTooLong(length))
                 }
             }
-            return Layout(
+            return Pair(
                 pairEnd: Int32(pairEnd), nameStart: Int32(nameStart), nameEnd: Int32(nameEnd),
                 valueStart: Int32(valueStart), valueEnd: Int32(valueEnd), pairHasEquals: equals >= 0,
-                problem: problem, spans: spans)
+                problem: problem)
         }
 
         /// From `from`, the index of the next `;` (or the end) and of the first `=` before it (or -1). Eight bytes

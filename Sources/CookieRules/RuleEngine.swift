@@ -126,15 +126,20 @@ final class DerivedCookieFacts {
     var name: String? = nil
     var attributes: CookieAttributes? = nil
     var rejected: Bool? = nil
+    /// The line as a value of its own, for the predicates that read one.
+    var copy: SetCookie? = nil
 
     func holds(
-        _ condition: Condition, _ cookie: SetCookie, _ context: MessageContext, now: Int64, suffixes: PublicSuffixList
+        _ condition: Condition, _ view: SetCookieView, _ context: MessageContext, now: Int64,
+        suffixes: PublicSuffixList
     ) -> Bool {
         switch condition.test {
         case .cookie(let patterns):
-            if name == nil { name = cookie.name }
+            if name == nil { name = view.name }
             return patterns.contains { $0.matches(name!) }
         case .state(let predicates):
+            if copy == nil { copy = view.copy() }
+            let cookie = copy!
             if rejected == nil && predicates.contains(.rejected) {
                 rejected =
                     (try? CookieJar.evaluate(cookie, from: context.requestURL, now: now, suffixes: suffixes).get())
@@ -364,17 +369,16 @@ public final class RuleEngine: Sendable {
     /// keeps its rewrite and the received bytes, ``apply(_:to:now:rewrite:)``).
     public func apply(_ plan: CookiePlan, editing cookie: inout SetCookie, now: Int64) -> Edit {
         var rewrite = SetCookieRewrite()
-        let edit = apply(plan, to: &cookie, now: now, rewrite: &rewrite)
+        let edit = cookie.withView { apply(plan, to: $0, now: now, rewrite: &rewrite) }
         if edit.rewritten { cookie = rewrite.withOutput { SetCookie(bytes: Array($0)) } }
         return edit
     }
 
     /// Phase 1 and 2 for one cookie: the rules that match it, then their actions, in file order, made by
     /// `rewrite` (the one way the engine edits a line). The result is in `rewrite`'s output when
-    /// ``Edit/rewritten``; `cookie` is not changed (it is `inout` only to be read where it is: the proxy keeps it
-    /// in a per-thread object, and a property of a class passed by value is copied first).
+    /// ``Edit/rewritten``.
     package func apply(
-        _ plan: CookiePlan, to cookie: inout SetCookie, now: Int64, rewrite: inout SetCookieRewrite
+        _ plan: CookiePlan, to cookie: SetCookieView, now: Int64, rewrite: inout SetCookieRewrite
     ) -> Edit {
         let matched = match(plan, cookie, now: now)
         var edit = Edit(matched: matched, dropped: false, logRequested: false, notes: [])
@@ -395,7 +399,7 @@ public final class RuleEngine: Sendable {
 
     /// The actions of one matched rule. `drop` ends the line's edits (a dropped line is always logged).
     private func perform(
-        rule index: Int, _ cookie: SetCookie, _ plan: CookiePlan, _ now: Int64, _ edit: inout Edit,
+        rule index: Int, _ cookie: SetCookieView, _ plan: CookiePlan, _ now: Int64, _ edit: inout Edit,
         _ rewrite: inout SetCookieRewrite
     ) {
         let range = program.rules[index].actions
@@ -423,7 +427,7 @@ public final class RuleEngine: Sendable {
     }
 
     /// Phase 1: the rules that match one cookie, checked against the original.
-    func match(_ plan: CookiePlan, _ cookie: SetCookie, now: Int64) -> RuleMatches {
+    func match(_ plan: CookiePlan, _ cookie: SetCookieView, now: Int64) -> RuleMatches {
         // Name, attributes and acceptance are worked out once per cookie, when a condition first needs them.
         var derived: DerivedCookieFacts? = nil
         var matched = RuleMatches()
@@ -755,10 +759,11 @@ struct CookieProgram: Sendable {
 
     /// Whether the Domain in effect (without its leading dot, any case) matches one of the patterns (lowercase),
     /// as ``HostPattern/matches(_:)`` would on the lowercased value, without building a string.
-    func domainMatches(_ cookie: SetCookie, _ patterns: Range<Int32>) -> Bool {
+    func domainMatches(_ cookie: SetCookieView, _ patterns: Range<Int32>) -> Bool {
         guard let range = cookie.domainRange, !range.isEmpty else { return false }
-        return cookie.bytes.withUnsafeBufferPointer { b in
-            bytes.withUnsafeBufferPointer { texts in
+        let b = cookie.bytes
+        do {
+            return bytes.withUnsafeBufferPointer { texts in
                 let d = UnsafeBufferPointer(rebasing: b[range])
                 func equalsLowercased(_ p: UnsafeBufferPointer<UInt8>, at offset: Int) -> Bool {
                     ByteClass.equalsLowercase(d[offset..<(offset + p.count)], p)

@@ -102,52 +102,55 @@ final class RulesHooks: ProxyHooks, Sendable {
         var nowMS: Int64 = 0
         var changedCount = 0
         var seenCount = 0
-        var dropped: [Int] = []
+        var droppedLines: [Int] = []
         var recorder: LogSink.Recorder? = nil  // set at the response's first record
-        // One working value, one rewrite and one log recorder per event-loop thread, for every line of every
-        // response: their storage is reused (the head copies what it keeps).
+        // One parser, one rewrite and one log recorder per event-loop thread, for every line of every response:
+        // their storage is reused (the head copies what it keeps).
         let scratch = CookieScratch.current
         for index in 0..<head.count where head.name(at: index, is: .setCookie) {
             if seenCount == 0 { nowMS = Self.wallMilliseconds() }
             seenCount += 1
-            // One copy of the received value, parsed; the rules' result is written by the rewrite, which leaves the
-            // parsed copy as received (the log's original).
-            head.withValueBytes(at: index) { scratch.cookie.reset(to: $0, spareCapacity: 0) }
-            let edit = engine.apply(plan, to: &scratch.cookie, now: nowMS / 1000, rewrite: &scratch.rewrite)
-            let changed = edit.dropped || edit.rewritten
-            if changed && !dryRun {
-                changedCount += 1
-                if edit.dropped {
-                    dropped.append(index)
-                } else {
-                    scratch.rewrite.withOutput { head.replaceValue(at: index, with: $0) }
+            var changed = false
+            var dropped = false
+            // The line is parsed where it lies in the head (nothing copied); the rules' result is written by the
+            // rewrite, and put into the head after this borrow of it ends.
+            head.withValueBytes(at: index) { original in
+                do {
+                    let cookie = scratch.parser.parse(original)
+                    let edit = engine.apply(plan, to: cookie, now: nowMS / 1000, rewrite: &scratch.rewrite)
+                    (changed, dropped) = (edit.dropped || edit.rewritten, edit.dropped)
+                    guard let sink, changed || edit.logRequested || dryRun else { return }
+                    if recorder == nil {
+                        recorder = scratch.log
+                        recorder!.begin(sink: sink, engine: engine, time: nowMS, dryRun: dryRun)
+                    }
+                    // The result is in the rewrite's output when it changed.
+                    if edit.dropped {
+                        recorder!.add(original: original, result: nil, edit: edit, context: context, message: message)
+                    } else if edit.rewritten {
+                        scratch.rewrite.withOutput {
+                            recorder!.add(
+                                original: original, result: $0, edit: edit, context: context, message: message)
+                        }
+                    } else {
+                        recorder!.add(
+                            original: original, result: original, edit: edit, context: context, message: message)
+                    }
                 }
             }
-            guard let sink, changed || edit.logRequested || dryRun else { continue }
-            if recorder == nil {
-                recorder = scratch.log
-                recorder!.begin(sink: sink, engine: engine, time: nowMS, dryRun: dryRun)
-            }
-            // The received line is the parsed copy's; the result is in the rewrite's output when it changed.
-            scratch.cookie.bytes.withUnsafeBufferPointer { original in
-                if edit.dropped {
-                    recorder!.add(
-                        original: original, result: nil, edit: edit, context: context, message: message)
-                } else if edit.rewritten {
-                    scratch.rewrite.withOutput {
-                        recorder!.add(
-                            original: original, result: $0, edit: edit, context: context, message: message)
-                    }
+            if changed && !dryRun {
+                changedCount += 1
+                if dropped {
+                    droppedLines.append(index)
                 } else {
-                    recorder!.add(
-                        original: original, result: original, edit: edit, context: context, message: message)
+                    scratch.rewrite.withOutput { head.replaceValue(at: index, with: $0) }
                 }
             }
         }
         if let recorder, let sink { sink.submit(recorder) }
         if seenCount > 0 { observed.add(seenCount) }
         if changedCount > 0 { rewritten.add(changedCount) }
-        for index in dropped.reversed() { head.remove(at: index) }
+        for index in droppedLines.reversed() { head.remove(at: index) }
     }
 
     /// Milliseconds since the epoch, from clock_gettime (Foundation's Date costs several times as much).
@@ -182,7 +185,7 @@ final class RulesHooks: ProxyHooks, Sendable {
 /// The response path's working storage, one per event-loop thread (a thread-local, as SwiftNIO keeps per-loop
 /// caches): a response would otherwise allocate and free four buffers. Only its own thread ever sees it.
 final class CookieScratch {
-    var cookie = SetCookie(bytes: [])
+    var parser = SetCookieParser()
     var rewrite = SetCookieRewrite()
     /// Made when the thread first logs.
     lazy var log = LogSink.Recorder()

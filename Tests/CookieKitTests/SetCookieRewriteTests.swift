@@ -52,7 +52,6 @@ import Testing
     /// The rewrite, as the engine drives it: the texts compiled into one array first, then the edits by range.
     /// `changed` is what it reports.
     static func rewritten(_ line: [UInt8], _ ops: [Op]) throws -> (bytes: [UInt8], changed: Bool) {
-        let cookie = SetCookie(bytes: line)
         var texts: [UInt8] = []
         var ranges: [SetCookieRewrite.Text] = []
         func text(_ s: String) -> SetCookieRewrite.Text {
@@ -67,8 +66,7 @@ import Testing
             default: ranges.append(SetCookieRewrite.Text(start: 0, end: 0))
             }
         }
-        // The texts stay valid from begin to write, as the engine keeps its program alive.
-        return try texts.withUnsafeBufferPointer { texts in
+        func edit(_ cookie: SetCookieView, _ texts: UnsafeBufferPointer<UInt8>) throws -> ([UInt8], Bool) {
             var rewrite = SetCookieRewrite()
             rewrite.begin(cookie, texts: texts)
             for (op, range) in zip(ops, ranges) {
@@ -87,6 +85,12 @@ import Testing
             }
             let changed = rewrite.write(cookie)
             return (rewrite.withOutput { Array($0) }, changed)
+        }
+        // The texts stay valid from begin to write, as the engine keeps its program alive; the line is parsed where
+        // it lies, as the proxy does (SetCookieParser).
+        var parser = SetCookieParser()
+        return try texts.withUnsafeBufferPointer { texts in
+            try line.withUnsafeBufferPointer { try edit(parser.parse($0), texts) }
         }
     }
 
@@ -108,6 +112,17 @@ import Testing
         (
             "a=b; Domain=x.test", [.addDot, .set(.domain, "y.test", unlessEqualIgnoringCase: false)],
             "a=b; Domain=y.test"
+        ),
+        // The plan's masks hold 64 attributes: the 64th (bit 63) edited, removed and kept.
+        (
+            "a=b" + String(repeating: "; x", count: 62) + "; Domain=x.test",
+            [.addDot, .flagOn(.secure), .remove(.path)],
+            "a=b" + String(repeating: "; x", count: 62) + "; Domain=.x.test; Secure"
+        ),
+        (
+            "a=b" + String(repeating: "; x", count: 63) + "; Path=/",
+            [.remove(.path), .set(.sameSite, "Lax", unlessEqualIgnoringCase: true)],
+            "a=b" + String(repeating: "; x", count: 63) + "; SameSite=Lax"
         ),
     ]
 
@@ -133,6 +148,12 @@ import Testing
             "c=d; Domain=.x.test"
         ),
         ("nameless", [.flagOn(.secure), .rename("n")], "n=nameless; Secure"),
+        // More attributes than the plan's masks hold (64).
+        (
+            "a=b" + String(repeating: "; x", count: 64) + "; Domain=x.test; Secure",
+            [.addDot, .remove(.secure), .flagOn(.httpOnly)],
+            "a=b" + String(repeating: "; x", count: 64) + "; Domain=.x.test; HttpOnly"
+        ),
     ])
     func whatThePlanDoesNotModelIsMadeInPlace(_ line: String, _ ops: [Op], _ expected: String) throws {
         let rewritten = try Self.rewritten(Array(line.utf8), ops)

@@ -1,0 +1,91 @@
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// Where the parser puts each cookie-av it finds: a ``SetCookie``'s own list, or the reused storage of a
+/// ``SetCookieParser``.
+@usableFromInline
+protocol SetCookieSpans: ~Copyable {
+    mutating func append(_ span: SetCookie.Layout.Span)
+}
+
+extension ContiguousArray: SetCookieSpans where Element == SetCookie.Layout.Span {}
+extension GrowableBuffer: SetCookieSpans where Element == SetCookie.Layout.Span {}
+
+/// A Set-Cookie line parsed where it lies: its bytes and the positions of its parts, in memory that someone
+/// else owns, for the duration of one call (``SetCookieParser/parse(_:_:)``, ``SetCookie/withView(_:)``).
+///
+/// The proxy's path: each line of a response head is parsed in the head's own buffer, its attributes listed in
+/// storage reused from line to line, so nothing is copied or allocated per line before the rules look at it.
+package struct SetCookieView {
+    /// The field value.
+    package let bytes: UnsafeBufferPointer<UInt8>
+    let pair: SetCookie.Layout.Pair
+    /// The cookie-avs in order.
+    let spans: UnsafeBufferPointer<SetCookie.Layout.Span>
+
+    /// See ``SetCookie/problem``.
+    package var problem: SetCookie.Problem? { pair.problem }
+    var pairEnd: Int32 { pair.pairEnd }
+
+    /// The cookie-name bytes (``SetCookie/nameBytes``).
+    package var nameBytes: UnsafeBufferPointer<UInt8> {
+        UnsafeBufferPointer(rebasing: bytes[Int(pair.nameStart)..<Int(pair.nameEnd)])
+    }
+
+    /// The cookie-name as text (``SetCookie/name``).
+    package var name: String { String(lossy: nameBytes) }
+
+    /// ``SetCookie/domainRange``: the value of the Domain attribute in effect, leading dot dropped.
+    package var domainRange: Range<Int>? {
+        var i = spans.count - 1
+        while i >= 0 {
+            let span = spans[i]
+            i -= 1
+            guard span.kind == .domain else { continue }
+            var vs = Int(span.valueStart)
+            let ve = Int(span.valueEnd)
+            if ve - vs > Int(SetCookie.maximumAttributeValueLength) { continue }
+            if vs < ve && bytes[vs] == 0x2E { vs += 1 }
+            return vs..<ve
+        }
+        return nil
+    }
+
+    /// Whether the line is exactly the bytes in `other`.
+    package func hasBytes(_ other: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard bytes.count == other.count else { return false }
+        return bytes.count == 0 || memcmp(bytes.baseAddress!, other.baseAddress!, bytes.count) == 0
+    }
+
+    /// The line as a ``SetCookie`` of its own (a copy, parsed again).
+    package func copy() -> SetCookie { SetCookie(bytes: Array(bytes)) }
+}
+
+/// Parses lines into ``SetCookieView``s, one at a time, reusing its storage for their attributes.
+package struct SetCookieParser: ~Copyable {
+    private var spans = GrowableBuffer<SetCookie.Layout.Span>(capacity: 16)
+
+    package init() {}
+
+    /// `bytes` parsed (RFC 6265bis §5.6, as ``SetCookie/init(bytes:)``). The view is valid while `bytes` is and
+    /// until this parser's next parse.
+    package mutating func parse(_ bytes: UnsafeBufferPointer<UInt8>) -> SetCookieView {
+        spans.removeAll()
+        let pair = SetCookie.Layout.parse(bytes, into: &spans)
+        return SetCookieView(bytes: bytes, pair: pair, spans: spans.elements)
+    }
+}
+
+extension SetCookie {
+    /// `body` with a view of this value (for the code paths that take one).
+    package func withView<R, E: Error>(_ body: (SetCookieView) throws(E) -> R) throws(E) -> R {
+        try bytes.withUnsafeBufferPointer { (b) throws(E) -> R in
+            try layout.spans.withUnsafeBufferPointer { (spans) throws(E) -> R in
+                try body(SetCookieView(bytes: b, pair: layout.pair, spans: spans))
+            }
+        }
+    }
+}
