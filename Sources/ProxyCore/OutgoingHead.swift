@@ -8,8 +8,19 @@ public struct OutgoingHead: Sendable {
     public var startLine: [UInt8]?
     public private(set) var lines: [Line]
     /// Edited lines, whole (`Name: value\r\n`), one after another: one buffer for all of them, and lines edited in
-    /// order are written out with one copy.
-    public private(set) var editedBytes: [UInt8] = []
+    /// order are written out with one copy. Nil until a line is edited.
+    private var storage = EditedStorage()
+    private var edited: EditedLines? {
+        get { storage.lines }
+        _modify { yield &storage.lines }
+    }
+    /// The bytes of the edited lines.
+    public var editedBytes: [UInt8] { withEditedBytes { Array($0) } }
+
+    func withEditedBytes<R>(_ body: (UnsafeBufferPointer<UInt8>) -> R) -> R {
+        guard let edited else { return body(UnsafeBufferPointer(start: nil, count: 0)) }
+        return edited.withBytes(body)
+    }
 
     public enum Line: Sendable {
         /// A field of `source`, by index, forwarded byte for byte.
@@ -68,7 +79,7 @@ public struct OutgoingHead: Sendable {
         switch lines[index] {
         case .original(let i): return Array(source.valueBytes(source.fields[i]))
         case .written(_, let value, _): return value
-        case .edited(let i, let line): return Array(editedBytes[editedValue(i, line)])
+        case .edited(let i, let line): return withEditedBytes { Array($0[editedValue(i, line)]) }
         }
     }
 
@@ -88,7 +99,7 @@ public struct OutgoingHead: Sendable {
         case .written(_, let value, _): value.withUnsafeBufferPointer(body)
         case .edited(let i, let line):
             let range = editedValue(i, line)
-            editedBytes.withUnsafeBufferPointer { body(UnsafeBufferPointer(rebasing: $0[range])) }
+            withEditedBytes { body(UnsafeBufferPointer(rebasing: $0[range])) }
         }
     }
 
@@ -96,7 +107,7 @@ public struct OutgoingHead: Sendable {
         switch lines[index] {
         case .original(let i): return source.valueBytes(source.fields[i])
         case .written(_, let value, _): return value[...]
-        case .edited(let i, let line): return editedBytes[editedValue(i, line)]
+        case .edited(let i, let line): return withEditedBytes { Array($0[editedValue(i, line)])[...] }
         }
     }
 
@@ -152,26 +163,18 @@ public struct OutgoingHead: Sendable {
         case .original(let i), .edited(let i, _):
             let name = source.fields[i].name
             let length = name.count + value.count + 4
-            if editedBytes.isEmpty { editedBytes.reserveCapacity(max(512, 2 * length)) }
-            let start = editedBytes.count
-            // The line is put together in a temporary buffer and appended once (each append to an Array costs
-            // about as much as the copy of a whole line).
-            withUnsafeTemporaryAllocation(of: UInt8.self, capacity: length) { line in
-                let base = line.baseAddress!
-                source.bytes.withUnsafeBufferPointer { b in
-                    base.initialize(from: b.baseAddress! + name.lowerBound, count: name.count)
-                }
-                var at = name.count
-                (base + at).initialize(to: 0x3A)
-                (base + at + 1).initialize(to: 0x20)
-                at += 2
-                if let v = value.baseAddress { (base + at).initialize(from: v, count: value.count) }
-                at += value.count
-                (base + at).initialize(to: 0x0D)
-                (base + at + 1).initialize(to: 0x0A)
-                editedBytes.append(contentsOf: UnsafeBufferPointer(line))
+            // One buffer per head, its own: made at the first edit, copied when a copy of the head shares it.
+            if edited == nil {
+                edited = EditedLines.make(capacity: max(512, 2 * length))
+            } else if !isKnownUniquelyReferenced(&edited) {
+                edited = edited!.copy(capacity: edited!.count + max(512, 2 * length))
+            } else if edited!.count + length > edited!.room {
+                edited = edited!.copy(capacity: max(2 * edited!.room, edited!.count + length))
             }
-            lines[index] = .edited(i, line: start..<editedBytes.count)
+            let line = source.bytes.withUnsafeBufferPointer { b in
+                edited!.appendLine(name: UnsafeBufferPointer(rebasing: b[name]), value: value)
+            }
+            lines[index] = .edited(i, line: line)
         case .written(let name, _, let known): lines[index] = .written(name: name, value: Array(value), known: known)
         }
     }
@@ -182,7 +185,7 @@ public struct OutgoingHead: Sendable {
         let bytes = source.bytes
         // Room for the whole head at once: appending piece by piece to a new connection's empty buffer grew it
         // several times per head. The bound: every received byte, every edited byte, each written field.
-        var bound = out.count + bytes.count + editedBytes.count + (startLine?.count ?? 0) + 4
+        var bound = out.count + bytes.count + (edited?.count ?? 0) + (startLine?.count ?? 0) + 4
         for case .written(let name, let value, _) in lines { bound += name.utf8.count + value.count + 4 }
         if bound > out.capacity { out.reserveCapacity(Swift.max(bound, 2 * out.capacity)) }
         if let startLine {
@@ -204,7 +207,9 @@ public struct OutgoingHead: Sendable {
         var editedRun: Range<Int>? = nil
         func flushRuns() {
             if let current = run { out.append(contentsOf: bytes[current]) }
-            if let current = editedRun { out.append(contentsOf: editedBytes[current]) }
+            if let current = editedRun {
+                withEditedBytes { out.append(contentsOf: UnsafeBufferPointer(rebasing: $0[current])) }
+            }
             run = nil
             editedRun = nil
         }
@@ -238,5 +243,61 @@ public struct OutgoingHead: Sendable {
         flushRuns()
         out.append(crlf.0)
         out.append(crlf.1)
+    }
+}
+
+/// A head's ``EditedLines``: sendable as the head is, since only a head that holds the only reference writes to it.
+struct EditedStorage: @unchecked Sendable {
+    var lines: EditedLines?
+}
+
+/// The bytes of a head's edited lines, in one allocation (header and bytes): appended to in place, where an append
+/// to an Array goes through the generic sequence machinery at several times the cost of copying a line. Written
+/// only while its head holds the only reference (``OutgoingHead`` copies it first otherwise).
+final class EditedLines: ManagedBuffer<EditedLines.Header, UInt8> {
+    struct Header {
+        var count: Int
+        var capacity: Int
+    }
+
+    static func make(capacity: Int) -> EditedLines {
+        let made = EditedLines.create(minimumCapacity: capacity) { _ in Header(count: 0, capacity: capacity) }
+        return unsafeDowncast(made, to: EditedLines.self)
+    }
+
+    var count: Int { header.count }
+    var room: Int { header.capacity }
+
+    /// A copy with room for `capacity` bytes.
+    func copy(capacity: Int) -> EditedLines {
+        let copy = EditedLines.make(capacity: max(capacity, count))
+        withUnsafeMutablePointerToElements { from in
+            copy.withUnsafeMutablePointerToElements { $0.initialize(from: from, count: count) }
+        }
+        copy.header.count = count
+        return copy
+    }
+
+    func withBytes<R>(_ body: (UnsafeBufferPointer<UInt8>) -> R) -> R {
+        withUnsafeMutablePointerToElements { body(UnsafeBufferPointer(start: $0, count: header.count)) }
+    }
+
+    /// Appends `name: value\r\n` (the room for it is there); returns where the line is.
+    func appendLine(name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>) -> Range<Int> {
+        let start = header.count
+        withUnsafeMutablePointerToElements { elements in
+            let p = elements + start
+            if let n = name.baseAddress { p.initialize(from: n, count: name.count) }
+            var at = name.count
+            (p + at).initialize(to: 0x3A)
+            (p + at + 1).initialize(to: 0x20)
+            at += 2
+            if let v = value.baseAddress { (p + at).initialize(from: v, count: value.count) }
+            at += value.count
+            (p + at).initialize(to: 0x0D)
+            (p + at + 1).initialize(to: 0x0A)
+            header.count = start + at + 2
+        }
+        return start..<header.count
     }
 }

@@ -184,3 +184,37 @@ import Testing
         #expect(wholeOffset == offset)
     }
 }
+
+/// An outgoing head is a value: edits to a copy leave the original's bytes as they were, however many lines either
+/// edits (the edited lines share one buffer until a copy edits).
+@Suite struct OutgoingHeadTests {
+    static let received = try! HTTPHeadParser().parseHead(
+        Array("HTTP/1.1 200 OK\r\nSet-Cookie: a=1\r\nX-A: b\r\nSet-Cookie: c=2\r\n\r\n".utf8))
+
+    static func bytes(_ head: OutgoingHead) -> String {
+        var out: [UInt8] = []
+        head.serialize(into: &out)
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    @Test(arguments: [1, 2, 40])
+    func editsToACopyLeaveTheOriginalAsItWas(_ edits: Int) {
+        var original = OutgoingHead(Self.received)
+        original.replaceValue(at: 0, with: Array("a=1; Secure".utf8))
+        var copy = original
+        for k in 0..<edits {
+            // Long values grow the copy's buffer past its first size.
+            copy.replaceValue(at: 2, with: Array("c=\(k)\(String(repeating: "x", count: 40))".utf8))
+        }
+        copy.replaceValue(at: 0, with: Array("a=9".utf8))
+        #expect(
+            Self.bytes(original) == "HTTP/1.1 200 OK\r\nSet-Cookie: a=1; Secure\r\nX-A: b\r\nSet-Cookie: c=2\r\n\r\n")
+        let last = "c=\(edits - 1)\(String(repeating: "x", count: 40))"
+        #expect(Self.bytes(copy) == "HTTP/1.1 200 OK\r\nSet-Cookie: a=9\r\nX-A: b\r\nSet-Cookie: \(last)\r\n\r\n")
+        #expect(copy.value(at: 2) == Array(last.utf8))
+        // The original's buffer holds its own edit alone: the copy wrote into a buffer of its own.
+        #expect(original.editedBytes == Array("Set-Cookie: a=1; Secure\r\n".utf8))
+        #expect(original.valueBytes(at: 0) == Array("a=1; Secure".utf8)[...])
+        copy.withValueBytes(at: 0) { #expect(Array($0) == Array("a=9".utf8)) }
+    }
+}
