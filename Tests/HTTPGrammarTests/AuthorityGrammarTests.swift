@@ -1,4 +1,4 @@
-import HTTPGrammar
+@testable import HTTPGrammar
 import Testing
 
 /// `host[:port]`, loopback names, percent-escapes and ASCII case: the shared byte grammar, as tables and sweeps.
@@ -78,6 +78,35 @@ import Testing
         }
         #expect(ByteClass.lowercasedString(Array("Set-Cookie: ÄB".utf8)) == "set-cookie: Äb")
         #expect(!ByteClass.equalsLowercase(Array("ab".utf8), Array("abc".utf8)))
+    }
+
+    /// The word-at-a-time comparison (eight bytes or more) agrees with the byte-by-byte one: every byte value in
+    /// every lane of a word, next to every other, and lines of 8 to 24 bytes with one byte changed anywhere.
+    @Test func eightBytesAtATimeAgreeWithOneAtATime() {
+        for a in 0...255 {
+            for b in stride(from: 0, through: 255, by: 5) {
+                for lane in 0..<8 {
+                    var bytes = [UInt8](repeating: UInt8(b), count: 8)
+                    bytes[lane] = UInt8(a)
+                    let word = bytes.withUnsafeBytes { $0.loadUnaligned(as: UInt64.self) }
+                    let lowered = withUnsafeBytes(of: ByteClass.lowerWord(word)) { Array($0) }
+                    #expect(lowered == bytes.map(ByteClass.lower), "\(bytes)")
+                }
+            }
+        }
+        let text = Array("Domain=Sub.Example.TEST;PATH".utf8)
+        for count in 8...24 {
+            let line = Array(text[0..<count])
+            let lower = line.map(ByteClass.lower)
+            #expect(ByteClass.equalsLowercase(line, lower))
+            for k in 0..<count {
+                var other = lower
+                other[k] ^= 0x01
+                #expect(!ByteClass.equalsLowercase(line, other), "\(count) \(k)")
+                other[k] = lower[k] ^ 0x20  // the other case of a letter: the lowercase side must be lowercase
+                #expect(ByteClass.equalsLowercase(line, other) == (other[k] == lower[k]))
+            }
+        }
     }
 }
 
