@@ -34,7 +34,12 @@ for t in "${TARGETS[@]}"; do
     2>>"$OUT/build.log" || { grep -v "Cannot export local symbol" "$OUT/build.log" | tail -30 >&2; exit 1; }
   mkdir -p "$OUT/corpus/$t"
   echo "== $t: ${SECS}s"
-  "$OUT/fuzz-$t" -max_total_time="$SECS" -max_len=4096 -print_final_stats=1 "$OUT/corpus/$t" 2>"$OUT/$t.log" || {
+  # Seeds, where a target has them (Fuzz/seeds/TARGET: inputs the fuzzer would take long to find), read with the corpus.
+  seeds=(); [ -d "Fuzz/seeds/$t" ] && seeds=("Fuzz/seeds/$t")
+  # A crashing input is kept in $OUT (not the working directory); libFuzzer reports the crash itself, so Swift's
+  # backtracer is off (it outlived the target and held the log's pipe open).
+  SWIFT_BACKTRACE=enable=no "$OUT/fuzz-$t" -max_total_time="$SECS" -max_len=4096 -print_final_stats=1 \
+    -artifact_prefix="$OUT/" "$OUT/corpus/$t" "${seeds[@]}" 2>"$OUT/$t.log" || {
     echo "fuzz target $t failed:" >&2; tail -40 "$OUT/$t.log" >&2; exit 1; }
   execs=$(awk '/^stat::number_of_executed_units/ {print $2}' "$OUT/$t.log")
   done_line=$(grep -E "DONE +cov:" "$OUT/$t.log" | tail -1 | grep -oE "cov: [0-9]+ ft: [0-9]+ corp: [0-9]+/[0-9]+[a-zA-Z]*")
