@@ -108,16 +108,7 @@ extension SetCookie {
 
     /// Where the value of the Domain attribute in effect lies in ``bytes`` (§5.6.3), leading dot dropped but not
     /// lowercased (compare ASCII case-insensitively); nil when there is none. No allocation.
-    public var domainRange: Range<Int>? {
-        for span in layout.spans.reversed() where span.kind == .domain {
-            var vs = Int(span.valueStart)
-            let ve = Int(span.valueEnd)
-            if ve - vs > Int(SetCookie.maximumAttributeValueLength) { continue }
-            if vs < ve && bytes[vs] == 0x2E { vs += 1 }
-            return vs..<ve
-        }
-        return nil
-    }
+    public var domainRange: Range<Int>? { withView { $0.domainRange } }
 
     /// §5.6.3 steps 2–4 on the value bytes: drop one leading `.`, lowercase.
     static func cookieDomain(_ b: UnsafeBufferPointer<UInt8>, _ start: Int, _ end: Int) -> String {

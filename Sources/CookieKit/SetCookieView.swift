@@ -38,7 +38,8 @@ package struct SetCookieView {
     /// The cookie-name as text (``SetCookie/name``).
     package var name: String { String(lossy: nameBytes) }
 
-    /// ``SetCookie/domainRange``: the value of the Domain attribute in effect, leading dot dropped.
+    /// Where the value of the Domain attribute in effect lies in ``bytes`` (§5.6.3: the last one whose value a user
+    /// agent reads), leading dot dropped but not lowercased; nil when there is none (``SetCookie/domainRange``).
     package var domainRange: Range<Int>? {
         var i = spans.count - 1
         while i >= 0 {
