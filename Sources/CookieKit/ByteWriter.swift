@@ -77,7 +77,7 @@ struct GrowableBuffer<Element>: ~Copyable {
 
     /// The elements, for the duration of `body`.
     func withElements<R>(_ body: (UnsafeBufferPointer<Element>) -> R) -> R {
-        body(UnsafeBufferPointer(start: base, count: count))
+        body(elements)
     }
 }
 

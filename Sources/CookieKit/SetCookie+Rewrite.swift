@@ -11,8 +11,8 @@
 /// cookie-av (an append would reuse it), a value for an attribute written without `=`, a dot for a Domain that is
 /// not the last one written, and the actions that need the whole cookie (``edit(_:)``: rename, value, lifetimes,
 /// `domain ensure`…) — is done on a working copy the rewrite owns: the plan so far is written into it, and from then
-/// on every edit of this line is made there with the in-place edits. Either way the bytes are those of the in-place edits made one after another from the
-/// received line (the tests compare them over the corpora).
+/// on every edit of this line is made there with the in-place edits. Either way the bytes are those of the in-place
+/// edits made one after another from the received line (the tests compare them over the corpora).
 ///
 /// The texts of the edits (`; Secure`, `; SameSite=Lax`, compiled once by the caller) are ranges of one byte buffer
 /// the caller keeps alive and unchanged from ``begin(_:texts:)`` to ``write(_:)`` (the engine's compiled program,
@@ -252,24 +252,25 @@ package struct SetCookieRewrite: ~Copyable {
     /// ``SetCookie/addLeadingDotToDomain()``.
     package mutating func addLeadingDotToDomain(in cookie: SetCookieView) {
         if !inPlace {
-            let t = texts
-            let planned = { () -> Bool in
-                guard let w = last(.domain, written: true, cookie, t) else { return true }
-                let current = value(w, cookie, t)
-                if hasDot(w) || current.isEmpty || current[0] == 0x2E { return true }
-                // The Domain in effect is not the last one written (an over-long value after it).
-                guard last(.domain, written: false, cookie, t) == w else { return false }
-                if w < received {
-                    dots |= 1 << UInt64(w)
-                } else {
-                    appended[w - received].dot = true
-                }
-                return true
-            }()
-            if planned { return }
+            if planDot(cookie, texts) { return }
             editInPlace(cookie)
         }
         working.addLeadingDotToDomain()
+    }
+
+    /// ``addLeadingDotToDomain(in:)`` in the plan; false when the Domain in effect is not the last one written (an
+    /// over-long value after it).
+    private mutating func planDot(_ cookie: SetCookieView, _ t: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard let w = last(.domain, written: true, cookie, t) else { return true }
+        let current = value(w, cookie, t)
+        if hasDot(w) || current.isEmpty || current[0] == 0x2E { return true }
+        guard last(.domain, written: false, cookie, t) == w else { return false }
+        if w < received {
+            dots |= 1 << UInt64(w)
+        } else {
+            appended[w - received].dot = true
+        }
+        return true
     }
 
     /// Any other edit, made with the in-place edits on the working copy (``SetCookie``'s public API). Returns what

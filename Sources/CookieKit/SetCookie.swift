@@ -78,10 +78,12 @@ public struct SetCookie: Sendable, Hashable, CustomStringConvertible {
 
     /// Whether the field value is exactly the bytes in `other` (a memory comparison).
     public func hasBytes(_ other: UnsafeBufferPointer<UInt8>) -> Bool {
-        guard bytes.count == other.count else { return false }
-        return bytes.withUnsafeBufferPointer { a in
-            a.count == 0 || memcmp(a.baseAddress!, other.baseAddress!, a.count) == 0
-        }
+        bytes.withUnsafeBufferPointer { Self.same($0, other) }
+    }
+
+    /// Whether two buffers hold the same bytes (a memory comparison).
+    static func same(_ a: UnsafeBufferPointer<UInt8>, _ b: UnsafeBufferPointer<UInt8>) -> Bool {
+        a.count == b.count && (a.count == 0 || memcmp(a.baseAddress!, b.baseAddress!, a.count) == 0)
     }
     public func hash(into hasher: inout Hasher) { hasher.combine(bytes) }
 
@@ -325,12 +327,19 @@ extension SetCookie {
         static func parse(
             _ b: UnsafeBufferPointer<UInt8>, reusing spans: consuming ContiguousArray<Span>, spareSpans: Int
         ) -> Layout {
-            var spans = spans
-            spans.removeAll(keepingCapacity: true)
-            // Room for the usual number of attributes at once (a line with more grows the list).
-            if spans.capacity < 8 + spareSpans && b.contains(0x3B) { spans.reserveCapacity(8 + spareSpans) }
-            let pair = parse(b, into: &spans)
-            return Layout(pair: pair, spans: spans)
+            var list = ArraySpans(spans: spans, room: 8 + spareSpans)
+            list.spans.removeAll(keepingCapacity: true)
+            let pair = parse(b, into: &list)
+            return Layout(pair: pair, spans: list.spans)
+        }
+
+        /// A ``SetCookie``'s own attribute list, with room made for the usual number of attributes at once when the
+        /// line turns out to have any (a line with more grows the list).
+        struct ArraySpans: SetCookieSpans {
+            var spans: ContiguousArray<Span>
+            let room: Int
+            mutating func reserveForAttributes() { if spans.capacity < room { spans.reserveCapacity(room) } }
+            mutating func append(_ span: Span) { spans.append(span) }
         }
 
         /// RFC 6265bis §5.6, both algorithms: the pair's positions returned, each cookie-av's appended to `spans`.
@@ -361,6 +370,7 @@ extension SetCookie {
             if equals < 0 { (nameStart, nameEnd) = (valueStart, valueStart) }
 
             var position = pairEnd
+            if position < count { spans.reserveForAttributes() }
             while position < count {
                 // Attributes steps 2–3: skip the ';', consume up to the next one.
                 let start = position + 1

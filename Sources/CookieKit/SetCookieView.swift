@@ -8,14 +8,17 @@
 /// ``SetCookieParser``.
 @usableFromInline
 protocol SetCookieSpans: ~Copyable {
+    /// Called once, before the first attribute, when the line has any.
+    mutating func reserveForAttributes()
     mutating func append(_ span: SetCookie.Layout.Span)
 }
 
-extension ContiguousArray: SetCookieSpans where Element == SetCookie.Layout.Span {}
-extension GrowableBuffer: SetCookieSpans where Element == SetCookie.Layout.Span {}
+extension GrowableBuffer: SetCookieSpans where Element == SetCookie.Layout.Span {
+    func reserveForAttributes() {}
+}
 
 /// A Set-Cookie line parsed where it lies: its bytes and the positions of its parts, in memory that someone
-/// else owns, for the duration of one call (``SetCookieParser/parse(_:_:)``, ``SetCookie/withView(_:)``).
+/// else owns: until the parser's next line (``SetCookieParser/parse(_:)``), or for one call (``SetCookie/withView(_:)``).
 ///
 /// The proxy's path: each line of a response head is parsed in the head's own buffer, its attributes listed in
 /// storage reused from line to line, so nothing is copied or allocated per line before the rules look at it.
@@ -56,13 +59,10 @@ package struct SetCookieView {
     }
 
     /// Whether the line is exactly the bytes in `other`.
-    package func hasBytes(_ other: UnsafeBufferPointer<UInt8>) -> Bool {
-        guard bytes.count == other.count else { return false }
-        return bytes.count == 0 || memcmp(bytes.baseAddress!, other.baseAddress!, bytes.count) == 0
-    }
+    package func hasBytes(_ other: UnsafeBufferPointer<UInt8>) -> Bool { SetCookie.same(bytes, other) }
 
     /// The line as a ``SetCookie`` of its own (a copy, parsed again).
-    package func copy() -> SetCookie { SetCookie(bytes: Array(bytes)) }
+    package func copy() -> SetCookie { SetCookie(bytes) }
 }
 
 /// Parses lines into ``SetCookieView``s, one at a time, reusing its storage for their attributes.

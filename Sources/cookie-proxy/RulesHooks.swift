@@ -115,27 +115,25 @@ final class RulesHooks: ProxyHooks, Sendable {
             // The line is parsed where it lies in the head (nothing copied); the rules' result is written by the
             // rewrite, and put into the head after this borrow of it ends.
             head.withValueBytes(at: index) { original in
-                do {
-                    let cookie = scratch.parser.parse(original)
-                    let edit = engine.apply(plan, to: cookie, now: nowMS / 1000, rewrite: &scratch.rewrite)
-                    (changed, dropped) = (edit.dropped || edit.rewritten, edit.dropped)
-                    guard let sink, changed || edit.logRequested || dryRun else { return }
-                    if recorder == nil {
-                        recorder = scratch.log
-                        recorder!.begin(sink: sink, engine: engine, time: nowMS, dryRun: dryRun)
-                    }
-                    // The result is in the rewrite's output when it changed.
-                    if edit.dropped {
-                        recorder!.add(original: original, result: nil, edit: edit, context: context, message: message)
-                    } else if edit.rewritten {
-                        scratch.rewrite.withOutput {
-                            recorder!.add(
-                                original: original, result: $0, edit: edit, context: context, message: message)
-                        }
-                    } else {
+                let cookie = scratch.parser.parse(original)
+                let edit = engine.apply(plan, to: cookie, now: nowMS / 1000, rewrite: &scratch.rewrite)
+                (changed, dropped) = (edit.dropped || edit.rewritten, edit.dropped)
+                guard let sink, changed || edit.logRequested || dryRun else { return }
+                if recorder == nil {
+                    recorder = scratch.log
+                    recorder!.begin(sink: sink, engine: engine, time: nowMS, dryRun: dryRun)
+                }
+                // The result is in the rewrite's output when it changed.
+                if edit.dropped {
+                    recorder!.add(original: original, result: nil, edit: edit, context: context, message: message)
+                } else if edit.rewritten {
+                    scratch.rewrite.withOutput {
                         recorder!.add(
-                            original: original, result: original, edit: edit, context: context, message: message)
+                            original: original, result: $0, edit: edit, context: context, message: message)
                     }
+                } else {
+                    recorder!.add(
+                        original: original, result: original, edit: edit, context: context, message: message)
                 }
             }
             if changed && !dryRun {
