@@ -150,6 +150,7 @@ package struct SetCookieRewrite: ~Copyable {
     }
 
     /// The value entry `i` has now (as ``SetCookie/lastWrittenValue(of:)`` would see it), without the dot.
+    @inline(__always)
     private func value(
         _ i: Int, _ cookie: SetCookieView, _ t: UnsafeBufferPointer<UInt8>
     ) -> UnsafeBufferPointer<UInt8> {
@@ -161,6 +162,7 @@ package struct SetCookieRewrite: ~Copyable {
 
     /// The last entry of a kind that is not removed; with `written`, the last whose value a user agent reads
     /// (at most 1024 bytes, RFC 6265bis §5.6 attributes step 6).
+    @inline(__always)
     private func last(
         _ kind: CookieAttributeKind, written: Bool, _ cookie: SetCookieView, _ t: UnsafeBufferPointer<UInt8>
     ) -> Int? {

@@ -171,6 +171,9 @@ public final class RuleEngine: Sendable {
     /// Cookie rules indexed by host: a rule with a (non-negated) `host` condition of exact names and `*.suffix`
     /// patterns can only match those hosts, so most rules are never looked at for a given message.
     let hostIndex: HostIndex
+    /// Every cookie rule, when none has a message condition (the plan of every message): no lookup or test per
+    /// response.
+    let unconditional: [Int]?
 
     struct HostIndex: Sendable {
         /// Exact names and `.suffix`es, in a hash table of their bytes. The hash is FNV-1a taken from the last
@@ -303,6 +306,7 @@ public final class RuleEngine: Sendable {
             rule.cookieActions.contains { if case .rename = $0 { return true } else { return false } }
         }
         hostIndex = HostIndex(cookieRules)
+        unconditional = messageConditions.allSatisfy(\.isEmpty) ? Array(cookieRules.indices) : nil
     }
 
     /// The cookie rules whose message conditions hold for one response: work out once, apply to each cookie.
@@ -315,7 +319,7 @@ public final class RuleEngine: Sendable {
     }
 
     public func cookiePlan(_ context: MessageContext) -> CookiePlan {
-        if messageConditions.isEmpty { return CookiePlan(rules: [], context: context) }
+        if let unconditional { return CookiePlan(rules: unconditional, context: context) }
         var candidates = hostIndex.candidates(context.host)
         if candidates.contains(where: { !conditionsHold(messageConditions[$0], context) }) {
             candidates.removeAll { !conditionsHold(messageConditions[$0], context) }
