@@ -86,6 +86,7 @@ package struct SetCookieRewrite: ~Copyable {
         values.deallocate()
     }
 
+    @inline(__always)
     private mutating func append(_ entry: Appended) {
         lastLive[entry.kind.index] = Int32(received + appended.count)
         appended.append(entry)

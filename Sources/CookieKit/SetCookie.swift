@@ -407,8 +407,10 @@ extension SetCookie {
         /// From `from`, the index of the next `;` (or the end) and of the first `=` before it (or -1). Eight bytes
         /// at a time: a word without either byte is skipped whole (the SWAR zero-byte test: a word has a byte
         /// equal to `c` when `(x - 0x01…01) & ~x & 0x80…80` is non-zero for `x = w ^ c·0x01…01`; it may also
-        /// flag a byte after a true match, so flagged words are looked at byte by byte). Every word and byte looked
-        /// at is also tested for control characters (under 0x20, or 0x7F), or-ed into `controls`: zero means none.
+        /// flag a byte after a true match, so flagged words are looked at byte by byte). The bytes after the last
+        /// whole word are read as the line's last eight, shifted down (a line under eight bytes, byte by byte). Every
+        /// word and byte looked at is also tested for control characters (under 0x20, or 0x7F), or-ed into
+        /// `controls`: zero means none.
         @inline(__always)
         static func scanSegment(_ b: UnsafeBufferPointer<UInt8>, from: Int, controls: inout UInt64) -> (
             end: Int, equals: Int
@@ -438,6 +440,25 @@ extension SetCookie {
                     if b[k] == 0x3B { return (k, equals) }
                     equals = k
                     i = k + 1
+                }
+                if i < count && count >= 8 {
+                    // The last bytes: the line's last word shifted down to byte `i` (zeros above it, not looked at).
+                    let shift = UInt64(8 &* (i &- (count &- 8)))
+                    let w = UnsafeRawPointer(base + (count &- 8)).loadUnaligned(as: UInt64.self).littleEndian &>> shift
+                    let valid = highs &>> shift
+                    let del = w ^ (ones &* 0x7F)
+                    controls |= ((w &- ones &* 0x20) & ~w | (del &- ones) & ~del) & valid
+                    let s = w ^ (ones &* 0x3B)
+                    let semicolons = (s &- ones) & ~s & valid
+                    let at = semicolons == 0 ? count : i &+ semicolons.trailingZeroBitCount &>> 3
+                    if equals < 0 {
+                        let e = w ^ (ones &* 0x3D)
+                        let equalSigns = (e &- ones) & ~e & valid
+                        // Each mask's lowest bit is a true match; an '=' counts when it comes before the ';'.
+                        let k = i &+ equalSigns.trailingZeroBitCount &>> 3
+                        if equalSigns != 0 && k < at { equals = k }
+                    }
+                    return (at, equals)
                 }
             }
             while i < count {
