@@ -92,15 +92,22 @@ public struct CookieOutcome: Sendable {
 }
 
 /// Which of the engine's cookie rules matched one cookie: a bit set over rule indices, without allocating
-/// for the first 64 rules; indices beyond go to an array.
+/// for the first 64 rules; indices beyond go to a box made at the first such match.
 struct RuleMatches: Sendable {
     var low: UInt64 = 0
-    var high: [Int] = []
+    /// The rules past the first 64, in a box made only when one matches: a line's matches are copied and dropped
+    /// on every line, and an empty array is still retained and released each time.
+    private var beyond: Beyond? = nil
+    final class Beyond: Sendable {
+        let indices: [Int]
+        init(_ indices: [Int]) { self.indices = indices }
+    }
+    var high: [Int] { beyond?.indices ?? [] }
 
-    var isEmpty: Bool { low == 0 && high.isEmpty }
+    var isEmpty: Bool { low == 0 && beyond == nil }
 
     mutating func insert(_ index: Int) {
-        if index < 64 { low |= 1 << UInt64(index) } else { high.append(index) }
+        if index < 64 { low |= 1 << UInt64(index) } else { beyond = Beyond(high + [index]) }
     }
 
     /// The indices in increasing (file) order.
@@ -110,7 +117,7 @@ struct RuleMatches: Sendable {
             body(bits.trailingZeroBitCount)
             bits &= bits &- 1
         }
-        for index in high { body(index) }
+        if let beyond { for index in beyond.indices { body(index) } }
     }
 
     func names(_ all: [String]) -> [String] {

@@ -14,6 +14,17 @@ import Testing
 
     static func rule(_ body: String) -> String { "rule \"r\" {\n\(body)\n}\n" }
 
+    /// A cookie matched by every rule of a file of N rules (the first 64 are kept in a word, the rest apart): all
+    /// N names in file order, and every rule's action done (rule i sets Max-Age=i+1: the last one wins).
+    @Test(arguments: [1, 63, 64, 65, 66, 130])
+    func everyMatchingRuleIsListedAndAppliedPastTheFirst64(_ count: Int) throws {
+        var text = ""
+        for i in 0..<count { text += "rule \"r\(i)\" {\n    cookie a\n    max-age \(i + 1)s\n}\n" }
+        let outcome = try Self.run(text, "a=1")
+        #expect(outcome.rules == (0..<count).map { "r\($0)" })
+        #expect(outcome.result?.description == "a=1; Max-Age=\(count)")
+    }
+
     /// Golden cases: rules + Set-Cookie → exact output bytes, one per action.
     @Test(arguments: [
         ("domain .example.com", "a=1; Domain=app.example.com; Path=/", "a=1; Domain=.example.com; Path=/"),
