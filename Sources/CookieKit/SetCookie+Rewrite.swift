@@ -92,8 +92,9 @@ package struct SetCookieRewrite: ~Copyable {
         appended.append(entry)
     }
 
-    /// The line as edited, after ``write()``, valid until the next edit.
-    package func withOutput<R>(_ body: (UnsafeBufferPointer<UInt8>) -> R) -> R {
+    /// The line as edited, after ``write()``, valid until the next edit. (Mutating only so that a rewrite kept in a
+    /// class's property is read where it lies: a borrow of it copied the whole rewrite first.)
+    package mutating func withOutput<R>(_ body: (UnsafeBufferPointer<UInt8>) -> R) -> R {
         output.withElements(body)
     }
 
