@@ -320,12 +320,14 @@ public final class RuleEngine: Sendable {
     public struct CookiePlan: Sendable {
         /// Indices into the engine's cookie rules, in file order.
         let rules: [Int]
-        let context: MessageContext
+        /// The message the plan is for.
+        public let context: MessageContext
         /// Whether no rule can touch a cookie of this message.
         public var isEmpty: Bool { rules.isEmpty }
     }
 
-    public func cookiePlan(_ context: MessageContext) -> CookiePlan {
+    /// The plan for one message; the context is kept in it (given, not copied: read it back as ``CookiePlan/context``).
+    public func cookiePlan(_ context: consuming MessageContext) -> CookiePlan {
         if let unconditional { return CookiePlan(rules: unconditional, context: context) }
         var candidates = hostIndex.candidates(context.host)
         if candidates.contains(where: { !conditionsHold(messageConditions[$0], context) }) {

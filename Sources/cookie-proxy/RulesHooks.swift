@@ -95,9 +95,9 @@ final class RulesHooks: ProxyHooks, Sendable {
 
     func willForwardResponse(_ head: inout OutgoingHead, context: ExchangeContext) {
         let engine = current
-        let message = Self.messageContext(context)
-        if !dryRun { Self.applyHeaderActions(engine.responseHeaderActions(message), to: &head) }
-        let plan = engine.cookiePlan(message)
+        // The message's context lives in the plan (one copy of its strings per response, not two).
+        let plan = engine.cookiePlan(Self.messageContext(context))
+        if !dryRun { Self.applyHeaderActions(engine.responseHeaderActions(plan.context), to: &head) }
         guard dryRun || !plan.isEmpty else { return }
         var nowMS: Int64 = 0
         var changedCount = 0
@@ -125,15 +125,15 @@ final class RulesHooks: ProxyHooks, Sendable {
                 }
                 // The result is in the rewrite's output when it changed.
                 if edit.dropped {
-                    recorder!.add(original: original, result: nil, edit: edit, context: context, message: message)
+                    recorder!.add(original: original, result: nil, edit: edit, context: context, message: plan.context)
                 } else if edit.rewritten {
                     scratch.rewrite.withOutput {
                         recorder!.add(
-                            original: original, result: $0, edit: edit, context: context, message: message)
+                            original: original, result: $0, edit: edit, context: context, message: plan.context)
                     }
                 } else {
                     recorder!.add(
-                        original: original, result: original, edit: edit, context: context, message: message)
+                        original: original, result: original, edit: edit, context: context, message: plan.context)
                 }
             }
             if changed && !dryRun {
