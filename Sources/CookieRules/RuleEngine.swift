@@ -28,6 +28,10 @@ public struct MessageContext: Sendable {
 
     /// The URL cookies are judged against (RFC 6265bis: the request-uri).
     public var requestURL: RequestURL { RequestURL(scheme: scheme, host: host, port: port, path: path) }
+
+    /// A context with nothing in it, for the plans of an engine that never reads one
+    /// (``RuleEngine/readsMessageContext`` is false): a caller that neither logs nor records need not build one.
+    public static let unread = MessageContext(scheme: "", host: "", port: 0, path: "", method: "", status: nil)
 }
 
 /// One attribute-level difference between a Set-Cookie before and after the rules.
@@ -181,6 +185,10 @@ public final class RuleEngine: Sendable {
     /// Every cookie rule, when none has a message condition (the plan of every message): no lookup or test per
     /// response.
     let unconditional: [Int]?
+    /// Whether the cookie rules or the response header rules can read a message's context (host, path, method,
+    /// scheme, status): false when every cookie rule applies to every message and all its conditions and actions
+    /// are compiled ones (`cookie-domain`, flags, values, `drop`, `log`), and no rule edits response headers.
+    public let readsMessageContext: Bool
 
     struct HostIndex: Sendable {
         /// Exact names and `.suffix`es, in a hash table of their bytes. The hash is FNV-1a taken from the last
@@ -314,6 +322,9 @@ public final class RuleEngine: Sendable {
         }
         hostIndex = HostIndex(cookieRules)
         unconditional = messageConditions.allSatisfy(\.isEmpty) ? Array(cookieRules.indices) : nil
+        readsMessageContext =
+            unconditional == nil || !program.general.isEmpty || !program.conditions.isEmpty
+            || !responseHeaderRules.isEmpty
     }
 
     /// The cookie rules whose message conditions hold for one response: work out once, apply to each cookie.

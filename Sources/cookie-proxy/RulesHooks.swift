@@ -95,8 +95,10 @@ final class RulesHooks: ProxyHooks, Sendable {
 
     func willForwardResponse(_ head: inout OutgoingHead, context: ExchangeContext) {
         let engine = current
-        // The message's context lives in the plan (one copy of its strings per response, not two).
-        let plan = engine.cookiePlan(Self.messageContext(context))
+        // The message's context lives in the plan (one copy of its strings per response, not two); it is built
+        // only when the rules or the log read it.
+        let plan = engine.cookiePlan(
+            engine.readsMessageContext || sink != nil ? Self.messageContext(context) : .unread)
         if !dryRun { Self.applyHeaderActions(engine.responseHeaderActions(plan.context), to: &head) }
         guard dryRun || !plan.isEmpty else { return }
         var nowMS: Int64 = 0

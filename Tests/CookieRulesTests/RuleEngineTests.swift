@@ -14,6 +14,44 @@ import Testing
 
     static func rule(_ body: String) -> String { "rule \"r\" {\n\(body)\n}\n" }
 
+    /// Rule sets that cannot read the message (every rule for every message, compiled conditions and actions):
+    /// the proxy then plans with an empty context; the rest read it.
+    @Test(arguments: [
+        ("secure", false), ("cookie-domain example.com\n    domain .example.com", false),
+        ("samesite lax\n    httponly\n    secure off", false), ("domain add-dot\n    cookie-path /app", false),
+        ("log", false), ("drop", false), ("host example.com\n    secure", true), ("path /app\n    secure", true),
+        ("method POST\n    secure", true), ("scheme https\n    secure", true), ("status 200\n    secure", true),
+        ("cookie sid\n    secure", true), ("where rejected\n    log", true), ("domain ensure", true),
+        ("max-age 1h", true), ("response-header set X-A 1", true),
+    ])
+    func readsTheMessageOnlyWhenARuleCan(_ body: String, _ reads: Bool) throws {
+        let engine = RuleEngine(RuleSet(rules: try RulesParser.parse(Self.rule("    " + body), file: "t"), files: []))
+        #expect(engine.readsMessageContext == reads)
+    }
+
+    /// Where the rules cannot read the message, planning with the empty context changes no outcome: the same
+    /// lines, matches and notes as with the real one, for cookies of every shape the rules look at.
+    @Test(arguments: [
+        "secure", "cookie-domain example.com\n    domain .example.com", "cookie-domain *.example.com\n    drop",
+        "samesite lax\n    httponly\n    secure off", "domain add-dot\n    cookie-path /app", "log",
+    ])
+    func planningWithoutTheMessageChangesNothingWhenNoRuleReadsIt(_ body: String) throws {
+        let engine = RuleEngine(RuleSet(rules: try RulesParser.parse(Self.rule("    " + body), file: "t"), files: []))
+        try #require(!engine.readsMessageContext)
+        let cookies = [
+            "a=1", "a=1; Domain=example.com; Secure", "a=1; Domain=app.example.com; SameSite=None; Path=/",
+            "a=1; Domain=.other.org; HttpOnly", "=v; Domain=example.com", "a=1; SameSite=lax; Secure; Secure",
+        ].map { SetCookie($0) }
+        let real = engine.cookiePlan(Self.context)
+        let empty = engine.cookiePlan(.unread)
+        for cookie in cookies {
+            let a = engine.apply(real, to: cookie, now: Self.now)
+            let b = engine.apply(empty, to: cookie, now: Self.now)
+            #expect(a.result?.bytes == b.result?.bytes, "\(cookie)")
+            #expect(a.rules == b.rules && a.notes == b.notes && a.logRequested == b.logRequested, "\(cookie)")
+        }
+    }
+
     /// A cookie matched by every rule of a file of N rules (the first 64 are kept in a word, the rest apart): all
     /// N names in file order, and every rule's action done (rule i sets Max-Age=i+1: the last one wins).
     @Test(arguments: [1, 63, 64, 65, 66, 130])
