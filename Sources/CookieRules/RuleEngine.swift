@@ -109,6 +109,8 @@ struct RuleMatches: Sendable {
     var high: [Int] { beyond?.indices ?? [] }
 
     var isEmpty: Bool { low == 0 && beyond == nil }
+    /// Whether a rule past the first 64 matched (no array is retained to tell).
+    var hasBeyond64: Bool { beyond != nil }
 
     mutating func insert(_ index: Int) {
         if index < 64 { low |= 1 << UInt64(index) } else { beyond = Beyond(high + [index]) }
@@ -386,7 +388,7 @@ public final class RuleEngine: Sendable {
         /// The first 64 rules of ``matchedRules`` alone (no array to retain).
         public var matchedRulesLow: UInt64 { matched.low }
         /// Whether a rule past the first 64 matched (``matchedRules``' array is not empty).
-        public var matchedRulesBeyond64: Bool { !matched.high.isEmpty }
+        public var matchedRulesBeyond64: Bool { matched.hasBeyond64 }
     }
 
     /// Runs the rules of a plan over one Set-Cookie value, editing it (for library users and the CLI: the proxy
