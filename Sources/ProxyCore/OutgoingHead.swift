@@ -182,65 +182,73 @@ public struct OutgoingHead: Sendable {
     /// The head bytes: start line, fields, empty line. Runs of received lines are copied at once.
     public func serialize(into out: inout [UInt8]) {
         let crlf: (UInt8, UInt8) = (0x0D, 0x0A)
-        let bytes = source.bytes
         // Room for the whole head at once: appending piece by piece to a new connection's empty buffer grew it
         // several times per head. The bound: every received byte, every edited byte, each written field.
-        var bound = out.count + bytes.count + (edited?.count ?? 0) + (startLine?.count ?? 0) + 4
-        for case .written(let name, let value, _) in lines { bound += name.utf8.count + value.count + 4 }
+        var bound = out.count + source.bytes.count + (edited?.count ?? 0) + (startLine?.count ?? 0) + 4
+        for index in lines.indices {
+            if case .written(let name, let value, _) = lines[index] { bound += name.utf8.count + value.count + 4 }
+        }
         if bound > out.capacity { out.reserveCapacity(Swift.max(bound, 2 * out.capacity)) }
-        if let startLine {
-            out.append(contentsOf: startLine)
-            out.append(crlf.0)
-            out.append(crlf.1)
-        } else {
-            // The received start line with its own line ending.
-            let end = source.fields.first?.line.lowerBound ?? source.startLine.upperBound
-            out.append(contentsOf: bytes[0..<end])
-            if source.fields.isEmpty {
-                out.append(crlf.0)
-                out.append(crlf.1)
-            }
-        }
-        // A run of consecutive received fields is one contiguous range of the source; a run of lines edited in order
-        // one range of the edited bytes.
-        var run: Range<Int>? = nil
-        var editedRun: Range<Int>? = nil
-        func flushRuns() {
-            if let current = run { out.append(contentsOf: bytes[current]) }
-            if let current = editedRun {
-                withEditedBytes { out.append(contentsOf: UnsafeBufferPointer(rebasing: $0[current])) }
-            }
-            run = nil
-            editedRun = nil
-        }
-        for line in lines {
-            switch line {
-            case .original(let i):
-                let r = source.fields[i].line
-                if let current = run, current.upperBound == r.lowerBound {
-                    run = current.lowerBound..<r.upperBound
+        // The received and edited bytes are copied from their buffers (an append of an Array's slice went through
+        // the generic sequence path and retained the Array), and the lines are read in place by index (a `for` over
+        // them copied each line, a call per line to copy and one to destroy it).
+        source.bytes.withUnsafeBufferPointer { bytes in
+            withEditedBytes { editedBytes in
+                if let startLine {
+                    out.append(contentsOf: startLine)
+                    out.append(crlf.0)
+                    out.append(crlf.1)
                 } else {
-                    flushRuns()
-                    run = r
+                    // The received start line with its own line ending.
+                    let end = source.fields.first?.line.lowerBound ?? source.startLine.upperBound
+                    out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[0..<end]))
+                    if source.fields.isEmpty {
+                        out.append(crlf.0)
+                        out.append(crlf.1)
+                    }
                 }
-            case .edited(_, let r):
-                if let current = editedRun, current.upperBound == r.lowerBound {
-                    editedRun = current.lowerBound..<r.upperBound
-                } else {
-                    flushRuns()
-                    editedRun = r
+                // A run of consecutive received fields is one contiguous range of the source; a run of lines edited
+                // in order one range of the edited bytes.
+                var run: Range<Int>? = nil
+                var editedRun: Range<Int>? = nil
+                func flushRuns() {
+                    if let current = run { out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[current])) }
+                    if let current = editedRun {
+                        out.append(contentsOf: UnsafeBufferPointer(rebasing: editedBytes[current]))
+                    }
+                    run = nil
+                    editedRun = nil
                 }
-            case .written(let name, let value, _):
+                for index in lines.indices {
+                    switch lines[index] {
+                    case .original(let i):
+                        let r = source.fields[i].line
+                        if let current = run, current.upperBound == r.lowerBound {
+                            run = current.lowerBound..<r.upperBound
+                        } else {
+                            flushRuns()
+                            run = r
+                        }
+                    case .edited(_, let r):
+                        if let current = editedRun, current.upperBound == r.lowerBound {
+                            editedRun = current.lowerBound..<r.upperBound
+                        } else {
+                            flushRuns()
+                            editedRun = r
+                        }
+                    case .written(let name, let value, _):
+                        flushRuns()
+                        out.append(contentsOf: name.utf8)
+                        out.append(0x3A)
+                        out.append(0x20)
+                        out.append(contentsOf: value)
+                        out.append(crlf.0)
+                        out.append(crlf.1)
+                    }
+                }
                 flushRuns()
-                out.append(contentsOf: name.utf8)
-                out.append(0x3A)
-                out.append(0x20)
-                out.append(contentsOf: value)
-                out.append(crlf.0)
-                out.append(crlf.1)
             }
         }
-        flushRuns()
         out.append(crlf.0)
         out.append(crlf.1)
     }
