@@ -61,7 +61,7 @@ extension SetCookie {
             bytes[written.lowerBound] != 0x2E
         else { return }
         guard let index = layout.spans.lastIndex(where: { $0.kind == .domain }),
-            Int(layout.spans[index].valueStart) == written.lowerBound, layout.problem == nil
+            Int(layout.spans[index].valueStart) == written.lowerBound, layout.pair.problem == nil
         else {
             // The last Domain is not the one in effect (an over-long value): the general edit.
             try? set(.domain, toBytes: [0x2E] + bytes[written])
@@ -119,10 +119,10 @@ extension SetCookie {
     /// Changes the cookie-name. A nameless cookie (`Set-Cookie: foo`) gains `name=` in front of its value.
     public mutating func rename(to newName: String) throws(EditError) {
         try Self.checkToken(newName, what: "cookie name", allowEmpty: true)
-        if layout.pairHasEquals {
-            replace(Int(layout.nameStart)..<Int(layout.nameEnd), with: Array(newName.utf8))
+        if layout.pair.pairHasEquals {
+            replace(Int(layout.pair.nameStart)..<Int(layout.pair.nameEnd), with: Array(newName.utf8))
         } else if !newName.isEmpty {
-            let at = Int(layout.valueStart)
+            let at = Int(layout.pair.valueStart)
             replace(at..<at, with: Array((newName + "=").utf8))
         }
     }
@@ -130,7 +130,7 @@ extension SetCookie {
     /// Changes the cookie-value (quotes, if wanted, are part of `newValue`).
     public mutating func setValue(_ newValue: String) throws(EditError) {
         try Self.checkValue(newValue, what: "cookie value")
-        replace(Int(layout.valueStart)..<Int(layout.valueEnd), with: Array(newValue.utf8))
+        replace(Int(layout.pair.valueStart)..<Int(layout.pair.valueEnd), with: Array(newValue.utf8))
     }
 
     /// The span of a cookie-av just appended as `; name` or `; name=value` (no edge whitespace), from just after
@@ -181,7 +181,7 @@ extension SetCookie {
         // A non-empty value without edge whitespace, put where a non-empty value was, parses back into the same
         // places (it has no ';' or control character): only the spans after it move, no reparse.
         let keepsLayout =
-            layout.problem == nil && !range.isEmpty && !value.isEmpty && !ASCII.isWSP(value[0])
+            layout.pair.problem == nil && !range.isEmpty && !value.isEmpty && !ASCII.isWSP(value[0])
             && !ASCII.isWSP(value[value.count - 1])
         Self.replace(&bytes, range, with: value)
         guard keepsLayout else { return reparse() }
@@ -240,7 +240,7 @@ extension SetCookie {
         guard !indices.isEmpty else { return }
         // Removing whole cookie-avs with their ';' leaves the others as they were, shifted; a line with a
         // problem (whose offset may move or vanish) is reparsed instead.
-        let keepsLayout = layout.problem == nil
+        let keepsLayout = layout.pair.problem == nil
         for index in indices.reversed() {
             let span = layout.spans[index]
             let removed = Int(span.start) - 1..<Int(span.end)

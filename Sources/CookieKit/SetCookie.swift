@@ -93,19 +93,19 @@ public struct SetCookie: Sendable, Hashable, CustomStringConvertible {
     // MARK: Name and value (§5.6 steps 2–4)
 
     /// The cookie-name bytes, without surrounding whitespace. Empty when the pair has no `=` (§5.6 step 3).
-    public var nameBytes: ArraySlice<UInt8> { bytes[Int(layout.nameStart)..<Int(layout.nameEnd)] }
+    public var nameBytes: ArraySlice<UInt8> { bytes[Int(layout.pair.nameStart)..<Int(layout.pair.nameEnd)] }
     /// The cookie-value bytes, without surrounding whitespace; quotes are kept (they are part of the value).
-    public var valueBytes: ArraySlice<UInt8> { bytes[Int(layout.valueStart)..<Int(layout.valueEnd)] }
+    public var valueBytes: ArraySlice<UInt8> { bytes[Int(layout.pair.valueStart)..<Int(layout.pair.valueEnd)] }
     /// Where the cookie-value is in ``bytes``.
-    public var valueRange: Range<Int> { Int(layout.valueStart)..<Int(layout.valueEnd) }
+    public var valueRange: Range<Int> { Int(layout.pair.valueStart)..<Int(layout.pair.valueEnd) }
     /// The cookie-name as text.
     public var name: String { String(lossy: nameBytes) }
     /// The cookie-value as text.
     public var value: String { String(lossy: valueBytes) }
     /// Whether the name-value-pair contains `=`; `Set-Cookie: foo` is a cookie with an empty name (§5.6 step 3).
-    public var hasNameValueSeparator: Bool { layout.pairHasEquals }
+    public var hasNameValueSeparator: Bool { layout.pair.pairHasEquals }
     /// Byte range of the name-value-pair (up to the first `;`), whitespace included.
-    public var nameValuePairRange: Range<Int> { 0..<Int(layout.pairEnd) }
+    public var nameValuePairRange: Range<Int> { 0..<Int(layout.pair.pairEnd) }
 
     // MARK: Attributes as written
 
@@ -126,7 +126,7 @@ public struct SetCookie: Sendable, Hashable, CustomStringConvertible {
     public var attributeCount: Int { layout.spans.count }
 
     /// Whether a user agent would ignore this line entirely (§5.6 steps 1 and 5, §5.7 step 2), and why.
-    public var problem: Problem? { layout.problem }
+    public var problem: Problem? { layout.pair.problem }
 
     /// RFC 6265bis §5.6 step 5: name plus value longer than this is ignored.
     public static let maximumNameValueLength = 4096
@@ -296,14 +296,6 @@ extension SetCookie {
             var problem: Problem?
         }
 
-        var pairEnd: Int32 { pair.pairEnd }
-        var nameStart: Int32 { pair.nameStart }
-        var nameEnd: Int32 { pair.nameEnd }
-        var valueStart: Int32 { pair.valueStart }
-        var valueEnd: Int32 { pair.valueEnd }
-        var pairHasEquals: Bool { pair.pairHasEquals }
-        var problem: Problem? { pair.problem }
-
         /// One cookie-av: `start` is just after its `;`, `end` at the next `;` or the end.
         @usableFromInline
         struct Span: Sendable {
@@ -375,16 +367,7 @@ extension SetCookie {
                 // Attributes steps 2–3: skip the ';', consume up to the next one.
                 let start = position + 1
                 let (end, avEquals) = scanSegment(b, from: start, controls: &controls)
-                // Step 4–5.
-                let (ns, ne) = trim(b, start, avEquals >= 0 ? avEquals : end)
-                var (vs, ve) = (end, end)
-                if avEquals >= 0 { (vs, ve) = trim(b, avEquals + 1, end) }
-                spans.append(
-                    Span(
-                        start: Int32(truncatingIfNeeded: start), end: Int32(truncatingIfNeeded: end),
-                        nameStart: Int32(truncatingIfNeeded: ns), nameEnd: Int32(truncatingIfNeeded: ne),
-                        valueStart: Int32(truncatingIfNeeded: vs), valueEnd: Int32(truncatingIfNeeded: ve),
-                        hasEquals: avEquals >= 0, kind: CookieAttributeKind.classify(b, ns, ne)))
+                spans.append(span(b, from: start, to: end, equals: avEquals))
                 position = end
             }
             if controls != 0, let offset = (0..<count).first(where: { ASCII.isForbiddenControl(b[$0]) }) {
@@ -419,18 +402,11 @@ extension SetCookie {
             var i = from
             var equals = -1
             if let base = b.baseAddress {
-                let ones: UInt64 = 0x0101_0101_0101_0101
-                let highs: UInt64 = 0x8080_8080_8080_8080
                 while i + 8 <= count {
                     let w = UnsafeRawPointer(base + i).loadUnaligned(as: UInt64.self).littleEndian
-                    let del = w ^ (ones &* 0x7F)
-                    controls |= ((w &- ones &* 0x20) & ~w | (del &- ones) & ~del) & highs
-                    let s = w ^ (ones &* 0x3B)
-                    var flagged = (s &- ones) & ~s & highs
-                    if equals < 0 {
-                        let e = w ^ (ones &* 0x3D)
-                        flagged |= (e &- ones) & ~e & highs
-                    }
+                    controls |= controlFlags(w)
+                    var flagged = flags(w, equalTo: 0x3B)
+                    if equals < 0 { flagged |= flags(w, equalTo: 0x3D) }
                     if flagged == 0 {
                         i += 8
                         continue
@@ -445,15 +421,12 @@ extension SetCookie {
                     // The last bytes: the line's last word shifted down to byte `i` (zeros above it, not looked at).
                     let shift = UInt64(8 &* (i &- (count &- 8)))
                     let w = UnsafeRawPointer(base + (count &- 8)).loadUnaligned(as: UInt64.self).littleEndian &>> shift
-                    let valid = highs &>> shift
-                    let del = w ^ (ones &* 0x7F)
-                    controls |= ((w &- ones &* 0x20) & ~w | (del &- ones) & ~del) & valid
-                    let s = w ^ (ones &* 0x3B)
-                    let semicolons = (s &- ones) & ~s & valid
+                    let valid: UInt64 = 0x8080_8080_8080_8080 &>> shift
+                    controls |= controlFlags(w) & valid
+                    let semicolons = flags(w, equalTo: 0x3B) & valid
                     let at = semicolons == 0 ? count : i &+ semicolons.trailingZeroBitCount &>> 3
                     if equals < 0 {
-                        let e = w ^ (ones &* 0x3D)
-                        let equalSigns = (e &- ones) & ~e & valid
+                        let equalSigns = flags(w, equalTo: 0x3D) & valid
                         // Each mask's lowest bit is a true match; an '=' counts when it comes before the ';'.
                         let k = i &+ equalSigns.trailingZeroBitCount &>> 3
                         if equalSigns != 0 && k < at { equals = k }
@@ -471,21 +444,42 @@ extension SetCookie {
             return (count, equals)
         }
 
-        /// One cookie-av between `start` (after its ';') and `end` (RFC 6265bis §5.6 attributes steps 3–5).
-        static func span(in b: UnsafeBufferPointer<UInt8>, from start: Int, to end: Int) -> Span {
-            var avEquals = -1
-            for k in start..<end where b[k] == 0x3D {
-                avEquals = k
-                break
-            }
-            let (ns, ne) = trim(b, start, avEquals >= 0 ? avEquals : end)
+        /// The high bit of each byte of `w` that may equal `c` (the SWAR zero-byte test on `w ^ c·0x01…01`): the
+        /// lowest flagged byte is a true match; a byte just above a true match may be flagged too.
+        @inline(__always)
+        static func flags(_ w: UInt64, equalTo c: UInt64) -> UInt64 {
+            let ones: UInt64 = 0x0101_0101_0101_0101
+            let x = w ^ (ones &* c)
+            return (x &- ones) & ~x & (ones &* 0x80)
+        }
+
+        /// The high bit of each byte of `w` that may be a control character (under 0x20, or 0x7F; an allowed HTAB
+        /// too), as ``flags(_:equalTo:)``: none flagged means none there.
+        @inline(__always)
+        static func controlFlags(_ w: UInt64) -> UInt64 {
+            let ones: UInt64 = 0x0101_0101_0101_0101
+            return (w &- ones &* 0x20) & ~w & (ones &* 0x80) | flags(w, equalTo: 0x7F)
+        }
+
+        /// One cookie-av between `start` (after its ';') and `end`, its first `=` at `equals` or -1 (RFC 6265bis
+        /// §5.6 attributes steps 4–5).
+        @inline(__always)
+        static func span(_ b: UnsafeBufferPointer<UInt8>, from start: Int, to end: Int, equals: Int) -> Span {
+            let (ns, ne) = trim(b, start, equals >= 0 ? equals : end)
             var (vs, ve) = (end, end)
-            if avEquals >= 0 { (vs, ve) = trim(b, avEquals + 1, end) }
+            if equals >= 0 { (vs, ve) = trim(b, equals + 1, end) }
             return Span(
                 start: Int32(truncatingIfNeeded: start), end: Int32(truncatingIfNeeded: end),
                 nameStart: Int32(truncatingIfNeeded: ns), nameEnd: Int32(truncatingIfNeeded: ne),
                 valueStart: Int32(truncatingIfNeeded: vs), valueEnd: Int32(truncatingIfNeeded: ve),
-                hasEquals: avEquals >= 0, kind: CookieAttributeKind.classify(b, ns, ne))
+                hasEquals: equals >= 0, kind: CookieAttributeKind.classify(b, ns, ne))
+        }
+
+        /// One cookie-av between `start` (after its ';') and `end` (RFC 6265bis §5.6 attributes steps 3–5).
+        static func span(in b: UnsafeBufferPointer<UInt8>, from start: Int, to end: Int) -> Span {
+            var equals = start
+            while equals < end && b[equals] != 0x3D { equals += 1 }
+            return span(b, from: start, to: end, equals: equals < end ? equals : -1)
         }
 
         @inline(__always)

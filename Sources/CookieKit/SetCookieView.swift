@@ -31,7 +31,6 @@ package struct SetCookieView {
 
     /// See ``SetCookie/problem``.
     package var problem: SetCookie.Problem? { pair.problem }
-    var pairEnd: Int32 { pair.pairEnd }
 
     /// The cookie-name bytes (``SetCookie/nameBytes``).
     package var nameBytes: UnsafeBufferPointer<UInt8> {

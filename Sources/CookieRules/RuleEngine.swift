@@ -102,8 +102,9 @@ struct RuleMatches: Sendable {
     /// The rules past the first 64, in a box made only when one matches: a line's matches are copied and dropped
     /// on every line, and an empty array is still retained and released each time.
     private var beyond: Beyond? = nil
-    final class Beyond: Sendable {
-        let indices: [Int]
+    /// Written only while one set of matches holds it (copied first otherwise), so it is sendable as they are.
+    final class Beyond: @unchecked Sendable {
+        var indices: [Int]
         init(_ indices: [Int]) { self.indices = indices }
     }
     var high: [Int] { beyond?.indices ?? [] }
@@ -112,8 +113,18 @@ struct RuleMatches: Sendable {
     /// Whether a rule past the first 64 matched (no array is retained to tell).
     var hasBeyond64: Bool { beyond != nil }
 
+    @inline(__always)
     mutating func insert(_ index: Int) {
-        if index < 64 { low |= 1 << UInt64(index) } else { beyond = Beyond(high + [index]) }
+        if index < 64 { low |= 1 << UInt64(index) } else { insertBeyond64(index) }
+    }
+
+    private mutating func insertBeyond64(_ index: Int) {
+        if beyond == nil {
+            beyond = Beyond([index])
+        } else {
+            if !isKnownUniquelyReferenced(&beyond!) { beyond = Beyond(beyond!.indices) }
+            beyond!.indices.append(index)
+        }
     }
 
     /// The indices in increasing (file) order.
