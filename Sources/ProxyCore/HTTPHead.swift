@@ -136,8 +136,18 @@ public struct HTTPVersion: Sendable, Hashable, CustomStringConvertible {
 public struct RequestHead: Sendable {
     public var head: HTTPHead
     public var method: String
-    public var target: String
+    /// Where the request-target lies in the head's bytes: made a string only when asked (the routing reads the
+    /// bytes; an absolute URL is too long for a string stored inline, and would be allocated for every request).
+    public var targetRange: Range<Int>
     public var version: HTTPVersion
+
+    /// The request-target (RFC 9112 §3.2).
+    public var target: String { String(decoding: head.bytes[targetRange], as: UTF8.self) }
+
+    /// The request-target's bytes, in place for the duration of `body`.
+    public func withTargetBytes<R>(_ body: (UnsafeBufferPointer<UInt8>) -> R) -> R {
+        head.bytes.withUnsafeBufferPointer { body(UnsafeBufferPointer(rebasing: $0[targetRange])) }
+    }
 }
 
 /// A parsed response head (RFC 9112 §4).
@@ -249,10 +259,16 @@ public struct HTTPHeadParser: Sendable {
     /// ends a line, as RFC 9112 §2.2 lets a recipient read it, and the head is then re-serialised with CRLF line
     /// ends: the proxy's reading becomes the only one, since every later hop sees CRLF. `bytes` of the result
     /// are the normalised head.
-    public func parseHead(_ bytes: [UInt8], strictValues: Bool = false) throws(HTTPParseError) -> HTTPHead {
+    ///
+    /// `fieldStorage`: an array whose storage the fields are written into (emptied first), so that a caller parsing
+    /// head after head allocates no field list (``HeadStorage``).
+    public func parseHead(
+        _ bytes: [UInt8], strictValues: Bool = false, fieldStorage: consuming [HTTPHead.Field] = []
+    ) throws(HTTPParseError) -> HTTPHead {
         var startLine = 0..<0
-        var fields: [HTTPHead.Field] = []
-        fields.reserveCapacity(16)
+        var fields = fieldStorage
+        fields.removeAll(keepingCapacity: true)
+        if fields.capacity < 16 { fields.reserveCapacity(16) }
         var bareLF = false
         let failure = bytes.withUnsafeBufferPointer { b -> HTTPParseError? in
             if let (invalid, at) = Self.nulOrBareCR(b) { return Self.malformed(invalid, at: at) }
@@ -261,7 +277,9 @@ public struct HTTPHeadParser: Sendable {
                 fields: &fields, bareLF: &bareLF)
         }
         if let failure { throw failure }
-        if bareLF { return try parseHead(Self.normalisingLineEnds(bytes), strictValues: strictValues) }
+        if bareLF {
+            return try parseHead(Self.normalisingLineEnds(bytes), strictValues: strictValues, fieldStorage: fields)
+        }
         return HTTPHead(bytes: bytes, startLine: startLine, fields: fields)
     }
 
@@ -372,8 +390,10 @@ public struct HTTPHeadParser: Sendable {
     }
 
     /// Parses a request head (RFC 9112 §3): method SP request-target SP HTTP-version.
-    public func parseRequest(_ bytes: [UInt8]) throws(HTTPParseError) -> RequestHead {
-        let head = try parseHead(bytes, strictValues: true)
+    public func parseRequest(_ bytes: [UInt8], fieldStorage: consuming [HTTPHead.Field] = []) throws(HTTPParseError)
+        -> RequestHead
+    {
+        let head = try parseHead(bytes, strictValues: true, fieldStorage: fieldStorage)
         let bytes = head.bytes
         // Exactly two single spaces split the line (RFC 9112 §3).
         let line = head.startLine
@@ -394,14 +414,14 @@ public struct HTTPHeadParser: Sendable {
             throw Self.malformed("unsupported HTTP version", at: secondSpace + 1)
         }
         return RequestHead(
-            head: head, method: String(decoding: method, as: UTF8.self),
-            target: String(decoding: target, as: UTF8.self),
-            version: version)
+            head: head, method: String(decoding: method, as: UTF8.self), targetRange: target.indices, version: version)
     }
 
     /// Parses a response head (RFC 9112 §4): HTTP-version SP status-code SP [reason-phrase].
-    public func parseResponse(_ bytes: [UInt8]) throws(HTTPParseError) -> ResponseHead {
-        let head = try parseHead(bytes)
+    public func parseResponse(_ bytes: [UInt8], fieldStorage: consuming [HTTPHead.Field] = []) throws(HTTPParseError)
+        -> ResponseHead
+    {
+        let head = try parseHead(bytes, fieldStorage: fieldStorage)
         let bytes = head.bytes
         // HTTP-version SP 3DIGIT, then SP and a reason phrase (possibly empty) or nothing.
         let line = head.startLine

@@ -8,10 +8,12 @@ enum HeadRewrite {
     /// The head to send upstream for a request that is not a CONNECT.
     static func request(
         _ request: RequestHead, route: RequestRoute, connection: ConnectionOptions, framing: BodyFraming,
-        wantsUpgrade: Bool, via: UpstreamHop?, configuration: ProxyConfiguration
+        wantsUpgrade: Bool, via: UpstreamHop?, configuration: ProxyConfiguration,
+        lineStorage: consuming [OutgoingHead.Line] = [], startLineStorage: consuming [UInt8] = []
     ) -> OutgoingHead {
-        var out = OutgoingHead(request.head)
-        var startLine: [UInt8] = []
+        var out = OutgoingHead(request.head, lineStorage: lineStorage)
+        var startLine = startLineStorage
+        startLine.removeAll(keepingCapacity: true)
         startLine.reserveCapacity(request.method.utf8.count + route.target.utf8.count + 10)
         startLine.append(contentsOf: request.method.utf8)
         startLine.append(0x20)
@@ -48,8 +50,10 @@ enum HeadRewrite {
 
     /// A `101 Switching Protocols` the client asked for: relayed with its Connection and Upgrade (they are the
     /// switch), plus `Via`.
-    static func switchingProtocols(_ response: ResponseHead, configuration: ProxyConfiguration) -> OutgoingHead {
-        var out = OutgoingHead(response.head)
+    static func switchingProtocols(
+        _ response: ResponseHead, configuration: ProxyConfiguration, lineStorage: consuming [OutgoingHead.Line] = []
+    ) -> OutgoingHead {
+        var out = OutgoingHead(response.head, lineStorage: lineStorage)
         if configuration.addVia { addVia(&out, version: response.version, pseudonym: configuration.viaPseudonym) }
         return out
     }
@@ -68,9 +72,9 @@ enum HeadRewrite {
     /// its chunked framing (it is then delimited by the close).
     static func finalResponse(
         _ response: ResponseHead, connection: ConnectionOptions, framing: BodyFraming, dechunk: Bool,
-        client: ClientConnection, configuration: ProxyConfiguration
+        client: ClientConnection, configuration: ProxyConfiguration, lineStorage: consuming [OutgoingHead.Line] = []
     ) -> OutgoingHead {
-        var out = OutgoingHead(response.head)
+        var out = OutgoingHead(response.head, lineStorage: lineStorage)
         removeHopByHop(&out, connection: connection, keepUpgrade: false)
         canonicaliseFraming(&out, framing)
         if framing == .untilClose { out.removeAll(.contentLength) }

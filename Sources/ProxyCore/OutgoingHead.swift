@@ -32,11 +32,15 @@ public struct OutgoingHead: Sendable {
         case edited(Int, line: Range<Int>)
     }
 
-    public init(_ source: HTTPHead) {
+    /// The head as received, every line kept; `lineStorage`: an array whose storage the lines are written into
+    /// (emptied first), so that a caller rewriting head after head allocates no line list (``HeadStorage``).
+    public init(_ source: HTTPHead, lineStorage: consuming [Line] = []) {
         self.source = source
         self.startLine = nil
-        var lines: [Line] = []
-        lines.reserveCapacity(source.fields.count + 4)  // room for Via, Connection and a few rule additions
+        var lines = lineStorage
+        lines.removeAll(keepingCapacity: true)
+        // Room for Via, Connection and a few rule additions.
+        if lines.capacity < source.fields.count + 4 { lines.reserveCapacity(source.fields.count + 4) }
         for index in source.fields.indices { lines.append(.original(index)) }
         self.lines = lines
     }

@@ -110,6 +110,8 @@ public struct ProxyConnectionMachine {
 
     public private(set) var configuration: ProxyConfiguration
     let hooks: any ProxyHooks
+    /// Where heads are parsed and rewritten: the event loop's, shared by its connections.
+    let headStorage: HeadStorage
     let clientAddress: String
     var state: State = .idle
     /// The storage of the last finished exchange's request head and response buffer, emptied, for the next one
@@ -134,10 +136,11 @@ public struct ProxyConnectionMachine {
 
     public init(
         configuration: ProxyConfiguration, hooks: any ProxyHooks = NoHooks(), clientAddress: String,
-        requestIDs: @escaping @Sendable () -> UInt64
+        requestIDs: @escaping @Sendable () -> UInt64, headStorage: HeadStorage = HeadStorage()
     ) {
         self.configuration = configuration
         self.hooks = hooks
+        self.headStorage = headStorage
         self.clientAddress = clientAddress
         self.headParser = HTTPHeadParser(limits: configuration.parserLimits)
         self.nextRequestID = requestIDs
@@ -438,12 +441,14 @@ public struct ProxyConnectionMachine {
             answer(error.kind == .headTooLarge ? 431 : 400, error.description, &io, keepAlive: false)
             return
         }
-        let headBytes = Array(clientIn[clientInStart..<(clientInStart + length)])
+        let headBytes = clientIn.withUnsafeBufferPointer {
+            headStorage.bytes(copying: UnsafeBufferPointer(rebasing: $0[clientInStart..<(clientInStart + length)]))
+        }
         clientInStart += length
         let request: RequestHead
         let framing: BodyFraming
         do {
-            request = try headParser.parseRequest(headBytes)
+            request = try headParser.parseRequest(headBytes, fieldStorage: headStorage.takeFields())
             framing = try BodyFraming.forRequest(request.head, version: request.version)
         } catch {
             let status = error.kind == .tooManyFields ? 431 : error.kind == .notImplemented ? 501 : 400
@@ -451,6 +456,7 @@ public struct ProxyConnectionMachine {
             return
         }
         startExchange(request, framing: framing, &io)
+        headStorage.keep(request.head)
     }
 
     private mutating func startExchange(_ request: RequestHead, framing: BodyFraming, _ io: inout ConnectionIO) {
@@ -485,10 +491,12 @@ public struct ProxyConnectionMachine {
         if !route.isConnect {
             var out = HeadRewrite.request(
                 request, route: route, connection: connection, framing: framing, wantsUpgrade: wantsUpgrade, via: via,
-                configuration: configuration)
+                configuration: configuration, lineStorage: headStorage.takeLines(),
+                startLineStorage: headStorage.takeStartLine())
             hooks.willForwardRequest(&out, context: context)
             headBytes.reserveCapacity(request.head.bytes.count + 64)
             out.serialize(into: &headBytes)
+            headStorage.keep(out)
         }
         let exchange = Exchange(
             context: context, origin: origin, isConnect: route.isConnect, wantsUpgrade: wantsUpgrade,
@@ -546,6 +554,7 @@ public struct ProxyConnectionMachine {
         guard case .exchanging(let e) = state else { return unexpected("a response head", &io) }
         while let next = nextResponseHead(e, &io) {
             let response = next.head
+            defer { headStorage.keep(response.head) }
             if response.status == 101 {
                 switchProtocols(e, response, &io)
             } else if (100..<200).contains(response.status) {
@@ -578,12 +587,14 @@ public struct ProxyConnectionMachine {
             failResponse(e, "upstream \(e.origin) sent a response head that is too large", &io)
             return nil
         }
-        let headBytes = Array(e.upstreamIn[0..<length])
+        let headBytes = e.upstreamIn.withUnsafeBufferPointer {
+            headStorage.bytes(copying: UnsafeBufferPointer(rebasing: $0[0..<length]))
+        }
         e.upstreamIn.removeFirst(length)
         let response: ResponseHead
         let framing: BodyFraming
         do {
-            response = try e.responseParser.parseResponse(headBytes)
+            response = try e.responseParser.parseResponse(headBytes, fieldStorage: headStorage.takeFields())
             framing = try BodyFraming.forResponse(
                 response.head, status: response.status, requestMethod: e.context.method, version: response.version)
         } catch {
@@ -612,8 +623,10 @@ public struct ProxyConnectionMachine {
 
     /// A `101` to an upgrade the client asked for: the head goes on, then both ways are a tunnel.
     private mutating func switchProtocols(_ e: Exchange, _ response: ResponseHead, _ io: inout ConnectionIO) {
-        var out = HeadRewrite.switchingProtocols(response, configuration: configuration)
+        var out = HeadRewrite.switchingProtocols(
+            response, configuration: configuration, lineStorage: headStorage.takeLines())
         forwardResponseHead(&out, e, &io)
+        headStorage.keep(out)
         io.toClient.append(contentsOf: e.upstreamIn)
         e.upstreamIn = []
         startTunnel(&io)
@@ -649,8 +662,9 @@ public struct ProxyConnectionMachine {
             e.closeClientAfter ? .close : e.clientVersion.minor == 0 ? .keepAlive : .persistent
         var out = HeadRewrite.finalResponse(
             response, connection: connection, framing: framing, dechunk: e.dechunk, client: client,
-            configuration: configuration)
+            configuration: configuration, lineStorage: headStorage.takeLines())
         forwardResponseHead(&out, e, &io)
+        headStorage.keep(out)
         var rest: [UInt8] = []
         swap(&rest, &e.upstreamIn)
         let reader = BodyReader(framing)
@@ -769,4 +783,66 @@ public struct ProxyConnectionMachine {
         }
     }
 
+}
+
+/// The storage heads are parsed and rewritten into — the received head's bytes, its field list, the outgoing line
+/// list and request line — kept from one head to the next, so that an exchange allocates none of them. One per event loop,
+/// shared by its connections (an idle connection holds none), used by that loop's thread alone and by one head at
+/// a time: a head's storage is taken when it is parsed and kept again once the head has been forwarded, to be
+/// reused when that head is gone.
+///
+/// Reuse never changes a value anyone holds: storage still referenced when it is taken again (a hook kept a copy
+/// of the head) is copied on write, and the next head simply gets new storage.
+public final class HeadStorage {
+    private var bytes: [UInt8] = []
+    private var fields: [HTTPHead.Field] = []
+    private var lines: [OutgoingHead.Line] = []
+    private var startLine: [UInt8] = []
+    /// Larger storage is let go: a rare large head does not stay allocated.
+    static let maximumBytes = 16384
+    static let maximumEntries = 256
+
+    public init() {}
+
+    /// `source` copied into the kept byte storage.
+    func bytes(copying source: UnsafeBufferPointer<UInt8>) -> [UInt8] {
+        var b: [UInt8] = []
+        swap(&b, &bytes)
+        b.removeAll(keepingCapacity: true)
+        b.append(contentsOf: source)
+        return b
+    }
+
+    /// The kept field list's storage (for ``HTTPHeadParser/parseHead(_:strictValues:fieldStorage:)``).
+    func takeFields() -> [HTTPHead.Field] {
+        var f: [HTTPHead.Field] = []
+        swap(&f, &fields)
+        return f
+    }
+
+    /// The kept line list's storage (for ``OutgoingHead/init(_:lineStorage:)``).
+    func takeLines() -> [OutgoingHead.Line] {
+        var l: [OutgoingHead.Line] = []
+        swap(&l, &lines)
+        return l
+    }
+
+    /// The kept request line's storage (for ``HeadRewrite/request(_:route:connection:framing:wantsUpgrade:via:configuration:lineStorage:startLineStorage:)``).
+    func takeStartLine() -> [UInt8] {
+        var l: [UInt8] = []
+        swap(&l, &startLine)
+        return l
+    }
+
+    /// Keeps `head`'s bytes and fields for the next head: a reference now, storage to reuse once `head` is gone.
+    func keep(_ head: HTTPHead) {
+        if head.bytes.capacity <= Self.maximumBytes { bytes = head.bytes }
+        if head.fields.capacity <= Self.maximumEntries { fields = head.fields }
+    }
+
+    /// Keeps `out`'s line list for the next head.
+    func keep(_ out: OutgoingHead) {
+        if out.lines.capacity <= Self.maximumEntries { lines = out.lines }
+        if let line = out.startLine, line.capacity <= Self.maximumBytes { startLine = line }
+    }
 }

@@ -113,20 +113,19 @@ public struct RequestRoute: Sendable, Hashable {
     ) -> Result<RequestRoute, Refusal> {
         let fixed: Origin? = interceptedOrigin ?? reverseUpstream
         let fixedScheme = interceptedOrigin != nil ? "https" : "http"
-        var target = request.target
         if request.method == "CONNECT" {
             if reverseUpstream != nil && interceptedOrigin == nil {
                 return .failure(Refusal(405, "CONNECT is not allowed: this is a reverse proxy for \(reverseUpstream!)"))
             }
             // RFC 9110 §9.3.6: authority-form, the port is required.
-            let origin = target.withUTF8 { t -> Origin? in
+            let origin = request.withTargetBytes { t -> Origin? in
                 guard HostPort.split(t)?.port != nil else { return nil }
                 return Authority.parse(t, defaultPort: 443)
             }
             guard let origin else { return .failure(Refusal(400, "CONNECT target must be host:port")) }
             return .success(RequestRoute(origin: origin, scheme: "https", target: "", isConnect: true))
         }
-        return target.withUTF8 { t -> Result<RequestRoute, Refusal> in
+        return request.withTargetBytes { t -> Result<RequestRoute, Refusal> in
             if t.count == 1 && t[0] == 0x2A {
                 guard request.method == "OPTIONS" else {
                     return .failure(Refusal(400, "only OPTIONS may have the target *"))

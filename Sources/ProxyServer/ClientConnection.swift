@@ -65,7 +65,7 @@ final class ClientConnection: LoopHandler {
         let server = loop.server
         self.machine = ProxyConnectionMachine(
             configuration: loop.configuration.proxy, hooks: server.hooks, clientAddress: address,
-            requestIDs: { server.nextRequestID() })
+            requestIDs: { server.nextRequestID() }, headStorage: loop.headStorage)
         phaseStart = loop.now
         lastActivity = loop.now
         if var spare = loop.spareBuffers.popLast() {
@@ -386,7 +386,8 @@ final class ClientConnection: LoopHandler {
         guard let upstream else { return }
         self.upstream = nil
         let unsent = upstream.out.pending(io.toUpstream) > 0
-        io.toUpstream.removeAll(keepingCapacity: false)
+        // A request's worth of room stays for the next request; what a large body grew is let go.
+        io.toUpstream.removeAll(keepingCapacity: io.toUpstream.capacity <= 4096)
         upstream.out.sent = 0
         upstream.out.shutdownPending = false
         if reusable && !unsent && !upstream.readClosed && !upstream.out.writeShut && !upstream.connecting

@@ -47,6 +47,8 @@ final class EventLoop: @unchecked Sendable {
     var deferredFlushes: [ClientConnection] = []
     /// Closed connections' buffers, emptied, for the next connections accepted (``keepBuffers(_:_:)``).
     var spareBuffers: [SpareBuffers] = []
+    /// Where this loop's connections parse and rewrite heads, one head at a time.
+    let headStorage = HeadStorage()
     struct SpareBuffers {
         var machine: ProxyConnectionMachine.Buffers
         var io: ConnectionIO
