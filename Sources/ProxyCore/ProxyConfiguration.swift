@@ -1,5 +1,11 @@
 import HTTPGrammar
 
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
 /// Where a request goes.
 public struct Origin: Sendable, Hashable, CustomStringConvertible {
     public var host: String
@@ -16,31 +22,34 @@ public struct Origin: Sendable, Hashable, CustomStringConvertible {
     public func isHostFieldValue(_ value: ArraySlice<UInt8>, defaultPort: Int) -> Bool {
         var host = self.host
         return host.withUTF8 { h in
-            let v6 = h.contains(0x3A)
-            var i = value.startIndex
-            let end = value.endIndex
-            if v6 {
-                guard i < end, value[i] == 0x5B else { return false }
+            value.withUnsafeBufferPointer { v in
+                let v6 = h.contains(0x3A)
+                var i = 0
+                let end = v.count
+                if v6 {
+                    guard i < end, v[i] == 0x5B else { return false }
+                    i += 1
+                }
+                guard end - i >= h.count, h.isEmpty || memcmp(v.baseAddress! + i, h.baseAddress!, h.count) == 0 else {
+                    return false
+                }
+                i += h.count
+                if v6 {
+                    guard i < end, v[i] == 0x5D else { return false }
+                    i += 1
+                }
+                if port == defaultPort { return i == end }
+                guard i < end, v[i] == 0x3A else { return false }
                 i += 1
+                // The port in decimal, as written by hostFieldValue: no sign, no leading zero.
+                let digits = i
+                var n = 0
+                while i < end, v[i] &- 0x30 < 10, n <= 65535 {
+                    n = n * 10 + Int(v[i] &- 0x30)
+                    i += 1
+                }
+                return i == end && i > digits && v[digits] != 0x30 && n == port
             }
-            guard end - i >= h.count else { return false }
-            for k in 0..<h.count where value[i + k] != h[k] { return false }
-            i += h.count
-            if v6 {
-                guard i < end, value[i] == 0x5D else { return false }
-                i += 1
-            }
-            if port == defaultPort { return i == end }
-            guard i < end, value[i] == 0x3A else { return false }
-            i += 1
-            // The port in decimal, as written by hostFieldValue: no sign, no leading zero.
-            let digits = i
-            var n = 0
-            while i < end, value[i] &- 0x30 < 10, n <= 65535 {
-                n = n * 10 + Int(value[i] &- 0x30)
-                i += 1
-            }
-            return i == end && i > digits && value[digits] != 0x30 && n == port
         }
     }
 
