@@ -124,18 +124,29 @@ import Testing
                 "-keyout", "\(dir)/key.pem", "-out", "\(dir)/cert.pem",
             ])
         #expect(gen.status == 0)
-        let port = 20000 + Int(getpid() % 20000)
-        let server = try TestProcess(
-            openssl,
-            [
-                "s_server", "-accept", "127.0.0.1:\(port)", "-cert", "\(dir)/cert.pem", "-key", "\(dir)/key.pem",
-                "-www",
-                "-quiet",
-            ])
-        _ = server
-        // s_server says nothing when it is ready (-quiet): its port is asked instead of sleeping a fixed time,
-        // which on a loaded machine was sometimes too short (the proxy then answered 502, connection refused).
-        #expect(waitUntilListening(port: port))
+        // A port below the kernel's ephemeral range (32768 and up here), where the suite's own connections could
+        // hold it; s_server exits when it cannot bind, and the next port is tried. s_server says nothing when it
+        // is ready (-quiet): its port is asked instead of sleeping a fixed time, which on a loaded machine was
+        // sometimes too short (the proxy then answered 502, connection refused).
+        var server: TestProcess? = nil
+        var port = 0
+        for attempt in 0..<5 where server == nil {
+            port = 20000 + (Int(getpid()) + 1009 * attempt) % 12000
+            let candidate = try TestProcess(
+                openssl,
+                [
+                    "s_server", "-accept", "127.0.0.1:\(port)", "-cert", "\(dir)/cert.pem", "-key", "\(dir)/key.pem",
+                    "-www", "-quiet",
+                ])
+            let deadline = Date().addingTimeInterval(20)
+            while candidate.process.isRunning && Date() < deadline && !waitUntilListening(port: port, timeout: 0.1) {}
+            if candidate.process.isRunning && Date() < deadline {
+                server = candidate
+            } else {
+                candidate.process.terminate()
+            }
+        }
+        #expect(server != nil)
         let proxy = try Proxy()
         let result = try curl(["-v", "--cacert", "\(dir)/cert.pem", "-x", proxy.url, "https://localhost:\(port)/"])
         #expect(result.status == 0)
