@@ -361,12 +361,7 @@ public struct HTTPHeadParser: Sendable {
             if !hasCR { bareLF = true }
             let contentEnd = hasCR ? lineEnd - 1 : lineEnd
             // The name: tchars up to the colon (whitespace before the colon included: RFC 9112 §5.1, MUST reject).
-            var colon = lineStart
-            var nameIsToken = true
-            while colon < contentEnd && b[colon] != 0x3A {
-                nameIsToken = nameIsToken && isTokenChar(b[colon])
-                colon += 1
-            }
+            let (colon, nameIsToken) = scanName(b, from: lineStart, to: contentEnd)
             guard colon < contentEnd else { return malformed("header line without a colon", at: lineStart) }
             guard nameIsToken else {
                 let at = (lineStart..<colon).first { !isTokenChar(b[$0]) } ?? lineStart
@@ -452,6 +447,53 @@ public struct HTTPHeadParser: Sendable {
 
     /// tchar (RFC 9110 §5.6.2), shared with the cookie grammar.
     static func isTokenChar(_ byte: UInt8) -> Bool { ByteClass.isTokenChar(byte) }
+
+    /// A field name from `start`: the index of the first `:` before `end` (or `end`), and whether every byte before
+    /// it is a tchar (RFC 9110 §5.6.2). Eight bytes at a time while all are letters, digits or `-` (the bytes of
+    /// nearly every field name), each byte tested exactly; from the first word with any other byte (a rarer
+    /// tchar, or one that is not) on, one byte at a time.
+    @inline(__always)
+    static func scanName(_ b: UnsafeBufferPointer<UInt8>, from start: Int, to end: Int) -> (colon: Int, isToken: Bool) {
+        var i = start
+        if let base = b.baseAddress {
+            let high: UInt64 = 0x8080_8080_8080_8080
+            while i &+ 8 <= end {
+                let w = UnsafeRawPointer(base + i).loadUnaligned(as: UInt64.self).littleEndian
+                // The range tests below hold for bytes under 0x80 only.
+                if w & high != 0 { break }
+                let common =
+                    bytes(w | 0x2020_2020_2020_2020, from: 0x61, to: 0x7A) | bytes(w, from: 0x30, to: 0x39)
+                    | bytes(w, from: 0x2D, to: 0x2D)
+                let colons = bytes(w, from: 0x3A, to: 0x3A)
+                if colons == 0 {
+                    if common != high { break }
+                    i &+= 8
+                    continue
+                }
+                // The first colon, with only common bytes before it: the name ends there.
+                let k = colons.trailingZeroBitCount &>> 3
+                let before: UInt64 = k == 0 ? 0 : high & ((1 &<< UInt64(8 &* k)) &- 1)
+                if common & before != before { break }
+                return (i &+ k, true)
+            }
+        }
+        // Every byte before `i` is a tchar and not a colon.
+        var isToken = true
+        while i < end && b[i] != 0x3A {
+            isToken = isToken && isTokenChar(b[i])
+            i += 1
+        }
+        return (i, isToken)
+    }
+
+    /// The high bit of each byte of `w` within `low...high`, exactly, for words whose bytes are all under 0x80 (no
+    /// sum below carries into the next byte): a byte is at least `low` when `byte + 0x80 - low` has its high bit,
+    /// and above `high` when `byte + 0x7F - high` has it.
+    @inline(__always)
+    static func bytes(_ w: UInt64, from low: UInt64, to high: UInt64) -> UInt64 {
+        let ones: UInt64 = 0x0101_0101_0101_0101
+        return (w &+ ones &* (0x80 &- low)) & ~(w &+ ones &* (0x7F &- high)) & (ones &* 0x80)
+    }
 }
 
 /// The options of a message's Connection fields (RFC 9110 §7.6.1).
@@ -506,43 +548,46 @@ public enum KnownField: UInt8, Sendable {
     public static func classify(_ b: UnsafeBufferPointer<UInt8>, _ start: Int, _ end: Int) -> KnownField {
         let n = end - start
         guard n >= 2 && n <= 19 else { return .other }
-        @inline(__always) func word(_ k: Int) -> UInt64 {
-            // Bytes start+8k ..< min(end, start+8k+8), lowercased, packed little-endian.
-            let from = start + 8 * k
-            let count = min(8, end - from)
-            var w: UInt64 = 0
-            if from + 8 <= b.count, let base = b.baseAddress {
-                w = UnsafeRawPointer(base + from).loadUnaligned(as: UInt64.self).littleEndian
-                if count < 8 { w &= (1 << UInt64(8 * count)) - 1 }
-            } else {
-                for i in 0..<count { w |= UInt64(b[from + i]) << UInt64(8 * i) }
-            }
-            let spaces: UInt64 =
-                count == 8 ? 0x2020_2020_2020_2020 : ((1 << UInt64(8 * count)) - 1) & 0x2020_2020_2020_2020
-            return w | spaces
-        }
+        let w0 = word(b, start, end)
         switch n {
-        case 2: return word(0) == 0x6574 ? .te : .other
-        case 4: return word(0) == 0x7473_6F68 ? .host : .other
-        case 6: return word(0) == 0x6569_6B6F_6F63 ? .cookie : .other
-        case 7: return word(0) == 0x65_6461_7267_7075 ? .upgrade : .other
+        case 2: return w0 == 0x6574 ? .te : .other
+        case 4: return w0 == 0x7473_6F68 ? .host : .other
+        case 6: return w0 == 0x6569_6B6F_6F63 ? .cookie : .other
+        case 7: return w0 == 0x65_6461_7267_7075 ? .upgrade : .other
         case 10:
-            let (w0, w1) = (word(0), word(1))
+            let w1 = word(b, start + 8, end)
             if w0 == 0x6B6F_6F63_2D74_6573 && w1 == 0x6569 { return .setCookie }
             if w0 == 0x6974_6365_6E6E_6F63 && w1 == 0x6E6F { return .connection }
             if w0 == 0x696C_612D_7065_656B && w1 == 0x6576 { return .keepAlive }
             return .other
-        case 14: return word(0) == 0x2D74_6E65_746E_6F63 && word(1) == 0x6874_676E_656C ? .contentLength : .other
+        case 14:
+            return w0 == 0x2D74_6E65_746E_6F63 && word(b, start + 8, end) == 0x6874_676E_656C ? .contentLength : .other
         case 16:
-            return word(0) == 0x6F63_2D79_786F_7270 && word(1) == 0x6E6F_6974_6365_6E6E ? .proxyConnection : .other
+            return w0 == 0x6F63_2D79_786F_7270 && word(b, start + 8, end) == 0x6E6F_6974_6365_6E6E
+                ? .proxyConnection : .other
         case 17:
-            return word(0) == 0x7265_6673_6E61_7274 && word(1) == 0x6E69_646F_636E_652D && word(2) == 0x67
-                ? .transferEncoding : .other
+            return w0 == 0x7265_6673_6E61_7274 && word(b, start + 8, end) == 0x6E69_646F_636E_652D
+                && word(b, start + 16, end) == 0x67 ? .transferEncoding : .other
         case 19:
-            return word(0) == 0x7561_2D79_786F_7270 && word(1) == 0x7461_7A69_726F_6874 && word(2) == 0x6E_6F69
-                ? .proxyAuthorization : .other
+            return w0 == 0x7561_2D79_786F_7270 && word(b, start + 8, end) == 0x7461_7A69_726F_6874
+                && word(b, start + 16, end) == 0x6E_6F69 ? .proxyAuthorization : .other
         default: return .other
         }
+    }
+
+    /// Bytes `from ..< min(end, from + 8)` of `b`, `| 0x20`, packed little-endian (one load when eight bytes lie
+    /// inside the buffer, as they do for every name followed by its colon and value).
+    @inline(__always)
+    static func word(_ b: UnsafeBufferPointer<UInt8>, _ from: Int, _ end: Int) -> UInt64 {
+        let count = min(8, end - from)
+        let mask: UInt64 = count == 8 ? ~0 : (1 << UInt64(8 * count)) - 1
+        var w: UInt64 = 0
+        if from + 8 <= b.count, let base = b.baseAddress {
+            w = UnsafeRawPointer(base + from).loadUnaligned(as: UInt64.self).littleEndian & mask
+        } else {
+            for i in 0..<count { w |= UInt64(b[from + i]) << UInt64(8 * i) }
+        }
+        return w | (0x2020_2020_2020_2020 & mask)
     }
 
     /// The known field for a name given as text.
