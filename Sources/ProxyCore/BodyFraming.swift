@@ -17,8 +17,8 @@ public enum BodyFraming: Sendable, Hashable {
     public static func forRequest(_ head: HTTPHead, version: HTTPVersion = .http1_1) throws(HTTPParseError)
         -> BodyFraming
     {
-        if head.fields.contains(where: { $0.known == .transferEncoding }) {
-            guard !head.fields.contains(where: { $0.known == .contentLength }) else {
+        if head.has(.transferEncoding) {
+            guard !head.has(.contentLength) else {
                 throw malformed("both Transfer-Encoding and Content-Length")
             }
             guard version.minor >= 1 else { throw malformed("Transfer-Encoding in an HTTP/1.0 request") }
@@ -44,7 +44,7 @@ public enum BodyFraming: Sendable, Hashable {
         _ head: HTTPHead, status: Int, requestMethod: String, version: HTTPVersion = .http1_1
     ) throws(HTTPParseError) -> BodyFraming {
         if requestMethod == "HEAD" || (100..<200).contains(status) || status == 204 || status == 304 { return .none }
-        if head.fields.contains(where: { $0.known == .transferEncoding }) {
+        if head.has(.transferEncoding) {
             guard version.minor >= 1 else { throw malformed("Transfer-Encoding in an HTTP/1.0 response") }
             let codings = try transferCodings(head)
             guard codings.dropLast().allSatisfy({ $0 != .chunked }) else {
@@ -93,6 +93,7 @@ public enum BodyFraming: Sendable, Hashable {
     /// Content-Length values must agree and be digits (RFC 9110 §8.6); `5, 5` is accepted as 5. Read from the
     /// head's bytes: elements between commas, optional whitespace around each.
     static func contentLength(_ head: HTTPHead) throws(HTTPParseError) -> Int? {
+        guard head.has(.contentLength) else { return nil }
         var result: Int? = nil
         let b = head.bytes
         try head.forEachListElement(where: { $0.known == .contentLength }) {

@@ -12,15 +12,42 @@ public struct HTTPHead: Sendable {
     /// The head bytes up to and including the empty line that ends it.
     public var bytes: [UInt8]
     /// The start line, without its line ending.
-    public var startLine: Range<Int>
-    public var fields: [Field]
-
-    /// A head from its parts (as the parser makes it; the ranges must lie in `bytes`).
-    public init(bytes: [UInt8], startLine: Range<Int>, fields: [Field]) {
-        self.bytes = bytes
-        self.startLine = startLine
-        self.fields = fields
+    public var startLine: Range<Int> {
+        get { Int(UInt32(truncatingIfNeeded: startLineBounds))..<Int(startLineBounds >> 32) }
+        set { startLineBounds = Self.bounds(newValue) }
     }
+    /// ``startLine``, both ends in one word (a head is far smaller than 4 GiB): with ``knownFields`` the head is
+    /// four scalars, which Swift passes and returns in registers (a fifth made every head and every outgoing head
+    /// built from one be copied whole on its way out of an initialiser).
+    private var startLineBounds: UInt64
+
+    private static func bounds(_ range: Range<Int>) -> UInt64 {
+        UInt64(UInt32(truncatingIfNeeded: range.lowerBound)) | UInt64(UInt32(truncatingIfNeeded: range.upperBound))
+            << 32
+    }
+    public var fields: [Field]
+    /// The known fields the head has, one bit per ``KnownField`` (by raw value): a head without one (most have no
+    /// Connection or Transfer-Encoding field) is told so without looking at its fields.
+    public private(set) var knownFields: UInt64
+
+    /// A head from its parts (the ranges must lie in `bytes`).
+    public init(bytes: [UInt8], startLine: Range<Int>, fields: [Field]) {
+        var known: UInt64 = 0
+        for field in fields { known |= field.known.bit }
+        self.init(bytes: bytes, startLine: startLine, fields: fields, knownFields: known)
+    }
+
+    /// As the parser makes it: `knownFields` gathered while the fields were read.
+    init(bytes: [UInt8], startLine: Range<Int>, fields: [Field], knownFields: UInt64) {
+        self.bytes = bytes
+        self.startLineBounds = Self.bounds(startLine)
+        self.fields = fields
+        self.knownFields = knownFields
+    }
+
+    /// Whether the head has a field of this known name.
+    @inlinable
+    public func has(_ known: KnownField) -> Bool { knownFields & known.bit != 0 }
 
     /// One field line.
     public struct Field: Sendable {
@@ -81,6 +108,7 @@ public struct HTTPHead: Sendable {
     /// only the usual options builds no string).
     public func connectionOptions() -> ConnectionOptions {
         var options = ConnectionOptions()
+        guard has(.connection) else { return options }
         bytes.withUnsafeBufferPointer { b in
             forEachListElement(where: { $0.known == .connection }) { (element: Range<Int>) in
                 guard !element.isEmpty else { return }  // empty elements are allowed and ignored (RFC 9110 §5.6.1)
@@ -270,17 +298,18 @@ public struct HTTPHeadParser: Sendable {
         fields.removeAll(keepingCapacity: true)
         if fields.capacity < 16 { fields.reserveCapacity(16) }
         var bareLF = false
+        var known: UInt64 = 0
         let failure = bytes.withUnsafeBufferPointer { b -> HTTPParseError? in
             if let (invalid, at) = Self.nulOrBareCR(b) { return Self.malformed(invalid, at: at) }
             return Self.scanHead(
                 b, checkValues: strictValues, maximumFieldCount: limits.maximumFieldCount, startLine: &startLine,
-                fields: &fields, bareLF: &bareLF)
+                fields: &fields, knownFields: &known, bareLF: &bareLF)
         }
         if let failure { throw failure }
         if bareLF {
             return try parseHead(Self.normalisingLineEnds(bytes), strictValues: strictValues, fieldStorage: fields)
         }
-        return HTTPHead(bytes: bytes, startLine: startLine, fields: fields)
+        return HTTPHead(bytes: bytes, startLine: startLine, fields: fields, knownFields: known)
     }
 
     /// The index of the next LF at or after `from`, or `b.count` (libc's vectorised memchr).
@@ -325,7 +354,7 @@ public struct HTTPHeadParser: Sendable {
     /// alone (the caller then parses the head again with CRLF line ends).
     private static func scanHead(
         _ b: UnsafeBufferPointer<UInt8>, checkValues: Bool, maximumFieldCount: Int, startLine: inout Range<Int>,
-        fields: inout [HTTPHead.Field], bareLF: inout Bool
+        fields: inout [HTTPHead.Field], knownFields: inout UInt64, bareLF: inout Bool
     ) -> HTTPParseError? {
         let count = b.count
         // The start line.
@@ -376,10 +405,10 @@ public struct HTTPHeadParser: Sendable {
             var ve = contentEnd
             while vs < ve && (b[vs] == 0x20 || b[vs] == 0x09) { vs += 1 }
             while ve > vs && (b[ve - 1] == 0x20 || b[ve - 1] == 0x09) { ve -= 1 }
+            let known = KnownField.classify(b, lineStart, colon)
+            knownFields |= known.bit
             fields.append(
-                HTTPHead.Field(
-                    line: lineStart..<(lineEnd + 1), name: lineStart..<colon, value: vs..<ve,
-                    known: KnownField.classify(b, lineStart, colon)))
+                HTTPHead.Field(line: lineStart..<(lineEnd + 1), name: lineStart..<colon, value: vs..<ve, known: known))
             lineStart = lineEnd + 1
         }
     }
@@ -522,6 +551,10 @@ public enum KnownField: UInt8, Sendable {
     case setCookie
     case cookie
     case proxyAuthorization
+
+    /// This field's bit in a set of known fields (``HTTPHead/knownFields``).
+    @inlinable
+    public var bit: UInt64 { 1 << UInt64(rawValue) }
 
     /// The name as compared (lowercase).
     public var lowercaseName: String {

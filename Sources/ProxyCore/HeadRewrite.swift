@@ -26,8 +26,9 @@ enum HeadRewrite {
         startLine.append(contentsOf: http11Suffix)
         out.startLine = startLine
         removeHopByHop(&out, connection: connection, keepUpgrade: wantsUpgrade)
-        // The client's credentials were for this proxy; the next one gets its own, if any.
-        out.removeAll(.proxyAuthorization)
+        // The client's credentials were for this proxy; the next one gets its own, if any. (No line is written
+        // before this one: the received head says whether there is any.)
+        if out.source.has(.proxyAuthorization) { out.removeAll(.proxyAuthorization) }
         if let via, !via.tunnel, let authorization = via.proxy.authorization {
             out.append(name: "Proxy-Authorization", value: Array(authorization.utf8), known: .proxyAuthorization)
         }
@@ -94,6 +95,7 @@ enum HeadRewrite {
     static func canonicaliseFraming(_ out: inout OutgoingHead, _ framing: BodyFraming) {
         // Judged on the received fields (the proxy removes neither of the two), without touching the output.
         let source = out.source
+        guard source.has(.contentLength) || source.has(.transferEncoding) else { return }
         var contentLengths = 0
         var transferEncodings = 0
         var canonical = true
@@ -149,6 +151,10 @@ enum HeadRewrite {
         // One bit per known field that goes: a received line is judged by its classification alone.
         var hopByHop = hopByHopFields
         if !keepUpgrade { hopByHop |= 1 << UInt32(KnownField.upgrade.rawValue) }
+        // Called on a head fresh from its source (no line written yet): a source without any of them has none.
+        if named.isEmpty && out.count == out.source.fields.count && out.source.knownFields & UInt64(hopByHop) == 0 {
+            return
+        }
         var index = out.count - 1
         while index >= 0 {
             if hopByHop & (1 << UInt32(out.known(at: index).rawValue)) != 0

@@ -651,7 +651,7 @@ public struct ProxyConnectionMachine {
     ) {
         let connection = response.head.connectionOptions()
         if connection.close || response.version.minor == 0 { e.upstreamReusable = false }
-        if framing == .chunked && response.head.fields.contains(where: { $0.known == .contentLength }) {
+        if framing == .chunked && response.head.has(.contentLength) {
             // Both framing fields: Transfer-Encoding wins (RFC 9112 §6.3 rule 3), but a server that sends
             // both is not trusted with the next exchange on this connection.
             e.upstreamReusable = false

@@ -127,4 +127,23 @@ import Testing
             #expect(!Self.classified(changed).contains(field), "\(changed)")
         }
     }
+
+    /// A head knows which known fields it has (the bits its lookups skip by), and an outgoing head counts the
+    /// lines written to it: a known field written is found and removed like a received one.
+    @Test(arguments: known)
+    func aHeadKnowsWhichKnownFieldsItHas(name: String, field: KnownField) throws {
+        let parser = HTTPHeadParser()
+        let head = try parser.parseHead(Array("HTTP/1.1 200 OK\r\nX-A: 1\r\n\(name): v\r\nX-B: 2\r\n\r\n".utf8))
+        for other in Self.known.map(\.1) { #expect(head.has(other) == (other == field), "\(other)") }
+        let built = HTTPHead(bytes: head.bytes, startLine: head.startLine, fields: head.fields)
+        #expect(built.knownFields == head.knownFields)
+        let without = try parser.parseHead(Array("HTTP/1.1 200 OK\r\nX-A: 1\r\nX-B: 2\r\n\r\n".utf8))
+        #expect(!without.has(field))
+        var out = OutgoingHead(without)
+        #expect(out.indices(of: field).isEmpty)
+        out.append(name: name.uppercased(), value: Array("w".utf8))
+        #expect(out.indices(of: field) == [2])
+        out.removeAll(field)
+        #expect(out.count == 2)
+    }
 }
