@@ -150,14 +150,14 @@ enum HeadRewrite {
         let named = connection.fieldNames
         // One bit per known field that goes: a received line is judged by its classification alone.
         var hopByHop = hopByHopFields
-        if !keepUpgrade { hopByHop |= 1 << UInt32(KnownField.upgrade.rawValue) }
+        if !keepUpgrade { hopByHop |= KnownField.upgrade.bit }
         // Called on a head fresh from its source (no line written yet): a source without any of them has none.
-        if named.isEmpty && out.count == out.source.fields.count && out.source.knownFields & UInt64(hopByHop) == 0 {
+        if named.isEmpty && out.count == out.source.fields.count && out.source.knownFields & hopByHop == 0 {
             return
         }
         var index = out.count - 1
         while index >= 0 {
-            if hopByHop & (1 << UInt32(out.known(at: index).rawValue)) != 0
+            if hopByHop & out.known(at: index).bit != 0
                 || (!named.isEmpty && named.contains(where: { out.name(at: index, is: $0) }))
             {
                 out.remove(at: index)
@@ -184,7 +184,7 @@ enum HeadRewrite {
     static let closeToken = Array("close".utf8)
     static let keepAliveToken = Array("keep-alive".utf8)
     /// Connection, Keep-Alive, Proxy-Connection and TE, one bit each by classification.
-    static let hopByHopFields: UInt32 = [KnownField.connection, .keepAlive, .proxyConnection, .te].reduce(0) {
-        $0 | 1 << UInt32($1.rawValue)
+    static let hopByHopFields: UInt64 = [KnownField.connection, .keepAlive, .proxyConnection, .te].reduce(0) {
+        $0 | $1.bit
     }
 }

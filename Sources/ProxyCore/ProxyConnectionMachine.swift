@@ -786,8 +786,8 @@ public struct ProxyConnectionMachine {
 }
 
 /// The storage heads are parsed and rewritten into — the received head's bytes, its field list, the outgoing line
-/// list and request line — kept from one head to the next, so that an exchange allocates none of them. One per event loop,
-/// shared by its connections (an idle connection holds none), used by that loop's thread alone and by one head at
+/// list and request line — kept from one head to the next, so that an exchange allocates none of them. One per
+/// event loop, shared by its connections (an idle connection holds none), used by that loop's thread alone and by one head at
 /// a time: a head's storage is taken when it is parsed and kept again once the head has been forwarded, to be
 /// reused when that head is gone.
 ///
@@ -806,32 +806,28 @@ public final class HeadStorage {
 
     /// `source` copied into the kept byte storage.
     func bytes(copying source: UnsafeBufferPointer<UInt8>) -> [UInt8] {
-        var b: [UInt8] = []
-        swap(&b, &bytes)
+        var b = Self.take(&bytes)
         b.removeAll(keepingCapacity: true)
         b.append(contentsOf: source)
         return b
     }
 
     /// The kept field list's storage (for ``HTTPHeadParser/parseHead(_:strictValues:fieldStorage:)``).
-    func takeFields() -> [HTTPHead.Field] {
-        var f: [HTTPHead.Field] = []
-        swap(&f, &fields)
-        return f
-    }
+    func takeFields() -> [HTTPHead.Field] { Self.take(&fields) }
 
     /// The kept line list's storage (for ``OutgoingHead/init(_:lineStorage:)``).
-    func takeLines() -> [OutgoingHead.Line] {
-        var l: [OutgoingHead.Line] = []
-        swap(&l, &lines)
-        return l
-    }
+    func takeLines() -> [OutgoingHead.Line] { Self.take(&lines) }
 
-    /// The kept request line's storage (for ``HeadRewrite/request(_:route:connection:framing:wantsUpgrade:via:configuration:lineStorage:startLineStorage:)``).
-    func takeStartLine() -> [UInt8] {
-        var l: [UInt8] = []
-        swap(&l, &startLine)
-        return l
+    /// The kept request line's storage (for
+    /// ``HeadRewrite/request(_:route:connection:framing:wantsUpgrade:via:configuration:lineStorage:startLineStorage:)``).
+    func takeStartLine() -> [UInt8] { Self.take(&startLine) }
+
+    /// `kept`'s storage, `kept` left empty (so that the storage taken is the only reference to it).
+    @inline(__always)
+    private static func take<Element>(_ kept: inout [Element]) -> [Element] {
+        var taken: [Element] = []
+        swap(&taken, &kept)
+        return taken
     }
 
     /// Keeps `head`'s bytes and fields for the next head: a reference now, storage to reuse once `head` is gone.

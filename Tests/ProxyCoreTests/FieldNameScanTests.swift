@@ -22,19 +22,6 @@ import Testing
         b.withUnsafeBufferPointer { HTTPHeadParser.scanName($0, from: start, to: end) }
     }
 
-    /// SplitMix64: the same lines on every run.
-    struct Random {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-        mutating func below(_ n: Int) -> Int { Int(next() % UInt64(n)) }
-    }
-
     /// Bytes a name is made of, and the neighbours of every range the fast path tests (`/` `@` `[` `` ` `` `{`
     /// around the digits and letters, `,` `.` around `-`, `9`+1 and `;` around `:`), whitespace, controls, DEL and
     /// bytes with the high bit (on which the range tests do not hold).
@@ -45,20 +32,21 @@ import Testing
             0xFF,
         ]
 
-    /// Random names and values: mostly common bytes (so the word loop runs), now and then one from the rest, at
-    /// every offset and length a word can straddle.
+    /// Random names and values (the framing tests' deterministic generator: failures reproduce): mostly common
+    /// bytes (so the word loop runs), now and then one from the rest, at every offset and length a word can
+    /// straddle.
     @Test func everyNameEndsAndIsJudgedAsByteByByte() {
-        var random = Random(state: 20_261_203)
+        var random = MessageGenerator(seed: 20_261_203)
         for _ in 0..<20000 {
-            let length = 1 + random.below(40)
-            let rare = random.below(4)  // 0: only common bytes before a colon
+            let length = 1 + random.next(40)
+            let rare = random.next(4)  // 0: only common bytes before a colon
             var b: [UInt8] = (0..<length).map { _ in
-                rare > 0 && random.below(12) == 0
-                    ? Self.alphabet[random.below(Self.alphabet.count)] : Self.alphabet[random.below(17)]
+                rare > 0 && random.next(12) == 0
+                    ? Self.alphabet[random.next(Self.alphabet.count)] : Self.alphabet[random.next(17)]
             }
-            if random.below(3) > 0 { b.insert(0x3A, at: random.below(b.count + 1)) }
-            let start = random.below(min(b.count, 9))
-            let end = start + random.below(b.count - start + 1)
+            if random.next(3) > 0 { b.insert(0x3A, at: random.next(b.count + 1)) }
+            let start = random.next(min(b.count, 9))
+            let end = start + random.next(b.count - start + 1)
             let (scanned, reference) = (Self.scan(b, start, end), Self.reference(b, start, end))
             #expect(scanned == reference, "\(b) from \(start) to \(end)")
             if scanned != reference { return }
