@@ -9,22 +9,12 @@ enum HeadRewrite {
     static func request(
         _ request: RequestHead, route: RequestRoute, connection: ConnectionOptions, framing: BodyFraming,
         wantsUpgrade: Bool, via: UpstreamHop?, configuration: ProxyConfiguration,
-        lineStorage: consuming [OutgoingHead.Line] = [], startLineStorage: consuming [UInt8] = []
+        storage: consuming OutgoingHead.Storage = OutgoingHead.Storage()
     ) -> OutgoingHead {
-        var out = OutgoingHead(request.head, lineStorage: lineStorage)
-        var startLine = startLineStorage
-        startLine.removeAll(keepingCapacity: true)
-        startLine.reserveCapacity(request.method.utf8.count + route.target.utf8.count + 10)
-        startLine.append(contentsOf: request.method.utf8)
-        startLine.append(0x20)
-        if let via, !via.tunnel {
-            // RFC 9112 §3.2.2: to a proxy, the absolute form.
-            startLine.append(contentsOf: httpSchemePrefix)
-            startLine.append(contentsOf: route.origin.hostFieldValue(defaultPort: 80))
-        }
-        startLine.append(contentsOf: route.target.utf8)
-        startLine.append(contentsOf: http11Suffix)
-        out.startLine = startLine
+        var out = OutgoingHead(request.head, storage: storage)
+        // RFC 9112 §3.2.2: to a proxy, the absolute form.
+        let absolute = via.flatMap { $0.tunnel ? nil : route.origin.hostFieldValue(defaultPort: 80) } ?? []
+        writeRequestLine(&out, method: request.method, absolute: absolute, target: route.target)
         removeHopByHop(&out, connection: connection, keepUpgrade: wantsUpgrade)
         // The client's credentials were for this proxy; the next one gets its own, if any. (No line is written
         // before this one: the received head says whether there is any.)
@@ -49,12 +39,42 @@ enum HeadRewrite {
         return out
     }
 
+    /// `method SP [http://authority]target SP HTTP/1.1` as `out`'s start line. Its own function: a head captured by
+    /// the closures here and then returned was copied whole into the return value.
+    static func writeRequestLine(_ out: inout OutgoingHead, method: String, absolute: [UInt8], target: String) {
+        var (method, target) = (method, target)
+        method.withUTF8 { method in
+            target.withUTF8 { target in
+                let length = method.count + 1 + (absolute.isEmpty ? 0 : 7 + absolute.count) + target.count + 9
+                withUnsafeTemporaryAllocation(of: UInt8.self, capacity: length) { line in
+                    var at = 0
+                    func put(_ bytes: UnsafeBufferPointer<UInt8>) {
+                        guard let from = bytes.baseAddress else { return }
+                        (line.baseAddress! + at).initialize(from: from, count: bytes.count)
+                        at += bytes.count
+                    }
+                    put(method)
+                    line[at] = 0x20
+                    at += 1
+                    if !absolute.isEmpty {
+                        httpSchemePrefix.withUnsafeBufferPointer(put)
+                        absolute.withUnsafeBufferPointer(put)
+                    }
+                    put(target)
+                    http11Suffix.withUnsafeBufferPointer(put)
+                    out.replaceStartLine(UnsafeBufferPointer(rebasing: line[0..<at]))
+                }
+            }
+        }
+    }
+
     /// A `101 Switching Protocols` the client asked for: relayed with its Connection and Upgrade (they are the
     /// switch), plus `Via`.
     static func switchingProtocols(
-        _ response: ResponseHead, configuration: ProxyConfiguration, lineStorage: consuming [OutgoingHead.Line] = []
+        _ response: ResponseHead, configuration: ProxyConfiguration,
+        storage: consuming OutgoingHead.Storage = OutgoingHead.Storage()
     ) -> OutgoingHead {
-        var out = OutgoingHead(response.head, lineStorage: lineStorage)
+        var out = OutgoingHead(response.head, storage: storage)
         if configuration.addVia { addVia(&out, version: response.version, pseudonym: configuration.viaPseudonym) }
         return out
     }
@@ -73,9 +93,10 @@ enum HeadRewrite {
     /// its chunked framing (it is then delimited by the close).
     static func finalResponse(
         _ response: ResponseHead, connection: ConnectionOptions, framing: BodyFraming, dechunk: Bool,
-        client: ClientConnection, configuration: ProxyConfiguration, lineStorage: consuming [OutgoingHead.Line] = []
+        client: ClientConnection, configuration: ProxyConfiguration,
+        storage: consuming OutgoingHead.Storage = OutgoingHead.Storage()
     ) -> OutgoingHead {
-        var out = OutgoingHead(response.head, lineStorage: lineStorage)
+        var out = OutgoingHead(response.head, storage: storage)
         removeHopByHop(&out, connection: connection, keepUpgrade: false)
         canonicaliseFraming(&out, framing)
         if framing == .untilClose { out.removeAll(.contentLength) }

@@ -4,45 +4,83 @@ import HTTPGrammar
 /// unchanged; removed lines vanish and added or edited lines are written fresh (CRLF, `Name: value`).
 public struct OutgoingHead: Sendable {
     public let source: HTTPHead
-    /// A replacement start line (without CRLF), or nil to keep the received one.
-    public var startLine: [UInt8]?
+    /// Where a replacement start line is in ``editedBytes`` (with its CRLF), bounds in one word (lower << 32 | upper):
+    /// zero to keep the received one. One word so that the head stays small enough to be passed in registers.
+    private var startLineBounds: UInt64 = 0
+    private var startLineRange: Range<Int>? {
+        startLineBounds == 0 ? nil : Int(startLineBounds >> 32)..<Int(startLineBounds & 0xFFFF_FFFF)
+    }
     public private(set) var lines: [Line]
-    /// Edited lines, whole (`Name: value\r\n`), one after another: one buffer for all of them, and lines edited in
-    /// order are written out with one copy. Nil until a line is edited.
+    /// What the proxy writes, whole lines (`Name: value\r\n`, and a new start line) one after another: one buffer
+    /// for all of them, so that no line holds a reference of its own and lines written in order go out with one
+    /// copy. Nil until a line is written.
     private var storage = EditedStorage()
     private var edited: EditedLines? {
         get { storage.lines }
         _modify { yield &storage.lines }
     }
-    /// The bytes of the edited lines.
+    /// The written-line buffer, for ``HeadStorage`` to reuse once the head is gone.
+    var writtenStorage: EditedLines? { storage.lines }
+    /// The bytes of the written and edited lines (and of a new start line), in the order they were written.
     public var editedBytes: [UInt8] { withEditedBytes { Array($0) } }
+
+    /// A replacement start line (without CRLF), or nil when the received one is kept.
+    public var startLine: [UInt8]? {
+        guard let r = startLineRange else { return nil }
+        return withEditedBytes { Array($0[r.lowerBound..<r.upperBound - 2]) }
+    }
+
+    /// Storage a head is written into, for reuse by a caller that rewrites head after head (``HeadStorage``): a
+    /// line list (emptied first) and a buffer for the written lines that no one else holds.
+    public struct Storage {
+        var lines: [Line]
+        var written: EditedLines?
+        public init() { (lines, written) = ([], nil) }
+        init(lines: consuming [Line], written: consuming EditedLines?) {
+            self.lines = lines
+            self.written = written
+        }
+    }
 
     func withEditedBytes<R>(_ body: (UnsafeBufferPointer<UInt8>) -> R) -> R {
         guard let edited else { return body(UnsafeBufferPointer(start: nil, count: 0)) }
         return edited.withBytes(body)
     }
 
+    /// A line of the head. No case holds a reference: lines are copied, moved and dropped without reference
+    /// counting.
     public enum Line: Sendable {
         /// A field of `source`, by index, forwarded byte for byte.
         case original(Int)
-        /// A new field line: name and value (written as `name: value\r\n`), and the name's classification.
-        case written(name: String, value: [UInt8], known: KnownField)
+        /// A new field line, `name: value\r\n` at `line` in ``editedBytes``, its name's length and classification.
+        case written(line: Range<Int>, nameLength: Int, known: KnownField)
         /// A field of `source` with a new value: its name as received, then `: value\r\n`, at `line` in
         /// ``editedBytes``.
         case edited(Int, line: Range<Int>)
     }
 
-    /// The head as received, every line kept; `lineStorage`: an array whose storage the lines are written into
-    /// (emptied first), so that a caller rewriting head after head allocates no line list (``HeadStorage``).
-    public init(_ source: HTTPHead, lineStorage: consuming [Line] = []) {
+    /// The head as received, every line kept; `storage`: a line list and a buffer to write into, so that a caller
+    /// rewriting head after head allocates neither (``HeadStorage``).
+    public init(_ source: HTTPHead, storage: consuming Storage = Storage()) {
         self.source = source
-        self.startLine = nil
-        var lines = lineStorage
+        // The storage's parts moved out of it (a read of each would be a copy: a reference counted up and down).
+        var storage = storage
+        var lines: [Line] = []
+        swap(&lines, &storage.lines)
         lines.removeAll(keepingCapacity: true)
         // Room for Via, Connection and a few rule additions.
         if lines.capacity < source.fields.count + 4 { lines.reserveCapacity(source.fields.count + 4) }
         for index in source.fields.indices { lines.append(.original(index)) }
         self.lines = lines
+        swap(&self.storage.lines, &storage.written)
+    }
+
+    /// The bytes of the written line at `line` with a name of `nameLength` bytes: its name, or its value.
+    private static func name(_ line: Range<Int>, _ nameLength: Int) -> Range<Int> {
+        line.lowerBound..<line.lowerBound + nameLength
+    }
+    private static func value(_ line: Range<Int>, _ nameLength: Int) -> Range<Int> {
+        line.lowerBound + nameLength + 2..<line.upperBound - 2
     }
 
     public var count: Int { lines.count }
@@ -51,7 +89,8 @@ public struct OutgoingHead: Sendable {
     public func name(at index: Int) -> String {
         switch lines[index] {
         case .original(let i), .edited(let i, _): return source.name(source.fields[i])
-        case .written(let name, _, _): return name
+        case .written(let line, let n, _):
+            return withEditedBytes { String(decoding: $0[Self.name(line, n)], as: UTF8.self) }
         }
     }
 
@@ -59,7 +98,8 @@ public struct OutgoingHead: Sendable {
     public func name(at index: Int, is lowercaseName: String) -> Bool {
         switch lines[index] {
         case .original(let i), .edited(let i, _): return source.field(source.fields[i], is: lowercaseName)
-        case .written(let name, _, _): return name.lowercased() == lowercaseName
+        case .written(let line, let n, _):
+            return withEditedBytes { ByteClass.equalsLowercase($0[Self.name(line, n)], lowercaseName.utf8) }
         }
     }
 
@@ -82,7 +122,7 @@ public struct OutgoingHead: Sendable {
     public func value(at index: Int) -> [UInt8] {
         switch lines[index] {
         case .original(let i): return Array(source.valueBytes(source.fields[i]))
-        case .written(_, let value, _): return value
+        case .written(let line, let n, _): return withEditedBytes { Array($0[Self.value(line, n)]) }
         case .edited(let i, let line): return withEditedBytes { Array($0[editedValue(i, line)]) }
         }
     }
@@ -100,7 +140,9 @@ public struct OutgoingHead: Sendable {
         case .original(let i):
             let range = source.fields[i].value
             source.bytes.withUnsafeBufferPointer { body(UnsafeBufferPointer(rebasing: $0[range])) }
-        case .written(_, let value, _): value.withUnsafeBufferPointer(body)
+        case .written(let line, let n, _):
+            let range = Self.value(line, n)
+            withEditedBytes { body(UnsafeBufferPointer(rebasing: $0[range])) }
         case .edited(let i, let line):
             let range = editedValue(i, line)
             withEditedBytes { body(UnsafeBufferPointer(rebasing: $0[range])) }
@@ -110,7 +152,7 @@ public struct OutgoingHead: Sendable {
     public func valueBytes(at index: Int) -> ArraySlice<UInt8> {
         switch lines[index] {
         case .original(let i): return source.valueBytes(source.fields[i])
-        case .written(_, let value, _): return value[...]
+        case .written(let line, let n, _): return withEditedBytes { Array($0[Self.value(line, n)])[...] }
         case .edited(let i, let line): return withEditedBytes { Array($0[editedValue(i, line)])[...] }
         }
     }
@@ -137,10 +179,14 @@ public struct OutgoingHead: Sendable {
 
     /// Removes every field named `lowercaseName`.
     public mutating func removeAll(_ lowercaseName: String) {
+        let (source, storage) = (self.source, self.storage)
         lines.removeAll { line in
             switch line {
             case .original(let i), .edited(let i, _): return source.field(source.fields[i], is: lowercaseName)
-            case .written(let name, _, _): return ByteClass.equalsLowercase(name.utf8, lowercaseName.utf8)
+            case .written(let line, let n, _):
+                return storage.lines!.withBytes {
+                    ByteClass.equalsLowercase($0[Self.name(line, n)], lowercaseName.utf8)
+                }
             }
         }
     }
@@ -151,9 +197,38 @@ public struct OutgoingHead: Sendable {
 
     /// ``append(name:value:)`` for a name whose classification the caller knows (the proxy's own lines).
     mutating func append(name: String, value: [UInt8], known: KnownField) {
-        lines.append(.written(name: name, value: value, known: known))
+        value.withUnsafeBufferPointer { append(name: name, value: $0, known: known) }
+    }
+
+    /// The line `name: value` at the end, its bytes copied.
+    mutating func append(name: String, value: UnsafeBufferPointer<UInt8>, known: KnownField) {
+        var name = name
+        name.withUTF8 { name in
+            makeRoom(name.count + value.count + 4)
+            let line = edited!.appendLine(name: name, value: value)
+            lines.append(.written(line: line, nameLength: name.count, known: known))
+        }
     }
     public mutating func append(name: String, value: String) { append(name: name, value: Array(value.utf8)) }
+
+    /// Replaces the start line with `line` (without its CRLF), copied.
+    public mutating func replaceStartLine(_ line: UnsafeBufferPointer<UInt8>) {
+        makeRoom(line.count + 2)
+        let range = edited!.appendLine(line)
+        startLineBounds = UInt64(range.lowerBound) << 32 | UInt64(range.upperBound)
+    }
+
+    /// Room for `length` more bytes in a buffer of the head's own: made at the first line written, copied when a
+    /// copy of the head shares it.
+    private mutating func makeRoom(_ length: Int) {
+        if edited == nil {
+            edited = EditedLines.make(capacity: max(512, 2 * length))
+        } else if !isKnownUniquelyReferenced(&edited) {
+            edited = edited!.copy(capacity: edited!.count + max(512, 2 * length))
+        } else if edited!.count + length > edited!.room {
+            edited = edited!.copy(capacity: max(2 * edited!.room, edited!.count + length))
+        }
+    }
 
     /// Replaces the value at `index`, keeping the field's name as written. The bytes are copied (into
     /// ``editedBytes`` for a received field), so the caller can reuse its buffer.
@@ -166,20 +241,17 @@ public struct OutgoingHead: Sendable {
         switch lines[index] {
         case .original(let i), .edited(let i, _):
             let name = source.fields[i].name
-            let length = name.count + value.count + 4
-            // One buffer per head, its own: made at the first edit, copied when a copy of the head shares it.
-            if edited == nil {
-                edited = EditedLines.make(capacity: max(512, 2 * length))
-            } else if !isKnownUniquelyReferenced(&edited) {
-                edited = edited!.copy(capacity: edited!.count + max(512, 2 * length))
-            } else if edited!.count + length > edited!.room {
-                edited = edited!.copy(capacity: max(2 * edited!.room, edited!.count + length))
-            }
+            makeRoom(name.count + value.count + 4)
             let line = source.bytes.withUnsafeBufferPointer { b in
                 edited!.appendLine(name: UnsafeBufferPointer(rebasing: b[name]), value: value)
             }
             lines[index] = .edited(i, line: line)
-        case .written(let name, _, let known): lines[index] = .written(name: name, value: Array(value), known: known)
+        case .written(let line, let n, let known):
+            // The name is in the buffer the new line goes to (which may move): copied out first.
+            let name = withEditedBytes { Array($0[Self.name(line, n)]) }
+            makeRoom(n + value.count + 4)
+            let new = name.withUnsafeBufferPointer { edited!.appendLine(name: $0, value: value) }
+            lines[index] = .written(line: new, nameLength: n, known: known)
         }
     }
 
@@ -188,20 +260,15 @@ public struct OutgoingHead: Sendable {
         let crlf: (UInt8, UInt8) = (0x0D, 0x0A)
         // Room for the whole head at once: appending piece by piece to a new connection's empty buffer grew it
         // several times per head. The bound: every received byte, every edited byte, each written field.
-        var bound = out.count + source.bytes.count + (edited?.count ?? 0) + (startLine?.count ?? 0) + 4
-        for index in lines.indices {
-            if case .written(let name, let value, _) = lines[index] { bound += name.utf8.count + value.count + 4 }
-        }
+        let bound = out.count + source.bytes.count + (edited?.count ?? 0) + 2
         if bound > out.capacity { out.reserveCapacity(Swift.max(bound, 2 * out.capacity)) }
         // The received and edited bytes are copied from their buffers (an append of an Array's slice went through
         // the generic sequence path and retained the Array), and the lines are read in place by index (a `for` over
         // them copied each line, a call per line to copy and one to destroy it).
         source.bytes.withUnsafeBufferPointer { bytes in
             withEditedBytes { editedBytes in
-                if let startLine {
-                    out.append(contentsOf: startLine)
-                    out.append(crlf.0)
-                    out.append(crlf.1)
+                if let startLineRange {
+                    out.append(contentsOf: UnsafeBufferPointer(rebasing: editedBytes[startLineRange]))
                 } else {
                     // The received start line with its own line ending.
                     let end = source.fields.first?.line.lowerBound ?? source.startLine.upperBound
@@ -233,21 +300,13 @@ public struct OutgoingHead: Sendable {
                             flushRuns()
                             run = r
                         }
-                    case .edited(_, let r):
+                    case .edited(_, let r), .written(let r, _, _):
                         if let current = editedRun, current.upperBound == r.lowerBound {
                             editedRun = current.lowerBound..<r.upperBound
                         } else {
                             flushRuns()
                             editedRun = r
                         }
-                    case .written(let name, let value, _):
-                        flushRuns()
-                        out.append(contentsOf: name.utf8)
-                        out.append(0x3A)
-                        out.append(0x20)
-                        out.append(contentsOf: value)
-                        out.append(crlf.0)
-                        out.append(crlf.1)
                     }
                 }
                 flushRuns()
@@ -293,6 +352,22 @@ final class EditedLines: ManagedBuffer<EditedLines.Header, UInt8> {
     func withBytes<R>(_ body: (UnsafeBufferPointer<UInt8>) -> R) -> R {
         withUnsafeMutablePointerToElements { body(UnsafeBufferPointer(start: $0, count: header.count)) }
     }
+
+    /// Appends `line\r\n` (the room for it is there); returns where it is.
+    func appendLine(_ line: UnsafeBufferPointer<UInt8>) -> Range<Int> {
+        let start = header.count
+        withUnsafeMutablePointerToElements { elements in
+            let p = elements + start
+            if let l = line.baseAddress { p.initialize(from: l, count: line.count) }
+            (p + line.count).initialize(to: 0x0D)
+            (p + line.count + 1).initialize(to: 0x0A)
+            header.count = start + line.count + 2
+        }
+        return start..<header.count
+    }
+
+    /// Empties the buffer for reuse by its only holder.
+    func removeAll() { header.count = 0 }
 
     /// Appends `name: value\r\n` (the room for it is there); returns where the line is.
     func appendLine(name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>) -> Range<Int> {

@@ -152,6 +152,12 @@ public struct ExchangeContext: Sendable {
         (self.host, self.port, self.target, self.status) = (host, port, target, status)
     }
 
+    /// What an exchange holds while its context is lent out (empty strings: making one retains nothing).
+    static var moved: ExchangeContext {
+        ExchangeContext(
+            requestID: 0, clientAddress: "", method: "", scheme: "", host: "", port: 0, target: "", status: nil)
+    }
+
     /// `scheme://host:port/path` (the port always written, as the log wants it).
     public var url: String {
         var url = ""

@@ -491,8 +491,7 @@ public struct ProxyConnectionMachine {
         if !route.isConnect {
             var out = HeadRewrite.request(
                 request, route: route, connection: connection, framing: framing, wantsUpgrade: wantsUpgrade, via: via,
-                configuration: configuration, lineStorage: headStorage.takeLines(),
-                startLineStorage: headStorage.takeStartLine())
+                configuration: configuration, storage: headStorage.takeOutgoing())
             hooks.willForwardRequest(&out, context: context)
             headBytes.reserveCapacity(request.head.bytes.count + 64)
             out.serialize(into: &headBytes)
@@ -624,7 +623,7 @@ public struct ProxyConnectionMachine {
     /// A `101` to an upgrade the client asked for: the head goes on, then both ways are a tunnel.
     private mutating func switchProtocols(_ e: Exchange, _ response: ResponseHead, _ io: inout ConnectionIO) {
         var out = HeadRewrite.switchingProtocols(
-            response, configuration: configuration, lineStorage: headStorage.takeLines())
+            response, configuration: configuration, storage: headStorage.takeOutgoing())
         forwardResponseHead(&out, e, &io)
         headStorage.keep(out)
         io.toClient.append(contentsOf: e.upstreamIn)
@@ -662,7 +661,7 @@ public struct ProxyConnectionMachine {
             e.closeClientAfter ? .close : e.clientVersion.minor == 0 ? .keepAlive : .persistent
         var out = HeadRewrite.finalResponse(
             response, connection: connection, framing: framing, dechunk: e.dechunk, client: client,
-            configuration: configuration, lineStorage: headStorage.takeLines())
+            configuration: configuration, storage: headStorage.takeOutgoing())
         forwardResponseHead(&out, e, &io)
         headStorage.keep(out)
         var rest: [UInt8] = []
@@ -680,8 +679,11 @@ public struct ProxyConnectionMachine {
     /// The hooks (the rules) see the head, then it is written to the client and they see the bytes sent.
     @inline(__always)
     private func forwardResponseHead(_ out: inout OutgoingHead, _ e: Exchange, _ io: inout ConnectionIO) {
-        // One copy of the context for both calls (each read of the exchange's property is a copy of its strings).
-        let context = e.context
+        // The context is moved out of the exchange for both calls and back after them: a read of the exchange's
+        // property would be a copy of its strings (a retain and a release of each).
+        var context = ExchangeContext.moved
+        swap(&context, &e.context)
+        defer { swap(&context, &e.context) }
         hooks.willForwardResponse(&out, context: context)
         let headStart = io.toClient.count
         out.serialize(into: &io.toClient)
@@ -797,7 +799,7 @@ public final class HeadStorage {
     private var bytes: [UInt8] = []
     private var fields: [HTTPHead.Field] = []
     private var lines: [OutgoingHead.Line] = []
-    private var startLine: [UInt8] = []
+    private var written: EditedLines? = nil
     /// Larger storage is let go: a rare large head does not stay allocated.
     static let maximumBytes = 16384
     static let maximumEntries = 256
@@ -815,12 +817,14 @@ public final class HeadStorage {
     /// The kept field list's storage (for ``HTTPHeadParser/parseHead(_:strictValues:fieldStorage:)``).
     func takeFields() -> [HTTPHead.Field] { Self.take(&fields) }
 
-    /// The kept line list's storage (for ``OutgoingHead/init(_:lineStorage:)``).
-    func takeLines() -> [OutgoingHead.Line] { Self.take(&lines) }
-
-    /// The kept request line's storage (for
-    /// ``HeadRewrite/request(_:route:connection:framing:wantsUpgrade:via:configuration:lineStorage:startLineStorage:)``).
-    func takeStartLine() -> [UInt8] { Self.take(&startLine) }
+    /// The kept line list's storage and written-line buffer (for ``OutgoingHead/init(_:storage:)``). The buffer only
+    /// when no one else holds it any more (a head a hook kept still reads it), emptied.
+    func takeOutgoing() -> OutgoingHead.Storage {
+        var buffer: EditedLines? = nil
+        swap(&buffer, &written)
+        if isKnownUniquelyReferenced(&buffer) { buffer!.removeAll() } else { buffer = nil }
+        return OutgoingHead.Storage(lines: Self.take(&lines), written: buffer)
+    }
 
     /// `kept`'s storage, `kept` left empty (so that the storage taken is the only reference to it).
     @inline(__always)
@@ -836,9 +840,9 @@ public final class HeadStorage {
         if head.fields.capacity <= Self.maximumEntries { fields = head.fields }
     }
 
-    /// Keeps `out`'s line list for the next head.
+    /// Keeps `out`'s line list and written-line buffer for the next head.
     func keep(_ out: OutgoingHead) {
         if out.lines.capacity <= Self.maximumEntries { lines = out.lines }
-        if let line = out.startLine, line.capacity <= Self.maximumBytes { startLine = line }
+        if let buffer = out.writtenStorage, buffer.room <= Self.maximumBytes { written = buffer }
     }
 }
