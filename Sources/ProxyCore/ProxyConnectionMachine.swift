@@ -54,20 +54,22 @@ public struct ProxyConnectionMachine {
     enum State {
         /// Waiting for (more of) a request head. Transitions: → connecting (head parsed), → closed (error, EOF).
         case idle
-        /// A request is parsed and waits for its upstream. → exchanging (connected), → closed (failure).
-        case connecting(Exchange)
-        /// Request and response in flight. → idle (response done, keep-alive), → tunnel (101), → closed.
-        case exchanging(Exchange)
+        /// A request is parsed (``exchange``) and waits for its upstream. → exchanging (connected), → closed
+        /// (failure).
+        case connecting
+        /// Request and response in flight (``exchange``). → idle (response done, keep-alive), → tunnel (101),
+        /// → closed.
+        case exchanging
         /// A byte tunnel; `clientDone` / `upstreamDone` record half-closes. → closed when both are done.
         case tunnel(clientDone: Bool, upstreamDone: Bool)
         /// Nothing more will be read or written after the pending output.
         case closed
     }
 
-    /// One request/response exchange. A class: the state enum holds a reference, so moving between states and
-    /// updating a field copy a pointer, not the whole exchange (its buffers, parser and context). Owned by one
-    /// machine, which is confined to one event loop.
-    final class Exchange {
+    /// One request/response exchange: the machine's ``exchange`` while it is connecting or exchanging. Stored in
+    /// the machine rather than in the state or an object of its own: it is read and updated in place, without an
+    /// allocation per exchange or a reference counted up and down for each access to it and its buffers.
+    struct Exchange {
         var context: ExchangeContext
         var origin: Origin
         var isConnect: Bool
@@ -86,6 +88,14 @@ public struct ProxyConnectionMachine {
         var upstreamReusable = true
         /// The upstream proxy this exchange goes through.
         var via: UpstreamHop?
+
+        /// No exchange (before the first; what a machine holds when it has none is never read).
+        init() {
+            self.init(
+                context: .moved, origin: Origin(host: "", port: 0), isConnect: false, wantsUpgrade: false,
+                requestHeadBytes: [], requestBody: BodyReader(.none), clientVersion: HTTPVersion(major: 1, minor: 1),
+                clientKeepAlive: false, responseParser: HTTPHeadParser(limits: .init()))
+        }
 
         init(
             context: ExchangeContext, origin: Origin, isConnect: Bool, wantsUpgrade: Bool, requestHeadBytes: [UInt8],
@@ -114,6 +124,8 @@ public struct ProxyConnectionMachine {
     let headStorage: HeadStorage
     let clientAddress: String
     var state: State = .idle
+    /// The exchange in flight (``State/connecting``, ``State/exchanging``).
+    var exchange = Exchange()
     /// The storage of the last finished exchange's request head and response buffer, emptied, for the next one
     /// (a keep-alive connection's exchanges then allocate neither; a closed connection's go to the next
     /// connection through ``takeBuffers()``).
@@ -179,8 +191,8 @@ public struct ProxyConnectionMachine {
         switch state {
         case .idle: return clientIn.count > clientInStart ? .readingHead : .idle
         case .connecting: return .connecting
-        case .exchanging(let e):
-            if case .head = e.response { return e.responseBytesSeen ? .streaming : .awaitingResponse }
+        case .exchanging:
+            if case .head = exchange.response { return exchange.responseBytesSeen ? .streaming : .awaitingResponse }
             return .streaming
         case .tunnel: return .tunnel
         case .closed: return .closed
@@ -249,8 +261,8 @@ public struct ProxyConnectionMachine {
         case .idle:
             // A partial head is abandoned; between requests this is a normal close.
             close(&io)
-        case .connecting(let e), .exchanging(let e):
-            if !e.requestBody.isComplete {
+        case .connecting, .exchanging:
+            if !exchange.requestBody.isComplete {
                 // The request was cut short: there is nothing sensible to send upstream.
                 abortExchange(&io)
             }
@@ -265,30 +277,30 @@ public struct ProxyConnectionMachine {
 
     public mutating func upstreamConnected(reused: Bool, _ io: inout ConnectionIO) {
         guard acceptsUpstreamEvent else { return }
-        guard case .connecting(let e) = state else { return unexpected("upstreamConnected", &io) }
-        e.reusedUpstream = reused
-        if e.isConnect {
+        guard case .connecting = state else { return unexpected("upstreamConnected", &io) }
+        exchange.reusedUpstream = reused
+        if exchange.isConnect {
             io.toClient.append(contentsOf: Self.connectionEstablished)
             startTunnel(&io)
             if clientEOF { clientClosed(&io) }
             return
         }
-        io.toUpstream.append(contentsOf: e.requestHeadBytes)
-        state = .exchanging(e)
+        io.toUpstream.append(contentsOf: exchange.requestHeadBytes)
+        state = .exchanging
         forwardRequestBody(&io)
     }
 
     public mutating func upstreamFailed(_ failure: UpstreamFailure, _ io: inout ConnectionIO) {
         guard acceptsUpstreamEvent else { return }
         switch state {
-        case .connecting(let e):
+        case .connecting:
             upstreamInUse = false  // the attempt failed: the shell has let it go
-            answer(failure.status, failure.message, &io, keepAlive: e.clientKeepAlive && e.requestBody.isComplete)
-        case .exchanging(let e):
+            answer(failure.status, failure.message, &io, keepAlive: exchange.clientKeepAlive && exchange.requestBody.isComplete)
+        case .exchanging:
             // A pooled connection the server closed can fail as a reset rather than an end of stream (the request
             // reached a socket already closed): the same retry. A timeout is not retried (it would wait twice).
-            if case .failed = failure, retryOnFreshConnection(e, &io) { return }
-            failExchange(e, status: failure.status, message: failure.message, &io)
+            if case .failed = failure, retryOnFreshConnection(&io) { return }
+            failExchange(status: failure.status, message: failure.message, &io)
         case .tunnel:
             upstreamInUse = false
             close(&io)
@@ -301,11 +313,11 @@ public struct ProxyConnectionMachine {
         switch state {
         case .tunnel:
             io.toClient.append(contentsOf: bytes)
-        case .exchanging(let e):
-            e.responseBytesSeen = true
-            switch e.response {
+        case .exchanging:
+            exchange.responseBytesSeen = true
+            switch exchange.response {
             case .head:
-                e.upstreamIn.append(contentsOf: bytes)
+                exchange.upstreamIn.append(contentsOf: bytes)
                 processResponseHead(&io)
             case .body:
                 forwardResponseBody(bytes, &io)
@@ -321,24 +333,24 @@ public struct ProxyConnectionMachine {
             state = .tunnel(clientDone: clientDone, upstreamDone: true)
             io.commands.append(.shutdownClientWrite)
             if clientDone { abortExchange(&io) }
-        case .exchanging(let e):
-            if case .body(var reader) = e.response {
+        case .exchanging:
+            if case .body(var reader) = exchange.response {
                 if reader.endOfStream() {
-                    e.response = .body(reader)
-                    e.upstreamReusable = false
-                    e.closeClientAfter = e.closeClientAfter || reader.framing == .untilClose
+                    exchange.response = .body(reader)
+                    exchange.upstreamReusable = false
+                    exchange.closeClientAfter = exchange.closeClientAfter || reader.framing == .untilClose
                     finishExchange(&io)
                 } else {
                     abortExchange(&io)
                 }
                 return
             }
-            if retryOnFreshConnection(e, &io) { return }
+            if retryOnFreshConnection(&io) { return }
             release(reusable: false, &io)
-            if e.responseBytesSeen {
-                answer(502, "upstream \(e.origin) sent an incomplete response head", &io, keepAlive: false)
+            if exchange.responseBytesSeen {
+                answer(502, "upstream \(exchange.origin) sent an incomplete response head", &io, keepAlive: false)
             } else {
-                answer(502, "upstream \(e.origin) closed the connection without answering", &io, keepAlive: false)
+                answer(502, "upstream \(exchange.origin) closed the connection without answering", &io, keepAlive: false)
             }
         case .idle, .connecting, .closed: unexpected("upstreamClosed", &io)
         }
@@ -376,13 +388,13 @@ public struct ProxyConnectionMachine {
 
     /// No response byte yet on a pooled connection the server had closed: the request goes once more, on a
     /// fresh connection, when that is safe (no request body was sent). False when it is not retried.
-    private mutating func retryOnFreshConnection(_ e: Exchange, _ io: inout ConnectionIO) -> Bool {
-        guard e.reusedUpstream && !e.responseBytesSeen && e.requestBody.framing == .none else { return false }
+    private mutating func retryOnFreshConnection(_ io: inout ConnectionIO) -> Bool {
+        guard exchange.reusedUpstream && !exchange.responseBytesSeen && exchange.requestBody.framing == .none else { return false }
         release(reusable: false, &io)
-        e.reusedUpstream = false
-        e.upstreamIn.removeAll()
-        state = .connecting(e)
-        connect(e.origin, fresh: true, via: e.via, &io)
+        exchange.reusedUpstream = false
+        exchange.upstreamIn.removeAll()
+        state = .connecting
+        connect(exchange.origin, fresh: true, via: exchange.via, &io)
         return true
     }
 
@@ -395,13 +407,13 @@ public struct ProxyConnectionMachine {
             } else {
                 close(&io)
             }
-        case .connecting(let e):
+        case .connecting:
             let message =
-                e.via.map { "timed out connecting to upstream \(e.origin) through upstream proxy \($0.proxy)" }
-                ?? UpstreamFailure.connectTimeout(e.origin).message
+                exchange.via.map { "timed out connecting to upstream \(exchange.origin) through upstream proxy \($0.proxy)" }
+                ?? UpstreamFailure.connectTimeout(exchange.origin).message
             answer(504, message, &io, keepAlive: false)
-        case .exchanging(let e):
-            failExchange(e, status: 504, message: UpstreamFailure.responseTimeout(e.origin).message, &io)
+        case .exchanging:
+            failExchange(status: 504, message: UpstreamFailure.responseTimeout(exchange.origin).message, &io)
         case .tunnel:
             close(&io)
         case .closed: break
@@ -497,14 +509,14 @@ public struct ProxyConnectionMachine {
             out.serialize(into: &headBytes)
             headStorage.keep(out)
         }
-        let exchange = Exchange(
+        exchange = Exchange(
             context: context, origin: origin, isConnect: route.isConnect, wantsUpgrade: wantsUpgrade,
             requestHeadBytes: headBytes, requestBody: BodyReader(route.isConnect ? .none : framing),
             clientVersion: request.version, clientKeepAlive: keepAlive,
             responseParser: HTTPHeadParser(limits: configuration.parserLimits))
         exchange.via = via
         swap(&exchange.upstreamIn, &spareUpstreamIn)
-        state = .connecting(exchange)
+        state = .connecting
         // A tunnel gets a connection of its own: an idle keep-alive connection to the same host and port is
         // never handed to a CONNECT.
         connect(origin, fresh: route.isConnect, via: via, &io)
@@ -525,44 +537,43 @@ public struct ProxyConnectionMachine {
     static let connectionEstablished = Array("HTTP/1.1 200 Connection Established\r\n\r\n".utf8)
 
     private mutating func forwardRequestBody(_ io: inout ConnectionIO) {
-        let e: Exchange
         switch state {
-        case .exchanging(let x): e = x
+        case .exchanging: break
         case .connecting: return  // body waits in clientIn until the upstream is there
         case .idle, .tunnel, .closed: return unexpected("a request body to forward", &io)
         }
-        guard !e.requestBody.isComplete, bufferedClientBytes > 0 else { return }
-        var reader = e.requestBody
+        guard !exchange.requestBody.isComplete, bufferedClientBytes > 0 else { return }
+        var reader = exchange.requestBody
         let n: Int
         do {
             n = try reader.consume(clientIn[clientInStart...])
         } catch {
             // Nothing more of this request reaches the upstream; the client gets a 400 unless part of the
             // response is already out, when closing is the only honest signal.
-            failExchange(e, status: 400, message: "bad request body: \(error.description)", &io)
+            failExchange(status: 400, message: "bad request body: \(error.description)", &io)
             return
         }
         io.toUpstream.append(contentsOf: clientIn[clientInStart..<(clientInStart + n)])
         clientInStart += n
-        e.requestBody = reader
+        exchange.requestBody = reader
     }
 
     // MARK: - Responses
 
     private mutating func processResponseHead(_ io: inout ConnectionIO) {
-        guard case .exchanging(let e) = state else { return unexpected("a response head", &io) }
-        while let next = nextResponseHead(e, &io) {
+        guard case .exchanging = state else { return unexpected("a response head", &io) }
+        while let next = nextResponseHead(&io) {
             let response = next.head
             defer { headStorage.keep(response.head) }
             if response.status == 101 {
-                switchProtocols(e, response, &io)
+                switchProtocols(response, &io)
             } else if (100..<200).contains(response.status) {
                 // Interim responses (100 Continue, 103 Early Hints) go to 1.1 clients as parsed (line ends
                 // normalised); the final response follows (RFC 9110 §15.2).
-                if e.clientVersion.minor >= 1 { io.toClient.append(contentsOf: response.head.bytes) }
+                if exchange.clientVersion.minor >= 1 { io.toClient.append(contentsOf: response.head.bytes) }
                 continue
             } else {
-                forwardFinalHead(e, response, next.framing, &io)
+                forwardFinalHead(response, next.framing, &io)
             }
             return
         }
@@ -574,60 +585,60 @@ public struct ProxyConnectionMachine {
         var framing: BodyFraming
     }
 
-    /// The next response head in `e.upstreamIn`, taken out and parsed, with its body's framing. Nil when it has
+    /// The next response head in `exchange.upstreamIn`, taken out and parsed, with its body's framing. Nil when it has
     /// not all arrived yet, or when it is refused (the exchange has then failed with a `502`).
     @inline(__always)
-    private mutating func nextResponseHead(_ e: Exchange, _ io: inout ConnectionIO) -> ParsedResponse? {
+    private mutating func nextResponseHead(_ io: inout ConnectionIO) -> ParsedResponse? {
         let length: Int
         do {
-            guard let l = try e.responseParser.headLength(e.upstreamIn[...]) else { return nil }
+            guard let l = try exchange.responseParser.headLength(exchange.upstreamIn[...]) else { return nil }
             length = l
         } catch {
-            failResponse(e, "upstream \(e.origin) sent a response head that is too large", &io)
+            failResponse("upstream \(exchange.origin) sent a response head that is too large", &io)
             return nil
         }
-        let headBytes = e.upstreamIn.withUnsafeBufferPointer {
+        let headBytes = exchange.upstreamIn.withUnsafeBufferPointer {
             headStorage.bytes(copying: UnsafeBufferPointer(rebasing: $0[0..<length]))
         }
-        e.upstreamIn.removeFirst(length)
+        exchange.upstreamIn.removeFirst(length)
         let response: ResponseHead
         let framing: BodyFraming
         do {
-            response = try e.responseParser.parseResponse(headBytes, fieldStorage: headStorage.takeFields())
+            response = try exchange.responseParser.parseResponse(headBytes, fieldStorage: headStorage.takeFields())
             framing = try BodyFraming.forResponse(
-                response.head, status: response.status, requestMethod: e.context.method, version: response.version)
+                response.head, status: response.status, requestMethod: exchange.context.method, version: response.version)
         } catch {
-            failResponse(e, "upstream \(e.origin) sent an invalid response: \(error.description)", &io)
+            failResponse("upstream \(exchange.origin) sent an invalid response: \(error.description)", &io)
             return nil
         }
-        e.context.status = response.status
-        if response.status == 407, let via = e.via {
+        exchange.context.status = response.status
+        if response.status == 407, let via = exchange.via {
             // The upstream proxy wants credentials this proxy has (the client's were for this one): relaying its
             // challenge would have the client answer it to the wrong proxy.
             let hint =
                 via.proxy.authorization == nil
                 ? "give them in the URL: --upstream-proxy http://user:password@\(via.proxy)"
                 : "the user and password in --upstream-proxy were refused"
-            failResponse(e, "upstream proxy \(via.proxy) asks for credentials (407); \(hint)", &io)
+            failResponse("upstream proxy \(via.proxy) asks for credentials (407); \(hint)", &io)
             return nil
         }
-        if response.status == 101 && !e.wantsUpgrade {
+        if response.status == 101 && !exchange.wantsUpgrade {
             // RFC 9110 §15.2.2: a server switches protocols only when asked; relaying this would have the
             // client read what follows as another protocol while the proxy reads it as HTTP.
-            failResponse(e, "upstream \(e.origin) switched protocols without being asked to", &io)
+            failResponse("upstream \(exchange.origin) switched protocols without being asked to", &io)
             return nil
         }
         return ParsedResponse(head: response, framing: framing)
     }
 
     /// A `101` to an upgrade the client asked for: the head goes on, then both ways are a tunnel.
-    private mutating func switchProtocols(_ e: Exchange, _ response: ResponseHead, _ io: inout ConnectionIO) {
+    private mutating func switchProtocols(_ response: ResponseHead, _ io: inout ConnectionIO) {
         var out = HeadRewrite.switchingProtocols(
             response, configuration: configuration, storage: headStorage.takeOutgoing())
-        forwardResponseHead(&out, e, &io)
+        forwardResponseHead(&out, &io)
         headStorage.keep(out)
-        io.toClient.append(contentsOf: e.upstreamIn)
-        e.upstreamIn = []
+        io.toClient.append(contentsOf: exchange.upstreamIn)
+        exchange.upstreamIn = []
         startTunnel(&io)
     }
 
@@ -646,28 +657,28 @@ public struct ProxyConnectionMachine {
     /// head rewritten and sent, then its body.
     @inline(__always)
     private mutating func forwardFinalHead(
-        _ e: Exchange, _ response: ResponseHead, _ framing: BodyFraming, _ io: inout ConnectionIO
+        _ response: ResponseHead, _ framing: BodyFraming, _ io: inout ConnectionIO
     ) {
         let connection = response.head.connectionOptions()
-        if connection.close || response.version.minor == 0 { e.upstreamReusable = false }
+        if connection.close || response.version.minor == 0 { exchange.upstreamReusable = false }
         if framing == .chunked && response.head.has(.contentLength) {
             // Both framing fields: Transfer-Encoding wins (RFC 9112 §6.3 rule 3), but a server that sends
             // both is not trusted with the next exchange on this connection.
-            e.upstreamReusable = false
+            exchange.upstreamReusable = false
         }
-        e.dechunk = framing == .chunked && e.clientVersion.minor == 0
-        e.closeClientAfter = !e.clientKeepAlive || clientEOF || framing == .untilClose || e.dechunk
+        exchange.dechunk = framing == .chunked && exchange.clientVersion.minor == 0
+        exchange.closeClientAfter = !exchange.clientKeepAlive || clientEOF || framing == .untilClose || exchange.dechunk
         let client: HeadRewrite.ClientConnection =
-            e.closeClientAfter ? .close : e.clientVersion.minor == 0 ? .keepAlive : .persistent
+            exchange.closeClientAfter ? .close : exchange.clientVersion.minor == 0 ? .keepAlive : .persistent
         var out = HeadRewrite.finalResponse(
-            response, connection: connection, framing: framing, dechunk: e.dechunk, client: client,
+            response, connection: connection, framing: framing, dechunk: exchange.dechunk, client: client,
             configuration: configuration, storage: headStorage.takeOutgoing())
-        forwardResponseHead(&out, e, &io)
+        forwardResponseHead(&out, &io)
         headStorage.keep(out)
         var rest: [UInt8] = []
-        swap(&rest, &e.upstreamIn)
+        swap(&rest, &exchange.upstreamIn)
         let reader = BodyReader(framing)
-        e.response = .body(reader)
+        exchange.response = .body(reader)
         if !rest.isEmpty {
             forwardResponseBody(rest[...], &io)
         } else if reader.isComplete {
@@ -678,25 +689,20 @@ public struct ProxyConnectionMachine {
 
     /// The hooks (the rules) see the head, then it is written to the client and they see the bytes sent.
     @inline(__always)
-    private func forwardResponseHead(_ out: inout OutgoingHead, _ e: Exchange, _ io: inout ConnectionIO) {
-        // The context is moved out of the exchange for both calls and back after them: a read of the exchange's
-        // property would be a copy of its strings (a retain and a release of each).
-        var context = ExchangeContext.moved
-        swap(&context, &e.context)
-        defer { swap(&context, &e.context) }
-        hooks.willForwardResponse(&out, context: context)
+    private func forwardResponseHead(_ out: inout OutgoingHead, _ io: inout ConnectionIO) {
+        hooks.willForwardResponse(&out, context: exchange.context)
         let headStart = io.toClient.count
         out.serialize(into: &io.toClient)
-        hooks.didForwardResponse(out, bytes: io.toClient[headStart...], context: context)
+        hooks.didForwardResponse(out, bytes: io.toClient[headStart...], context: exchange.context)
     }
 
     private mutating func forwardResponseBody(_ bytes: ArraySlice<UInt8>, _ io: inout ConnectionIO) {
-        guard case .exchanging(let e) = state, case .body(var reader) = e.response else {
+        guard case .exchanging = state, case .body(var reader) = exchange.response else {
             return unexpected("response body bytes", &io)
         }
         let n: Int
         do {
-            if e.dechunk {
+            if exchange.dechunk {
                 n = try withUnsafeMutablePointer(to: &io.toClient) { try reader.consume(bytes, payload: $0) }
             } else {
                 n = try reader.consume(bytes)
@@ -706,8 +712,8 @@ public struct ProxyConnectionMachine {
             abortExchange(&io)
             return
         }
-        if n < bytes.count { e.upstreamReusable = false }  // bytes after the body: the upstream is confused
-        e.response = .body(reader)
+        if n < bytes.count { exchange.upstreamReusable = false }  // bytes after the body: the upstream is confused
+        exchange.response = .body(reader)
         if reader.isComplete { finishExchange(&io) }
     }
 
@@ -720,15 +726,15 @@ public struct ProxyConnectionMachine {
     }
 
     private mutating func finishExchange(_ io: inout ConnectionIO) {
-        guard case .exchanging(let e) = state else { return unexpected("the end of an exchange", &io) }
-        if !e.requestBody.isComplete {
+        guard case .exchanging = state else { return unexpected("the end of an exchange", &io) }
+        if !exchange.requestBody.isComplete {
             // The response came before the whole request body: the rest cannot be sent any more.
             abortExchange(&io)
             return
         }
-        release(reusable: e.upstreamReusable, &io)
-        Self.keep(&e.requestHeadBytes, as: &spareRequestHead)
-        if e.closeClientAfter {
+        release(reusable: exchange.upstreamReusable, &io)
+        Self.keep(&exchange.requestHeadBytes, as: &spareRequestHead)
+        if exchange.closeClientAfter {
             close(&io)
             return
         }
@@ -742,16 +748,16 @@ public struct ProxyConnectionMachine {
 
     /// The upstream failed mid-exchange: an answer of our own if nothing of the response went out yet, else
     /// closing the client connection, the only honest signal once part of a response is out.
-    private mutating func failExchange(_ e: Exchange, status: Int, message: String, _ io: inout ConnectionIO) {
+    private mutating func failExchange(status: Int, message: String, _ io: inout ConnectionIO) {
         release(reusable: false, &io)
-        if case .head = e.response, !e.responseBytesSeen {
+        if case .head = exchange.response, !exchange.responseBytesSeen {
             answer(status, message, &io, keepAlive: false)
         } else {
             close(&io)
         }
     }
 
-    private mutating func failResponse(_ e: Exchange, _ reason: String, _ io: inout ConnectionIO) {
+    private mutating func failResponse(_ reason: String, _ io: inout ConnectionIO) {
         release(reusable: false, &io)
         answer(502, reason, &io, keepAlive: false)
     }
