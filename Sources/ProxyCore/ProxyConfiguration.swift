@@ -152,8 +152,8 @@ public struct ExchangeContext: Sendable {
         (self.host, self.port, self.target, self.status) = (host, port, target, status)
     }
 
-    /// What an exchange holds while its context is lent out (empty strings: making one retains nothing).
-    static var moved: ExchangeContext {
+    /// A context with nothing in it, for a machine without an exchange (empty strings: making one retains nothing).
+    static var empty: ExchangeContext {
         ExchangeContext(
             requestID: 0, clientAddress: "", method: "", scheme: "", host: "", port: 0, target: "", status: nil)
     }

@@ -92,7 +92,7 @@ public struct ProxyConnectionMachine {
         /// No exchange (before the first; what a machine holds when it has none is never read).
         init() {
             self.init(
-                context: .moved, origin: Origin(host: "", port: 0), isConnect: false, wantsUpgrade: false,
+                context: .empty, origin: Origin(host: "", port: 0), isConnect: false, wantsUpgrade: false,
                 requestHeadBytes: [], requestBody: BodyReader(.none), clientVersion: HTTPVersion(major: 1, minor: 1),
                 clientKeepAlive: false, responseParser: HTTPHeadParser(limits: .init()))
         }
@@ -295,7 +295,9 @@ public struct ProxyConnectionMachine {
         switch state {
         case .connecting:
             upstreamInUse = false  // the attempt failed: the shell has let it go
-            answer(failure.status, failure.message, &io, keepAlive: exchange.clientKeepAlive && exchange.requestBody.isComplete)
+            answer(
+                failure.status, failure.message, &io,
+                keepAlive: exchange.clientKeepAlive && exchange.requestBody.isComplete)
         case .exchanging:
             // A pooled connection the server closed can fail as a reset rather than an end of stream (the request
             // reached a socket already closed): the same retry. A timeout is not retried (it would wait twice).
@@ -350,7 +352,8 @@ public struct ProxyConnectionMachine {
             if exchange.responseBytesSeen {
                 answer(502, "upstream \(exchange.origin) sent an incomplete response head", &io, keepAlive: false)
             } else {
-                answer(502, "upstream \(exchange.origin) closed the connection without answering", &io, keepAlive: false)
+                answer(
+                    502, "upstream \(exchange.origin) closed the connection without answering", &io, keepAlive: false)
             }
         case .idle, .connecting, .closed: unexpected("upstreamClosed", &io)
         }
@@ -389,7 +392,9 @@ public struct ProxyConnectionMachine {
     /// No response byte yet on a pooled connection the server had closed: the request goes once more, on a
     /// fresh connection, when that is safe (no request body was sent). False when it is not retried.
     private mutating func retryOnFreshConnection(_ io: inout ConnectionIO) -> Bool {
-        guard exchange.reusedUpstream && !exchange.responseBytesSeen && exchange.requestBody.framing == .none else { return false }
+        guard exchange.reusedUpstream && !exchange.responseBytesSeen && exchange.requestBody.framing == .none else {
+            return false
+        }
         release(reusable: false, &io)
         exchange.reusedUpstream = false
         exchange.upstreamIn.removeAll()
@@ -409,7 +414,9 @@ public struct ProxyConnectionMachine {
             }
         case .connecting:
             let message =
-                exchange.via.map { "timed out connecting to upstream \(exchange.origin) through upstream proxy \($0.proxy)" }
+                exchange.via.map {
+                    "timed out connecting to upstream \(exchange.origin) through upstream proxy \($0.proxy)"
+                }
                 ?? UpstreamFailure.connectTimeout(exchange.origin).message
             answer(504, message, &io, keepAlive: false)
         case .exchanging:
@@ -606,7 +613,8 @@ public struct ProxyConnectionMachine {
         do {
             response = try exchange.responseParser.parseResponse(headBytes, fieldStorage: headStorage.takeFields())
             framing = try BodyFraming.forResponse(
-                response.head, status: response.status, requestMethod: exchange.context.method, version: response.version)
+                response.head, status: response.status, requestMethod: exchange.context.method,
+                version: response.version)
         } catch {
             failResponse("upstream \(exchange.origin) sent an invalid response: \(error.description)", &io)
             return nil
@@ -794,7 +802,7 @@ public struct ProxyConnectionMachine {
 }
 
 /// The storage heads are parsed and rewritten into — the received head's bytes, its field list, the outgoing line
-/// list and request line — kept from one head to the next, so that an exchange allocates none of them. One per
+/// list and the buffer of the lines the proxy writes — kept from one head to the next, so that an exchange allocates none of them. One per
 /// event loop, shared by its connections (an idle connection holds none), used by that loop's thread alone and by one head at
 /// a time: a head's storage is taken when it is parsed and kept again once the head has been forwarded, to be
 /// reused when that head is gone.
