@@ -197,6 +197,40 @@ import Testing
         return String(decoding: out, as: UTF8.self)
     }
 
+    /// Lines the proxy writes (added fields, a new start line) go into the edited lines' buffer: each reads back,
+    /// is edited and removed like a received line, and a copy that writes, however much, leaves the original as
+    /// it was.
+    @Test(arguments: [0, 1, 30])
+    func writtenLinesReadEditAndCopyLikeReceivedOnes(_ more: Int) {
+        var head = OutgoingHead(Self.received)
+        Array("HTTP/1.1 201 Created".utf8).withUnsafeBufferPointer { head.replaceStartLine($0) }
+        head.append(name: "Via", value: "1.1 cookie-proxy")
+        head.replaceValue(at: 0, with: Array("a=1; Secure".utf8))
+        head.append(name: "X-New", value: "first")
+        var copy = head
+        let long = String(repeating: "m", count: 50)
+        for k in 0..<more { copy.append(name: "X-More-\(k)", value: long) }
+        copy.replaceValue(at: 4, with: Array("second, longer".utf8))
+        copy.removeAll("via")
+
+        #expect(head.startLine == Array("HTTP/1.1 201 Created".utf8))
+        #expect(head.name(at: 3) == "Via" && head.name(at: 3, is: "via") && head.known(at: 3) == .other)
+        #expect(head.value(at: 3) == Array("1.1 cookie-proxy".utf8))
+        #expect(head.valueBytes(at: 4) == Array("first".utf8)[...])
+        head.withValueBytes(at: 4) { #expect(Array($0) == Array("first".utf8)) }
+        #expect(
+            Self.bytes(head)
+                == "HTTP/1.1 201 Created\r\nSet-Cookie: a=1; Secure\r\nX-A: b\r\nSet-Cookie: c=2\r\nVia: 1.1 cookie-proxy\r\nX-New: first\r\n\r\n"
+        )
+        let extra = (0..<more).map { "X-More-\($0): \(long)\r\n" }.joined()
+        #expect(
+            Self.bytes(copy)
+                == "HTTP/1.1 201 Created\r\nSet-Cookie: a=1; Secure\r\nX-A: b\r\nSet-Cookie: c=2\r\nX-New: second, longer\r\n\(extra)\r\n"
+        )
+        #expect(copy.name(at: 3) == "X-New" && copy.value(at: 3) == Array("second, longer".utf8))
+        #expect(copy.startLine == head.startLine)
+    }
+
     @Test(arguments: [1, 2, 40])
     func editsToACopyLeaveTheOriginalAsItWas(_ edits: Int) {
         var original = OutgoingHead(Self.received)
