@@ -742,7 +742,11 @@ public struct ProxyConnectionMachine {
         }
         release(reusable: exchange.upstreamReusable, &io)
         Self.keep(&exchange.requestHeadBytes, as: &spareRequestHead)
-        if exchange.closeClientAfter {
+        let closeAfter = exchange.closeClientAfter
+        // What the exchange holds goes now, not when the next one starts: an idle connection keeps none of it
+        // (a request head too large to keep as the spare among it).
+        exchange = Exchange()
+        if closeAfter {
             close(&io)
             return
         }
@@ -792,6 +796,7 @@ public struct ProxyConnectionMachine {
         io.toClient.append(
             contentsOf: ProxyAnswer(status: status, reason: reason, fields: fields, via: via, close: !keep).bytes)
         if keep {
+            exchange = Exchange()  // as at the end of an exchange: nothing of it stays with an idle connection
             state = .idle
             if bufferedClientBytes > 0 { parseRequest(&io) }
         } else {
