@@ -27,6 +27,9 @@ public struct RequestRoute: Sendable, Hashable {
     /// (RFC 9112 §3.2.2). Nil for origin-form to a fixed upstream (the client's Host goes on as it is).
     public var authority: Origin?
     public var authorityDefaultPort: Int
+    /// Whether the request's one Host field already is ``authority``'s Host value (the usual case): the rewrite
+    /// then leaves it as it is without comparing it again.
+    var hostFieldIsAuthority = false
 
     /// Why a request is refused: the status and a one-line reason.
     public struct Refusal: Error, Sendable, Hashable {
@@ -71,9 +74,8 @@ public struct RequestRoute: Sendable, Hashable {
             let value = head.valueBytes(hostField)
             let valid: Bool
             if let authority = route.authority {
-                valid =
-                    value.isEmpty || authority.isHostFieldValue(value, defaultPort: route.authorityDefaultPort)
-                    || value.withUnsafeBufferPointer(Authority.isValid)
+                route.hostFieldIsAuthority = authority.isHostFieldValue(value, defaultPort: route.authorityDefaultPort)
+                valid = value.isEmpty || route.hostFieldIsAuthority || value.withUnsafeBufferPointer(Authority.isValid)
             } else if namesByHost {
                 // Read once: the check and the name.
                 route.named = value.withUnsafeBufferPointer { Authority.parse($0, defaultPort: 80) }

@@ -112,6 +112,9 @@ import Testing
         ("Host: example.com:8080\r\nA: 1\r\n", "Host: example.com:8080\r\nA: 1\r\n"),
         ("A: 1\r\nHost: example.com:8080\r\n", "A: 1\r\nHost: example.com:8080\r\n"),
         ("Host: example.com:08080\r\n", "Host: example.com:8080\r\n"),
+        ("Host: EXAMPLE.COM:8080\r\n", "Host: example.com:8080\r\n"),
+        ("Host: \r\nA: 1\r\n", "Host: example.com:8080\r\nA: 1\r\n"),
+        ("Host: other.example\r\n", "Host: example.com:8080\r\n"),
     ])
     func theHostFieldNamesTheURLsAuthorityOnce(_ fields: String, _ expected: String) {
         var t = Transcript { $0.addVia = false }
