@@ -24,11 +24,10 @@ enum HeadRewrite {
         }
         canonicaliseFraming(&out, framing)
         // RFC 9112 §3.2.2: Host becomes the target URI's authority.
-        if let authority = route.authority {
+        // (Nothing to change when the route found the one Host field naming the authority already.)
+        if let authority = route.authority, !route.hostFieldIsAuthority {
             let defaultPort = route.authorityDefaultPort
-            if route.hostFieldIsAuthority {
-                // The route found the one Host field naming the authority already: nothing to change.
-            } else if let index = (0..<out.count).first(where: { out.known(at: $0) == .host }) {
+            if let index = (0..<out.count).first(where: { out.known(at: $0) == .host }) {
                 if !authority.isHostFieldValue(out.valueBytes(at: index), defaultPort: defaultPort) {
                     out.replaceValue(at: index, with: authority.hostFieldValue(defaultPort: defaultPort))
                 }

@@ -592,8 +592,8 @@ public struct ProxyConnectionMachine {
         var framing: BodyFraming
     }
 
-    /// The next response head in `exchange.upstreamIn`, taken out and parsed, with its body's framing. Nil when it has
-    /// not all arrived yet, or when it is refused (the exchange has then failed with a `502`).
+    /// The next response head in `exchange.upstreamIn`, taken out and parsed, with its body's framing. Nil when it
+    /// has not all arrived yet, or when it is refused (the exchange has then failed with a `502`).
     @inline(__always)
     private mutating func nextResponseHead(_ io: inout ConnectionIO) -> ParsedResponse? {
         let length: Int
@@ -807,10 +807,10 @@ public struct ProxyConnectionMachine {
 }
 
 /// The storage heads are parsed and rewritten into — the received head's bytes, its field list, the outgoing line
-/// list and the buffer of the lines the proxy writes — kept from one head to the next, so that an exchange allocates none of them. One per
-/// event loop, shared by its connections (an idle connection holds none), used by that loop's thread alone and by one head at
-/// a time: a head's storage is taken when it is parsed and kept again once the head has been forwarded, to be
-/// reused when that head is gone.
+/// list and the buffer of the lines the proxy writes — kept from one head to the next, so that an exchange
+/// allocates none of them. One per event loop, shared by its connections (an idle connection holds none), used by
+/// that loop's thread alone and by one head at a time: a head's storage is taken when it is parsed and kept again
+/// once the head has been forwarded, to be reused when that head is gone.
 ///
 /// Reuse never changes a value anyone holds: storage still referenced when it is taken again (a hook kept a copy
 /// of the head) is copied on write, and the next head simply gets new storage.
