@@ -3,8 +3,9 @@
 # ../shared/bench), in pairs: each repetition runs nginx and then cookie-proxy seconds apart, and the figures are
 # medians of the per-pair ratios. This machine's speed drifts by 2x between phases; a pair sees the same phase.
 # Reports req/s, p99 and each proxy's own CPU time per request (user and system, from /proc), by default
-# keep-alive at c=16 and c=64 and a new connection per request at c=16. wrk on CPU 1; origin, nginx and
-# cookie-proxy on CPU 0.
+# keep-alive at c=16 and c=64 and a new connection per request at c=16, with how far the pairs agree (the
+# middle half of the req/s ratios; in how many pairs cookie-proxy was at or ahead of nginx). wrk on CPU 1;
+# origin, nginx and cookie-proxy on CPU 0.
 # Only 127.0.0.1 is used; everything started is stopped. Usage: bench/vs-nginx.sh [seconds=2] [pairs=9]
 # Env: LOADS (default "ka:16 ka:64 new:16"; e.g. "ka:1 new:1" for ../shared/bench/run.sh's c=1 rows) and
 # PROXY_ARGS (extra arguments for cookie-proxy, e.g. "--threads 1 --ui off" as run.sh's README line starts it).
@@ -51,8 +52,8 @@ run() {  # port pid conns extra-wrk-args... -> "req/s p99ms user_us sys_us"
 
 echo "# cookie-proxy vs nginx, same rewriting, ${PAIRS} pairs × ${DUR}s (medians; ratios are medians of per-pair ratios)"
 echo
-echo "| load | nginx req/s | cookie-proxy req/s | ratio | nginx p99 ms | cookie-proxy p99 ms | nginx CPU µs/req (user+sys) | cookie-proxy CPU µs/req (user+sys) | CPU ratio |"
-echo "|---|---:|---:|---:|---:|---:|---|---|---:|"
+echo "| load | nginx req/s | cookie-proxy req/s | ratio | middle half | nginx p99 ms | cookie-proxy p99 ms | nginx CPU µs/req (user+sys) | cookie-proxy CPU µs/req (user+sys) | CPU ratio | pairs ahead: req/s, p99, CPU |"
+echo "|---|---:|---:|---:|---|---:|---:|---|---|---:|---|"
 for load in ${LOADS:-ka:16 ka:64 new:16}; do
   IFS=: read -r kind c <<< "$load"
   extra=(); label="keep-alive c=$c"
@@ -65,7 +66,13 @@ for load in ${LOADS:-ka:16 ka:64 new:16}; do
   col() { awk -v k="$2" '{print $k}' "$1" | median; }
   ratio() { paste "$T/o" "$T/n" | awk -v a="$1" -v b="$2" '{print $a / $b}' | median; }
   cpu_ratio=$(paste "$T/o" "$T/n" | awk '{print ($3 + $4) / ($7 + $8)}' | median)
-  printf "| %s | %s | %s | %.3f | %s | %s | %s + %s | %s + %s | %.3f |\n" "$label" \
-    "$(col "$T/n" 1)" "$(col "$T/o" 1)" "$(ratio 1 5)" "$(col "$T/n" 2)" "$(col "$T/o" 2)" \
-    "$(col "$T/n" 3)" "$(col "$T/n" 4)" "$(col "$T/o" 3)" "$(col "$T/o" 4)" "$cpu_ratio"
+  # How far the pairs agree: the middle half of the req/s ratios, and in how many pairs cookie-proxy had at least
+  # nginx's req/s, at most its p99 and at most its CPU per request (a sign test: near half of them is a tie).
+  middle=$(paste "$T/o" "$T/n" | awk '{print $1 / $5}' | sort -n |
+    awk '{a[NR]=$1} END {printf "%.3f … %.3f", a[int((NR+3)/4)], a[int((3*NR+3)/4)]}')
+  ahead=$(paste "$T/o" "$T/n" | awk '{r += $1 >= $5; p += $2 <= $6; c += $3 + $4 <= $7 + $8}
+    END {printf "%d, %d, %d of %d", r, p, c, NR}')
+  printf "| %s | %s | %s | %.3f | %s | %s | %s | %s + %s | %s + %s | %.3f | %s |\n" "$label" \
+    "$(col "$T/n" 1)" "$(col "$T/o" 1)" "$(ratio 1 5)" "$middle" "$(col "$T/n" 2)" "$(col "$T/o" 2)" \
+    "$(col "$T/n" 3)" "$(col "$T/n" 4)" "$(col "$T/o" 3)" "$(col "$T/o" 4)" "$cpu_ratio" "$ahead"
 done
