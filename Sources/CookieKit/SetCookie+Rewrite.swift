@@ -297,6 +297,17 @@ package struct SetCookieRewrite: ~Copyable {
         return changed
     }
 
+    /// Whether the last line written was edited on a working copy (see the type's description) rather than from
+    /// the plan.
+    package var editedInPlace: Bool { inPlace }
+
+    /// Makes the output `head` followed by `tail` (a line whose edits are known already).
+    package mutating func write(_ head: UnsafeBufferPointer<UInt8>, _ tail: UnsafeBufferPointer<UInt8>) {
+        output.removeAll()
+        output.append(head)
+        output.append(tail)
+    }
+
     private mutating func writeLine(_ cookie: SetCookieView) -> Bool {
         output.removeAll()
         if inPlace {

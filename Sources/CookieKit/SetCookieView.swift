@@ -89,3 +89,25 @@ extension SetCookie {
         }
     }
 }
+
+extension SetCookie {
+    /// Where the name-value-pair of the field value `b` ends (at its `;`, or the end) when the pair itself gives a
+    /// user agent no reason to ignore the line (RFC 6265bis §5.6: no control character, a name or a value, the two
+    /// at most 4096 bytes together); nil otherwise, and for a pair with a tab (allowed, but told apart from the
+    /// control characters only by the full parse).
+    package static func pairEnd(ifSound b: UnsafeBufferPointer<UInt8>) -> Int? {
+        var controls: UInt64 = 0
+        let (end, equals) = Layout.scanSegment(b, from: 0, controls: &controls)
+        // The scan may also have flagged bytes of the word after the `;`: nil then too, which only costs the
+        // caller the full parse.
+        if controls != 0 { return nil }
+        var (nameStart, nameEnd, valueStart) = (0, 0, 0)
+        if equals >= 0 {
+            (nameStart, nameEnd) = Layout.trim(b, 0, equals)
+            valueStart = equals + 1
+        }
+        let (vs, ve) = Layout.trim(b, valueStart, end)
+        let length = (nameEnd - nameStart) + (ve - vs)
+        return length > 0 && length <= maximumNameValueLength ? end : nil
+    }
+}

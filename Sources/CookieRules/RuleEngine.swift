@@ -198,6 +198,8 @@ public final class RuleEngine: Sendable {
     /// Every cookie rule, when none has a message condition (the plan of every message): no lookup or test per
     /// response.
     let unconditional: [Int]?
+    /// ``CookiePlan/shapeKey`` of the plan of ``unconditional``.
+    let unconditionalShapeKey: UInt64?
     /// Whether the cookie rules or the response header rules can read a message's context (host, path, method,
     /// scheme, status): false when every cookie rule applies to every message and all its conditions and actions
     /// are compiled ones (`cookie-domain`, flags, values, `drop`, `log`), and no rule edits response headers.
@@ -335,6 +337,8 @@ public final class RuleEngine: Sendable {
         }
         hostIndex = HostIndex(cookieRules)
         unconditional = messageConditions.allSatisfy(\.isEmpty) ? Array(cookieRules.indices) : nil
+        let compiled = program
+        unconditionalShapeKey = unconditional.flatMap { compiled.shapeKey($0) }
         readsMessageContext =
             unconditional == nil || !program.general.isEmpty || !program.conditions.isEmpty
             || !responseHeaderRules.isEmpty
@@ -348,16 +352,21 @@ public final class RuleEngine: Sendable {
         public let context: MessageContext
         /// Whether no rule can touch a cookie of this message.
         public var isEmpty: Bool { rules.isEmpty }
+        /// The plan's rules as a set (bit `i`: rule `i`) when every one of them reads only a cookie's attributes
+        /// (``CookieShapeCache``), else nil.
+        let shapeKey: UInt64?
     }
 
     /// The plan for one message; the context is kept in it (given, not copied: read it back as ``CookiePlan/context``).
     public func cookiePlan(_ context: consuming MessageContext) -> CookiePlan {
-        if let unconditional { return CookiePlan(rules: unconditional, context: context) }
+        if let unconditional {
+            return CookiePlan(rules: unconditional, context: context, shapeKey: unconditionalShapeKey)
+        }
         var candidates = hostIndex.candidates(context.host)
         if candidates.contains(where: { !conditionsHold(messageConditions[$0], context) }) {
             candidates.removeAll { !conditionsHold(messageConditions[$0], context) }
         }
-        return CookiePlan(rules: candidates, context: context)
+        return CookiePlan(rules: candidates, context: context, shapeKey: program.shapeKey(candidates))
     }
 
     /// Runs the rules over the Set-Cookie values of one response.
@@ -753,6 +762,9 @@ struct CookieProgram: Sendable {
     /// Per cookie rule, in file order: its actions, its cookie-level conditions, whether it ends the list, and
     /// whether any of its actions edits the line (anything but `log` and `drop`).
     var rules: [(actions: Range<Int32>, checks: Range<Int32>, stops: Bool, edits: Bool)] = []
+    /// Per cookie rule: whether what it does to a line depends on the line's cookie-avs alone (its conditions are
+    /// `cookie-domain`, its actions those the plan of a ``SetCookieRewrite`` makes; see ``CookieShapeCache``).
+    var readsOnlyAttributes: [Bool] = []
     var actions: [Action] = []
     var checks: [Check] = []
     var domainPatterns: [DomainPattern] = []
@@ -775,7 +787,20 @@ struct CookieProgram: Sendable {
             let firstCheck = Int32(checks.count)
             for condition in rule.conditions where condition.isCookieCondition { checks.append(compile(condition)) }
             rules.append((firstAction..<Int32(actions.count), firstCheck..<Int32(checks.count), rule.stops, edits))
+            readsOnlyAttributes.append(
+                actions[Int(firstAction)...].allSatisfy { if case .general = $0 { false } else { true } }
+                    && checks[Int(firstCheck)...].allSatisfy { if case .domain = $0 { true } else { false } })
         }
+    }
+
+    /// ``RuleEngine/CookiePlan/shapeKey`` for a plan of these rules.
+    func shapeKey(_ plan: [Int]) -> UInt64? {
+        var key: UInt64 = 0
+        for index in plan {
+            guard index < 64, readsOnlyAttributes[index] else { return nil }
+            key |= 1 << UInt64(index)
+        }
+        return key
     }
 
     private mutating func compile(_ condition: Condition) -> Check {

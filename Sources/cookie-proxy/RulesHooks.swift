@@ -117,8 +117,9 @@ final class RulesHooks: ProxyHooks, Sendable {
             // The line is parsed where it lies in the head (nothing copied); the rules' result is written by the
             // rewrite, and put into the head after this borrow of it ends.
             head.withValueBytes(at: index) { original in
-                let cookie = scratch.parser.parse(original)
-                let edit = engine.apply(plan, to: cookie, now: nowMS / 1000, rewrite: &scratch.rewrite)
+                let edit = engine.apply(
+                    plan, line: original, now: nowMS / 1000, parser: &scratch.parser, rewrite: &scratch.rewrite,
+                    shapes: &scratch.shapes)
                 (changed, dropped) = (edit.dropped || edit.rewritten, edit.dropped)
                 guard let sink, changed || edit.logRequested || dryRun else { return }
                 if recorder == nil {
@@ -187,6 +188,7 @@ final class RulesHooks: ProxyHooks, Sendable {
 final class CookieScratch {
     var parser = SetCookieParser()
     var rewrite = SetCookieRewrite()
+    var shapes = CookieShapeCache()
     /// Made when the thread first logs.
     lazy var log = LogSink.Recorder()
 
