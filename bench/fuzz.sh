@@ -2,13 +2,14 @@
 # Coverage-guided fuzzing with libFuzzer (swiftc -sanitize=fuzzer,address). Targets in Fuzz/: the request-head and
 # response-head parsers, the chunked decoder and the connection machine (each checks that what it accepts has one
 # reading: the strict and the lenient reader of Tests/ProxyCoreTests/TwoReadings.swift agree), the Set-Cookie
-# parser (lossless round trip) and the rules parser (an error, never a crash).
+# parser (lossless round trip), the rules parser (an error, never a crash) and the rules' shape cache (what it
+# answers is what the full path works out).
 # Usage: bench/fuzz.sh [SECONDS=60] [TARGET...]   (each target runs SECONDS; corpora kept in .build/fuzz/corpus)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SECS=${1:-60}; shift || true
 TARGETS=("$@")
-[ ${#TARGETS[@]} -gt 0 ] || TARGETS=(RequestHead ResponseHead ChunkedDecoder ConnectionMachine SetCookieRoundTrip RulesParser)
+[ ${#TARGETS[@]} -gt 0 ] || TARGETS=(RequestHead ResponseHead ChunkedDecoder ConnectionMachine SetCookieRoundTrip RulesParser ShapeCache)
 OUT=.build/fuzz
 mkdir -p "$OUT/corpus"
 FLAGS=(-sanitize=fuzzer,address -parse-as-library -O -g -package-name cookie_proxy -I "$OUT" -L "$OUT")
@@ -26,7 +27,7 @@ module CookieRules Sources/CookieRules/*.swift
 for t in "${TARGETS[@]}"; do
   case $t in
     SetCookieRoundTrip) libs=(-lCookieKit -lHTTPGrammar); extra=() ;;
-    RulesParser) libs=(-lCookieRules -lCookieKit -lHTTPGrammar); extra=() ;;
+    RulesParser | ShapeCache) libs=(-lCookieRules -lCookieKit -lHTTPGrammar); extra=() ;;
     *) libs=(-lProxyCore -lHTTPGrammar); extra=(Tests/ProxyCoreTests/TwoReadings.swift) ;;
   esac
   # (ld.gold warns about every ASan helper symbol: the warnings go to the build log)
