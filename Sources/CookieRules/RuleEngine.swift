@@ -736,6 +736,7 @@ struct CookieProgram: Sendable {
         case addDot
         /// `; Name` appended when the flag is missing.
         case flagOn(CookieAttributeKind, text: Text)
+        /// Every occurrence of the attribute removed: a flag turned off, or an attribute's `remove`.
         case flagOff(CookieAttributeKind)
         /// `; Name=value`: the value replaces the one in effect, or the whole text is appended. With
         /// `unlessEqualIgnoringCase`, a value that differs only in case is left (SameSite).
@@ -848,6 +849,13 @@ struct CookieProgram: Sendable {
         case .log: return .log
         case .domain(.addDot): return .addDot
         case .flag(let kind, false): return .flagOff(kind)
+        // Removing an attribute is turning a flag off (`SetCookie.setFlag(_:false)` is `remove(_:)`): every
+        // occurrence goes, which the rewrite's plan models.
+        case .domain(.remove): return .flagOff(.domain)
+        case .path(nil): return .flagOff(.path)
+        case .sameSite(nil): return .flagOff(.sameSite)
+        case .maxAge(nil): return .flagOff(.maxAge)
+        case .expires(nil): return .flagOff(.expires)
         case .flag(let kind, true): return .flagOn(kind, text: text(kind.canonicalName, nil))
         case .domain(.set(let d)) where Self.writable(d): return setValue(.domain, d, unlessEqualIgnoringCase: false)
         case .path(let p?) where Self.writable(p): return setValue(.path, p, unlessEqualIgnoringCase: false)

@@ -84,6 +84,14 @@ import Testing
                 partitioned off
                 domain localhost
             }
+            rule "removals" {
+                cookie-domain *.example.com
+                domain remove
+                cookie-path remove
+                max-age remove
+                expires remove
+                samesite remove
+            }
             rule "none to lax" {
                 samesite lax
             }
@@ -120,8 +128,7 @@ import Testing
             """, true
         ),
         (
-            // A condition on the name, an action that reads the time, removals made on a working copy: never from the
-            // cache.
+            // A condition on the name, an action that reads the time: never from the cache.
             """
             rule "name" {
                 cookie sid
@@ -129,10 +136,6 @@ import Testing
             }
             rule "lifetime" {
                 max-age 1h
-            }
-            rule "removals" {
-                domain remove
-                cookie-path remove
             }
             """, false
         ),
