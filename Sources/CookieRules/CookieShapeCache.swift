@@ -7,7 +7,7 @@ import CookieKit
 
 /// What the rules did to the recent cookie *shapes* — a Set-Cookie line's bytes after its name-value-pair — under
 /// plans whose rules read nothing else (``RuleEngine/CookiePlan/shapeKey``: `cookie-domain` conditions; flags,
-/// Domain, Path and SameSite values, a dot, `log`, `drop`).
+/// Domain, Path and SameSite values, a dot, removals, `log`, `drop`).
 ///
 /// A backend sends the same cookie-avs on every response (a session cookie's value changes, its `; Path=/;
 /// HttpOnly` does not), and under such a plan a line's outcome is a function of them: the rules that match (their
