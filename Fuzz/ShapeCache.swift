@@ -31,6 +31,18 @@ private let engines: [RuleEngine] = [
         partitioned
     }
     """,
+    """
+    rule "removals" {
+        cookie-domain *.example.com
+        domain remove
+        cookie-path remove
+        max-age remove
+        samesite remove
+    }
+    rule "flag" {
+        secure off
+    }
+    """,
 ].map { RuleEngine(RuleSet(rules: try! RulesParser.parse($0 + "\n", file: "fuzz"), files: [])) }
 
 private let context = MessageContext(
