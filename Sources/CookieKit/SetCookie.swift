@@ -340,28 +340,12 @@ extension SetCookie {
             -> Pair
         {
             let count = b.count
-            var problem: Problem? = nil
             // Step 1 (control characters) rides on the scans for ';' and '=' below, which look at every byte: they
             // flag a word with a byte under 0x20 or a 0x7F (an allowed HTAB too), and a flagged line is then
             // decided by the exact test.
             var controls: UInt64 = 0
-            // Step 2: the name-value-pair ends at the first ';'; step 3 needs the first '=' in it.
-            let (pairEnd, equals) = scanSegment(b, from: 0, controls: &controls)
-            // Step 3 and 4.
-            var nameStart = 0
-            var nameEnd = 0
-            var valueStart: Int
-            if equals >= 0 {
-                (nameStart, nameEnd) = trim(b, 0, equals)
-                valueStart = equals + 1
-            } else {
-                valueStart = 0
-            }
-            var valueEnd: Int
-            (valueStart, valueEnd) = trim(b, valueStart, pairEnd)
-            if equals < 0 { (nameStart, nameEnd) = (valueStart, valueStart) }
-
-            var position = pairEnd
+            var pair = scanPair(b, controls: &controls)
+            var position = Int(pair.pairEnd)
             if position < count { spans.reserveForAttributes() }
             while position < count {
                 // Attributes steps 2–3: skip the ';', consume up to the next one.
@@ -371,20 +355,42 @@ extension SetCookie {
                 position = end
             }
             if controls != 0, let offset = (0..<count).first(where: { ASCII.isForbiddenControl(b[$0]) }) {
-                problem = Problem(reason: .controlCharacter(offset: offset, byte: b[offset]))
+                pair.problem = Problem(reason: .controlCharacter(offset: offset, byte: b[offset]))
+            } else {
+                pair.problem = lengthProblem(pair)
             }
-            if problem == nil {
-                let length = (nameEnd - nameStart) + (valueEnd - valueStart)
-                if length == 0 {
-                    problem = Problem(reason: .emptyNameAndValue)
-                } else if length > SetCookie.maximumNameValueLength {
-                    problem = Problem(reason: .nameValueTooLong(length))
-                }
+            return pair
+        }
+
+        /// The name-value-pair's bounds (RFC 6265bis §5.6 steps 2–4), its problem not looked for: it ends at the
+        /// first `;` (or the end), step 3 splits it at its first `=`, and both sides are trimmed; without `=` the
+        /// name is empty, at the value's start. Control characters are flagged into `controls` as by
+        /// ``scanSegment(_:from:controls:)``.
+        @inline(__always)
+        static func scanPair(_ b: UnsafeBufferPointer<UInt8>, controls: inout UInt64) -> Pair {
+            let (end, equals) = scanSegment(b, from: 0, controls: &controls)
+            var (nameStart, nameEnd) = (0, 0)
+            var valueStart = 0
+            if equals >= 0 {
+                (nameStart, nameEnd) = trim(b, 0, equals)
+                valueStart = equals + 1
             }
+            let valueEnd: Int
+            (valueStart, valueEnd) = trim(b, valueStart, end)
+            if equals < 0 { (nameStart, nameEnd) = (valueStart, valueStart) }
             return Pair(
-                pairEnd: Int32(pairEnd), nameStart: Int32(nameStart), nameEnd: Int32(nameEnd),
-                valueStart: Int32(valueStart), valueEnd: Int32(valueEnd), pairHasEquals: equals >= 0,
-                problem: problem)
+                pairEnd: Int32(end), nameStart: Int32(nameStart), nameEnd: Int32(nameEnd),
+                valueStart: Int32(valueStart), valueEnd: Int32(valueEnd), pairHasEquals: equals >= 0, problem: nil)
+        }
+
+        /// Step 4's reasons to ignore a line that the pair's length gives: no name and no value, or the two over
+        /// ``SetCookie/maximumNameValueLength`` together.
+        @inline(__always)
+        static func lengthProblem(_ pair: Pair) -> Problem? {
+            let length = Int(pair.nameEnd - pair.nameStart) + Int(pair.valueEnd - pair.valueStart)
+            if length == 0 { return Problem(reason: .emptyNameAndValue) }
+            if length > SetCookie.maximumNameValueLength { return Problem(reason: .nameValueTooLong(length)) }
+            return nil
         }
 
         /// From `from`, the index of the next `;` (or the end) and of the first `=` before it (or -1). Eight bytes

@@ -97,17 +97,10 @@ extension SetCookie {
     /// control characters only by the full parse).
     package static func pairEnd(ifSound b: UnsafeBufferPointer<UInt8>) -> Int? {
         var controls: UInt64 = 0
-        let (end, equals) = Layout.scanSegment(b, from: 0, controls: &controls)
+        let pair = Layout.scanPair(b, controls: &controls)
         // The scan may also have flagged bytes of the word after the `;`: nil then too, which only costs the
         // caller the full parse.
-        if controls != 0 { return nil }
-        var (nameStart, nameEnd, valueStart) = (0, 0, 0)
-        if equals >= 0 {
-            (nameStart, nameEnd) = Layout.trim(b, 0, equals)
-            valueStart = equals + 1
-        }
-        let (vs, ve) = Layout.trim(b, valueStart, end)
-        let length = (nameEnd - nameStart) + (ve - vs)
-        return length > 0 && length <= maximumNameValueLength ? end : nil
+        guard controls == 0, Layout.lengthProblem(pair) == nil else { return nil }
+        return Int(pair.pairEnd)
     }
 }
