@@ -105,10 +105,7 @@ package struct CookieShapeCache: ~Copyable {
                 }
                 return true
             }
-            guard fits else {
-                entries[slot].shapeLength = -1
-                return
-            }
+            guard fits else { return }
         }
         if shape.count > 0 { kept.update(from: shape.baseAddress!, count: shape.count) }
         entries[slot] = Entry(

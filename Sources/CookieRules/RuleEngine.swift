@@ -337,8 +337,7 @@ public final class RuleEngine: Sendable {
         }
         hostIndex = HostIndex(cookieRules)
         unconditional = messageConditions.allSatisfy(\.isEmpty) ? Array(cookieRules.indices) : nil
-        let compiled = program
-        unconditionalShapeKey = unconditional.flatMap { compiled.shapeKey($0) }
+        unconditionalShapeKey = if let unconditional { program.shapeKey(unconditional) } else { nil }
         readsMessageContext =
             unconditional == nil || !program.general.isEmpty || !program.conditions.isEmpty
             || !responseHeaderRules.isEmpty
