@@ -68,7 +68,7 @@ let package = Package(
         .testTarget(
             name: "CookieInspectorTests",
             dependencies: ["CookieInspector", "CookieKit", "CookieRules", "ProxyCore", "HTTPGrammar"]),
-        .testTarget(name: "CookieRulesTests", dependencies: ["CookieRules", "CookieKit"]),
+        .testTarget(name: "CookieRulesTests", dependencies: ["CookieRules", "CookieKit", "CookieConformance"]),
         // End-to-end: the built binary between real clients and a real upstream (started by the tests).
         .testTarget(name: "EndToEndTests", dependencies: ["cookie-proxy", "TestSupport", "Locking"], exclude: ["Fixtures"]),
         .testTarget(name: "CLITests", dependencies: ["cookie-proxy", "TestSupport"], exclude: ["golden", "darwin-headers"]),

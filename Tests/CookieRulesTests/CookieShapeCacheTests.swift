@@ -1,3 +1,4 @@
+import CookieConformance
 import CookieKit
 import Foundation
 import Testing
@@ -9,39 +10,32 @@ import Testing
 /// the same outcome — rules matched, dropped, logged, rewritten, and the edited bytes — whether it was worked out
 /// or taken from the cache, under rule sets whose plans allow the cache and under ones that must bypass it.
 @Suite struct CookieShapeCacheTests {
-    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-        .deletingLastPathComponent().deletingLastPathComponent()
-
-    /// Every `Set-Cookie` line of the corpora (the http-state and WPT cases), once each.
-    static let corpusLines: [String] = {
-        var seen = Set<String>()
-        var lines: [String] = []
+    /// Every `Set-Cookie` line of the corpora (the http-state and WPT cases, read by the conformance runner),
+    /// once each.
+    static func corpusLines() throws -> [[UInt8]] {
+        let folder = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("shared/conformance").path
+        var seen = Set<[UInt8]>()
+        var lines: [[UInt8]] = []
         for corpus in ["http-state.json", "wpt.json"] {
-            let path = root.appendingPathComponent("shared/conformance/\(corpus)").path
-            guard let data = FileManager.default.contents(atPath: path),
-                let json = try? JSONSerialization.jsonObject(with: data) as? [String: Any]
-            else { continue }
-            for case let c as [String: Any] in json["cases"] as? [Any] ?? [] {
-                for case let step as [String: Any] in c["steps"] as? [Any] ?? [] {
-                    for case let line as String in step["headers"] as? [Any] ?? [] where seen.insert(line).inserted {
-                        lines.append(line)
-                    }
+            for c in try ConformanceSuite(contentsOf: "\(folder)/\(corpus)").cases {
+                for case .set(_, _, let headers) in c.steps {
+                    for line in headers where seen.insert(line).inserted { lines.append(line) }
                 }
             }
         }
         return lines
-    }()
+    }
 
     /// The line with other pairs before the same cookie-avs: another name and value, a value only, an empty
     /// pair (ignored by user agents), a pair with a tab and one with a control character, an over-long value.
-    static func variants(_ line: String) -> [String] {
-        let bytes = Array(line.utf8)
-        let cut = bytes.firstIndex(of: 0x3B) ?? bytes.count
-        let shape = String(decoding: bytes[cut...], as: UTF8.self)
-        return [
-            line, "other=\(line.count)" + shape, "lonevalue" + shape, "" + shape, "=" + shape, "a=b\tc" + shape,
-            "a=b\u{1}c" + shape, "big=" + String(repeating: "v", count: 4100) + shape,
+    static func variants(_ line: [UInt8]) -> [[UInt8]] {
+        let shape = line[(line.firstIndex(of: 0x3B) ?? line.count)...]
+        let pairs = [
+            "other=\(line.count)", "lonevalue", "", "=", "a=b\tc", "a=b\u{1}c",
+            "big=" + String(repeating: "v", count: 4100),
         ]
+        return [line] + pairs.map { Array($0.utf8) + shape }
     }
 
     struct Outcome: Equatable, CustomStringConvertible {
@@ -155,9 +149,8 @@ import Testing
         var fullParser = SetCookieParser()
         var fullRewrite = SetCookieRewrite()
         var lines = 0
-        for line in Self.corpusLines.flatMap(Self.variants) {
-            let bytes = Array(line.utf8)
-            try bytes.withUnsafeBufferPointer { b in
+        for line in try Self.corpusLines().flatMap(Self.variants) {
+            try line.withUnsafeBufferPointer { b in
                 let expected = Self.outcome(
                     engine.apply(plan, to: fullParser.parse(b), now: 1_700_000_000, rewrite: &fullRewrite),
                     &fullRewrite)
@@ -166,7 +159,7 @@ import Testing
                     let edit = engine.apply(
                         plan, line: b, now: 1_700_000_000, parser: &parser, rewrite: &rewrite, shapes: &shapes)
                     let got = Self.outcome(edit, &rewrite)
-                    try #require(got == expected, "pass \(pass) of \(line)")
+                    try #require(got == expected, "pass \(pass) of \(String(decoding: line, as: UTF8.self))")
                 }
             }
             lines += 1
