@@ -39,13 +39,14 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 if [ "${1:-}" = "--tests" ]; then
     # From PyPI, in a virtual environment of the repository's own: Selenium (the inspector in a real browser),
-    # jsonschema and haralyzer (HAR validated and read back), mcp (the official MCP SDK as the client).
+    # jsonschema and haralyzer (HAR validated and read back), mcp (the official MCP SDK as the client), websockets
+    # (a real WebSocket echo server behind the proxy).
     venv=.build/test-python
-    if ! "$venv/bin/python" -c "import selenium, jsonschema, haralyzer, mcp" 2>/dev/null; then
+    if ! "$venv/bin/python" -c "import selenium, jsonschema, haralyzer, mcp, websockets" 2>/dev/null; then
         echo "setup: installing the tests' Python packages into $venv" >&2
         mkdir -p .build
         /usr/bin/python3 -m venv "$venv"
-        "$venv/bin/pip" install -q --disable-pip-version-check selenium jsonschema haralyzer mcp
+        "$venv/bin/pip" install -q --disable-pip-version-check selenium jsonschema haralyzer mcp websockets
     fi
 fi
 command -v swift >/dev/null || { echo "setup: Swift 6.3 is not on PATH (https://www.swift.org/install/linux/)" >&2; exit 1; }

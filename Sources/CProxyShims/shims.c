@@ -210,6 +210,11 @@ long CProxy_recv(int fd, void *buf, size_t len) {
 }
 
 int CProxy_shutdown_write(int fd) { return shutdown(fd, SHUT_WR) < 0 ? -errno : 0; }
+
+int CProxy_set_reset_on_close(int fd) {
+    struct linger l = {.l_onoff = 1, .l_linger = 0};
+    return setsockopt(fd, SOL_SOCKET, SO_LINGER, &l, sizeof l) < 0 ? -errno : 0;
+}
 int CProxy_errno_EAGAIN(void) { return EAGAIN; }
 int CProxy_errno_EINTR(void) { return EINTR; }
 

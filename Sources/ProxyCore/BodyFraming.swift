@@ -47,9 +47,11 @@ public enum BodyFraming: Sendable, Hashable {
         if head.has(.transferEncoding) {
             guard version.minor >= 1 else { throw malformed("Transfer-Encoding in an HTTP/1.0 response") }
             let codings = try transferCodings(head)
-            guard codings.dropLast().allSatisfy({ $0 != .chunked }) else {
+            guard codings.count(where: { $0 == .chunked }) <= 1 else {
                 throw malformed("chunked applied more than once")
             }
+            // RFC 9112 §6.3 rule 4: chunked not last (`chunked, deflate`: the sender applied another coding after
+            // it) means the body is read until the server closes the connection, and relayed so.
             return codings.last == .chunked ? .chunked : .untilClose
         }
         guard let length = try contentLength(head) else { return .untilClose }

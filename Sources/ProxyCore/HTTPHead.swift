@@ -201,6 +201,9 @@ public struct HTTPParserLimits: Sendable, Hashable {
 public struct HTTPParseError: Error, Sendable, Hashable, CustomStringConvertible {
     public enum Kind: Sendable, Hashable {
         case headTooLarge
+        /// The head is too large and its first line alone is over the limit: for a request, a request-target longer
+        /// than the proxy parses (`414`, RFC 9112 §3).
+        case startLineTooLong
         case tooManyFields
         case malformed
         /// A transfer coding the proxy does not implement (`501`, RFC 9112 §6.1).
@@ -246,22 +249,22 @@ public struct HTTPHeadParser: Sendable {
         }
         if let found {
             scanned = 0
-            return try checked(found)
+            if found > limits.maximumHeadBytes { throw tooLarge(buffer) }
+            return found
         }
         scanned = buffer.count
-        if scanned > limits.maximumHeadBytes {
-            throw HTTPParseError(
-                kind: .headTooLarge, description: "message head is over \(limits.maximumHeadBytes) bytes")
-        }
+        if scanned > limits.maximumHeadBytes { throw tooLarge(buffer) }
         return nil
     }
 
-    private func checked(_ length: Int) throws(HTTPParseError) -> Int {
-        if length > limits.maximumHeadBytes {
-            throw HTTPParseError(
-                kind: .headTooLarge, description: "message head is over \(limits.maximumHeadBytes) bytes")
+    /// The error for a head over the limit: ``HTTPParseError/Kind/startLineTooLong`` when no line ends within it.
+    private func tooLarge(_ buffer: ArraySlice<UInt8>) -> HTTPParseError {
+        if !buffer.prefix(limits.maximumHeadBytes).contains(0x0A) {
+            return HTTPParseError(
+                kind: .startLineTooLong, description: "the first line is over \(limits.maximumHeadBytes) bytes")
         }
-        return length
+        return HTTPParseError(
+            kind: .headTooLarge, description: "message head is over \(limits.maximumHeadBytes) bytes")
     }
 
     /// Empty lines a recipient ignores before a request line (RFC 9112 §2.2).

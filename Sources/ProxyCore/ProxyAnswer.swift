@@ -55,6 +55,7 @@ public struct ProxyAnswer: Sendable, Hashable {
         case 404: return "Not Found"
         case 405: return "Method Not Allowed"
         case 408: return "Request Timeout"
+        case 414: return "URI Too Long"
         case 431: return "Request Header Fields Too Large"
         case 501: return "Not Implemented"
         case 502: return "Bad Gateway"

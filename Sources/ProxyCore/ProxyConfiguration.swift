@@ -251,7 +251,9 @@ public struct HostPatternList: Sendable, Hashable {
         if p == "*" {
             all = true
         } else if p.hasPrefix("*.") && p.count > 2 {
-            suffixes.append(String(p.dropFirst(1)))
+            // Once each: several rules may name the same pattern, and the banner lists them.
+            let suffix = String(p.dropFirst(1))
+            if !suffixes.contains(suffix) { suffixes.append(suffix) }
         } else if !p.isEmpty && !p.contains("/") && !p.contains("*") {
             exact.insert(p)
         } else {

@@ -16,6 +16,10 @@ public struct ConnectionIO: Sendable {
         case connect(Origin, fresh: Bool, via: UpstreamHop? = nil)
         /// The exchange is done with the upstream connection: pool it if `reusable`, else close it.
         case releaseUpstream(reusable: Bool)
+        /// The exchange ends with part of its request body sent: close the upstream connection with a reset
+        /// (SO_LINGER 0), never an orderly close. An origin that takes the end of the stream as the end of the
+        /// body (gunicorn does) would otherwise run a request the client never finished.
+        case resetUpstream
         /// Half-close towards the upstream (tunnels).
         case shutdownUpstreamWrite
         /// Half-close towards the client (tunnels).
@@ -262,11 +266,13 @@ public struct ProxyConnectionMachine {
             // A partial head is abandoned; between requests this is a normal close.
             close(&io)
         case .connecting, .exchanging:
-            if !exchange.requestBody.isComplete {
+            if !requestBodyArrived {
                 // The request was cut short: there is nothing sensible to send upstream.
                 abortExchange(&io)
             }
-        // Otherwise finish the response first, then close.
+        // Otherwise the request is whole (forwarded, or waiting here for the upstream connection): a client may
+        // close its sending side after a request and still read the response (RFC 9112 §9.6). Finish the
+        // response first, then close.
         case .tunnel(_, let upstreamDone):
             state = .tunnel(clientDone: true, upstreamDone: upstreamDone)
             io.commands.append(.shutdownUpstreamWrite)
@@ -359,6 +365,32 @@ public struct ProxyConnectionMachine {
         }
     }
 
+    /// Whether the whole request body has arrived: forwarded already, or waiting in `clientIn` while the upstream
+    /// connection is made (read with a copy of the body's reader; nothing is consumed).
+    private var requestBodyArrived: Bool {
+        var reader = exchange.requestBody
+        if reader.isComplete { return true }
+        guard (try? reader.consume(clientIn[clientInStart...])) != nil else { return false }
+        return reader.isComplete
+    }
+
+    /// Whether an upstream connection carries part of a request body and not the rest: closing it then must be a
+    /// reset (``ConnectionIO/Command/resetUpstream``), for the machine (``release(reusable:_:)``) and for the shell
+    /// when it closes the connection itself (a client gone, a deadline).
+    public var upstreamHasPartialRequest: Bool {
+        guard upstreamInUse, case .exchanging = state else { return false }
+        return !exchange.isConnect && !exchange.requestBody.isComplete
+    }
+
+    /// `METHOD scheme://host:port/target` of the exchange in flight, for the shell's messages (a deadline that
+    /// closed it); nil between exchanges.
+    public var exchangeSummary: String? {
+        switch state {
+        case .connecting, .exchanging: return "\(exchange.context.method) \(exchange.context.url)"
+        case .idle, .tunnel, .closed: return nil
+        }
+    }
+
     /// Whether an upstream event is for the machine to take: not once the connection is closing (events still
     /// in flight are moot), and not from an upstream connection the machine has already let go (the shell can
     /// deliver its end of stream in the same round as the bytes that completed the response).
@@ -385,8 +417,9 @@ public struct ProxyConnectionMachine {
 
     /// Done with the upstream connection: the shell pools it if `reusable`, else closes it.
     private mutating func release(reusable: Bool, _ io: inout ConnectionIO) {
+        let partial = upstreamHasPartialRequest
         upstreamInUse = false
-        io.commands.append(.releaseUpstream(reusable: reusable))
+        io.commands.append(partial ? .resetUpstream : .releaseUpstream(reusable: reusable))
     }
 
     /// No response byte yet on a pooled connection the server had closed: the request goes once more, on a
@@ -457,7 +490,13 @@ public struct ProxyConnectionMachine {
             guard let l = try headParser.headLength(clientIn[clientInStart...]) else { return }
             length = l
         } catch {
-            answer(error.kind == .headTooLarge ? 431 : 400, error.description, &io, keepAlive: false)
+            let status =
+                switch error.kind {
+                case .startLineTooLong: 414  // the request-target (RFC 9112 §3)
+                case .headTooLarge: 431
+                default: 400
+                }
+            answer(status, error.description, &io, keepAlive: false)
             return
         }
         let headBytes = clientIn.withUnsafeBufferPointer {

@@ -51,6 +51,12 @@ final class ClientConnection: LoopHandler {
     var lastPhase: ProxyConnectionMachine.Phase = .idle
     var phaseStart: Int64
     var lastActivity: Int64
+    /// Since when the upstream has sent nothing while it was being read (its last byte, or reading resumed):
+    /// `--upstream-read-timeout`.
+    var upstreamReadSince: Int64 = 0
+    /// Since when bytes for the client have waited without the socket taking any (its last progress, or output
+    /// began to wait): `--client-write-timeout`.
+    var clientWriteSince: Int64 = 0
     var countedRequests = 0
     var countedUnexpected = 0
     /// TLS with the client after an intercepted CONNECT.
@@ -167,6 +173,7 @@ final class ClientConnection: LoopHandler {
         let n = loop.readBuffer.withUnsafeMutableBytes { Sys.recv(upstream.fd, $0) }
         if n > 0 {
             lastActivity = loop.now
+            upstreamReadSince = loop.now
             if let tls = upstream.tls {
                 tls.feed(loop.readBuffer[0..<n])
                 upstreamTLSProgress(upstream, tls)
@@ -253,6 +260,9 @@ final class ClientConnection: LoopHandler {
             startConnect(origin, fresh: fresh, via: via)
         case .releaseUpstream(let reusable):
             detachUpstream(reusable: reusable)
+        case .resetUpstream:
+            loop.server.noteClosing(.requestUnfinished)
+            detachUpstream(reusable: false, reset: true)
         case .shutdownUpstreamWrite:
             upstream?.out.shutdownPending = true
         case .shutdownClientWrite:
@@ -294,6 +304,7 @@ final class ClientConnection: LoopHandler {
         let error = toClient.flush(&io.toClient, to: fd, tls: clientTLS, progress: &progress)
         if progress {
             lastActivity = loop.now
+            clientWriteSince = loop.now
             wroteToClient = true
         }
         if let error {
@@ -316,7 +327,7 @@ final class ClientConnection: LoopHandler {
     }
 
     /// Sends what waited for the end of the batch (see ``flush()``); a failed send gets the whole round of
-    /// ``apply()``, a partial one the upstream's write interest.
+    /// ``apply()``, any other outcome a new reading of the interests.
     func flushDeferred() {
         upstreamFlushDeferred = false
         guard !closed else { return }
@@ -326,8 +337,11 @@ final class ClientConnection: LoopHandler {
             mayDeferUpstream = false
             apply()
             mayDeferUpstream = true
-        } else if pendingToUpstream > 0 {
-            // The socket took part of it: wait for it to be writable.
+        } else {
+            // The flow-control invariant: every send is followed by ``updateInterest(_:)``. The round that deferred
+            // this send paused reading from the client while the bytes waited; a send that drained them must resume
+            // it (nothing else will: the upstream's write interest was off while deferred), and a partial one waits
+            // for the upstream to be writable.
             updateInterest(machine.status())
         }
     }
@@ -342,6 +356,11 @@ final class ClientConnection: LoopHandler {
         }
     }
 
+    /// Sets what the poller reports for both sockets from what is pending. Flow control is this one function: a
+    /// direction reads its input while its output holds less than `highWater` bytes, and it is called after every
+    /// send and every read (``apply()``, ``flushDeferred()``), so output that drains always resumes its input.
+    /// Nothing is held back elsewhere: TLS engines are read to the end of their plaintext on every event
+    /// (``TLSEngine/readPlaintext(into:)``), so no bytes wait inside OpenSSL for a readiness that never comes.
     private func updateInterest(_ status: ProxyConnectionMachine.Status) {
         let highWater = loop.configuration.highWater
         var wanted: UInt32 = 0
@@ -351,6 +370,7 @@ final class ClientConnection: LoopHandler {
             wanted |= Poller.readable
         }
         if pendingToClient > 0 { wanted |= Poller.writable }
+        if wanted & ~interest & Poller.writable != 0 { clientWriteSince = loop.now }
         if wanted != interest {
             interest = wanted
             loop.poller.modify(fd, wanted, token: UInt64(slot))
@@ -365,6 +385,7 @@ final class ClientConnection: LoopHandler {
                 if !upstream.readClosed && pendingToClient < highWater { up |= Poller.readable }
                 if pendingToUpstream > 0 && !upstreamFlushDeferred { up |= Poller.writable }
             }
+            if up & ~upstream.interest & Poller.readable != 0 { upstreamReadSince = loop.now }
             upstream.setInterest(up)
         }
     }
@@ -382,7 +403,8 @@ final class ClientConnection: LoopHandler {
         }
     }
 
-    func detachUpstream(reusable: Bool) {
+    /// `reset`: the upstream carries part of a request (``ConnectionIO/Command/resetUpstream``).
+    func detachUpstream(reusable: Bool, reset: Bool = false) {
         guard let upstream else { return }
         self.upstream = nil
         let unsent = upstream.out.pending(io.toUpstream) > 0
@@ -404,7 +426,7 @@ final class ClientConnection: LoopHandler {
                 upstream.setInterest(Poller.readable)
             }
         } else {
-            upstream.close()
+            upstream.close(reset: reset)
         }
     }
 
@@ -429,27 +451,67 @@ final class ClientConnection: LoopHandler {
         loop.givePooled(parked, idleSince: parked.pooledAt)
     }
 
+    /// The deadlines of every phase (each an option of `cookie-proxy run`), checked by the loop's timer. Two hold
+    /// whatever the phase: bytes for the client that it does not take (`--client-write-timeout`: both sides close,
+    /// so that clients that never read cannot hold every connection slot), and a response body the upstream stops
+    /// sending while it is read (`--upstream-read-timeout`: the client's connection closes, so it sees the response
+    /// is incomplete). A deadline that closes an exchange is counted and noted with it (``ProxyServer/noteClosing(_:_:)``).
     func checkDeadline() {
         if closed { return }
         let c = loop.configuration
-        if let parked, loop.now - parked.pooledAt >= Int64(c.poolIdleTimeout * 1000) { dropParked() }
-        let (start, seconds): (Int64, Double)
-        switch machine.phase {
-        case .idle: (start, seconds) = (lastActivity, c.idleTimeout)
-        case .readingHead: (start, seconds) = (phaseStart, c.headerTimeout)
-        case .connecting: (start, seconds) = (phaseStart, c.connectTimeout)
-        case .awaitingResponse: (start, seconds) = (max(phaseStart, lastActivity), c.responseTimeout)
-        case .streaming, .tunnel: (start, seconds) = (lastActivity, c.streamIdleTimeout)
-        case .closed: (start, seconds) = (phaseStart, 5)
+        let now = loop.now
+        if let parked, now - parked.pooledAt >= Self.milliseconds(c.poolIdleTimeout) { dropParked() }
+        let phase = machine.phase
+        if interest & Poller.writable != 0 && now - clientWriteSince >= Self.milliseconds(c.clientWriteTimeout) {
+            note(
+                .clientWriteTimeout,
+                "the client took no byte for \(Self.seconds(c.clientWriteTimeout)); both sides closed")
+            // With a reset (nginx's `reset_timedout_connection`): an orderly close would leave the unsent bytes in
+            // the kernel until the client reads them, which it does not.
+            closeNow(reset: true)
+            return
         }
-        if loop.now - start >= Int64(seconds * 1000) {
-            if machine.phase == .closed {
+        if phase == .streaming, let upstream, upstream.interest & Poller.readable != 0,
+            now - max(upstreamReadSince, phaseStart) >= Self.milliseconds(c.upstreamReadTimeout)
+        {
+            note(
+                .upstreamReadTimeout,
+                "no byte from upstream \(upstream.origin) for \(Self.seconds(c.upstreamReadTimeout)) while relaying its"
+                    + " response; the client's connection was closed (its response is incomplete)")
+            machine.timedOut(&io)
+            apply()
+            return
+        }
+        let (start, seconds, closing): (Int64, Double, ProxyServer.Closing?)
+        switch phase {
+        case .idle: (start, seconds, closing) = (lastActivity, c.idleTimeout, nil)
+        case .readingHead: (start, seconds, closing) = (phaseStart, c.headerTimeout, .headerTimeout)
+        case .connecting: (start, seconds, closing) = (phaseStart, c.connectTimeout, .connectTimeout)
+        case .awaitingResponse:
+            (start, seconds, closing) = (max(phaseStart, lastActivity), c.responseTimeout, .responseTimeout)
+        case .streaming, .tunnel: (start, seconds, closing) = (lastActivity, c.streamIdleTimeout, .streamIdleTimeout)
+        case .closed: (start, seconds, closing) = (phaseStart, 5, nil)
+        }
+        if now - start >= Self.milliseconds(seconds) {
+            if phase == .closed {
                 closeNow()
                 return
             }
+            if let closing { note(closing, "nothing happened for \(Self.seconds(seconds))") }
             machine.timedOut(&io)
             apply()
         }
+    }
+
+    private static func milliseconds(_ seconds: Double) -> Int64 { Int64(seconds * 1000) }
+    private static func seconds(_ seconds: Double) -> String {
+        seconds == seconds.rounded() ? "\(Int(seconds)) s" : "\(seconds) s"
+    }
+
+    /// Counts a deadline that closed something and notes it with the exchange it closed.
+    private func note(_ closing: ProxyServer.Closing, _ what: String) {
+        let exchange = machine.exchangeSummary.map { "\($0) " } ?? ""
+        loop.server.noteClosing(closing, "\(closing.name): \(exchange)(client \(address)): \(what)")
     }
 
     func drain() {
@@ -460,15 +522,21 @@ final class ClientConnection: LoopHandler {
 
     /// Closes at once. A socket error that ended the connection is counted by the server (the client is gone:
     /// nobody is left to tell), so that the exit message can say how connections ended.
-    func closeNow(socketError: Int32? = nil) {
+    /// `reset`: the client's socket closes with a reset (SO_LINGER 0), dropping what it has not taken.
+    func closeNow(socketError: Int32? = nil, reset: Bool = false) {
         if closed { return }
         if let socketError { loop.server.noteClientSocketError(socketError) }
         closed = true
         if let upstream {
             self.upstream = nil
-            upstream.close()
+            // The client is gone (or a deadline ended it) with its request unfinished: the upstream must not see an
+            // orderly end of it (``ConnectionIO/Command/resetUpstream``).
+            let partial = machine.upstreamHasPartialRequest
+            if partial { loop.server.noteClosing(.requestUnfinished) }
+            upstream.close(reset: partial)
         }
         releaseParked()
+        if reset { Sys.resetOnClose(fd) }
         loop.unregisterAndClose(self, fd: fd)
         loop.removed(self)
         loop.keepBuffers(machine.takeBuffers(), &io)
@@ -534,10 +602,12 @@ final class UpstreamConnection: LoopHandler {
         if events & Poller.writable != 0 { owner.apply() }
     }
 
-    func close() {
+    /// `reset`: with a reset (SO_LINGER 0) rather than an orderly close, dropping what is unsent.
+    func close(reset: Bool = false) {
         if isClosed { return }
         isClosed = true
         owner = nil
+        if reset { Sys.resetOnClose(fd) }
         loop.unregisterAndClose(self, fd: fd)
     }
 }

@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import HTTPGrammar
 import ProxyCore
 import ProxyTLS
 import Locking
@@ -20,6 +21,48 @@ public final class ProxyServer: @unchecked Sendable {
     /// A TLS failure with a client (e.g. it does not trust the CA); the runtime reports these.
     func noteTLSFailure(_ text: String) {
         tlsFailures.withLock { if $0.count < 100 { $0.append(text) } }
+    }
+
+    /// Why the proxy ended an exchange or a connection before its end: a deadline (each an option of `cookie-proxy
+    /// run`), or a client that went with its request unfinished (the upstream then gets a reset). Counted for the
+    /// exit message; each is also noted with its exchange (``takeClosingNotes()``).
+    public enum Closing: Int, CaseIterable, Sendable {
+        case headerTimeout, connectTimeout, responseTimeout, upstreamReadTimeout, clientWriteTimeout
+        case streamIdleTimeout, requestUnfinished
+
+        /// What the exit message and the notes call it.
+        public var name: String {
+            switch self {
+            case .headerTimeout: "header timeout"
+            case .connectTimeout: "connect timeout"
+            case .responseTimeout: "response timeout"
+            case .upstreamReadTimeout: "upstream read timeout"
+            case .clientWriteTimeout: "client write timeout"
+            case .streamIdleTimeout: "stream idle timeout"
+            case .requestUnfinished: "request unfinished (the upstream got a reset)"
+            }
+        }
+    }
+    private let closings = Locked<[Int]>(Array(repeating: 0, count: Closing.allCases.count))
+    private let closingNotes = Locked<[String]>([])
+
+    /// Counts `closing`; `note` (one line naming the exchange) is kept for ``takeClosingNotes()`` (at most 100 wait).
+    func noteClosing(_ closing: Closing, _ note: String? = nil) {
+        closings.withLock { $0[closing.rawValue] += 1 }
+        if let note { closingNotes.withLock { if $0.count < 100 { $0.append(note) } } }
+    }
+
+    /// How many exchanges or connections each kind of closing ended so far (those that happened).
+    public var closingCounts: [(Closing, Int)] {
+        let counts = closings.withLock { $0 }
+        return Closing.allCases.compactMap { counts[$0.rawValue] > 0 ? ($0, counts[$0.rawValue]) : nil }
+    }
+
+    /// The notes of closings since the last call.
+    public func takeClosingNotes() -> [String] {
+        closingNotes.withLock {
+            let t = $0; $0.removeAll(); return t
+        }
     }
 
     /// Client connections ended by a socket error, by errno (a reset, a broken pipe).
@@ -93,6 +136,13 @@ public final class ProxyServer: @unchecked Sendable {
         var port = configuration.listenPort
         var fds: [Int32] = []
         let perLoop = configuration.poller.listenerPerLoop
+        if perLoop && port != 0 {
+            // Sockets bound with SO_REUSEPORT share a port with any other such socket of the same user: a second
+            // proxy would silently take half of the first one's connections. A socket bound without it first
+            // fails with EADDRINUSE when anything listens there; it is closed before the loops' sockets bind.
+            let probe = Sys.listen(host: configuration.listenHost, port: port, reusePort: false)
+            if probe >= 0 { Sys.close(probe) } else { throw Self.listenError(probe, configuration.listenHost, port) }
+        }
         for index in 0..<max(1, configuration.loops) {
             let fd =
                 perLoop || index == 0
@@ -100,13 +150,7 @@ public final class ProxyServer: @unchecked Sendable {
                 : Sys.duplicate(fds[0])
             if fd < 0 {
                 for f in fds { Sys.close(f) }
-                let reason =
-                    fd == -EADDRINUSE
-                    ? "the address is in use (another proxy running? pick --listen HOST:PORT)"
-                    : fd == -EINVAL
-                        ? "'\(configuration.listenHost)' is not a numeric IPv4 or IPv6 address"
-                        : Sys.errorText(fd)
-                throw StartError(description: "cannot listen on \(configuration.listenHost):\(port): \(reason)")
+                throw Self.listenError(fd, configuration.listenHost, port)
             }
             if port == 0 { port = Sys.localPort(fd) }
             fds.append(fd)
@@ -151,6 +195,14 @@ public final class ProxyServer: @unchecked Sendable {
             thread.stackSize = 1 << 20
             thread.start()
         }
+    }
+
+    private static func listenError(_ error: Int32, _ host: String, _ port: Int) -> StartError {
+        let reason =
+            error == -EADDRINUSE
+            ? "the address is in use (another proxy running? pick --listen HOST:PORT)"
+            : error == -EINVAL ? "'\(host)' is not a numeric IPv4 or IPv6 address" : Sys.errorText(error)
+        return StartError(description: "cannot listen on \(HostPort.format(host, port)): \(reason)")
     }
 
     /// Stops accepting, lets in-flight exchanges finish for up to `deadline` seconds, then closes the rest.

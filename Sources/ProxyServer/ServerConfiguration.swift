@@ -39,6 +39,12 @@ public struct ServerConfiguration: Sendable {
     public var connectTimeout: Double = 10
     /// Seconds to wait for an upstream's response head.
     public var responseTimeout: Double = 60
+    /// Seconds the upstream may send nothing while its response body is read (nginx's `proxy_read_timeout`);
+    /// then the client's connection closes, so that it sees the response is incomplete.
+    public var upstreamReadTimeout: Double = 60
+    /// Seconds bytes for the client may wait without the client taking any (nginx's `send_timeout`); then both
+    /// sides close.
+    public var clientWriteTimeout: Double = 60
     /// Seconds a body stream or tunnel may be silent.
     public var streamIdleTimeout: Double = 300
     /// Idle upstream connections kept per origin, and for how long.

@@ -48,6 +48,8 @@ enum Sys {
     }
 
     static func shutdownWrite(_ fd: Int32) { _ = CProxy_shutdown_write(fd) }
+    /// Makes the next ``close(_:)`` of `fd` a reset (SO_LINGER 0) rather than an orderly close.
+    static func resetOnClose(_ fd: Int32) { _ = CProxy_set_reset_on_close(fd) }
     static func close(_ fd: Int32) {
         #if canImport(Glibc)
             _ = Glibc.close(fd)

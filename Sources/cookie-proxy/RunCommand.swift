@@ -65,7 +65,8 @@ enum RunCommand {
             names: ["--max-connections"], value: "n", help: "Client connections at once.",
             defaultValue: "\(defaults.maximumConnections)")
         static let maxHeadBytes = OptionSpec(
-            names: ["--max-head-bytes"], value: "n", help: "Largest request or response head (431 beyond).",
+            names: ["--max-head-bytes"], value: "n",
+            help: "Largest request or response head (431 beyond; 414 when the request line alone is).",
             defaultValue: "\(defaults.proxy.parserLimits.maximumHeadBytes)")
         static let maxHeaders = OptionSpec(
             names: ["--max-headers"], value: "n", help: "Most header fields in one head.",
@@ -84,6 +85,18 @@ enum RunCommand {
             names: ["--response-timeout"], value: "seconds",
             help: "Time for an upstream's response head (504 beyond).",
             defaultValue: seconds(defaults.responseTimeout))
+        static let upstreamReadTimeout = OptionSpec(
+            names: ["--upstream-read-timeout"], value: "seconds",
+            help: "Time an upstream may send nothing of its response body (the client's connection closes beyond).",
+            defaultValue: seconds(defaults.upstreamReadTimeout))
+        static let clientWriteTimeout = OptionSpec(
+            names: ["--client-write-timeout"], value: "seconds",
+            help: "Time a client may take nothing of what is sent to it (both sides close beyond).",
+            defaultValue: seconds(defaults.clientWriteTimeout))
+        static let streamIdleTimeout = OptionSpec(
+            names: ["--stream-idle-timeout"], value: "seconds",
+            help: "Time a body stream or tunnel (CONNECT, WebSocket) may be silent both ways.",
+            defaultValue: seconds(defaults.streamIdleTimeout))
         static let drainTimeout = OptionSpec(
             names: ["--drain-timeout"], value: "seconds",
             help: "On SIGINT/SIGTERM, time given to exchanges in flight.", defaultValue: "10s")
@@ -114,6 +127,9 @@ enum RunCommand {
             Option.idleTimeout,
             Option.connectTimeout,
             Option.responseTimeout,
+            Option.upstreamReadTimeout,
+            Option.clientWriteTimeout,
+            Option.streamIdleTimeout,
             Option.drainTimeout,
             Option.quiet,
         ] + ProxyRuntime.options + [.psl],
@@ -263,6 +279,9 @@ enum RunCommand {
         if let s = try secs(Option.idleTimeout) { config.idleTimeout = s }
         if let s = try secs(Option.connectTimeout) { config.connectTimeout = s }
         if let s = try secs(Option.responseTimeout) { config.responseTimeout = s }
+        if let s = try secs(Option.upstreamReadTimeout) { config.upstreamReadTimeout = s }
+        if let s = try secs(Option.clientWriteTimeout) { config.clientWriteTimeout = s }
+        if let s = try secs(Option.streamIdleTimeout) { config.streamIdleTimeout = s }
         let drain = try secs(Option.drainTimeout, orDefault: true) ?? 10
         let uiText = args.value(orDefault: Option.ui) ?? ""
         let uiAddress: (String, Int)?
@@ -368,6 +387,13 @@ enum RunCommand {
                         "cookie-proxy: client connections ended by a socket error: "
                             + socketErrors.map { "\($0.1) × \($0.0)" }.joined(separator: ", "))
                 }
+                for note in server.takeClosingNotes() { Console.err("cookie-proxy: \(note)") }
+                let closings = server.closingCounts
+                if !closings.isEmpty {
+                    Console.err(
+                        "cookie-proxy: exchanges closed early: "
+                            + closings.map { "\($0.1) × \($0.0.name)" }.joined(separator: ", "))
+                }
                 if server.unexpectedEventCount > 0 {
                     Console.err(
                         "cookie-proxy: \(server.unexpectedEventCount) connections were closed on an event their state"
@@ -376,6 +402,7 @@ enum RunCommand {
                 return 0
             }
             runtime.poll()
+            for note in server.takeClosingNotes() { Console.err("cookie-proxy: \(note)") }
             for failure in server.takeTLSFailures() {
                 Console.err("cookie-proxy: \(failure) (does the client trust the CA? cookie-proxy ca path)")
             }

@@ -257,7 +257,7 @@ import Testing
         w.client(bytes(body) + bytes("GET http://example.com/smuggled HTTP/1.1\r\nHost: example.com\r\n\r\n"))
         #expect(w.clientText.hasPrefix("HTTP/1.1 400 Bad Request"), "\(w.clientText)")
         #expect(w.clientText.contains(reason), "\(w.clientText)")
-        #expect(w.commands.suffix(2) == [.releaseUpstream(reusable: false), .closeClient])
+        #expect(w.commands.suffix(2) == [.resetUpstream, .closeClient])
         // The upstream got the head and at most the bytes before the one that broke the grammar.
         let sent = w.toUpstream
         #expect(sent.starts(with: forwardedHead))
@@ -417,8 +417,8 @@ import Testing
                 refused += 1
                 continue
             }
-            if w.commands.contains(.releaseUpstream(reusable: false)) && StrictReader.read(w.toUpstream) == nil {
-                refused += 1  // refused part-way through a body: the upstream got a truncated message and a close
+            if w.commands.contains(.resetUpstream) && StrictReader.read(w.toUpstream) == nil {
+                refused += 1  // refused part-way through a body: the upstream got a truncated message and a reset
                 continue
             }
             forwarded += 1

@@ -232,6 +232,66 @@ import Testing
         #expect(t.commands.last == .closeClient)
     }
 
+    /// RFC 9112 §9.6: a client that closes its sending side after a whole request still gets the response, whether
+    /// the body was forwarded already or waited for the upstream connection.
+    @Test(
+        arguments: [
+            ("POST", "Content-Length: 5\r\n\r\nhello"),
+            ("POST", "Transfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n"),
+            ("GET", "\r\n"),
+        ], [false, true])
+    func aWholeRequestFollowedByTheClientsHalfCloseIsForwardedAndAnswered(
+        _ request: (String, String), connectFirst: Bool
+    ) {
+        let (method, rest) = request
+        var t = Transcript { $0.addVia = false }
+        t.client("\(method) http://example.com/ HTTP/1.1\r\nHost: example.com\r\n\(rest)")
+        if connectFirst { t.connected() }
+        t.clientClosed()
+        if !connectFirst { t.connected() }
+        #expect(t.toUpstream == "\(method) / HTTP/1.1\r\nHost: example.com\r\n\(rest)")
+        t.upstream("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+        #expect(t.toClient == "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok")
+        #expect(t.commands.suffix(2) == [.releaseUpstream(reusable: true), .closeClient])
+    }
+
+    /// A request cut short (the client closes mid-body, before or after the upstream connection is there) never
+    /// ends in an orderly close towards the upstream: part of a body was sent, so the connection is reset.
+    @Test(arguments: [
+        "POST http://example.com/ HTTP/1.1\r\nHost: example.com\r\nContent-Length: 10\r\n\r\nhello",
+        "POST http://example.com/ HTTP/1.1\r\nHost: example.com\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n",
+    ])
+    func aClientThatClosesMidBodyGetsTheUpstreamReset(_ request: String) {
+        var sent = Transcript()
+        sent.client(request)
+        sent.connected()
+        #expect(sent.machine.upstreamHasPartialRequest)
+        sent.clientClosed()
+        #expect(sent.commands.suffix(2) == [.resetUpstream, .closeClient])
+        #expect(!sent.machine.upstreamHasPartialRequest)
+        // Before the connection is made nothing was sent: the attempt is simply let go.
+        var unsent = Transcript()
+        unsent.client(request)
+        #expect(!unsent.machine.upstreamHasPartialRequest)
+        unsent.clientClosed()
+        #expect(unsent.commands.suffix(2) == [.releaseUpstream(reusable: false), .closeClient])
+    }
+
+    /// RFC 9112 §6.3 rule 4: a response whose last transfer coding is not chunked is read until the upstream closes,
+    /// and relayed so (the Transfer-Encoding kept, the client's connection closed after it).
+    @Test func aResponseWithChunkedNotLastIsRelayedUntilTheUpstreamCloses() {
+        var t = Transcript { $0.addVia = false }
+        t.client("GET http://example.com/ HTTP/1.1\r\nHost: example.com\r\n\r\n")
+        t.connected()
+        t.upstream("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked, deflate\r\n\r\n5\r\nnot")
+        t.upstream(" really")
+        t.upstreamClosed()
+        #expect(
+            t.toClient
+                == "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked, deflate\r\nConnection: close\r\n\r\n5\r\nnot really")
+        #expect(t.commands.suffix(2) == [.releaseUpstream(reusable: false), .closeClient])
+    }
+
     @Test func anUpstreamThatClosesMidBodyClosesTheClientWithoutFakingSuccess() {
         var t = Transcript { $0.addVia = false }
         t.client("GET http://example.com/ HTTP/1.1\r\nHost: example.com\r\n\r\n")
@@ -351,6 +411,15 @@ import Testing
             "HTTP/1.1 431 Request Header Fields Too Large", "over 65536 bytes"
         ),
         ("CONNECT nohost HTTP/1.1\r\n\r\n", "HTTP/1.1 400 Bad Request", "host:port"),
+        (
+            "GET http://e.com/" + String(repeating: "a", count: 70_000) + " HTTP/1.1\r\n\r\n",
+            "HTTP/1.1 414 URI Too Long",
+            "the first line is over 65536 bytes"
+        ),
+        (
+            "GET http://e.com/" + String(repeating: "a", count: 70_000), "HTTP/1.1 414 URI Too Long",
+            "the first line is over 65536 bytes"
+        ),
     ])
     func badRequestsGetAStatusAndAOneLineReason(_ request: String, _ statusLine: String, _ reason: String) {
         var t = Transcript()

@@ -64,6 +64,9 @@ long CProxy_send(int fd, const void *buf, size_t len);
 /// recv; returns bytes, 0 on EOF, or -errno.
 long CProxy_recv(int fd, void *buf, size_t len);
 int CProxy_shutdown_write(int fd);
+/// SO_LINGER with a zero timeout: the next close(2) sends a reset (RST) instead of an orderly FIN, and drops what
+/// is unsent. 0 or -errno.
+int CProxy_set_reset_on_close(int fd);
 int CProxy_errno_EAGAIN(void);
 int CProxy_errno_EINTR(void);
 /// poll(2) for one descriptor: 1 when it is readable (or closed), 0 after timeout_ms, or -errno.
