@@ -47,7 +47,8 @@ public func fuzzConnectionMachine(_ data: UnsafePointer<UInt8>, _ size: Int) -> 
         else { return 0 }
         if StrictReader.read(toUpstream) == nil {
             precondition(
-                commands.contains(.releaseUpstream(reusable: false)) || machine.phase != .idle,
+                commands.contains(.resetUpstream) || commands.contains(.releaseUpstream(reusable: false))
+                    || machine.phase != .idle,
                 "forwarded bytes that do not read as whole messages")
             return 0
         }

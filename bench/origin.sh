@@ -60,6 +60,39 @@ http { access_log off; keepalive_requests 10000000; keepalive_timeout 120s;
 NGINX
 }
 
+# write_haproxy_conf DIR PORT: DIR/haproxy.cfg for HAProxy as the same forward proxy in front of the origin, one
+# thread, with the same rewriting through `http-response replace-header Set-Cookie` (Domain=example.test in any
+# case → .example.test; Secure, HttpOnly and SameSite=Lax on every cookie: the ones it has are taken out and the
+# three appended, so the attributes come out in another order than nginx's and cookie-proxy's, meaning the same).
+write_haproxy_conf() {
+  local dir=$1 port=$2
+  cat > "$dir/haproxy.cfg" <<HAPROXY
+global
+  nbthread 1
+  maxconn 9000
+  pidfile $dir/haproxy.pid
+  daemon
+defaults
+  mode http
+  timeout connect 5s
+  timeout client 120s
+  timeout server 120s
+  timeout http-keep-alive 120s
+  option http-keep-alive
+  http-reuse always
+frontend fe
+  bind 127.0.0.1:$port
+  default_backend origin
+backend origin
+  server origin 127.0.0.1:18180
+  http-response replace-header Set-Cookie (?i)^(.*;\s*Domain=)example\.test(\s*(;.*)?)\$ \1.example.test\2
+  http-response replace-header Set-Cookie (?i)^(.*?)\s*;\s*SameSite=[^;]*(.*)\$ \1\2
+  http-response replace-header Set-Cookie (?i)^(.*?)\s*;\s*Secure\s*(;.*)?\$ \1\2
+  http-response replace-header Set-Cookie (?i)^(.*?)\s*;\s*HttpOnly\s*(;.*)?\$ \1\2
+  http-response replace-header Set-Cookie ^(.*)\$ "\1; Secure; HttpOnly; SameSite=Lax"
+HAPROXY
+}
+
 # For the callgrind scripts (rules-instructions.sh, instructions-vs-nginx.sh). callgrind_prepare: makes their
 # temporary directory T (removed, and the origin stopped, at exit), checks for the tools, points BIN (by default
 # the release build) at a copy without debug information (counting instructions needs none, and valgrind 3.19's
