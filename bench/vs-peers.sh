@@ -42,8 +42,9 @@ taskset -c 0 $BIN run --quiet --listen 127.0.0.1:18190 --rules bench/bench.rules
 OURS=$!
 wait_port 18184
 wait_port 18190
-echo 'wrk.path = "http://127.0.0.1:18180/"' > "$T/abs.lua"
-# Every proxy gets the absolute-form request of a forward proxy (nginx and HAProxy ignore the scheme and host).
+printf '%s\n' 'wrk.path = "http://127.0.0.1:18180/"' 'wrk.headers["Host"] = "127.0.0.1:18180"' > "$T/abs.lua"
+# Every proxy gets the absolute-form request of a forward proxy, its Host the URL's authority (HAProxy refuses a
+# request whose Host names another: wrk's default would be the proxy's own address).
 
 run() {  # port pid conns extra-wrk-args... -> "req/s p99ms user_us sys_us"
   local port=$1 pid=$2 c=$3; shift 3
@@ -52,6 +53,8 @@ run() {  # port pid conns extra-wrk-args... -> "req/s p99ms user_us sys_us"
   local out; out=$(taskset -c 1 wrk -t1 -c"$c" -d"${DUR}s" --latency -s "$T/abs.lua" "$@" "http://127.0.0.1:$port")
   local after; after=$(awk '{print $14, $15}' /proc/"$pid"/stat)
   local n; n=$(echo "$out" | awk '/requests in/ {print $1}')
+  # Every answer must be the origin's 200: a proxy that refuses the requests would look fast.
+  if echo "$out" | grep -q "Non-2xx"; then echo "127.0.0.1:$port answered non-2xx: $out" >&2; exit 1; fi
   local p99; p99=$(echo "$out" | awk '/ 99%/ {v=$2; if (v ~ /us$/) {sub(/us/,"",v); v/=1000} else if (v ~ /ms$/) {sub(/ms/,"",v)} else if (v ~ /s$/) {sub(/s/,"",v); v*=1000}; print v}')
   echo "$before $after" | awk -v n="$n" -v d="$DUR" -v p="$p99" '{printf "%.0f %.3f %.2f %.2f\n", n/d, p, ($3-$1)*10000/n, ($4-$2)*10000/n}'
 }

@@ -416,10 +416,14 @@ public struct ProxyConnectionMachine {
     }
 
     /// Done with the upstream connection: the shell pools it if `reusable`, else closes it.
+    @inline(__always)
     private mutating func release(reusable: Bool, _ io: inout ConnectionIO) {
-        let partial = upstreamHasPartialRequest
+        if upstreamHasPartialRequest {
+            io.commands.append(.resetUpstream)
+        } else {
+            io.commands.append(.releaseUpstream(reusable: reusable))
+        }
         upstreamInUse = false
-        io.commands.append(partial ? .resetUpstream : .releaseUpstream(reusable: reusable))
     }
 
     /// No response byte yet on a pooled connection the server had closed: the request goes once more, on a

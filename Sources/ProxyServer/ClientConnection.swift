@@ -261,8 +261,7 @@ final class ClientConnection: LoopHandler {
         case .releaseUpstream(let reusable):
             detachUpstream(reusable: reusable)
         case .resetUpstream:
-            loop.server.noteClosing(.requestUnfinished)
-            detachUpstream(reusable: false, reset: true)
+            resetUpstream()
         case .shutdownUpstreamWrite:
             upstream?.out.shutdownPending = true
         case .shutdownClientWrite:
@@ -337,11 +336,12 @@ final class ClientConnection: LoopHandler {
             mayDeferUpstream = false
             apply()
             mayDeferUpstream = true
-        } else {
-            // The flow-control invariant: every send is followed by ``updateInterest(_:)``. The round that deferred
-            // this send paused reading from the client while the bytes waited; a send that drained them must resume
-            // it (nothing else will: the upstream's write interest was off while deferred), and a partial one waits
-            // for the upstream to be writable.
+        } else if pendingToUpstream > 0 || interest & Poller.readable == 0 {
+            // The flow-control invariant: a send is followed by ``updateInterest(_:)`` whenever that can change
+            // anything. The round that deferred this send may have paused reading from the client while the bytes
+            // waited: a send that drained them must resume it (nothing else will: the upstream's write interest
+            // was off while deferred), and a partial one waits for the upstream to be writable. A whole send with
+            // the client still read (a request's head, the usual case) leaves every interest as it is.
             updateInterest(machine.status())
         }
     }
@@ -403,8 +403,16 @@ final class ClientConnection: LoopHandler {
         }
     }
 
-    /// `reset`: the upstream carries part of a request (``ConnectionIO/Command/resetUpstream``).
-    func detachUpstream(reusable: Bool, reset: Bool = false) {
+    /// The upstream carries part of a request (``ConnectionIO/Command/resetUpstream``): it closes with a reset.
+    /// Kept out of line: it is rare, and ``execute(_:)`` stays small enough to be inlined in ``apply()``.
+    @inline(never)
+    private func resetUpstream() {
+        loop.server.noteClosing(.requestUnfinished)
+        if let upstream { Sys.resetOnClose(upstream.fd) }
+        detachUpstream(reusable: false)
+    }
+
+    func detachUpstream(reusable: Bool) {
         guard let upstream else { return }
         self.upstream = nil
         let unsent = upstream.out.pending(io.toUpstream) > 0
@@ -426,7 +434,7 @@ final class ClientConnection: LoopHandler {
                 upstream.setInterest(Poller.readable)
             }
         } else {
-            upstream.close(reset: reset)
+            upstream.close()
         }
     }
 
@@ -531,9 +539,11 @@ final class ClientConnection: LoopHandler {
             self.upstream = nil
             // The client is gone (or a deadline ended it) with its request unfinished: the upstream must not see an
             // orderly end of it (``ConnectionIO/Command/resetUpstream``).
-            let partial = machine.upstreamHasPartialRequest
-            if partial { loop.server.noteClosing(.requestUnfinished) }
-            upstream.close(reset: partial)
+            if machine.upstreamHasPartialRequest {
+                loop.server.noteClosing(.requestUnfinished)
+                Sys.resetOnClose(upstream.fd)
+            }
+            upstream.close()
         }
         releaseParked()
         if reset { Sys.resetOnClose(fd) }
@@ -602,12 +612,10 @@ final class UpstreamConnection: LoopHandler {
         if events & Poller.writable != 0 { owner.apply() }
     }
 
-    /// `reset`: with a reset (SO_LINGER 0) rather than an orderly close, dropping what is unsent.
-    func close(reset: Bool = false) {
+    func close() {
         if isClosed { return }
         isClosed = true
         owner = nil
-        if reset { Sys.resetOnClose(fd) }
         loop.unregisterAndClose(self, fd: fd)
     }
 }

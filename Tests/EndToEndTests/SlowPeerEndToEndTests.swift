@@ -87,6 +87,7 @@ final class SlowPeer: Sendable {
         let home = Proxy.defaultHome
         let proxy = try Self.proxy(
             mode, peer, ca.map { ["--intercept", "localhost", "--upstream-ca", $0.caCert] } ?? [])
+        let startKiB = try #require(proxy.process.residentKiB)
         let host = mode == "connect" ? "localhost" : "127.0.0.1"
         let scheme = mode == "connect" ? "https" : "http"
         let line = try SlowPeer.client(
@@ -98,6 +99,10 @@ final class SlowPeer: Sendable {
         let answered = try SlowPeer.digest(seed: seed + 1, size: responseSize)
         #expect(line == "OK 200 \(answered) \(sent)")
         #expect(try peer.end(of: "/random-read") == "END /random-read complete \(size)")
+        // Backpressure bounds what one connection holds (about 256 KiB queued each way, plus a read and TLS
+        // records), whatever the bodies' size: the proxy grows by a few MiB at most.
+        let peakKiB = try #require(proxy.process.peakRSSKiB)
+        #expect(peakKiB - startKiB < 8 * 1024, "grew from \(startKiB) KiB to a peak of \(peakKiB) KiB")
     }
 
     /// A real `websockets` echo server behind both modes: 16 MiB frames go up and come back whole.
