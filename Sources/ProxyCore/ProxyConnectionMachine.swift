@@ -138,6 +138,9 @@ public struct ProxyConnectionMachine {
     var clientIn: [UInt8] = []
     var clientInStart = 0
     var clientEOF = false
+    /// The connection closes after the exchange in flight (graceful shutdown, ``drain(_:)``): its response says so,
+    /// and requests pipelined behind it are left for the client to send again elsewhere.
+    var closeAfterExchange = false
     var headParser: HTTPHeadParser
     var nextRequestID: @Sendable () -> UInt64
     /// Set after an intercepted CONNECT: origin-form requests (inside TLS) go here, as https.
@@ -470,6 +473,7 @@ public struct ProxyConnectionMachine {
             close(&io)
         } else {
             clientEOF = true
+            closeAfterExchange = true
         }
     }
 
@@ -718,7 +722,11 @@ public struct ProxyConnectionMachine {
             exchange.upstreamReusable = false
         }
         exchange.dechunk = framing == .chunked && exchange.clientVersion.minor == 0
-        exchange.closeClientAfter = !exchange.clientKeepAlive || clientEOF || framing == .untilClose || exchange.dechunk
+        // A client that closed its sending side after pipelined requests gets each of them answered (RFC 9112 §9.6):
+        // the connection closes after the response to the last one received.
+        exchange.closeClientAfter =
+            !exchange.clientKeepAlive || closeAfterExchange || (clientEOF && bufferedClientBytes == 0)
+            || framing == .untilClose || exchange.dechunk
         let client: HeadRewrite.ClientConnection =
             exchange.closeClientAfter ? .close : exchange.clientVersion.minor == 0 ? .keepAlive : .persistent
         var out = HeadRewrite.finalResponse(
@@ -794,11 +802,9 @@ public struct ProxyConnectionMachine {
             return
         }
         state = .idle
-        if bufferedClientBytes > 0 {
-            parseRequest(&io)
-        } else if clientEOF {
-            close(&io)
-        }
+        if bufferedClientBytes > 0 { parseRequest(&io) }
+        // The client has closed its side: nothing more will come (a partial head left behind is abandoned).
+        if clientEOF, case .idle = state { close(&io) }
     }
 
     /// The upstream failed mid-exchange: an answer of our own if nothing of the response went out yet, else

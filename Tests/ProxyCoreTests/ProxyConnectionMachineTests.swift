@@ -255,6 +255,44 @@ import Testing
         #expect(t.commands.suffix(2) == [.releaseUpstream(reusable: true), .closeClient])
     }
 
+    /// Pipelined requests followed by the client's half-close are each answered, in order; the connection closes
+    /// after the last response (a partial head left behind is abandoned). A graceful shutdown instead closes after
+    /// the exchange in flight, saying so.
+    @Test(arguments: ["", "GET http://example.com/partial HTTP/1.1\r\nHo"])
+    func pipelinedRequestsBeforeAHalfCloseAreAllAnswered(_ leftover: String) {
+        var t = Transcript { $0.addVia = false }
+        t.client(
+            "GET http://example.com/1 HTTP/1.1\r\nHost: example.com\r\n\r\n"
+                + "POST http://example.com/2 HTTP/1.1\r\nHost: example.com\r\nContent-Length: 3\r\n\r\nabc"
+                + "GET http://example.com/3 HTTP/1.1\r\nHost: example.com\r\n\r\n" + leftover)
+        t.clientClosed()
+        for n in 1...3 {
+            t.connected(reused: n > 1)
+            t.upstream("HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\n\(n)")
+        }
+        #expect(
+            t.toUpstream
+                == "GET /1 HTTP/1.1\r\nHost: example.com\r\n\r\nPOST /2 HTTP/1.1\r\nHost: example.com\r\nContent-Length: 3\r\n\r\nabc"
+                + "GET /3 HTTP/1.1\r\nHost: example.com\r\n\r\n")
+        let lastHead = leftover.isEmpty ? "Connection: close\r\n" : ""
+        #expect(
+            t.toClient
+                == "HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\n1HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\n2"
+                + "HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\(lastHead)\r\n3")
+        #expect(t.commands.last == .closeClient)
+        #expect(t.machine.phase == .closed)
+
+        var draining = Transcript { $0.addVia = false }
+        draining.client(
+            "GET http://example.com/1 HTTP/1.1\r\nHost: example.com\r\n\r\nGET http://example.com/2 HTTP/1.1\r\nHost: example.com\r\n\r\n"
+        )
+        draining.machine.drain(&draining.io)
+        draining.connected()
+        draining.upstream("HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\n1")
+        #expect(draining.toClient == "HTTP/1.1 200 OK\r\nContent-Length: 1\r\nConnection: close\r\n\r\n1")
+        #expect(draining.commands.last == .closeClient)
+    }
+
     /// A request cut short (the client closes mid-body, before or after the upstream connection is there) never
     /// ends in an orderly close towards the upstream: part of a body was sent, so the connection is reset.
     @Test(arguments: [

@@ -101,6 +101,13 @@ class BodyReader:
             if n == 0:
                 return True
 
+def read_request_body(conn, head, buf, name, sizes, pause):
+    """Reads the request body, then prints the END line; the reader, or None when the body did not end."""
+    body = BodyReader(conn, head, buf)
+    ok = body.read_all(sizes, pause)
+    print("END", name, body.ended, body.count, flush=True)
+    return body if ok else None
+
 def query(path):
     out = {}
     if "?" in path:
@@ -124,20 +131,16 @@ def handle(conn):
             name = path.split("?")[0]
             q = query(path)
             if name == "/slow-read":
-                body = BodyReader(conn, head, buf)
-                ok = body.read_all(lambda: 65536, lambda: 0.01)
-                print("END", name, body.ended, body.count, flush=True)
-                if not ok:
+                body = read_request_body(conn, head, buf, name, lambda: 65536, lambda: 0.01)
+                if body is None:
                     return
                 buf = body.buf
                 respond(conn, b"200 OK", f"{body.count} {body.digest.hexdigest()}".encode())
             elif name == "/random-read":
                 rng = random.Random(int(q["seed"]))
-                body = BodyReader(conn, head, buf)
-                ok = body.read_all(lambda: rng.choice([1, 7, 512, 4096, 65536, 1 << 20]),
-                                   lambda: rng.choice([0, 0, 0, 0.001, 0.02]))
-                print("END", name, body.ended, body.count, flush=True)
-                if not ok:
+                body = read_request_body(conn, head, buf, name, lambda: rng.choice([1, 7, 512, 4096, 65536, 1 << 20]),
+                                         lambda: rng.choice([0, 0, 0, 0.001, 0.02]))
+                if body is None:
                     return
                 buf = body.buf
                 size = int(q["size"])
@@ -168,10 +171,8 @@ def handle(conn):
                     pass
                 return
             elif name == "/record":
-                body = BodyReader(conn, head, buf)
-                ok = body.read_all(lambda: 65536, lambda: 0)
-                print("END", name, body.ended, body.count, flush=True)
-                if not ok:
+                body = read_request_body(conn, head, buf, name, lambda: 65536, lambda: 0)
+                if body is None:
                     return
                 buf = body.buf
                 respond(conn, b"200 OK", f"{body.count}".encode())
