@@ -1,37 +1,5 @@
 import HTTPGrammar
 
-/// Bytes and commands the I/O shell carries out after each event. The shell owns these buffers: it sends
-/// from the front of `toClient` / `toUpstream`, and stops reading from the other side while they are full
-/// (backpressure), so memory stays bounded whatever the body size.
-public struct ConnectionIO: Sendable {
-    public var toClient: [UInt8] = []
-    public var toUpstream: [UInt8] = []
-    public var commands: [Command] = []
-    public init() {}
-
-    public enum Command: Sendable, Hashable {
-        /// Open (or take from the pool) a connection to `origin`; answer with `upstreamConnected` or
-        /// `upstreamFailed`. `fresh` forbids a pooled connection (a retry after a stale one); `via`, the upstream
-        /// proxy to go through.
-        case connect(Origin, fresh: Bool, via: UpstreamHop? = nil)
-        /// The exchange is done with the upstream connection: pool it if `reusable`, else close it.
-        case releaseUpstream(reusable: Bool)
-        /// The exchange ends with part of its request body sent: close the upstream connection with a reset
-        /// (SO_LINGER 0), never an orderly close. An origin that takes the end of the stream as the end of the
-        /// body (gunicorn does) would otherwise run a request the client never finished.
-        case resetUpstream
-        /// Half-close towards the upstream (tunnels).
-        case shutdownUpstreamWrite
-        /// Half-close towards the client (tunnels).
-        case shutdownClientWrite
-        /// Close the client connection once `toClient` is flushed.
-        case closeClient
-        /// Everything from here on is TLS with the client (an intercepted CONNECT): send what is in `toClient`
-        /// in the clear, then start a TLS server for `host`, feeding it `leftover` (bytes already received).
-        case startTLS(host: String, leftover: [UInt8])
-    }
-}
-
 /// The per-client-connection state machine of the proxy (sans-I/O): events in, bytes and commands out.
 /// It parses requests, decides where they go, rewrites heads through ``ProxyHooks``, frames bodies, and
 /// turns failures into `400`/`431`/`502`/`504` answers. Requests on one connection are handled in order
@@ -133,8 +101,8 @@ public struct ProxyConnectionMachine {
     /// The storage of the last finished exchange's request head and response buffer, emptied, for the next one
     /// (a keep-alive connection's exchanges then allocate neither; a closed connection's go to the next
     /// connection through ``takeBuffers()``).
-    private var spareRequestHead: [UInt8] = []
-    private var spareUpstreamIn: [UInt8] = []
+    var spareRequestHead: [UInt8] = []
+    var spareUpstreamIn: [UInt8] = []
     var clientIn: [UInt8] = []
     var clientInStart = 0
     var clientEOF = false
@@ -144,9 +112,9 @@ public struct ProxyConnectionMachine {
     var headParser: HTTPHeadParser
     var nextRequestID: @Sendable () -> UInt64
     /// Set after an intercepted CONNECT: origin-form requests (inside TLS) go here, as https.
-    public private(set) var interceptedOrigin: Origin? = nil
+    public internal(set) var interceptedOrigin: Origin? = nil
     /// Requests parsed on this connection so far (for the status line).
-    public private(set) var requestCount = 0
+    public internal(set) var requestCount = 0
     /// Whether an upstream connection is the machine's: from its `connect` command until it releases it (or the
     /// attempt fails).
     var upstreamInUse = false
@@ -370,7 +338,7 @@ public struct ProxyConnectionMachine {
 
     /// Whether the whole request body has arrived: forwarded already, or waiting in `clientIn` while the upstream
     /// connection is made (read with a copy of the body's reader; nothing is consumed).
-    private var requestBodyArrived: Bool {
+    var requestBodyArrived: Bool {
         var reader = exchange.requestBody
         if reader.isComplete { return true }
         guard (try? reader.consume(clientIn[clientInStart...])) != nil else { return false }
@@ -397,7 +365,7 @@ public struct ProxyConnectionMachine {
     /// Whether an upstream event is for the machine to take: not once the connection is closing (events still
     /// in flight are moot), and not from an upstream connection the machine has already let go (the shell can
     /// deliver its end of stream in the same round as the bytes that completed the response).
-    private var acceptsUpstreamEvent: Bool {
+    var acceptsUpstreamEvent: Bool {
         if case .closed = state { return false }
         return upstreamInUse
     }
@@ -405,7 +373,7 @@ public struct ProxyConnectionMachine {
     /// An event the current state cannot take: a bug in the shell or here. Debug builds (and so the tests) stop
     /// with the event and the state; a release build closes this connection and counts it
     /// (``Status/unexpectedEvents``) rather than carry on in a state nobody designed.
-    private mutating func unexpected(_ event: String, _ io: inout ConnectionIO) {
+    mutating func unexpected(_ event: String, _ io: inout ConnectionIO) {
         assertionFailure("ProxyConnectionMachine: \(event) in state \(state)")
         unexpectedEvents += 1
         if upstreamInUse { release(reusable: false, &io) }
@@ -413,14 +381,14 @@ public struct ProxyConnectionMachine {
     }
 
     /// Asks the shell for an upstream connection.
-    private mutating func connect(_ origin: Origin, fresh: Bool, via: UpstreamHop?, _ io: inout ConnectionIO) {
+    mutating func connect(_ origin: Origin, fresh: Bool, via: UpstreamHop?, _ io: inout ConnectionIO) {
         upstreamInUse = true
         io.commands.append(.connect(origin, fresh: fresh, via: via))
     }
 
     /// Done with the upstream connection: the shell pools it if `reusable`, else closes it.
     @inline(__always)
-    private mutating func release(reusable: Bool, _ io: inout ConnectionIO) {
+    mutating func release(reusable: Bool, _ io: inout ConnectionIO) {
         if upstreamHasPartialRequest {
             io.commands.append(.resetUpstream)
         } else {
@@ -431,7 +399,7 @@ public struct ProxyConnectionMachine {
 
     /// No response byte yet on a pooled connection the server had closed: the request goes once more, on a
     /// fresh connection, when that is safe (no request body was sent). False when it is not retried.
-    private mutating func retryOnFreshConnection(_ io: inout ConnectionIO) -> Bool {
+    mutating func retryOnFreshConnection(_ io: inout ConnectionIO) -> Bool {
         guard exchange.reusedUpstream && !exchange.responseBytesSeen && exchange.requestBody.framing == .none else {
             return false
         }
@@ -477,440 +445,4 @@ public struct ProxyConnectionMachine {
         }
     }
 
-    // MARK: - Requests
-
-    private mutating func process(_ io: inout ConnectionIO) {
-        switch state {
-        case .idle:
-            parseRequest(&io)
-        case .connecting, .exchanging:
-            forwardRequestBody(&io)
-        case .tunnel, .closed: unexpected("client bytes to parse", &io)
-        }
-    }
-
-    private mutating func parseRequest(_ io: inout ConnectionIO) {
-        let skip = HTTPHeadParser.leadingEmptyLines(clientIn[clientInStart...])
-        clientInStart += skip
-        guard clientInStart < clientIn.count else { return }
-        let length: Int
-        do {
-            guard let l = try headParser.headLength(clientIn[clientInStart...]) else { return }
-            length = l
-        } catch {
-            let status =
-                switch error.kind {
-                case .startLineTooLong: 414  // the request-target (RFC 9112 §3)
-                case .headTooLarge: 431
-                default: 400
-                }
-            answer(status, error.description, &io, keepAlive: false)
-            return
-        }
-        let headBytes = clientIn.withUnsafeBufferPointer {
-            headStorage.bytes(copying: UnsafeBufferPointer(rebasing: $0[clientInStart..<(clientInStart + length)]))
-        }
-        clientInStart += length
-        let request: RequestHead
-        let framing: BodyFraming
-        do {
-            request = try headParser.parseRequest(headBytes, fieldStorage: headStorage.takeFields())
-            framing = try BodyFraming.forRequest(request.head, version: request.version)
-        } catch {
-            let status = error.kind == .tooManyFields ? 431 : error.kind == .notImplemented ? 501 : 400
-            answer(status, error.description, &io, keepAlive: false)
-            return
-        }
-        startExchange(request, framing: framing, &io)
-        headStorage.keep(request.head)
-    }
-
-    private mutating func startExchange(_ request: RequestHead, framing: BodyFraming, _ io: inout ConnectionIO) {
-        requestCount += 1
-        let route: RequestRoute
-        do {
-            route = try RequestRoute.route(request, configuration: configuration, interceptedOrigin: interceptedOrigin)
-        } catch {
-            answer(error.status, error.reason, &io, keepAlive: false, fields: error.fields)
-            return
-        }
-        let origin = route.origin
-        if route.isConnect && interceptedOrigin == nil && configuration.interceptionAvailable
-            && hooks.shouldIntercept(host: origin.host, port: origin.port)
-        {
-            intercept(origin, &io)
-            return
-        }
-        let connection = request.head.connectionOptions()
-        let keepAlive = request.version.minor >= 1 ? !connection.close : connection.keepAlive
-        let addressed = route.addressed
-        let context = ExchangeContext(
-            requestID: nextRequestID(), clientAddress: clientAddress, method: request.method, scheme: route.scheme,
-            host: addressed.host, port: addressed.port, target: route.target, status: nil)
-        let wantsUpgrade = !route.isConnect && connection.upgrade && request.head.values(.upgrade).count == 1
-        let secure = route.isConnect || interceptedOrigin != nil
-        let via = configuration.upstreamProxies?.proxy(for: origin.host, secure: secure).map {
-            UpstreamHop(proxy: $0, tunnel: secure)
-        }
-        var headBytes: [UInt8] = []
-        swap(&headBytes, &spareRequestHead)
-        if !route.isConnect {
-            var out = HeadRewrite.request(
-                request, route: route, connection: connection, framing: framing, wantsUpgrade: wantsUpgrade, via: via,
-                configuration: configuration, storage: headStorage.takeOutgoing())
-            hooks.willForwardRequest(&out, context: context)
-            headBytes.reserveCapacity(request.head.bytes.count + 64)
-            out.serialize(into: &headBytes)
-            headStorage.keep(out)
-        }
-        exchange = Exchange(
-            context: context, origin: origin, isConnect: route.isConnect, wantsUpgrade: wantsUpgrade,
-            requestHeadBytes: headBytes, requestBody: BodyReader(route.isConnect ? .none : framing),
-            clientVersion: request.version, clientKeepAlive: keepAlive,
-            responseParser: HTTPHeadParser(limits: configuration.parserLimits))
-        exchange.via = via
-        swap(&exchange.upstreamIn, &spareUpstreamIn)
-        state = .connecting
-        // A tunnel gets a connection of its own: an idle keep-alive connection to the same host and port is
-        // never handed to a CONNECT.
-        connect(origin, fresh: route.isConnect, via: via, &io)
-    }
-
-    /// RFC 9110 §9.3.6: a 2xx to the CONNECT, then the bytes that follow are TLS, which the shell decrypts; the
-    /// requests inside go to `origin`.
-    private mutating func intercept(_ origin: Origin, _ io: inout ConnectionIO) {
-        io.toClient.append(contentsOf: Self.connectionEstablished)
-        let leftover = Array(clientIn[clientInStart...])
-        clientIn.removeAll()
-        clientInStart = 0
-        interceptedOrigin = origin
-        state = .idle
-        io.commands.append(.startTLS(host: origin.host, leftover: leftover))
-    }
-
-    static let connectionEstablished = Array("HTTP/1.1 200 Connection Established\r\n\r\n".utf8)
-
-    private mutating func forwardRequestBody(_ io: inout ConnectionIO) {
-        switch state {
-        case .exchanging: break
-        case .connecting: return  // body waits in clientIn until the upstream is there
-        case .idle, .tunnel, .closed: return unexpected("a request body to forward", &io)
-        }
-        guard !exchange.requestBody.isComplete, bufferedClientBytes > 0 else { return }
-        var reader = exchange.requestBody
-        let n: Int
-        do {
-            n = try reader.consume(clientIn[clientInStart...])
-        } catch {
-            // Nothing more of this request reaches the upstream; the client gets a 400 unless part of the
-            // response is already out, when closing is the only honest signal.
-            failExchange(status: 400, message: "bad request body: \(error.description)", &io)
-            return
-        }
-        io.toUpstream.append(contentsOf: clientIn[clientInStart..<(clientInStart + n)])
-        clientInStart += n
-        exchange.requestBody = reader
-    }
-
-    // MARK: - Responses
-
-    private mutating func processResponseHead(_ io: inout ConnectionIO) {
-        guard case .exchanging = state else { return unexpected("a response head", &io) }
-        while let next = nextResponseHead(&io) {
-            let response = next.head
-            defer { headStorage.keep(response.head) }
-            if response.status == 101 {
-                switchProtocols(response, &io)
-            } else if (100..<200).contains(response.status) {
-                // Interim responses (100 Continue, 103 Early Hints) go to 1.1 clients as parsed (line ends
-                // normalised); the final response follows (RFC 9110 §15.2).
-                if exchange.clientVersion.minor >= 1 { io.toClient.append(contentsOf: response.head.bytes) }
-                continue
-            } else {
-                forwardFinalHead(response, next.framing, &io)
-            }
-            return
-        }
-    }
-
-    /// A response head and its body's framing.
-    struct ParsedResponse {
-        var head: ResponseHead
-        var framing: BodyFraming
-    }
-
-    /// The next response head in `exchange.upstreamIn`, taken out and parsed, with its body's framing. Nil when it
-    /// has not all arrived yet, or when it is refused (the exchange has then failed with a `502`).
-    @inline(__always)
-    private mutating func nextResponseHead(_ io: inout ConnectionIO) -> ParsedResponse? {
-        let length: Int
-        do {
-            guard let l = try exchange.responseParser.headLength(exchange.upstreamIn[...]) else { return nil }
-            length = l
-        } catch {
-            failResponse("upstream \(exchange.origin) sent a response head that is too large", &io)
-            return nil
-        }
-        let headBytes = exchange.upstreamIn.withUnsafeBufferPointer {
-            headStorage.bytes(copying: UnsafeBufferPointer(rebasing: $0[0..<length]))
-        }
-        exchange.upstreamIn.removeFirst(length)
-        let response: ResponseHead
-        let framing: BodyFraming
-        do {
-            response = try exchange.responseParser.parseResponse(headBytes, fieldStorage: headStorage.takeFields())
-            framing = try BodyFraming.forResponse(
-                response.head, status: response.status, requestMethod: exchange.context.method,
-                version: response.version)
-        } catch {
-            failResponse("upstream \(exchange.origin) sent an invalid response: \(error.description)", &io)
-            return nil
-        }
-        exchange.context.status = response.status
-        if response.status == 407, let via = exchange.via {
-            // The upstream proxy wants credentials this proxy has (the client's were for this one): relaying its
-            // challenge would have the client answer it to the wrong proxy.
-            let hint =
-                via.proxy.authorization == nil
-                ? "give them in the URL: --upstream-proxy http://user:password@\(via.proxy)"
-                : "the user and password in --upstream-proxy were refused"
-            failResponse("upstream proxy \(via.proxy) asks for credentials (407); \(hint)", &io)
-            return nil
-        }
-        if response.status == 101 && !exchange.wantsUpgrade {
-            // RFC 9110 §15.2.2: a server switches protocols only when asked; relaying this would have the
-            // client read what follows as another protocol while the proxy reads it as HTTP.
-            failResponse("upstream \(exchange.origin) switched protocols without being asked to", &io)
-            return nil
-        }
-        return ParsedResponse(head: response, framing: framing)
-    }
-
-    /// A `101` to an upgrade the client asked for: the head goes on, then both ways are a tunnel.
-    private mutating func switchProtocols(_ response: ResponseHead, _ io: inout ConnectionIO) {
-        var out = HeadRewrite.switchingProtocols(
-            response, configuration: configuration, storage: headStorage.takeOutgoing())
-        forwardResponseHead(&out, &io)
-        headStorage.keep(out)
-        io.toClient.append(contentsOf: exchange.upstreamIn)
-        exchange.upstreamIn = []
-        startTunnel(&io)
-    }
-
-    /// From here on both ways are a byte tunnel (CONNECT, or a `101`): what the client sent after its request
-    /// head belongs to it.
-    private mutating func startTunnel(_ io: inout ConnectionIO) {
-        state = .tunnel(clientDone: false, upstreamDone: false)
-        if bufferedClientBytes > 0 {
-            io.toUpstream.append(contentsOf: clientIn[clientInStart...])
-            clientIn.removeAll()
-            clientInStart = 0
-        }
-    }
-
-    /// A final response: whether the upstream connection stays usable and the client's closes after it, the
-    /// head rewritten and sent, then its body.
-    @inline(__always)
-    private mutating func forwardFinalHead(
-        _ response: ResponseHead, _ framing: BodyFraming, _ io: inout ConnectionIO
-    ) {
-        let connection = response.head.connectionOptions()
-        if connection.close || response.version.minor == 0 { exchange.upstreamReusable = false }
-        if framing == .chunked && response.head.has(.contentLength) {
-            // Both framing fields: Transfer-Encoding wins (RFC 9112 §6.3 rule 3), but a server that sends
-            // both is not trusted with the next exchange on this connection.
-            exchange.upstreamReusable = false
-        }
-        exchange.dechunk = framing == .chunked && exchange.clientVersion.minor == 0
-        // A client that closed its sending side after pipelined requests gets each of them answered (RFC 9112 §9.6):
-        // the connection closes after the response to the last one received.
-        exchange.closeClientAfter =
-            !exchange.clientKeepAlive || closeAfterExchange || (clientEOF && bufferedClientBytes == 0)
-            || framing == .untilClose || exchange.dechunk
-        let client: HeadRewrite.ClientConnection =
-            exchange.closeClientAfter ? .close : exchange.clientVersion.minor == 0 ? .keepAlive : .persistent
-        var out = HeadRewrite.finalResponse(
-            response, connection: connection, framing: framing, dechunk: exchange.dechunk, client: client,
-            configuration: configuration, storage: headStorage.takeOutgoing())
-        forwardResponseHead(&out, &io)
-        headStorage.keep(out)
-        var rest: [UInt8] = []
-        swap(&rest, &exchange.upstreamIn)
-        let reader = BodyReader(framing)
-        exchange.response = .body(reader)
-        if !rest.isEmpty {
-            forwardResponseBody(rest[...], &io)
-        } else if reader.isComplete {
-            finishExchange(&io)
-        }
-        Self.keep(&rest, as: &spareUpstreamIn)
-    }
-
-    /// The hooks (the rules) see the head, then it is written to the client and they see the bytes sent.
-    @inline(__always)
-    private func forwardResponseHead(_ out: inout OutgoingHead, _ io: inout ConnectionIO) {
-        hooks.willForwardResponse(&out, context: exchange.context)
-        let headStart = io.toClient.count
-        out.serialize(into: &io.toClient)
-        hooks.didForwardResponse(out, bytes: io.toClient[headStart...], context: exchange.context)
-    }
-
-    private mutating func forwardResponseBody(_ bytes: ArraySlice<UInt8>, _ io: inout ConnectionIO) {
-        guard case .exchanging = state, case .body(var reader) = exchange.response else {
-            return unexpected("response body bytes", &io)
-        }
-        let n: Int
-        do {
-            if exchange.dechunk {
-                n = try withUnsafeMutablePointer(to: &io.toClient) { try reader.consume(bytes, payload: $0) }
-            } else {
-                n = try reader.consume(bytes)
-                io.toClient.append(contentsOf: bytes.prefix(n))
-            }
-        } catch {
-            abortExchange(&io)
-            return
-        }
-        if n < bytes.count { exchange.upstreamReusable = false }  // bytes after the body: the upstream is confused
-        exchange.response = .body(reader)
-        if reader.isComplete { finishExchange(&io) }
-    }
-
-    /// Moves `buffer`'s storage, emptied, into `spare` when that has less room (and it is not one a large message
-    /// grew: those are let go).
-    public static func keep(_ buffer: inout [UInt8], as spare: inout [UInt8]) {
-        guard buffer.capacity > spare.capacity && buffer.capacity <= 16384 else { return }
-        buffer.removeAll(keepingCapacity: true)
-        swap(&buffer, &spare)
-    }
-
-    private mutating func finishExchange(_ io: inout ConnectionIO) {
-        guard case .exchanging = state else { return unexpected("the end of an exchange", &io) }
-        if !exchange.requestBody.isComplete {
-            // The response came before the whole request body: the rest cannot be sent any more.
-            abortExchange(&io)
-            return
-        }
-        release(reusable: exchange.upstreamReusable, &io)
-        Self.keep(&exchange.requestHeadBytes, as: &spareRequestHead)
-        let closeAfter = exchange.closeClientAfter
-        // What the exchange holds goes now, not when the next one starts: an idle connection keeps none of it
-        // (a request head too large to keep as the spare among it).
-        exchange = Exchange()
-        if closeAfter {
-            close(&io)
-            return
-        }
-        state = .idle
-        if bufferedClientBytes > 0 { parseRequest(&io) }
-        // The client has closed its side: nothing more will come (a partial head left behind is abandoned).
-        if clientEOF, case .idle = state { close(&io) }
-    }
-
-    /// The upstream failed mid-exchange: an answer of our own if nothing of the response went out yet, else
-    /// closing the client connection, the only honest signal once part of a response is out.
-    private mutating func failExchange(status: Int, message: String, _ io: inout ConnectionIO) {
-        release(reusable: false, &io)
-        if case .head = exchange.response, !exchange.responseBytesSeen {
-            answer(status, message, &io, keepAlive: false)
-        } else {
-            close(&io)
-        }
-    }
-
-    private mutating func failResponse(_ reason: String, _ io: inout ConnectionIO) {
-        release(reusable: false, &io)
-        answer(502, reason, &io, keepAlive: false)
-    }
-
-    /// The upstream connection is done with and the client's closes after what is queued for it.
-    private mutating func abortExchange(_ io: inout ConnectionIO) {
-        release(reusable: false, &io)
-        close(&io)
-    }
-
-    /// Nothing more will be read or written on this connection after what is queued for the client.
-    private mutating func close(_ io: inout ConnectionIO) {
-        state = .closed
-        io.commands.append(.closeClient)
-    }
-
-    /// A response of the proxy's own (``ProxyAnswer``); the connection stays open after it when `keepAlive`
-    /// and the client has not closed its side.
-    private mutating func answer(
-        _ status: Int, _ reason: String, _ io: inout ConnectionIO, keepAlive: Bool, fields: [ProxyAnswer.Field] = []
-    ) {
-        let keep = keepAlive && !clientEOF
-        let via = configuration.addVia ? configuration.viaPseudonym : nil
-        io.toClient.append(
-            contentsOf: ProxyAnswer(status: status, reason: reason, fields: fields, via: via, close: !keep).bytes)
-        if keep {
-            exchange = Exchange()  // as at the end of an exchange: nothing of it stays with an idle connection
-            state = .idle
-            if bufferedClientBytes > 0 { parseRequest(&io) }
-        } else {
-            close(&io)
-        }
-    }
-
-}
-
-/// The storage heads are parsed and rewritten into — the received head's bytes, its field list, the outgoing line
-/// list and the buffer of the lines the proxy writes — kept from one head to the next, so that an exchange
-/// allocates none of them. One per event loop, shared by its connections (an idle connection holds none), used by
-/// that loop's thread alone and by one head at a time: a head's storage is taken when it is parsed and kept again
-/// once the head has been forwarded, to be reused when that head is gone.
-///
-/// Reuse never changes a value anyone holds: storage still referenced when it is taken again (a hook kept a copy
-/// of the head) is copied on write, and the next head simply gets new storage.
-public final class HeadStorage {
-    private var bytes: [UInt8] = []
-    private var fields: [HTTPHead.Field] = []
-    private var lines: [OutgoingHead.Line] = []
-    private var written: EditedLines? = nil
-    /// Larger storage is let go: a rare large head does not stay allocated.
-    static let maximumBytes = 16384
-    static let maximumEntries = 256
-
-    public init() {}
-
-    /// `source` copied into the kept byte storage.
-    func bytes(copying source: UnsafeBufferPointer<UInt8>) -> [UInt8] {
-        var b = Self.take(&bytes)
-        b.removeAll(keepingCapacity: true)
-        b.append(contentsOf: source)
-        return b
-    }
-
-    /// The kept field list's storage (for ``HTTPHeadParser/parseHead(_:strictValues:fieldStorage:)``).
-    func takeFields() -> [HTTPHead.Field] { Self.take(&fields) }
-
-    /// The kept line list's storage and written-line buffer (for ``OutgoingHead/init(_:storage:)``). The buffer only
-    /// when no one else holds it any more (a head a hook kept still reads it), emptied.
-    func takeOutgoing() -> OutgoingHead.Storage {
-        var buffer: EditedLines? = nil
-        swap(&buffer, &written)
-        if isKnownUniquelyReferenced(&buffer) { buffer!.removeAll() } else { buffer = nil }
-        return OutgoingHead.Storage(lines: Self.take(&lines), written: buffer)
-    }
-
-    /// `kept`'s storage, `kept` left empty (so that the storage taken is the only reference to it).
-    @inline(__always)
-    private static func take<Element>(_ kept: inout [Element]) -> [Element] {
-        var taken: [Element] = []
-        swap(&taken, &kept)
-        return taken
-    }
-
-    /// Keeps `head`'s bytes and fields for the next head: a reference now, storage to reuse once `head` is gone.
-    func keep(_ head: HTTPHead) {
-        if head.bytes.capacity <= Self.maximumBytes { bytes = head.bytes }
-        if head.fields.capacity <= Self.maximumEntries { fields = head.fields }
-    }
-
-    /// Keeps `out`'s line list and written-line buffer for the next head.
-    func keep(_ out: OutgoingHead) {
-        if out.lines.capacity <= Self.maximumEntries { lines = out.lines }
-        if let buffer = out.writtenStorage, buffer.room <= Self.maximumBytes { written = buffer }
-    }
 }

@@ -1,0 +1,31 @@
+/// Bytes and commands the I/O shell carries out after each event. The shell owns these buffers: it sends
+/// from the front of `toClient` / `toUpstream`, and stops reading from the other side while they are full
+/// (backpressure), so memory stays bounded whatever the body size.
+public struct ConnectionIO: Sendable {
+    public var toClient: [UInt8] = []
+    public var toUpstream: [UInt8] = []
+    public var commands: [Command] = []
+    public init() {}
+
+    public enum Command: Sendable, Hashable {
+        /// Open (or take from the pool) a connection to `origin`; answer with `upstreamConnected` or
+        /// `upstreamFailed`. `fresh` forbids a pooled connection (a retry after a stale one); `via`, the upstream
+        /// proxy to go through.
+        case connect(Origin, fresh: Bool, via: UpstreamHop? = nil)
+        /// The exchange is done with the upstream connection: pool it if `reusable`, else close it.
+        case releaseUpstream(reusable: Bool)
+        /// The exchange ends with part of its request body sent: close the upstream connection with a reset
+        /// (SO_LINGER 0), never an orderly close. An origin that takes the end of the stream as the end of the
+        /// body (gunicorn does) would otherwise run a request the client never finished.
+        case resetUpstream
+        /// Half-close towards the upstream (tunnels).
+        case shutdownUpstreamWrite
+        /// Half-close towards the client (tunnels).
+        case shutdownClientWrite
+        /// Close the client connection once `toClient` is flushed.
+        case closeClient
+        /// Everything from here on is TLS with the client (an intercepted CONNECT): send what is in `toClient`
+        /// in the clear, then start a TLS server for `host`, feeding it `leftover` (bytes already received).
+        case startTLS(host: String, leftover: [UInt8])
+    }
+}

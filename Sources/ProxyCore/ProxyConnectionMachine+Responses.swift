@@ -1,0 +1,246 @@
+import HTTPGrammar
+
+/// Responses: heads parsed and rewritten, bodies framed, and how an exchange ends (finished, failed, answered by
+/// the proxy itself).
+extension ProxyConnectionMachine {
+
+    mutating func processResponseHead(_ io: inout ConnectionIO) {
+        guard case .exchanging = state else { return unexpected("a response head", &io) }
+        while let next = nextResponseHead(&io) {
+            let response = next.head
+            defer { headStorage.keep(response.head) }
+            if response.status == 101 {
+                switchProtocols(response, &io)
+            } else if (100..<200).contains(response.status) {
+                // Interim responses (100 Continue, 103 Early Hints) go to 1.1 clients as parsed (line ends
+                // normalised); the final response follows (RFC 9110 §15.2).
+                if exchange.clientVersion.minor >= 1 { io.toClient.append(contentsOf: response.head.bytes) }
+                continue
+            } else {
+                forwardFinalHead(response, next.framing, &io)
+            }
+            return
+        }
+    }
+
+    /// A response head and its body's framing.
+    struct ParsedResponse {
+        var head: ResponseHead
+        var framing: BodyFraming
+    }
+
+    /// The next response head in `exchange.upstreamIn`, taken out and parsed, with its body's framing. Nil when it
+    /// has not all arrived yet, or when it is refused (the exchange has then failed with a `502`).
+    @inline(__always)
+    mutating func nextResponseHead(_ io: inout ConnectionIO) -> ParsedResponse? {
+        let length: Int
+        do {
+            guard let l = try exchange.responseParser.headLength(exchange.upstreamIn[...]) else { return nil }
+            length = l
+        } catch {
+            failResponse("upstream \(exchange.origin) sent a response head that is too large", &io)
+            return nil
+        }
+        let headBytes = exchange.upstreamIn.withUnsafeBufferPointer {
+            headStorage.bytes(copying: UnsafeBufferPointer(rebasing: $0[0..<length]))
+        }
+        exchange.upstreamIn.removeFirst(length)
+        let response: ResponseHead
+        let framing: BodyFraming
+        do {
+            response = try exchange.responseParser.parseResponse(headBytes, fieldStorage: headStorage.takeFields())
+            framing = try BodyFraming.forResponse(
+                response.head, status: response.status, requestMethod: exchange.context.method,
+                version: response.version)
+        } catch {
+            failResponse("upstream \(exchange.origin) sent an invalid response: \(error.description)", &io)
+            return nil
+        }
+        exchange.context.status = response.status
+        if response.status == 407, let via = exchange.via {
+            // The upstream proxy wants credentials this proxy has (the client's were for this one): relaying its
+            // challenge would have the client answer it to the wrong proxy.
+            let hint =
+                via.proxy.authorization == nil
+                ? "give them in the URL: --upstream-proxy http://user:password@\(via.proxy)"
+                : "the user and password in --upstream-proxy were refused"
+            failResponse("upstream proxy \(via.proxy) asks for credentials (407); \(hint)", &io)
+            return nil
+        }
+        if response.status == 101 && !exchange.wantsUpgrade {
+            // RFC 9110 §15.2.2: a server switches protocols only when asked; relaying this would have the
+            // client read what follows as another protocol while the proxy reads it as HTTP.
+            failResponse("upstream \(exchange.origin) switched protocols without being asked to", &io)
+            return nil
+        }
+        return ParsedResponse(head: response, framing: framing)
+    }
+
+    /// A `101` to an upgrade the client asked for: the head goes on, then both ways are a tunnel.
+    mutating func switchProtocols(_ response: ResponseHead, _ io: inout ConnectionIO) {
+        var out = HeadRewrite.switchingProtocols(
+            response, configuration: configuration, storage: headStorage.takeOutgoing())
+        forwardResponseHead(&out, &io)
+        headStorage.keep(out)
+        io.toClient.append(contentsOf: exchange.upstreamIn)
+        exchange.upstreamIn = []
+        startTunnel(&io)
+    }
+
+    /// From here on both ways are a byte tunnel (CONNECT, or a `101`): what the client sent after its request
+    /// head belongs to it.
+    mutating func startTunnel(_ io: inout ConnectionIO) {
+        state = .tunnel(clientDone: false, upstreamDone: false)
+        if bufferedClientBytes > 0 {
+            io.toUpstream.append(contentsOf: clientIn[clientInStart...])
+            clientIn.removeAll()
+            clientInStart = 0
+        }
+    }
+
+    /// A final response: whether the upstream connection stays usable and the client's closes after it, the
+    /// head rewritten and sent, then its body.
+    @inline(__always)
+    mutating func forwardFinalHead(
+        _ response: ResponseHead, _ framing: BodyFraming, _ io: inout ConnectionIO
+    ) {
+        let connection = response.head.connectionOptions()
+        if connection.close || response.version.minor == 0 { exchange.upstreamReusable = false }
+        if framing == .chunked && response.head.has(.contentLength) {
+            // Both framing fields: Transfer-Encoding wins (RFC 9112 §6.3 rule 3), but a server that sends
+            // both is not trusted with the next exchange on this connection.
+            exchange.upstreamReusable = false
+        }
+        exchange.dechunk = framing == .chunked && exchange.clientVersion.minor == 0
+        // A client that closed its sending side after pipelined requests gets each of them answered (RFC 9112 §9.6):
+        // the connection closes after the response to the last one received.
+        exchange.closeClientAfter =
+            !exchange.clientKeepAlive || closeAfterExchange || (clientEOF && bufferedClientBytes == 0)
+            || framing == .untilClose || exchange.dechunk
+        let client: HeadRewrite.ClientConnection =
+            exchange.closeClientAfter ? .close : exchange.clientVersion.minor == 0 ? .keepAlive : .persistent
+        var out = HeadRewrite.finalResponse(
+            response, connection: connection, framing: framing, dechunk: exchange.dechunk, client: client,
+            configuration: configuration, storage: headStorage.takeOutgoing())
+        forwardResponseHead(&out, &io)
+        headStorage.keep(out)
+        var rest: [UInt8] = []
+        swap(&rest, &exchange.upstreamIn)
+        let reader = BodyReader(framing)
+        exchange.response = .body(reader)
+        if !rest.isEmpty {
+            forwardResponseBody(rest[...], &io)
+        } else if reader.isComplete {
+            finishExchange(&io)
+        }
+        Self.keep(&rest, as: &spareUpstreamIn)
+    }
+
+    /// The hooks (the rules) see the head, then it is written to the client and they see the bytes sent.
+    @inline(__always)
+    func forwardResponseHead(_ out: inout OutgoingHead, _ io: inout ConnectionIO) {
+        hooks.willForwardResponse(&out, context: exchange.context)
+        let headStart = io.toClient.count
+        out.serialize(into: &io.toClient)
+        hooks.didForwardResponse(out, bytes: io.toClient[headStart...], context: exchange.context)
+    }
+
+    mutating func forwardResponseBody(_ bytes: ArraySlice<UInt8>, _ io: inout ConnectionIO) {
+        guard case .exchanging = state, case .body(var reader) = exchange.response else {
+            return unexpected("response body bytes", &io)
+        }
+        let n: Int
+        do {
+            if exchange.dechunk {
+                n = try withUnsafeMutablePointer(to: &io.toClient) { try reader.consume(bytes, payload: $0) }
+            } else {
+                n = try reader.consume(bytes)
+                io.toClient.append(contentsOf: bytes.prefix(n))
+            }
+        } catch {
+            abortExchange(&io)
+            return
+        }
+        if n < bytes.count { exchange.upstreamReusable = false }  // bytes after the body: the upstream is confused
+        exchange.response = .body(reader)
+        if reader.isComplete { finishExchange(&io) }
+    }
+
+    /// Moves `buffer`'s storage, emptied, into `spare` when that has less room (and it is not one a large message
+    /// grew: those are let go).
+    public static func keep(_ buffer: inout [UInt8], as spare: inout [UInt8]) {
+        guard buffer.capacity > spare.capacity && buffer.capacity <= 16384 else { return }
+        buffer.removeAll(keepingCapacity: true)
+        swap(&buffer, &spare)
+    }
+
+    mutating func finishExchange(_ io: inout ConnectionIO) {
+        guard case .exchanging = state else { return unexpected("the end of an exchange", &io) }
+        if !exchange.requestBody.isComplete {
+            // The response came before the whole request body: the rest cannot be sent any more.
+            abortExchange(&io)
+            return
+        }
+        release(reusable: exchange.upstreamReusable, &io)
+        Self.keep(&exchange.requestHeadBytes, as: &spareRequestHead)
+        let closeAfter = exchange.closeClientAfter
+        // What the exchange holds goes now, not when the next one starts: an idle connection keeps none of it
+        // (a request head too large to keep as the spare among it).
+        exchange = Exchange()
+        if closeAfter {
+            close(&io)
+            return
+        }
+        state = .idle
+        if bufferedClientBytes > 0 { parseRequest(&io) }
+        // The client has closed its side: nothing more will come (a partial head left behind is abandoned).
+        if clientEOF, case .idle = state { close(&io) }
+    }
+
+    /// The upstream failed mid-exchange: an answer of our own if nothing of the response went out yet, else
+    /// closing the client connection, the only honest signal once part of a response is out.
+    mutating func failExchange(status: Int, message: String, _ io: inout ConnectionIO) {
+        release(reusable: false, &io)
+        if case .head = exchange.response, !exchange.responseBytesSeen {
+            answer(status, message, &io, keepAlive: false)
+        } else {
+            close(&io)
+        }
+    }
+
+    mutating func failResponse(_ reason: String, _ io: inout ConnectionIO) {
+        release(reusable: false, &io)
+        answer(502, reason, &io, keepAlive: false)
+    }
+
+    /// The upstream connection is done with and the client's closes after what is queued for it.
+    mutating func abortExchange(_ io: inout ConnectionIO) {
+        release(reusable: false, &io)
+        close(&io)
+    }
+
+    /// Nothing more will be read or written on this connection after what is queued for the client.
+    mutating func close(_ io: inout ConnectionIO) {
+        state = .closed
+        io.commands.append(.closeClient)
+    }
+
+    /// A response of the proxy's own (``ProxyAnswer``); the connection stays open after it when `keepAlive`
+    /// and the client has not closed its side.
+    mutating func answer(
+        _ status: Int, _ reason: String, _ io: inout ConnectionIO, keepAlive: Bool, fields: [ProxyAnswer.Field] = []
+    ) {
+        let keep = keepAlive && !clientEOF
+        let via = configuration.addVia ? configuration.viaPseudonym : nil
+        io.toClient.append(
+            contentsOf: ProxyAnswer(status: status, reason: reason, fields: fields, via: via, close: !keep).bytes)
+        if keep {
+            exchange = Exchange()  // as at the end of an exchange: nothing of it stays with an idle connection
+            state = .idle
+            if bufferedClientBytes > 0 { parseRequest(&io) }
+        } else {
+            close(&io)
+        }
+    }
+
+}
