@@ -48,12 +48,20 @@ let package = Package(
             name: "ProxyServer", dependencies: ["HTTPGrammar", "ProxyCore", "CProxyShims", "ProxyTLS", "Locking"],
             swiftSettings: hotPath),
         // Pure: what the inspector holds and shows (exchanges, the jar a browser would build, HAR, its web page).
-        .target(name: "CookieInspector", dependencies: ["CookieKit", "CookieRules", "ProxyCore", "Locking", "HTTPGrammar"]),
+        .target(
+            name: "CookieInspector", dependencies: ["CookieKit", "CookieRules", "ProxyCore", "Locking", "HTTPGrammar"]),
+        // The application on the proxy's hooks: the cookie stage (rules on every Set-Cookie), the log (writer, record
+        // format, reopen), the inspector's service, the rules files. The executable is its command line.
+        .target(
+            name: "ProxyApp",
+            dependencies: [
+                "CookieKit", "CookieRules", "CookieInspector", "ProxyCore", "ProxyServer", "Locking", "HTTPGrammar",
+            ], swiftSettings: hotPath),
         .executableTarget(
             name: "cookie-proxy",
             dependencies: [
                 "CookieKit", "CookieFoundation", "CookieConformance", "CookieRules", "CookieAudit", "ProxyCore",
-                "ProxyServer", "ProxyTLS", "Locking", "CookieInspector", "HTTPGrammar",
+                "ProxyServer", "ProxyTLS", "Locking", "CookieInspector", "HTTPGrammar", "ProxyApp",
             ], swiftSettings: hotPath),
         // Counts allocations in the benchmark only (interposes malloc in that executable).
         .target(name: "CBenchSupport"),
@@ -69,8 +77,11 @@ let package = Package(
             name: "CookieInspectorTests",
             dependencies: ["CookieInspector", "CookieKit", "CookieRules", "ProxyCore", "HTTPGrammar"]),
         .testTarget(name: "CookieRulesTests", dependencies: ["CookieRules", "CookieKit", "CookieConformance"]),
+        .testTarget(name: "ProxyAppTests", dependencies: ["ProxyApp", "CookieRules", "ProxyCore"]),
         // End-to-end: the built binary between real clients and a real upstream (started by the tests).
-        .testTarget(name: "EndToEndTests", dependencies: ["cookie-proxy", "TestSupport", "Locking"], exclude: ["Fixtures"]),
-        .testTarget(name: "CLITests", dependencies: ["cookie-proxy", "TestSupport"], exclude: ["golden", "darwin-headers"]),
+        .testTarget(
+            name: "EndToEndTests", dependencies: ["cookie-proxy", "TestSupport", "Locking"], exclude: ["Fixtures"]),
+        .testTarget(
+            name: "CLITests", dependencies: ["cookie-proxy", "TestSupport"], exclude: ["golden", "darwin-headers"]),
     ]
 )

@@ -1,3 +1,4 @@
+import ProxyApp
 import CookieAudit
 import CookieKit
 import CookieRules

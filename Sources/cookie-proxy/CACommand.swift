@@ -1,3 +1,4 @@
+import ProxyApp
 import Foundation
 import ProxyTLS
 

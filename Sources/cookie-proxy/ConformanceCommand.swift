@@ -1,3 +1,4 @@
+import ProxyApp
 import CookieConformance
 import CookieKit
 

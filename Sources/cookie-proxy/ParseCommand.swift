@@ -1,3 +1,4 @@
+import ProxyApp
 import CookieKit
 
 /// `cookie-proxy parse`: Set-Cookie values in, the user-agent view and the lint out.

@@ -1,3 +1,4 @@
+import ProxyApp
 import CookieInspector
 import CookieKit
 import CookieRules

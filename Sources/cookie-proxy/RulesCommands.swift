@@ -1,3 +1,4 @@
+import ProxyApp
 import CookieKit
 import CookieRules
 

@@ -1,3 +1,4 @@
+import ProxyApp
 import HTTPGrammar
 import CProxyShims
 import CookieInspector

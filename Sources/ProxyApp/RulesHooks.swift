@@ -7,21 +7,21 @@ import Locking
 
 /// The rules and the log, plugged into the proxy's message heads. The rule set can be swapped at any time
 /// (hot reload); each message uses the set that was current when its head arrived.
-final class RulesHooks: ProxyHooks, Sendable {
+package final class RulesHooks: ProxyHooks, Sendable {
     private let engine: Locked<RuleEngine>
-    let dryRun: Bool
-    let sink: LogSink?
+    package let dryRun: Bool
+    package let sink: LogSink?
     /// The inspector's exchanges (nil with `--ui off`).
-    let inspector: InspectorStore?
-    let rewritten = AtomicCounter()
-    let observed = AtomicCounter()
+    package let inspector: InspectorStore?
+    package let rewritten = AtomicCounter()
+    package let observed = AtomicCounter()
 
     /// Hosts named with --intercept / --intercept-all.
-    let interceptFlags: HostPatternList
+    package let interceptFlags: HostPatternList
     /// Hosts the current rules target (their non-negated `host` conditions).
     private let ruleHosts: Locked<HostPatternList>
 
-    init(
+    package init(
         engine: RuleEngine, dryRun: Bool, sink: LogSink?, intercept: HostPatternList,
         inspector: InspectorStore? = nil
     ) {
@@ -33,15 +33,15 @@ final class RulesHooks: ProxyHooks, Sendable {
         self.ruleHosts = Locked(Self.targetedHosts(engine.ruleSet))
     }
 
-    var current: RuleEngine { engine.withLock { $0 } }
-    func replace(_ new: RuleEngine) {
+    package var current: RuleEngine { engine.withLock { $0 } }
+    package func replace(_ new: RuleEngine) {
         let hosts = Self.targetedHosts(new.ruleSet)
         engine.withLock { $0 = new }
         ruleHosts.withLock { $0 = hosts }
     }
 
     /// The hosts a rule set names in non-negated `host` conditions (`host *` names every host).
-    static func targetedHosts(_ set: RuleSet) -> HostPatternList {
+    package static func targetedHosts(_ set: RuleSet) -> HostPatternList {
         var list = HostPatternList()
         for rule in set.rules {
             for case let condition in rule.conditions where !condition.negated {
@@ -59,7 +59,7 @@ final class RulesHooks: ProxyHooks, Sendable {
     }
 
     /// What is intercepted, for the banner.
-    var interceptDescription: String {
+    package var interceptDescription: String {
         var parts: [String] = []
         if !interceptFlags.isEmpty { parts.append(interceptFlags.description) }
         let fromRules = ruleHosts.withLock { $0 }
@@ -67,17 +67,17 @@ final class RulesHooks: ProxyHooks, Sendable {
         return parts.joined(separator: "; ")
     }
 
-    var wantsInterception: Bool { !interceptFlags.isEmpty || !ruleHosts.withLock { $0.isEmpty } }
+    package var wantsInterception: Bool { !interceptFlags.isEmpty || !ruleHosts.withLock { $0.isEmpty } }
 
-    func shouldIntercept(host: String, port: Int) -> Bool {
+    package func shouldIntercept(host: String, port: Int) -> Bool {
         interceptFlags.matches(host) || ruleHosts.withLock { $0.matches(host) }
     }
 
-    static func messageContext(_ c: ExchangeContext) -> MessageContext {
+    package static func messageContext(_ c: ExchangeContext) -> MessageContext {
         MessageContext(scheme: c.scheme, host: c.host, port: c.port, path: c.path, method: c.method, status: c.status)
     }
 
-    func willForwardRequest(_ head: inout OutgoingHead, context: ExchangeContext) {
+    package func willForwardRequest(_ head: inout OutgoingHead, context: ExchangeContext) {
         if let inspector {
             inspector.requestForwarded(
                 id: context.requestID, head: head.source, time: Self.wallMilliseconds())
@@ -93,7 +93,7 @@ final class RulesHooks: ProxyHooks, Sendable {
         }
     }
 
-    func willForwardResponse(_ head: inout OutgoingHead, context: ExchangeContext) {
+    package func willForwardResponse(_ head: inout OutgoingHead, context: ExchangeContext) {
         let engine = current
         // The message's context lives in the plan (one copy of its strings per response, not two); it is built
         // only when the rules or the log read it.
@@ -155,20 +155,20 @@ final class RulesHooks: ProxyHooks, Sendable {
     }
 
     /// Milliseconds since the epoch, from clock_gettime (Foundation's Date costs several times as much).
-    static func wallMilliseconds() -> Int64 {
+    package static func wallMilliseconds() -> Int64 {
         var ts = timespec()
         clock_gettime(CLOCK_REALTIME, &ts)
         return Int64(ts.tv_sec) * 1000 + Int64(ts.tv_nsec) / 1_000_000
     }
 
-    func didForwardResponse(_ head: OutgoingHead, bytes: ArraySlice<UInt8>, context: ExchangeContext) {
+    package func didForwardResponse(_ head: OutgoingHead, bytes: ArraySlice<UInt8>, context: ExchangeContext) {
         // What the client got, after every edit (the inspector copies the bytes the proxy wrote).
         guard let inspector else { return }
         inspector.responseForwarded(
             context: context, head: head, bytes: bytes, engine: current, dryRun: dryRun, time: Self.wallMilliseconds())
     }
 
-    static func applyHeaderActions(_ actions: [HeaderAction], to head: inout OutgoingHead) {
+    package static func applyHeaderActions(_ actions: [HeaderAction], to head: inout OutgoingHead) {
         for action in actions {
             switch action {
             case .set(let name, let value):
@@ -185,12 +185,12 @@ final class RulesHooks: ProxyHooks, Sendable {
 
 /// The response path's working storage, one per event-loop thread (a thread-local, as SwiftNIO keeps per-loop
 /// caches): a response would otherwise allocate and free four buffers. Only its own thread ever sees it.
-final class CookieScratch {
-    var parser = SetCookieParser()
-    var rewrite = SetCookieRewrite()
-    var shapes = CookieShapeCache()
+package final class CookieScratch {
+    package var parser = SetCookieParser()
+    package var rewrite = SetCookieRewrite()
+    package var shapes = CookieShapeCache()
     /// Made when the thread first logs.
-    lazy var log = LogSink.Recorder()
+    package lazy var log = LogSink.Recorder()
 
     private static let key: pthread_key_t = {
         var key = pthread_key_t()
@@ -204,7 +204,7 @@ final class CookieScratch {
         return key
     }()
 
-    static var current: CookieScratch {
+    package static var current: CookieScratch {
         if let p = pthread_getspecific(key) { return Unmanaged<CookieScratch>.fromOpaque(p).takeUnretainedValue() }
         let scratch = CookieScratch()
         pthread_setspecific(key, Unmanaged.passRetained(scratch).toOpaque())

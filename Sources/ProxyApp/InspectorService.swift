@@ -11,25 +11,25 @@ import ProxyServer
 /// (for requests through the proxy to `cookie-proxy.local`) the onboarding pages. Every inspector request needs
 /// the installation's token and must name the inspector's own address in Host (DNS rebinding); the onboarding
 /// pages need neither, and serve only the CA certificate, never a key.
-final class InspectorService: LocalService, @unchecked Sendable {
-    static let version = "0.7"
-    static let cookieName = "cookie-proxy-inspector"
+package final class InspectorService: LocalService, @unchecked Sendable {
+    package static let version = "0.7"
+    package static let cookieName = "cookie-proxy-inspector"
 
-    let store: InspectorStore
-    let views: InspectorViews
-    let token: String
+    package let store: InspectorStore
+    package let views: InspectorViews
+    package let token: String
     /// `host:port` spellings a browser may send in Host for the inspector (set once the port is bound).
     private let ownHosts = Locked<Set<String>>([])
-    let rules: @Sendable () -> RuleSet
-    let reloadStatus: @Sendable () -> JSONValue
+    package let rules: @Sendable () -> RuleSet
+    package let reloadStatus: @Sendable () -> JSONValue
     /// The CA certificate (PEM, DER) when https interception is on; the onboarding page names no CA otherwise.
-    let caCertificate: (pem: [UInt8], der: [UInt8], name: String)?
-    let onboardingHost: String
+    package let caCertificate: (pem: [UInt8], der: [UInt8], name: String)?
+    package let onboardingHost: String
     /// False with `--ui off`: only the onboarding pages are served.
-    let inspectorEnabled: Bool
+    package let inspectorEnabled: Bool
     private let feed: Feed
 
-    init(
+    package init(
         store: InspectorStore, redaction: Redaction, token: String, rules: @escaping @Sendable () -> RuleSet,
         reloadStatus: @escaping @Sendable () -> JSONValue, caCertificate: (pem: [UInt8], der: [UInt8], name: String)?,
         onboardingHost: String = "cookie-proxy.local", inspectorEnabled: Bool = true
@@ -46,7 +46,7 @@ final class InspectorService: LocalService, @unchecked Sendable {
     }
 
     /// The address the inspector answers on: `host` as given (or its loopback spellings) with `port`.
-    func bound(host: String, port: Int) {
+    package func bound(host: String, port: Int) {
         var names: Set<String> = []
         let hosts =
             host == "127.0.0.1" || host == "0.0.0.0"
@@ -57,7 +57,7 @@ final class InspectorService: LocalService, @unchecked Sendable {
         ownHosts.withLock { $0 = names }
     }
 
-    func respond(_ request: LocalRequest) -> LocalResponse {
+    package func respond(_ request: LocalRequest) -> LocalResponse {
         let host = (request.field("host") ?? "").lowercased()
         if host == onboardingHost || host == onboardingHost + ":80" { return onboarding(request) }
         guard inspectorEnabled else { return .text(404, "the inspector is off (--ui off)") }
@@ -96,7 +96,7 @@ final class InspectorService: LocalService, @unchecked Sendable {
         return nil
     }
 
-    static func constantTimeEqual(_ a: String, _ b: String) -> Bool {
+    package static func constantTimeEqual(_ a: String, _ b: String) -> Bool {
         let x = Array(a.utf8)
         let y = Array(b.utf8)
         guard x.count == y.count else { return false }
@@ -105,7 +105,7 @@ final class InspectorService: LocalService, @unchecked Sendable {
         return difference == 0
     }
 
-    static func json(_ value: JSONValue, status: Int = 200) -> LocalResponse {
+    package static func json(_ value: JSONValue, status: Int = 200) -> LocalResponse {
         var response = LocalResponse.ok("application/json; charset=utf-8", Array(value.serialized.utf8))
         response.status = status
         return response
@@ -207,7 +207,7 @@ final class InspectorService: LocalService, @unchecked Sendable {
 
     /// Pushes a row per new exchange to every open event stream (Server-Sent Events), from a thread of its own:
     /// the analysis (parse, diff, lint) is done here, not on the event loops, and only while someone listens.
-    final class Feed: @unchecked Sendable {
+    package final class Feed: @unchecked Sendable {
         let store: InspectorStore
         let views: InspectorViews
         private let subscribers = Locked<[LocalStream]>([])

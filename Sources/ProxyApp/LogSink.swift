@@ -10,13 +10,13 @@ import ProxyCore
 /// record on the way. Records wait in a bounded buffer; when the writer falls behind, the event loop that submits
 /// waits for room (backpressure: the proxy reads no more requests until the log has caught up), so no record is
 /// lost and memory stays bounded. `--log-overflow drop` drops and counts a response's records instead.
-final class LogSink: Sendable {
-    enum Destination: Sendable {
+package final class LogSink: Sendable {
+    package enum Destination: Sendable {
         case standardOutput(compact: Bool, color: Bool)
         case file(String)
     }
 
-    enum Overflow: String, Sendable {
+    package enum Overflow: String, Sendable {
         /// The submitting loop waits for room.
         case block
         /// The records that find no room are dropped and counted.
@@ -25,7 +25,7 @@ final class LogSink: Sendable {
 
     /// Whole lines and how many records they hold: a response's, or a line of the proxy's own. A loop fills one
     /// and hands it over; the writer writes it and gives it back for reuse.
-    final class Chunk {
+    package final class Chunk {
         var bytes = JSONWriter(capacity: 8 * 1024)
         var records = 0
     }
@@ -56,15 +56,15 @@ final class LogSink: Sendable {
     /// Signalled once per waiting loop when the writer has taken what was pending.
     private let room = DispatchSemaphore(value: 0)
     private let done = DispatchSemaphore(value: 0)
-    let capacity: Int
-    let redaction: Redaction
-    let overflow: Overflow
-    let destination: Destination
-    let terminal: TerminalView?
+    package let capacity: Int
+    package let redaction: Redaction
+    package let overflow: Overflow
+    package let destination: Destination
+    package let terminal: TerminalView?
     /// Emptied chunks kept for reuse (more are freed).
-    static let freeLimit = 256
+    package static let freeLimit = 256
 
-    init(
+    package init(
         destination: Destination, redaction: Redaction, overflow: Overflow = .block, capacity: Int = 10_000,
         terminal: TerminalView? = nil
     ) throws {
@@ -84,7 +84,7 @@ final class LogSink: Sendable {
         thread.start()
     }
 
-    static func open(_ path: String) throws(RulesLoadError) -> Int32 {
+    package static func open(_ path: String) throws(RulesLoadError) -> Int32 {
         let f = Foundation.open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o600)
         guard f >= 0 else {
             throw RulesLoadError(description: "cannot open log file \(path): \(String(cString: strerror(errno)))")
@@ -92,10 +92,10 @@ final class LogSink: Sendable {
         return f
     }
 
-    var droppedCount: Int { state.withLock { $0.dropped } }
-    var writtenCount: Int { state.withLock { $0.written } }
+    package var droppedCount: Int { state.withLock { $0.dropped } }
+    package var writtenCount: Int { state.withLock { $0.written } }
     /// Records that could not be written (the file failed), and why.
-    var failure: (records: Int, reason: String)? {
+    package var failure: (records: Int, reason: String)? {
         state.withLock { s in s.failure.map { (s.failedRecords, $0) } }
     }
 
@@ -103,7 +103,7 @@ final class LogSink: Sendable {
     /// most `capacity` records wait: a loop that finds no room waits for the writer (or, with
     /// `--log-overflow drop`, the records are dropped and counted). A response with more records than the whole
     /// capacity goes in alone.
-    func submit(_ recorder: Recorder) {
+    package func submit(_ recorder: Recorder) {
         guard recorder.chunk.records > 0 else { return }
         if let next = enqueue(recorder.chunk) {
             recorder.chunk = next
@@ -114,7 +114,7 @@ final class LogSink: Sendable {
     }
 
     /// A line of its own, e.g. a reload event (never dropped; these are rare).
-    func submit(line: String) {
+    package func submit(line: String) {
         let chunk = Chunk()
         var bytes = Array(line.utf8)
         bytes.append(0x0A)
@@ -123,7 +123,7 @@ final class LogSink: Sendable {
     }
 
     /// SIGUSR1: reopen the file (logrotate moves it, then signals).
-    func reopen() {
+    package func reopen() {
         state.withLock { s in
             s.reopens.append(s.pending.count)
             s.writerIdle = false
@@ -133,8 +133,8 @@ final class LogSink: Sendable {
 
     /// A busy writer polls every `pollInterval`, and is woken early only when `wakeThreshold` records wait: waking
     /// it for every response would cost a context switch per response, more than the records.
-    static let pollInterval = DispatchTimeInterval.milliseconds(5)
-    var wakeThreshold: Int { min(256, capacity) }
+    package static let pollInterval = DispatchTimeInterval.milliseconds(5)
+    package var wakeThreshold: Int { min(256, capacity) }
 
     private enum Admission {
         case queued(wake: Bool, next: Chunk?)
@@ -276,7 +276,7 @@ final class LogSink: Sendable {
 
     /// Writes every byte of `chunks` with writev (after a short write, from where it stopped); 0, or the errno
     /// of the call that failed.
-    static func writeAll(_ fd: Int32, _ chunks: ArraySlice<Chunk>) -> Int32 {
+    package static func writeAll(_ fd: Int32, _ chunks: ArraySlice<Chunk>) -> Int32 {
         var vectors: [iovec] = []
         vectors.reserveCapacity(chunks.count)
         // The chunks' storage stays put while they are written: each is held by `chunks`, and nothing appends to
@@ -327,7 +327,7 @@ final class LogSink: Sendable {
     }
 
     /// Writes everything queued, then stops the writer (no record queued before is lost).
-    func close() {
+    package func close() {
         state.withLock { $0.closed = true }
         signal.signal()
         done.wait()
@@ -340,7 +340,7 @@ extension LogSink {
     /// fields its records share, and a cache of the rest of a record (`,"cookie":` to the end) for cookies seen
     /// before, so that a repeated cookie is neither parsed, diffed, linted nor escaped again. Used by one thread
     /// only (the per-thread ``CookieScratch``).
-    final class Recorder {
+    package final class Recorder {
         /// This response's lines (handed over whole by ``LogSink/submit(_:)``, which puts an empty one here).
         var chunk = Chunk()
         private var fragment = JSONWriter(capacity: 4096)
@@ -448,7 +448,7 @@ extension LogSink {
 
     /// A cookie's part of its record and everything it depends on besides the engine (the cache's): both lines,
     /// which rules matched, and what the lint reads besides the line (the URL and the second); so a hit is exact.
-    final class Fragment {
+    package final class Fragment {
         let digest: UInt64
         let original: [UInt8]
         let result: [UInt8]?
@@ -529,64 +529,5 @@ extension LogSink {
             if i < count { h = (h ^ base.loadUnaligned(fromByteOffset: count - 8, as: UInt64.self)) &* k }
             return h ^ (h >> 32)
         }
-    }
-}
-
-/// The terminal when log lines and the live status line share it: the status line stays the last line. Each
-/// print clears it, writes the lines above it and draws it again, under one lock.
-final class TerminalView: Sendable {
-    private let status = Locked<String>("")
-
-    /// Draws the status line (stderr) in place.
-    func setStatus(_ text: String) {
-        status.withLock { s in
-            s = text
-            _ = Self.writeAll(2, Array("\r\u{1B}[2K\(text)".utf8))
-        }
-    }
-
-    /// Ends the status line (before the last messages).
-    func finish() {
-        status.withLock { s in
-            if !s.isEmpty { _ = Self.writeAll(2, Array("\n".utf8)) }
-            s = ""
-        }
-    }
-
-    /// Writes `bytes` (whole lines) to `fd` above the status line; returns 0 or the errno of a failed write.
-    func printAbove(fd: Int32, _ bytes: UnsafeBufferPointer<UInt8>) -> Int32 {
-        status.withLock { s in
-            if s.isEmpty { return Self.writeAll(fd, bytes) }
-            _ = Self.writeAll(2, Array("\r\u{1B}[2K".utf8))
-            let error = Self.writeAll(fd, bytes)
-            _ = Self.writeAll(2, Array(s.utf8))
-            return error
-        }
-    }
-
-    func printAbove(fd: Int32, _ text: String) {
-        var bytes = Array(text.utf8)
-        if bytes.last != 0x0A { bytes.append(0x0A) }
-        _ = bytes.withUnsafeMutableBufferPointer { printAbove(fd: fd, UnsafeBufferPointer($0)) }
-    }
-
-    @discardableResult
-    static func writeAll(_ fd: Int32, _ bytes: [UInt8]) -> Int32 {
-        bytes.withUnsafeBufferPointer { writeAll(fd, $0) }
-    }
-
-    /// Writes all of `bytes`; 0, or the errno of the write that failed.
-    static func writeAll(_ fd: Int32, _ bytes: UnsafeBufferPointer<UInt8>) -> Int32 {
-        var offset = 0
-        while offset < bytes.count {
-            let n = write(fd, bytes.baseAddress! + offset, bytes.count - offset)
-            if n < 0 {
-                if errno == EINTR { continue }
-                return errno
-            }
-            if n == 0 { return EIO }
-            offset += n
-        }
-        return 0
     }
 }

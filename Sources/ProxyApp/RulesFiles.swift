@@ -2,8 +2,8 @@ import CookieRules
 import Foundation
 
 /// Reading rules from disk: a file, or a folder of `*.rules` files in name order.
-enum RulesFiles {
-    static func load(_ path: String) throws -> RuleSet {
+package enum RulesFiles {
+    package static func load(_ path: String) throws -> RuleSet {
         try RulesParser.load(
             path: path,
             reader: { try String(contentsOfFile: $0, encoding: .utf8) },
@@ -17,7 +17,7 @@ enum RulesFiles {
     }
 
     /// A fingerprint of what is on disk (names, modification times, sizes and inodes), to notice edits.
-    static func fingerprint(_ path: String) -> String {
+    package static func fingerprint(_ path: String) -> String {
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else { return "missing" }
         var files = [path]

@@ -1,0 +1,63 @@
+import Foundation
+import Locking
+
+/// The terminal when log lines and the live status line share it: the status line stays the last line. Each
+/// print clears it, writes the lines above it and draws it again, under one lock.
+package final class TerminalView: Sendable {
+    private let status = Locked<String>("")
+
+    package init() {}
+
+    /// Draws the status line (stderr) in place.
+    package func setStatus(_ text: String) {
+        status.withLock { s in
+            s = text
+            _ = Self.writeAll(2, Array("\r\u{1B}[2K\(text)".utf8))
+        }
+    }
+
+    /// Ends the status line (before the last messages).
+    package func finish() {
+        status.withLock { s in
+            if !s.isEmpty { _ = Self.writeAll(2, Array("\n".utf8)) }
+            s = ""
+        }
+    }
+
+    /// Writes `bytes` (whole lines) to `fd` above the status line; returns 0 or the errno of a failed write.
+    package func printAbove(fd: Int32, _ bytes: UnsafeBufferPointer<UInt8>) -> Int32 {
+        status.withLock { s in
+            if s.isEmpty { return Self.writeAll(fd, bytes) }
+            _ = Self.writeAll(2, Array("\r\u{1B}[2K".utf8))
+            let error = Self.writeAll(fd, bytes)
+            _ = Self.writeAll(2, Array(s.utf8))
+            return error
+        }
+    }
+
+    package func printAbove(fd: Int32, _ text: String) {
+        var bytes = Array(text.utf8)
+        if bytes.last != 0x0A { bytes.append(0x0A) }
+        _ = bytes.withUnsafeMutableBufferPointer { printAbove(fd: fd, UnsafeBufferPointer($0)) }
+    }
+
+    @discardableResult
+    package static func writeAll(_ fd: Int32, _ bytes: [UInt8]) -> Int32 {
+        bytes.withUnsafeBufferPointer { writeAll(fd, $0) }
+    }
+
+    /// Writes all of `bytes`; 0, or the errno of the write that failed.
+    package static func writeAll(_ fd: Int32, _ bytes: UnsafeBufferPointer<UInt8>) -> Int32 {
+        var offset = 0
+        while offset < bytes.count {
+            let n = write(fd, bytes.baseAddress! + offset, bytes.count - offset)
+            if n < 0 {
+                if errno == EINTR { continue }
+                return errno
+            }
+            if n == 0 { return EIO }
+            offset += n
+        }
+        return 0
+    }
+}

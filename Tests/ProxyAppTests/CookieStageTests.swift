@@ -1,0 +1,114 @@
+import CookieRules
+import Foundation
+import ProxyApp
+import ProxyCore
+import Testing
+
+/// The cookie stage on the proxy's hooks (`RulesHooks`) and the log sink it writes to, without the binary: a response
+/// head in, the head the client gets and the log's records out.
+@Suite struct CookieStageTests {
+    static func engine(_ rules: String) throws -> RuleEngine {
+        RuleEngine(RuleSet(rules: try RulesParser.parse(rules, file: "t.rules"), files: ["t.rules"]))
+    }
+
+    static let context = ExchangeContext(
+        requestID: 7, clientAddress: "127.0.0.1", method: "GET", scheme: "https", host: "bin.example.com", port: 443,
+        target: "/login", status: 200)
+
+    /// `lines` as a response head through the hooks' response stage; the head's bytes as the client would get them.
+    static func forward(_ hooks: RulesHooks, _ lines: [String]) throws -> String {
+        let response = "HTTP/1.1 200 OK\r\n" + lines.map { $0 + "\r\n" }.joined() + "Content-Length: 0\r\n\r\n"
+        var head = OutgoingHead(try HTTPHeadParser().parseResponse(Array(response.utf8)).head)
+        hooks.willForwardResponse(&head, context: context)
+        var bytes: [UInt8] = []
+        head.serialize(into: &bytes)
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    static let rules = """
+        rule "share login with subdomains" {
+            host     bin.example.com
+            cookie   Bin-Auth-Token
+            domain   .bin.example.com
+            secure
+        }
+        rule "drop tracking" {
+            cookie   track
+            drop
+        }
+        """
+
+    @Test(
+        arguments: [
+            (
+                "Set-Cookie: Bin-Auth-Token=abc; Path=/; Domain=bin.example.com; Max-Age=604800; HttpOnly",
+                "Set-Cookie: Bin-Auth-Token=abc; Path=/; Domain=.bin.example.com; Max-Age=604800; HttpOnly; Secure"
+            ),
+            ("Set-Cookie: other=1;  Odd=attr ;HttpOnly", "Set-Cookie: other=1;  Odd=attr ;HttpOnly"),
+            ("set-cookie: track=xyz; Path=/", nil),
+            ("X-Other:   spaced   ", "X-Other:   spaced   "),
+        ] as [(String, String?)])
+    func aTargetedCookieIsRewrittenAndEveryOtherLineIsLeftByteForByte(_ line: String, _ expected: String?) throws {
+        let hooks = RulesHooks(
+            engine: try Self.engine(Self.rules), dryRun: false, sink: nil, intercept: HostPatternList())
+        let out = try Self.forward(hooks, [line])
+        if let expected {
+            #expect(out == "HTTP/1.1 200 OK\r\n\(expected)\r\nContent-Length: 0\r\n\r\n")
+        } else {
+            #expect(out == "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
+        }
+        #expect(hooks.observed.load() == (line.lowercased().hasPrefix("set-cookie") ? 1 : 0))
+        #expect(hooks.rewritten.load() == (expected == line ? 0 : 1))
+    }
+
+    /// `--dry-run`: the head goes out as received, and the log says what the rules would have done.
+    @Test func aDryRunChangesNothingAndLogsWhatTheRulesWouldDo() throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("cp-stage-\(UUID().uuidString).jsonl")
+            .path
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let sink = try LogSink(destination: .file(path), redaction: Redaction(showValues: true, key: []))
+        let hooks = RulesHooks(
+            engine: try Self.engine(Self.rules), dryRun: true, sink: sink, intercept: HostPatternList())
+        let lines = [
+            "Set-Cookie: Bin-Auth-Token=abc; Domain=bin.example.com", "Set-Cookie: track=1", "Set-Cookie: x=2",
+        ]
+        let out = try Self.forward(hooks, lines)
+        #expect(out == "HTTP/1.1 200 OK\r\n" + lines.map { $0 + "\r\n" }.joined() + "Content-Length: 0\r\n\r\n")
+        sink.close()
+        #expect(sink.writtenCount == 3 && sink.droppedCount == 0)
+        let records = try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n").map {
+            try #require(try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any])
+        }
+        #expect(records.count == 3)
+        #expect(
+            records.allSatisfy {
+                $0["dryRun"] as? Bool == true && $0["url"] as? String == "https://bin.example.com:443/login"
+            })
+        #expect(records[0]["after"] as? String == "Bin-Auth-Token=abc; Domain=.bin.example.com; Secure")
+        #expect(records[0]["rules"] as? [String] == ["share login with subdomains"])
+        #expect(records[1]["after"] == nil || records[1]["after"] is NSNull)
+        #expect(records[2]["rules"] as? [String] == [])
+    }
+
+    /// The sink writes every record, in order, once the writer is closed, and lines of the proxy's own among them.
+    @Test func theLogSinkWritesEveryRecordInOrder() throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("cp-sink-\(UUID().uuidString).jsonl")
+            .path
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let sink = try LogSink(
+            destination: .file(path), redaction: Redaction(showValues: false, key: Array("k".utf8)), capacity: 4)
+        let hooks = RulesHooks(
+            engine: try Self.engine(Self.rules), dryRun: false, sink: sink, intercept: HostPatternList())
+        for n in 0..<50 {
+            _ = try Self.forward(hooks, ["Set-Cookie: Bin-Auth-Token=v\(n); Domain=bin.example.com"])
+        }
+        sink.close()
+        #expect(sink.writtenCount == 50 && sink.droppedCount == 0)
+        let text = try String(contentsOfFile: path, encoding: .utf8)
+        let lines = text.split(separator: "\n")
+        #expect(lines.count == 50)
+        // Values are redacted unless asked: a keyed hash, never the value.
+        #expect(!text.contains("=v1;") && !text.contains("v49"))
+        #expect(lines.allSatisfy { $0.contains("\"requestId\":7") })
+    }
+}
