@@ -1,5 +1,5 @@
-import CProxyShims
 import Foundation
+import ProxyServer
 
 /// `cookie-proxy ca install|uninstall`: puts the local CA into (or takes it out of) the trust stores clients use,
 /// with the platform's own tools — each store is checked first, so a second install says so instead of adding the
@@ -300,35 +300,10 @@ enum CATrust {
 /// Runs a tool to completion: its exit status and what it printed (standard output and error together).
 enum Shell {
     static func run(_ path: String, _ arguments: [String]) throws(CATrust.Failure) -> (status: Int32, output: String) {
-        var pipe: [Int32] = [-1, -1]
-        guard CProxy_pipe(&pipe) == 0 else { throw CATrust.Failure(description: "cannot make a pipe") }
-        let argv = ([path] + arguments).map { strdup($0) } + [nil]
-        defer { for p in argv { free(p) } }
-        var child: Int32 = 0
-        let rc = argv.withUnsafeBufferPointer { a in
-            let fds: [Int32] = [-1, pipe[1], pipe[1]]
-            return CProxy_spawn(&child, path, a.baseAddress, nil, fds, Int32(fds.count), 0)
+        do {
+            return try ChildProcess.run(path, arguments)
+        } catch {
+            throw CATrust.Failure(description: error.description)
         }
-        close(pipe[1])
-        guard rc == 0 else {
-            close(pipe[0])
-            throw CATrust.Failure(description: "cannot start \(path): \(String(cString: strerror(rc)))")
-        }
-        var output: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 4096)
-        while true {
-            let n = buffer.withUnsafeMutableBytes { read(pipe[0], $0.baseAddress, $0.count) }
-            if n > 0 {
-                output += buffer[0..<n]
-            } else if n == 0 || errno != EINTR {
-                break
-            }
-        }
-        close(pipe[0])
-        var status: Int32 = 0
-        while waitpid(child, &status, 0) < 0 && errno == EINTR {}
-        // WIFEXITED / WEXITSTATUS by hand (they are macros).
-        let exited = status & 0x7F == 0
-        return (exited ? (status >> 8) & 0xFF : 128 + (status & 0x7F), String(decoding: output, as: UTF8.self))
     }
 }

@@ -1,9 +1,9 @@
-import CProxyShims
 import CookieKit
 import Foundation
 import ProxyCore
 import ProxyTLS
 import Locking
+import ProxyServer
 
 /// `parse --browser chromium`: what the machine's own Chromium stores for a Set-Cookie line.
 ///
@@ -71,42 +71,37 @@ final class ChromiumCheck {
             throw Failure(description: "cannot create a profile folder \(profile): \(error.localizedDescription)")
         }
         server = try LineServer(directory: profile)
-        var toBrowser: [Int32] = [-1, -1]
-        var fromBrowser: [Int32] = [-1, -1]
-        guard CProxy_pipe(&toBrowser) == 0, CProxy_pipe(&fromBrowser) == 0 else {
-            throw Failure(description: "cannot make a pipe: \(String(cString: strerror(errno)))")
+        let toBrowser: (read: Int32, write: Int32)
+        let fromBrowser: (read: Int32, write: Int32)
+        do {
+            toBrowser = try ChildProcess.pipe()
+            fromBrowser = try ChildProcess.pipe()
+        } catch {
+            throw Failure(description: error.description)
         }
         let arguments = [
-            binary, "--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run", "--no-default-browser-check",
+            "--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run", "--no-default-browser-check",
             "--disable-extensions", "--disable-background-networking", "--disable-component-update", "--disable-sync",
             "--ignore-certificate-errors",
             "--disable-features=OptimizationHints,MediaRouter,AutofillServerCommunication",
             "--user-data-dir=\(profile)", "--remote-debugging-pipe",
             "--host-resolver-rules=MAP * 127.0.0.1:\(server.port)", "about:blank",
         ]
-        let argv = arguments.map { strdup($0) } + [nil]
-        defer { for p in argv { free(p) } }
         // HOME in the profile: Chromium writes its own files there, not in the user's.
         var env = ProcessInfo.processInfo.environment
         env["HOME"] = profile
-        let envp = env.map { strdup("\($0.key)=\($0.value)") } + [nil]
-        defer { for p in envp { free(p) } }
-        var child: Int32 = 0
-        let rc = argv.withUnsafeBufferPointer { a in
-            envp.withUnsafeBufferPointer { e in
-                // Standard streams to /dev/null; the DevTools pipe on its fds 3 (commands) and 4 (replies).
-                let fds: [Int32] = [-1, -1, -1, toBrowser[0], fromBrowser[1]]
-                return CProxy_spawn(&child, binary, a.baseAddress, e.baseAddress, fds, Int32(fds.count), 0)
-            }
+        let child: Int32
+        do {
+            // Standard streams to /dev/null; the DevTools pipe on its fds 3 (commands) and 4 (replies).
+            child = try ChildProcess.spawn(
+                binary, arguments, environment: env, descriptors: [-1, -1, -1, toBrowser.read, fromBrowser.write])
+        } catch {
+            for fd in [toBrowser.read, toBrowser.write, fromBrowser.read, fromBrowser.write] { close(fd) }
+            throw Failure(description: error.description)
         }
-        close(toBrowser[0])
-        close(fromBrowser[1])
-        guard rc == 0 else {
-            close(toBrowser[1])
-            close(fromBrowser[0])
-            throw Failure(description: "cannot start \(binary): \(String(cString: strerror(rc)))")
-        }
-        (pid, commands, replies) = (child, toBrowser[1], fromBrowser[0])
+        close(toBrowser.read)
+        close(fromBrowser.write)
+        (pid, commands, replies) = (child, toBrowser.write, fromBrowser.read)
         let target = try call("Target.createTarget", ["url": "about:blank"])["targetId"] as? String ?? ""
         session =
             try call("Target.attachToTarget", ["targetId": target, "flatten": true])["sessionId"] as? String ?? ""
@@ -115,13 +110,13 @@ final class ChromiumCheck {
 
     deinit {
         _ = try? send("Browser.close", [:])
-        var status: Int32 = 0
         var exited = false
         for _ in 0..<100 where !exited {
-            exited = CProxy_reap(pid, &status) != 0
+            exited = ChildProcess.reap(pid) != nil
             if !exited { usleep(20_000) }
         }
         if !exited {
+            var status: Int32 = 0
             kill(pid, SIGKILL)
             waitpid(pid, &status, 0)
         }
@@ -202,7 +197,7 @@ final class ChromiumCheck {
                 continue
             }
             let left = Int(deadline.timeIntervalSinceNow * 1000)
-            guard left > 0, CProxy_poll_readable(replies, Int32(left)) > 0 else {
+            guard left > 0, Descriptors.waitReadable(replies, milliseconds: left) else {
                 throw Failure(description: "Chromium did not answer in time")
             }
             var chunk = [UInt8](repeating: 0, count: 65536)
@@ -244,12 +239,11 @@ fileprivate final class LineServer: @unchecked Sendable {
         } catch {
             throw ChromiumCheck.Failure(description: "cannot make the local certificate: \(error)")
         }
-        let fd = CProxy_listen("127.0.0.1", 0, 64, 0)
-        guard fd >= 0 else {
-            throw ChromiumCheck.Failure(description: "cannot listen on 127.0.0.1: \(String(cString: strerror(-fd)))")
+        switch Descriptors.listen(host: "127.0.0.1", port: 0) {
+        case .success(let bound): (listener, port) = bound
+        case .failure(let error):
+            throw ChromiumCheck.Failure(description: "cannot listen on 127.0.0.1: \(error)")
         }
-        listener = fd
-        port = Int(CProxy_local_port(fd))
         let thread = Thread { [self] in self.acceptLoop() }
         thread.start()
     }
@@ -271,12 +265,9 @@ fileprivate final class LineServer: @unchecked Sendable {
 
     private func acceptLoop() {
         while stopped.load() == 0 {
-            guard CProxy_poll_readable(listener, 200) > 0 else { continue }
-            var address = [CChar](repeating: 0, count: 64)
-            var peerPort: Int32 = 0
-            var loopback: Int32 = 0
-            let conn = CProxy_accept(listener, &address, address.count, &peerPort, &loopback)
-            guard conn >= 0 else { continue }
+            guard Descriptors.waitReadable(listener, milliseconds: 200), let conn = Descriptors.accept(listener) else {
+                continue
+            }
             let thread = Thread { [self] in
                 self.serve(conn)
                 close(conn)
@@ -287,24 +278,12 @@ fileprivate final class LineServer: @unchecked Sendable {
 
     /// Reads what is there within five seconds (nil: closed or timed out).
     private func readSome(_ fd: Int32) -> [UInt8]? {
-        guard CProxy_poll_readable(fd, 5000) > 0 else { return nil }
-        var buffer = [UInt8](repeating: 0, count: 16_384)
-        let n = buffer.withUnsafeMutableBytes { CProxy_recv(fd, $0.baseAddress, $0.count) }
-        return n > 0 ? Array(buffer[0..<Int(n)]) : nil
+        guard Descriptors.waitReadable(fd, milliseconds: 5000), let bytes = Descriptors.receive(fd), !bytes.isEmpty
+        else { return nil }
+        return bytes
     }
 
-    private func sendAll(_ fd: Int32, _ bytes: [UInt8]) {
-        var offset = 0
-        while offset < bytes.count {
-            let n = bytes[offset...].withUnsafeBytes { CProxy_send(fd, $0.baseAddress, $0.count) }
-            if n == -Int(CProxy_errno_EAGAIN()) {
-                usleep(1000)
-                continue
-            }
-            guard n > 0 else { return }
-            offset += n
-        }
-    }
+    private func sendAll(_ fd: Int32, _ bytes: [UInt8]) { Descriptors.sendAll(fd, bytes) }
 
     private func serve(_ fd: Int32) {
         guard let first = readSome(fd) else { return }

@@ -1,7 +1,7 @@
 import ProxyApp
 import HTTPGrammar
-import CProxyShims
 import Foundation
+import ProxyServer
 import ProxyCore
 import ProxyTLS
 
@@ -285,40 +285,10 @@ extension MCPCommand.Server {
 /// A GET to a loopback HTTP server that closes the connection after its answer (the inspector does).
 enum LoopbackHTTP {
     static func exchange(host: String, port: Int, request: [UInt8]) -> Result<(Int, String), Failure> {
-        var inProgress: Int32 = 0
-        let fd = CProxy_connect(host, Int32(port), &inProgress)
-        guard fd >= 0 else { return .failure(Failure(String(cString: strerror(-fd)))) }
-        defer { close(fd) }
-        if inProgress != 0 {
-            guard CProxy_poll_writable(fd, 5000) == 1 else { return .failure(Failure("no connection in time")) }
-            // SO_ERROR is cleared by reading it: read once.
-            let error = CProxy_socket_error(fd)
-            guard error == 0 else { return .failure(Failure(String(cString: strerror(error)))) }
-        }
-        var sent = 0
-        while sent < request.count {
-            let n = request.withUnsafeBytes { CProxy_send(fd, $0.baseAddress! + sent, request.count - sent) }
-            if n > 0 {
-                sent += n
-            } else if n == -Int(EAGAIN) || n == -Int(EINTR) {
-                _ = CProxy_poll_writable(fd, 5000)
-            } else {
-                return .failure(Failure(String(cString: strerror(Int32(-n)))))
-            }
-        }
-        var response: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 65536)
-        while true {
-            let n = buffer.withUnsafeMutableBytes { CProxy_recv(fd, $0.baseAddress, $0.count) }
-            if n > 0 {
-                response += buffer[0..<n]
-            } else if n == 0 {
-                break
-            } else if n == -Int(EAGAIN) || n == -Int(EINTR) {
-                guard CProxy_poll_readable(fd, 10_000) == 1 else { return .failure(Failure("no answer in time")) }
-            } else {
-                return .failure(Failure(String(cString: strerror(Int32(-n)))))
-            }
+        let response: [UInt8]
+        switch LoopbackClient.exchange(host: host, port: port, request: request) {
+        case .success(let bytes): response = bytes
+        case .failure(let error): return .failure(Failure(error.description))
         }
         // Read with the proxy's own codec; the body is the rest (the inspector closes after it).
         var parser = HTTPHeadParser()

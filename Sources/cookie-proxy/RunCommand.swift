@@ -1,6 +1,5 @@
 import ProxyApp
 import HTTPGrammar
-import CProxyShims
 import CookieInspector
 import Foundation
 import CookieKit
@@ -167,13 +166,7 @@ enum RunCommand {
         let store = uiAddress == nil ? nil : InspectorStore(capacity: settings.uiHistory)
         let runtime = try ProxyRuntime.make(args: args, command: spec.name, terminal: terminal, inspector: store)
         // Signals are taken synchronously on this thread; loops inherit the blocked mask.
-        var signals = sigset_t()
-        sigemptyset(&signals)
-        sigaddset(&signals, SIGINT)
-        sigaddset(&signals, SIGTERM)
-        sigaddset(&signals, SIGHUP)
-        sigaddset(&signals, SIGUSR1)
-        pthread_sigmask(SIG_BLOCK, &signals, nil)
+        var signals = BlockedSignals([SIGINT, SIGTERM, SIGHUP, SIGUSR1])
         signal(SIGPIPE, SIG_IGN)
 
         let interception = try ProxyRuntime.interception(args: args, hooks: runtime.hooks, command: spec.name)
@@ -364,11 +357,12 @@ enum RunCommand {
     /// Until SIGINT or SIGTERM: SIGHUP reloads the rules, SIGUSR1 reopens the log, and once a second the rules
     /// files are looked at and the status line redrawn. Then the server drains and the log is flushed.
     static func serve(
-        _ server: ProxyServer, runtime: ProxyRuntime, signals: inout sigset_t, drain: Double, terminal: TerminalView?,
+        _ server: ProxyServer, runtime: ProxyRuntime, signals: inout BlockedSignals, drain: Double,
+        terminal: TerminalView?,
         statusLine: Bool
     ) -> Int32 {
         while true {
-            let sig = CProxy_wait_signal(&signals, 1000)
+            let sig = signals.wait(milliseconds: 1000)
             if sig == SIGHUP {
                 runtime.reload(reason: "SIGHUP")
                 continue
