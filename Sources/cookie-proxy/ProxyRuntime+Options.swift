@@ -8,16 +8,8 @@ import ProxyCore
 import ProxyServer
 import ProxyTLS
 
-/// What `run` adds around the server: the rules (hot-reloaded), the transformation log, audit mode.
-final class ProxyRuntime {
-    let hooks: RulesHooks
-    let banner: String
-    let rulesPath: String?
-    private var fingerprint: String
-    private let sink: LogSink?
-    /// The last reload: time, whether it took, and what was said (null until one happens).
-    let reloadStatus = Locked<JSONValue>(.null)
-
+/// The command line of the runtime: its options, and the runtime and the TLS interception they make.
+extension ProxyRuntime {
     /// The options every proxy-running command reads, declared once (parsing, `--help`, every read of a value).
     enum Option {
         static let dryRun = OptionSpec(
@@ -57,14 +49,6 @@ final class ProxyRuntime {
         Option.dryRun, Option.log, Option.logFormat, Option.logValues, Option.logOverflow, Option.logQueue,
         Option.intercept, Option.interceptAll, Option.upstreamCa, Option.insecureUpstream,
     ]
-
-    private init(hooks: RulesHooks, banner: String, rulesPath: String?, sink: LogSink?) {
-        self.hooks = hooks
-        self.banner = banner
-        self.rulesPath = rulesPath
-        self.sink = sink
-        self.fingerprint = rulesPath.map(RulesFiles.fingerprint) ?? ""
-    }
 
     /// `terminal`: the shared view of stdout and stderr when both are a terminal with a live status line.
     static func make(
@@ -139,68 +123,6 @@ final class ProxyRuntime {
         return ProxyRuntime(hooks: hooks, banner: banner, rulesPath: rulesPath, sink: sink)
     }
 
-    /// Reloads the rules; an invalid file is reported and the last good rules stay in force.
-    func reload(reason: String) {
-        guard let rulesPath else { return }
-        fingerprint = RulesFiles.fingerprint(rulesPath)
-        let stamp = CookieDate.rfc3339(Int64(Date().timeIntervalSince1970))
-        do {
-            let set = try RulesFiles.load(rulesPath)
-            hooks.replace(RuleEngine(set))
-            Console.err("cookie-proxy: rules reloaded (\(reason)): \(set.rules.count) rules from \(rulesPath)")
-            reloadStatus.withLock {
-                $0 = .object([
-                    ("time", .string(stamp)), ("ok", true),
-                    ("message", .string("\(set.rules.count) rules from \(rulesPath) (\(reason))")),
-                ])
-            }
-            sink?.submit(
-                line: JSONValue.object([
-                    ("time", .string(stamp)), ("event", "rules-reloaded"), ("reason", .string(reason)),
-                    ("rules", .int(Int64(set.rules.count))), ("path", .string(rulesPath)),
-                ]).serialized)
-        } catch {
-            Console.err("cookie-proxy: rules NOT reloaded (\(reason)); the last good rules stay in force:\n\(error)")
-            reloadStatus.withLock {
-                $0 = .object([
-                    ("time", .string(stamp)), ("ok", false),
-                    ("message", .string("\(error) — the last good rules stay in force")),
-                ])
-            }
-            sink?.submit(
-                line: JSONValue.object([
-                    ("time", .string(stamp)), ("event", "rules-reload-failed"), ("reason", .string(reason)),
-                    ("error", .string("\(error)")), ("path", .string(rulesPath)),
-                ]).serialized)
-        }
-    }
-
-    /// Called about once a second: notices edited rules files.
-    func poll() {
-        guard let rulesPath else { return }
-        if RulesFiles.fingerprint(rulesPath) != fingerprint { reload(reason: "file changed") }
-    }
-
-    /// SIGUSR1: the log file is reopened (after logrotate moved it).
-    func reopenLog() { sink?.reopen() }
-
-    /// Writes every queued record, then says what was written and what, if anything, was lost.
-    func finish() {
-        if let sink {
-            sink.close()
-            var summary = "cookie-proxy: \(sink.writtenCount) log records written, \(sink.droppedCount) dropped"
-            if sink.droppedCount > 0 { summary += " (--log-overflow drop: the log could not keep up)" }
-            if let failure = sink.failure { summary += "; \(failure.records) not written: \(failure.reason)" }
-            Console.err(summary)
-        }
-    }
-
-    var statusSummary: String {
-        let dropped = sink?.droppedCount ?? 0
-        return
-            "\(hooks.rewritten.load()) cookies rewritten · \(hooks.observed.load()) seen"
-            + (dropped > 0 ? " · \(dropped) log records dropped" : "")
-    }
 }
 
 extension ProxyRuntime {
@@ -236,49 +158,5 @@ extension ProxyRuntime {
         } catch {
             throw UsageError(message: "cannot set up https interception: \(error)", command: command, exitStatus: 1)
         }
-    }
-}
-
-/// The secret of the log's value hashes: 16 random bytes in `log-key` next to the CA (mode 0600), made on first
-/// use, so that the same value hashes the same across runs on one machine and differently on another.
-enum LogKey {
-    /// The inspector's token: the 16 bytes of `inspector-token`, as 32 hex digits (what the banner's URL, the page's
-    /// cookie and `cookie-proxy mcp` present).
-    static func inspectorToken(directory: String) throws(RulesLoadError) -> String {
-        try load(directory: directory, name: "inspector-token").map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }
-            .joined()
-    }
-
-    /// `name`: `log-key`, or `inspector-token` (see ``inspectorToken(directory:)``).
-    static func load(directory: String, name: String = "log-key") throws(RulesLoadError) -> [UInt8] {
-        let path = directory + "/" + name
-        if let data = FileManager.default.contents(atPath: path), data.count >= 16 { return Array(data.prefix(16)) }
-        mkdir(directory, 0o700)
-        // getrandom(2) on Linux, arc4random on macOS: cryptographically secure.
-        var generator = SystemRandomNumberGenerator()
-        let key = (0..<16).map { _ in UInt8.random(in: 0...255, using: &generator) }
-        // Written whole under a name of this process's own, then linked into place: link(2) fails if the name
-        // exists, so two processes starting at once agree on one key, and none reads a file still being written
-        // (with O_EXCL on the final name, the loser could read it empty).
-        let temporary = "\(path).\(getpid()).tmp"
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
-        guard fd >= 0 else {
-            throw RulesLoadError(description: "cannot create \(temporary): \(String(cString: strerror(errno)))")
-        }
-        let writeError = TerminalView.writeAll(fd, key)
-        close(fd)
-        defer { unlink(temporary) }
-        guard writeError == 0 else {
-            throw RulesLoadError(description: "cannot write \(temporary): \(String(cString: strerror(writeError)))")
-        }
-        if link(temporary, path) != 0 {
-            let error = errno
-            // Another process made it first: use that one.
-            if error == EEXIST, let data = FileManager.default.contents(atPath: path), data.count >= 16 {
-                return Array(data.prefix(16))
-            }
-            throw RulesLoadError(description: "cannot create \(path): \(String(cString: strerror(error)))")
-        }
-        return key
     }
 }

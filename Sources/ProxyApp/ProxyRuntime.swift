@@ -1,0 +1,87 @@
+import CookieInspector
+import CookieKit
+import CookieRules
+import Foundation
+import Locking
+
+/// What `run` adds around the server: the rules (hot-reloaded), the transformation log, audit mode.
+package final class ProxyRuntime {
+    package let hooks: RulesHooks
+    package let banner: String
+    package let rulesPath: String?
+    private var fingerprint: String
+    private let sink: LogSink?
+    /// The last reload: time, whether it took, and what was said (null until one happens).
+    package let reloadStatus = Locked<JSONValue>(.null)
+
+    package init(hooks: RulesHooks, banner: String, rulesPath: String?, sink: LogSink?) {
+        self.hooks = hooks
+        self.banner = banner
+        self.rulesPath = rulesPath
+        self.sink = sink
+        self.fingerprint = rulesPath.map(RulesFiles.fingerprint) ?? ""
+    }
+
+    /// Reloads the rules; an invalid file is reported and the last good rules stay in force.
+    package func reload(reason: String) {
+        guard let rulesPath else { return }
+        fingerprint = RulesFiles.fingerprint(rulesPath)
+        let stamp = CookieDate.rfc3339(Int64(Date().timeIntervalSince1970))
+        do {
+            let set = try RulesFiles.load(rulesPath)
+            hooks.replace(RuleEngine(set))
+            Console.err("cookie-proxy: rules reloaded (\(reason)): \(set.rules.count) rules from \(rulesPath)")
+            reloadStatus.withLock {
+                $0 = .object([
+                    ("time", .string(stamp)), ("ok", true),
+                    ("message", .string("\(set.rules.count) rules from \(rulesPath) (\(reason))")),
+                ])
+            }
+            sink?.submit(
+                line: JSONValue.object([
+                    ("time", .string(stamp)), ("event", "rules-reloaded"), ("reason", .string(reason)),
+                    ("rules", .int(Int64(set.rules.count))), ("path", .string(rulesPath)),
+                ]).serialized)
+        } catch {
+            Console.err("cookie-proxy: rules NOT reloaded (\(reason)); the last good rules stay in force:\n\(error)")
+            reloadStatus.withLock {
+                $0 = .object([
+                    ("time", .string(stamp)), ("ok", false),
+                    ("message", .string("\(error) — the last good rules stay in force")),
+                ])
+            }
+            sink?.submit(
+                line: JSONValue.object([
+                    ("time", .string(stamp)), ("event", "rules-reload-failed"), ("reason", .string(reason)),
+                    ("error", .string("\(error)")), ("path", .string(rulesPath)),
+                ]).serialized)
+        }
+    }
+
+    /// Called about once a second: notices edited rules files.
+    package func poll() {
+        guard let rulesPath else { return }
+        if RulesFiles.fingerprint(rulesPath) != fingerprint { reload(reason: "file changed") }
+    }
+
+    /// SIGUSR1: the log file is reopened (after logrotate moved it).
+    package func reopenLog() { sink?.reopen() }
+
+    /// Writes every queued record, then says what was written and what, if anything, was lost.
+    package func finish() {
+        if let sink {
+            sink.close()
+            var summary = "cookie-proxy: \(sink.writtenCount) log records written, \(sink.droppedCount) dropped"
+            if sink.droppedCount > 0 { summary += " (--log-overflow drop: the log could not keep up)" }
+            if let failure = sink.failure { summary += "; \(failure.records) not written: \(failure.reason)" }
+            Console.err(summary)
+        }
+    }
+
+    package var statusSummary: String {
+        let dropped = sink?.droppedCount ?? 0
+        return
+            "\(hooks.rewritten.load()) cookies rewritten · \(hooks.observed.load()) seen"
+            + (dropped > 0 ? " · \(dropped) log records dropped" : "")
+    }
+}
