@@ -1,0 +1,89 @@
+import CookieKit
+import HTTPGrammar
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// Which of the engine's cookie rules matched one cookie: a bit set over rule indices, without allocating
+/// for the first 64 rules; indices beyond go to a box made at the first such match.
+struct RuleMatches: Sendable {
+    var low: UInt64 = 0
+    /// The rules past the first 64, in a box made only when one matches: a line's matches are copied and dropped
+    /// on every line, and an empty array is still retained and released each time.
+    private var beyond: Beyond? = nil
+    /// Written only while one set of matches holds it (copied first otherwise), so it is sendable as they are.
+    final class Beyond: @unchecked Sendable {
+        var indices: [Int]
+        init(_ indices: [Int]) { self.indices = indices }
+    }
+    var high: [Int] { beyond?.indices ?? [] }
+
+    var isEmpty: Bool { low == 0 && beyond == nil }
+    /// Whether a rule past the first 64 matched (no array is retained to tell).
+    var hasBeyond64: Bool { beyond != nil }
+
+    @inline(__always)
+    mutating func insert(_ index: Int) {
+        if index < 64 { low |= 1 << UInt64(index) } else { insertBeyond64(index) }
+    }
+
+    private mutating func insertBeyond64(_ index: Int) {
+        if beyond == nil {
+            beyond = Beyond([index])
+        } else {
+            if !isKnownUniquelyReferenced(&beyond!) { beyond = Beyond(beyond!.indices) }
+            beyond!.indices.append(index)
+        }
+    }
+
+    /// The indices in increasing (file) order.
+    func forEach(_ body: (Int) -> Void) {
+        var bits = low
+        while bits != 0 {
+            body(bits.trailingZeroBitCount)
+            bits &= bits &- 1
+        }
+        if let beyond { for index in beyond.indices { body(index) } }
+    }
+
+    func names(_ all: [String]) -> [String] {
+        var result: [String] = []
+        forEach { result.append(all[$0]) }
+        return result
+    }
+}
+
+/// What the cookie conditions other than `cookie-domain` (compiled to byte patterns, ``CookieProgram/Check``)
+/// look at, computed once per cookie when first needed.
+final class DerivedCookieFacts {
+    var name: String? = nil
+    var attributes: CookieAttributes? = nil
+    var rejected: Bool? = nil
+    /// The line as a value of its own, for the predicates that read one.
+    var copy: SetCookie? = nil
+
+    func holds(
+        _ condition: Condition, _ view: SetCookieView, _ context: MessageContext, now: Int64,
+        suffixes: PublicSuffixList
+    ) -> Bool {
+        switch condition.test {
+        case .cookie(let patterns):
+            if name == nil { name = view.name }
+            return patterns.contains { $0.matches(name!) }
+        case .state(let predicates):
+            if copy == nil { copy = view.copy() }
+            let cookie = copy!
+            if rejected == nil && predicates.contains(.rejected) {
+                rejected =
+                    (try? CookieJar.evaluate(cookie, from: context.requestURL, now: now, suffixes: suffixes).get())
+                    == nil
+            }
+            if attributes == nil { attributes = cookie.attributes }
+            return predicates.contains { $0.holds(cookie, attributes!, rejected: rejected ?? false) }
+        default: return !condition.negated  // message conditions were checked in the plan; cookie-domain never comes
+        }
+    }
+}
