@@ -1,0 +1,30 @@
+import HTTPGrammar
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// Points where the rules layer changes messages. The default changes nothing.
+public protocol ProxyHooks: Sendable {
+    /// Whether a CONNECT to this host is intercepted (TLS terminated with a minted leaf) instead of tunnelled.
+    func shouldIntercept(host: String, port: Int) -> Bool
+    /// The request head as it will go upstream (hop-by-hop fields already removed).
+    func willForwardRequest(_ head: inout OutgoingHead, context: ExchangeContext)
+    /// The response head as it will go to the client (hop-by-hop fields already removed).
+    func willForwardResponse(_ head: inout OutgoingHead, context: ExchangeContext)
+    /// The response head as it was written for the client: the head after every edit, and its bytes.
+    func didForwardResponse(_ head: OutgoingHead, bytes: ArraySlice<UInt8>, context: ExchangeContext)
+}
+
+extension ProxyHooks {
+    public func didForwardResponse(_ head: OutgoingHead, bytes: ArraySlice<UInt8>, context: ExchangeContext) {}
+}
+
+public struct NoHooks: ProxyHooks {
+    public init() {}
+    public func shouldIntercept(host: String, port: Int) -> Bool { false }
+    public func willForwardRequest(_ head: inout OutgoingHead, context: ExchangeContext) {}
+    public func willForwardResponse(_ head: inout OutgoingHead, context: ExchangeContext) {}
+}
