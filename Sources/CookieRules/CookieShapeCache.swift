@@ -117,27 +117,9 @@ package struct CookieShapeCache: ~Copyable {
     @inline(__always)
     private static func slot(_ hash: UInt64) -> Int { Int(truncatingIfNeeded: hash >> 59) }
 
-    /// A 64-bit hash of `b` and `seed` (the plan), eight bytes at a time (multiply and fold, as in wyhash and
-    /// its kin: every input bit reaches the top five, which pick the slot).
+    /// A 64-bit hash of `b` and `seed` (the plan): ``WordHash``, whose top five bits pick the slot.
     @inline(__always)
     static func hash(_ b: UnsafeBufferPointer<UInt8>, seed: UInt64) -> UInt64 {
-        let k: UInt64 = 0x9E37_79B9_7F4A_7C15
-        var h = (seed ^ UInt64(b.count)) &* k
-        guard let base = b.baseAddress else { return h ^ h >> 29 }
-        let count = b.count
-        var i = 0
-        while i + 8 <= count {
-            let w = UnsafeRawPointer(base + i).loadUnaligned(as: UInt64.self)
-            h = (h ^ w) &* 0xFF51_AFD7_ED55_8CCD
-            h ^= h >> 32
-            i += 8
-        }
-        while i < count {
-            h = (h ^ UInt64(base[i])) &* k
-            i += 1
-        }
-        h ^= h >> 29
-        h = h &* k
-        return h ^ h >> 32
+        WordHash.hash(UnsafeRawBufferPointer(b), seed: seed)
     }
 }

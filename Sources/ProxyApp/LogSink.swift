@@ -496,38 +496,18 @@ extension LogSink {
                 && x.withUnsafeBytes { p in p.count == 0 || memcmp(p.baseAddress!, b.baseAddress!, p.count) == 0 }
         }
 
-        /// The digest: the received line folded eight bytes at a time (the standard library's byte-by-byte
+        /// The digest: the received line hashed eight bytes at a time (``WordHash``; the standard library's byte-by-byte
         /// hashing of arrays costs more than the rest of a record), the result's length, the rules and the second.
         /// The result is a function of the rest but for the request's context, so its bytes are left to the
         /// exact comparison: a cookie rewritten two ways (for two hosts) shares a slot at worst.
         static func digest(
             _ original: UnsafeBufferPointer<UInt8>, _ result: UnsafeBufferPointer<UInt8>?, rules: UInt64, second: Int64
         ) -> UInt64 {
-            var h = fold(UnsafeRawBufferPointer(original), seed: 0x9E37_79B9_7F4A_7C15)
+            var h = WordHash.hash(UnsafeRawBufferPointer(original), seed: 0x9E37_79B9_7F4A_7C15)
             h = (h ^ UInt64(result.map { $0.count + 1 } ?? 0)) &* 0xD6E8_FEB8_6659_FD93
             h = (h ^ rules) &* 0xFF51_AFD7_ED55_8CCD
             h = (h ^ UInt64(bitPattern: second)) &* 0xC4CE_B9FE_1A85_EC53
             return h ^ (h >> 29)
-        }
-
-        static func fold(_ b: UnsafeRawBufferPointer, seed: UInt64) -> UInt64 {
-            let k: UInt64 = 0xFF51_AFD7_ED55_8CCD
-            var h = seed ^ UInt64(b.count)
-            guard let base = b.baseAddress else { return h }
-            let count = b.count
-            if count < 8 {
-                for i in 0..<count { h = (h ^ UInt64(base.load(fromByteOffset: i, as: UInt8.self))) &* k }
-                return h
-            }
-            var i = 0
-            while i + 8 <= count {
-                h = (h ^ base.loadUnaligned(fromByteOffset: i, as: UInt64.self)) &* k
-                h = h << 31 | h >> 33
-                i += 8
-            }
-            // The last bytes in one word that overlaps the one before (the length is folded in already).
-            if i < count { h = (h ^ base.loadUnaligned(fromByteOffset: count - 8, as: UInt64.self)) &* k }
-            return h ^ (h >> 32)
         }
     }
 }

@@ -254,25 +254,16 @@ final class LocalConnection: LoopHandler {
     }
 
     private func flush() {
-        while sent < output.count {
-            let s = sent
-            let n = output.withUnsafeBytes { Sys.send(fd, UnsafeRawBufferPointer(rebasing: $0[s...])) }
-            if n > 0 {
-                sent += n
-            } else if Int32(-n) == Sys.EAGAIN || Int32(-n) == Sys.EINTR {
-                break
-            } else {
-                close()
-                return
-            }
+        // The proxy's one send loop (``Outbound/send(_:_:_:_:)``): a failed send closes, a whole one empties the
+        // buffer.
+        var progress = false
+        if Outbound.send(fd, &output, &sent, &progress) != nil {
+            close()
+            return
         }
-        if sent == output.count {
-            output.removeAll(keepingCapacity: true)
-            sent = 0
-            if answered && (stream == nil || streamEnded) {
-                close()
-                return
-            }
+        if output.isEmpty && answered && (stream == nil || streamEnded) {
+            close()
+            return
         }
         let wanted = output.isEmpty ? Poller.readable : Poller.readable | Poller.writable
         loop.poller.modify(fd, wanted, token: UInt64(slot))
