@@ -31,56 +31,10 @@ public struct TransformationRecord: Sendable {
         self.dryRun = dryRun
     }
 
-    /// The JSON Lines object, keys in this order: time, requestId, client, method, url, status, cookie, rules,
-    /// dryRun, before, after, changes, findings, notes. (The log writes the same text with ``writeJSON``; this
-    /// form is the reference its tests compare with.)
-    public func json(redaction: Redaction) -> JSONValue {
-        let showValues = redaction.showValues
-        let before = redaction.text(outcome.original)
-        let after = outcome.result.map { redaction.text($0) }
-        return .object([
-            ("time", .string(Self.timestamp(time))),
-            ("requestId", .int(Int64(requestID))),
-            ("client", .string(client)),
-            ("method", .string(method)),
-            ("url", .string(url)),
-            ("status", .int(Int64(status))),
-            ("cookie", .string(outcome.original.name)),
-            ("rules", .array(outcome.rules.map { .string($0) })),
-            ("dryRun", .bool(dryRun)),
-            ("before", .string(before)),
-            ("after", JSONValue(after)),
-            (
-                "changes",
-                .array(
-                    outcome.changes.map { change in
-                        let hide = !showValues && change.op == .value
-                        return .object([
-                            ("op", .string(change.op.rawValue)), ("attribute", .string(change.attribute)),
-                            (
-                                "from",
-                                JSONValue(hide ? change.from.map { redaction.hash(Array($0.utf8)) } : change.from)
-                            ),
-                            ("to", JSONValue(hide ? change.to.map { redaction.hash(Array($0.utf8)) } : change.to)),
-                        ])
-                    })
-            ),
-            (
-                "findings",
-                .array(
-                    findings.map {
-                        .object([
-                            ("code", .string($0.code)), ("severity", .string($0.severity.rawValue)),
-                            ("message", .string($0.message)),
-                        ])
-                    })
-            ),
-            ("notes", .array(outcome.notes.map { .string($0) })),
-        ])
-    }
-
-    /// The text of ``json(redaction:)``, written straight into `out` (no tree): what the log writes. `changes` is
-    /// ``CookieOutcome/changes``, passed in so that a writer can reuse it for repeated cookies.
+    /// The record as one JSON Lines object, written straight into `out` (no tree): what the log writes. Keys in this
+    /// order: time, requestId, client, method, url, status, cookie, rules, dryRun, before, after, changes, findings,
+    /// notes (documented in rules/README.md). `changes` is ``CookieOutcome/changes``, passed in so that a writer can
+    /// reuse it for repeated cookies.
     public func writeJSON(to out: inout JSONWriter, redaction: Redaction, changes: [AttributeChange]) {
         writeExchangeFields(to: &out)
         writeCookiePart(to: &out, redaction: redaction, changes: changes)

@@ -302,7 +302,9 @@ import Testing
         let record = TransformationRecord(
             time: ms, requestID: 7, client: "127.0.0.1", method: "GET", url: "https://x:443/", status: 200,
             outcome: outcome, findings: [], dryRun: false)
-        let json = record.json(redaction: Redaction(showValues: true, key: [])).serialized
+        var writer = JSONWriter()
+        record.writeJSON(to: &writer, redaction: Redaction(showValues: true, key: []), changes: outcome.changes)
+        let json = writer.withBytes { String(decoding: $0, as: UTF8.self) }
         #expect(json.hasPrefix("{\"time\":\"\(expected)\",\"requestId\":7,"))
         #expect(json.contains("\"before\":\"a=\\\"q\\\\\\\\v\\\"\""))
     }
