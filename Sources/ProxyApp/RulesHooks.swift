@@ -93,7 +93,10 @@ package final class RulesHooks: ProxyHooks, Sendable {
         }
     }
 
-    package func willForwardResponse(_ head: inout OutgoingHead, context: ExchangeContext) {
+    /// The loop's ``CookieScratch``.
+    package func makeLoopStorage() -> AnyObject? { CookieScratch() }
+
+    package func willForwardResponse(_ head: inout OutgoingHead, context: ExchangeContext, storage: AnyObject?) {
         let engine = current
         // The message's context lives in the plan (one copy of its strings per response, not two); it is built
         // only when the rules or the log read it.
@@ -106,9 +109,9 @@ package final class RulesHooks: ProxyHooks, Sendable {
         var seenCount = 0
         var droppedLines: [Int] = []
         var recorder: LogSink.Recorder? = nil  // set at the response's first record
-        // One parser, one rewrite and one log recorder per event-loop thread, for every line of every response:
-        // their storage is reused (the head copies what it keeps).
-        let scratch = CookieScratch.current
+        // One parser, one rewrite and one log recorder per event loop, for every line of every response: their
+        // storage is reused (the head copies what it keeps). Only this hooks object makes the loop's storage.
+        let scratch = storage.map { unsafeDowncast($0, to: CookieScratch.self) } ?? CookieScratch()
         for index in 0..<head.count where head.name(at: index, is: .setCookie) {
             if seenCount == 0 { nowMS = Self.wallMilliseconds() }
             seenCount += 1
@@ -183,31 +186,13 @@ package final class RulesHooks: ProxyHooks, Sendable {
     }
 }
 
-/// The response path's working storage, one per event-loop thread (a thread-local, as SwiftNIO keeps per-loop
-/// caches): a response would otherwise allocate and free four buffers. Only its own thread ever sees it.
+/// The response path's working storage, one per event loop (``RulesHooks/makeLoopStorage()``, handed back with each
+/// response head by the loop's ``HeadStorage``): a response would otherwise allocate and free four buffers. Only its
+/// loop's thread ever sees it.
 package final class CookieScratch {
-    package var parser = SetCookieParser()
-    package var rewrite = SetCookieRewrite()
-    package var shapes = CookieShapeCache()
-    /// Made when the thread first logs.
-    package lazy var log = LogSink.Recorder()
-
-    private static let key: pthread_key_t = {
-        var key = pthread_key_t()
-        // The thread's value is released when the thread ends (the destructor's pointer is optional in Glibc's
-        // declaration, not in Darwin's).
-        #if canImport(Darwin)
-            pthread_key_create(&key) { Unmanaged<CookieScratch>.fromOpaque($0).release() }
-        #else
-            pthread_key_create(&key) { Unmanaged<CookieScratch>.fromOpaque($0!).release() }
-        #endif
-        return key
-    }()
-
-    package static var current: CookieScratch {
-        if let p = pthread_getspecific(key) { return Unmanaged<CookieScratch>.fromOpaque(p).takeUnretainedValue() }
-        let scratch = CookieScratch()
-        pthread_setspecific(key, Unmanaged.passRetained(scratch).toOpaque())
-        return scratch
-    }
+    var parser = SetCookieParser()
+    var rewrite = SetCookieRewrite()
+    var shapes = CookieShapeCache()
+    /// Made when the loop first logs.
+    lazy var log = LogSink.Recorder()
 }

@@ -15,6 +15,10 @@ public final class HeadStorage {
     static let maximumBytes = 16384
     static let maximumEntries = 256
 
+    /// The hooks' working storage for this loop (``ProxyHooks/makeLoopStorage()``), handed to them with every response
+    /// head parsed here.
+    public var hookStorage: AnyObject? = nil
+
     public init() {}
 
     /// `source` copied into the kept byte storage.

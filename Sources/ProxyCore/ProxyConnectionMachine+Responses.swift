@@ -139,7 +139,7 @@ extension ProxyConnectionMachine {
     /// The hooks (the rules) see the head, then it is written to the client and they see the bytes sent.
     @inline(__always)
     func forwardResponseHead(_ out: inout OutgoingHead, _ io: inout ConnectionIO) {
-        hooks.willForwardResponse(&out, context: exchange.context)
+        hooks.willForwardResponse(&out, context: exchange.context, storage: headStorage.hookStorage)
         let headStart = io.toClient.count
         out.serialize(into: &io.toClient)
         hooks.didForwardResponse(out, bytes: io.toClient[headStart...], context: exchange.context)

@@ -12,13 +12,18 @@ public protocol ProxyHooks: Sendable {
     func shouldIntercept(host: String, port: Int) -> Bool
     /// The request head as it will go upstream (hop-by-hop fields already removed).
     func willForwardRequest(_ head: inout OutgoingHead, context: ExchangeContext)
-    /// The response head as it will go to the client (hop-by-hop fields already removed).
-    func willForwardResponse(_ head: inout OutgoingHead, context: ExchangeContext)
+    /// Working storage of the hooks' own for one event loop, made once when the loop starts and used by that loop's
+    /// thread alone: it comes back with every response head of the loop (``HeadStorage/hookStorage``). Nil: none.
+    func makeLoopStorage() -> AnyObject?
+    /// The response head as it will go to the client (hop-by-hop fields already removed); `storage`, the loop's
+    /// (``makeLoopStorage()``; nil for a machine without a loop).
+    func willForwardResponse(_ head: inout OutgoingHead, context: ExchangeContext, storage: AnyObject?)
     /// The response head as it was written for the client: the head after every edit, and its bytes.
     func didForwardResponse(_ head: OutgoingHead, bytes: ArraySlice<UInt8>, context: ExchangeContext)
 }
 
 extension ProxyHooks {
+    public func makeLoopStorage() -> AnyObject? { nil }
     public func didForwardResponse(_ head: OutgoingHead, bytes: ArraySlice<UInt8>, context: ExchangeContext) {}
 }
 
@@ -26,5 +31,5 @@ public struct NoHooks: ProxyHooks {
     public init() {}
     public func shouldIntercept(host: String, port: Int) -> Bool { false }
     public func willForwardRequest(_ head: inout OutgoingHead, context: ExchangeContext) {}
-    public func willForwardResponse(_ head: inout OutgoingHead, context: ExchangeContext) {}
+    public func willForwardResponse(_ head: inout OutgoingHead, context: ExchangeContext, storage: AnyObject?) {}
 }

@@ -95,6 +95,7 @@ final class EventLoop: @unchecked Sendable {
         self.server = server
         poller = Poller(kind: server.configuration.poller)
         parkLimit = server.configuration.poolPerOrigin
+        headStorage.hookStorage = server.hooks.makeLoopStorage()
     }
 
     // MARK: Slots

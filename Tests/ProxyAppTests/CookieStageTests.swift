@@ -16,10 +16,12 @@ import Testing
         target: "/login", status: 200)
 
     /// `lines` as a response head through the hooks' response stage; the head's bytes as the client would get them.
-    static func forward(_ hooks: RulesHooks, _ lines: [String]) throws -> String {
+    /// `storage`: the loop's (``RulesHooks/makeLoopStorage()``), kept across responses as a loop keeps it; nil, a
+    /// response without a loop.
+    static func forward(_ hooks: RulesHooks, _ lines: [String], storage: AnyObject? = nil) throws -> String {
         let response = "HTTP/1.1 200 OK\r\n" + lines.map { $0 + "\r\n" }.joined() + "Content-Length: 0\r\n\r\n"
         var head = OutgoingHead(try HTTPHeadParser().parseResponse(Array(response.utf8)).head)
-        hooks.willForwardResponse(&head, context: context)
+        hooks.willForwardResponse(&head, context: context, storage: storage)
         var bytes: [UInt8] = []
         head.serialize(into: &bytes)
         return String(decoding: bytes, as: UTF8.self)
@@ -99,8 +101,9 @@ import Testing
             destination: .file(path), redaction: Redaction(showValues: false, key: Array("k".utf8)), capacity: 4)
         let hooks = RulesHooks(
             engine: try Self.engine(Self.rules), dryRun: false, sink: sink, intercept: HostPatternList())
+        let storage = hooks.makeLoopStorage()
         for n in 0..<50 {
-            _ = try Self.forward(hooks, ["Set-Cookie: Bin-Auth-Token=v\(n); Domain=bin.example.com"])
+            _ = try Self.forward(hooks, ["Set-Cookie: Bin-Auth-Token=v\(n); Domain=bin.example.com"], storage: storage)
         }
         sink.close()
         #expect(sink.writtenCount == 50 && sink.droppedCount == 0)

@@ -19,7 +19,7 @@ import Testing
         init(keepHeads: Bool) { self.keepHeads = keepHeads }
         func shouldIntercept(host: String, port: Int) -> Bool { false }
         func willForwardRequest(_ head: inout OutgoingHead, context: ExchangeContext) { saw(head) }
-        func willForwardResponse(_ head: inout OutgoingHead, context: ExchangeContext) {
+        func willForwardResponse(_ head: inout OutgoingHead, context: ExchangeContext, storage: AnyObject?) {
             if let i = (0..<head.count).first(where: { head.name(at: $0, is: .setCookie) }) {
                 head.replaceValue(at: i, with: head.value(at: i) + Array("; Secure".utf8))
             }
