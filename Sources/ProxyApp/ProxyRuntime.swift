@@ -3,6 +3,7 @@ import CookieKit
 import CookieRules
 import Foundation
 import Locking
+import ProxyServer
 
 /// What `run` adds around the server: the rules (hot-reloaded), the transformation log, audit mode.
 package final class ProxyRuntime {
@@ -56,6 +57,19 @@ package final class ProxyRuntime {
                     ("error", .string("\(error)")), ("path", .string(rulesPath)),
                 ]).serialized)
         }
+    }
+
+    /// A deadline that closed an exchange: a line on stderr, and an event in the log beside the exchange's records
+    /// (`{"event": "exchange-closed", "reason": …, "request": …, "client": …, "detail": …}`).
+    package func report(_ note: ProxyServer.ClosingNote) {
+        Console.err("cookie-proxy: \(note.text)")
+        sink?.submit(
+            line: JSONValue.object([
+                ("time", .string(CookieDate.rfc3339(Int64(Date().timeIntervalSince1970)))),
+                ("event", "exchange-closed"), ("reason", .string(note.closing.name)),
+                ("request", JSONValue(note.exchange)), ("client", .string(note.client)),
+                ("detail", .string(note.detail)),
+            ]).serialized)
     }
 
     /// Called about once a second: notices edited rules files.

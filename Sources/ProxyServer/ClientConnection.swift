@@ -518,8 +518,9 @@ final class ClientConnection: LoopHandler {
 
     /// Counts a deadline that closed something and notes it with the exchange it closed.
     private func note(_ closing: ProxyServer.Closing, _ what: String) {
-        let exchange = machine.exchangeSummary.map { "\($0) " } ?? ""
-        loop.server.noteClosing(closing, "\(closing.name): \(exchange)(client \(address)): \(what)")
+        loop.server.noteClosing(
+            closing,
+            ProxyServer.ClosingNote(closing: closing, exchange: machine.exchangeSummary, client: address, detail: what))
     }
 
     func drain() {

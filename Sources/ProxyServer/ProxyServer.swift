@@ -43,11 +43,22 @@ public final class ProxyServer: @unchecked Sendable {
             }
         }
     }
-    private let closings = Locked<[Int]>(Array(repeating: 0, count: Closing.allCases.count))
-    private let closingNotes = Locked<[String]>([])
+    /// A closing noted with what it closed: the exchange (`METHOD URL`, nil between exchanges), the client's
+    /// address, and what happened.
+    public struct ClosingNote: Sendable {
+        public var closing: Closing
+        public var exchange: String?
+        public var client: String
+        public var detail: String
 
-    /// Counts `closing`; `note` (one line naming the exchange) is kept for ``takeClosingNotes()`` (at most 100 wait).
-    func noteClosing(_ closing: Closing, _ note: String? = nil) {
+        /// One line: `upstream read timeout: GET http://… (client 127.0.0.1): no byte from upstream … for 60 s …`.
+        public var text: String { "\(closing.name): \(exchange.map { "\($0) " } ?? "")(client \(client)): \(detail)" }
+    }
+    private let closings = Locked<[Int]>(Array(repeating: 0, count: Closing.allCases.count))
+    private let closingNotes = Locked<[ClosingNote]>([])
+
+    /// Counts `closing`; `note` is kept for ``takeClosingNotes()`` (at most 100 wait between two takes).
+    func noteClosing(_ closing: Closing, _ note: ClosingNote? = nil) {
         closings.withLock { $0[closing.rawValue] += 1 }
         if let note { closingNotes.withLock { if $0.count < 100 { $0.append(note) } } }
     }
@@ -59,7 +70,7 @@ public final class ProxyServer: @unchecked Sendable {
     }
 
     /// The notes of closings since the last call.
-    public func takeClosingNotes() -> [String] {
+    public func takeClosingNotes() -> [ClosingNote] {
         closingNotes.withLock {
             let t = $0; $0.removeAll(); return t
         }

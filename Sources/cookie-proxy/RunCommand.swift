@@ -375,6 +375,8 @@ enum RunCommand {
                 if let terminal { terminal.finish() } else if statusLine { Console.errRaw("\n") }
                 Console.err("cookie-proxy: stopping (finishing exchanges in flight, up to \(seconds(drain)))")
                 server.shutdown(deadline: drain)
+                // The last closings go to the log before it is closed.
+                for note in server.takeClosingNotes() { runtime.report(note) }
                 runtime.finish()
                 let socketErrors = server.clientSocketErrorCounts
                 if !socketErrors.isEmpty {
@@ -382,7 +384,6 @@ enum RunCommand {
                         "cookie-proxy: client connections ended by a socket error: "
                             + socketErrors.map { "\($0.1) × \($0.0)" }.joined(separator: ", "))
                 }
-                for note in server.takeClosingNotes() { Console.err("cookie-proxy: \(note)") }
                 let closings = server.closingCounts
                 if !closings.isEmpty {
                     Console.err(
@@ -397,7 +398,7 @@ enum RunCommand {
                 return 0
             }
             runtime.poll()
-            for note in server.takeClosingNotes() { Console.err("cookie-proxy: \(note)") }
+            for note in server.takeClosingNotes() { runtime.report(note) }
             for failure in server.takeTLSFailures() {
                 Console.err("cookie-proxy: \(failure) (does the client trust the CA? cookie-proxy ca path)")
             }

@@ -126,7 +126,10 @@ final class SlowPeer: Sendable {
     /// noted with the exchange and counted in the exit message.
     @Test func aResponseBodyThatStopsArrivingEndsAfterTheUpstreamReadTimeout() throws {
         let peer = try SlowPeer()
-        let proxy = try Proxy(["--quiet", "--upstream-read-timeout", "1"])
+        let log = FileManager.default.temporaryDirectory.appendingPathComponent("cp-slow-\(UUID().uuidString).jsonl")
+            .path
+        defer { try? FileManager.default.removeItem(atPath: log) }
+        let proxy = try Proxy(["--quiet", "--upstream-read-timeout", "1", "--log", log])
         let start = Date()
         let result = try curl(["-o", "/dev/null", "-x", proxy.url, "http://127.0.0.1:\(peer.port)/stall-body"])
         let waited = Date().timeIntervalSince(start)
@@ -140,6 +143,14 @@ final class SlowPeer: Sendable {
                 "upstream read timeout: GET http://127.0.0.1:\(peer.port)/stall-body (client 127.0.0.1): no byte from"
                     + " upstream 127.0.0.1:\(peer.port) for 1 s"), "\(stderr)")
         #expect(stderr.contains("exchanges closed early: 1 × upstream read timeout"), "\(stderr)")
+        // And in the log, beside the exchange's records.
+        let events = try String(contentsOfFile: log, encoding: .utf8).split(separator: "\n").compactMap {
+            try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+        }.filter { $0["event"] as? String == "exchange-closed" }
+        #expect(events.count == 1)
+        #expect(events.first?["reason"] as? String == "upstream read timeout")
+        #expect(events.first?["request"] as? String == "GET http://127.0.0.1:\(peer.port)/stall-body")
+        #expect(events.first?["client"] as? String == "127.0.0.1")
     }
 
     /// Twenty clients pipeline requests for large responses and never read: after `--client-write-timeout` each is
