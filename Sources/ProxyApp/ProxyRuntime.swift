@@ -27,7 +27,7 @@ package final class ProxyRuntime {
     package func reload(reason: String) {
         guard let rulesPath else { return }
         fingerprint = RulesFiles.fingerprint(rulesPath)
-        let stamp = CookieDate.rfc3339(Int64(Date().timeIntervalSince1970))
+        let stamp = Self.now()
         do {
             let set = try RulesFiles.load(rulesPath)
             hooks.replace(RuleEngine(set))
@@ -38,11 +38,9 @@ package final class ProxyRuntime {
                     ("message", .string("\(set.rules.count) rules from \(rulesPath) (\(reason))")),
                 ])
             }
-            sink?.submit(
-                line: JSONValue.object([
-                    ("time", .string(stamp)), ("event", "rules-reloaded"), ("reason", .string(reason)),
-                    ("rules", .int(Int64(set.rules.count))), ("path", .string(rulesPath)),
-                ]).serialized)
+            logEvent(
+                "rules-reloaded", at: stamp,
+                [("reason", .string(reason)), ("rules", .int(Int64(set.rules.count))), ("path", .string(rulesPath))])
         } catch {
             Console.err("cookie-proxy: rules NOT reloaded (\(reason)); the last good rules stay in force:\n\(error)")
             reloadStatus.withLock {
@@ -51,11 +49,9 @@ package final class ProxyRuntime {
                     ("message", .string("\(error) — the last good rules stay in force")),
                 ])
             }
-            sink?.submit(
-                line: JSONValue.object([
-                    ("time", .string(stamp)), ("event", "rules-reload-failed"), ("reason", .string(reason)),
-                    ("error", .string("\(error)")), ("path", .string(rulesPath)),
-                ]).serialized)
+            logEvent(
+                "rules-reload-failed", at: stamp,
+                [("reason", .string(reason)), ("error", .string("\(error)")), ("path", .string(rulesPath))])
         }
     }
 
@@ -63,14 +59,20 @@ package final class ProxyRuntime {
     /// (`{"event": "exchange-closed", "reason": …, "request": …, "client": …, "detail": …}`).
     package func report(_ note: ProxyServer.ClosingNote) {
         Console.err("cookie-proxy: \(note.text)")
-        sink?.submit(
-            line: JSONValue.object([
-                ("time", .string(CookieDate.rfc3339(Int64(Date().timeIntervalSince1970)))),
-                ("event", "exchange-closed"), ("reason", .string(note.closing.name)),
-                ("request", JSONValue(note.exchange)), ("client", .string(note.client)),
-                ("detail", .string(note.detail)),
-            ]).serialized)
+        logEvent(
+            "exchange-closed", at: Self.now(),
+            [
+                ("reason", .string(note.closing.name)), ("request", JSONValue(note.exchange)),
+                ("client", .string(note.client)), ("detail", .string(note.detail)),
+            ])
     }
+
+    /// An event of the proxy's own in the log, beside the cookies' records: `{"time", "event", fields…}`.
+    private func logEvent(_ event: String, at stamp: String, _ fields: [(String, JSONValue)]) {
+        sink?.submit(line: JSONValue.object([("time", .string(stamp)), ("event", .string(event))] + fields).serialized)
+    }
+
+    private static func now() -> String { CookieDate.rfc3339(Int64(Date().timeIntervalSince1970)) }
 
     /// Called about once a second: notices edited rules files.
     package func poll() {

@@ -8,7 +8,8 @@ import HTTPGrammar
 
 /// Parser limits: an explicit, documented configuration (as swift-nio's HTTP decoder has).
 public struct HTTPParserLimits: Sendable, Hashable {
-    /// Largest head accepted, start line and fields included; larger gets `431` (requests) or `502`.
+    /// Largest head accepted, start line and fields included; larger gets `431` (requests; `414` when the request
+    /// line alone is) or `502`.
     public var maximumHeadBytes: Int
     /// Most field lines in one head.
     public var maximumFieldCount: Int
@@ -80,7 +81,11 @@ public struct HTTPHeadParser: Sendable {
 
     /// The error for a head over the limit: ``HTTPParseError/Kind/startLineTooLong`` when no line ends within it.
     private func tooLarge(_ buffer: ArraySlice<UInt8>) -> HTTPParseError {
-        if !buffer.prefix(limits.maximumHeadBytes).contains(0x0A) {
+        let limit = min(buffer.count, limits.maximumHeadBytes)
+        let firstLineEnd = buffer.withUnsafeBufferPointer {
+            Self.nextLF(UnsafeBufferPointer(rebasing: $0[..<limit]), from: 0)
+        }
+        if firstLineEnd == limit {
             return HTTPParseError(
                 kind: .startLineTooLong, description: "the first line is over \(limits.maximumHeadBytes) bytes")
         }

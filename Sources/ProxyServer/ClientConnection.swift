@@ -358,7 +358,8 @@ final class ClientConnection: LoopHandler {
 
     /// Sets what the poller reports for both sockets from what is pending. Flow control is this one function: a
     /// direction reads its input while its output holds less than `highWater` bytes, and it is called after every
-    /// send and every read (``apply()``, ``flushDeferred()``), so output that drains always resumes its input.
+    /// read and every send that can change its answer (``apply()``, ``flushDeferred()``), so output that drains
+    /// always resumes its input.
     /// Nothing is held back elsewhere: TLS engines are read to the end of their plaintext on every event
     /// (``TLSEngine/readPlaintext(into:)``), so no bytes wait inside OpenSSL for a readiness that never comes.
     private func updateInterest(_ status: ProxyConnectionMachine.Status) {
@@ -536,14 +537,11 @@ final class ClientConnection: LoopHandler {
         if closed { return }
         if let socketError { loop.server.noteClientSocketError(socketError) }
         closed = true
+        // The client is gone (or a deadline ended it) with its request unfinished: the upstream must not see an
+        // orderly end of it, as when the machine asks for that (``ConnectionIO/Command/resetUpstream``).
+        if upstream != nil && machine.upstreamHasPartialRequest { resetUpstream() }
         if let upstream {
             self.upstream = nil
-            // The client is gone (or a deadline ended it) with its request unfinished: the upstream must not see an
-            // orderly end of it (``ConnectionIO/Command/resetUpstream``).
-            if machine.upstreamHasPartialRequest {
-                loop.server.noteClosing(.requestUnfinished)
-                Sys.resetOnClose(upstream.fd)
-            }
             upstream.close()
         }
         releaseParked()

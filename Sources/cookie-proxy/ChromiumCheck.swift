@@ -278,8 +278,9 @@ fileprivate final class LineServer: @unchecked Sendable {
 
     /// Reads what is there within five seconds (nil: closed or timed out).
     private func readSome(_ fd: Int32) -> [UInt8]? {
-        guard Descriptors.waitReadable(fd, milliseconds: 5000), let bytes = Descriptors.receive(fd), !bytes.isEmpty
-        else { return nil }
+        guard Descriptors.waitReadable(fd, milliseconds: 5000), case .bytes(let bytes) = Descriptors.receive(fd) else {
+            return nil
+        }
         return bytes
     }
 

@@ -7,7 +7,8 @@ internal import CProxyShims
 #endif
 
 /// Blocking waits and whole reads and writes on a descriptor, for the commands' helper threads (a browser's pipe,
-/// a loopback client, the line server); the proxy's own sockets go through the event loops instead.
+/// a loopback client, the line server); the proxy's own sockets go through the event loops instead. Built on the
+/// shell's socket calls (``Sys``) and its one send loop (``Outbound/send(_:_:_:_:)``).
 public enum Descriptors {
     /// Whether `fd` is readable (or closed) within `milliseconds`.
     public static func waitReadable(_ fd: Int32, milliseconds: Int) -> Bool {
@@ -19,60 +20,65 @@ public enum Descriptors {
         CProxy_poll_writable(fd, Int32(clamping: milliseconds)) > 0
     }
 
-    /// Up to `maximum` bytes from the socket `fd`: nil when it is closed or failed, empty when nothing is there yet.
-    public static func receive(_ fd: Int32, maximum: Int = 16_384) -> [UInt8]? {
-        var buffer = [UInt8](repeating: 0, count: maximum)
-        let n = buffer.withUnsafeMutableBytes { CProxy_recv(fd, $0.baseAddress, $0.count) }
-        if n > 0 { return Array(buffer[0..<n]) }
-        return n == -Int(CProxy_errno_EAGAIN()) || n == -Int(CProxy_errno_EINTR()) ? [] : nil
+    /// What one read of a socket gave.
+    public enum Received {
+        case bytes([UInt8])
+        /// Nothing there yet (EAGAIN, EINTR).
+        case none
+        /// The peer closed its side.
+        case closed
+        case failed(SocketError)
     }
 
-    /// Sends all of `bytes` on the socket `fd`, waiting up to `milliseconds` each time it is full; the errno of a
-    /// failure, or nil.
+    /// One read of up to `maximum` bytes from the socket `fd`.
+    public static func receive(_ fd: Int32, maximum: Int = 16_384) -> Received {
+        var buffer = [UInt8](repeating: 0, count: maximum)
+        let n = buffer.withUnsafeMutableBytes { Sys.recv(fd, $0) }
+        if n > 0 { return .bytes(Array(buffer[0..<n])) }
+        if n == 0 { return .closed }
+        let error = Int32(-n)
+        return error == Sys.EAGAIN || error == Sys.EINTR ? .none : .failed(SocketError(errno: error))
+    }
+
+    /// Sends all of `bytes` on the socket `fd`, waiting up to `milliseconds` each time it is full.
     @discardableResult
-    public static func sendAll(_ fd: Int32, _ bytes: [UInt8], milliseconds: Int = 5000) -> Int32? {
-        var offset = 0
-        while offset < bytes.count {
-            let n = bytes[offset...].withUnsafeBytes { CProxy_send(fd, $0.baseAddress, $0.count) }
-            if n > 0 {
-                offset += n
-            } else if n == -Int(CProxy_errno_EAGAIN()) || n == -Int(CProxy_errno_EINTR()) {
-                guard waitWritable(fd, milliseconds: milliseconds) else { return CProxy_errno_EAGAIN() }
-            } else {
-                return Int32(-n)
+    public static func sendAll(_ fd: Int32, _ bytes: [UInt8], milliseconds: Int = 5000) -> SocketError? {
+        var buffer = bytes
+        var sent = 0
+        var progress = false
+        while true {
+            if let error = Outbound.send(fd, &buffer, &sent, &progress) { return SocketError(errno: error) }
+            if buffer.isEmpty { return nil }
+            guard waitWritable(fd, milliseconds: milliseconds) else {
+                return SocketError(errno: Sys.EAGAIN, text: "the peer took nothing in time")
             }
         }
-        return nil
     }
 
-    /// A listening TCP socket on the numeric `host` and `port` (0: any free one), and its port; or the errno.
+    /// A listening TCP socket on the numeric `host` and `port` (0: any free one), and its port.
     public static func listen(host: String, port: Int) -> Result<(fd: Int32, port: Int), SocketError> {
-        let fd = CProxy_listen(host, Int32(port), 64, 0)
+        let fd = Sys.listen(host: host, port: port, reusePort: false)
         guard fd >= 0 else { return .failure(SocketError(errno: -fd)) }
-        return .success((fd, Int(CProxy_local_port(fd))))
+        return .success((fd, Sys.localPort(fd)))
     }
 
     /// A connection accepted on the listening socket `fd`, if one is waiting.
     public static func accept(_ fd: Int32) -> Int32? {
-        var address = [CChar](repeating: 0, count: 64)
-        var peerPort: Int32 = 0
-        var loopback: Int32 = 0
-        let conn = CProxy_accept(fd, &address, address.count, &peerPort, &loopback)
+        let conn = Sys.accept(fd).fd
         return conn >= 0 ? conn : nil
     }
 
     /// A non-blocking TCP connection to the numeric `host` and `port`, made within `milliseconds`.
     public static func connect(host: String, port: Int, milliseconds: Int) -> Result<Int32, SocketError> {
-        var inProgress: Int32 = 0
-        let fd = CProxy_connect(host, Int32(port), &inProgress)
+        let (fd, inProgress) = Sys.connect(host, port)
         guard fd >= 0 else { return .failure(SocketError(errno: -fd)) }
-        if inProgress != 0 {
+        if inProgress {
             guard waitWritable(fd, milliseconds: milliseconds) else {
                 Sys.close(fd)
-                return .failure(SocketError(errno: CProxy_errno_EAGAIN(), text: "no connection in time"))
+                return .failure(SocketError(errno: Sys.EAGAIN, text: "no connection in time"))
             }
             // SO_ERROR is cleared by reading it: read once.
-            let error = CProxy_socket_error(fd)
+            let error = Sys.socketError(fd)
             guard error == 0 else {
                 Sys.close(fd)
                 return .failure(SocketError(errno: error))
@@ -80,7 +86,6 @@ public enum Descriptors {
         }
         return .success(fd)
     }
-
 }
 
 /// A socket call that failed: its errno and text.
@@ -121,18 +126,18 @@ public enum LoopbackClient {
         case .failure(let error): return .failure(error)
         }
         defer { Sys.close(fd) }
-        if let error = Descriptors.sendAll(fd, request) { return .failure(SocketError(errno: error)) }
+        if let error = Descriptors.sendAll(fd, request) { return .failure(error) }
         var response: [UInt8] = []
         while true {
-            guard let bytes = Descriptors.receive(fd, maximum: 65536) else { break }
-            if bytes.isEmpty {
+            switch Descriptors.receive(fd, maximum: 65536) {
+            case .bytes(let bytes): response += bytes
+            case .closed: return .success(response)
+            case .failed(let error): return .failure(error)
+            case .none:
                 guard Descriptors.waitReadable(fd, milliseconds: 10_000) else {
-                    return .failure(SocketError(errno: CProxy_errno_EAGAIN(), text: "no answer in time"))
+                    return .failure(SocketError(errno: Sys.EAGAIN, text: "no answer in time"))
                 }
-                continue
             }
-            response += bytes
         }
-        return .success(response)
     }
 }

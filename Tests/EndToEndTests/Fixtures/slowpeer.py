@@ -19,6 +19,8 @@
 """
 import hashlib, os, random, socket, ssl, sys, threading, time
 
+from upstream import read_head  # the test upstream's head reader (this folder)
+
 def pseudo_random(seed, size):
     """`size` bytes that depend on `seed` (fast: a repeated random block, rotated per seed)."""
     rng = random.Random(seed)
@@ -29,15 +31,6 @@ def pseudo_random(seed, size):
         out += block[offset:]
         offset = 0
     return bytes(out[:size])
-
-def read_head(conn, buf):
-    while b"\r\n\r\n" not in buf:
-        chunk = conn.recv(65536)
-        if not chunk:
-            return None, buf
-        buf += chunk
-    head, rest = buf.split(b"\r\n\r\n", 1)
-    return head, rest
 
 def header(head, name):
     for line in head.split(b"\r\n")[1:]:

@@ -173,4 +173,5 @@ def main():
                 continue
         threading.Thread(target=handle, args=(c,), daemon=True).start()
 
-main()
+if __name__ == "__main__":
+    main()
