@@ -1,5 +1,6 @@
 // libFuzzer target: the connection machine. The first byte picks the side the rest goes to (client bytes with
-// every forwarded request answered, or the upstream's bytes for one GET) and how it is split into events. What
+// every forwarded request answered, then for a third of the inputs the client's half-close; or the upstream's bytes
+// for one GET) and how it is split into events. What
 // the machine forwards, where it forwards a whole message, has one reading (the strict and the lenient reader
 // agree); where it refuses part-way, it closes the connection. Whatever happened, the buffers the machine then
 // gives up (for an event loop's next connection) carry nothing of it.
@@ -29,11 +30,7 @@ public func fuzzConnectionMachine(_ data: UnsafePointer<UInt8>, _ size: Int) -> 
     if mode & 1 == 0 {
         var at = 0
         var answered = 0
-        while at < stream.count {
-            let end = min(stream.count, at + step)
-            machine.clientData(stream[at..<end], &io)
-            collect()
-            at = end
+        func answerConnects() {
             while case .connect = commands.last, answered < 64 {
                 machine.upstreamConnected(reused: answered > 0, &io)
                 collect()
@@ -41,6 +38,25 @@ public func fuzzConnectionMachine(_ data: UnsafePointer<UInt8>, _ size: Int) -> 
                 collect()
                 answered += 1
             }
+        }
+        // A third of the inputs end with the client's half-close after its last bytes, before or after the upstream
+        // connection of the exchange in flight is there (RFC 9112 §9.6: whole requests are still answered).
+        let halfClose = size % 3 == 0
+        while at < stream.count {
+            let end = min(stream.count, at + step)
+            machine.clientData(stream[at..<end], &io)
+            collect()
+            at = end
+            if halfClose && at == stream.count && step % 2 == 0 {
+                machine.clientClosed(&io)
+                collect()
+            }
+            answerConnects()
+        }
+        if halfClose && step % 2 == 1 {
+            machine.clientClosed(&io)
+            collect()
+            answerConnects()
         }
         guard !toUpstream.isEmpty,
             !commands.contains(where: { if case .connect(_, true, _) = $0 { true } else { false } })
