@@ -33,6 +33,12 @@ let package = Package(
         .target(name: "CookieConformance", dependencies: ["CookieKit"]),
         // Sans-I/O HTTP/1.1 codec and the per-connection proxy state machine.
         .target(name: "ProxyCore", dependencies: ["HTTPGrammar"], swiftSettings: hotPath),
+        // libnghttp2 through a system-library target (HPACK, frames, flow control, RFC 9113's request checks).
+        .systemLibrary(
+            name: "CNGHTTP2", pkgConfig: "libnghttp2", providers: [.apt(["libnghttp2-dev"]), .brew(["nghttp2"])]),
+        // HTTP/2 with clients, without I/O: an nghttp2 server session whose streams are HTTP/1.1 exchanges for the
+        // connection machine.
+        .target(name: "ProxyHTTP2", dependencies: ["CNGHTTP2", "ProxyCore", "HTTPGrammar"], swiftSettings: hotPath),
         // The only C of the proxy shell: the poller (epoll, kqueue, poll), sockets, getaddrinfo, posix_spawn, signals,
         // atomics.
         .target(name: "CProxyShims"),
@@ -45,7 +51,8 @@ let package = Package(
         .target(name: "ProxyTLS", dependencies: ["COpenSSL", "HTTPGrammar", "Locking"]),
         // The I/O shell: event loops, sockets, upstream pool, resolver, timers, TLS interception plumbing.
         .target(
-            name: "ProxyServer", dependencies: ["HTTPGrammar", "ProxyCore", "CProxyShims", "ProxyTLS", "Locking"],
+            name: "ProxyServer",
+            dependencies: ["HTTPGrammar", "ProxyCore", "ProxyHTTP2", "CProxyShims", "ProxyTLS", "Locking"],
             swiftSettings: hotPath),
         // Pure: what the inspector holds and shows (exchanges, the jar a browser would build, HAR, its web page).
         .target(

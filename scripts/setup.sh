@@ -9,6 +9,7 @@ packages=(
     libssl-dev            # OpenSSL: HTTPS interception, the local CA
     libcurl4-openssl-dev  # libcurl: `cookie-proxy audit`
     publicsuffix          # the Public Suffix List (/usr/share/publicsuffix)
+    libnghttp2-dev        # nghttp2: HTTP/2 with clients (ALPN h2, h2c)
 )
 if [ "${1:-}" = "--tests" ]; then
     packages+=(
@@ -22,6 +23,7 @@ if [ "${1:-}" = "--tests" ]; then
         tmux              # the terminal view on a real pseudo-terminal
         iproute2          # ip netns: a device on the LAN, in a network namespace
         squid             # a real upstream (corporate) proxy for --upstream-proxy
+        nghttp2-client    # nghttp: a second real HTTP/2 client
     )
 fi
 
@@ -40,13 +42,13 @@ fi
 if [ "${1:-}" = "--tests" ]; then
     # From PyPI, in a virtual environment of the repository's own: Selenium (the inspector in a real browser),
     # jsonschema and haralyzer (HAR validated and read back), mcp (the official MCP SDK as the client), websockets
-    # (a real WebSocket echo server behind the proxy).
+    # (a real WebSocket echo server behind the proxy), h2 (a raw HTTP/2 client for the refusals).
     venv=.build/test-python
-    if ! "$venv/bin/python" -c "import selenium, jsonschema, haralyzer, mcp, websockets" 2>/dev/null; then
+    if ! "$venv/bin/python" -c "import selenium, jsonschema, haralyzer, mcp, websockets, h2" 2>/dev/null; then
         echo "setup: installing the tests' Python packages into $venv" >&2
         mkdir -p .build
         /usr/bin/python3 -m venv "$venv"
-        "$venv/bin/pip" install -q --disable-pip-version-check selenium jsonschema haralyzer mcp websockets
+        "$venv/bin/pip" install -q --disable-pip-version-check selenium jsonschema haralyzer mcp websockets h2
     fi
 fi
 command -v swift >/dev/null || { echo "setup: Swift 6.3 is not on PATH (https://www.swift.org/install/linux/)" >&2; exit 1; }

@@ -27,5 +27,9 @@ public struct ConnectionIO: Sendable {
         /// Everything from here on is TLS with the client (an intercepted CONNECT): send what is in `toClient`
         /// in the clear, then start a TLS server for `host`, feeding it `leftover` (bytes already received).
         case startTLS(host: String, leftover: [UInt8])
+        /// The client spoke HTTP/2's connection preface (RFC 9113 §3.4) as its first bytes: from here on the shell
+        /// speaks HTTP/2 with it, starting with `leftover` (the preface and what followed it), and this machine
+        /// hears nothing more.
+        case startHTTP2(leftover: [UInt8])
     }
 }

@@ -23,5 +23,8 @@ public struct ProxyConfiguration: Sendable {
     public var ownHosts: Set<String> = []
     /// Whether the shell can terminate TLS (a CA is loaded); without it every CONNECT is tunnelled.
     public var interceptionAvailable = false
+    /// Whether a connection may open with HTTP/2's connection preface (RFC 9113 §3.3, "prior knowledge": h2c on a
+    /// plain listener, h2 inside TLS): the shell then speaks HTTP/2 with the client (``ConnectionIO/Command/startHTTP2(leftover:)``).
+    public var acceptsHTTP2Preface = false
     public init() {}
 }

@@ -41,6 +41,15 @@ extension ProxyConnectionMachine {
             request = try headParser.parseRequest(headBytes, fieldStorage: headStorage.takeFields())
             framing = try BodyFraming.forRequest(request.head, version: request.version)
         } catch {
+            if requestCount == 0 && configuration.acceptsHTTP2Preface && Self.isHTTP2Preface(headBytes) {
+                // "PRI * HTTP/2.0" is no HTTP/1.1 request line (its version is 2.0): kept out of the parse of every
+                // request, it is looked for only when that parse failed, on a connection's first head.
+                let leftover = Array(clientIn[(clientInStart - length)...])
+                clientIn.removeAll()
+                clientInStart = 0
+                io.commands.append(.startHTTP2(leftover: leftover))
+                return
+            }
             let status = error.kind == .tooManyFields ? 431 : error.kind == .notImplemented ? 501 : 400
             answer(status, error.description, &io, keepAlive: false)
             return
@@ -111,6 +120,10 @@ extension ProxyConnectionMachine {
         state = .idle
         io.commands.append(.startTLS(host: origin.host, leftover: leftover))
     }
+
+    /// The head of HTTP/2's connection preface (RFC 9113 §3.4): `PRI * HTTP/2.0`, an empty line (then `SM` and
+    /// another empty line, which the HTTP/2 session checks).
+    static func isHTTP2Preface(_ head: [UInt8]) -> Bool { head.elementsEqual("PRI * HTTP/2.0\r\n\r\n".utf8) }
 
     static let connectionEstablished = Array("HTTP/1.1 200 Connection Established\r\n\r\n".utf8)
 

@@ -123,8 +123,10 @@ public struct ProxyConnectionMachine {
 
     public init(
         configuration: ProxyConfiguration, hooks: any ProxyHooks = NoHooks(), clientAddress: String,
-        requestIDs: @escaping @Sendable () -> UInt64, headStorage: HeadStorage = HeadStorage()
+        requestIDs: @escaping @Sendable () -> UInt64, headStorage: HeadStorage = HeadStorage(),
+        interceptedOrigin: Origin? = nil
     ) {
+        self.interceptedOrigin = interceptedOrigin
         self.configuration = configuration
         self.hooks = hooks
         self.headStorage = headStorage

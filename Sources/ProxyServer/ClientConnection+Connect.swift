@@ -16,25 +16,28 @@ struct Dial {
 /// Making upstream connections: a kept or pooled one, else resolve (``Connector`` decides what is known without
 /// DNS), try the addresses in order, CONNECT through an upstream proxy, TLS towards an intercepted origin.
 extension ClientConnection {
+    /// Requests go to an https origin: those inside an intercepted tunnel (over HTTP/1.1 or HTTP/2).
+    var upstreamIsTLS: Bool { machine.interceptedOrigin != nil }
+
     func startConnect(_ origin: Origin, fresh: Bool, via: UpstreamHop?) {
         dial.generation += 1
         dial.hop = via
         if let parked = unpark() {
-            if !fresh && parked.origin == origin && (parked.tls != nil) == (clientTLS != nil) {
+            if !fresh && parked.origin == origin && (parked.tls != nil) == upstreamIsTLS {
                 attach(parked)
                 machine.upstreamConnected(reused: true, &io)
                 return
             }
             loop.givePooled(parked, idleSince: parked.pooledAt)
         }
-        if !fresh, let pooled = loop.takePooled(origin, tls: clientTLS != nil) {
+        if !fresh, let pooled = loop.takePooled(origin, tls: upstreamIsTLS) {
             attach(pooled)
             machine.upstreamConnected(reused: true, &io)
             return
         }
         dial.localPort = nil
         if let onboarding = loop.configuration.onboardingHost, origin.host == onboarding, origin.port == 80,
-            clientTLS == nil, loop.server.localServicePort > 0
+            !upstreamIsTLS, loop.server.localServicePort > 0
         {
             // The onboarding pages: served by the proxy's own local service, to devices on the LAN too.
             dial.hop = nil
@@ -98,7 +101,7 @@ extension ClientConnection {
             let upstream = UpstreamConnection(fd: ufd, origin: origin, loop: loop)
             upstream.connecting = inProgress
             upstream.remainingAddresses = remaining
-            if clientTLS != nil, let tlsSetup = loop.server.interception {
+            if upstreamIsTLS, let tlsSetup = loop.server.interception {
                 // Intercepted: the upstream is https too, verified against the system store (or --upstream-ca).
                 do {
                     upstream.tls = try TLSEngine(

@@ -1,6 +1,7 @@
 import Dispatch
 import HTTPGrammar
 import ProxyCore
+import ProxyHTTP2
 import ProxyTLS
 
 #if canImport(Glibc)
@@ -11,6 +12,10 @@ import ProxyTLS
 
 /// The I/O shell around one ``ProxyConnectionMachine``: reads and writes the client socket and its
 /// upstream socket, carries out the machine's commands, applies backpressure and deadlines.
+///
+/// With an HTTP/2 client (ClientConnection+HTTP2.swift) the connection holds the HTTP/2 session (``http2``), and
+/// each stream's exchange is a connection of its own without a socket (``stream``): its machine's bytes for the
+/// client go to the session, not a socket, and it reads its stream's body as the session hands it over.
 final class ClientConnection: LoopHandler {
     let fd: Int32
     let address: String
@@ -61,9 +66,14 @@ final class ClientConnection: LoopHandler {
     var countedUnexpected = 0
     /// TLS with the client after an intercepted CONNECT.
     var clientTLS: TLSEngine?
+    /// The client speaks HTTP/2 on this connection: the session and its streams' exchanges.
+    var http2: HTTP2Client?
+    /// This is the exchange of one stream of an HTTP/2 client's connection: no socket of its own (`fd` is -1).
+    var stream: StreamLink?
 
     /// `fromNetwork`: the peer is not a loopback address (the accept decided it).
-    init(fd: Int32, address: String, fromNetwork: Bool, loop: EventLoop) {
+    /// `interceptedOrigin`: the exchange of a stream inside an intercepted tunnel.
+    init(fd: Int32, address: String, fromNetwork: Bool, loop: EventLoop, interceptedOrigin: Origin? = nil) {
         self.fd = fd
         self.address = address
         self.fromNetwork = fromNetwork
@@ -71,7 +81,7 @@ final class ClientConnection: LoopHandler {
         let server = loop.server
         self.machine = ProxyConnectionMachine(
             configuration: loop.configuration.proxy, hooks: server.hooks, clientAddress: address,
-            requestIDs: { server.nextRequestID() }, headStorage: loop.headStorage)
+            requestIDs: { server.nextRequestID() }, headStorage: loop.headStorage, interceptedOrigin: interceptedOrigin)
         phaseStart = loop.now
         lastActivity = loop.now
         if var spare = loop.spareBuffers.popLast() {
@@ -80,7 +90,10 @@ final class ClientConnection: LoopHandler {
         }
     }
 
-    var pendingToClient: Int { toClient.pending(io.toClient) }
+    var pendingToClient: Int {
+        if let stream { return stream.connection.http2?.session.buffered(stream.id) ?? 0 }
+        return toClient.pending(io.toClient)
+    }
     var pendingToUpstream: Int { upstream.map { $0.out.pending(io.toUpstream) } ?? io.toUpstream.count }
 
     // MARK: Events
@@ -101,11 +114,13 @@ final class ClientConnection: LoopHandler {
             if let tls = clientTLS {
                 tls.feed(loop.readBuffer[0..<n])
                 clientTLSProgress(tls)
+            } else if let http2 {
+                http2Received(http2, loop.readBuffer[0..<n])
             } else {
                 machine.clientData(loop.readBuffer[0..<n], &io)
             }
         } else if n == 0 {
-            machine.clientClosed(&io)
+            if http2 != nil { closeNow() } else { machine.clientClosed(&io) }
         } else if Int32(-n) != Sys.EAGAIN && Int32(-n) != Sys.EINTR {
             // Reset by peer or similar: nothing can be delivered any more.
             closeNow(socketError: Int32(-n))
@@ -123,14 +138,18 @@ final class ClientConnection: LoopHandler {
                 return
             }
             if !tls.handshakeComplete { return }
+            // ALPN chose h2 (`--http2`, RFC 9113 §3.2): from the first byte on, this connection is HTTP/2.
+            if tls.negotiatedProtocol == "h2" { startHTTP2(leftover: []) }
         }
         var plain: [UInt8] = []
         let status = tls.readPlaintext(into: &plain)
         tls.drainCiphertext(into: &toClient.records)
-        if !plain.isEmpty { machine.clientData(plain[...], &io) }
+        if !plain.isEmpty {
+            if let http2 { http2Received(http2, plain[...]) } else { machine.clientData(plain[...], &io) }
+        }
         switch status {
         case .ok: break
-        case .closed: machine.clientClosed(&io)
+        case .closed: if http2 != nil { closeNow() } else { machine.clientClosed(&io) }
         case .failed: closeAfterFlush = true
         }
     }
@@ -291,25 +310,31 @@ final class ClientConnection: LoopHandler {
                 tls.feed(leftover[...])
                 clientTLSProgress(tls)
             }
+        case .startHTTP2(let leftover):
+            startHTTP2(leftover: leftover)
         }
     }
 
-    private func flush() {
-        var progress = false
-        if wroteToClient && !noDelay && pendingToClient > 0 {
-            Sys.setNoDelay(fd)
-            noDelay = true
-        }
-        let error = toClient.flush(&io.toClient, to: fd, tls: clientTLS, progress: &progress)
-        if progress {
-            lastActivity = loop.now
-            clientWriteSince = loop.now
-            wroteToClient = true
-        }
-        if let error {
-            // The client is gone (a reset, a broken pipe): nobody is left to tell.
-            closeNow(socketError: error)
-            return
+    func flush() {
+        if let stream {
+            passToStream(stream)
+        } else {
+            var progress = false
+            if wroteToClient && !noDelay && pendingToClient > 0 {
+                Sys.setNoDelay(fd)
+                noDelay = true
+            }
+            let error = toClient.flush(&io.toClient, to: fd, tls: clientTLS, progress: &progress)
+            if progress {
+                lastActivity = loop.now
+                clientWriteSince = loop.now
+                wroteToClient = true
+            }
+            if let error {
+                // The client is gone (a reset, a broken pipe): nobody is left to tell.
+                closeNow(socketError: error)
+                return
+            }
         }
         // A request for the upstream goes out after the rest of this batch of events has been read: the origin,
         // woken by it, then finds the batch's requests together instead of preempting the loop once per request.
@@ -362,17 +387,21 @@ final class ClientConnection: LoopHandler {
     /// always resumes its input.
     /// Nothing is held back elsewhere: TLS engines are read to the end of their plaintext on every event
     /// (``TLSEngine/readPlaintext(into:)``), so no bytes wait inside OpenSSL for a readiness that never comes.
-    private func updateInterest(_ status: ProxyConnectionMachine.Status) {
+    func updateInterest(_ status: ProxyConnectionMachine.Status) {
         let highWater = loop.configuration.highWater
         var wanted: UInt32 = 0
-        if status.wantsClientData && !closeAfterFlush && pendingToUpstream < highWater
+        if (http2 != nil || status.wantsClientData) && !closeAfterFlush && pendingToUpstream < highWater
             && status.bufferedClientBytes < highWater
         {
             wanted |= Poller.readable
         }
         if pendingToClient > 0 { wanted |= Poller.writable }
         if wanted & ~interest & Poller.writable != 0 { clientWriteSince = loop.now }
-        if wanted != interest {
+        if let stream {
+            // No socket: reading the stream is its flow-control window, given back as the machine takes bytes.
+            interest = wanted
+            if wanted & Poller.readable != 0 && stream.unconsumed > 0 { giveBackWindow(stream) }
+        } else if wanted != interest {
             interest = wanted
             loop.poller.modify(fd, wanted, token: UInt64(slot))
         }
@@ -470,7 +499,11 @@ final class ClientConnection: LoopHandler {
         let c = loop.configuration
         let now = loop.now
         if let parked, now - parked.pooledAt >= Self.milliseconds(c.poolIdleTimeout) { dropParked() }
-        let phase = machine.phase
+        let phase = http2 == nil ? machine.phase : http2!.exchanges.isEmpty ? .idle : .streaming
+        if let http2 {
+            // The streams' exchanges have the deadlines of exchanges; the connection, the idle one once none is left.
+            for exchange in Array(http2.exchanges.values) { exchange.checkDeadline() }
+        }
         if interest & Poller.writable != 0 && now - clientWriteSince >= Self.milliseconds(c.clientWriteTimeout) {
             note(
                 .clientWriteTimeout,
@@ -498,7 +531,10 @@ final class ClientConnection: LoopHandler {
         case .connecting: (start, seconds, closing) = (phaseStart, c.connectTimeout, .connectTimeout)
         case .awaitingResponse:
             (start, seconds, closing) = (max(phaseStart, lastActivity), c.responseTimeout, .responseTimeout)
-        case .streaming, .tunnel: (start, seconds, closing) = (lastActivity, c.streamIdleTimeout, .streamIdleTimeout)
+        case .streaming, .tunnel:
+            // An HTTP/2 connection with streams open: each stream's exchange keeps its own deadlines.
+            if http2 != nil { return }
+            (start, seconds, closing) = (lastActivity, c.streamIdleTimeout, .streamIdleTimeout)
         case .closed: (start, seconds, closing) = (phaseStart, 5, nil)
         }
         if now - start >= Self.milliseconds(seconds) {
@@ -507,6 +543,7 @@ final class ClientConnection: LoopHandler {
                 return
             }
             if let closing { note(closing, "nothing happened for \(Self.seconds(seconds))") }
+            if http2 != nil { return closeNow() }
             machine.timedOut(&io)
             apply()
         }
@@ -526,6 +563,12 @@ final class ClientConnection: LoopHandler {
 
     func drain() {
         dropParked()
+        if let http2 {
+            // GOAWAY (RFC 9113 §6.8): the streams taken finish, the connection closes when they have.
+            http2.session.goAway()
+            sendHTTP2()
+            return
+        }
         machine.drain(&io)
         apply()
     }
@@ -537,6 +580,10 @@ final class ClientConnection: LoopHandler {
         if closed { return }
         if let socketError { loop.server.noteClientSocketError(socketError) }
         closed = true
+        if let http2 {
+            for exchange in Array(http2.exchanges.values) { exchange.closeNow() }
+            http2.exchanges.removeAll()
+        }
         // The client is gone (or a deadline ended it) with its request unfinished: the upstream must not see an
         // orderly end of it, as when the machine asks for that (``ConnectionIO/Command/resetUpstream``).
         if upstream != nil && machine.upstreamHasPartialRequest { resetUpstream() }
@@ -545,8 +592,12 @@ final class ClientConnection: LoopHandler {
             upstream.close()
         }
         releaseParked()
-        if reset { Sys.resetOnClose(fd) }
-        loop.unregisterAndClose(self, fd: fd)
+        if let stream {
+            stream.connection.exchangeEnded(stream.id, reset: reset)
+        } else {
+            if reset { Sys.resetOnClose(fd) }
+            loop.unregisterAndClose(self, fd: fd)
+        }
         loop.removed(self)
         loop.keepBuffers(machine.takeBuffers(), &io)
     }

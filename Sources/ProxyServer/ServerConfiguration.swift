@@ -2,6 +2,7 @@ internal import CProxyShims
 import HTTPGrammar
 import Foundation
 import ProxyCore
+import ProxyTLS
 
 /// Settings of the server shell; every default is shown by `cookie-proxy run --help`.
 public struct ServerConfiguration: Sendable {
@@ -55,6 +56,8 @@ public struct ServerConfiguration: Sendable {
     /// Host names answered without DNS (`--resolve HOST:ADDRESS`, as curl's --resolve), for tests and dev hosts.
     public var resolveOverrides: [String: String] = [:]
     public var proxy = ProxyConfiguration()
+    /// HTTP/2 with clients of intercepted TLS, by ALPN (`--http2`); h2c's preface is `proxy.acceptsHTTP2Preface`.
+    public var http2 = HTTP2Mode.off
     /// Where the local service (the inspector) listens, when the server has one; port 0 picks one.
     public var localServiceAddress: (host: String, port: Int)? = nil
     /// When that port is taken, listen on any free one instead (the default address, not one the user gave).

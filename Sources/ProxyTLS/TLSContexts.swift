@@ -1,12 +1,14 @@
 internal import COpenSSL
 
 /// The server side of interception: one `SSL_CTX` whose certificate callback picks (or mints) the leaf for the
-/// SNI host name, falling back to the CONNECT host; TLS 1.2 and 1.3; ALPN `http/1.1`.
+/// SNI host name, falling back to the CONNECT host; TLS 1.2 and 1.3; ALPN `http/1.1`, and `h2` as `http2` says.
 public final class TLSServerContext: @unchecked Sendable {
     let context: OpaquePointer
     public let leaves: LeafCache
+    public let http2: HTTP2Mode
 
-    public init(leaves: LeafCache) throws(TLSError) {
+    public init(leaves: LeafCache, http2: HTTP2Mode = .off) throws(TLSError) {
+        self.http2 = http2
         guard let ctx = SSL_CTX_new(TLS_server_method()) else { throw TLSError("SSL_CTX_new failed") }
         context = ctx
         self.leaves = leaves
@@ -14,7 +16,7 @@ public final class TLSServerContext: @unchecked Sendable {
         _ = COpenSSL_CTX_set_mode(ctx, COpenSSL_MODE_RELEASE_BUFFERS())
         SSL_CTX_set_options(ctx, UInt64(COpenSSL_OP_NO_COMPRESSION()))
         SSL_CTX_set_cert_cb(ctx, tlsCertificateCallback, Unmanaged.passUnretained(leaves).toOpaque())
-        SSL_CTX_set_alpn_select_cb(ctx, tlsALPNSelect, nil)
+        SSL_CTX_set_alpn_select_cb(ctx, tlsALPNSelect, UnsafeMutableRawPointer(bitPattern: http2.rawValue + 1))
     }
 
     deinit { SSL_CTX_free(context) }
@@ -66,22 +68,43 @@ private func tlsCertificateCallback(_ ssl: OpaquePointer?, _ arg: UnsafeMutableR
     return 1
 }
 
+/// Picks the protocol from the client's ALPN list (RFC 7301) by the context's ``HTTP2Mode`` (its raw value + 1 is
+/// `arg`): `http/1.1` unless `h2` is preferred (`on`) or the client offers nothing else (`fallback`).
 private func tlsALPNSelect(
     _ ssl: OpaquePointer?, _ out: UnsafeMutablePointer<UnsafePointer<UInt8>?>?, _ outlen: UnsafeMutablePointer<UInt8>?,
     _ input: UnsafePointer<UInt8>?, _ inlen: UInt32, _ arg: UnsafeMutableRawPointer?
 ) -> Int32 {
     guard let input, let out, let outlen else { return COpenSSL_TLSEXT_ERR_NOACK() }
+    let mode = HTTP2Mode(rawValue: Int(bitPattern: arg) - 1) ?? .off
+    var http1: Int? = nil
+    var h2: Int? = nil
     var i = 0
     while i < Int(inlen) {
         let length = Int(input[i])
-        if length == 8 && i + 1 + length <= Int(inlen)
-            && UnsafeBufferPointer(start: input + i + 1, count: 8).elementsEqual("http/1.1".utf8)
-        {
-            out.pointee = input + i + 1
-            outlen.pointee = 8
-            return COpenSSL_TLSEXT_ERR_OK()
-        }
+        guard i + 1 + length <= Int(inlen) else { break }
+        let name = UnsafeBufferPointer(start: input + i + 1, count: length)
+        if name.elementsEqual("http/1.1".utf8) { http1 = http1 ?? i }
+        if name.elementsEqual("h2".utf8) { h2 = h2 ?? i }
         i += 1 + length
     }
-    return COpenSSL_TLSEXT_ERR_NOACK()
+    let chosen: Int? =
+        switch mode {
+        case .off: http1
+        case .fallback: http1 ?? h2
+        case .on: h2 ?? http1
+        }
+    guard let chosen else { return COpenSSL_TLSEXT_ERR_NOACK() }
+    out.pointee = input + chosen + 1
+    outlen.pointee = input[chosen]
+    return COpenSSL_TLSEXT_ERR_OK()
+}
+
+/// Whether clients of intercepted TLS may speak HTTP/2 (`--http2`), chosen by ALPN.
+public enum HTTP2Mode: Int, Sendable, CaseIterable {
+    /// `http/1.1` only.
+    case off
+    /// `http/1.1` when the client offers it, `h2` to a client that offers nothing else (gRPC): as HTTP Toolkit.
+    case fallback
+    /// `h2` when the client offers it.
+    case on
 }

@@ -47,6 +47,15 @@ public final class TLSEngine {
 
     deinit { SSL_free(ssl) }  // frees both BIOs
 
+    /// The protocol ALPN chose in the handshake (`h2`, `http/1.1`), if any.
+    public var negotiatedProtocol: String? {
+        var data: UnsafePointer<UInt8>?
+        var length: UInt32 = 0
+        SSL_get0_alpn_selected(ssl, &data, &length)
+        guard let data, length > 0 else { return nil }
+        return String(decoding: UnsafeBufferPointer(start: data, count: Int(length)), as: UTF8.self)
+    }
+
     /// An `SSL` with a memory BIO each way (the `SSL` owns them once set).
     private static func makeSSL(_ context: OpaquePointer) throws(TLSError) -> (
         OpaquePointer, OpaquePointer, OpaquePointer

@@ -128,7 +128,9 @@ extension ProxyRuntime {
 extension ProxyRuntime {
     /// Sets up TLS interception when something asks for it (or a CA already exists): loads the CA, creating it
     /// on first use, and says so. Returns nil when every CONNECT is to be tunnelled.
-    static func interception(args: ParsedArguments, hooks: RulesHooks, command: String) throws(UsageError)
+    static func interception(
+        args: ParsedArguments, hooks: RulesHooks, command: String, http2: HTTP2Mode = .off
+    ) throws(UsageError)
         -> (ProxyServer.Interception, String, CertificateAuthority)?
     {
         let environment = ProcessInfo.processInfo.environment
@@ -146,7 +148,7 @@ extension ProxyRuntime {
                 note =
                     "  created a local CA in \(directory) (trust \(ca.certificatePath); see README \"Trusting the CA\")\n"
             }
-            let server = try TLSServerContext(leaves: try LeafCache(ca: ca))
+            let server = try TLSServerContext(leaves: try LeafCache(ca: ca), http2: http2)
             let client = try TLSClientContext(extraCAFile: args.value(Option.upstreamCa))
             let insecure = Set(args.all(Option.insecureUpstream).map { $0.lowercased() })
             for host in insecure.sorted() {

@@ -101,6 +101,12 @@ enum RunCommand {
             names: ["--drain-timeout"], value: "seconds",
             help: "On SIGINT/SIGTERM, time given to exchanges in flight.", defaultValue: "10s")
         static let quiet = OptionSpec(names: ["--quiet", "-q"], value: nil, help: "No banner and no live status line.")
+        static let http2 = OptionSpec(
+            names: ["--http2"], value: "mode",
+            help:
+                "HTTP/2 with clients: fallback (intercepted TLS offers h2 to clients that offer nothing else), on"
+                + " (h2 whenever offered) or off (HTTP/1.1 only); h2c with prior knowledge unless off.",
+            defaultValue: "fallback")
     }
 
     static let spec = CommandSpec(
@@ -131,6 +137,7 @@ enum RunCommand {
             Option.clientWriteTimeout,
             Option.streamIdleTimeout,
             Option.drainTimeout,
+            Option.http2,
             Option.quiet,
         ] + ProxyRuntime.options + [.psl],
         discussion: """
@@ -169,7 +176,8 @@ enum RunCommand {
         var signals = BlockedSignals([SIGINT, SIGTERM, SIGHUP, SIGUSR1])
         signal(SIGPIPE, SIG_IGN)
 
-        let interception = try ProxyRuntime.interception(args: args, hooks: runtime.hooks, command: spec.name)
+        let interception = try ProxyRuntime.interception(
+            args: args, hooks: runtime.hooks, command: spec.name, http2: settings.config.http2)
         let service = try inspectorService(
             args, store: store, runtime: runtime, ca: interception?.2, enabled: uiAddress != nil)
         // With --ui off the service still answers cookie-proxy.local (onboarding), on a free loopback port.
@@ -277,6 +285,12 @@ enum RunCommand {
         if let s = try secs(Option.clientWriteTimeout) { config.clientWriteTimeout = s }
         if let s = try secs(Option.streamIdleTimeout) { config.streamIdleTimeout = s }
         let drain = try secs(Option.drainTimeout, orDefault: true) ?? 10
+        let http2Text = args.value(orDefault: Option.http2) ?? ""
+        guard let http2 = ["off": HTTP2Mode.off, "fallback": .fallback, "on": .on][http2Text] else {
+            throw UsageError(message: "--http2 must be fallback, on or off", command: spec.name)
+        }
+        config.http2 = http2
+        config.proxy.acceptsHTTP2Preface = http2 != .off
         let uiText = args.value(orDefault: Option.ui) ?? ""
         let uiAddress: (String, Int)?
         if uiText == "off" {
@@ -402,6 +416,7 @@ enum RunCommand {
             for failure in server.takeTLSFailures() {
                 Console.err("cookie-proxy: \(failure) (does the client trust the CA? cookie-proxy ca path)")
             }
+            for refusal in server.takeHTTP2Refusals() { Console.err("cookie-proxy: HTTP/2: \(refusal)") }
             if statusLine {
                 let text = "\(server.connections) connections · \(server.requests) requests · \(runtime.statusSummary)"
                 if let terminal { terminal.setStatus(text) } else { Console.errRaw("\r\u{1B}[2K\(text)") }

@@ -1,0 +1,449 @@
+internal import CNGHTTP2
+import HTTPGrammar
+import ProxyCore
+
+/// The server side of one HTTP/2 connection with a client (RFC 9113), without I/O: the connection's bytes in
+/// (``receive(_:)``), ``events`` out, one per request, body part, end and closed stream; responses in as the
+/// HTTP/1.1 bytes a connection machine writes (``respond(_:_:)``); frames out (``send(into:)``).
+///
+/// libnghttp2 does the protocol: HPACK, frames, SETTINGS, flow control, and RFC 9113 §8's checks of every
+/// request (a field name with an uppercase letter or a byte outside tchar, a value with CR, LF or NUL, a
+/// connection-specific field, `te` other than `trailers`, a pseudo-header repeated, unknown, out of place or
+/// missing, a `content-length` that disagrees with the DATA): such a stream is reset with PROTOCOL_ERROR before
+/// any of it becomes an event, so nothing of it reaches a machine or an upstream. What it leaves to the
+/// application is checked here: `:authority` and `host` must agree (§8.3.1), and CONNECT is not served
+/// (answered `501`; extended CONNECT, RFC 8441, is refused by nghttp2 itself because
+/// SETTINGS_ENABLE_CONNECT_PROTOCOL is never sent).
+///
+/// Each request becomes the bytes of one HTTP/1.1 request (RFC 9113 §8.3.1): the request line from `:method`
+/// and `:path` (or the absolute form when the proxy routes by it), `Host` from `:authority`, the `cookie`
+/// crumbs joined with `"; "` into one field (§8.2.3), every other field as received, and a body of undeclared
+/// length sent chunked. The connection machine then reads it exactly as a request from an HTTP/1.1 client, so
+/// the rules, the log and the inspector see one kind of exchange. Its response is read back with the proxy's
+/// own strict parser and framing: status and fields become HEADERS (connection-specific fields dropped,
+/// RFC 9113 §8.2.2; each `set-cookie` its own field, never folded, and never indexed in HPACK so that no
+/// compression oracle can recover a cookie value, RFC 7541 §7.1.3), the body DATA.
+///
+/// Flow control (RFC 9113 §5.2): the window of what the client sends is given back only as the machine takes
+/// the bytes (``consume(_:_:)``), and a response body is pulled into DATA frames as the client's window allows,
+/// so memory per stream is bounded by the windows and the shell's high-water mark.
+public final class HTTP2ServerSession {
+    public enum Event: Sendable {
+        /// A request's head as HTTP/1.1 bytes; `ended`: it has no body.
+        case request(stream: Int32, head: [UInt8], ended: Bool)
+        /// Request body bytes as HTTP/1.1 frames them (chunked when the length was not declared); `flowed` is
+        /// what they count against the flow-control windows (``consume(_:_:)``).
+        case body(stream: Int32, bytes: [UInt8], flowed: Int)
+        /// The request is complete; `bytes` ends its framing (the last chunk), possibly empty.
+        case requestEnded(stream: Int32, bytes: [UInt8])
+        /// The stream is closed: its response went out whole (`errorCode` 0), or it was reset.
+        case closed(stream: Int32, errorCode: UInt32)
+        /// A request refused before any of it was passed on (the stream was reset): why.
+        case refused(stream: Int32, reason: String)
+    }
+
+    /// Settings this side announces (RFC 9113 §6.5.2).
+    public struct Settings: Sendable {
+        public var maximumConcurrentStreams: UInt32 = 100
+        /// Each stream's receive window: what a client may send before the machine has taken any of it.
+        public var initialWindowSize: UInt32 = 256 * 1024
+        public var maximumHeaderListSize: UInt32 = 64 * 1024
+        /// The connection's receive window, shared by its streams.
+        public var connectionWindowSize: UInt32 = 1024 * 1024
+        public init() {}
+    }
+
+    /// What the session has to tell the shell since it last looked (it empties it).
+    public var events: [Event] = []
+    /// Why the connection failed (a connection error: a bad preface, a frame out of place), once it has.
+    public private(set) var failure: String?
+    /// Requests are written in absolute form (`scheme://authority/path`): the proxy routes them by their target
+    /// (a forward listener). Otherwise in origin form (`--reverse`, or inside an intercepted tunnel).
+    let absoluteTargets: Bool
+    // Owned by this object; freed in deinit.
+    private var session: OpaquePointer?
+    var streams: [Int32: Stream] = [:]
+
+    public init(settings: Settings = Settings(), absoluteTargets: Bool) {
+        self.absoluteTargets = absoluteTargets
+        var callbacks: OpaquePointer?
+        nghttp2_session_callbacks_new(&callbacks)
+        nghttp2_session_callbacks_set_on_begin_headers_callback(callbacks, h2BeginHeaders)
+        nghttp2_session_callbacks_set_on_header_callback(callbacks, h2Header)
+        nghttp2_session_callbacks_set_on_invalid_header_callback(callbacks, h2InvalidHeader)
+        nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks, h2FrameReceived)
+        nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks, h2DataChunk)
+        nghttp2_session_callbacks_set_on_stream_close_callback(callbacks, h2StreamClosed)
+        var options: OpaquePointer?
+        nghttp2_option_new(&options)
+        // Window updates only as the machine takes the bytes (``consume(_:_:)``).
+        nghttp2_option_set_no_auto_window_update(options, 1)
+        nghttp2_option_set_max_send_header_block_length(options, 64 * 1024)
+        nghttp2_session_server_new2(&session, callbacks, Unmanaged.passUnretained(self).toOpaque(), options)
+        nghttp2_option_del(options)
+        nghttp2_session_callbacks_del(callbacks)
+        var entries = [
+            nghttp2_settings_entry(
+                settings_id: Int32(NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS.rawValue),
+                value: settings.maximumConcurrentStreams),
+            nghttp2_settings_entry(
+                settings_id: Int32(NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE.rawValue), value: settings.initialWindowSize),
+            nghttp2_settings_entry(
+                settings_id: Int32(NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE.rawValue),
+                value: settings.maximumHeaderListSize),
+        ]
+        _ = nghttp2_submit_settings(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), &entries, entries.count)
+        // The connection's window (RFC 9113 §6.9.2), shared by its streams: room for several streams' uploads.
+        _ = nghttp2_session_set_local_window_size(
+            session, UInt8(NGHTTP2_FLAG_NONE.rawValue), 0, Int32(settings.connectionWindowSize))
+    }
+
+    deinit { nghttp2_session_del(session) }
+
+    // MARK: The connection
+
+    /// Bytes from the client. False when the connection failed (``failure``): send what is pending (a GOAWAY)
+    /// and close.
+    public func receive(_ bytes: ArraySlice<UInt8>) -> Bool {
+        guard failure == nil else { return false }
+        let n = bytes.withUnsafeBufferPointer { nghttp2_session_mem_recv(session, $0.baseAddress, $0.count) }
+        if n < 0 {
+            failure = String(cString: nghttp2_strerror(Int32(n)))
+            return false
+        }
+        return true
+    }
+
+    /// Appends the frames ready to go (as the peer's windows allow) to `out`.
+    public func send(into out: inout [UInt8]) {
+        while true {
+            var data: UnsafePointer<UInt8>?
+            let n = nghttp2_session_mem_send(session, &data)
+            if n <= 0 {
+                if n < 0 { failure = String(cString: nghttp2_strerror(Int32(n))) }
+                return
+            }
+            out.append(contentsOf: UnsafeBufferPointer(start: data, count: n))
+        }
+    }
+
+    /// The session has more to read or to write; when neither, the connection is done.
+    public var isActive: Bool { nghttp2_session_want_read(session) != 0 || nghttp2_session_want_write(session) != 0 }
+
+    public var hasOutput: Bool { nghttp2_session_want_write(session) != 0 }
+
+    /// Graceful shutdown (RFC 9113 §6.8): GOAWAY naming the last stream taken; those finish, no new one starts.
+    public func goAway() {
+        _ = nghttp2_submit_goaway(
+            session, UInt8(NGHTTP2_FLAG_NONE.rawValue), nghttp2_session_get_last_proc_stream_id(session),
+            UInt32(NGHTTP2_NO_ERROR.rawValue), nil, 0)
+    }
+
+    // MARK: Streams
+
+    /// The machine took `count` bytes of the stream's body: the client may send that much more. For a stream that
+    /// is gone, the connection's window alone (nghttp2 finds no stream).
+    public func consume(_ stream: Int32, _ count: Int) {
+        guard count > 0 else { return }
+        _ = nghttp2_session_consume(session, stream, count)
+    }
+
+    /// Response bytes of the stream, as an HTTP/1.1 connection machine writes them to its client: heads (any
+    /// interim ones, then the final one) and the body in its HTTP/1.1 framing.
+    public func respond(_ id: Int32, _ bytes: ArraySlice<UInt8>) {
+        guard var stream = streams[id], !stream.reset else { return }
+        stream.responseIn.append(contentsOf: bytes)
+        var failure: String? = nil
+        while failure == nil {
+            if stream.responseHead == nil {
+                guard let head = stream.takeResponseHead(&failure) else { break }
+                if (100..<200).contains(head.status) {
+                    // An interim response (100 Continue, 103 Early Hints): HEADERS without END_STREAM. 101 cannot
+                    // happen: an upgrade is not passed on from HTTP/2.
+                    if head.status != 101 { submitHeaders(id, head, final: false) }
+                    continue
+                }
+                do {
+                    let framing = try BodyFraming.forResponse(
+                        head.head, status: head.status, requestMethod: stream.method, version: head.version)
+                    stream.responseBody = BodyReader(framing)
+                } catch {
+                    stream.responseIn.removeAll()
+                    streams[id] = stream
+                    return reset(id, "its response's framing: \(error.description)")
+                }
+                stream.responseHead = head
+                streams[id] = stream
+                submitHeaders(id, head, final: true)
+                stream = streams[id]!
+                continue
+            }
+            guard !stream.responseBody.isComplete, stream.responseIn.count > stream.responseInStart else { break }
+            var body = stream.responseBody
+            do throws(HTTPParseError) {
+                let n = try body.consume(stream.responseIn[stream.responseInStart...], payload: &stream.out)
+                stream.responseBody = body
+                stream.responseInStart += n
+                if n == 0 { break }
+            } catch {
+                failure = "its response body: \(error.description)"
+            }
+        }
+        if stream.responseInStart == stream.responseIn.count {
+            stream.responseIn.removeAll(keepingCapacity: true)
+            stream.responseInStart = 0
+        }
+        streams[id] = stream
+        if let failure { return reset(id, failure) }
+        resumeData(id)
+    }
+
+    /// The machine's side of the stream is finished (its connection closed): a body read until the close is
+    /// complete now; a response cut short, or none at all, resets the stream.
+    public func finish(_ id: Int32) {
+        guard var stream = streams[id], !stream.reset else { return }
+        if stream.responseHead != nil && stream.responseBody.endOfStream() {
+            streams[id] = stream
+            resumeData(id)
+            return
+        }
+        streams[id] = stream
+        reset(id, nil)
+    }
+
+    /// Response body bytes waiting for the client's window.
+    public func buffered(_ id: Int32) -> Int {
+        guard let stream = streams[id] else { return 0 }
+        return stream.out.count - stream.outStart
+    }
+
+    /// Whether the stream's response has gone out whole (its END_STREAM is sent or queued).
+    public func responseComplete(_ id: Int32) -> Bool {
+        guard let stream = streams[id] else { return true }
+        return stream.responseHead != nil && stream.responseBody.isComplete && stream.outStart == stream.out.count
+    }
+
+    /// Resets a stream (RST_STREAM INTERNAL_ERROR): its exchange failed part way.
+    public func reset(_ id: Int32, _ reason: String?) {
+        streams[id]?.reset = true
+        _ = nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), id, NGHTTP2_INTERNAL_ERROR.rawValue)
+    }
+
+    private func resumeData(_ id: Int32) {
+        guard let stream = streams[id], stream.dataDeferred else { return }
+        streams[id]!.dataDeferred = false
+        _ = nghttp2_session_resume_data(session, id)
+    }
+
+    /// HEADERS for a response head: `:status`, then its fields as HTTP/2 writes them.
+    private func submitHeaders(_ id: Int32, _ head: ResponseHead, final: Bool) {
+        var fields = ResponseFields(status: head.status)
+        let options = head.head.connectionOptions()
+        for field in head.head.fields {
+            let name = head.head.bytes[field.name]
+            // RFC 9113 §8.2.2: connection-specific fields (and those `Connection` names) are not sent in HTTP/2.
+            if field.known.isConnectionSpecific || options.names(ByteClass.lowercasedString(name)) { continue }
+            fields.append(name: name, value: head.head.bytes[field.value], neverIndexed: field.known == .setCookie)
+        }
+        fields.withNameValues { nva in
+            if final {
+                let hasBody = !streams[id]!.responseBody.isComplete
+                if hasBody {
+                    var provider = nghttp2_data_provider(
+                        source: nghttp2_data_source(ptr: nil), read_callback: h2ReadResponseBody)
+                    _ = nghttp2_submit_response(session, id, nva.baseAddress, nva.count, &provider)
+                } else {
+                    _ = nghttp2_submit_response(session, id, nva.baseAddress, nva.count, nil)
+                }
+            } else {
+                _ = nghttp2_submit_headers(
+                    session, UInt8(NGHTTP2_FLAG_NONE.rawValue), id, nil, nva.baseAddress, nva.count, nil)
+            }
+        }
+    }
+
+    // MARK: From nghttp2's callbacks
+
+    fileprivate func beginRequest(_ id: Int32) { streams[id] = Stream() }
+
+    fileprivate func header(_ id: Int32, _ name: UnsafeBufferPointer<UInt8>, _ value: UnsafeBufferPointer<UInt8>) {
+        guard streams[id] != nil else { return }
+        streams[id]!.addField(name, value)
+    }
+
+    fileprivate func invalidHeader(_ id: Int32, _ name: UnsafeBufferPointer<UInt8>) {
+        streams[id]?.refusal = "an invalid field \(String(decoding: name, as: UTF8.self).debugDescription)"
+    }
+
+    fileprivate func requestHeadReceived(_ id: Int32, endStream: Bool) {
+        guard var stream = streams[id] else { return }
+        let head: [UInt8]
+        switch stream.requestHead(absolute: absoluteTargets, ended: endStream) {
+        case .success(let bytes): head = bytes
+        case .failure(let refusal):
+            streams[id] = stream
+            events.append(.refused(stream: id, reason: refusal.reason))
+            if let status = refusal.status {
+                answerLocally(id, status: status, refusal.reason)
+            } else {
+                _ = nghttp2_submit_rst_stream(
+                    session, UInt8(NGHTTP2_FLAG_NONE.rawValue), id, NGHTTP2_PROTOCOL_ERROR.rawValue)
+            }
+            return
+        }
+        stream.passedOn = true
+        streams[id] = stream
+        events.append(.request(stream: id, head: head, ended: endStream))
+    }
+
+    /// A response of the proxy's own to a request it does not pass on (`501` for CONNECT).
+    private func answerLocally(_ id: Int32, status: Int, _ reason: String) {
+        var answer = Array("HTTP/1.1 \(status) \(status == 501 ? "Not Implemented" : "Bad Request")\r\n".utf8)
+        let body = Array("cookie-proxy: \(reason)\n".utf8)
+        answer += Array("Content-Type: text/plain; charset=utf-8\r\nContent-Length: \(body.count)\r\n\r\n".utf8)
+        answer += body
+        streams[id]!.passedOn = true
+        respond(id, answer[...])
+    }
+
+    fileprivate func dataReceived(_ id: Int32, _ data: UnsafeBufferPointer<UInt8>) {
+        guard let stream = streams[id], stream.passedOn, !stream.reset else {
+            // Not passed on: given back to the window at once.
+            consume(id, data.count)
+            return
+        }
+        var bytes: [UInt8] = []
+        if stream.chunked {
+            bytes.reserveCapacity(data.count + 12)
+            bytes += Array(String(data.count, radix: 16).utf8) + [0x0D, 0x0A]
+            bytes += data
+            bytes += [0x0D, 0x0A]
+        } else {
+            bytes = Array(data)
+        }
+        events.append(.body(stream: id, bytes: bytes, flowed: data.count))
+    }
+
+    fileprivate func requestEnded(_ id: Int32) {
+        guard let stream = streams[id], stream.passedOn, !stream.reset else { return }
+        events.append(.requestEnded(stream: id, bytes: stream.chunked ? stream.lastChunk() : []))
+    }
+
+    fileprivate func streamClosed(_ id: Int32, _ errorCode: UInt32) {
+        guard let stream = streams.removeValue(forKey: id) else { return }
+        if let refusal = stream.refusal, !stream.passedOn {
+            events.append(.refused(stream: id, reason: refusal))
+        }
+        if stream.passedOn { events.append(.closed(stream: id, errorCode: errorCode)) }
+    }
+
+    fileprivate func readResponseBody(
+        _ id: Int32, _ buffer: UnsafeMutablePointer<UInt8>, _ length: Int, _ flags: UnsafeMutablePointer<UInt32>
+    ) -> Int {
+        guard var stream = streams[id] else { return Int(NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue) }
+        let n = min(length, stream.out.count - stream.outStart)
+        if n > 0 {
+            stream.out.withUnsafeBufferPointer {
+                buffer.update(from: $0.baseAddress! + stream.outStart, count: n)
+            }
+            stream.outStart += n
+            if stream.outStart == stream.out.count {
+                stream.out.removeAll(keepingCapacity: stream.out.capacity <= 64 * 1024)
+                stream.outStart = 0
+            }
+        }
+        if stream.responseBody.isComplete && stream.outStart == stream.out.count {
+            flags.pointee |= NGHTTP2_DATA_FLAG_EOF.rawValue
+        } else if n == 0 {
+            stream.dataDeferred = true
+            streams[id] = stream
+            return Int(NGHTTP2_ERR_DEFERRED.rawValue)
+        }
+        streams[id] = stream
+        drained.append(id)
+        return n
+    }
+
+    /// Streams whose buffered response shrank in the last ``send(into:)``: their upstreams may be read again.
+    public var drained: [Int32] = []
+}
+
+// C callbacks: free functions, so they carry no actor isolation; `user_data` is the session object.
+
+private func owner(_ data: UnsafeMutableRawPointer?) -> HTTP2ServerSession {
+    Unmanaged<HTTP2ServerSession>.fromOpaque(data!).takeUnretainedValue()
+}
+
+private func isRequestHeaders(_ frame: UnsafePointer<nghttp2_frame>) -> Bool {
+    frame.pointee.hd.type == UInt8(NGHTTP2_HEADERS.rawValue) && frame.pointee.headers.cat == NGHTTP2_HCAT_REQUEST
+}
+
+private func h2BeginHeaders(
+    _ session: OpaquePointer?, _ frame: UnsafePointer<nghttp2_frame>?, _ data: UnsafeMutableRawPointer?
+) -> Int32 {
+    if let frame, isRequestHeaders(frame) { owner(data).beginRequest(frame.pointee.hd.stream_id) }
+    return 0
+}
+
+private func h2Header(
+    _ session: OpaquePointer?, _ frame: UnsafePointer<nghttp2_frame>?, _ name: UnsafePointer<UInt8>?, _ nameLength: Int,
+    _ value: UnsafePointer<UInt8>?, _ valueLength: Int, _ flags: UInt8, _ data: UnsafeMutableRawPointer?
+) -> Int32 {
+    // Request heads only: trailers of a request body are not passed on (an HTTP/1.1 upstream seldom reads them).
+    guard let frame, isRequestHeaders(frame) else { return 0 }
+    owner(data).header(
+        frame.pointee.hd.stream_id, UnsafeBufferPointer(start: name, count: nameLength),
+        UnsafeBufferPointer(start: value, count: valueLength))
+    return 0
+}
+
+private func h2InvalidHeader(
+    _ session: OpaquePointer?, _ frame: UnsafePointer<nghttp2_frame>?, _ name: UnsafePointer<UInt8>?, _ nameLength: Int,
+    _ value: UnsafePointer<UInt8>?, _ valueLength: Int, _ flags: UInt8, _ data: UnsafeMutableRawPointer?
+) -> Int32 {
+    if let frame { owner(data).invalidHeader(frame.pointee.hd.stream_id, .init(start: name, count: nameLength)) }
+    // A stream error (PROTOCOL_ERROR), as without this callback: it is here to say which field.
+    return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue
+}
+
+private func h2FrameReceived(
+    _ session: OpaquePointer?, _ frame: UnsafePointer<nghttp2_frame>?, _ data: UnsafeMutableRawPointer?
+) -> Int32 {
+    guard let frame else { return 0 }
+    let session = owner(data)
+    let id = frame.pointee.hd.stream_id
+    let endStream = frame.pointee.hd.flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0
+    switch UInt32(frame.pointee.hd.type) {
+    case NGHTTP2_HEADERS.rawValue:
+        if frame.pointee.headers.cat == NGHTTP2_HCAT_REQUEST { session.requestHeadReceived(id, endStream: endStream) }
+        // END_STREAM on the request's HEADERS, or on trailers after its body.
+        if endStream { session.requestEnded(id) }
+    case NGHTTP2_DATA.rawValue:
+        if endStream { session.requestEnded(id) }
+    default: break
+    }
+    return 0
+}
+
+private func h2DataChunk(
+    _ session: OpaquePointer?, _ flags: UInt8, _ id: Int32, _ bytes: UnsafePointer<UInt8>?, _ length: Int,
+    _ data: UnsafeMutableRawPointer?
+) -> Int32 {
+    owner(data).dataReceived(id, UnsafeBufferPointer(start: bytes, count: length))
+    return 0
+}
+
+private func h2StreamClosed(
+    _ session: OpaquePointer?, _ id: Int32, _ errorCode: UInt32, _ data: UnsafeMutableRawPointer?
+) -> Int32 {
+    owner(data).streamClosed(id, errorCode)
+    return 0
+}
+
+private func h2ReadResponseBody(
+    _ session: OpaquePointer?, _ id: Int32, _ buffer: UnsafeMutablePointer<UInt8>?, _ length: Int,
+    _ flags: UnsafeMutablePointer<UInt32>?, _ source: UnsafeMutablePointer<nghttp2_data_source>?,
+    _ data: UnsafeMutableRawPointer?
+) -> Int {
+    owner(data).readResponseBody(id, buffer!, length, flags!)
+}

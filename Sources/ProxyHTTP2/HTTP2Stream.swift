@@ -1,0 +1,181 @@
+internal import CNGHTTP2
+import HTTPGrammar
+import ProxyCore
+
+/// One stream of an ``HTTP2ServerSession``: its request as received (pseudo-headers and fields), how its body is
+/// framed for HTTP/1.1, and its response on the way back (the HTTP/1.1 bytes not yet read, the head, the body
+/// waiting for the client's window).
+struct Stream {
+    var method = ""
+    var scheme: [UInt8]? = nil
+    var authority: [UInt8]? = nil
+    var path: [UInt8]? = nil
+    var connectProtocol = false
+    var fields: [(name: [UInt8], value: [UInt8])] = []
+    /// The body is sent chunked (its length was not declared).
+    var chunked = false
+    /// The request went to the machine (an event); the stream then ends with a ``HTTP2ServerSession/Event/closed``.
+    var passedOn = false
+    var refusal: String? = nil
+    var reset = false
+
+    var responseIn: [UInt8] = []
+    var responseInStart = 0
+    var responseHead: ResponseHead? = nil
+    var responseBody = BodyReader(.none)
+    /// The response body, decoded, waiting for DATA frames.
+    var out: [UInt8] = []
+    var outStart = 0
+    /// The DATA source said "nothing yet" (NGHTTP2_ERR_DEFERRED): resumed when bytes come.
+    var dataDeferred = false
+
+    mutating func addField(_ name: UnsafeBufferPointer<UInt8>, _ value: UnsafeBufferPointer<UInt8>) {
+        // nghttp2 has checked the field (RFC 9113 §8.2.1, §8.3): pseudo-headers first, once each, known ones.
+        if name.first == 0x3A {
+            switch String(decoding: name, as: UTF8.self) {
+            case ":method": method = String(decoding: value, as: UTF8.self)
+            case ":scheme": scheme = Array(value)
+            case ":authority": authority = Array(value)
+            case ":path": path = Array(value)
+            case ":protocol": connectProtocol = true
+            default: break
+            }
+            return
+        }
+        fields.append((Array(name), Array(value)))
+    }
+
+    struct Refusal: Error {
+        /// A response of the proxy's own (`501`), or nil for a stream reset with PROTOCOL_ERROR.
+        var status: Int?
+        var reason: String
+    }
+
+    /// The request as HTTP/1.1 bytes (RFC 9113 §8.3.1). `absolute`: the target in absolute form. Sets ``chunked``.
+    mutating func requestHead(absolute: Bool, ended: Bool) -> Result<[UInt8], Refusal> {
+        if method == "CONNECT" || connectProtocol {
+            return .failure(Refusal(status: 501, reason: "CONNECT over HTTP/2 is not supported; use HTTP/1.1"))
+        }
+        let host = fields.first { Self.equals($0.name, "host") }?.value
+        guard let authority = authority ?? host, !authority.isEmpty else {
+            return .failure(Refusal(reason: "a request without :authority or host"))
+        }
+        // RFC 9113 §8.3.1: a `host` that names another authority than `:authority` makes the request malformed;
+        // passing either on would let the upstream route by the one the proxy did not check.
+        if let host, self.authority != nil, host.map(ByteClass.lower) != authority.map(ByteClass.lower) {
+            return .failure(Refusal(reason: ":authority and host disagree"))
+        }
+        // Defence in depth behind nghttp2's checks: every byte that would end a line or a field in HTTP/1.1.
+        for field in fields where field.value.contains(where: { $0 == 0 || $0 == 0x0D || $0 == 0x0A }) {
+            return .failure(Refusal(reason: "a field value with CR, LF or NUL"))
+        }
+        for part in [authority, path ?? []] where part.contains(where: { $0 <= 0x20 || $0 == 0x7F }) {
+            return .failure(Refusal(reason: "a control character or space in :authority or :path"))
+        }
+        guard let path, !path.isEmpty else { return .failure(Refusal(reason: "a request without :path")) }
+        var out: [UInt8] = []
+        out.reserveCapacity(256)
+        out += Array(method.utf8) + [0x20]
+        if absolute && path != Array("*".utf8) {
+            out += (scheme ?? Array("http".utf8)) + Array("://".utf8) + authority
+        }
+        out += path + Array(" HTTP/1.1\r\nHost: ".utf8) + authority + [0x0D, 0x0A]
+        var cookie: [UInt8]? = nil
+        var cookieAt = 0
+        var declaredLength = false
+        for field in fields {
+            if Self.equals(field.name, "host") || Self.equals(field.name, "te") { continue }
+            if Self.equals(field.name, "cookie") {
+                // RFC 9113 §8.2.3: crumbs are joined with "; " into one field before any HTTP/1.1 hop, and before
+                // the rules and the log read them. It goes where the first crumb was.
+                if cookie == nil {
+                    cookie = field.value
+                    cookieAt = out.count
+                } else {
+                    cookie! += [0x3B, 0x20] + field.value
+                }
+                continue
+            }
+            if Self.equals(field.name, "content-length") { declaredLength = true }
+            out += field.name + [0x3A, 0x20] + field.value + [0x0D, 0x0A]
+        }
+        if let cookie { out.insert(contentsOf: Array("cookie: ".utf8) + cookie + [0x0D, 0x0A], at: cookieAt) }
+        if !ended && !declaredLength {
+            chunked = true
+            out += Array("transfer-encoding: chunked\r\n".utf8)
+        } else if ended && !declaredLength && ["POST", "PUT", "PATCH"].contains(method) {
+            // RFC 9110 §8.6: a request of these methods without a body says so, as an HTTP/1.1 client would.
+            out += Array("content-length: 0\r\n".utf8)
+        }
+        out += [0x0D, 0x0A]
+        return .success(out)
+    }
+
+    /// The last chunk of a chunked body (RFC 9112 §7.1).
+    func lastChunk() -> [UInt8] { Array("0\r\n\r\n".utf8) }
+
+    /// The next response head from the machine's bytes, if it is all there; `error` when it is not HTTP.
+    mutating func takeResponseHead(_ failure: inout String?) -> ResponseHead? {
+        var parser = HTTPHeadParser(limits: HTTPParserLimits(maximumHeadBytes: 256 * 1024, maximumFieldCount: 10_000))
+        let pending = responseIn[responseInStart...]
+        do {
+            guard let length = try parser.headLength(pending) else { return nil }
+            let head = try parser.parseResponse(Array(pending.prefix(length)))
+            responseInStart += length
+            return head
+        } catch {
+            failure = "its response head: \(error.description)"
+            return nil
+        }
+    }
+
+    static func equals(_ name: [UInt8], _ lowercase: String) -> Bool { name.elementsEqual(lowercase.utf8) }
+}
+
+/// The fields of a response head as nghttp2 takes them (`nghttp2_nv`): names lowercase (RFC 9113 §8.2.2), values
+/// as received, in one buffer.
+struct ResponseFields {
+    var storage: [UInt8] = []
+    var entries: [(name: Range<Int>, value: Range<Int>, neverIndexed: Bool)] = []
+
+    init(status: Int) {
+        append(name: Array(":status".utf8)[...], value: Array(String(status).utf8)[...], neverIndexed: false)
+    }
+
+    mutating func append(name: ArraySlice<UInt8>, value: ArraySlice<UInt8>, neverIndexed: Bool) {
+        let n = storage.count
+        storage += name.map { $0 &- 0x41 < 26 ? $0 | 0x20 : $0 }
+        let v = storage.count
+        storage += value
+        entries.append((n..<v, v..<storage.count, neverIndexed))
+    }
+
+    func withNameValues(_ body: (UnsafeMutableBufferPointer<nghttp2_nv>) -> Void) {
+        storage.withUnsafeBufferPointer { base in
+            let start = UnsafeMutablePointer(mutating: base.baseAddress ?? UnsafePointer(bitPattern: 1)!)
+            var nva = entries.map { entry in
+                nghttp2_nv(
+                    name: start + entry.name.lowerBound, value: start + entry.value.lowerBound,
+                    namelen: entry.name.count, valuelen: entry.value.count,
+                    flags: UInt8(
+                        entry.neverIndexed ? NGHTTP2_NV_FLAG_NO_INDEX.rawValue : NGHTTP2_NV_FLAG_NONE.rawValue))
+            }
+            nva.withUnsafeMutableBufferPointer { body($0) }
+        }
+    }
+}
+
+extension KnownField {
+    /// Fields that are about one connection and are never sent in HTTP/2 (RFC 9113 §8.2.2).
+    var isConnectionSpecific: Bool {
+        switch self {
+        case .connection, .keepAlive, .proxyConnection, .transferEncoding, .upgrade: true
+        default: false
+        }
+    }
+}
+
+extension ConnectionOptions {
+    /// Whether `lowercaseName` is a field `Connection` names (and so goes no further).
+    func names(_ lowercaseName: String) -> Bool { fieldNames.contains(lowercaseName) }
+}

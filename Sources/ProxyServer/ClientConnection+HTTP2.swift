@@ -1,0 +1,145 @@
+import ProxyCore
+import ProxyHTTP2
+
+/// A client connection that speaks HTTP/2 (RFC 9113): its session, and the exchange of each open stream.
+final class HTTP2Client {
+    let session: HTTP2ServerSession
+    var exchanges: [Int32: ClientConnection] = [:]
+    /// The session's events are being handled: frames go out once, after all of them.
+    var handlingEvents = false
+    /// Frames are being made (nghttp2 pulls response bodies meanwhile): not again from inside.
+    var sending = false
+
+    init(session: HTTP2ServerSession) { self.session = session }
+}
+
+/// What an exchange of a stream knows of its place: the client connection and the stream.
+struct StreamLink {
+    /// The connection holds its exchanges and closes them before it goes.
+    unowned(unsafe) let connection: ClientConnection
+    let id: Int32
+    /// Body bytes the machine was given that the stream's window has not been given back for.
+    var unconsumed = 0
+}
+
+/// HTTP/2 with the client: after ALPN chose `h2` on an intercepted connection, or the client opened with the
+/// connection preface (h2c with prior knowledge, RFC 9113 §3.3). Each stream's request is an HTTP/1.1 exchange
+/// for a machine of its own (``HTTP2ServerSession``), in a connection without a socket: the same routing, rules,
+/// upstream pool, deadlines and log as a request of an HTTP/1.1 client.
+extension ClientConnection {
+    /// From here on the client's bytes go to an HTTP/2 session, starting with `leftover`.
+    func startHTTP2(leftover: [UInt8]) {
+        let absolute = machine.interceptedOrigin == nil && loop.configuration.proxy.reverseUpstream == nil
+        let http2 = HTTP2Client(session: HTTP2ServerSession(absoluteTargets: absolute))
+        self.http2 = http2
+        loop.server.http2Connections.add(1)
+        if leftover.isEmpty {
+            sendHTTP2()
+        } else {
+            http2Received(http2, leftover[...])
+        }
+    }
+
+    /// Bytes from the client into the session; then what its events ask for, and the frames it has to send.
+    func http2Received(_ http2: HTTP2Client, _ bytes: ArraySlice<UInt8>) {
+        let ok = http2.session.receive(bytes)
+        http2.handlingEvents = true
+        while !http2.session.events.isEmpty {
+            var events: [HTTP2ServerSession.Event] = []
+            swap(&events, &http2.session.events)
+            for event in events { handle(event, http2) }
+        }
+        http2.handlingEvents = false
+        if !ok {
+            // A connection error (RFC 9113 §5.4.1): nghttp2 has queued its GOAWAY; it goes out, then the close.
+            loop.server.noteHTTP2Refusal("connection from \(address): \(http2.session.failure ?? "protocol error")")
+            closeAfterFlush = true
+        }
+        sendHTTP2()
+    }
+
+    private func handle(_ event: HTTP2ServerSession.Event, _ http2: HTTP2Client) {
+        switch event {
+        case .request(let id, let head, _):
+            let exchange = ClientConnection(
+                fd: -1, address: address, fromNetwork: fromNetwork, loop: loop,
+                interceptedOrigin: machine.interceptedOrigin)
+            exchange.stream = StreamLink(connection: self, id: id)
+            http2.exchanges[id] = exchange
+            exchange.machine.clientData(head[...], &exchange.io)
+            exchange.apply()
+        case .body(let id, let bytes, let flowed):
+            guard let exchange = http2.exchanges[id] else {
+                http2.session.consume(id, flowed)
+                return
+            }
+            exchange.stream!.unconsumed += flowed
+            exchange.lastActivity = loop.now
+            exchange.machine.clientData(bytes[...], &exchange.io)
+            exchange.apply()
+        case .requestEnded(let id, let bytes):
+            guard let exchange = http2.exchanges[id], !bytes.isEmpty else { return }
+            exchange.machine.clientData(bytes[...], &exchange.io)
+            exchange.apply()
+        case .closed(let id, _):
+            // The response went out whole, or the client reset the stream: either way its exchange is over (a
+            // request it had not finished sending resets its upstream, as when an HTTP/1.1 client goes).
+            http2.exchanges[id]?.closeNow()
+        case .refused(let id, let reason):
+            loop.server.noteHTTP2Refusal("stream \(id) from \(address) refused: \(reason)")
+        }
+    }
+
+    /// The frames the session has ready go to the client; exchanges whose bodies it took are read again.
+    func sendHTTP2() {
+        guard let http2, !http2.handlingEvents, !http2.sending, !closed else { return }
+        http2.sending = true
+        http2.session.send(into: &io.toClient)
+        var drained: [Int32] = []
+        swap(&drained, &http2.session.drained)
+        http2.sending = false
+        apply()
+        if closed { return }
+        for id in Set(drained) {
+            // Room again for what their upstreams send (``updateInterest(_:)`` reads `pendingToClient`).
+            if let exchange = http2.exchanges[id] { exchange.updateInterest(exchange.machine.status()) }
+        }
+        if !http2.session.isActive && pendingToClient == 0 { closeNow() }
+    }
+
+    /// An exchange's bytes for its client go to the session as the stream's response.
+    func passToStream(_ stream: StreamLink) {
+        let connection = stream.connection
+        guard let http2 = connection.http2, !connection.closed else { return }
+        if toClient.sent < io.toClient.count {
+            http2.session.respond(stream.id, io.toClient[toClient.sent...])
+            io.toClient.removeAll(keepingCapacity: io.toClient.capacity <= 4096)
+            toClient.sent = 0
+            lastActivity = loop.now
+            clientWriteSince = loop.now
+        }
+        connection.sendHTTP2()
+    }
+
+    /// The machine took the stream's bytes: the client may send as much again (WINDOW_UPDATE).
+    func giveBackWindow(_ stream: StreamLink) {
+        self.stream!.unconsumed = 0
+        guard let http2 = stream.connection.http2 else { return }
+        http2.session.consume(stream.id, stream.unconsumed)
+        stream.connection.sendHTTP2()
+    }
+
+    /// An exchange closed: its stream ends (whole, if the response was; reset otherwise).
+    func exchangeEnded(_ id: Int32, reset: Bool) {
+        guard let http2, let exchange = http2.exchanges.removeValue(forKey: id) else { return }
+        // What the machine was given and never took frees the connection's window.
+        if let unconsumed = exchange.stream?.unconsumed, unconsumed > 0 { http2.session.consume(id, unconsumed) }
+        if closed { return }
+        if reset {
+            http2.session.reset(id, nil)
+        } else {
+            http2.session.finish(id)
+        }
+        sendHTTP2()
+    }
+}
