@@ -67,6 +67,9 @@ extension InspectorViews {
                 guard let sent = e.dryRun ? line.received : line.forwarded else { return nil }
                 return harCookie(sent)
             } + a.added.map(harCookie)
+        // What the client spoke: HTTP/2's streams reach the machine as HTTP/1.1 heads, so their version is kept apart.
+        let requestVersion = e.context.clientProtocol ?? String(requestLine.split(separator: " ").last ?? "HTTP/1.1")
+        let responseVersion = e.context.clientProtocol ?? String(statusParts.first ?? "HTTP/1.1")
         return .object([
             ("startedDateTime", .string(Self.timestamp(e.requestTime))),
             ("time", .int(wait)),
@@ -75,7 +78,7 @@ extension InspectorViews {
                 .object([
                     ("method", .string(e.context.method)),
                     ("url", .string(Self.url(e))),
-                    ("httpVersion", .string(String(requestLine.split(separator: " ").last ?? "HTTP/1.1"))),
+                    ("httpVersion", .string(requestVersion)),
                     (
                         "cookies",
                         .array(
@@ -94,7 +97,7 @@ extension InspectorViews {
                 .object([
                     ("status", .int(Int64(e.context.status ?? 0))),
                     ("statusText", .string(statusParts.count > 2 ? String(statusParts[2]) : "")),
-                    ("httpVersion", .string(String(statusParts.first ?? "HTTP/1.1"))),
+                    ("httpVersion", .string(responseVersion)),
                     ("cookies", .array(responseCookies)),
                     ("headers", pairs(fields(forwarded))),
                     (

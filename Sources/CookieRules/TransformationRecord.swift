@@ -74,9 +74,11 @@ public struct TransformationRecord: Sendable {
 
     /// The same, with the time already written by ``writeTimestamp(_:into:)`` (the log keeps the last second's)
     /// and the URL as UTF-8 bytes (the proxy passes its exchange's URL without making a string per response).
+    /// `clientProtocol`: `HTTP/2` when the client spoke it, written as `"protocol"` after `status` (HTTP/1.x
+    /// writes no key: the records of HTTP/1.x clients are as they were).
     public static func writeExchangeFields(
         stamp: UnsafeBufferPointer<UInt8>, requestID: UInt64, client: String, method: String,
-        url: UnsafeBufferPointer<UInt8>, status: Int, to out: inout JSONWriter
+        url: UnsafeBufferPointer<UInt8>, status: Int, clientProtocol: String? = nil, to out: inout JSONWriter
     ) {
         out.raw("{\"time\":\"")
         out.raw(stamp)
@@ -90,6 +92,10 @@ public struct TransformationRecord: Sendable {
         out.string(url)
         out.raw(",\"status\":")
         out.int(Int64(status))
+        if let clientProtocol {
+            out.raw(",\"protocol\":")
+            out.string(clientProtocol)
+        }
     }
 
     /// From `,"cookie":` to the value of `after`: what the cookie and the rules made of it.

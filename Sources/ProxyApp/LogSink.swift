@@ -402,7 +402,8 @@ extension LogSink {
                     context.withURL { url in
                         TransformationRecord.writeExchangeFields(
                             stamp: stamp, requestID: context.requestID, client: context.clientAddress,
-                            method: context.method, url: url, status: context.status ?? 0, to: &exchangeFields)
+                            method: context.method, url: url, status: context.status ?? 0,
+                            clientProtocol: context.clientProtocol, to: &exchangeFields)
                     }
                 }
             }

@@ -19,6 +19,9 @@ public struct ExchangeContext: Sendable {
     public var target: String
     /// The response status, once known.
     public var status: Int?
+    /// `HTTP/2` when the client spoke it (the exchange is one of its streams); nil for HTTP/1.x, whose version is
+    /// in the request line.
+    public var clientProtocol: String? = nil
 
     public init(
         requestID: UInt64, clientAddress: String, method: String, scheme: String, host: String, port: Int,

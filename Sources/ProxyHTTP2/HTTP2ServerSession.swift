@@ -331,8 +331,11 @@ public final class HTTP2ServerSession {
 
     fileprivate func streamClosed(_ id: Int32, _ errorCode: UInt32) {
         guard let stream = streams.removeValue(forKey: id) else { return }
-        if let refusal = stream.refusal, !stream.passedOn {
-            events.append(.refused(stream: id, reason: refusal))
+        if !stream.passedOn && (stream.refusal != nil || errorCode != 0) {
+            // nghttp2 reset it (RFC 9113 §8.1.1: malformed) before its head was whole; only invalid regular
+            // fields come with a name (an uppercase name, a pseudo-header wrong, a connection-specific field not).
+            let reason = stream.refusal ?? "a malformed request (RFC 9113 §8.1.1; error code \(errorCode))"
+            events.append(.refused(stream: id, reason: reason))
         }
         if stream.passedOn { events.append(.closed(stream: id, errorCode: errorCode)) }
     }

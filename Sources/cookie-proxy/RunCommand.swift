@@ -368,6 +368,16 @@ enum RunCommand {
         return banner
     }
 
+    /// What the server noted since the last look: closings (on stderr and in the log), TLS failures with clients,
+    /// refused HTTP/2 streams.
+    static func reportEvents(_ server: ProxyServer, _ runtime: ProxyRuntime) {
+        for note in server.takeClosingNotes() { runtime.report(note) }
+        for failure in server.takeTLSFailures() {
+            Console.err("cookie-proxy: \(failure) (does the client trust the CA? cookie-proxy ca path)")
+        }
+        for refusal in server.takeHTTP2Refusals() { Console.err("cookie-proxy: HTTP/2: \(refusal)") }
+    }
+
     /// Until SIGINT or SIGTERM: SIGHUP reloads the rules, SIGUSR1 reopens the log, and once a second the rules
     /// files are looked at and the status line redrawn. Then the server drains and the log is flushed.
     static func serve(
@@ -390,7 +400,7 @@ enum RunCommand {
                 Console.err("cookie-proxy: stopping (finishing exchanges in flight, up to \(seconds(drain)))")
                 server.shutdown(deadline: drain)
                 // The last closings go to the log before it is closed.
-                for note in server.takeClosingNotes() { runtime.report(note) }
+                reportEvents(server, runtime)
                 runtime.finish()
                 let socketErrors = server.clientSocketErrorCounts
                 if !socketErrors.isEmpty {
@@ -412,11 +422,7 @@ enum RunCommand {
                 return 0
             }
             runtime.poll()
-            for note in server.takeClosingNotes() { runtime.report(note) }
-            for failure in server.takeTLSFailures() {
-                Console.err("cookie-proxy: \(failure) (does the client trust the CA? cookie-proxy ca path)")
-            }
-            for refusal in server.takeHTTP2Refusals() { Console.err("cookie-proxy: HTTP/2: \(refusal)") }
+            reportEvents(server, runtime)
             if statusLine {
                 let text = "\(server.connections) connections · \(server.requests) requests · \(runtime.statusSummary)"
                 if let terminal { terminal.setStatus(text) } else { Console.errRaw("\r\u{1B}[2K\(text)") }

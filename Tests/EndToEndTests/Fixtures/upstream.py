@@ -30,7 +30,8 @@ def content_length(head):
     return 0
 
 import os
-# UPSTREAM_BIND: the address to listen on (127.0.0.1); UPSTREAM_LOG=1: print "REQ <method> <target>" per request.
+# UPSTREAM_BIND: the address to listen on (127.0.0.1); UPSTREAM_LOG=1: print "REQ <method> <target>" per request
+# head, and "DONE <method> <target>" once its body is read whole.
 BIND = os.environ.get("UPSTREAM_BIND", "127.0.0.1")
 LOG_REQUESTS = os.environ.get("UPSTREAM_LOG") == "1"
 
@@ -77,6 +78,8 @@ def handle(conn):
                         return
                     buf += chunk
                 body, buf = buf[:n], buf[n:]
+            if LOG_REQUESTS:
+                print("DONE", method, path, flush=True)
             if path.startswith("/cookies"):
                 payload = b"cookies\n"
                 conn.sendall(b"HTTP/1.1 200 OK\r\n" + ODD_COOKIES + b"Content-Length: %d\r\n\r\n" % len(payload) + payload)

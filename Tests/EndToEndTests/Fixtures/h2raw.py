@@ -1,0 +1,66 @@
+#!/usr/bin/env python3
+"""A raw HTTP/2 client (h2c with prior knowledge) for cookie-proxy's end-to-end tests: sends requests exactly as
+given, with h2's own validation off, so malformed ones reach the proxy as written.
+
+usage: h2raw.py PORT CASES_JSON
+CASES_JSON: a list of requests, each {"headers": [[name, value], ...], "data": "...", "content_length": n}
+(names and values as latin-1 text; "data" sent in one DATA frame ending the stream; without it the HEADERS end
+the stream). Each request goes on its own stream of one connection, one after the other. Prints one JSON line per
+request: {"status": 200, "headers": [[n, v], ...], "body": "..."} or {"reset": error_code} or
+{"goaway": error_code}."""
+import json, socket, sys
+
+import h2.config, h2.connection, h2.events, h2.settings
+
+
+def main():
+    port = int(sys.argv[1])
+    cases = json.loads(sys.argv[2])
+    sock = socket.create_connection(("127.0.0.1", port))
+    sock.settimeout(10)
+    config = h2.config.H2Configuration(
+        client_side=True, header_encoding=None, validate_outbound_headers=False, normalize_outbound_headers=False,
+        validate_inbound_headers=False, split_outbound_cookies=False)
+    conn = h2.connection.H2Connection(config=config)
+    conn.initiate_connection()
+    sock.sendall(conn.data_to_send())
+    for case in cases:
+        stream = conn.get_next_available_stream_id()
+        headers = [(n.encode("latin-1"), v.encode("latin-1")) for n, v in case["headers"]]
+        data = case.get("data")
+        conn.send_headers(stream, headers, end_stream=data is None)
+        if data is not None:
+            conn.send_data(stream, data.encode("latin-1"), end_stream=True)
+        sock.sendall(conn.data_to_send())
+        result = None
+        response_headers, body = [], b""
+        while result is None:
+            try:
+                chunk = sock.recv(65536)
+            except socket.timeout:
+                result = {"timeout": True}
+                break
+            if not chunk:
+                result = {"closed": True}
+                break
+            for event in conn.receive_data(chunk):
+                if isinstance(event, h2.events.ResponseReceived) and event.stream_id == stream:
+                    response_headers = [[n.decode("latin-1"), v.decode("latin-1")] for n, v in event.headers]
+                elif isinstance(event, h2.events.DataReceived) and event.stream_id == stream:
+                    body += event.data
+                    conn.acknowledge_received_data(event.flow_controlled_length, stream)
+                elif isinstance(event, h2.events.StreamEnded) and event.stream_id == stream:
+                    status = dict(response_headers).get(":status")
+                    result = {"status": int(status), "headers": response_headers, "body": body.decode("latin-1")}
+                elif isinstance(event, h2.events.StreamReset) and event.stream_id == stream:
+                    result = {"reset": int(event.error_code)}
+                elif isinstance(event, h2.events.ConnectionTerminated):
+                    result = {"goaway": int(event.error_code)}
+            sock.sendall(conn.data_to_send())
+        print(json.dumps(result), flush=True)
+        if "goaway" in result or "closed" in result:
+            break
+
+
+if __name__ == "__main__":
+    main()
