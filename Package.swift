@@ -80,6 +80,7 @@ let package = Package(
         .testTarget(name: "ProxyServerTests", dependencies: ["ProxyServer", "ProxyCore", "Locking", "HTTPGrammar"]),
         .testTarget(name: "HTTPGrammarTests", dependencies: ["HTTPGrammar"]),
         .testTarget(name: "ProxyTLSTests", dependencies: ["ProxyTLS"]),
+        .testTarget(name: "ProxyHTTP2Tests", dependencies: ["ProxyHTTP2", "CNGHTTP2"]),
         .testTarget(
             name: "CookieInspectorTests",
             dependencies: ["CookieInspector", "CookieKit", "CookieRules", "ProxyCore", "HTTPGrammar"]),

@@ -236,6 +236,20 @@ import Testing
         #expect(rows.allSatisfy { $0.contains(" 200 ") && $0.contains("292K") }, "\(result.text)")
     }
 
+    /// A client that opens 100 streams of 20 MB each and never gives back any window (RFC 9113 §5.2): the proxy
+    /// stops reading each upstream once a stream's response waits past the high-water mark, so its memory grows by
+    /// a bounded amount per stream (measured: 41 MB for the 100), not by the 2 GB offered.
+    @Test func aClientThatNeverReadsHoldsBoundedMemory() throws {
+        let upstream = try Upstream()
+        let proxy = try Proxy(["--quiet", "--reverse", upstream.base, "--log", "none"], threads: 1)
+        let before = try #require(proxy.process.peakRSSKiB)
+        let result = try run(
+            Self.python, [Paths.fixtures + "/h2raw.py", "\(proxy.port)", "--stall", "100", "/large=20000000", "3"])
+        #expect(result.text.contains("\"received\": 65535"), "\(result.text) \(result.stderr)")
+        let after = try #require(proxy.process.peakRSSKiB)
+        #expect(after - before < 150 * 1024, "peak RSS grew by \((after - before) / 1024) MiB")
+    }
+
     /// ALPN on intercepted TLS by `--http2` (RFC 7301): `fallback` keeps HTTP/1.1 for clients that offer it and
     /// gives h2 to those that offer nothing else (gRPC's), `on` prefers h2, `off` never offers it.
     @Test(arguments: [

@@ -3,18 +3,49 @@
 given, with h2's own validation off, so malformed ones reach the proxy as written.
 
 usage: h2raw.py PORT CASES_JSON
+       h2raw.py PORT --stall STREAMS PATH SECONDS
 CASES_JSON: a list of requests, each {"headers": [[name, value], ...], "data": "...", "content_length": n}
 (names and values as latin-1 text; "data" sent in one DATA frame ending the stream; without it the HEADERS end
 the stream). Each request goes on its own stream of one connection, one after the other. Prints one JSON line per
 request: {"status": 200, "headers": [[n, v], ...], "body": "..."} or {"reset": error_code} or
-{"goaway": error_code}."""
+{"goaway": error_code}.
+--stall opens STREAMS streams GET PATH at once, reads their frames without giving back any window for SECONDS
+(a client that never reads its responses), then prints {"received": bytes of DATA} and exits."""
 import json, socket, sys
 
 import h2.config, h2.connection, h2.events, h2.settings
 
 
+def stall(port, streams, path, seconds):
+    import time
+    sock = socket.create_connection(("127.0.0.1", port))
+    conn = h2.connection.H2Connection(config=h2.config.H2Configuration(client_side=True))
+    conn.initiate_connection()
+    for _ in range(streams):
+        stream = conn.get_next_available_stream_id()
+        conn.send_headers(stream, [(":method", "GET"), (":scheme", "http"), (":path", path),
+                                   (":authority", "127.0.0.1")], end_stream=True)
+    sock.sendall(conn.data_to_send())
+    received, deadline = 0, time.time() + seconds
+    sock.settimeout(0.2)
+    while time.time() < deadline:
+        try:
+            chunk = sock.recv(65536)
+        except socket.timeout:
+            continue
+        if not chunk:
+            break
+        for event in conn.receive_data(chunk):
+            if isinstance(event, h2.events.DataReceived):
+                received += len(event.data)
+        sock.sendall(conn.data_to_send())
+    print(json.dumps({"received": received}), flush=True)
+
+
 def main():
     port = int(sys.argv[1])
+    if sys.argv[2] == "--stall":
+        return stall(port, int(sys.argv[3]), sys.argv[4], float(sys.argv[5]))
     cases = json.loads(sys.argv[2])
     sock = socket.create_connection(("127.0.0.1", port))
     sock.settimeout(10)

@@ -1,0 +1,250 @@
+import CNGHTTP2
+import Testing
+
+@testable import ProxyHTTP2
+
+/// Frames a client sends (RFC 9113 §4.1), written by hand: HPACK literals without indexing and without Huffman
+/// (RFC 7541 §6.2.2), so a test reads as the bytes on the wire.
+enum ClientFrames {
+    static let preface = Array("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".utf8)
+
+    static func frame(type: UInt8, flags: UInt8, stream: Int32, _ payload: [UInt8]) -> [UInt8] {
+        let n = payload.count
+        return [UInt8(n >> 16 & 0xFF), UInt8(n >> 8 & 0xFF), UInt8(n & 0xFF), type, flags]
+            + [UInt8(stream >> 24 & 0x7F), UInt8(stream >> 16 & 0xFF), UInt8(stream >> 8 & 0xFF), UInt8(stream & 0xFF)]
+            + payload
+    }
+
+    static let settings = frame(type: 4, flags: 0, stream: 0, [])
+
+    static func headers(_ stream: Int32, _ fields: [(String, String)], endStream: Bool) -> [UInt8] {
+        var block: [UInt8] = []
+        for (name, value) in fields {
+            block += [0x00, UInt8(name.utf8.count)] + Array(name.utf8) + [UInt8(value.utf8.count)] + Array(value.utf8)
+        }
+        return frame(type: 1, flags: 0x04 | (endStream ? 0x01 : 0), stream: stream, block)
+    }
+
+    static func data(_ stream: Int32, _ text: String, endStream: Bool) -> [UInt8] {
+        frame(type: 0, flags: endStream ? 0x01 : 0, stream: stream, Array(text.utf8))
+    }
+
+    static func get(_ path: String, _ extra: [(String, String)] = [], method: String = "GET") -> [(String, String)] {
+        [(":method", method), (":scheme", "https"), (":path", path), (":authority", "a.example")] + extra
+    }
+}
+
+/// What the session sends, read back: each HEADERS block decoded by nghttp2's own HPACK decoder, with whether each
+/// field was sent never-indexed; DATA concatenated; RST_STREAM codes.
+struct ServerFrames {
+    var headers: [[(name: String, value: String, neverIndexed: Bool)]] = []
+    var data: [UInt8] = []
+    var resets: [UInt32] = []
+    var endStream = false
+
+    init(_ bytes: [UInt8]) {
+        var inflater: OpaquePointer?
+        nghttp2_hd_inflate_new(&inflater)
+        defer { nghttp2_hd_inflate_del(inflater) }
+        var i = 0
+        while i + 9 <= bytes.count {
+            let length = Int(bytes[i]) << 16 | Int(bytes[i + 1]) << 8 | Int(bytes[i + 2])
+            let (type, flags) = (bytes[i + 3], bytes[i + 4])
+            let payload = Array(bytes[(i + 9)..<(i + 9 + length)])
+            i += 9 + length
+            if flags & 0x01 != 0 && (type == 0 || type == 1) { endStream = true }
+            switch type {
+            case 0: data += payload
+            case 1:
+                var fields: [(String, String, Bool)] = []
+                var offset = 0
+                while true {
+                    var nv = nghttp2_nv()
+                    var inflateFlags: Int32 = 0
+                    let n = payload.withUnsafeBufferPointer {
+                        nghttp2_hd_inflate_hd2(
+                            inflater, &nv, &inflateFlags, $0.baseAddress! + offset, payload.count - offset, 1)
+                    }
+                    if n < 0 { break }
+                    offset += n
+                    if inflateFlags & Int32(NGHTTP2_HD_INFLATE_EMIT.rawValue) != 0 {
+                        fields.append(
+                            (
+                                String(decoding: UnsafeBufferPointer(start: nv.name, count: nv.namelen), as: UTF8.self),
+                                String(
+                                    decoding: UnsafeBufferPointer(start: nv.value, count: nv.valuelen), as: UTF8.self),
+                                nv.flags & UInt8(NGHTTP2_NV_FLAG_NO_INDEX.rawValue) != 0
+                            ))
+                    }
+                    if inflateFlags & Int32(NGHTTP2_HD_INFLATE_FINAL.rawValue) != 0 {
+                        nghttp2_hd_inflate_end_headers(inflater)
+                        break
+                    }
+                    if n == 0 && offset >= payload.count { break }
+                }
+                headers.append(fields.map { (name: $0.0, value: $0.1, neverIndexed: $0.2) })
+            case 3:
+                resets.append(
+                    UInt32(payload[0]) << 24 | UInt32(payload[1]) << 16 | UInt32(payload[2]) << 8 | UInt32(payload[3]))
+            default: break
+            }
+        }
+    }
+}
+
+/// The HTTP/2 session without I/O: frames in, the HTTP/1.1 request bytes a connection machine reads out; an
+/// HTTP/1.1 response in, HEADERS and DATA out.
+struct HTTP2ServerSessionTests {
+    static func session(_ frames: [UInt8]..., absolute: Bool = false) -> HTTP2ServerSession {
+        let session = HTTP2ServerSession(absoluteTargets: absolute)
+        #expect(session.receive((ClientFrames.preface + ClientFrames.settings + frames.flatMap { $0 })[...]))
+        return session
+    }
+
+    static func text(_ bytes: [UInt8]) -> String { String(decoding: bytes, as: UTF8.self) }
+
+    /// RFC 9113 §8.3.1 and §8.2.3: the request line from the pseudo-headers, Host from `:authority`, the crumbs of
+    /// `cookie` one field where the first was, `te: trailers` dropped, a body of unknown length chunked.
+    @Test(arguments: [
+        (
+            ClientFrames.get("/p?q=1", [("cookie", "a=1"), ("x-mid", "m"), ("cookie", "b=2")]), true, false,
+            "GET /p?q=1 HTTP/1.1\r\nHost: a.example\r\ncookie: a=1; b=2\r\nx-mid: m\r\n\r\n"
+        ),
+        (
+            ClientFrames.get("/p", [("te", "trailers"), ("accept", "*/*")]), true, true,
+            "GET https://a.example/p HTTP/1.1\r\nHost: a.example\r\naccept: */*\r\n\r\n"
+        ),
+        (
+            ClientFrames.get("/up", method: "POST"), false, false,
+            "POST /up HTTP/1.1\r\nHost: a.example\r\ntransfer-encoding: chunked\r\n\r\n"
+        ),
+        (
+            ClientFrames.get("/up", [("content-length", "5")], method: "PUT"), false, false,
+            "PUT /up HTTP/1.1\r\nHost: a.example\r\ncontent-length: 5\r\n\r\n"
+        ),
+        (
+            ClientFrames.get("/empty", method: "POST"), true, false,
+            "POST /empty HTTP/1.1\r\nHost: a.example\r\ncontent-length: 0\r\n\r\n"
+        ),
+        (
+            ClientFrames.get("/h", [("host", "A.Example")]), true, false,
+            "GET /h HTTP/1.1\r\nHost: a.example\r\n\r\n"
+        ),
+    ])
+    func aRequestBecomesOneHTTP1Head(_ fields: [(String, String)], _ ended: Bool, _ absolute: Bool, _ head: String) {
+        let session = Self.session(ClientFrames.headers(1, fields, endStream: ended), absolute: absolute)
+        guard case .request(1, let bytes, let end) = session.events.first else {
+            Issue.record("no request: \(session.events)")
+            return
+        }
+        #expect(Self.text(bytes) == head)
+        #expect(end == ended)
+    }
+
+    /// DATA of a body without a declared length is chunked (RFC 9112 §7.1), and its end is the last chunk; each
+    /// part counts its payload only against the windows.
+    @Test func anUndeclaredBodyIsChunkedAndEnded() {
+        let session = Self.session(
+            ClientFrames.headers(1, ClientFrames.get("/up", method: "POST"), endStream: false),
+            ClientFrames.data(1, "hello", endStream: false), ClientFrames.data(1, "!", endStream: true))
+        let events = session.events.dropFirst().map { event -> String in
+            switch event {
+            case .body(_, let bytes, let flowed): "body \(flowed) \(Self.text(bytes).debugDescription)"
+            case .requestEnded(_, let bytes): "end \(Self.text(bytes).debugDescription)"
+            default: "\(event)"
+            }
+        }
+        #expect(events == ["body 5 \"5\\r\\nhello\\r\\n\"", "body 1 \"1\\r\\n!\\r\\n\"", "end \"0\\r\\n\\r\\n\""])
+    }
+
+    /// Requests that are refused before they become an event: reset (PROTOCOL_ERROR), or CONNECT answered 501.
+    @Test(arguments: [
+        ("host disagrees", ClientFrames.get("/", [("host", "b.example")]), UInt32(1)),
+        ("uppercase name", ClientFrames.get("/", [("X-Up", "1")]), UInt32(1)),
+        ("connection-specific", ClientFrames.get("/", [("connection", "close")]), UInt32(1)),
+        ("te gzip", ClientFrames.get("/", [("te", "gzip")]), UInt32(1)),
+        ("pseudo repeated", ClientFrames.get("/", [(":path", "/b")]), UInt32(1)),
+        ("CR in a value", ClientFrames.get("/", [("x", "a\rb")]), UInt32(1)),
+        ("no :path", [(":method", "GET"), (":scheme", "https"), (":authority", "a.example")], UInt32(1)),
+    ])
+    func malformedRequestsAreResetWithoutAnEvent(_ name: String, _ fields: [(String, String)], _ code: UInt32) {
+        let session = Self.session(ClientFrames.headers(1, fields, endStream: true))
+        #expect(!session.events.contains { if case .request = $0 { true } else { false } }, "\(name)")
+        var out: [UInt8] = []
+        session.send(into: &out)
+        #expect(ServerFrames(out).resets == [code], "\(name)")
+    }
+
+    @Test func connectIsAnswered501() {
+        let session = Self.session(
+            ClientFrames.headers(1, [(":method", "CONNECT"), (":authority", "a.example:443")], endStream: false))
+        var out: [UInt8] = []
+        session.send(into: &out)
+        let frames = ServerFrames(out)
+        #expect(frames.headers.first?.first { $0.name == ":status" }?.value == "501")
+        #expect(Self.text(frames.data).contains("CONNECT over HTTP/2 is not supported"))
+    }
+
+    /// RFC 9113 §8.2.2 and §8.2.3, RFC 7541 §7.1.3: a response's connection-specific fields are dropped, names are
+    /// lowercase, each Set-Cookie is its own field and never indexed; a chunked body is DATA without its framing,
+    /// and the stream ends with it.
+    @Test func anHTTP1ResponseBecomesHeadersAndData() {
+        let session = Self.session(ClientFrames.headers(1, ClientFrames.get("/"), endStream: true))
+        session.events.removeAll()
+        let response =
+            "HTTP/1.1 200 OK\r\nConnection: keep-alive, X-Hop\r\nX-Hop: 1\r\nKeep-Alive: timeout=5\r\n"
+            + "Set-Cookie: a=1; Path=/\r\nSet-Cookie: b=2\r\nContent-Type: text/plain\r\n"
+            + "Transfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n7\r\n, world\r\n0\r\n\r\n"
+        // In pieces, as an upstream's bytes come.
+        let bytes = Array(response.utf8)
+        for start in stride(from: 0, to: bytes.count, by: 7) {
+            session.respond(1, bytes[start..<min(bytes.count, start + 7)])
+        }
+        var out: [UInt8] = []
+        session.send(into: &out)
+        let frames = ServerFrames(out)
+        let fields = frames.headers.first ?? []
+        #expect(
+            fields.map { "\($0.name): \($0.value)" } == [
+                ":status: 200", "set-cookie: a=1; Path=/", "set-cookie: b=2", "content-type: text/plain",
+            ])
+        #expect(fields.filter(\.neverIndexed).map(\.name) == ["set-cookie", "set-cookie"])
+        #expect(Self.text(frames.data) == "hello, world")
+        #expect(frames.endStream)
+        #expect(session.responseComplete(1))
+    }
+
+    /// A response cut short by its upstream resets the stream (INTERNAL_ERROR); one read until the close ends it.
+    @Test(arguments: [
+        ("HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc", [UInt32(2)], false),
+        ("HTTP/1.1 200 OK\r\n\r\nuntil close", [], true),
+    ])
+    func theMachineClosingFinishesOrResetsTheStream(_ response: String, _ resets: [UInt32], _ ended: Bool) {
+        let session = Self.session(ClientFrames.headers(1, ClientFrames.get("/"), endStream: true))
+        session.respond(1, Array(response.utf8)[...])
+        session.finish(1)
+        var out: [UInt8] = []
+        session.send(into: &out)
+        let frames = ServerFrames(out)
+        #expect(frames.resets == resets)
+        #expect(frames.endStream == ended)
+    }
+
+    /// 100 Continue is an interim HEADERS (RFC 9113 §8.1), the final response follows on the same stream.
+    @Test func anInterimResponseComesBeforeTheFinalOne() {
+        let session = Self.session(
+            ClientFrames.headers(1, ClientFrames.get("/", [("content-length", "2")], method: "POST"), endStream: false))
+        session.respond(1, Array("HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 204 No Content\r\n\r\n".utf8)[...])
+        var out: [UInt8] = []
+        session.send(into: &out)
+        let statuses = ServerFrames(out).headers.map { $0.first { $0.name == ":status" }?.value }
+        #expect(statuses == ["100", "204"])
+    }
+
+    /// A connection that does not open with the preface is a connection error: GOAWAY, then the end.
+    @Test func aBadPrefaceFailsTheConnection() {
+        let session = HTTP2ServerSession(absoluteTargets: false)
+        #expect(!session.receive(Array("GET / HTTP/1.1\r\nHost: a\r\n\r\n".utf8)[...]))
+        #expect(session.failure != nil)
+    }
+}
