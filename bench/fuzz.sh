@@ -2,17 +2,17 @@
 # Coverage-guided fuzzing with libFuzzer (swiftc -sanitize=fuzzer,address). Targets in Fuzz/: the request-head and
 # response-head parsers, the chunked decoder and the connection machine (each checks that what it accepts has one
 # reading: the strict and the lenient reader of Tests/ProxyCoreTests/TwoReadings.swift agree), the Set-Cookie
-# parser (lossless round trip), the rules parser (an error, never a crash) and the rules' shape cache (what it
-# answers is what the full path works out).
+# parser (lossless round trip), the rules parser (an error, never a crash), the rules' shape cache (what it
+# answers is what the full path works out) and the HTTP/2 session (every request it passes on has one reading).
 # Usage: bench/fuzz.sh [SECONDS=60] [TARGET...]   (each target runs SECONDS; corpora kept in .build/fuzz/corpus)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SECS=${1:-60}; shift || true
 TARGETS=("$@")
-[ ${#TARGETS[@]} -gt 0 ] || TARGETS=(RequestHead ResponseHead ChunkedDecoder ConnectionMachine SetCookieRoundTrip RulesParser ShapeCache)
+[ ${#TARGETS[@]} -gt 0 ] || TARGETS=(RequestHead ResponseHead ChunkedDecoder ConnectionMachine SetCookieRoundTrip RulesParser ShapeCache HTTP2Session)
 OUT=.build/fuzz
 mkdir -p "$OUT/corpus"
-FLAGS=(-sanitize=fuzzer,address -parse-as-library -O -g -package-name cookie_proxy -I "$OUT" -L "$OUT")
+FLAGS=(-sanitize=fuzzer,address -parse-as-library -O -g -package-name cookie_proxy -I "$OUT" -L "$OUT" -I Sources/CNGHTTP2)
 module() {  # name, sources...: a static library and its module, instrumented for coverage
   local name=$1; shift
   swiftc "${FLAGS[@]}" -emit-library -static -emit-module -module-name "$name" "$@" \
@@ -24,10 +24,12 @@ module HTTPGrammar Sources/HTTPGrammar/*.swift
 module ProxyCore Sources/ProxyCore/*.swift
 module CookieKit Sources/CookieKit/*.swift
 module CookieRules Sources/CookieRules/*.swift
+module ProxyHTTP2 Sources/ProxyHTTP2/*.swift
 for t in "${TARGETS[@]}"; do
   case $t in
     SetCookieRoundTrip) libs=(-lCookieKit -lHTTPGrammar); extra=() ;;
     RulesParser | ShapeCache) libs=(-lCookieRules -lCookieKit -lHTTPGrammar); extra=() ;;
+    HTTP2Session) libs=(-lProxyHTTP2 -lProxyCore -lHTTPGrammar -lnghttp2); extra=(Tests/ProxyCoreTests/TwoReadings.swift) ;;
     *) libs=(-lProxyCore -lHTTPGrammar); extra=(Tests/ProxyCoreTests/TwoReadings.swift) ;;
   esac
   # (ld.gold warns about every ASan helper symbol: the warnings go to the build log)

@@ -302,7 +302,6 @@ public final class HTTP2ServerSession {
         let body = Array("cookie-proxy: \(reason)\n".utf8)
         answer += Array("Content-Type: text/plain; charset=utf-8\r\nContent-Length: \(body.count)\r\n\r\n".utf8)
         answer += body
-        streams[id]!.passedOn = true
         respond(id, answer[...])
     }
 

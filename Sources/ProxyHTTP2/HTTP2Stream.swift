@@ -69,8 +69,14 @@ struct Stream {
         for field in fields where field.value.contains(where: { $0 == 0 || $0 == 0x0D || $0 == 0x0A }) {
             return .failure(Refusal(reason: "a field value with CR, LF or NUL"))
         }
-        for part in [authority, path ?? []] where part.contains(where: { $0 <= 0x20 || $0 == 0x7F }) {
-            return .failure(Refusal(reason: "a control character or space in :authority or :path"))
+        // An HTTP/1.1 request-target and Host are visible ASCII (RFC 9112 §3.2, RFC 3986): anything else would be a
+        // 400 from the machine, so it is a malformed request here.
+        for part in [authority, path ?? []] where part.contains(where: { $0 <= 0x20 || $0 >= 0x7F }) {
+            return .failure(Refusal(reason: "a space, control or non-ASCII byte in :authority or :path"))
+        }
+        // The proxy forwards http and https (RFC 9113 §8.3.1: other schemes are for other servers).
+        if let scheme, scheme != Array("http".utf8) && scheme != Array("https".utf8) {
+            return .failure(Refusal(reason: "a :scheme other than http or https"))
         }
         guard let path, !path.isEmpty else { return .failure(Refusal(reason: "a request without :path")) }
         var out: [UInt8] = []
