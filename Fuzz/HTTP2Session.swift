@@ -37,7 +37,8 @@ public func fuzzHTTP2Session(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32
                 guard let n = next(), let v = next() else { break }
                 let name = n < 200 ? names[Int(n) % names.count] : Array(input[i..<min(input.count, i + Int(n % 8))])
                 if n >= 200 { i = min(input.count, i + Int(n % 8)) }
-                let value = v < 200 ? values[Int(v) % values.count] : Array(input[i..<min(input.count, i + Int(v % 16))])
+                let value =
+                    v < 200 ? values[Int(v) % values.count] : Array(input[i..<min(input.count, i + Int(v % 16))])
                 if v >= 200 { i = min(input.count, i + Int(v % 16)) }
                 payload += [0x00, UInt8(name.count)] + name + [UInt8(value.count)] + value
             }
@@ -60,7 +61,8 @@ public func fuzzHTTP2Session(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32
                 fatalError("a request head the proxy cannot parse: \(String(decoding: head, as: UTF8.self))")
             }
             messages[stream] = head
-            session.respond(stream, Array("HTTP/1.1 200 OK\r\nSet-Cookie: a=1\r\nContent-Length: 2\r\n\r\nok".utf8)[...])
+            session.respond(
+                stream, Array("HTTP/1.1 200 OK\r\nSet-Cookie: a=1\r\nContent-Length: 2\r\n\r\nok".utf8)[...])
         case .body(let stream, let bytes, let flowed):
             messages[stream, default: []] += bytes
             session.consume(stream, flowed)
