@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# HTTP/2 clients through cookie-proxy against nginx and mitmproxy doing the same cookie rewriting, as reverse
+# proxies in front of the shared HTTP/1.1 origin (bench/origin.sh): h2load (nghttp2-client) speaks h2c with prior
+# knowledge to each (nginx: `listen … http2` with proxy_cookie_domain / proxy_cookie_flags; mitmproxy: reverse
+# mode with the cookie addon of ../shared/bench; cookie-proxy: --reverse with bench/bench.rules). In rounds: each
+# round runs the three seconds apart, and the figures are medians of per-round ratios (this machine's speed drifts
+# between phases; a round sees one phase). Reports req/s, p99 (from h2load's per-request log) and each proxy's
+# own CPU time per request (user and system, from /proc); c clients with 10 streams each.
+# h2load on CPU 1; origin and the proxies on CPU 0, each proxy one thread.
+# Only 127.0.0.1 is used; everything started is stopped.
+# Usage: bench/h2-vs-peers.sh [seconds=2] [rounds=5]   Env: LOADS (default "1 16 64"), MITM (a mitmdump binary; by
+# default ../shared/bench's venv; "none" leaves mitmproxy out).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+DUR=${1:-2}; ROUNDS=${2:-5}
+BIN=.build/release/cookie-proxy
+[ -x "$BIN" ] || swift build -c release --product cookie-proxy >&2
+command -v h2load >/dev/null && command -v nginx >/dev/null || {
+  echo "needs h2load and nginx (apt-get install -y nghttp2-client nginx)" >&2; exit 1; }
+MITM=${MITM:-${XDG_CACHE_HOME:-$HOME/.cache}/proxy-bench/venv/bin/mitmdump}
+[ "$MITM" = none ] || [ -x "$MITM" ] || {
+  echo "no mitmdump at $MITM (../shared/bench/run.sh installs it; MITM=none leaves it out)" >&2; exit 1; }
+T=$(mktemp -d)
+cleanup() {
+  kill $(jobs -p) 2>/dev/null || true
+  for p in "$T/nginx.pid" "$T/proxy/nginx.pid"; do [ -f "$p" ] && kill "$(cat "$p")" 2>/dev/null; done
+  rm -rf "$T"
+}
+trap cleanup EXIT
+. bench/origin.sh
+write_origin_conf "$T" "hello world hello world hello world hello world hello world hello world hello world hello\n"
+for port in 18180 18183 18191 18193; do port_free $port || exit 1; done
+taskset -c 0 nginx -c "$T/nginx.conf" -p "$T"
+mkdir -p "$T/proxy"
+write_rewriting_proxy_conf "$T/proxy" 18183 daemon
+# The same nginx, as an h2c reverse proxy (prior knowledge): `http2` on the listener, Host set to the origin's.
+sed -i -e 's/listen 127.0.0.1:18183 backlog=4096;/listen 127.0.0.1:18183 http2 backlog=4096; http2_max_concurrent_streams 128;/' \
+  -e 's/proxy_set_header Host \$http_host;/proxy_set_header Host 127.0.0.1:18180;/' "$T/proxy/nginx.conf"
+taskset -c 0 nginx -c "$T/proxy/nginx.conf" -p "$T/proxy"
+taskset -c 0 $BIN run --quiet --listen 127.0.0.1:18191 --reverse http://127.0.0.1:18180 --rules bench/bench.rules \
+  --log none --threads 1 --ui off > /dev/null 2>&1 &
+OURS=$!
+NAMES=("nginx 18183" "cookie-proxy 18191")
+if [ "$MITM" != none ]; then
+  # The addon of ../shared/bench/run.sh (the same rewriting as nginx's), taken from that script.
+  awk '/^cat >"\$T\/cookie_rewrite.py" <<.EOF.$/ {on=1; next} on && /^EOF$/ {exit} on' ../shared/bench/run.sh \
+    > "$T/cookie_rewrite.py"
+  taskset -c 0 "$MITM" -q --mode reverse:http://127.0.0.1:18180 --listen-host 127.0.0.1 --listen-port 18193 \
+    --set confdir="$T/mitmconf" -s "$T/cookie_rewrite.py" > "$T/mitm.log" 2>&1 &
+  MITMPID=$!
+  NAMES+=("mitmproxy 18193")
+  wait_port 18193 20
+fi
+sleep 0.3
+NGINX_WORKER=$(pgrep -P "$(cat "$T/proxy/nginx.pid")" | head -1)
+wait_port 18191
+
+run() {  # port pid conns -> "req/s p99ms cpu_us"
+  local port=$1 pid=$2 c=$3
+  taskset -c 1 h2load -c "$c" -m 10 -D 1 "http://127.0.0.1:$port/" > /dev/null 2>&1
+  local before; before=$(awk '{print $14 + $15}' /proc/"$pid"/stat)
+  local out; out=$(taskset -c 1 h2load -c "$c" -m 10 -D "$DUR" --log-file="$T/times" "http://127.0.0.1:$port/" 2>&1)
+  local after; after=$(awk '{print $14 + $15}' /proc/"$pid"/stat)
+  # Every answer must be the origin's 200: a proxy that refuses the requests would look fast.
+  local ok; ok=$(echo "$out" | awk '/^status codes:/ {print $3}')
+  local n; n=$(echo "$out" | awk '/^requests:/ {print $8}')
+  if [ "$ok" != "$n" ] || [ "${n:-0}" -eq 0 ]; then echo "127.0.0.1:$port: $out" >&2; exit 1; fi
+  local p99; p99=$(awk '{print $3}' "$T/times" | sort -n | awk '{a[NR]=$1} END {printf "%.3f", a[int(NR*0.99)]/1000}')
+  echo "$n $p99 $before $after" | awk -v d="$DUR" '{printf "%.0f %s %.2f\n", $1/d, $2, ($4-$3)*10000/$1}'
+}
+
+echo "# HTTP/2 (h2c, 10 streams per connection): cookie-proxy vs nginx${MITM:+ and mitmproxy}, same rewriting, ${ROUNDS} rounds × ${DUR}s (medians; ratios are medians of per-round ratios)"
+echo
+for pair in "${NAMES[@]}"; do
+  set -- $pair
+  echo "$1:"
+  curl -s --http2-prior-knowledge -D - -o /dev/null "http://127.0.0.1:$2/" | grep -i '^set-cookie' | sed 's/^/    /'
+done
+echo
+header="| clients × 10 streams | req/s: nginx · cookie-proxy | ratio vs nginx (middle half) | p99 ms: nginx · cookie-proxy | CPU µs/req: nginx · cookie-proxy | CPU ratio vs nginx |"
+[ "$MITM" = none ] || header+=" mitmproxy req/s | ratio vs mitmproxy |"
+echo "$header"
+echo "$header" | sed 's/[^|]*/---/g; s/^---//; s/---$//'
+for c in ${LOADS:-1 16 64}; do
+  : > "$T/n"; : > "$T/o"; : > "$T/m"
+  for _ in $(seq "$ROUNDS"); do
+    run 18183 "$NGINX_WORKER" "$c" >> "$T/n"
+    run 18191 "$OURS" "$c" >> "$T/o"
+    [ "$MITM" = none ] || run 18193 "$MITMPID" "$c" >> "$T/m"
+  done
+  col() { awk -v k="$2" '{print $k}' "$1" | median; }
+  ratio() {
+    paste "$T/o" "$1" | awk '{print $1 / $4}' | sort -n |
+      awk '{a[NR]=$1} END {printf "%.3f (%.3f … %.3f)", a[int((NR+1)/2)], a[int((NR+3)/4)], a[int((3*NR+3)/4)]}'
+  }
+  cpu_ratio() { paste "$T/o" "$1" | awk '{print $3 / $6}' | median; }
+  row=$(printf "| %s | %s · %s | %s | %s · %s | %s · %s | %.3f |" "$c" "$(col "$T/n" 1)" "$(col "$T/o" 1)" \
+    "$(ratio "$T/n")" "$(col "$T/n" 2)" "$(col "$T/o" 2)" "$(col "$T/n" 3)" "$(col "$T/o" 3)" "$(cpu_ratio "$T/n")")
+  [ "$MITM" = none ] || row+=$(printf " %s | %s |" "$(col "$T/m" 1)" "$(ratio "$T/m")")
+  echo "$row"
+done
