@@ -151,7 +151,7 @@ public final class HTTP2ServerSession {
     /// Response bytes of the stream, as an HTTP/1.1 connection machine writes them to its client: heads (any
     /// interim ones, then the final one) and the body in its HTTP/1.1 framing.
     public func respond(_ id: Int32, _ bytes: ArraySlice<UInt8>) {
-        guard var stream = streams[id], !stream.reset else { return }
+        guard let stream = streams[id], !stream.reset else { return }
         stream.responseIn.append(contentsOf: bytes)
         var failure: String? = nil
         while failure == nil {
@@ -169,13 +169,10 @@ public final class HTTP2ServerSession {
                     stream.responseBody = BodyReader(framing)
                 } catch {
                     stream.responseIn.removeAll()
-                    streams[id] = stream
                     return reset(id, "its response's framing: \(error.description)")
                 }
                 stream.responseHead = head
-                streams[id] = stream
                 submitHeaders(id, head, final: true)
-                stream = streams[id]!
                 continue
             }
             guard !stream.responseBody.isComplete, stream.responseIn.count > stream.responseInStart else { break }
@@ -193,7 +190,6 @@ public final class HTTP2ServerSession {
             stream.responseIn.removeAll(keepingCapacity: true)
             stream.responseInStart = 0
         }
-        streams[id] = stream
         if let failure { return reset(id, failure) }
         resumeData(id)
     }
@@ -201,13 +197,11 @@ public final class HTTP2ServerSession {
     /// The machine's side of the stream is finished (its connection closed): a body read until the close is
     /// complete now; a response cut short, or none at all, resets the stream.
     public func finish(_ id: Int32) {
-        guard var stream = streams[id], !stream.reset else { return }
+        guard let stream = streams[id], !stream.reset else { return }
         if stream.responseHead != nil && stream.responseBody.endOfStream() {
-            streams[id] = stream
             resumeData(id)
             return
         }
-        streams[id] = stream
         reset(id, nil)
     }
 
@@ -231,7 +225,7 @@ public final class HTTP2ServerSession {
 
     private func resumeData(_ id: Int32) {
         guard let stream = streams[id], stream.dataDeferred else { return }
-        streams[id]!.dataDeferred = false
+        stream.dataDeferred = false
         _ = nghttp2_session_resume_data(session, id)
     }
 
@@ -267,8 +261,7 @@ public final class HTTP2ServerSession {
     fileprivate func beginRequest(_ id: Int32) { streams[id] = Stream() }
 
     fileprivate func header(_ id: Int32, _ name: UnsafeBufferPointer<UInt8>, _ value: UnsafeBufferPointer<UInt8>) {
-        guard streams[id] != nil else { return }
-        streams[id]!.addField(name, value)
+        streams[id]?.addField(name, value)
     }
 
     fileprivate func invalidHeader(_ id: Int32, _ name: UnsafeBufferPointer<UInt8>) {
@@ -276,12 +269,11 @@ public final class HTTP2ServerSession {
     }
 
     fileprivate func requestHeadReceived(_ id: Int32, endStream: Bool) {
-        guard var stream = streams[id] else { return }
+        guard let stream = streams[id] else { return }
         let head: [UInt8]
         switch stream.requestHead(absolute: absoluteTargets, ended: endStream) {
         case .success(let bytes): head = bytes
         case .failure(let refusal):
-            streams[id] = stream
             events.append(.refused(stream: id, reason: refusal.reason))
             if let status = refusal.status {
                 answerLocally(id, status: status, refusal.reason)
@@ -292,7 +284,6 @@ public final class HTTP2ServerSession {
             return
         }
         stream.passedOn = true
-        streams[id] = stream
         events.append(.request(stream: id, head: head, ended: endStream))
     }
 
@@ -342,7 +333,7 @@ public final class HTTP2ServerSession {
     fileprivate func readResponseBody(
         _ id: Int32, _ buffer: UnsafeMutablePointer<UInt8>, _ length: Int, _ flags: UnsafeMutablePointer<UInt32>
     ) -> Int {
-        guard var stream = streams[id] else { return Int(NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue) }
+        guard let stream = streams[id] else { return Int(NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue) }
         let n = min(length, stream.out.count - stream.outStart)
         if n > 0 {
             stream.out.withUnsafeBufferPointer {
@@ -358,10 +349,8 @@ public final class HTTP2ServerSession {
             flags.pointee |= NGHTTP2_DATA_FLAG_EOF.rawValue
         } else if n == 0 {
             stream.dataDeferred = true
-            streams[id] = stream
             return Int(NGHTTP2_ERR_DEFERRED.rawValue)
         }
-        streams[id] = stream
         drained.append(id)
         return n
     }

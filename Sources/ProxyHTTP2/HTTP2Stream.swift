@@ -4,8 +4,8 @@ import ProxyCore
 
 /// One stream of an ``HTTP2ServerSession``: its request as received (pseudo-headers and fields), how its body is
 /// framed for HTTP/1.1, and its response on the way back (the HTTP/1.1 bytes not yet read, the head, the body
-/// waiting for the client's window).
-struct Stream {
+/// waiting for the client's window). A class: the session's table holds it and its callbacks change it in place.
+final class Stream {
     var method = ""
     var scheme: [UInt8]? = nil
     var authority: [UInt8]? = nil
@@ -29,15 +29,16 @@ struct Stream {
     /// The DATA source said "nothing yet" (NGHTTP2_ERR_DEFERRED): resumed when bytes come.
     var dataDeferred = false
 
-    mutating func addField(_ name: UnsafeBufferPointer<UInt8>, _ value: UnsafeBufferPointer<UInt8>) {
+    func addField(_ name: UnsafeBufferPointer<UInt8>, _ value: UnsafeBufferPointer<UInt8>) {
         // nghttp2 has checked the field (RFC 9113 §8.2.1, §8.3): pseudo-headers first, once each, known ones.
         if name.first == 0x3A {
-            switch String(decoding: name, as: UTF8.self) {
-            case ":method": method = String(decoding: value, as: UTF8.self)
-            case ":scheme": scheme = Array(value)
-            case ":authority": authority = Array(value)
-            case ":path": path = Array(value)
-            case ":protocol": connectProtocol = true
+            // Told apart by length and second byte: nghttp2 lets no other pseudo-header through.
+            switch (name.count, name.count > 1 ? name[1] : 0) {
+            case (7, 0x6D): method = String(decoding: value, as: UTF8.self)  // :method
+            case (7, 0x73): scheme = Array(value)  // :scheme
+            case (10, 0x61): authority = Array(value)  // :authority
+            case (5, 0x70): path = Array(value)  // :path
+            case (9, 0x70): connectProtocol = true  // :protocol
             default: break
             }
             return
@@ -52,7 +53,7 @@ struct Stream {
     }
 
     /// The request as HTTP/1.1 bytes (RFC 9113 §8.3.1). `absolute`: the target in absolute form. Sets ``chunked``.
-    mutating func requestHead(absolute: Bool, ended: Bool) -> Result<[UInt8], Refusal> {
+    func requestHead(absolute: Bool, ended: Bool) -> Result<[UInt8], Refusal> {
         if method == "CONNECT" || connectProtocol {
             return .failure(Refusal(status: 501, reason: "CONNECT over HTTP/2 is not supported; use HTTP/1.1"))
         }
@@ -80,12 +81,20 @@ struct Stream {
         }
         guard let path, !path.isEmpty else { return .failure(Refusal(reason: "a request without :path")) }
         var out: [UInt8] = []
-        out.reserveCapacity(256)
-        out += Array(method.utf8) + [0x20]
-        if absolute && path != Array("*".utf8) {
-            out += (scheme ?? Array("http".utf8)) + Array("://".utf8) + authority
+        out.reserveCapacity(
+            64 + method.utf8.count + 2 * authority.count + path.count
+                + fields.reduce(0) { $0 + $1.name.count + $1.value.count + 4 })
+        out.append(contentsOf: method.utf8)
+        out.append(0x20)
+        if absolute && !(path.count == 1 && path[0] == 0x2A) {
+            if let scheme { out.append(contentsOf: scheme) } else { out.append(contentsOf: "http".utf8) }
+            out.append(contentsOf: "://".utf8)
+            out.append(contentsOf: authority)
         }
-        out += path + Array(" HTTP/1.1\r\nHost: ".utf8) + authority + [0x0D, 0x0A]
+        out.append(contentsOf: path)
+        out.append(contentsOf: " HTTP/1.1\r\nHost: ".utf8)
+        out.append(contentsOf: authority)
+        out.append(contentsOf: [0x0D, 0x0A])
         var cookie: [UInt8]? = nil
         var cookieAt = 0
         var declaredLength = false
@@ -98,20 +107,24 @@ struct Stream {
                     cookie = field.value
                     cookieAt = out.count
                 } else {
-                    cookie! += [0x3B, 0x20] + field.value
+                    cookie!.append(contentsOf: [0x3B, 0x20])
+                    cookie!.append(contentsOf: field.value)
                 }
                 continue
             }
             if Self.equals(field.name, "content-length") { declaredLength = true }
-            out += field.name + [0x3A, 0x20] + field.value + [0x0D, 0x0A]
+            out.append(contentsOf: field.name)
+            out.append(contentsOf: [0x3A, 0x20])
+            out.append(contentsOf: field.value)
+            out.append(contentsOf: [0x0D, 0x0A])
         }
         if let cookie { out.insert(contentsOf: Array("cookie: ".utf8) + cookie + [0x0D, 0x0A], at: cookieAt) }
         if !ended && !declaredLength {
             chunked = true
-            out += Array("transfer-encoding: chunked\r\n".utf8)
-        } else if ended && !declaredLength && ["POST", "PUT", "PATCH"].contains(method) {
+            out.append(contentsOf: "transfer-encoding: chunked\r\n".utf8)
+        } else if ended && !declaredLength && (method == "POST" || method == "PUT" || method == "PATCH") {
             // RFC 9110 §8.6: a request of these methods without a body says so, as an HTTP/1.1 client would.
-            out += Array("content-length: 0\r\n".utf8)
+            out.append(contentsOf: "content-length: 0\r\n".utf8)
         }
         out += [0x0D, 0x0A]
         return .success(out)
@@ -121,7 +134,7 @@ struct Stream {
     func lastChunk() -> [UInt8] { Array("0\r\n\r\n".utf8) }
 
     /// The next response head from the machine's bytes, if it is all there; `error` when it is not HTTP.
-    mutating func takeResponseHead(_ failure: inout String?) -> ResponseHead? {
+    func takeResponseHead(_ failure: inout String?) -> ResponseHead? {
         var parser = HTTPHeadParser(limits: HTTPParserLimits(maximumHeadBytes: 256 * 1024, maximumFieldCount: 10_000))
         let pending = responseIn[responseInStart...]
         do {

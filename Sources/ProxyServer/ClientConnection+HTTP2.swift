@@ -9,6 +9,8 @@ final class HTTP2Client {
     var handlingEvents = false
     /// Frames are being made (nghttp2 pulls response bodies meanwhile): not again from inside.
     var sending = false
+    /// The connection is in the loop's list for the end of its batch of events (``ClientConnection/scheduleHTTP2Send()``).
+    var sendScheduled = false
 
     init(session: HTTP2ServerSession) { self.session = session }
 }
@@ -108,6 +110,14 @@ extension ClientConnection {
         if !http2.session.isActive && pendingToClient == 0 { closeNow() }
     }
 
+    /// Frames go out at the end of the loop's batch of events: the responses of the streams whose upstreams
+    /// answered in one batch leave together, in one write.
+    func scheduleHTTP2Send() {
+        guard let http2, !http2.sendScheduled else { return }
+        http2.sendScheduled = true
+        loop.deferredFlushes.append(self)
+    }
+
     /// An exchange's bytes for its client go to the session as the stream's response.
     func passToStream(_ stream: StreamLink) {
         let connection = stream.connection
@@ -119,7 +129,7 @@ extension ClientConnection {
             lastActivity = loop.now
             clientWriteSince = loop.now
         }
-        connection.sendHTTP2()
+        connection.scheduleHTTP2Send()
     }
 
     /// The machine took the stream's bytes: the client may send as much again (WINDOW_UPDATE).
@@ -127,7 +137,7 @@ extension ClientConnection {
         self.stream!.unconsumed = 0
         guard let http2 = stream.connection.http2 else { return }
         http2.session.consume(stream.id, stream.unconsumed)
-        stream.connection.sendHTTP2()
+        stream.connection.scheduleHTTP2Send()
     }
 
     /// An exchange closed: its stream ends (whole, if the response was; reset otherwise).
@@ -141,6 +151,6 @@ extension ClientConnection {
         } else {
             http2.session.finish(id)
         }
-        sendHTTP2()
+        scheduleHTTP2Send()
     }
 }

@@ -353,6 +353,11 @@ final class ClientConnection: LoopHandler {
     /// Sends what waited for the end of the batch (see ``flush()``); a failed send gets the whole round of
     /// ``apply()``, any other outcome a new reading of the interests.
     func flushDeferred() {
+        if let http2 {
+            // An HTTP/2 connection is here for its frames (``scheduleHTTP2Send()``); it has no upstream.
+            http2.sendScheduled = false
+            return sendHTTP2()
+        }
         upstreamFlushDeferred = false
         guard !closed else { return }
         flushUpstream()

@@ -164,7 +164,8 @@ final class EventLoop: @unchecked Sendable {
                 now = monotonicMilliseconds()
                 handlers[Int(token)]?.handle(events)
             }
-            if !deferredFlushes.isEmpty {
+            // Until none is left: a flush can add one (a stream's response for its HTTP/2 connection's frames).
+            while !deferredFlushes.isEmpty {
                 var batch: [ClientConnection] = []
                 swap(&batch, &deferredFlushes)
                 for client in batch { client.flushDeferred() }
