@@ -68,8 +68,9 @@ extension InspectorViews {
                 return harCookie(sent)
             } + a.added.map(harCookie)
         // What the client spoke: HTTP/2's streams reach the machine as HTTP/1.1 heads, so their version is kept apart.
-        let requestVersion = e.context.clientProtocol ?? String(requestLine.split(separator: " ").last ?? "HTTP/1.1")
-        let responseVersion = e.context.clientProtocol ?? String(statusParts.first ?? "HTTP/1.1")
+        let requestVersion =
+            e.context.clientProtocol.map(String.init) ?? String(requestLine.split(separator: " ").last ?? "HTTP/1.1")
+        let responseVersion = e.context.clientProtocol.map(String.init) ?? String(statusParts.first ?? "HTTP/1.1")
         return .object([
             ("startedDateTime", .string(Self.timestamp(e.requestTime))),
             ("time", .int(wait)),

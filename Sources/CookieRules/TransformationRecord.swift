@@ -78,7 +78,7 @@ public struct TransformationRecord: Sendable {
     /// writes no key: the records of HTTP/1.x clients are as they were).
     public static func writeExchangeFields(
         stamp: UnsafeBufferPointer<UInt8>, requestID: UInt64, client: String, method: String,
-        url: UnsafeBufferPointer<UInt8>, status: Int, clientProtocol: String? = nil, to out: inout JSONWriter
+        url: UnsafeBufferPointer<UInt8>, status: Int, clientProtocol: StaticString? = nil, to out: inout JSONWriter
     ) {
         out.raw("{\"time\":\"")
         out.raw(stamp)
@@ -93,8 +93,10 @@ public struct TransformationRecord: Sendable {
         out.raw(",\"status\":")
         out.int(Int64(status))
         if let clientProtocol {
-            out.raw(",\"protocol\":")
-            out.string(clientProtocol)
+            // A constant of the proxy's own (`HTTP/2`): nothing in it to escape.
+            out.raw(",\"protocol\":\"")
+            out.raw(clientProtocol)
+            out.raw(0x22)
         }
     }
 

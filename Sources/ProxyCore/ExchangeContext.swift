@@ -19,16 +19,19 @@ public struct ExchangeContext: Sendable {
     public var target: String
     /// The response status, once known.
     public var status: Int?
-    /// `HTTP/2` when the client spoke it (the exchange is one of its streams); nil for HTTP/1.x, whose version is
-    /// in the request line.
-    public var clientProtocol: String? = nil
+    /// The client spoke HTTP/2 (the exchange is one of its streams); else HTTP/1.x, whose version is in the request
+    /// line. A flag, not a string: the context is copied with every exchange.
+    public var clientSpokeHTTP2: Bool
+    /// `HTTP/2` when the client spoke it; nil for HTTP/1.x.
+    public var clientProtocol: StaticString? { clientSpokeHTTP2 ? "HTTP/2" : nil }
 
     public init(
         requestID: UInt64, clientAddress: String, method: String, scheme: String, host: String, port: Int,
-        target: String, status: Int?
+        target: String, status: Int?, clientSpokeHTTP2: Bool = false
     ) {
         (self.requestID, self.clientAddress, self.method, self.scheme) = (requestID, clientAddress, method, scheme)
         (self.host, self.port, self.target, self.status) = (host, port, target, status)
+        self.clientSpokeHTTP2 = clientSpokeHTTP2
     }
 
     /// A context with nothing in it, for a machine without an exchange (empty strings: making one retains nothing).

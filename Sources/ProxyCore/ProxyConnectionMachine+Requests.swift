@@ -77,10 +77,10 @@ extension ProxyConnectionMachine {
         let connection = request.head.connectionOptions()
         let keepAlive = request.version.minor >= 1 ? !connection.close : connection.keepAlive
         let addressed = route.addressed
-        var context = ExchangeContext(
+        let context = ExchangeContext(
             requestID: nextRequestID(), clientAddress: clientAddress, method: request.method, scheme: route.scheme,
-            host: addressed.host, port: addressed.port, target: route.target, status: nil)
-        context.clientProtocol = clientProtocol
+            host: addressed.host, port: addressed.port, target: route.target, status: nil,
+            clientSpokeHTTP2: clientSpeaksHTTP2)
         let wantsUpgrade = !route.isConnect && connection.upgrade && request.head.values(.upgrade).count == 1
         let secure = route.isConnect || interceptedOrigin != nil
         let via = configuration.upstreamProxies?.proxy(for: origin.host, secure: secure).map {

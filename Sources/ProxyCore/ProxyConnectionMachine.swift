@@ -113,9 +113,9 @@ public struct ProxyConnectionMachine {
     var nextRequestID: @Sendable () -> UInt64
     /// Set after an intercepted CONNECT: origin-form requests (inside TLS) go here, as https.
     public internal(set) var interceptedOrigin: Origin? = nil
-    /// What the client speaks when it is not the HTTP/1.x of the requests this machine reads (`HTTP/2`: the
-    /// shell gives it each stream's request as HTTP/1.1); in each exchange's context for the log and the inspector.
-    public var clientProtocol: String? = nil
+    /// The client speaks HTTP/2, not the HTTP/1.x of the requests this machine reads (the shell gives it each
+    /// stream's request as HTTP/1.1); in each exchange's context for the log and the inspector.
+    public var clientSpeaksHTTP2 = false
     /// Requests parsed on this connection so far (for the status line).
     public internal(set) var requestCount = 0
     /// Whether an upstream connection is the machine's: from its `connect` command until it releases it (or the

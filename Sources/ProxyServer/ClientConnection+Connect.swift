@@ -16,9 +16,6 @@ struct Dial {
 /// Making upstream connections: a kept or pooled one, else resolve (``Connector`` decides what is known without
 /// DNS), try the addresses in order, CONNECT through an upstream proxy, TLS towards an intercepted origin.
 extension ClientConnection {
-    /// Requests go to an https origin: those inside an intercepted tunnel (over HTTP/1.1 or HTTP/2).
-    var upstreamIsTLS: Bool { machine.interceptedOrigin != nil }
-
     func startConnect(_ origin: Origin, fresh: Bool, via: UpstreamHop?) {
         dial.generation += 1
         dial.hop = via

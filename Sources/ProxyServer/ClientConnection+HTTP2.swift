@@ -67,7 +67,7 @@ extension ClientConnection {
                 fd: -1, address: address, fromNetwork: fromNetwork, loop: loop,
                 interceptedOrigin: machine.interceptedOrigin)
             exchange.stream = StreamLink(connection: self, id: id)
-            exchange.machine.clientProtocol = "HTTP/2"
+            exchange.machine.clientSpeaksHTTP2 = true
             http2.exchanges[id] = exchange
             exchange.machine.clientData(head[...], &exchange.io)
             exchange.apply()

@@ -70,6 +70,9 @@ final class ClientConnection: LoopHandler {
     var http2: HTTP2Client?
     /// This is the exchange of one stream of an HTTP/2 client's connection: no socket of its own (`fd` is -1).
     var stream: StreamLink?
+    /// Requests go to an https origin: those inside an intercepted tunnel (over HTTP/1.1 or HTTP/2). A flag beside
+    /// the machine's origin: read on every connect, where reading the origin would copy its strings.
+    var upstreamIsTLS: Bool
 
     /// `fromNetwork`: the peer is not a loopback address (the accept decided it).
     /// `interceptedOrigin`: the exchange of a stream inside an intercepted tunnel.
@@ -78,6 +81,7 @@ final class ClientConnection: LoopHandler {
         self.address = address
         self.fromNetwork = fromNetwork
         self.loop = loop
+        self.upstreamIsTLS = interceptedOrigin != nil
         let server = loop.server
         self.machine = ProxyConnectionMachine(
             configuration: loop.configuration.proxy, hooks: server.hooks, clientAddress: address,
@@ -91,8 +95,17 @@ final class ClientConnection: LoopHandler {
     }
 
     var pendingToClient: Int {
-        if let stream { return stream.connection.http2?.session.buffered(stream.id) ?? 0 }
-        return toClient.pending(io.toClient)
+        @inline(__always) get {
+            if stream != nil { return pendingInStream() }
+            return toClient.pending(io.toClient)
+        }
+    }
+
+    /// What a stream's exchange has given its HTTP/2 session that waits for the client's window.
+    @inline(never)
+    func pendingInStream() -> Int {
+        guard let stream else { return 0 }
+        return stream.connection.http2?.session.buffered(stream.id) ?? 0
     }
     var pendingToUpstream: Int { upstream.map { $0.out.pending(io.toUpstream) } ?? io.toUpstream.count }
 
@@ -305,6 +318,7 @@ final class ClientConnection: LoopHandler {
             io.toClient.removeAll(keepingCapacity: true)
             toClient.sent = 0
             clientTLS = tls
+            upstreamIsTLS = true
             loop.server.interceptedConnections.add(1)
             if !leftover.isEmpty {
                 tls.feed(leftover[...])
