@@ -175,8 +175,10 @@ import Testing
     }
 
     /// Chromium trusts the CA through an NSS database; a cookie it rejects (SameSite=None without Secure) is
-    /// accepted once a rule adds Secure.
-    @Test func chromiumAcceptsACookieOnceARuleAddsSecure() throws {
+    /// accepted once a rule adds Secure. With `--http2 on` Chromium speaks HTTP/2 with the proxy (the log's record
+    /// of the exchange says so), with `off` HTTP/1.1: the same cookie either way.
+    @Test(arguments: ["on", "off"])
+    func chromiumAcceptsACookieOnceARuleAddsSecure(_ http2: String) throws {
         let browser = try #require(
             BrowserEndToEndTests.chromium(), "chromium is not installed (scripts/setup.sh installs it)")
         let (home, ca) = try (Self.home(), TestCA())
@@ -198,9 +200,12 @@ import Testing
         let rules = home + "/secure.rules"
         try "rule \"add Secure\" {\n    host a.site.test\n    where samesite-none\n    secure\n}\n".write(
             toFile: rules, atomically: true, encoding: .utf8)
-        let common = ["--resolve", "a.site.test:127.0.0.1", "--insecure-upstream", "a.site.test"]
+        let common = [
+            "--resolve", "a.site.test:127.0.0.1", "--insecure-upstream", "a.site.test", "--http2", http2,
+        ]
         let plain = try Proxy(common + ["--intercept", "a.site.test"], environment: ["COOKIE_PROXY_HOME": caHome])
-        let fixing = try Proxy(common + ["--rules", rules], environment: ["COOKIE_PROXY_HOME": caHome])
+        let log = home + "/log.jsonl"
+        let fixing = try Proxy(common + ["--rules", rules, "--log", log], environment: ["COOKIE_PROXY_HOME": caHome])
         let base = "https://a.site.test:\(upstream.port)"
         let url = "\(base)/setcookie?c=\(Self.enc("x=1; SameSite=None; Path=/"))&location=\(Self.enc(base + "/read"))"
         func load(_ proxy: Proxy) throws -> String {
@@ -219,5 +224,10 @@ import Testing
         #expect(without.contains("COOKIE[]"), "\(without)")
         let with = try load(fixing)
         #expect(with.contains("COOKIE[x=1]"), "\(with)")
+        fixing.process.signal(SIGTERM)
+        _ = fixing.process.waitForExit()
+        let record = try String(contentsOfFile: log, encoding: .utf8)
+        #expect(record.contains("\"cookie\":\"x\""), "\(record)")
+        #expect(record.contains("\"protocol\":\"HTTP/2\"") == (http2 == "on"), "\(record)")
     }
 }
