@@ -128,8 +128,10 @@ public struct BodyReader: Sendable {
     private var chunked = ChunkedDecoder()
     public private(set) var isComplete: Bool
 
-    public init(_ framing: BodyFraming) {
+    /// `keepingTrailers`: a chunked body's trailer field lines are kept (``trailerSection``).
+    public init(_ framing: BodyFraming, keepingTrailers: Bool = false) {
         self.framing = framing
+        chunked.keepsTrailers = keepingTrailers
         switch framing {
         case .none:
             remaining = 0
@@ -142,6 +144,9 @@ public struct BodyReader: Sendable {
             isComplete = false
         }
     }
+
+    /// A chunked body's trailer field lines, when the reader keeps them.
+    public var trailerSection: [UInt8] { chunked.trailerSection }
 
     /// Consumes body bytes from the front of `bytes`. Returns how many belong to the body; the rest belong
     /// to whatever follows. With `payload`, chunked data (without framing) is appended to it.
@@ -230,6 +235,11 @@ public struct ChunkedDecoder: Sendable {
     public static let maximumLineBytes = 8192
     /// Largest trailer section.
     public static let maximumTrailerBytes = 64 * 1024
+    /// Keep the trailer section's field lines (``trailerSection``): for a reader that passes them on in another
+    /// form (HTTP/2's trailers), where the proxy's relay forwards them with the chunks.
+    var keepsTrailers = false
+    /// The trailer section's field lines (`name: value` CRLF each), when kept.
+    public private(set) var trailerSection: [UInt8] = []
 
     public init() {}
 
@@ -250,6 +260,7 @@ public struct ChunkedDecoder: Sendable {
                 state = left == n ? .dataCR : .data(left - n)
                 continue
             }
+            if keepsTrailers { keepTrailer(bytes[i]) }
             do {
                 try step(bytes[i])
             } catch {
@@ -261,6 +272,15 @@ public struct ChunkedDecoder: Sendable {
         }
         framedBytes += i - bytes.startIndex
         return i - bytes.startIndex
+    }
+
+    /// Keeps `b` when it belongs to a trailer field line (its name, its value, its CRLF).
+    private mutating func keepTrailer(_ b: UInt8) {
+        switch state {
+        case .trailerLineStart where b != 0x0D && b != 0x0A: trailerSection.append(b)
+        case .trailerName, .trailerValue, .trailerLF: trailerSection.append(b)
+        default: break
+        }
     }
 
     /// One byte of framing (anything but chunk-data).

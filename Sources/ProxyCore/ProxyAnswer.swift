@@ -42,12 +42,22 @@ public struct ProxyAnswer: Sendable, Hashable {
         return Array(text.utf8)
     }
 
-    /// The reason phrase this proxy writes for a status it answers with (RFC 9110 §15).
+    /// The reason phrase this proxy writes for a status it answers with, or for a status line it makes of an
+    /// HTTP/2 response (RFC 9110 §15; HTTP/2 has none): empty for a status it does not know.
     public static func reasonPhrase(_ status: Int) -> String {
         switch status {
+        case 100: return "Continue"
+        case 103: return "Early Hints"
         case 200: return "OK"
+        case 201: return "Created"
+        case 202: return "Accepted"
         case 204: return "No Content"
+        case 206: return "Partial Content"
+        case 301: return "Moved Permanently"
         case 302: return "Found"
+        case 303: return "See Other"
+        case 307: return "Temporary Redirect"
+        case 308: return "Permanent Redirect"
         case 304: return "Not Modified"
         case 400: return "Bad Request"
         case 401: return "Unauthorized"
@@ -55,13 +65,21 @@ public struct ProxyAnswer: Sendable, Hashable {
         case 404: return "Not Found"
         case 405: return "Method Not Allowed"
         case 408: return "Request Timeout"
+        case 409: return "Conflict"
+        case 410: return "Gone"
+        case 412: return "Precondition Failed"
+        case 413: return "Content Too Large"
+        case 415: return "Unsupported Media Type"
+        case 422: return "Unprocessable Content"
+        case 429: return "Too Many Requests"
         case 414: return "URI Too Long"
         case 431: return "Request Header Fields Too Large"
+        case 500: return "Internal Server Error"
         case 501: return "Not Implemented"
         case 502: return "Bad Gateway"
         case 503: return "Service Unavailable"
         case 504: return "Gateway Timeout"
-        default: return "Error"
+        default: return status >= 400 ? "Error" : ""
         }
     }
 }

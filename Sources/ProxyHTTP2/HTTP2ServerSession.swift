@@ -166,7 +166,8 @@ public final class HTTP2ServerSession {
                 do {
                     let framing = try BodyFraming.forResponse(
                         head.head, status: head.status, requestMethod: stream.method, version: head.version)
-                    stream.responseBody = BodyReader(framing)
+                    // Trailers kept: a chunked response's trailer section becomes HTTP/2 trailers (gRPC's status).
+                    stream.responseBody = BodyReader(framing, keepingTrailers: true)
                 } catch {
                     stream.responseIn.removeAll()
                     return reset(id, "its response's framing: \(error.description)")
@@ -289,7 +290,7 @@ public final class HTTP2ServerSession {
 
     /// A response of the proxy's own to a request it does not pass on (`501` for CONNECT).
     private func answerLocally(_ id: Int32, status: Int, _ reason: String) {
-        var answer = Array("HTTP/1.1 \(status) \(status == 501 ? "Not Implemented" : "Bad Request")\r\n".utf8)
+        var answer = Array("HTTP/1.1 \(status) \(ProxyAnswer.reasonPhrase(status))\r\n".utf8)
         let body = Array("cookie-proxy: \(reason)\n".utf8)
         answer += Array("Content-Type: text/plain; charset=utf-8\r\nContent-Length: \(body.count)\r\n\r\n".utf8)
         answer += body
@@ -347,12 +348,38 @@ public final class HTTP2ServerSession {
         }
         if stream.responseBody.isComplete && stream.outStart == stream.out.count {
             flags.pointee |= NGHTTP2_DATA_FLAG_EOF.rawValue
+            let trailers = stream.responseBody.trailerSection
+            if !trailers.isEmpty {
+                // RFC 9113 §8.1: trailers are a HEADERS frame that ends the stream, after the last DATA.
+                flags.pointee |= NGHTTP2_DATA_FLAG_NO_END_STREAM.rawValue
+                submitTrailers(id, trailers)
+            }
         } else if n == 0 {
             stream.dataDeferred = true
             return Int(NGHTTP2_ERR_DEFERRED.rawValue)
         }
         drained.append(id)
         return n
+    }
+
+    /// The field lines of a trailer section (`name: value` CRLF, as the chunked decoder kept them) as trailers.
+    private func submitTrailers(_ id: Int32, _ section: [UInt8]) {
+        var fields = ResponseFields(status: nil)
+        var start = 0
+        while let end = section[start...].firstIndex(of: 0x0A) {
+            let line = section[start..<(end > start && section[end - 1] == 0x0D ? end - 1 : end)]
+            start = end + 1
+            guard let colon = line.firstIndex(of: 0x3A) else { continue }
+            let name = line[..<colon]
+            let value = line[(colon + 1)...].drop { $0 == 0x20 || $0 == 0x09 }
+            let trimmed = value.reversed().drop { $0 == 0x20 || $0 == 0x09 }.count
+            var nameBytes = Array(name)
+            let known = nameBytes.withUnsafeBufferPointer { KnownField.classify($0, 0, $0.count) }
+            if known.isConnectionSpecific || known == .te { continue }
+            nameBytes = nameBytes.map(ByteClass.lower)
+            fields.append(name: nameBytes[...], value: value.prefix(trimmed), neverIndexed: false)
+        }
+        fields.withNameValues { nva in _ = nghttp2_submit_trailer(session, id, nva.baseAddress, nva.count) }
     }
 
     /// Streams whose buffered response shrank in the last ``send(into:)``: their upstreams may be read again.

@@ -99,6 +99,7 @@ final class Stream {
         var cookieAt = 0
         var declaredLength = false
         for field in fields {
+            // `te` (only ever `trailers`: nghttp2 refuses any other) is hop-by-hop in HTTP/1.1.
             if Self.equals(field.name, "host") || Self.equals(field.name, "te") { continue }
             if Self.equals(field.name, "cookie") {
                 // RFC 9113 §8.2.3: crumbs are joined with "; " into one field before any HTTP/1.1 hop, and before
@@ -157,8 +158,11 @@ struct ResponseFields {
     var storage: [UInt8] = []
     var entries: [(name: Range<Int>, value: Range<Int>, neverIndexed: Bool)] = []
 
-    init(status: Int) {
-        append(name: Array(":status".utf8)[...], value: Array(String(status).utf8)[...], neverIndexed: false)
+    /// `status`: `:status` first (a response head), or nil (trailers, a request's fields).
+    init(status: Int?) {
+        if let status {
+            append(name: Array(":status".utf8)[...], value: Array(String(status).utf8)[...], neverIndexed: false)
+        }
     }
 
     mutating func append(name: ArraySlice<UInt8>, value: ArraySlice<UInt8>, neverIndexed: Bool) {

@@ -1,5 +1,6 @@
 import HTTPGrammar
 import ProxyCore
+import ProxyHTTP2
 import ProxyTLS
 
 /// The state of the upstream connection a client connection is making: which attempt it is (an answer for an
@@ -101,9 +102,11 @@ extension ClientConnection {
             if upstreamIsTLS, let tlsSetup = loop.server.interception {
                 // Intercepted: the upstream is https too, verified against the system store (or --upstream-ca).
                 do {
+                    // HTTP/2 is offered to the origin when the client speaks it: the upstream hears the protocol the
+                    // client chose (and gRPC, which needs HTTP/2 end to end, works).
                     upstream.tls = try TLSEngine(
                         client: tlsSetup.client, host: origin.host,
-                        insecure: tlsSetup.insecureHosts.contains(origin.host))
+                        insecure: tlsSetup.insecureHosts.contains(origin.host), offerHTTP2: machine.clientSpeaksHTTP2)
                 } catch {
                     Sys.close(ufd)
                     machine.upstreamFailed(.failed(origin, reason: "TLS: \(error)"), &io)
@@ -184,6 +187,10 @@ extension ClientConnection {
         if let tls = upstream.tls {
             upstreamTLSProgress(upstream, tls)
         } else {
+            // An h2c origin (`--reverse h2c://…`): HTTP/2 with prior knowledge (RFC 9113 §3.3).
+            if loop.configuration.h2cUpstreams.contains(upstream.origin) {
+                upstream.http2 = HTTP2ClientSession(scheme: "http")
+            }
             machine.upstreamConnected(reused: false, &io)
         }
     }

@@ -154,3 +154,50 @@ extension ClientConnection {
         scheduleHTTP2Send()
     }
 }
+
+/// HTTP/2 with upstreams: an origin that chose `h2` by ALPN (offered when the client speaks HTTP/2), or an h2c
+/// origin (`--reverse h2c://…`). The machine writes and reads HTTP/1.1 as with any upstream; the upstream
+/// connection's ``HTTP2ClientSession`` translates in the path of the bytes.
+extension ClientConnection {
+    /// What waits for an HTTP/2 upstream: the machine's bytes not yet translated, the frames not yet sent, the
+    /// request body waiting for the upstream's window.
+    @inline(never)
+    func pendingThroughHTTP2(_ upstream: UpstreamConnection) -> Int {
+        io.toUpstream.count + upstream.out.pending(upstream.frames) + (upstream.http2?.bufferedRequestBody ?? 0)
+    }
+
+    /// Bytes from an HTTP/2 upstream: the response, as HTTP/1.1, to the machine; frames it calls for (window
+    /// updates, SETTINGS acknowledgements) out.
+    func upstreamHTTP2(_ upstream: UpstreamConnection, _ http2: HTTP2ClientSession, _ bytes: ArraySlice<UInt8>) {
+        let ok = http2.receive(bytes)
+        var response: [UInt8] = []
+        http2.takeResponse(into: &response)
+        if !response.isEmpty { machine.upstreamData(response[...], &io) }
+        guard self.upstream === upstream else { return }
+        if !ok {
+            upstream.readClosed = true
+            machine.upstreamFailed(
+                .failed(upstream.origin, reason: "HTTP/2: \(http2.failure ?? "protocol error")"), &io)
+            return
+        }
+        flushHTTP2Upstream(upstream, http2)
+    }
+
+    /// The machine's request bytes into the session, its frames onto the socket.
+    func flushHTTP2Upstream(_ upstream: UpstreamConnection, _ http2: HTTP2ClientSession) {
+        if !io.toUpstream.isEmpty {
+            http2.request(io.toUpstream[...])
+            io.toUpstream.removeAll(keepingCapacity: io.toUpstream.capacity <= 64 * 1024)
+        }
+        http2.send(into: &upstream.frames)
+        var progress = false
+        let error = upstream.out.flush(&upstream.frames, to: upstream.fd, tls: upstream.tls, progress: &progress)
+        if progress { lastActivity = loop.now }
+        if let error {
+            machine.upstreamFailed(.failed(upstream.origin, reason: Sys.errorText(-Int32(error))), &io)
+        } else if let failure = http2.failure {
+            upstream.readClosed = true
+            machine.upstreamFailed(.failed(upstream.origin, reason: "HTTP/2: \(failure)"), &io)
+        }
+    }
+}

@@ -107,7 +107,11 @@ final class ClientConnection: LoopHandler {
         guard let stream else { return 0 }
         return stream.connection.http2?.session.buffered(stream.id) ?? 0
     }
-    var pendingToUpstream: Int { upstream.map { $0.out.pending(io.toUpstream) } ?? io.toUpstream.count }
+    var pendingToUpstream: Int {
+        guard let upstream else { return io.toUpstream.count }
+        if upstream.http2 != nil { return pendingThroughHTTP2(upstream) }
+        return upstream.out.pending(io.toUpstream)
+    }
 
     // MARK: Events
 
@@ -179,12 +183,20 @@ final class ClientConnection: LoopHandler {
                 return
             }
             if !tls.handshakeComplete { return }
+            // The origin chose HTTP/2 (offered when the client speaks it): the session translates.
+            if tls.negotiatedProtocol == "h2" { upstream.http2 = HTTP2ClientSession(scheme: "https") }
             machine.upstreamConnected(reused: false, &io)
         }
         var plain: [UInt8] = []
         let status = tls.readPlaintext(into: &plain)
         tls.drainCiphertext(into: &upstream.out.records)
-        if !plain.isEmpty { machine.upstreamData(plain[...], &io) }
+        if !plain.isEmpty {
+            if let http2 = upstream.http2 {
+                upstreamHTTP2(upstream, http2, plain[...])
+            } else {
+                machine.upstreamData(plain[...], &io)
+            }
+        }
         switch status {
         case .ok: break
         case .closed:
@@ -209,6 +221,8 @@ final class ClientConnection: LoopHandler {
             if let tls = upstream.tls {
                 tls.feed(loop.readBuffer[0..<n])
                 upstreamTLSProgress(upstream, tls)
+            } else if let http2 = upstream.http2 {
+                upstreamHTTP2(upstream, http2, loop.readBuffer[0..<n])
             } else {
                 machine.upstreamData(loop.readBuffer[0..<n], &io)
             }
@@ -392,6 +406,7 @@ final class ClientConnection: LoopHandler {
 
     private func flushUpstream() {
         guard let upstream, !upstream.connecting, upstream.tunnelAnswer == nil else { return }
+        if let http2 = upstream.http2 { return flushHTTP2Upstream(upstream, http2) }
         var progress = false
         let error = upstream.out.flush(&io.toUpstream, to: upstream.fd, tls: upstream.tls, progress: &progress)
         if progress { lastActivity = loop.now }
@@ -432,7 +447,9 @@ final class ClientConnection: LoopHandler {
                 up = Poller.readable
             } else {
                 if !upstream.readClosed && pendingToClient < highWater { up |= Poller.readable }
-                if pendingToUpstream > 0 && !upstreamFlushDeferred { up |= Poller.writable }
+                // (Through HTTP/2 only frames ready to go: a body waiting for the upstream's window is no reason.)
+                let unsent = upstream.http2 == nil ? pendingToUpstream : upstream.out.pending(upstream.frames)
+                if unsent > 0 && !upstreamFlushDeferred { up |= Poller.writable }
             }
             if up & ~upstream.interest & Poller.readable != 0 { upstreamReadSince = loop.now }
             upstream.setInterest(up)
@@ -464,13 +481,16 @@ final class ClientConnection: LoopHandler {
     func detachUpstream(reusable: Bool) {
         guard let upstream else { return }
         self.upstream = nil
-        let unsent = upstream.out.pending(io.toUpstream) > 0
+        let unsent =
+            upstream.http2 == nil
+            ? upstream.out.pending(io.toUpstream) > 0
+            : upstream.out.pending(upstream.frames) > 0 || !io.toUpstream.isEmpty
         // A request's worth of room stays for the next request; what a large body grew is let go.
         io.toUpstream.removeAll(keepingCapacity: io.toUpstream.capacity <= 4096)
         upstream.out.sent = 0
         upstream.out.shutdownPending = false
         if reusable && !unsent && !upstream.readClosed && !upstream.out.writeShut && !upstream.connecting
-            && (upstream.tls?.handshakeComplete ?? true)
+            && (upstream.tls?.handshakeComplete ?? true) && (upstream.http2?.isIdle ?? true)
         {
             releaseParked()
             if loop.draining || closeAfterFlush || loop.parkedCount >= loop.parkLimit {

@@ -58,6 +58,8 @@ public struct ServerConfiguration: Sendable {
     public var proxy = ProxyConfiguration()
     /// HTTP/2 with clients of intercepted TLS, by ALPN (`--http2`); h2c's preface is `proxy.acceptsHTTP2Preface`.
     public var http2 = HTTP2Mode.off
+    /// Origins spoken to in HTTP/2 with prior knowledge, without TLS (`--reverse h2c://host:port`).
+    public var h2cUpstreams: Set<Origin> = []
     /// Where the local service (the inspector) listens, when the server has one; port 0 picks one.
     public var localServiceAddress: (host: String, port: Int)? = nil
     /// When that port is taken, listen on any free one instead (the default address, not one the user gave).

@@ -1,6 +1,7 @@
 import Dispatch
 import HTTPGrammar
 import ProxyCore
+import ProxyHTTP2
 import ProxyTLS
 
 #if canImport(Glibc)
@@ -32,6 +33,10 @@ final class UpstreamConnection: LoopHandler {
     var out = Outbound()
     /// What an upstream proxy has answered to CONNECT so far; nil when no answer is awaited.
     var tunnelAnswer: [UInt8]?
+    /// The upstream speaks HTTP/2 (ALPN chose `h2`, or an h2c origin): the session between the machine's HTTP/1.1
+    /// and the wire, and its frames not yet sent (``out`` indexes them instead of the machine's buffer).
+    var http2: HTTP2ClientSession?
+    var frames: [UInt8] = []
 
     init(fd: Int32, origin: Origin, loop: EventLoop) {
         self.fd = fd

@@ -29,11 +29,18 @@ public final class TLSEngine {
         _ = COpenSSL_set_app_data(ssl, Unmanaged.passUnretained(self).toOpaque())
     }
 
-    /// A client-side engine towards an upstream: SNI and host-name verification for `host` unless `insecure`.
-    public init(client context: TLSClientContext, host: String, insecure: Bool) throws(TLSError) {
+    /// A client-side engine towards an upstream: SNI and host-name verification for `host` unless `insecure`;
+    /// ALPN `h2,http/1.1` when `offerHTTP2` (the context's `http/1.1` otherwise).
+    public init(client context: TLSClientContext, host: String, insecure: Bool, offerHTTP2: Bool = false)
+        throws(TLSError)
+    {
         (ssl, readBIO, writeBIO) = try Self.makeSSL(context.context)
         fallbackHost = host
         SSL_set_connect_state(ssl)
+        if offerHTTP2 {
+            let alpn: [UInt8] = [2] + Array("h2".utf8) + [8] + Array("http/1.1".utf8)
+            _ = alpn.withUnsafeBufferPointer { SSL_set_alpn_protos(ssl, $0.baseAddress, UInt32($0.count)) }
+        }
         let isIP = HostName.isIPLiteral(host)
         if !isIP { _ = COpenSSL_set_tlsext_host_name(ssl, host) }
         if insecure {

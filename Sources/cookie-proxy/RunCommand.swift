@@ -29,7 +29,9 @@ enum RunCommand {
             names: ["--rules", "-r"], value: "path", help: "Rules file, or a folder of *.rules files.")
         static let reverse = OptionSpec(
             names: ["--reverse"], value: "url",
-            help: "Reverse mode: send origin-form requests to this upstream, e.g. http://localhost:3000.")
+            help:
+                "Reverse mode: send origin-form requests to this upstream, e.g. http://localhost:3000 (h2c://… for"
+                + " an upstream that speaks HTTP/2 without TLS, e.g. a gRPC server).")
         static let allow = OptionSpec(
             names: ["--allow"], value: "cidr", help: "Also accept clients from this network (loopback always).",
             repeatable: true)
@@ -228,12 +230,16 @@ enum RunCommand {
             config.listenPort = port
         }
         if let reverse = args.value(Option.reverse) {
-            guard let origin = parseUpstreamURL(reverse) else {
+            // h2c://: the same origin, spoken to in HTTP/2 with prior knowledge.
+            let h2c = reverse.lowercased().hasPrefix("h2c://")
+            guard let origin = parseUpstreamURL(h2c ? "http://" + reverse.dropFirst(6) : reverse) else {
                 throw UsageError(
-                    message: "--reverse '\(reverse)' must be an http:// URL such as http://localhost:3000",
+                    message:
+                        "--reverse '\(reverse)' must be an http:// or h2c:// URL such as http://localhost:3000",
                     command: spec.name)
             }
             config.proxy.reverseUpstream = origin
+            if h2c { config.h2cUpstreams = [origin] }
         }
         for cidr in args.all(Option.allow) {
             guard let c = CIDR(cidr) else {

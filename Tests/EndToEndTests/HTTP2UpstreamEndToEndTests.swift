@@ -1,0 +1,108 @@
+import Foundation
+import TestSupport
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// HTTP/2 towards upstreams, through the real binary: an origin without TLS named `h2c://` in `--reverse`, and an
+/// https origin that chooses `h2` by ALPN when the client speaks HTTP/2; real peers (hypercorn, grpcio).
+@Suite(.serialized) struct HTTP2UpstreamEndToEndTests {
+    /// Fixtures/h2origin.py under hypercorn, on a free port.
+    final class H2Origin: Sendable {
+        let process: TestProcess
+        let port: Int
+        init() throws {
+            port = try HTTP2EndToEndTests.freePort()
+            process = try TestProcess(
+                HTTP2EndToEndTests.python, ["-u", Paths.fixtures + "/h2origin.py", "\(port)"])
+            _ = try process.waitForLine(startingWith: "PORT ")
+            #expect(waitUntilListening(port: port))
+        }
+    }
+
+    /// Fixtures/grpc_peer.py's server (TLS with the test CA's leaf when given).
+    final class GRPCServer: Sendable {
+        let process: TestProcess
+        let port: Int
+        init(tls: TestCA? = nil) throws {
+            process = try TestProcess(
+                HTTP2EndToEndTests.python,
+                ["-u", Paths.fixtures + "/grpc_peer.py", "server"] + (tls.map { [$0.cert, $0.key] } ?? []))
+            port = Int(try process.waitForLine(startingWith: "PORT ").dropFirst(5))!
+        }
+    }
+
+    static let lockRule = "rule \"lock\" {\n    cookie a sid\n    httponly\n    samesite lax\n}\n"
+
+    /// `--reverse h2c://`: an HTTP/1.1 client and an HTTP/2 one reach an origin that speaks HTTP/2 only with prior
+    /// knowledge; the origin sees HTTP/2, its cookies are rewritten, and 3 MB arrive whole each way.
+    @Test(arguments: [false, true])
+    func clientsOfBothVersionsReachAnH2cOrigin(_ http2Client: Bool) throws {
+        let home = NSTemporaryDirectory() + "cp-h2up-\(UUID().uuidString.prefix(8))"
+        try FileManager.default.createDirectory(atPath: home, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: home) }
+        try Self.lockRule.write(toFile: home + "/lock.rules", atomically: true, encoding: .utf8)
+        let origin = try H2Origin()
+        let proxy = try Proxy([
+            "--quiet", "--reverse", "h2c://127.0.0.1:\(origin.port)", "--rules", home + "/lock.rules",
+        ])
+        let version = http2Client ? ["--http2-prior-knowledge"] : ["--http1.1"]
+        let cookies = try curl(version + ["-D", "-", "\(proxy.url)/cookies"])
+        #expect(cookies.status == 0, "\(cookies.stderr)")
+        #expect(cookies.text.hasSuffix("protocol 2"), "the origin saw: \(cookies.text)")
+        #expect(cookies.text.contains("set-cookie: a=1; Path=/; HttpOnly; SameSite=Lax\r\n"), "\(cookies.text)")
+        #expect(cookies.text.contains("set-cookie: b=2; Max-Age=60\r\n"))
+        let file = home + "/large.bin"
+        let download = try curl(version + ["-o", file, "\(proxy.url)/large=3000000", "-w", "%{size_download}"])
+        #expect(download.text == "3000000", "\(download.stderr)")
+        let expected = Data((0..<3_000_000).map { UInt8(truncatingIfNeeded: $0) })
+        #expect(try Data(contentsOf: URL(fileURLWithPath: file)) == expected)
+        let upload = try curl(version + ["--data-binary", "@" + file, "-o", home + "/echo.bin", "\(proxy.url)/echo"])
+        #expect(upload.status == 0, "\(upload.stderr)")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: home + "/echo.bin")) == expected)
+    }
+
+    /// A gRPC call (grpcio, which speaks only HTTP/2) round trips through the proxy: in reverse mode to a
+    /// plaintext server (`h2c://`), and through an intercepted CONNECT (`--http2` left at `fallback`: the client
+    /// offers only h2) to a TLS server that chooses h2 by ALPN. The reply, the cookie in its initial metadata
+    /// (rewritten by the rules) and its trailers (grpc-status, x-trailer) all arrive; the log says HTTP/2.
+    @Test(arguments: ["reverse", "intercepted"])
+    func aGRPCCallRoundTripsWithItsCookieRewrittenAndItsTrailers(_ mode: String) throws {
+        let (home, ca) = try (InterceptionEndToEndTests.home(), TestCA())
+        defer { InterceptionEndToEndTests.remove(home, ca) }
+        try Self.lockRule.write(toFile: home + "/lock.rules", atomically: true, encoding: .utf8)
+        let log = home + "/log.jsonl"
+        let common = ["--quiet", "--rules", home + "/lock.rules", "--log", log]
+        let server = try GRPCServer(tls: mode == "reverse" ? nil : ca)
+        let result: CommandResult
+        let proxy: Proxy
+        if mode == "reverse" {
+            proxy = try Proxy(common + ["--reverse", "h2c://127.0.0.1:\(server.port)"])
+            result = try run(
+                HTTP2EndToEndTests.python,
+                [Paths.fixtures + "/grpc_peer.py", "client", "127.0.0.1:\(proxy.port)"], timeout: 60)
+        } else {
+            proxy = try Proxy(
+                common + ["--intercept", "localhost", "--upstream-ca", ca.caCert],
+                environment: ["COOKIE_PROXY_HOME": home])
+            result = try run(
+                HTTP2EndToEndTests.python,
+                [Paths.fixtures + "/grpc_peer.py", "client", "localhost:\(server.port)", home + "/ca-cert.pem"],
+                environment: ["grpc_proxy": proxy.url, "no_grpc_proxy": "", "no_proxy": ""], timeout: 60)
+        }
+        let reply = try #require(
+            try JSONSerialization.jsonObject(with: result.stdout) as? [String: String?],
+            "\(result.text) \(result.stderr)")
+        #expect(reply["code"] == "OK", "\(reply)")
+        #expect(reply["reply"] == "echo:hello")
+        #expect(reply["set-cookie"] == "sid=1; Path=/; HttpOnly; SameSite=Lax", "\(reply)")
+        #expect(reply["trailer"] == "done")
+        proxy.process.signal(SIGTERM)
+        _ = proxy.process.waitForExit()
+        let record = try String(contentsOfFile: log, encoding: .utf8)
+        #expect(record.contains("\"method\":\"POST\""), "\(record)")
+        #expect(record.contains("/test.Echo/Say\",\"status\":200,\"protocol\":\"HTTP/2\""), "\(record)")
+    }
+}
