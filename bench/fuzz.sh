@@ -3,13 +3,14 @@
 # response-head parsers, the chunked decoder and the connection machine (each checks that what it accepts has one
 # reading: the strict and the lenient reader of Tests/ProxyCoreTests/TwoReadings.swift agree), the Set-Cookie
 # parser (lossless round trip), the rules parser (an error, never a crash), the rules' shape cache (what it
-# answers is what the full path works out) and the HTTP/2 session (every request it passes on has one reading).
+# answers is what the full path works out) and the HTTP/2 sessions (every request the client side passes on, and
+# every response the upstream side makes, has one reading).
 # Usage: bench/fuzz.sh [SECONDS=60] [TARGET...]   (each target runs SECONDS; corpora kept in .build/fuzz/corpus)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SECS=${1:-60}; shift || true
 TARGETS=("$@")
-[ ${#TARGETS[@]} -gt 0 ] || TARGETS=(RequestHead ResponseHead ChunkedDecoder ConnectionMachine SetCookieRoundTrip RulesParser ShapeCache HTTP2Session)
+[ ${#TARGETS[@]} -gt 0 ] || TARGETS=(RequestHead ResponseHead ChunkedDecoder ConnectionMachine SetCookieRoundTrip RulesParser ShapeCache HTTP2Session HTTP2ClientSession)
 OUT=.build/fuzz
 mkdir -p "$OUT/corpus"
 FLAGS=(-sanitize=fuzzer,address -parse-as-library -O -g -package-name cookie_proxy -I "$OUT" -L "$OUT" -I Sources/CNGHTTP2)
@@ -29,7 +30,7 @@ for t in "${TARGETS[@]}"; do
   case $t in
     SetCookieRoundTrip) libs=(-lCookieKit -lHTTPGrammar); extra=() ;;
     RulesParser | ShapeCache) libs=(-lCookieRules -lCookieKit -lHTTPGrammar); extra=() ;;
-    HTTP2Session) libs=(-lProxyHTTP2 -lProxyCore -lHTTPGrammar -lnghttp2); extra=(Tests/ProxyCoreTests/TwoReadings.swift) ;;
+    HTTP2Session | HTTP2ClientSession) libs=(-lProxyHTTP2 -lProxyCore -lHTTPGrammar -lnghttp2); extra=(Tests/ProxyCoreTests/TwoReadings.swift) ;;
     *) libs=(-lProxyCore -lHTTPGrammar); extra=(Tests/ProxyCoreTests/TwoReadings.swift) ;;
   esac
   # (ld.gold warns about every ASan helper symbol: the warnings go to the build log)
