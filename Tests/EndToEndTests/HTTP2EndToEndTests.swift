@@ -100,6 +100,32 @@ import Testing
         #expect(!(try String(contentsOfFile: home + "/h1.jsonl", encoding: .utf8)).contains("\"protocol\""))
     }
 
+    /// The inspector's HAR says which protocol the client spoke (`httpVersion`), HTTP/2 for a stream and HTTP/1.1
+    /// for the same request over HTTP/1.1.
+    @Test func harSaysWhichProtocolTheClientSpoke() throws {
+        let home = try InterceptionEndToEndTests.home()
+        defer { try? FileManager.default.removeItem(atPath: home) }
+        let upstream = try Upstream()
+        let proxy = try Proxy(["--reverse", upstream.base], environment: ["COOKIE_PROXY_HOME": home])
+        let ui = try InspectorEndToEndTests.UI(proxy)
+        #expect(try curl(["--http2-prior-knowledge", "-o", "/dev/null", "\(proxy.url)/cookies?h2"]).status == 0)
+        #expect(try curl(["--http1.1", "-o", "/dev/null", "\(proxy.url)/cookies?h1"]).status == 0)
+        let har = try ui.get("/har", ["Authorization: Bearer \(ui.token)"])
+        let log = try #require(
+            (try JSONSerialization.jsonObject(with: Data(har.body.utf8)) as? [String: Any])?["log"] as? [String: Any])
+        let entries = try #require(log["entries"] as? [[String: Any]])
+        var versions: [String: [String]] = [:]
+        for entry in entries {
+            let request = entry["request"] as? [String: Any] ?? [:]
+            let response = entry["response"] as? [String: Any] ?? [:]
+            let url = request["url"] as? String ?? ""
+            versions[String(url.suffix(2))] = [request["httpVersion"], response["httpVersion"]].map {
+                $0 as? String ?? ""
+            }
+        }
+        #expect(versions == ["h2": ["HTTP/2", "HTTP/2"], "h1": ["HTTP/1.1", "HTTP/1.1"]], "\(versions)")
+    }
+
     /// RFC 9113 §8.2.3: the client may split `cookie` into crumbs; they are one field, joined with "; ", before the
     /// rules, the log and the HTTP/1.1 upstream (which reads one Cookie line).
     @Test func cookieCrumbsReachTheUpstreamAsOneField() throws {
