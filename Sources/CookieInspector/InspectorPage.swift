@@ -157,6 +157,7 @@ public enum InspectorPage {
           const box = $('detail');
           box.replaceChildren();
           box.appendChild(el('h2', d.method + ' ' + d.url + ' → ' + d.status));
+          box.appendChild(el('p', 'client ' + d.protocol + ' · upstream ' + d.upstreamProtocol));
           box.appendChild(el('p', d.client + ' · ' + d.time + (d.dryRun ? ' · dry run: nothing was changed' : ''), 'hint'));
           if (d.requestCookies.length) box.appendChild(el('p', 'Cookie sent: ' + d.requestCookies.map((c) => c.name + '=' + c.value).join('; '), 'line'));
           for (const c of d.cookies) {

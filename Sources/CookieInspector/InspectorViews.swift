@@ -19,7 +19,17 @@ public struct InspectorViews: Sendable {
             ("client", .string(e.context.clientAddress)),
             ("method", .string(e.context.method)),
             ("url", .string(Self.url(e))),
+            // What each side spoke (the client's HTTP/1.x version is its request line's).
+            ("protocol", .string(e.context.clientProtocol.map(String.init) ?? Self.requestVersion(e))),
+            ("upstreamProtocol", .string(e.context.upstreamProtocol.map(String.init) ?? "HTTP/1.1")),
         ]
+    }
+
+    /// The version in the request line the client sent.
+    static func requestVersion(_ e: Exchange) -> String {
+        let head = e.request
+        return String(decoding: head.bytes[head.startLine], as: UTF8.self).split(separator: " ").last.map(String.init)
+            ?? "HTTP/1.1"
     }
 
     /// A change as the log writes it: a value change is hashed unless values are shown.

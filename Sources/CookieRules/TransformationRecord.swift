@@ -74,11 +74,13 @@ public struct TransformationRecord: Sendable {
 
     /// The same, with the time already written by ``writeTimestamp(_:into:)`` (the log keeps the last second's)
     /// and the URL as UTF-8 bytes (the proxy passes its exchange's URL without making a string per response).
-    /// `clientProtocol`: `HTTP/2` when the client spoke it, written as `"protocol"` after `status` (HTTP/1.x
-    /// writes no key: the records of HTTP/1.x clients are as they were).
+    /// `clientProtocol`, `upstreamProtocol`: `HTTP/2` when that side spoke it, written as `"protocol"` and
+    /// `"upstreamProtocol"` after `status` (HTTP/1.x writes no key: the records of HTTP/1.x exchanges are as they
+    /// were).
     public static func writeExchangeFields(
         stamp: UnsafeBufferPointer<UInt8>, requestID: UInt64, client: String, method: String,
-        url: UnsafeBufferPointer<UInt8>, status: Int, clientProtocol: StaticString? = nil, to out: inout JSONWriter
+        url: UnsafeBufferPointer<UInt8>, status: Int, clientProtocol: StaticString? = nil,
+        upstreamProtocol: StaticString? = nil, to out: inout JSONWriter
     ) {
         out.raw("{\"time\":\"")
         out.raw(stamp)
@@ -96,6 +98,11 @@ public struct TransformationRecord: Sendable {
             // A constant of the proxy's own (`HTTP/2`): nothing in it to escape.
             out.raw(",\"protocol\":\"")
             out.raw(clientProtocol)
+            out.raw(0x22)
+        }
+        if let upstreamProtocol {
+            out.raw(",\"upstreamProtocol\":\"")
+            out.raw(upstreamProtocol)
             out.raw(0x22)
         }
     }

@@ -403,7 +403,8 @@ extension LogSink {
                         TransformationRecord.writeExchangeFields(
                             stamp: stamp, requestID: context.requestID, client: context.clientAddress,
                             method: context.method, url: url, status: context.status ?? 0,
-                            clientProtocol: context.clientProtocol, to: &exchangeFields)
+                            clientProtocol: context.clientProtocol, upstreamProtocol: context.upstreamProtocol,
+                            to: &exchangeFields)
                     }
                 }
             }

@@ -19,19 +19,29 @@ public struct ExchangeContext: Sendable {
     public var target: String
     /// The response status, once known.
     public var status: Int?
-    /// The client spoke HTTP/2 (the exchange is one of its streams); else HTTP/1.x, whose version is in the request
-    /// line. A flag, not a string: the context is copied with every exchange.
-    public var clientSpokeHTTP2: Bool
-    /// `HTTP/2` when the client spoke it; nil for HTTP/1.x.
-    public var clientProtocol: StaticString? { clientSpokeHTTP2 ? "HTTP/2" : nil }
+    /// Which side spoke HTTP/2: the client (the exchange is one of its streams) and the upstream (ALPN chose h2, or
+    /// an h2c origin); a side not in it spoke HTTP/1.x. Flags, not strings: the context is copied with every
+    /// exchange.
+    public var protocols: Protocols
+    /// `HTTP/2` when the client spoke it; nil for HTTP/1.x (whose version is in the request line).
+    public var clientProtocol: StaticString? { protocols.contains(.clientHTTP2) ? "HTTP/2" : nil }
+    /// `HTTP/2` when the upstream spoke it; nil for HTTP/1.1.
+    public var upstreamProtocol: StaticString? { protocols.contains(.upstreamHTTP2) ? "HTTP/2" : nil }
+
+    public struct Protocols: OptionSet, Sendable, Hashable {
+        public let rawValue: UInt8
+        public init(rawValue: UInt8) { self.rawValue = rawValue }
+        public static let clientHTTP2 = Protocols(rawValue: 1)
+        public static let upstreamHTTP2 = Protocols(rawValue: 2)
+    }
 
     public init(
         requestID: UInt64, clientAddress: String, method: String, scheme: String, host: String, port: Int,
-        target: String, status: Int?, clientSpokeHTTP2: Bool = false
+        target: String, status: Int?, protocols: Protocols = []
     ) {
         (self.requestID, self.clientAddress, self.method, self.scheme) = (requestID, clientAddress, method, scheme)
         (self.host, self.port, self.target, self.status) = (host, port, target, status)
-        self.clientSpokeHTTP2 = clientSpokeHTTP2
+        self.protocols = protocols
     }
 
     /// A context with nothing in it, for a machine without an exchange (empty strings: making one retains nothing).

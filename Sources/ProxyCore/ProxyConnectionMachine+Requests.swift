@@ -80,7 +80,7 @@ extension ProxyConnectionMachine {
         let context = ExchangeContext(
             requestID: nextRequestID(), clientAddress: clientAddress, method: request.method, scheme: route.scheme,
             host: addressed.host, port: addressed.port, target: route.target, status: nil,
-            clientSpokeHTTP2: clientSpeaksHTTP2)
+            protocols: clientSpeaksHTTP2 ? .clientHTTP2 : [])
         let wantsUpgrade = !route.isConnect && connection.upgrade && request.head.values(.upgrade).count == 1
         let secure = route.isConnect || interceptedOrigin != nil
         let via = configuration.upstreamProxies?.proxy(for: origin.host, secure: secure).map {

@@ -116,6 +116,9 @@ public struct ProxyConnectionMachine {
     /// The client speaks HTTP/2, not the HTTP/1.x of the requests this machine reads (the shell gives it each
     /// stream's request as HTTP/1.1); in each exchange's context for the log and the inspector.
     public var clientSpeaksHTTP2 = false
+
+    /// The upstream of the exchange in flight speaks HTTP/2 (the shell translates): its context says so.
+    public mutating func noteUpstreamHTTP2() { exchange.context.protocols.insert(.upstreamHTTP2) }
     /// Requests parsed on this connection so far (for the status line).
     public internal(set) var requestCount = 0
     /// Whether an upstream connection is the machine's: from its `connect` command until it releases it (or the

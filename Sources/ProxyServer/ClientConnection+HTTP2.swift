@@ -172,7 +172,10 @@ extension ClientConnection {
         let ok = http2.receive(bytes)
         var response: [UInt8] = []
         http2.takeResponse(into: &response)
-        if !response.isEmpty { machine.upstreamData(response[...], &io) }
+        if !response.isEmpty {
+            machine.noteUpstreamHTTP2()
+            machine.upstreamData(response[...], &io)
+        }
         guard self.upstream === upstream else { return }
         if !ok {
             upstream.readClosed = true

@@ -124,6 +124,10 @@ import Testing
             }
         }
         #expect(versions == ["h2": ["HTTP/2", "HTTP/2"], "h1": ["HTTP/1.1", "HTTP/1.1"]], "\(versions)")
+        // The inspector's own view says what each side spoke.
+        let rows = try #require(try ui.json("/api/exchanges") as? [[String: Any]])
+        let sides = rows.map { "\($0["protocol"] ?? "") → \($0["upstreamProtocol"] ?? "")" }.sorted()
+        #expect(sides == ["HTTP/1.1 → HTTP/1.1", "HTTP/2 → HTTP/1.1"], "\(rows)")
     }
 
     /// RFC 9113 §8.2.3: the client may split `cookie` into crumbs; they are one field, joined with "; ", before the

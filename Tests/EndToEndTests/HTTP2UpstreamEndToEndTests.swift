@@ -67,7 +67,8 @@ import Testing
     /// A gRPC call (grpcio, which speaks only HTTP/2) round trips through the proxy: in reverse mode to a
     /// plaintext server (`h2c://`), and through an intercepted CONNECT (`--http2` left at `fallback`: the client
     /// offers only h2) to a TLS server that chooses h2 by ALPN. The reply, the cookie in its initial metadata
-    /// (rewritten by the rules) and its trailers (grpc-status, x-trailer) all arrive; the log says HTTP/2.
+    /// (rewritten by the rules) and its trailers (grpc-status, x-trailer) all arrive; the log says both sides spoke
+    /// HTTP/2.
     @Test(arguments: ["reverse", "intercepted"])
     func aGRPCCallRoundTripsWithItsCookieRewrittenAndItsTrailers(_ mode: String) throws {
         let (home, ca) = try (InterceptionEndToEndTests.home(), TestCA())
@@ -103,6 +104,8 @@ import Testing
         _ = proxy.process.waitForExit()
         let record = try String(contentsOfFile: log, encoding: .utf8)
         #expect(record.contains("\"method\":\"POST\""), "\(record)")
-        #expect(record.contains("/test.Echo/Say\",\"status\":200,\"protocol\":\"HTTP/2\""), "\(record)")
+        #expect(
+            record.contains("/test.Echo/Say\",\"status\":200,\"protocol\":\"HTTP/2\",\"upstreamProtocol\":\"HTTP/2\""),
+            "\(record)")
     }
 }
