@@ -100,7 +100,10 @@ import Testing
         #expect((records[1]["findings"] as? [[String: Any]])?.first?["code"] as? String == "samesite-none-insecure")
     }
 
-    @Test func requestAndResponseHeaderRulesApply() throws {
+    /// The same over HTTP/1.1 (a forward proxy) and HTTP/2 (h2c to `--reverse`, the Cookie header sent as two
+    /// crumbs that the proxy joins before renaming back, RFC 9113 §8.2.3).
+    @Test(arguments: ["HTTP/1.1", "HTTP/2"])
+    func requestAndResponseHeaderRulesApply(_ version: String) throws {
         let dir = try Self.tempDir()
         defer { try? FileManager.default.removeItem(atPath: dir) }
         try """
@@ -115,13 +118,19 @@ import Testing
         }
         """.write(toFile: "\(dir)/h.rules", atomically: true, encoding: .utf8)
         let upstream = try Upstream()
-        let proxy = try Proxy(["--rules", "\(dir)/h.rules", "--log", "\(dir)/log.jsonl"])
-        let set = try curl(["-D", "-", "-o", "/dev/null", "-x", proxy.url, Self.setCookieURL(upstream, ["sid=1"])])
-        #expect(Self.setCookieLines(set.text) == ["app_sid=1"])
-        #expect(set.text.contains("X-Proxied: yes\r\n"))
+        let h2 = version == "HTTP/2"
+        let proxy = try Proxy(
+            ["--rules", "\(dir)/h.rules", "--log", "\(dir)/log.jsonl"] + (h2 ? ["--reverse", upstream.base] : []))
+        // Forward: the absolute URL through -x; HTTP/2: the same path to the reverse proxy, h2c.
+        let via = h2 ? ["--http2-prior-knowledge"] : ["-x", proxy.url]
+        func url(_ u: String) -> String { h2 ? u.replacingOccurrences(of: upstream.base, with: proxy.url) : u }
+        let set = try curl(["-D", "-", "-o", "/dev/null"] + via + [url(Self.setCookieURL(upstream, ["sid=1"]))])
+        #expect(Self.setCookieLines(set.text) == ["app_sid=1"], "\(set.text)")
+        #expect(set.text.lowercased().contains("x-proxied: yes\r\n"))
         // The browser sends the renamed cookie back; the backend sees its own name.
-        let read = try curl(["-x", proxy.url, "-H", "Cookie: app_sid=1; x=2", "\(upstream.base)/read"])
-        #expect(read.text.contains("COOKIE[sid=1; x=2]"))
+        let cookie = h2 ? ["-H", "Cookie: app_sid=1", "-H", "Cookie: x=2"] : ["-H", "Cookie: app_sid=1; x=2"]
+        let read = try curl(via + cookie + [url("\(upstream.base)/read")])
+        #expect(read.text.contains("COOKIE[sid=1; x=2]"), "\(read.text)")
     }
 
     @Test func invalidRulesAtStartFailWithPositionAndExit2() throws {
