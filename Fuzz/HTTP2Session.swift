@@ -19,38 +19,12 @@ let values: [[UInt8]] = [
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzHTTP2Session(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
     let input = Array(UnsafeBufferPointer(start: data, count: size))
-    var i = 0
-    func next() -> UInt8? {
-        guard i < input.count else { return nil }
-        defer { i += 1 }
-        return input[i]
-    }
-    var wire = Array("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".utf8) + [0, 0, 0, 4, 0, 0, 0, 0, 0]
-    while let kind = next(), let flags = next(), let streamByte = next() {
-        let type = kind % 10
-        let stream = Int32(streamByte % 8) * 2 + (streamByte & 0x80 != 0 ? 0 : 1)
-        var payload: [UInt8] = []
-        if type == 1 && kind & 0x80 == 0 {
-            // HEADERS from fields: a count, then per field a name and a value, each a dictionary index or raw bytes.
-            let count = Int(next() ?? 0) % 12
-            for _ in 0..<count {
-                guard let n = next(), let v = next() else { break }
-                let name = n < 200 ? names[Int(n) % names.count] : Array(input[i..<min(input.count, i + Int(n % 8))])
-                if n >= 200 { i = min(input.count, i + Int(n % 8)) }
-                let value =
-                    v < 200 ? values[Int(v) % values.count] : Array(input[i..<min(input.count, i + Int(v % 16))])
-                if v >= 200 { i = min(input.count, i + Int(v % 16)) }
-                payload += [0x00, UInt8(name.count)] + name + [UInt8(value.count)] + value
-            }
-        } else {
-            let length = Int(next() ?? 0) % 64
-            payload = Array(input[i..<min(input.count, i + length)])
-            i = min(input.count, i + length)
+    // The client's preface and an empty SETTINGS, then the fuzzed frames on streams 1, 3, … 15 and even ones.
+    let wire =
+        Array("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".utf8) + [0, 0, 0, 4, 0, 0, 0, 0, 0]
+        + fuzzFrames(input, from: 0, names: names, values: values, maximumFields: 12) {
+            UInt8($0 % 8) * 2 + ($0 & 0x80 != 0 ? 0 : 1)
         }
-        let n = payload.count
-        wire += [UInt8(n >> 16), UInt8(n >> 8 & 0xFF), UInt8(n & 0xFF), type, flags | (type == 1 ? 0x04 : 0)]
-        wire += [0, 0, 0, UInt8(stream)] + payload
-    }
     let session = HTTP2ServerSession(absoluteTargets: input.first.map { $0 & 1 == 1 } ?? false)
     _ = session.receive(wire[...])
     var messages: [Int32: [UInt8]] = [:]

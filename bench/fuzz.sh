@@ -30,7 +30,8 @@ for t in "${TARGETS[@]}"; do
   case $t in
     SetCookieRoundTrip) libs=(-lCookieKit -lHTTPGrammar); extra=() ;;
     RulesParser | ShapeCache) libs=(-lCookieRules -lCookieKit -lHTTPGrammar); extra=() ;;
-    HTTP2Session | HTTP2ClientSession) libs=(-lProxyHTTP2 -lProxyCore -lHTTPGrammar -lnghttp2); extra=(Tests/ProxyCoreTests/TwoReadings.swift) ;;
+    HTTP2Session | HTTP2ClientSession)
+      libs=(-lProxyHTTP2 -lProxyCore -lHTTPGrammar -lnghttp2); extra=(Tests/ProxyCoreTests/TwoReadings.swift Fuzz/H2FuzzFrames.swift) ;;
     *) libs=(-lProxyCore -lHTTPGrammar); extra=(Tests/ProxyCoreTests/TwoReadings.swift) ;;
   esac
   # (ld.gold warns about every ASan helper symbol: the warnings go to the build log)

@@ -13,9 +13,7 @@ import ProxyCore
 /// require it); its body unframed into DATA. A response: the status line and fields as an HTTP/1.1 head, its body chunked
 /// unless it declared its length, and the trailers of an HTTP/2 response (gRPC's `grpc-status`) as the chunked
 /// body's trailer section, which the proxy relays as received.
-public final class HTTP2ClientSession {
-    /// Why the connection or the stream in flight failed, once it has (a GOAWAY, a reset, a bad frame).
-    public private(set) var failure: String?
+public final class HTTP2ClientSession: HTTP2Connection {
     /// HTTP/1.1 response bytes not yet taken.
     var response: [UInt8] = []
     /// The stream in flight, and what is known of it.
@@ -34,21 +32,14 @@ public final class HTTP2ClientSession {
     var inTrailers = false
     var responseDone = true
     let scheme: String
-    private var session: OpaquePointer?
 
     /// `scheme`: what `:scheme` says (`https` through TLS, `http` for h2c).
     public init(scheme: String) {
         self.scheme = scheme
-        var callbacks: OpaquePointer?
-        nghttp2_session_callbacks_new(&callbacks)
-        nghttp2_session_callbacks_set_on_header_callback(callbacks, h2cHeader)
-        nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks, h2cFrameReceived)
-        nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks, h2cDataChunk)
-        nghttp2_session_callbacks_set_on_stream_close_callback(callbacks, h2cStreamClosed)
-        nghttp2_session_client_new(&session, callbacks, Unmanaged.passUnretained(self).toOpaque())
-        nghttp2_session_callbacks_del(callbacks)
-        // The response's window: what the upstream may send before the machine has taken it (the shell stops
-        // reading the socket while the client is behind, so TCP holds the rest).
+        // Windows given back as nghttp2 reads the DATA: the shell reads the socket only while the client keeps
+        // up (backpressure), so TCP holds the rest.
+        super.init(server: false, manualWindow: false)
+        // The response's window (no server push: the proxy has no one to give pushed responses to).
         var entries = [
             nghttp2_settings_entry(
                 settings_id: Int32(NGHTTP2_SETTINGS_ENABLE_PUSH.rawValue), value: 0),
@@ -58,8 +49,6 @@ public final class HTTP2ClientSession {
         _ = nghttp2_submit_settings(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), &entries, entries.count)
         _ = nghttp2_session_set_local_window_size(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), 0, 4 * 1024 * 1024)
     }
-
-    deinit { nghttp2_session_del(session) }
 
     /// Request body bytes waiting for the upstream's window.
     public var bufferedRequestBody: Int { body.count - bodyStart }
@@ -127,8 +116,7 @@ public final class HTTP2ClientSession {
         bodyStart = 0
         fields.withNameValues { nva in
             if hasBody {
-                var provider = nghttp2_data_provider(
-                    source: nghttp2_data_source(ptr: nil), read_callback: h2cReadRequestBody)
+                var provider = bodyProvider
                 stream = nghttp2_submit_request(session, nil, nva.baseAddress, nva.count, &provider, nil)
             } else {
                 stream = nghttp2_submit_request(session, nil, nva.baseAddress, nva.count, nil, nil)
@@ -139,27 +127,6 @@ public final class HTTP2ClientSession {
         }
     }
 
-    /// Bytes from the upstream. False once the connection or its stream failed (``failure``).
-    public func receive(_ bytes: ArraySlice<UInt8>) -> Bool {
-        guard failure == nil else { return false }
-        let n = bytes.withUnsafeBufferPointer { nghttp2_session_mem_recv(session, $0.baseAddress, $0.count) }
-        if n < 0 { fail(String(cString: nghttp2_strerror(Int32(n)))) }
-        return failure == nil
-    }
-
-    /// Frames ready for the upstream.
-    public func send(into out: inout [UInt8]) {
-        while true {
-            var data: UnsafePointer<UInt8>?
-            let n = nghttp2_session_mem_send(session, &data)
-            if n <= 0 {
-                if n < 0 { fail(String(cString: nghttp2_strerror(Int32(n)))) }
-                return
-            }
-            out.append(contentsOf: UnsafeBufferPointer(start: data, count: n))
-        }
-    }
-
     /// Moves the HTTP/1.1 response bytes made so far to `out`.
     public func takeResponse(into out: inout [UInt8]) {
         guard !response.isEmpty else { return }
@@ -167,18 +134,12 @@ public final class HTTP2ClientSession {
         response.removeAll(keepingCapacity: true)
     }
 
-    /// `count` bytes of the response body were taken: the upstream may send that much more.
-    func consume(_ count: Int) {
-        if count > 0 && stream > 0 { _ = nghttp2_session_consume(session, stream, count) }
-    }
-
-    func fail(_ why: String) {
-        if failure == nil { failure = why }
-    }
-
     // MARK: From nghttp2's callbacks
 
-    fileprivate func header(_ name: UnsafeBufferPointer<UInt8>, _ value: UnsafeBufferPointer<UInt8>) {
+    override func header(
+        _ frame: UnsafePointer<nghttp2_frame>, _ name: UnsafeBufferPointer<UInt8>, _ value: UnsafeBufferPointer<UInt8>
+    ) {
+        guard frame.pointee.hd.stream_id == stream else { return }
         if name.elementsEqual(":status".utf8) {
             responseStatus = value.reduce(0) { $0 * 10 + Int($1 &- 0x30) }
             return
@@ -186,8 +147,23 @@ public final class HTTP2ClientSession {
         responseFields.append((Array(name), Array(value)))
     }
 
+    override func frameReceived(_ frame: UnsafePointer<nghttp2_frame>) {
+        guard frame.pointee.hd.stream_id == stream else {
+            if frame.pointee.hd.type == UInt8(NGHTTP2_GOAWAY.rawValue) && !responseDone {
+                fail("the upstream sent GOAWAY")
+            }
+            return
+        }
+        let endStream = frame.pointee.hd.flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0
+        switch UInt32(frame.pointee.hd.type) {
+        case NGHTTP2_HEADERS.rawValue: headersReceived(endStream: endStream)
+        case NGHTTP2_DATA.rawValue: if endStream { streamEnded() }
+        default: break
+        }
+    }
+
     /// A response head (interim, final) or trailers, whole.
-    fileprivate func headersReceived(endStream: Bool) {
+    private func headersReceived(endStream: Bool) {
         if inTrailers {
             // RFC 9112 §7.1.2: the trailer section after the last chunk (a body of declared length has none to
             // carry them: they are dropped).
@@ -225,7 +201,8 @@ public final class HTTP2ClientSession {
         responseFields = []
     }
 
-    fileprivate func dataReceived(_ data: UnsafeBufferPointer<UInt8>) {
+    override func dataReceived(_ id: Int32, _ data: UnsafeBufferPointer<UInt8>) {
+        guard id == stream else { return }
         if responseChunked {
             response.append(contentsOf: String(data.count, radix: 16).utf8)
             response.append(contentsOf: "\r\n".utf8)
@@ -234,23 +211,21 @@ public final class HTTP2ClientSession {
         } else {
             response.append(contentsOf: data)
         }
-        // Given back at once: the shell reads the socket only while the client keeps up (backpressure).
-        consume(data.count)
     }
 
-    fileprivate func streamEnded() {
+    private func streamEnded() {
         guard !responseDone else { return }
         if responseChunked { response.append(contentsOf: "0\r\n\r\n".utf8) }
         responseDone = true
     }
 
-    fileprivate func streamClosed(_ id: Int32, _ code: UInt32) {
+    override func streamClosed(_ id: Int32, _ code: UInt32) {
         guard id == stream, !responseDone else { return }
         fail("the upstream reset its HTTP/2 stream (error code \(code))")
     }
 
-    fileprivate func readRequestBody(
-        _ buffer: UnsafeMutablePointer<UInt8>, _ length: Int, _ flags: UnsafeMutablePointer<UInt32>
+    override func readBody(
+        _ id: Int32, _ buffer: UnsafeMutablePointer<UInt8>, _ length: Int, _ flags: UnsafeMutablePointer<UInt32>
     ) -> Int {
         let n = min(length, body.count - bodyStart)
         if n > 0 {
@@ -284,60 +259,4 @@ struct HeaderList {
     }
 
     func withNameValues(_ body: (UnsafeMutableBufferPointer<nghttp2_nv>) -> Void) { fields.withNameValues(body) }
-}
-
-private func client(_ data: UnsafeMutableRawPointer?) -> HTTP2ClientSession {
-    Unmanaged<HTTP2ClientSession>.fromOpaque(data!).takeUnretainedValue()
-}
-
-private func h2cHeader(
-    _ session: OpaquePointer?, _ frame: UnsafePointer<nghttp2_frame>?, _ name: UnsafePointer<UInt8>?, _ nameLength: Int,
-    _ value: UnsafePointer<UInt8>?, _ valueLength: Int, _ flags: UInt8, _ data: UnsafeMutableRawPointer?
-) -> Int32 {
-    guard let frame, frame.pointee.hd.stream_id == client(data).stream else { return 0 }
-    client(data).header(.init(start: name, count: nameLength), .init(start: value, count: valueLength))
-    return 0
-}
-
-private func h2cFrameReceived(
-    _ session: OpaquePointer?, _ frame: UnsafePointer<nghttp2_frame>?, _ data: UnsafeMutableRawPointer?
-) -> Int32 {
-    guard let frame else { return 0 }
-    let owner = client(data)
-    guard frame.pointee.hd.stream_id == owner.stream else {
-        if frame.pointee.hd.type == UInt8(NGHTTP2_GOAWAY.rawValue) && !owner.responseDone {
-            owner.fail("the upstream sent GOAWAY")
-        }
-        return 0
-    }
-    let endStream = frame.pointee.hd.flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0
-    switch UInt32(frame.pointee.hd.type) {
-    case NGHTTP2_HEADERS.rawValue: owner.headersReceived(endStream: endStream)
-    case NGHTTP2_DATA.rawValue: if endStream { owner.streamEnded() }
-    default: break
-    }
-    return 0
-}
-
-private func h2cDataChunk(
-    _ session: OpaquePointer?, _ flags: UInt8, _ id: Int32, _ bytes: UnsafePointer<UInt8>?, _ length: Int,
-    _ data: UnsafeMutableRawPointer?
-) -> Int32 {
-    if id == client(data).stream { client(data).dataReceived(UnsafeBufferPointer(start: bytes, count: length)) }
-    return 0
-}
-
-private func h2cStreamClosed(
-    _ session: OpaquePointer?, _ id: Int32, _ errorCode: UInt32, _ data: UnsafeMutableRawPointer?
-) -> Int32 {
-    client(data).streamClosed(id, errorCode)
-    return 0
-}
-
-private func h2cReadRequestBody(
-    _ session: OpaquePointer?, _ id: Int32, _ buffer: UnsafeMutablePointer<UInt8>?, _ length: Int,
-    _ flags: UnsafeMutablePointer<UInt32>?, _ source: UnsafeMutablePointer<nghttp2_data_source>?,
-    _ data: UnsafeMutableRawPointer?
-) -> Int {
-    client(data).readRequestBody(buffer!, length, flags!)
 }

@@ -27,7 +27,7 @@ import ProxyCore
 /// Flow control (RFC 9113 §5.2): the window of what the client sends is given back only as the machine takes
 /// the bytes (``consume(_:_:)``), and a response body is pulled into DATA frames as the client's window allows,
 /// so memory per stream is bounded by the windows and the shell's high-water mark.
-public final class HTTP2ServerSession {
+public final class HTTP2ServerSession: HTTP2Connection {
     public enum Event: Sendable {
         /// A request's head as HTTP/1.1 bytes; `ended`: it has no body.
         case request(stream: Int32, head: [UInt8], ended: Bool)
@@ -55,33 +55,15 @@ public final class HTTP2ServerSession {
 
     /// What the session has to tell the shell since it last looked (it empties it).
     public var events: [Event] = []
-    /// Why the connection failed (a connection error: a bad preface, a frame out of place), once it has.
-    public private(set) var failure: String?
     /// Requests are written in absolute form (`scheme://authority/path`): the proxy routes them by their target
     /// (a forward listener). Otherwise in origin form (`--reverse`, or inside an intercepted tunnel).
     let absoluteTargets: Bool
-    // Owned by this object; freed in deinit.
-    private var session: OpaquePointer?
     var streams: [Int32: Stream] = [:]
 
     public init(settings: Settings = Settings(), absoluteTargets: Bool) {
         self.absoluteTargets = absoluteTargets
-        var callbacks: OpaquePointer?
-        nghttp2_session_callbacks_new(&callbacks)
-        nghttp2_session_callbacks_set_on_begin_headers_callback(callbacks, h2BeginHeaders)
-        nghttp2_session_callbacks_set_on_header_callback(callbacks, h2Header)
-        nghttp2_session_callbacks_set_on_invalid_header_callback(callbacks, h2InvalidHeader)
-        nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks, h2FrameReceived)
-        nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks, h2DataChunk)
-        nghttp2_session_callbacks_set_on_stream_close_callback(callbacks, h2StreamClosed)
-        var options: OpaquePointer?
-        nghttp2_option_new(&options)
         // Window updates only as the machine takes the bytes (``consume(_:_:)``).
-        nghttp2_option_set_no_auto_window_update(options, 1)
-        nghttp2_option_set_max_send_header_block_length(options, 64 * 1024)
-        nghttp2_session_server_new2(&session, callbacks, Unmanaged.passUnretained(self).toOpaque(), options)
-        nghttp2_option_del(options)
-        nghttp2_session_callbacks_del(callbacks)
+        super.init(server: true, manualWindow: true)
         var entries = [
             nghttp2_settings_entry(
                 settings_id: Int32(NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS.rawValue),
@@ -98,34 +80,7 @@ public final class HTTP2ServerSession {
             session, UInt8(NGHTTP2_FLAG_NONE.rawValue), 0, Int32(settings.connectionWindowSize))
     }
 
-    deinit { nghttp2_session_del(session) }
-
     // MARK: The connection
-
-    /// Bytes from the client. False when the connection failed (``failure``): send what is pending (a GOAWAY)
-    /// and close.
-    public func receive(_ bytes: ArraySlice<UInt8>) -> Bool {
-        guard failure == nil else { return false }
-        let n = bytes.withUnsafeBufferPointer { nghttp2_session_mem_recv(session, $0.baseAddress, $0.count) }
-        if n < 0 {
-            failure = String(cString: nghttp2_strerror(Int32(n)))
-            return false
-        }
-        return true
-    }
-
-    /// Appends the frames ready to go (as the peer's windows allow) to `out`.
-    public func send(into out: inout [UInt8]) {
-        while true {
-            var data: UnsafePointer<UInt8>?
-            let n = nghttp2_session_mem_send(session, &data)
-            if n <= 0 {
-                if n < 0 { failure = String(cString: nghttp2_strerror(Int32(n))) }
-                return
-            }
-            out.append(contentsOf: UnsafeBufferPointer(start: data, count: n))
-        }
-    }
 
     /// The session has more to read or to write; when neither, the connection is done.
     public var isActive: Bool { nghttp2_session_want_read(session) != 0 || nghttp2_session_want_write(session) != 0 }
@@ -244,8 +199,7 @@ public final class HTTP2ServerSession {
             if final {
                 let hasBody = !streams[id]!.responseBody.isComplete
                 if hasBody {
-                    var provider = nghttp2_data_provider(
-                        source: nghttp2_data_source(ptr: nil), read_callback: h2ReadResponseBody)
+                    var provider = bodyProvider
                     _ = nghttp2_submit_response(session, id, nva.baseAddress, nva.count, &provider)
                 } else {
                     _ = nghttp2_submit_response(session, id, nva.baseAddress, nva.count, nil)
@@ -259,17 +213,42 @@ public final class HTTP2ServerSession {
 
     // MARK: From nghttp2's callbacks
 
-    fileprivate func beginRequest(_ id: Int32) { streams[id] = Stream() }
-
-    fileprivate func header(_ id: Int32, _ name: UnsafeBufferPointer<UInt8>, _ value: UnsafeBufferPointer<UInt8>) {
-        streams[id]?.addField(name, value)
+    override func beginHeaders(_ frame: UnsafePointer<nghttp2_frame>) {
+        if Self.isRequestHeaders(frame) { streams[frame.pointee.hd.stream_id] = Stream() }
     }
 
-    fileprivate func invalidHeader(_ id: Int32, _ name: UnsafeBufferPointer<UInt8>) {
-        streams[id]?.refusal = "an invalid field \(String(decoding: name, as: UTF8.self).debugDescription)"
+    override func header(
+        _ frame: UnsafePointer<nghttp2_frame>, _ name: UnsafeBufferPointer<UInt8>, _ value: UnsafeBufferPointer<UInt8>
+    ) {
+        // Request heads only: trailers of a request body are not passed on (an HTTP/1.1 upstream seldom reads them).
+        guard Self.isRequestHeaders(frame) else { return }
+        streams[frame.pointee.hd.stream_id]?.addField(name, value)
     }
 
-    fileprivate func requestHeadReceived(_ id: Int32, endStream: Bool) {
+    override func invalidHeader(_ frame: UnsafePointer<nghttp2_frame>, _ name: UnsafeBufferPointer<UInt8>) {
+        streams[frame.pointee.hd.stream_id]?.refusal =
+            "an invalid field \(String(decoding: name, as: UTF8.self).debugDescription)"
+    }
+
+    override func frameReceived(_ frame: UnsafePointer<nghttp2_frame>) {
+        let id = frame.pointee.hd.stream_id
+        let endStream = frame.pointee.hd.flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0
+        switch UInt32(frame.pointee.hd.type) {
+        case NGHTTP2_HEADERS.rawValue:
+            if frame.pointee.headers.cat == NGHTTP2_HCAT_REQUEST { requestHeadReceived(id, endStream: endStream) }
+            // END_STREAM on the request's HEADERS, or on trailers after its body.
+            if endStream { requestEnded(id) }
+        case NGHTTP2_DATA.rawValue:
+            if endStream { requestEnded(id) }
+        default: break
+        }
+    }
+
+    static func isRequestHeaders(_ frame: UnsafePointer<nghttp2_frame>) -> Bool {
+        frame.pointee.hd.type == UInt8(NGHTTP2_HEADERS.rawValue) && frame.pointee.headers.cat == NGHTTP2_HCAT_REQUEST
+    }
+
+    private func requestHeadReceived(_ id: Int32, endStream: Bool) {
         guard let stream = streams[id] else { return }
         let head: [UInt8]
         switch stream.requestHead(absolute: absoluteTargets, ended: endStream) {
@@ -297,7 +276,7 @@ public final class HTTP2ServerSession {
         respond(id, answer[...])
     }
 
-    fileprivate func dataReceived(_ id: Int32, _ data: UnsafeBufferPointer<UInt8>) {
+    override func dataReceived(_ id: Int32, _ data: UnsafeBufferPointer<UInt8>) {
         guard let stream = streams[id], stream.passedOn, !stream.reset else {
             // Not passed on: given back to the window at once.
             consume(id, data.count)
@@ -315,12 +294,12 @@ public final class HTTP2ServerSession {
         events.append(.body(stream: id, bytes: bytes, flowed: data.count))
     }
 
-    fileprivate func requestEnded(_ id: Int32) {
+    private func requestEnded(_ id: Int32) {
         guard let stream = streams[id], stream.passedOn, !stream.reset else { return }
         events.append(.requestEnded(stream: id, bytes: stream.chunked ? stream.lastChunk() : []))
     }
 
-    fileprivate func streamClosed(_ id: Int32, _ errorCode: UInt32) {
+    override func streamClosed(_ id: Int32, _ errorCode: UInt32) {
         guard let stream = streams.removeValue(forKey: id) else { return }
         if !stream.passedOn && (stream.refusal != nil || errorCode != 0) {
             // nghttp2 reset it (RFC 9113 §8.1.1: malformed) before its head was whole; only invalid regular
@@ -331,7 +310,7 @@ public final class HTTP2ServerSession {
         if stream.passedOn { events.append(.closed(stream: id, errorCode: errorCode)) }
     }
 
-    fileprivate func readResponseBody(
+    override func readBody(
         _ id: Int32, _ buffer: UnsafeMutablePointer<UInt8>, _ length: Int, _ flags: UnsafeMutablePointer<UInt32>
     ) -> Int {
         guard let stream = streams[id] else { return Int(NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue) }
@@ -384,84 +363,4 @@ public final class HTTP2ServerSession {
 
     /// Streams whose buffered response shrank in the last ``send(into:)``: their upstreams may be read again.
     public var drained: [Int32] = []
-}
-
-// C callbacks: free functions, so they carry no actor isolation; `user_data` is the session object.
-
-private func owner(_ data: UnsafeMutableRawPointer?) -> HTTP2ServerSession {
-    Unmanaged<HTTP2ServerSession>.fromOpaque(data!).takeUnretainedValue()
-}
-
-private func isRequestHeaders(_ frame: UnsafePointer<nghttp2_frame>) -> Bool {
-    frame.pointee.hd.type == UInt8(NGHTTP2_HEADERS.rawValue) && frame.pointee.headers.cat == NGHTTP2_HCAT_REQUEST
-}
-
-private func h2BeginHeaders(
-    _ session: OpaquePointer?, _ frame: UnsafePointer<nghttp2_frame>?, _ data: UnsafeMutableRawPointer?
-) -> Int32 {
-    if let frame, isRequestHeaders(frame) { owner(data).beginRequest(frame.pointee.hd.stream_id) }
-    return 0
-}
-
-private func h2Header(
-    _ session: OpaquePointer?, _ frame: UnsafePointer<nghttp2_frame>?, _ name: UnsafePointer<UInt8>?, _ nameLength: Int,
-    _ value: UnsafePointer<UInt8>?, _ valueLength: Int, _ flags: UInt8, _ data: UnsafeMutableRawPointer?
-) -> Int32 {
-    // Request heads only: trailers of a request body are not passed on (an HTTP/1.1 upstream seldom reads them).
-    guard let frame, isRequestHeaders(frame) else { return 0 }
-    owner(data).header(
-        frame.pointee.hd.stream_id, UnsafeBufferPointer(start: name, count: nameLength),
-        UnsafeBufferPointer(start: value, count: valueLength))
-    return 0
-}
-
-private func h2InvalidHeader(
-    _ session: OpaquePointer?, _ frame: UnsafePointer<nghttp2_frame>?, _ name: UnsafePointer<UInt8>?, _ nameLength: Int,
-    _ value: UnsafePointer<UInt8>?, _ valueLength: Int, _ flags: UInt8, _ data: UnsafeMutableRawPointer?
-) -> Int32 {
-    if let frame { owner(data).invalidHeader(frame.pointee.hd.stream_id, .init(start: name, count: nameLength)) }
-    // A stream error (PROTOCOL_ERROR), as without this callback: it is here to say which field.
-    return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue
-}
-
-private func h2FrameReceived(
-    _ session: OpaquePointer?, _ frame: UnsafePointer<nghttp2_frame>?, _ data: UnsafeMutableRawPointer?
-) -> Int32 {
-    guard let frame else { return 0 }
-    let session = owner(data)
-    let id = frame.pointee.hd.stream_id
-    let endStream = frame.pointee.hd.flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0
-    switch UInt32(frame.pointee.hd.type) {
-    case NGHTTP2_HEADERS.rawValue:
-        if frame.pointee.headers.cat == NGHTTP2_HCAT_REQUEST { session.requestHeadReceived(id, endStream: endStream) }
-        // END_STREAM on the request's HEADERS, or on trailers after its body.
-        if endStream { session.requestEnded(id) }
-    case NGHTTP2_DATA.rawValue:
-        if endStream { session.requestEnded(id) }
-    default: break
-    }
-    return 0
-}
-
-private func h2DataChunk(
-    _ session: OpaquePointer?, _ flags: UInt8, _ id: Int32, _ bytes: UnsafePointer<UInt8>?, _ length: Int,
-    _ data: UnsafeMutableRawPointer?
-) -> Int32 {
-    owner(data).dataReceived(id, UnsafeBufferPointer(start: bytes, count: length))
-    return 0
-}
-
-private func h2StreamClosed(
-    _ session: OpaquePointer?, _ id: Int32, _ errorCode: UInt32, _ data: UnsafeMutableRawPointer?
-) -> Int32 {
-    owner(data).streamClosed(id, errorCode)
-    return 0
-}
-
-private func h2ReadResponseBody(
-    _ session: OpaquePointer?, _ id: Int32, _ buffer: UnsafeMutablePointer<UInt8>?, _ length: Int,
-    _ flags: UnsafeMutablePointer<UInt32>?, _ source: UnsafeMutablePointer<nghttp2_data_source>?,
-    _ data: UnsafeMutableRawPointer?
-) -> Int {
-    owner(data).readResponseBody(id, buffer!, length, flags!)
 }
