@@ -128,10 +128,8 @@ public struct BodyReader: Sendable {
     private var chunked = ChunkedDecoder()
     public private(set) var isComplete: Bool
 
-    /// `keepingTrailers`: a chunked body's trailer field lines are kept (``trailerSection``).
-    public init(_ framing: BodyFraming, keepingTrailers: Bool = false) {
+    public init(_ framing: BodyFraming) {
         self.framing = framing
-        chunked.keepsTrailers = keepingTrailers
         switch framing {
         case .none:
             remaining = 0
@@ -145,14 +143,15 @@ public struct BodyReader: Sendable {
         }
     }
 
-    /// A chunked body's trailer field lines, when the reader keeps them.
-    public var trailerSection: [UInt8] { chunked.trailerSection }
-
     /// Consumes body bytes from the front of `bytes`. Returns how many belong to the body; the rest belong
-    /// to whatever follows. With `payload`, chunked data (without framing) is appended to it.
-    public mutating func consume(_ bytes: ArraySlice<UInt8>, payload: UnsafeMutablePointer<[UInt8]>? = nil)
-        throws(HTTPParseError) -> Int
-    {
+    /// to whatever follows. With `payload`, chunked data (without framing) is appended to it; with `trailers`, a
+    /// chunked body's trailer field lines (`name: value` CRLF each), for a reader that passes them on in another
+    /// form (HTTP/2's trailers) where the relay forwards them with the chunks. Passed in, not kept: the reader
+    /// stays a plain value, copied without reference counting.
+    public mutating func consume(
+        _ bytes: ArraySlice<UInt8>, payload: UnsafeMutablePointer<[UInt8]>? = nil,
+        trailers: UnsafeMutablePointer<[UInt8]>? = nil
+    ) throws(HTTPParseError) -> Int {
         if isComplete { return 0 }
         switch framing {
         case .none: return 0
@@ -166,7 +165,7 @@ public struct BodyReader: Sendable {
             payload?.pointee.append(contentsOf: bytes)
             return bytes.count
         case .chunked:
-            let n = try chunked.consume(bytes, payload: payload)
+            let n = try chunked.consume(bytes, payload: payload, trailers: trailers)
             if chunked.isComplete { isComplete = true }
             return n
         }
@@ -235,11 +234,6 @@ public struct ChunkedDecoder: Sendable {
     public static let maximumLineBytes = 8192
     /// Largest trailer section.
     public static let maximumTrailerBytes = 64 * 1024
-    /// Keep the trailer section's field lines (``trailerSection``): for a reader that passes them on in another
-    /// form (HTTP/2's trailers), where the proxy's relay forwards them with the chunks.
-    var keepsTrailers = false
-    /// The trailer section's field lines (`name: value` CRLF each), when kept.
-    public private(set) var trailerSection: [UInt8] = []
 
     public init() {}
 
@@ -248,9 +242,11 @@ public struct ChunkedDecoder: Sendable {
         return false
     }
 
-    public mutating func consume(_ bytes: ArraySlice<UInt8>, payload: UnsafeMutablePointer<[UInt8]>?)
-        throws(HTTPParseError) -> Int
-    {
+    /// `trailers`: where the trailer section's field lines go, if anywhere (``BodyReader/consume(_:payload:trailers:)``).
+    public mutating func consume(
+        _ bytes: ArraySlice<UInt8>, payload: UnsafeMutablePointer<[UInt8]>?,
+        trailers: UnsafeMutablePointer<[UInt8]>? = nil
+    ) throws(HTTPParseError) -> Int {
         var i = bytes.startIndex
         while i < bytes.endIndex {
             if case .data(let left) = state {
@@ -260,7 +256,7 @@ public struct ChunkedDecoder: Sendable {
                 state = left == n ? .dataCR : .data(left - n)
                 continue
             }
-            if keepsTrailers { keepTrailer(bytes[i]) }
+            if let trailers { keepTrailer(bytes[i], into: trailers) }
             do {
                 try step(bytes[i])
             } catch {
@@ -275,10 +271,10 @@ public struct ChunkedDecoder: Sendable {
     }
 
     /// Keeps `b` when it belongs to a trailer field line (its name, its value, its CRLF).
-    private mutating func keepTrailer(_ b: UInt8) {
+    private func keepTrailer(_ b: UInt8, into trailers: UnsafeMutablePointer<[UInt8]>) {
         switch state {
-        case .trailerLineStart where b != 0x0D && b != 0x0A: trailerSection.append(b)
-        case .trailerName, .trailerValue, .trailerLF: trailerSection.append(b)
+        case .trailerLineStart where b != 0x0D && b != 0x0A: trailers.pointee.append(b)
+        case .trailerName, .trailerValue, .trailerLF: trailers.pointee.append(b)
         default: break
         }
     }

@@ -122,7 +122,7 @@ public final class HTTP2ServerSession: HTTP2Connection {
                     let framing = try BodyFraming.forResponse(
                         head.head, status: head.status, requestMethod: stream.method, version: head.version)
                     // Trailers kept: a chunked response's trailer section becomes HTTP/2 trailers (gRPC's status).
-                    stream.responseBody = BodyReader(framing, keepingTrailers: true)
+                    stream.responseBody = BodyReader(framing)
                 } catch {
                     stream.responseIn.removeAll()
                     return reset(id, "its response's framing: \(error.description)")
@@ -134,7 +134,8 @@ public final class HTTP2ServerSession: HTTP2Connection {
             guard !stream.responseBody.isComplete, stream.responseIn.count > stream.responseInStart else { break }
             var body = stream.responseBody
             do throws(HTTPParseError) {
-                let n = try body.consume(stream.responseIn[stream.responseInStart...], payload: &stream.out)
+                let n = try body.consume(
+                    stream.responseIn[stream.responseInStart...], payload: &stream.out, trailers: &stream.trailers)
                 stream.responseBody = body
                 stream.responseInStart += n
                 if n == 0 { break }
@@ -327,7 +328,7 @@ public final class HTTP2ServerSession: HTTP2Connection {
         }
         if stream.responseBody.isComplete && stream.outStart == stream.out.count {
             flags.pointee |= NGHTTP2_DATA_FLAG_EOF.rawValue
-            let trailers = stream.responseBody.trailerSection
+            let trailers = stream.trailers
             if !trailers.isEmpty {
                 // RFC 9113 §8.1: trailers are a HEADERS frame that ends the stream, after the last DATA.
                 flags.pointee |= NGHTTP2_DATA_FLAG_NO_END_STREAM.rawValue

@@ -23,6 +23,8 @@ final class Stream {
     var responseInStart = 0
     var responseHead: ResponseHead? = nil
     var responseBody = BodyReader(.none)
+    /// A chunked response's trailer field lines: its HTTP/2 trailers.
+    var trailers: [UInt8] = []
     /// The response body, decoded, waiting for DATA frames.
     var out: [UInt8] = []
     var outStart = 0

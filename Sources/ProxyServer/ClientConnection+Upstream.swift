@@ -25,7 +25,7 @@ extension ClientConnection {
         let status = tls.readPlaintext(into: &plain)
         tls.drainCiphertext(into: &upstream.out.records)
         if !plain.isEmpty {
-            if let http2 = upstream.http2 {
+            if upstream.isHTTP2, let http2 = upstream.http2 {
                 upstreamHTTP2(upstream, http2, plain[...])
             } else {
                 machine.upstreamData(plain[...], &io)
@@ -55,7 +55,7 @@ extension ClientConnection {
             if let tls = upstream.tls {
                 tls.feed(loop.readBuffer[0..<n])
                 upstreamTLSProgress(upstream, tls)
-            } else if let http2 = upstream.http2 {
+            } else if upstream.isHTTP2, let http2 = upstream.http2 {
                 upstreamHTTP2(upstream, http2, loop.readBuffer[0..<n])
             } else {
                 machine.upstreamData(loop.readBuffer[0..<n], &io)
@@ -114,7 +114,7 @@ extension ClientConnection {
         guard let upstream else { return }
         self.upstream = nil
         let unsent =
-            upstream.http2 == nil
+            !upstream.isHTTP2
             ? upstream.out.pending(io.toUpstream) > 0
             : upstream.out.pending(upstream.frames) > 0 || !io.toUpstream.isEmpty
         // A request's worth of room stays for the next request; what a large body grew is let go.
@@ -122,7 +122,7 @@ extension ClientConnection {
         upstream.out.sent = 0
         upstream.out.shutdownPending = false
         if reusable && !unsent && !upstream.readClosed && !upstream.out.writeShut && !upstream.connecting
-            && (upstream.tls?.handshakeComplete ?? true) && (upstream.http2?.isIdle ?? true)
+            && (upstream.tls?.handshakeComplete ?? true) && (!upstream.isHTTP2 || upstream.http2!.isIdle)
         {
             releaseParked()
             if loop.draining || closeAfterFlush || loop.parkedCount >= loop.parkLimit {

@@ -109,7 +109,7 @@ final class ClientConnection: LoopHandler {
     }
     var pendingToUpstream: Int {
         guard let upstream else { return io.toUpstream.count }
-        if upstream.http2 != nil { return pendingThroughHTTP2(upstream) }
+        if upstream.isHTTP2 { return pendingThroughHTTP2(upstream) }
         return upstream.out.pending(io.toUpstream)
     }
 
@@ -323,7 +323,7 @@ final class ClientConnection: LoopHandler {
 
     func flushUpstream() {
         guard let upstream, !upstream.connecting, upstream.tunnelAnswer == nil else { return }
-        if let http2 = upstream.http2 { return flushHTTP2Upstream(upstream, http2) }
+        if upstream.isHTTP2, let http2 = upstream.http2 { return flushHTTP2Upstream(upstream, http2) }
         var progress = false
         let error = upstream.out.flush(&io.toUpstream, to: upstream.fd, tls: upstream.tls, progress: &progress)
         if progress { lastActivity = loop.now }
@@ -365,7 +365,7 @@ final class ClientConnection: LoopHandler {
             } else {
                 if !upstream.readClosed && pendingToClient < highWater { up |= Poller.readable }
                 // (Through HTTP/2 only frames ready to go: a body waiting for the upstream's window is no reason.)
-                let unsent = upstream.http2 == nil ? pendingToUpstream : upstream.out.pending(upstream.frames)
+                let unsent = !upstream.isHTTP2 ? pendingToUpstream : upstream.out.pending(upstream.frames)
                 if unsent > 0 && !upstreamFlushDeferred { up |= Poller.writable }
             }
             if up & ~upstream.interest & Poller.readable != 0 { upstreamReadSince = loop.now }

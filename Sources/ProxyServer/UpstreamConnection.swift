@@ -35,7 +35,9 @@ final class UpstreamConnection: LoopHandler {
     var tunnelAnswer: [UInt8]?
     /// The upstream speaks HTTP/2 (ALPN chose `h2`, or an h2c origin): the session between the machine's HTTP/1.1
     /// and the wire, and its frames not yet sent (``out`` indexes them instead of the machine's buffer).
-    var http2: HTTP2ClientSession?
+    var http2: HTTP2ClientSession? { didSet { isHTTP2 = http2 != nil } }
+    /// ``http2`` is set: a flag the per-request paths read without touching the session's reference count.
+    private(set) var isHTTP2 = false
     var frames: [UInt8] = []
 
     init(fd: Int32, origin: Origin, loop: EventLoop) {
