@@ -21,7 +21,8 @@ public func fuzzHTTP2ClientSession(_ data: UnsafePointer<UInt8>, _ size: Int) ->
     let input = Array(UnsafeBufferPointer(start: data, count: size))
     let method = input.first.map { $0 & 1 == 0 ? "GET" : "HEAD" } ?? "GET"
     let session = HTTP2ClientSession(scheme: "http")
-    session.request(Array("\(method) / HTTP/1.1\r\nHost: a\r\n\r\n".utf8)[...])
+    let exchange = session.open()
+    session.request(exchange, Array("\(method) / HTTP/1.1\r\nHost: a\r\n\r\n".utf8)[...])
     var out: [UInt8] = []
     session.send(into: &out)
     // The upstream's empty SETTINGS, then the fuzzed frames on stream 1 (the request's) or 0.
@@ -30,9 +31,11 @@ public func fuzzHTTP2ClientSession(_ data: UnsafePointer<UInt8>, _ size: Int) ->
         + fuzzFrames(input, from: 1, names: names, values: values, maximumFields: 8) { $0 % 4 == 0 ? 0 : 1 }
     let ok = session.receive(wire[...])
     var response: [UInt8] = []
-    session.takeResponse(into: &response)
+    exchange.takeResponse(into: &response)
     session.send(into: &out)
-    if ok && session.isIdle && !response.isEmpty, let difference = readingsDiffer(response, responsesTo: [method]) {
+    if ok && exchange.responseDone && exchange.failure == nil && !response.isEmpty,
+        let difference = readingsDiffer(response, responsesTo: [method])
+    {
         fatalError(difference)
     }
     return 0

@@ -2,94 +2,125 @@ internal import CNGHTTP2
 import HTTPGrammar
 import ProxyCore
 
-/// The client side of one HTTP/2 connection to an upstream (RFC 9113), without I/O, in the path of an upstream
-/// connection's bytes: the connection machine writes HTTP/1.1 requests (``request(_:)``) and reads HTTP/1.1
-/// responses (``takeResponse(into:)``), as with any upstream; the session speaks HTTP/2 on the wire
-/// (``receive(_:)``, ``send(into:)``). One request at a time, as the machine sends them: each a new stream on the
-/// same connection, which stays open for the next.
+/// The client side of one HTTP/2 connection to an upstream (RFC 9113), without I/O, shared by the exchanges that
+/// go to that origin at once: each opens an ``UpstreamExchange`` (``open()``), writes its HTTP/1.1 request into it
+/// (``request(_:_:)``) as its connection machine writes to any upstream, and reads back an HTTP/1.1 response
+/// (``UpstreamExchange/takeResponse(into:)``); the session speaks HTTP/2 on the wire (``receive(_:)``,
+/// ``send(into:)``), one stream per exchange, at most as many at once as the upstream's
+/// SETTINGS_MAX_CONCURRENT_STREAMS allows (``canOpen``).
 ///
 /// A request (RFC 9113 §8.3.1): `:method`, `:scheme`, `:authority` from Host, `:path` from the origin-form target;
 /// the fields with lowercase names, without those about one connection (§8.2.2), and `te: trailers` (gRPC servers
-/// require it); its body unframed into DATA. A response: the status line and fields as an HTTP/1.1 head, its body chunked
-/// unless it declared its length, and the trailers of an HTTP/2 response (gRPC's `grpc-status`) as the chunked
-/// body's trailer section, which the proxy relays as received.
+/// require it); its body unframed into DATA. A response: the status line and fields as an HTTP/1.1 head, its body
+/// chunked unless it declared its length, and the trailers of an HTTP/2 response (gRPC's `grpc-status`) as the
+/// chunked body's trailer section, which the proxy relays as received.
+///
+/// Flow control (§5.2): a response's window is given back only as its exchange takes the bytes (``consume(_:_:)``),
+/// so one slow client holds its own stream, not the connection the others share.
 public final class HTTP2ClientSession: HTTP2Connection {
-    /// HTTP/1.1 response bytes not yet taken.
-    var response: [UInt8] = []
-    /// The stream in flight, and what is known of it.
-    var stream: Int32 = -1
-    var requestParser = HTTPHeadParser()
-    var requestIn: [UInt8] = []
-    var requestBody: BodyReader? = nil
-    var requestMethod = ""
-    /// Request body bytes waiting for the upstream's window.
-    var body: [UInt8] = []
-    var bodyStart = 0
-    var bodyDeferred = false
-    var responseFields: [(name: [UInt8], value: [UInt8])] = []
-    var responseStatus = 0
-    var responseChunked = false
-    var inTrailers = false
-    var responseDone = true
     let scheme: String
+    /// The exchanges with a stream, by stream.
+    var streams: [Int32: UpstreamExchange] = [:]
+    /// Exchanges open on this connection (with a stream or about to have one).
+    public private(set) var openCount = 0
+    /// The exchanges whose response grew, ended or failed in the last ``receive(_:)`` (the shell hands the bytes
+    /// to their machines); emptied by the shell.
+    public var touched: [UpstreamExchange] = []
+    /// The upstream said GOAWAY: no new stream.
+    public private(set) var goingAway = false
 
     /// `scheme`: what `:scheme` says (`https` through TLS, `http` for h2c).
     public init(scheme: String) {
         self.scheme = scheme
-        // Windows given back as nghttp2 reads the DATA: the shell reads the socket only while the client keeps
-        // up (backpressure), so TCP holds the rest.
-        super.init(server: false, manualWindow: false)
-        // The response's window (no server push: the proxy has no one to give pushed responses to).
+        super.init(server: false, manualWindow: true)
+        // The response's window, per stream and for the connection (no server push: the proxy has no one to give
+        // pushed responses to).
         var entries = [
+            nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_ENABLE_PUSH.rawValue), value: 0),
             nghttp2_settings_entry(
-                settings_id: Int32(NGHTTP2_SETTINGS_ENABLE_PUSH.rawValue), value: 0),
-            nghttp2_settings_entry(
-                settings_id: Int32(NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE.rawValue), value: 1024 * 1024),
+                settings_id: Int32(NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE.rawValue), value: 256 * 1024),
         ]
         _ = nghttp2_submit_settings(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), &entries, entries.count)
         _ = nghttp2_session_set_local_window_size(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), 0, 4 * 1024 * 1024)
     }
 
-    /// Request body bytes waiting for the upstream's window.
-    public var bufferedRequestBody: Int { body.count - bodyStart }
+    /// Whether another exchange may start here: no failure, no GOAWAY, and fewer streams open than the upstream
+    /// allows at once.
+    public var canOpen: Bool {
+        guard failure == nil, !goingAway else { return false }
+        let limit = nghttp2_session_get_remote_settings(session, NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS)
+        return UInt32(openCount) < limit
+    }
 
-    /// No stream in flight and none refused: the connection can take the next request.
-    public var isIdle: Bool { responseDone && failure == nil && nghttp2_session_want_read(session) != 0 }
+    /// An exchange on this connection; its stream starts with its request's head.
+    public func open() -> UpstreamExchange {
+        openCount += 1
+        return UpstreamExchange()
+    }
 
-    /// Bytes of HTTP/1.1 requests, as the machine writes them to its upstream.
-    public func request(_ bytes: ArraySlice<UInt8>) {
-        requestIn.append(contentsOf: bytes)
-        while failure == nil && !requestIn.isEmpty {
-            if requestBody == nil {
-                guard let length = try? requestParser.headLength(requestIn[...]) else { return }
-                guard let head = try? requestParser.parseRequest(Array(requestIn[..<length])),
+    /// The exchange is done with the connection: a stream whose response is not whole is cancelled (RST_STREAM).
+    public func close(_ exchange: UpstreamExchange) {
+        guard !exchange.closed else { return }
+        exchange.closed = true
+        openCount -= 1
+        if exchange.stream > 0 {
+            if !exchange.responseDone {
+                _ = nghttp2_submit_rst_stream(
+                    session, UInt8(NGHTTP2_FLAG_NONE.rawValue), exchange.stream, NGHTTP2_CANCEL.rawValue)
+            }
+            // What the exchange never took frees the connection's window.
+            if exchange.unconsumed > 0 {
+                _ = nghttp2_session_consume_connection(session, exchange.unconsumed)
+                exchange.unconsumed = 0
+            }
+            streams[exchange.stream] = nil
+        }
+    }
+
+    /// The exchange's machine has taken its response bytes and can take more: the upstream may send that much.
+    public func consume(_ exchange: UpstreamExchange) {
+        guard exchange.unconsumed > 0 else { return }
+        if exchange.stream > 0 && streams[exchange.stream] != nil {
+            _ = nghttp2_session_consume(session, exchange.stream, exchange.unconsumed)
+        } else {
+            _ = nghttp2_session_consume_connection(session, exchange.unconsumed)
+        }
+        exchange.unconsumed = 0
+    }
+
+    /// Bytes of HTTP/1.1 requests, as the exchange's machine writes them to its upstream.
+    public func request(_ exchange: UpstreamExchange, _ bytes: ArraySlice<UInt8>) {
+        if let failure { return exchange.fail(failure) }
+        exchange.requestIn.append(contentsOf: bytes)
+        while exchange.failure == nil && !exchange.requestIn.isEmpty {
+            if exchange.requestBody == nil {
+                guard let length = try? exchange.requestParser.headLength(exchange.requestIn[...]) else { return }
+                guard let head = try? exchange.requestParser.parseRequest(Array(exchange.requestIn[..<length])),
                     let framing = try? BodyFraming.forRequest(head.head, version: head.version)
-                else { return fail("the request head did not parse") }
-                requestIn.removeFirst(length)
-                requestBody = BodyReader(framing)
-                requestMethod = head.method
-                submit(head, hasBody: !requestBody!.isComplete)
-                if requestBody!.isComplete {
-                    requestBody = nil
-                }
+                else { return exchange.fail("the request head did not parse") }
+                exchange.requestIn.removeFirst(length)
+                let reader = BodyReader(framing)
+                exchange.requestBody = reader.isComplete ? nil : reader
+                exchange.requestMethod = head.method
+                submit(exchange, head, hasBody: !reader.isComplete)
                 continue
             }
-            var reader = requestBody!
-            guard let n = try? reader.consume(requestIn[...], payload: &body) else {
-                return fail("the request body's framing")
+            var reader = exchange.requestBody!
+            guard let n = try? reader.consume(exchange.requestIn[...], payload: &exchange.body) else {
+                return exchange.fail("the request body's framing")
             }
-            requestIn.removeFirst(n)
-            requestBody = reader.isComplete ? nil : reader
-            if bodyDeferred {
-                bodyDeferred = false
-                _ = nghttp2_session_resume_data(session, stream)
+            exchange.requestIn.removeFirst(n)
+            exchange.requestBody = reader.isComplete ? nil : reader
+            if exchange.bodyDeferred && exchange.stream > 0 {
+                exchange.bodyDeferred = false
+                _ = nghttp2_session_resume_data(session, exchange.stream)
             }
             if n == 0 { return }
         }
     }
 
     /// HEADERS for an HTTP/1.1 request head (RFC 9113 §8.3.1).
-    private func submit(_ request: RequestHead, hasBody: Bool) {
+    private func submit(_ exchange: UpstreamExchange, _ request: RequestHead, hasBody: Bool) {
         let head = request.head
         var host: ArraySlice<UInt8> = []
         for field in head.fields where field.known == .host { host = head.bytes[field.value] }
@@ -106,26 +137,135 @@ public final class HTTP2ClientSession: HTTP2Connection {
             fields.append(name: name, value: head.bytes[field.value], neverIndexed: field.known == .cookie)
         }
         // The one TE an HTTP/2 request may carry (§8.2.2), and a true one: trailers are passed on (as the chunked
-        // body's trailer section). gRPC servers require it.
+        // body's trailer section).
         fields.append("te", Array("trailers".utf8)[...])
-        responseDone = false
-        responseFields = []
-        responseStatus = 0
-        inTrailers = false
-        body.removeAll(keepingCapacity: true)
-        bodyStart = 0
+        exchange.startResponse()
+        var id: Int32 = -1
         fields.withNameValues { nva in
             if hasBody {
                 var provider = bodyProvider
-                stream = nghttp2_submit_request(session, nil, nva.baseAddress, nva.count, &provider, nil)
+                id = nghttp2_submit_request(session, nil, nva.baseAddress, nva.count, &provider, nil)
             } else {
-                stream = nghttp2_submit_request(session, nil, nva.baseAddress, nva.count, nil, nil)
+                id = nghttp2_submit_request(session, nil, nva.baseAddress, nva.count, nil, nil)
             }
         }
-        if stream < 0 {
-            fail("the upstream's connection takes no new stream (\(String(cString: nghttp2_strerror(stream))))")
+        guard id > 0 else {
+            return exchange.fail(
+                "the upstream's connection takes no new stream (\(String(cString: nghttp2_strerror(id))))")
+        }
+        if exchange.stream > 0 { streams[exchange.stream] = nil }
+        exchange.stream = id
+        streams[id] = exchange
+    }
+
+    /// The connection under the session failed (closed, reset, TLS): every exchange on it fails.
+    public func connectionFailed(_ why: String) { fail(why) }
+
+    override func fail(_ why: String) {
+        super.fail(why)
+        // A connection error fails every exchange on it.
+        for exchange in streams.values where exchange.failure == nil && !exchange.responseDone {
+            exchange.fail(why)
+            touched.append(exchange)
         }
     }
+
+    // MARK: From nghttp2's callbacks
+
+    override func header(
+        _ frame: UnsafePointer<nghttp2_frame>, _ name: UnsafeBufferPointer<UInt8>, _ value: UnsafeBufferPointer<UInt8>
+    ) {
+        guard let exchange = streams[frame.pointee.hd.stream_id] else { return }
+        if name.elementsEqual(":status".utf8) {
+            exchange.responseStatus = value.reduce(0) { $0 * 10 + Int($1 &- 0x30) }
+            return
+        }
+        exchange.responseFields.append((Array(name), Array(value)))
+    }
+
+    override func frameReceived(_ frame: UnsafePointer<nghttp2_frame>) {
+        if frame.pointee.hd.type == UInt8(NGHTTP2_GOAWAY.rawValue) {
+            // RFC 9113 §6.8: streams above the last one the upstream took were not processed; they fail (their
+            // exchanges get a 502 when nothing of the response came).
+            goingAway = true
+            let last = frame.pointee.goaway.last_stream_id
+            for (id, exchange) in streams where id > last && !exchange.responseDone {
+                exchange.fail("the upstream sent GOAWAY before taking the stream")
+                touched.append(exchange)
+            }
+            return
+        }
+        guard let exchange = streams[frame.pointee.hd.stream_id] else { return }
+        let endStream = frame.pointee.hd.flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0
+        switch UInt32(frame.pointee.hd.type) {
+        case NGHTTP2_HEADERS.rawValue:
+            exchange.headersReceived(endStream: endStream)
+            touched.append(exchange)
+        case NGHTTP2_DATA.rawValue:
+            if endStream {
+                exchange.streamEnded()
+                touched.append(exchange)
+            }
+        default: break
+        }
+    }
+
+    override func dataReceived(_ id: Int32, _ data: UnsafeBufferPointer<UInt8>) {
+        guard let exchange = streams[id] else {
+            // A stream no exchange wants any more: its bytes free the connection's window at once.
+            _ = nghttp2_session_consume_connection(session, data.count)
+            return
+        }
+        exchange.dataReceived(data)
+        touched.append(exchange)
+    }
+
+    override func streamClosed(_ id: Int32, _ code: UInt32) {
+        guard let exchange = streams[id] else { return }
+        streams[id] = nil
+        if !exchange.responseDone {
+            exchange.fail("the upstream reset its HTTP/2 stream (error code \(code))")
+            touched.append(exchange)
+        }
+    }
+
+    override func readBody(
+        _ id: Int32, _ buffer: UnsafeMutablePointer<UInt8>, _ length: Int, _ flags: UnsafeMutablePointer<UInt32>
+    ) -> Int {
+        guard let exchange = streams[id] else { return Int(NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue) }
+        return exchange.readBody(buffer, length, flags)
+    }
+}
+
+/// One exchange's stream on an ``HTTP2ClientSession``: its request on the way in (the HTTP/1.1 bytes not yet
+/// read, the body waiting for the upstream's window) and its response on the way out, as HTTP/1.1.
+public final class UpstreamExchange {
+    /// Its stream, once its head is submitted.
+    public internal(set) var stream: Int32 = -1
+    /// Why this exchange failed (its stream reset, a GOAWAY before it was taken, the connection failed).
+    public internal(set) var failure: String?
+    var closed = false
+    var requestParser = HTTPHeadParser()
+    var requestIn: [UInt8] = []
+    var requestBody: BodyReader? = nil
+    var requestMethod = ""
+    /// Request body bytes waiting for the upstream's window.
+    var body: [UInt8] = []
+    var bodyStart = 0
+    var bodyDeferred = false
+    /// HTTP/1.1 response bytes not yet taken.
+    var response: [UInt8] = []
+    var responseFields: [(name: [UInt8], value: [UInt8])] = []
+    var responseStatus = 0
+    var responseChunked = false
+    var inTrailers = false
+    /// The response is whole (or none is expected: no request yet).
+    public internal(set) var responseDone = true
+    /// Response body bytes handed over that the stream's window has not been given back for.
+    public internal(set) var unconsumed = 0
+
+    /// Request body bytes waiting for the upstream's window.
+    public var bufferedRequestBody: Int { body.count - bodyStart }
 
     /// Moves the HTTP/1.1 response bytes made so far to `out`.
     public func takeResponse(into out: inout [UInt8]) {
@@ -134,36 +274,21 @@ public final class HTTP2ClientSession: HTTP2Connection {
         response.removeAll(keepingCapacity: true)
     }
 
-    // MARK: From nghttp2's callbacks
-
-    override func header(
-        _ frame: UnsafePointer<nghttp2_frame>, _ name: UnsafeBufferPointer<UInt8>, _ value: UnsafeBufferPointer<UInt8>
-    ) {
-        guard frame.pointee.hd.stream_id == stream else { return }
-        if name.elementsEqual(":status".utf8) {
-            responseStatus = value.reduce(0) { $0 * 10 + Int($1 &- 0x30) }
-            return
-        }
-        responseFields.append((Array(name), Array(value)))
+    func fail(_ why: String) {
+        if failure == nil { failure = why }
     }
 
-    override func frameReceived(_ frame: UnsafePointer<nghttp2_frame>) {
-        guard frame.pointee.hd.stream_id == stream else {
-            if frame.pointee.hd.type == UInt8(NGHTTP2_GOAWAY.rawValue) && !responseDone {
-                fail("the upstream sent GOAWAY")
-            }
-            return
-        }
-        let endStream = frame.pointee.hd.flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0
-        switch UInt32(frame.pointee.hd.type) {
-        case NGHTTP2_HEADERS.rawValue: headersReceived(endStream: endStream)
-        case NGHTTP2_DATA.rawValue: if endStream { streamEnded() }
-        default: break
-        }
+    func startResponse() {
+        responseDone = false
+        responseFields = []
+        responseStatus = 0
+        inTrailers = false
+        body.removeAll(keepingCapacity: true)
+        bodyStart = 0
     }
 
     /// A response head (interim, final) or trailers, whole.
-    private func headersReceived(endStream: Bool) {
+    func headersReceived(endStream: Bool) {
         if inTrailers {
             // RFC 9112 §7.1.2: the trailer section after the last chunk (a body of declared length has none to
             // carry them: they are dropped).
@@ -201,8 +326,8 @@ public final class HTTP2ClientSession: HTTP2Connection {
         responseFields = []
     }
 
-    override func dataReceived(_ id: Int32, _ data: UnsafeBufferPointer<UInt8>) {
-        guard id == stream else { return }
+    func dataReceived(_ data: UnsafeBufferPointer<UInt8>) {
+        unconsumed += data.count
         if responseChunked {
             response.append(contentsOf: String(data.count, radix: 16).utf8)
             response.append(contentsOf: "\r\n".utf8)
@@ -213,20 +338,13 @@ public final class HTTP2ClientSession: HTTP2Connection {
         }
     }
 
-    private func streamEnded() {
+    func streamEnded() {
         guard !responseDone else { return }
         if responseChunked { response.append(contentsOf: "0\r\n\r\n".utf8) }
         responseDone = true
     }
 
-    override func streamClosed(_ id: Int32, _ code: UInt32) {
-        guard id == stream, !responseDone else { return }
-        fail("the upstream reset its HTTP/2 stream (error code \(code))")
-    }
-
-    override func readBody(
-        _ id: Int32, _ buffer: UnsafeMutablePointer<UInt8>, _ length: Int, _ flags: UnsafeMutablePointer<UInt32>
-    ) -> Int {
+    func readBody(_ buffer: UnsafeMutablePointer<UInt8>, _ length: Int, _ flags: UnsafeMutablePointer<UInt32>) -> Int {
         let n = min(length, body.count - bodyStart)
         if n > 0 {
             body.withUnsafeBufferPointer { buffer.update(from: $0.baseAddress! + bodyStart, count: n) }

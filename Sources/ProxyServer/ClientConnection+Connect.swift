@@ -20,6 +20,17 @@ extension ClientConnection {
     func startConnect(_ origin: Origin, fresh: Bool, via: UpstreamHop?) {
         dial.generation += 1
         dial.hop = via
+        // A stream on the origin's shared HTTP/2 connection, when there is one with room: for a client that speaks
+        // HTTP/2 (the upstream hears the protocol the client chose), or to an h2c origin.
+        if !loop.http2Upstreams.isEmpty, !fresh, via == nil, machine.clientSpeaksHTTP2 || !upstreamIsTLS,
+            let shared = loop.http2Upstreams[EventLoop.PoolKey(origin: origin, tls: upstreamIsTLS)],
+            let session = shared.http2, session.canOpen
+        {
+            releaseParked()
+            joinHTTP2(shared, session)
+            machine.upstreamConnected(reused: true, &io)
+            return
+        }
         if let parked = unpark() {
             if !fresh && parked.origin == origin && (parked.tls != nil) == upstreamIsTLS {
                 attach(parked)
@@ -187,9 +198,9 @@ extension ClientConnection {
         if let tls = upstream.tls {
             upstreamTLSProgress(upstream, tls)
         } else {
-            // An h2c origin (`--reverse h2c://…`): HTTP/2 with prior knowledge (RFC 9113 §3.3).
+            // An h2c origin (`--reverse h2c://…`): HTTP/2 with prior knowledge (RFC 9113 §3.3), shared.
             if loop.configuration.h2cUpstreams.contains(upstream.origin) {
-                upstream.http2 = HTTP2ClientSession(scheme: "http")
+                upstream.becomeShared(HTTP2ClientSession(scheme: "http"), firstUser: self)
             }
             machine.upstreamConnected(reused: false, &io)
         }

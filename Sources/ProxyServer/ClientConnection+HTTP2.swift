@@ -156,51 +156,74 @@ extension ClientConnection {
 }
 
 /// HTTP/2 with upstreams: an origin that chose `h2` by ALPN (offered when the client speaks HTTP/2), or an h2c
-/// origin (`--reverse h2c://…`). The machine writes and reads HTTP/1.1 as with any upstream; the upstream
-/// connection's ``HTTP2ClientSession`` translates in the path of the bytes.
+/// origin (`--reverse h2c://…`). The upstream connection is shared by the exchanges that go to that origin at once
+/// (UpstreamConnection+HTTP2.swift), each with a stream of its own (``upstreamExchange``): the machine writes and
+/// reads HTTP/1.1 as with any upstream, and the connection's ``HTTP2ClientSession`` translates.
 extension ClientConnection {
-    /// What waits for an HTTP/2 upstream: the machine's bytes not yet translated, the frames not yet sent, the
-    /// request body waiting for the upstream's window.
+    /// What waits for an HTTP/2 upstream: the machine's bytes not yet translated, the request body waiting for
+    /// the stream's window.
     @inline(never)
     func pendingThroughHTTP2(_ upstream: UpstreamConnection) -> Int {
-        io.toUpstream.count + upstream.out.pending(upstream.frames) + (upstream.http2?.bufferedRequestBody ?? 0)
+        io.toUpstream.count + (upstreamExchange?.bufferedRequestBody ?? 0)
     }
 
-    /// Bytes from an HTTP/2 upstream: the response, as HTTP/1.1, to the machine; frames it calls for (window
-    /// updates, SETTINGS acknowledgements) out.
-    func upstreamHTTP2(_ upstream: UpstreamConnection, _ http2: HTTP2ClientSession, _ bytes: ArraySlice<UInt8>) {
-        let ok = http2.receive(bytes)
+    /// Takes a stream on `upstream`, an HTTP/2 connection to the origin (just made, or shared already).
+    func joinHTTP2(_ upstream: UpstreamConnection, _ http2: HTTP2ClientSession) {
+        let exchange = http2.open()
+        self.upstream = upstream
+        upstreamExchange = exchange
+        upstream.users[ObjectIdentifier(exchange)] = self
+        upstreamReadSince = loop.now
+    }
+
+    /// Leaves the shared connection: a stream whose response is not whole is cancelled.
+    func leaveHTTP2(_ upstream: UpstreamConnection) {
+        self.upstream = nil
+        io.toUpstream.removeAll(keepingCapacity: io.toUpstream.capacity <= 4096)
+        guard let exchange = upstreamExchange else { return }
+        upstreamExchange = nil
+        upstream.users[ObjectIdentifier(exchange)] = nil
+        upstream.http2?.close(exchange)
+        upstream.flushShared()
+    }
+
+    /// The stream's response grew, ended or failed: its bytes, as HTTP/1.1, to the machine.
+    func sharedResponse(_ upstream: UpstreamConnection, _ exchange: UpstreamExchange) {
         var response: [UInt8] = []
-        http2.takeResponse(into: &response)
+        exchange.takeResponse(into: &response)
         if !response.isEmpty {
+            lastActivity = loop.now
+            upstreamReadSince = loop.now
             machine.noteUpstreamHTTP2()
             machine.upstreamData(response[...], &io)
         }
-        guard self.upstream === upstream else { return }
-        if !ok {
-            upstream.readClosed = true
-            machine.upstreamFailed(
-                .failed(upstream.origin, reason: "HTTP/2: \(http2.failure ?? "protocol error")"), &io)
-            return
-        }
-        flushHTTP2Upstream(upstream, http2)
-    }
-
-    /// The machine's request bytes into the session, its frames onto the socket.
-    func flushHTTP2Upstream(_ upstream: UpstreamConnection, _ http2: HTTP2ClientSession) {
-        if !io.toUpstream.isEmpty {
-            http2.request(io.toUpstream[...])
-            io.toUpstream.removeAll(keepingCapacity: io.toUpstream.capacity <= 64 * 1024)
-        }
-        http2.send(into: &upstream.frames)
-        var progress = false
-        let error = upstream.out.flush(&upstream.frames, to: upstream.fd, tls: upstream.tls, progress: &progress)
-        if progress { lastActivity = loop.now }
-        if let error {
-            machine.upstreamFailed(.failed(upstream.origin, reason: Sys.errorText(-Int32(error))), &io)
-        } else if let failure = http2.failure {
-            upstream.readClosed = true
+        if let failure = exchange.failure, self.upstream === upstream, upstreamExchange === exchange {
             machine.upstreamFailed(.failed(upstream.origin, reason: "HTTP/2: \(failure)"), &io)
         }
+        apply()
+    }
+
+    /// The machine's request bytes into the stream, the connection's frames onto the socket.
+    func flushHTTP2Upstream(_ upstream: UpstreamConnection, _ http2: HTTP2ClientSession) {
+        guard let exchange = upstreamExchange else { return }
+        if !io.toUpstream.isEmpty {
+            http2.request(exchange, io.toUpstream[...])
+            io.toUpstream.removeAll(keepingCapacity: io.toUpstream.capacity <= 64 * 1024)
+            lastActivity = loop.now
+        }
+        upstream.flushShared()
+        if let failure = exchange.failure, self.upstream === upstream {
+            machine.upstreamFailed(.failed(upstream.origin, reason: "HTTP/2: \(failure)"), &io)
+        }
+    }
+
+    /// The stream's flow control: the response bytes the machine took are given back to the stream's window
+    /// while the client keeps up (the connection is read all the time for the other streams).
+    func http2UpstreamInterest(_ upstream: UpstreamConnection) {
+        guard let exchange = upstreamExchange, exchange.unconsumed > 0,
+            pendingToClient < loop.configuration.highWater
+        else { return }
+        upstream.http2?.consume(exchange)
+        upstream.flushShared()
     }
 }

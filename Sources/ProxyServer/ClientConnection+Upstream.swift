@@ -17,20 +17,21 @@ extension ClientConnection {
                 return
             }
             if !tls.handshakeComplete { return }
-            // The origin chose HTTP/2 (offered when the client speaks it): the session translates.
-            if tls.negotiatedProtocol == "h2" { upstream.http2 = HTTP2ClientSession(scheme: "https") }
+            if tls.negotiatedProtocol == "h2" {
+                // The origin chose HTTP/2 (offered when the client speaks it): the connection is shared from now
+                // on, this exchange on its first stream; it reads its own socket (what came with the handshake
+                // too).
+                upstream.becomeShared(HTTP2ClientSession(scheme: "https"), firstUser: self)
+                machine.upstreamConnected(reused: false, &io)
+                upstream.readShared(fed: true)
+                return
+            }
             machine.upstreamConnected(reused: false, &io)
         }
         var plain: [UInt8] = []
         let status = tls.readPlaintext(into: &plain)
         tls.drainCiphertext(into: &upstream.out.records)
-        if !plain.isEmpty {
-            if upstream.isHTTP2, let http2 = upstream.http2 {
-                upstreamHTTP2(upstream, http2, plain[...])
-            } else {
-                machine.upstreamData(plain[...], &io)
-            }
-        }
+        if !plain.isEmpty { machine.upstreamData(plain[...], &io) }
         switch status {
         case .ok: break
         case .closed:
@@ -55,8 +56,6 @@ extension ClientConnection {
             if let tls = upstream.tls {
                 tls.feed(loop.readBuffer[0..<n])
                 upstreamTLSProgress(upstream, tls)
-            } else if upstream.isHTTP2, let http2 = upstream.http2 {
-                upstreamHTTP2(upstream, http2, loop.readBuffer[0..<n])
             } else {
                 machine.upstreamData(loop.readBuffer[0..<n], &io)
             }
@@ -106,23 +105,22 @@ extension ClientConnection {
     @inline(never)
     func resetUpstream() {
         loop.server.noteClosing(.requestUnfinished)
-        if let upstream { Sys.resetOnClose(upstream.fd) }
+        // (A stream of a shared HTTP/2 connection is cancelled with RST_STREAM instead, by ``detachUpstream(reusable:)``.)
+        if let upstream, !upstream.isHTTP2 { Sys.resetOnClose(upstream.fd) }
         detachUpstream(reusable: false)
     }
 
     func detachUpstream(reusable: Bool) {
         guard let upstream else { return }
+        if upstream.isHTTP2 { return leaveHTTP2(upstream) }
         self.upstream = nil
-        let unsent =
-            !upstream.isHTTP2
-            ? upstream.out.pending(io.toUpstream) > 0
-            : upstream.out.pending(upstream.frames) > 0 || !io.toUpstream.isEmpty
+        let unsent = upstream.out.pending(io.toUpstream) > 0
         // A request's worth of room stays for the next request; what a large body grew is let go.
         io.toUpstream.removeAll(keepingCapacity: io.toUpstream.capacity <= 4096)
         upstream.out.sent = 0
         upstream.out.shutdownPending = false
         if reusable && !unsent && !upstream.readClosed && !upstream.out.writeShut && !upstream.connecting
-            && (upstream.tls?.handshakeComplete ?? true) && (!upstream.isHTTP2 || upstream.http2!.isIdle)
+            && (upstream.tls?.handshakeComplete ?? true)
         {
             releaseParked()
             if loop.draining || closeAfterFlush || loop.parkedCount >= loop.parkLimit {

@@ -70,6 +70,8 @@ final class ClientConnection: LoopHandler {
     var http2: HTTP2Client?
     /// This is the exchange of one stream of an HTTP/2 client's connection: no socket of its own (`fd` is -1).
     var stream: StreamLink?
+    /// Its stream on a shared HTTP/2 upstream (``upstream`` is that connection).
+    var upstreamExchange: UpstreamExchange?
     /// Requests go to an https origin: those inside an intercepted tunnel (over HTTP/1.1 or HTTP/2). A flag beside
     /// the machine's origin: read on every connect, where reading the origin would copy its strings.
     var upstreamIsTLS: Bool
@@ -356,7 +358,9 @@ final class ClientConnection: LoopHandler {
             interest = wanted
             loop.poller.modify(fd, wanted, token: UInt64(slot))
         }
-        if let upstream {
+        if let upstream, upstream.isHTTP2 {
+            http2UpstreamInterest(upstream)
+        } else if let upstream {
             var up: UInt32 = 0
             if upstream.connecting {
                 up = Poller.writable
@@ -474,8 +478,12 @@ final class ClientConnection: LoopHandler {
         // orderly end of it, as when the machine asks for that (``ConnectionIO/Command/resetUpstream``).
         if upstream != nil && machine.upstreamHasPartialRequest { resetUpstream() }
         if let upstream {
-            self.upstream = nil
-            upstream.close()
+            if upstream.isHTTP2 {
+                leaveHTTP2(upstream)
+            } else {
+                self.upstream = nil
+                upstream.close()
+            }
         }
         releaseParked()
         if let stream {

@@ -43,6 +43,9 @@ final class EventLoop: @unchecked Sendable {
     /// Idle upstreams kept by their clients (``ClientConnection/parked``), at most `parkLimit`.
     var parkedCount = 0
     let parkLimit: Int
+    /// Upstream connections that speak HTTP/2, by origin: an exchange whose client speaks HTTP/2 (or to an h2c
+    /// origin) takes a stream on one rather than a connection of its own (UpstreamConnection+HTTP2.swift).
+    var http2Upstreams: [PoolKey: UpstreamConnection] = [:]
     /// Connections whose upstream bytes wait for the end of the current batch of events.
     var deferredFlushes: [ClientConnection] = []
     /// Closed connections' buffers, emptied, for the next connections accepted (``keepBuffers(_:_:)``).
@@ -193,6 +196,9 @@ final class EventLoop: @unchecked Sendable {
         for local in Array(localList.values) { local.checkDeadline() }
         let limit = Int64(configuration.poolIdleTimeout * 1000)
         var emptied: [PoolKey] = []
+        for shared in Array(http2Upstreams.values) where shared.users.isEmpty && now - shared.idleSince >= limit {
+            shared.close()
+        }
         for (origin, list) in pool {
             let upstreams = list.upstreams
             guard upstreams.contains(where: { now - $0.pooledAt >= limit }) || upstreams.isEmpty else { continue }
@@ -223,6 +229,7 @@ final class EventLoop: @unchecked Sendable {
     func closeAll() {
         for local in Array(localList.values) { local.close() }
         for client in clientList { client.closeNow() }
+        for shared in Array(http2Upstreams.values) { shared.close() }
     }
 
     // MARK: Clients

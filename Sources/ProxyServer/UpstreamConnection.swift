@@ -36,6 +36,11 @@ final class UpstreamConnection: LoopHandler {
     /// The upstream speaks HTTP/2 (ALPN chose `h2`, or an h2c origin): the session between the machine's HTTP/1.1
     /// and the wire, and its frames not yet sent (``out`` indexes them instead of the machine's buffer).
     var http2: HTTP2ClientSession? { didSet { isHTTP2 = http2 != nil } }
+    /// Through HTTP/2: the exchanges with a stream on it, by their ``UpstreamExchange``, and since when none has.
+    var users: [ObjectIdentifier: ClientConnection] = [:]
+    var idleSince: Int64 = 0
+    /// ``flushShared()`` is running (it wakes users, who may flush again).
+    var flushingShared = false
     /// ``http2`` is set: a flag the per-request paths read without touching the session's reference count.
     private(set) var isHTTP2 = false
     var frames: [UInt8] = []
@@ -53,6 +58,7 @@ final class UpstreamConnection: LoopHandler {
     }
 
     override func handle(_ events: UInt32) {
+        if isHTTP2 { return handleShared(events) }
         guard let owner else {
             // Idle in the pool: any event means the server closed it or sent garbage.
             loop.dropPooled(self)
@@ -79,6 +85,10 @@ final class UpstreamConnection: LoopHandler {
         if isClosed { return }
         isClosed = true
         owner = nil
+        if isHTTP2 {
+            let key = EventLoop.PoolKey(origin: origin, tls: tls != nil)
+            if loop.http2Upstreams[key] === self { loop.http2Upstreams[key] = nil }
+        }
         loop.unregisterAndClose(self, fd: fd)
     }
 }

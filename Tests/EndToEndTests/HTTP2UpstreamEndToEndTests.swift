@@ -64,6 +64,30 @@ import Testing
         #expect(try Data(contentsOf: URL(fileURLWithPath: home + "/echo.bin")) == expected)
     }
 
+    /// Exchanges to an HTTP/2 origin at once share one connection, a stream each (RFC 9113 §5): ten requests in
+    /// parallel, each held 0.3 s by the origin, all come on the connection the first request opened, from one
+    /// HTTP/2 client's streams (Python's h2) and from ten HTTP/1.1 connections (curl --parallel). One event loop:
+    /// each loop keeps its own connection per origin.
+    @Test func exchangesAtOnceShareOneUpstreamConnection() throws {
+        let origin = try H2Origin()
+        let proxy = try Proxy(["--quiet", "--reverse", "h2c://127.0.0.1:\(origin.port)"], threads: 1)
+        let first = try curl(["--http2-prior-knowledge", "\(proxy.url)/peer"])
+        let streams = try run(
+            HTTP2EndToEndTests.python,
+            [Paths.fixtures + "/h2raw.py", "\(proxy.port)", "--parallel", "10", "/peer"], timeout: 60)
+        let ports = try JSONSerialization.jsonObject(with: streams.stdout) as? [String] ?? []
+        #expect(ports.count == 10, "\(streams.text) \(streams.stderr)")
+        #expect(Set(ports) == [first.text], "upstream connections: \(Set(ports)) after \(first.text)")
+        let dir = NSTemporaryDirectory() + "cp-h2share-\(UUID().uuidString.prefix(8))"
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let transfers = (0..<10).flatMap { ["-o", "\(dir)/\($0)", "\(proxy.url)/peer?\($0)"] }
+        let http1 = try curl(["--http1.1", "--parallel", "--parallel-max", "10"] + transfers)
+        #expect(http1.status == 0, "\(http1.stderr)")
+        let http1Ports = try (0..<10).map { try String(contentsOfFile: "\(dir)/\($0)", encoding: .utf8) }
+        #expect(Set(http1Ports) == [first.text], "\(http1Ports)")
+    }
+
     /// A gRPC call (grpcio, which speaks only HTTP/2) round trips through the proxy: in reverse mode to a
     /// plaintext server (`h2c://`), and through an intercepted CONNECT (`--http2` left at `fallback`: the client
     /// offers only h2) to a TLS server that chooses h2 by ALPN. The reply, the cookie in its initial metadata

@@ -19,10 +19,11 @@ struct HTTP2ClientSessionTests {
     ])
     func anHTTP1RequestBecomesHeadersAndData(_ request: String) {
         let session = HTTP2ClientSession(scheme: "https")
+        let exchange = session.open()
         // In pieces, as the machine writes them.
         let bytes = Array(request.utf8)
         for start in stride(from: 0, to: bytes.count, by: 9) {
-            session.request(bytes[start..<min(bytes.count, start + 9)])
+            session.request(exchange, bytes[start..<min(bytes.count, start + 9)])
         }
         var out: [UInt8] = []
         session.send(into: &out)
@@ -45,7 +46,8 @@ struct HTTP2ClientSessionTests {
     /// length chunked, trailers as the trailer section; the result has one reading for the proxy's parser.
     @Test func aResponseWithTrailersBecomesAChunkedHTTP1Response() throws {
         let session = HTTP2ClientSession(scheme: "http")
-        session.request(Array("GET / HTTP/1.1\r\nHost: a\r\n\r\n".utf8)[...])
+        let exchange = session.open()
+        session.request(exchange, Array("GET / HTTP/1.1\r\nHost: a\r\n\r\n".utf8)[...])
         var out: [UInt8] = []
         session.send(into: &out)
         let server =
@@ -55,8 +57,9 @@ struct HTTP2ClientSessionTests {
             + ClientFrames.data(1, "hi", endStream: false)
             + ClientFrames.headers(1, [("grpc-status", "0")], endStream: true)
         #expect(session.receive(server[...]))
+        #expect(session.touched.contains { $0 === exchange })
         var response: [UInt8] = []
-        session.takeResponse(into: &response)
+        exchange.takeResponse(into: &response)
         #expect(
             String(decoding: response, as: UTF8.self)
                 == "HTTP/1.1 200 OK\r\nset-cookie: a=1\r\nset-cookie: b=2\r\ntransfer-encoding: chunked\r\n\r\n"
@@ -67,13 +70,15 @@ struct HTTP2ClientSessionTests {
         var body = BodyReader(try BodyFraming.forResponse(head.head, status: head.status, requestMethod: "GET"))
         #expect(try body.consume(response[length...]) == response.count - length)
         #expect(body.isComplete)
-        #expect(session.isIdle)
+        #expect(exchange.responseDone)
     }
 
-    /// A declared length is kept (no chunking); a stream the upstream resets is a failure the machine hears.
-    @Test func aDeclaredLengthIsKeptAndAResetIsAFailure() {
+    /// A declared length is kept (no chunking); a stream the upstream resets fails its exchange only, and the
+    /// connection takes the next.
+    @Test func aDeclaredLengthIsKeptAndAResetFailsOneExchange() {
         let session = HTTP2ClientSession(scheme: "http")
-        session.request(Array("GET /a HTTP/1.1\r\nHost: a\r\n\r\n".utf8)[...])
+        let first = session.open()
+        session.request(first, Array("GET /a HTTP/1.1\r\nHost: a\r\n\r\n".utf8)[...])
         var out: [UInt8] = []
         session.send(into: &out)
         let ok =
@@ -82,13 +87,22 @@ struct HTTP2ClientSessionTests {
             + ClientFrames.data(1, "no", endStream: true)
         #expect(session.receive(ok[...]))
         var response: [UInt8] = []
-        session.takeResponse(into: &response)
+        first.takeResponse(into: &response)
         #expect(String(decoding: response, as: UTF8.self) == "HTTP/1.1 404 Not Found\r\ncontent-length: 2\r\n\r\nno")
-        // The next request is the next stream (3) on the same connection; the upstream resets it.
-        session.request(Array("GET /b HTTP/1.1\r\nHost: a\r\n\r\n".utf8)[...])
+        session.close(first)
+        // Two exchanges at once: streams 3 and 5 on the same connection; the upstream resets 3 only.
+        let second = session.open()
+        let third = session.open()
+        session.request(second, Array("GET /b HTTP/1.1\r\nHost: a\r\n\r\n".utf8)[...])
+        session.request(third, Array("GET /c HTTP/1.1\r\nHost: a\r\n\r\n".utf8)[...])
         session.send(into: &out)
-        let reset = ClientFrames.frame(type: 3, flags: 0, stream: 3, [0, 0, 0, 2])
-        #expect(!session.receive(reset[...]))
-        #expect(session.failure?.contains("reset") == true)
+        #expect((second.stream, third.stream) == (3, 5))
+        let frames =
+            ClientFrames.frame(type: 3, flags: 0, stream: 3, [0, 0, 0, 2])
+            + ClientFrames.headers(5, [(":status", "204")], endStream: true)
+        #expect(session.receive(frames[...]))
+        #expect(second.failure?.contains("reset") == true)
+        #expect(third.failure == nil && third.responseDone)
+        #expect(session.failure == nil && session.canOpen)
     }
 }

@@ -3,7 +3,8 @@
 end-to-end tests: an ASGI app under hypercorn (PyPI). usage: h2origin.py PORT
   /cookies    200 with two Set-Cookie fields and a body naming the protocol the request came in
   /echo       the request body back
-  /large=N    N bytes (bytes(range(256)) repeated)"""
+  /large=N    N bytes (bytes(range(256)) repeated)
+  /peer       after 0.3 s, the port of the connection the request came on (which upstream connection it was)"""
 import asyncio, sys
 
 from hypercorn.asyncio import serve
@@ -26,6 +27,9 @@ async def app(scope, receive, send):
         payload = b"protocol " + scope["http_version"].encode()
     elif path.startswith("/echo"):
         payload = body
+    elif path.startswith("/peer"):
+        await asyncio.sleep(0.3)
+        payload = str(scope["client"][1]).encode()
     elif path.startswith("/large="):
         n = int(path.split("=")[1])
         payload = (bytes(range(256)) * (n // 256 + 1))[:n]

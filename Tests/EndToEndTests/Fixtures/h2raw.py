@@ -4,13 +4,15 @@ given, with h2's own validation off, so malformed ones reach the proxy as writte
 
 usage: h2raw.py PORT CASES_JSON
        h2raw.py PORT --stall STREAMS PATH SECONDS
+       h2raw.py PORT --parallel STREAMS PATH
 CASES_JSON: a list of requests, each {"headers": [[name, value], ...], "data": "...", "content_length": n}
 (names and values as latin-1 text; "data" sent in one DATA frame ending the stream; without it the HEADERS end
 the stream). Each request goes on its own stream of one connection, one after the other. Prints one JSON line per
 request: {"status": 200, "headers": [[n, v], ...], "body": "..."} or {"reset": error_code} or
 {"goaway": error_code}.
 --stall opens STREAMS streams GET PATH at once, reads their frames without giving back any window for SECONDS
-(a client that never reads its responses), then prints {"received": bytes of DATA} and exits."""
+(a client that never reads its responses), then prints {"received": bytes of DATA} and exits.
+--parallel opens STREAMS streams GET PATH at once on one connection and prints the JSON list of their bodies."""
 import json, socket, sys
 
 import h2.config, h2.connection, h2.events, h2.settings
@@ -42,8 +44,37 @@ def stall(port, streams, path, seconds):
     print(json.dumps({"received": received}), flush=True)
 
 
+def parallel(port, streams, path):
+    sock = socket.create_connection(("127.0.0.1", port))
+    sock.settimeout(20)
+    conn = h2.connection.H2Connection(config=h2.config.H2Configuration(client_side=True))
+    conn.initiate_connection()
+    ids = []
+    for _ in range(streams):
+        stream = conn.get_next_available_stream_id()
+        ids.append(stream)
+        conn.send_headers(stream, [(":method", "GET"), (":scheme", "http"), (":path", path),
+                                   (":authority", "127.0.0.1")], end_stream=True)
+    sock.sendall(conn.data_to_send())
+    bodies, ended = {i: b"" for i in ids}, set()
+    while len(ended) < len(ids):
+        data = sock.recv(65536)
+        if not data:
+            break
+        for event in conn.receive_data(data):
+            if isinstance(event, h2.events.DataReceived):
+                bodies[event.stream_id] += event.data
+                conn.acknowledge_received_data(event.flow_controlled_length, event.stream_id)
+            elif isinstance(event, (h2.events.StreamEnded, h2.events.StreamReset)):
+                ended.add(event.stream_id)
+        sock.sendall(conn.data_to_send())
+    print(json.dumps([bodies[i].decode("latin-1") for i in ids]), flush=True)
+
+
 def main():
     port = int(sys.argv[1])
+    if sys.argv[2] == "--parallel":
+        return parallel(port, int(sys.argv[3]), sys.argv[4])
     if sys.argv[2] == "--stall":
         return stall(port, int(sys.argv[3]), sys.argv[4], float(sys.argv[5]))
     cases = json.loads(sys.argv[2])

@@ -1,0 +1,104 @@
+import ProxyCore
+import ProxyHTTP2
+
+/// An upstream connection that speaks HTTP/2 is shared: the exchanges that go to its origin at once each have a
+/// stream on it (``users``, by their ``UpstreamExchange``), as many as the origin's
+/// SETTINGS_MAX_CONCURRENT_STREAMS allows, and the loop finds it by origin (``EventLoop/http2Upstreams``). The
+/// connection reads its socket itself, all the time (a slow client holds back its own stream's window, not the
+/// others'), hands each stream's response to its exchange, and writes the frames any of them made. It closes
+/// when it fails (every exchange on it hears why) or has been idle for the pool's idle timeout.
+extension UpstreamConnection {
+    /// The connection speaks HTTP/2 from now on (`session`): the exchange of `client` takes the first stream, and
+    /// the loop offers it to the next exchanges to the origin.
+    func becomeShared(_ session: HTTP2ClientSession, firstUser client: ClientConnection) {
+        http2 = session
+        owner = nil
+        let key = EventLoop.PoolKey(origin: origin, tls: tls != nil)
+        if loop.http2Upstreams[key] == nil { loop.http2Upstreams[key] = self }
+        client.joinHTTP2(self, session)
+    }
+
+    /// Events on the shared connection (its owner is nobody: ``handle(_:)`` sends them here).
+    func handleShared(_ events: UInt32) {
+        if events & (Poller.readable | Poller.hangup) != 0 {
+            readShared()
+        } else {
+            flushShared()
+        }
+    }
+
+    /// Reads the socket (`fed`: not; the TLS engine has been fed already, by the handshake), and the streams'
+    /// responses go to their exchanges.
+    func readShared(fed: Bool = false) {
+        guard let session = http2 else { return }
+        let n = fed ? 0 : loop.readBuffer.withUnsafeMutableBytes { Sys.recv(fd, $0) }
+        var ok = true
+        if n > 0 || fed {
+            if let tls {
+                if n > 0 { tls.feed(loop.readBuffer[0..<n]) }
+                var plain: [UInt8] = []
+                let status = tls.readPlaintext(into: &plain)
+                tls.drainCiphertext(into: &out.records)
+                if !plain.isEmpty { ok = session.receive(plain[...]) }
+                switch status {
+                case .ok: break
+                case .closed: failShared("the upstream closed its TLS session")
+                case .failed(let reason): failShared("TLS: \(reason)")
+                }
+            } else {
+                ok = session.receive(loop.readBuffer[0..<n])
+            }
+        } else if n == 0 {
+            failShared("the upstream closed the connection")
+        } else if Int32(-n) != Sys.EAGAIN && Int32(-n) != Sys.EINTR {
+            failShared(Sys.errorText(Int32(n)))
+        }
+        if !ok { failShared(session.failure ?? "protocol error") }
+        dispatch()
+        flushShared()
+    }
+
+    /// Each stream whose response grew, ended or failed goes to its exchange.
+    func dispatch() {
+        guard let session = http2 else { return }
+        while !session.touched.isEmpty {
+            var touched: [UpstreamExchange] = []
+            swap(&touched, &session.touched)
+            for exchange in touched {
+                users[ObjectIdentifier(exchange)]?.sharedResponse(self, exchange)
+            }
+        }
+        if users.isEmpty { idleSince = loop.now }
+        if isClosed { return }
+        if session.failure != nil || (session.goingAway && users.isEmpty) { closeShared() }
+    }
+
+    /// The frames any stream made go out; the socket's interest follows what is left. Request bodies went out
+    /// with them: an exchange that stopped reading its client while its body waited reads again (the flow-control
+    /// invariant of ``ClientConnection/updateInterest(_:)``: a send is followed by a new reading of the interests).
+    func flushShared() {
+        guard !isClosed, !flushingShared, let session = http2 else { return }
+        flushingShared = true
+        defer { flushingShared = false }
+        session.send(into: &frames)
+        var progress = false
+        if let error = out.flush(&frames, to: fd, tls: tls, progress: &progress) {
+            failShared(Sys.errorText(-Int32(error)))
+            dispatch()
+            return
+        }
+        setInterest(Poller.readable | (out.pending(frames) > 0 ? Poller.writable : 0))
+        for user in users.values where !user.closed && user.interest & Poller.readable == 0 {
+            user.updateInterest(user.machine.status())
+        }
+    }
+
+    /// The connection failed: every stream on it fails with the reason.
+    private func failShared(_ why: String) {
+        readClosed = true
+        http2?.connectionFailed(why)
+    }
+
+    /// Closed, and no longer offered for new exchanges (``close()`` takes it out of the loop's table).
+    func closeShared() { close() }
+}
