@@ -350,6 +350,37 @@ import Testing
         #expect(try Data(contentsOf: URL(fileURLWithPath: home + "/echo.bin")) == Data(expected))
     }
 
+    /// Headless Chromium through the intercepting proxy: with `--http2 on` the DevTools protocol's
+    /// Network.responseReceived says each response came over `h2`, with `off` over `http/1.1`; either way the rule
+    /// makes the cookie acceptable (Secure added to SameSite=None) and the next page gets it back.
+    @Test(arguments: [("on", "h2"), ("off", "http/1.1")])
+    func chromiumLoadsPagesOverTheProtocolALPNChose(_ mode: String, _ protocolName: String) throws {
+        #expect(BrowserEndToEndTests.chromium() != nil, "chromium is not installed (scripts/setup.sh installs it)")
+        let (home, ca) = try (InterceptionEndToEndTests.home(), TestCA())
+        defer { InterceptionEndToEndTests.remove(home, ca) }
+        try "rule \"add Secure\" {\n    host a.site.test\n    where samesite-none\n    secure\n}\n".write(
+            toFile: home + "/secure.rules", atomically: true, encoding: .utf8)
+        let upstream = try Upstream(tls: (ca.cert, ca.key))
+        let proxy = try Proxy(
+            [
+                "--quiet", "--rules", home + "/secure.rules", "--resolve", "a.site.test:127.0.0.1",
+                "--insecure-upstream", "a.site.test", "--http2", mode,
+            ], environment: ["COOKIE_PROXY_HOME": home])
+        let base = "https://a.site.test:\(upstream.port)"
+        let url =
+            "\(base)/setcookie?c=\(InterceptionEndToEndTests.enc("x=1; SameSite=None; Path=/"))"
+            + "&location=\(InterceptionEndToEndTests.enc(base + "/read"))"
+        let result = try run(
+            Self.python, [Paths.fixtures + "/chromium_protocol.py", proxy.url, url], timeout: 90)
+        let page = try #require(
+            try JSONSerialization.jsonObject(with: result.stdout) as? [String: Any], "\(result.text) \(result.stderr)")
+        #expect((page["text"] as? String)?.contains("COOKIE[x=1]") == true, "\(page)")
+        let protocols = page["protocols"] as? [String: String] ?? [:]
+        #expect(protocols[base + "/read"] == protocolName, "\(protocols)")
+        // (The redirect has no Network.responseReceived of its own; the favicon's is the same connection's.)
+        #expect(protocols[base + "/favicon.ico"].map { $0 == protocolName } ?? true, "\(protocols)")
+    }
+
     /// SIGTERM while a stream waits for its response: GOAWAY (RFC 9113 §6.8), the stream finishes, then the proxy
     /// exits.
     @Test func shutdownLetsTheStreamsInFlightFinish() throws {
