@@ -177,7 +177,11 @@ public final class HTTP2ClientSession: HTTP2Connection {
     ) {
         guard let exchange = streams[frame.pointee.hd.stream_id] else { return }
         if name.elementsEqual(":status".utf8) {
-            exchange.responseStatus = value.reduce(0) { $0 * 10 + Int($1 &- 0x30) }
+            // RFC 9110 §15: three digits, 100 to 599 (nghttp2 only checks that it is there); anything else makes
+            // the response malformed (RFC 9113 §8.1.1), and it would be no status line in HTTP/1.1.
+            let digits = value.count == 3 && value.allSatisfy { $0 &- 0x30 < 10 }
+            let status = digits ? value.reduce(0) { $0 * 10 + Int($1 &- 0x30) } : -1
+            exchange.responseStatus = (100..<600).contains(status) ? status : -1
             return
         }
         exchange.responseFields.append((Array(name), Array(value)))
@@ -199,7 +203,13 @@ public final class HTTP2ClientSession: HTTP2Connection {
         let endStream = frame.pointee.hd.flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0
         switch UInt32(frame.pointee.hd.type) {
         case NGHTTP2_HEADERS.rawValue:
-            exchange.headersReceived(endStream: endStream)
+            if !exchange.inTrailers && exchange.responseStatus < 100 {
+                exchange.fail("the upstream's response has no valid :status")
+                _ = nghttp2_submit_rst_stream(
+                    session, UInt8(NGHTTP2_FLAG_NONE.rawValue), exchange.stream, NGHTTP2_PROTOCOL_ERROR.rawValue)
+            } else {
+                exchange.headersReceived(endStream: endStream)
+            }
             touched.append(exchange)
         case NGHTTP2_DATA.rawValue:
             if endStream {

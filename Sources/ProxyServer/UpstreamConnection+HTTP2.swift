@@ -88,6 +88,8 @@ extension UpstreamConnection {
             return
         }
         setInterest(Poller.readable | (out.pending(frames) > 0 ? Poller.writable : 0))
+        // A stream closes when its RST_STREAM is sent: its exchange hears it now.
+        if !session.touched.isEmpty { dispatch() }
         for user in users.values where !user.closed && user.interest & Poller.readable == 0 {
             user.updateInterest(user.machine.status())
         }

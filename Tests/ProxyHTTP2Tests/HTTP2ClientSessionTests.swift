@@ -105,4 +105,23 @@ struct HTTP2ClientSessionTests {
         #expect(third.failure == nil && third.responseDone)
         #expect(session.failure == nil && session.canOpen)
     }
+
+    /// A `:status` that is not three digits from 100 to 599 makes the response malformed: the exchange fails (the
+    /// machine answers 502) and no status line is made of it (found by Fuzz/HTTP2ClientSession.swift: `26`).
+    @Test(arguments: ["26", "2000", "abc", "099", "600", ""])
+    func aStatusThatIsNoStatusFailsTheExchange(_ status: String) {
+        let session = HTTP2ClientSession(scheme: "http")
+        let exchange = session.open()
+        session.request(exchange, Array("GET / HTTP/1.1\r\nHost: a\r\n\r\n".utf8)[...])
+        var out: [UInt8] = []
+        session.send(into: &out)
+        let frames = Self.serverPreface + ClientFrames.headers(1, [(":status", status)], endStream: true)
+        _ = session.receive(frames[...])
+        // The stream ends with the RST_STREAM sent (by nghttp2's own check, or this session's).
+        session.send(into: &out)
+        var response: [UInt8] = []
+        exchange.takeResponse(into: &response)
+        #expect(response.isEmpty, "\(String(decoding: response, as: UTF8.self))")
+        #expect(exchange.failure != nil)
+    }
 }

@@ -31,8 +31,16 @@ async def app(scope, receive, send):
         await asyncio.sleep(0.3)
         payload = str(scope["client"][1]).encode()
     elif path.startswith("/large="):
+        # Streamed in 64 KiB pieces as the connection takes them (not made whole first: 100 of these at once).
         n = int(path.split("=")[1])
-        payload = (bytes(range(256)) * (n // 256 + 1))[:n]
+        block = bytes(range(256)) * 256
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        sent = 0
+        while sent < n:
+            part = block[: min(len(block), n - sent)]
+            sent += len(part)
+            await send({"type": "http.response.body", "body": part, "more_body": sent < n})
+        return
     else:
         payload = b"not found"
     await send({"type": "http.response.start", "status": 200, "headers": headers})
