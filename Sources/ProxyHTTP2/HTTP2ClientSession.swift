@@ -124,7 +124,7 @@ public final class HTTP2ClientSession: HTTP2Connection {
         let head = request.head
         var host: ArraySlice<UInt8> = []
         for field in head.fields where field.known == .host { host = head.bytes[field.value] }
-        var fields = HeaderList()
+        var fields = FieldList(status: nil)
         fields.append(":method", Array(request.method.utf8)[...])
         fields.append(":scheme", Array(scheme.utf8)[...])
         fields.append(":authority", host)
@@ -133,7 +133,7 @@ public final class HTTP2ClientSession: HTTP2Connection {
         for field in head.fields {
             let name = head.bytes[field.name]
             if field.known == .host || field.known == .te || field.known.isConnectionSpecific { continue }
-            if options.names(ByteClass.lowercasedString(name)) { continue }
+            if options.names(name) { continue }
             fields.append(name: name, value: head.bytes[field.value], neverIndexed: field.known == .cookie)
         }
         // The one TE an HTTP/2 request may carry (§8.2.2), and a true one: trailers are passed on (as the chunked
@@ -372,19 +372,4 @@ public final class UpstreamExchange {
         }
         return n
     }
-}
-
-/// Request fields as nghttp2 takes them.
-struct HeaderList {
-    var fields = ResponseFields(status: nil)
-
-    mutating func append(_ name: String, _ value: ArraySlice<UInt8>) {
-        fields.append(name: Array(name.utf8)[...], value: value, neverIndexed: false)
-    }
-
-    mutating func append(name: ArraySlice<UInt8>, value: ArraySlice<UInt8>, neverIndexed: Bool) {
-        fields.append(name: name, value: value, neverIndexed: neverIndexed)
-    }
-
-    func withNameValues(_ body: (UnsafeMutableBufferPointer<nghttp2_nv>) -> Void) { fields.withNameValues(body) }
 }

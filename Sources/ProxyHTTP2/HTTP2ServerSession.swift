@@ -85,8 +85,6 @@ public final class HTTP2ServerSession: HTTP2Connection {
     /// The session has more to read or to write; when neither, the connection is done.
     public var isActive: Bool { nghttp2_session_want_read(session) != 0 || nghttp2_session_want_write(session) != 0 }
 
-    public var hasOutput: Bool { nghttp2_session_want_write(session) != 0 }
-
     /// Graceful shutdown (RFC 9113 §6.8): GOAWAY naming the last stream taken; those finish, no new one starts.
     public func goAway() {
         _ = nghttp2_submit_goaway(
@@ -188,12 +186,12 @@ public final class HTTP2ServerSession: HTTP2Connection {
 
     /// HEADERS for a response head: `:status`, then its fields as HTTP/2 writes them.
     private func submitHeaders(_ id: Int32, _ head: ResponseHead, final: Bool) {
-        var fields = ResponseFields(status: head.status)
+        var fields = FieldList(status: head.status)
         let options = head.head.connectionOptions()
         for field in head.head.fields {
             let name = head.head.bytes[field.name]
             // RFC 9113 §8.2.2: connection-specific fields (and those `Connection` names) are not sent in HTTP/2.
-            if field.known.isConnectionSpecific || options.names(ByteClass.lowercasedString(name)) { continue }
+            if field.known.isConnectionSpecific || options.names(name) { continue }
             fields.append(name: name, value: head.head.bytes[field.value], neverIndexed: field.known == .setCookie)
         }
         fields.withNameValues { nva in
@@ -268,13 +266,10 @@ public final class HTTP2ServerSession: HTTP2Connection {
         events.append(.request(stream: id, head: head, ended: endStream))
     }
 
-    /// A response of the proxy's own to a request it does not pass on (`501` for CONNECT).
+    /// A response of the proxy's own to a request it does not pass on (`501` for CONNECT), made as every answer of
+    /// the proxy's own is, and read back like any response.
     private func answerLocally(_ id: Int32, status: Int, _ reason: String) {
-        var answer = Array("HTTP/1.1 \(status) \(ProxyAnswer.reasonPhrase(status))\r\n".utf8)
-        let body = Array("cookie-proxy: \(reason)\n".utf8)
-        answer += Array("Content-Type: text/plain; charset=utf-8\r\nContent-Length: \(body.count)\r\n\r\n".utf8)
-        answer += body
-        respond(id, answer[...])
+        respond(id, ProxyAnswer(status: status, reason: "cookie-proxy: \(reason)", close: false).bytes[...])
     }
 
     override func dataReceived(_ id: Int32, _ data: UnsafeBufferPointer<UInt8>) {
@@ -297,7 +292,7 @@ public final class HTTP2ServerSession: HTTP2Connection {
 
     private func requestEnded(_ id: Int32) {
         guard let stream = streams[id], stream.passedOn, !stream.reset else { return }
-        events.append(.requestEnded(stream: id, bytes: stream.chunked ? stream.lastChunk() : []))
+        events.append(.requestEnded(stream: id, bytes: stream.chunked ? Stream.lastChunk : []))
     }
 
     override func streamClosed(_ id: Int32, _ errorCode: UInt32) {
@@ -344,7 +339,7 @@ public final class HTTP2ServerSession: HTTP2Connection {
 
     /// The field lines of a trailer section (`name: value` CRLF, as the chunked decoder kept them) as trailers.
     private func submitTrailers(_ id: Int32, _ section: [UInt8]) {
-        var fields = ResponseFields(status: nil)
+        var fields = FieldList(status: nil)
         var start = 0
         while let end = section[start...].firstIndex(of: 0x0A) {
             let line = section[start..<(end > start && section[end - 1] == 0x0D ? end - 1 : end)]
@@ -353,11 +348,9 @@ public final class HTTP2ServerSession: HTTP2Connection {
             let name = line[..<colon]
             let value = line[(colon + 1)...].drop { $0 == 0x20 || $0 == 0x09 }
             let trimmed = value.reversed().drop { $0 == 0x20 || $0 == 0x09 }.count
-            var nameBytes = Array(name)
-            let known = nameBytes.withUnsafeBufferPointer { KnownField.classify($0, 0, $0.count) }
+            let known = Array(name).withUnsafeBufferPointer { KnownField.classify($0, 0, $0.count) }
             if known.isConnectionSpecific || known == .te { continue }
-            nameBytes = nameBytes.map(ByteClass.lower)
-            fields.append(name: nameBytes[...], value: value.prefix(trimmed), neverIndexed: false)
+            fields.append(name: name, value: value.prefix(trimmed), neverIndexed: false)
         }
         fields.withNameValues { nva in _ = nghttp2_submit_trailer(session, id, nva.baseAddress, nva.count) }
     }

@@ -134,7 +134,7 @@ final class Stream {
     }
 
     /// The last chunk of a chunked body (RFC 9112 §7.1).
-    func lastChunk() -> [UInt8] { Array("0\r\n\r\n".utf8) }
+    static let lastChunk = Array("0\r\n\r\n".utf8)
 
     /// The next response head from the machine's bytes, if it is all there; `error` when it is not HTTP.
     func takeResponseHead(_ failure: inout String?) -> ResponseHead? {
@@ -154,22 +154,27 @@ final class Stream {
     static func equals(_ name: [UInt8], _ lowercase: String) -> Bool { name.elementsEqual(lowercase.utf8) }
 }
 
-/// The fields of a response head as nghttp2 takes them (`nghttp2_nv`): names lowercase (RFC 9113 §8.2.2), values
-/// as received, in one buffer.
-struct ResponseFields {
+/// Fields as nghttp2 takes them (`nghttp2_nv`): names lowercase (RFC 9113 §8.2.2), values as received, in one
+/// buffer; a response head's, trailers, or a request's towards an upstream.
+struct FieldList {
     var storage: [UInt8] = []
     var entries: [(name: Range<Int>, value: Range<Int>, neverIndexed: Bool)] = []
 
     /// `status`: `:status` first (a response head), or nil (trailers, a request's fields).
     init(status: Int?) {
-        if let status {
-            append(name: Array(":status".utf8)[...], value: Array(String(status).utf8)[...], neverIndexed: false)
-        }
+        if let status { append(":status", Array(String(status).utf8)[...]) }
     }
 
-    mutating func append(name: ArraySlice<UInt8>, value: ArraySlice<UInt8>, neverIndexed: Bool) {
+    /// A field of the proxy's own naming (a pseudo-header, `te`).
+    mutating func append(_ name: StaticString, _ value: ArraySlice<UInt8>) {
+        append(
+            name: UnsafeBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount)[...], value: value,
+            neverIndexed: false)
+    }
+
+    mutating func append<Name: Collection<UInt8>>(name: Name, value: ArraySlice<UInt8>, neverIndexed: Bool) {
         let n = storage.count
-        storage += name.map { $0 &- 0x41 < 26 ? $0 | 0x20 : $0 }
+        storage += name.map(ByteClass.lower)
         let v = storage.count
         storage += value
         entries.append((n..<v, v..<storage.count, neverIndexed))
@@ -201,6 +206,9 @@ extension KnownField {
 }
 
 extension ConnectionOptions {
-    /// Whether `lowercaseName` is a field `Connection` names (and so goes no further).
-    func names(_ lowercaseName: String) -> Bool { fieldNames.contains(lowercaseName) }
+    /// Whether the field `name` is one `Connection` names (and so goes no further), compared on the bytes: no string
+    /// is made, and a head whose Connection names none (nearly all) compares nothing.
+    func names(_ name: ArraySlice<UInt8>) -> Bool {
+        !fieldNames.isEmpty && fieldNames.contains { ByteClass.equalsLowercase(name, $0.utf8) }
+    }
 }

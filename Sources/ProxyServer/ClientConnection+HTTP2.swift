@@ -34,7 +34,6 @@ extension ClientConnection {
         let absolute = machine.interceptedOrigin == nil && loop.configuration.proxy.reverseUpstream == nil
         let http2 = HTTP2Client(session: HTTP2ServerSession(absoluteTargets: absolute))
         self.http2 = http2
-        loop.server.http2Connections.add(1)
         if leftover.isEmpty {
             sendHTTP2()
         } else {
@@ -163,7 +162,7 @@ extension ClientConnection {
     /// What waits for an HTTP/2 upstream: the machine's bytes not yet translated, the request body waiting for
     /// the stream's window.
     @inline(never)
-    func pendingThroughHTTP2(_ upstream: UpstreamConnection) -> Int {
+    func pendingThroughHTTP2() -> Int {
         io.toUpstream.count + (upstreamExchange?.bufferedRequestBody ?? 0)
     }
 
@@ -183,6 +182,9 @@ extension ClientConnection {
         guard let exchange = upstreamExchange else { return }
         upstreamExchange = nil
         upstream.users[ObjectIdentifier(exchange)] = nil
+        // Idle from the moment its last stream goes, however it goes (the loop's timer closes it after the pool's
+        // idle timeout).
+        if upstream.users.isEmpty { upstream.pooledAt = loop.now }
         upstream.http2?.close(exchange)
         upstream.flushShared()
     }

@@ -111,7 +111,7 @@ final class ClientConnection: LoopHandler {
     }
     var pendingToUpstream: Int {
         guard let upstream else { return io.toUpstream.count }
-        if upstream.isHTTP2 { return pendingThroughHTTP2(upstream) }
+        if upstream.isHTTP2 { return pendingThroughHTTP2() }
         return upstream.out.pending(io.toUpstream)
     }
 

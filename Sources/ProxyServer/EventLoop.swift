@@ -196,7 +196,7 @@ final class EventLoop: @unchecked Sendable {
         for local in Array(localList.values) { local.checkDeadline() }
         let limit = Int64(configuration.poolIdleTimeout * 1000)
         var emptied: [PoolKey] = []
-        for shared in Array(http2Upstreams.values) where shared.users.isEmpty && now - shared.idleSince >= limit {
+        for shared in Array(http2Upstreams.values) where shared.users.isEmpty && now - shared.pooledAt >= limit {
             shared.close()
         }
         for (origin, list) in pool {

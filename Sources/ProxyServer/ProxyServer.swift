@@ -14,8 +14,6 @@ public final class ProxyServer: @unchecked Sendable {
     let activeConnections = AtomicCounter()
     let totalRequests = AtomicCounter()
     let interceptedConnections = AtomicCounter()
-    /// Client connections that spoke HTTP/2 (ALPN h2 or h2c's preface).
-    let http2Connections = AtomicCounter()
     private let http2Refusals = Locked<[String]>([])
 
     /// An HTTP/2 stream refused before anything of it was passed on, or a connection ended by a protocol error.
@@ -29,7 +27,6 @@ public final class ProxyServer: @unchecked Sendable {
             let t = $0; $0.removeAll(); return t
         }
     }
-    public var http2ConnectionCount: Int { http2Connections.load() }
     /// Connections closed because their machine got an event its state cannot take (a bug; zero otherwise).
     let unexpectedEvents = AtomicCounter()
     private let tlsFailures = Locked<[String]>([])

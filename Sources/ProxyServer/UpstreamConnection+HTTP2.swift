@@ -68,9 +68,9 @@ extension UpstreamConnection {
                 users[ObjectIdentifier(exchange)]?.sharedResponse(self, exchange)
             }
         }
-        if users.isEmpty { idleSince = loop.now }
         if isClosed { return }
-        if session.failure != nil || (session.goingAway && users.isEmpty) { closeShared() }
+        // (``close()`` takes it out of the loop's table: it is offered to no new exchange.)
+        if session.failure != nil || (session.goingAway && users.isEmpty) { close() }
     }
 
     /// The frames any stream made go out; the socket's interest follows what is left. Request bodies went out
@@ -100,7 +100,4 @@ extension UpstreamConnection {
         readClosed = true
         http2?.connectionFailed(why)
     }
-
-    /// Closed, and no longer offered for new exchanges (``close()`` takes it out of the loop's table).
-    func closeShared() { close() }
 }

@@ -25,6 +25,7 @@ final class UpstreamConnection: LoopHandler {
     var remainingAddresses: [String] = []
     var interest: UInt32 = 0
     var readClosed = false
+    /// Since when it has been idle: in the pool, parked with a client, or (through HTTP/2) without a stream.
     var pooledAt: Int64 = 0
     var isClosed = false
     /// TLS towards an intercepted host's upstream.
@@ -36,9 +37,8 @@ final class UpstreamConnection: LoopHandler {
     /// The upstream speaks HTTP/2 (ALPN chose `h2`, or an h2c origin): the session between the machine's HTTP/1.1
     /// and the wire, and its frames not yet sent (``out`` indexes them instead of the machine's buffer).
     var http2: HTTP2ClientSession? { didSet { isHTTP2 = http2 != nil } }
-    /// Through HTTP/2: the exchanges with a stream on it, by their ``UpstreamExchange``, and since when none has.
+    /// Through HTTP/2: the exchanges with a stream on it, by their ``UpstreamExchange`` (none since ``pooledAt``).
     var users: [ObjectIdentifier: ClientConnection] = [:]
-    var idleSince: Int64 = 0
     /// ``flushShared()`` is running (it wakes users, who may flush again).
     var flushingShared = false
     /// ``http2`` is set: a flag the per-request paths read without touching the session's reference count.

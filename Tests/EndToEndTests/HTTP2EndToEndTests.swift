@@ -267,10 +267,10 @@ import Testing
     }
 
     /// A client that opens 100 streams of 20 MB each and never gives back any window (RFC 9113 §5.2): the proxy
-    /// stops taking each response once the stream's bytes wait past the high-water mark, so its memory grows by a
-    /// bounded amount per stream (measured: 41 MB for the 100 with an HTTP/1.1 upstream, whose sockets it stops
-    /// reading; 14 MB with an h2c upstream, whose streams' windows it stops giving back), not by the 2 GB offered;
-    /// and the upstream connection they shared still serves the next request.
+    /// stops taking each response once the stream's bytes wait past the high-water mark (an HTTP/1.1 upstream's
+    /// socket is no longer read; an h2c upstream's stream window is no longer given back), so its memory grows by a
+    /// bounded amount per stream, not by the 2 GB offered (figures in docs/architecture.md); and the upstream
+    /// connection they shared still serves the next request.
     @Test(arguments: [false, true])
     func aClientThatNeverReadsHoldsBoundedMemory(_ h2cUpstream: Bool) throws {
         let upstream = try Upstream()
