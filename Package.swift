@@ -29,6 +29,9 @@ let package = Package(
             name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"]), .brew(["curl"])]),
         // `cookie-proxy audit`: fetch, follow redirects, carry cookies in our jar, lint every Set-Cookie.
         .target(name: "CookieAudit", dependencies: ["CookieKit", "CookieRules", "CCurl"]),
+        // Pure: each client's cookies across requests (the jar replayed from what the client was sent, its Cookie
+        // headers judged against it, a timeline per cookie) and the site context of a request.
+        .target(name: "CookieLifecycle", dependencies: ["CookieKit"]),
         // Runs the scenario corpora of shared/conformance against the jar (tests and `cookie-proxy conformance`).
         .target(name: "CookieConformance", dependencies: ["CookieKit"]),
         // Sans-I/O HTTP/1.1 codec and the per-connection proxy state machine.
@@ -76,6 +79,7 @@ let package = Package(
         // Shared by the test targets that run the built binary (where it and the repository are).
         .target(name: "TestSupport", dependencies: ["CProxyShims"], path: "Tests/TestSupport"),
         .testTarget(name: "CookieKitTests", dependencies: ["CookieKit", "CookieFoundation", "CookieConformance"]),
+        .testTarget(name: "CookieLifecycleTests", dependencies: ["CookieLifecycle", "CookieKit"]),
         .testTarget(name: "ProxyCoreTests", dependencies: ["ProxyCore", "HTTPGrammar"]),
         .testTarget(name: "ProxyServerTests", dependencies: ["ProxyServer", "ProxyCore", "Locking", "HTTPGrammar"]),
         .testTarget(name: "HTTPGrammarTests", dependencies: ["HTTPGrammar"]),

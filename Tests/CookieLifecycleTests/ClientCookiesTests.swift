@@ -1,0 +1,197 @@
+import CookieKit
+import Testing
+
+@testable import CookieLifecycle
+
+/// One scenario: Set-Cookie lines sent to the client (each with the request it answered), then one request with the
+/// Cookie header the client sent, and the verdicts expected for it.
+struct Scenario: Sendable, CustomTestStringConvertible {
+    var name: String
+    /// (url, site, Set-Cookie line, seconds after the start)
+    var sets: [(String, RequestSite.Kind, String, Int64)]
+    var request: (url: String, site: RequestSite.Kind, method: String, at: Int64)
+    var cookieHeader: String?
+    /// (name, verdict, reason code)
+    var expected: [(String, CookieVerdict.Kind, CookieVerdict.Reason.Code?)]
+    var testDescription: String { name }
+}
+
+let start: Int64 = 1_800_000_000_000
+
+func site(_ kind: RequestSite.Kind, method: String = "GET") -> RequestSite {
+    RequestSite(kind: kind, evidence: "test", isSafeMethod: method == "GET")
+}
+
+let scenarios: [Scenario] = [
+    Scenario(
+        name: "a stored cookie sent back is as expected",
+        sets: [("https://app.test/login", .sameSite, "sid=abc; Path=/; HttpOnly", 0)],
+        request: ("https://app.test/home", .sameSite, "GET", 5), cookieHeader: "sid=abc",
+        expected: [("sid", .sentAsExpected, nil)]),
+    Scenario(
+        name: "a cookie the jar would send and the client did not, with nothing to explain it",
+        sets: [("https://app.test/login", .sameSite, "sid=abc; Path=/", 0)],
+        request: ("https://app.test/home", .sameSite, "GET", 5), cookieHeader: nil,
+        expected: [("sid", .expectedNotSent, .unexplained)]),
+    Scenario(
+        name: "an unpartitioned SameSite=None cookie not sent to a cross-site frame: third-party blocking",
+        sets: [("https://widget.test/", .sameSite, "w=1; SameSite=None; Secure", 0)],
+        request: ("https://widget.test/frame", .crossSiteSubresource, "GET", 5), cookieHeader: nil,
+        expected: [("w", .expectedNotSent, .thirdPartyBlocking)]),
+    Scenario(
+        name: "a partitioned cookie sent to a cross-site frame is as expected",
+        sets: [("https://widget.test/", .sameSite, "w=1; SameSite=None; Secure; Partitioned", 0)],
+        request: ("https://widget.test/frame", .crossSiteSubresource, "GET", 5), cookieHeader: "w=1",
+        expected: [("w", .sentAsExpected, nil)]),
+    Scenario(
+        name: "a cookie set by a cross-site response, unpartitioned, never kept",
+        sets: [("https://widget.test/", .crossSiteSubresource, "w=1; SameSite=None; Secure", 0)],
+        request: ("https://widget.test/", .sameSite, "GET", 5), cookieHeader: nil,
+        expected: [("w", .expectedNotSent, .setCrossSite)]),
+    Scenario(
+        name: "a Lax cookie is not expected on a cross-site subresource",
+        sets: [("https://app.test/", .sameSite, "l=1; SameSite=Lax", 0)],
+        request: ("https://app.test/img.png", .crossSiteSubresource, "GET", 5), cookieHeader: nil,
+        expected: []),
+    Scenario(
+        name: "a Lax cookie is expected on a cross-site top-level GET navigation",
+        sets: [("https://app.test/", .sameSite, "l=1; SameSite=Lax", 0)],
+        request: ("https://app.test/", .crossSiteNavigation, "GET", 5), cookieHeader: "l=1",
+        expected: [("l", .sentAsExpected, nil)]),
+    Scenario(
+        name: "a Lax cookie is not expected on a cross-site POST navigation",
+        sets: [("https://app.test/", .sameSite, "l=1; SameSite=Lax", 0)],
+        request: ("https://app.test/", .crossSiteNavigation, "POST", 5), cookieHeader: nil,
+        expected: []),
+    Scenario(
+        name: "a Strict cookie is not expected on a cross-site navigation",
+        sets: [("https://app.test/", .sameSite, "s=1; SameSite=Strict", 0)],
+        request: ("https://app.test/", .crossSiteNavigation, "GET", 5), cookieHeader: nil,
+        expected: []),
+    Scenario(
+        name: "a cookie the proxy never saw set",
+        sets: [],
+        request: ("https://app.test/", .sameSite, "GET", 5), cookieHeader: "_ga=GA1.2",
+        expected: [("_ga", .sentNotSet, .notSeen)]),
+    Scenario(
+        name: "the jar's value and another sent",
+        sets: [("https://app.test/", .sameSite, "theme=dark", 0)],
+        request: ("https://app.test/", .sameSite, "GET", 5), cookieHeader: "theme=light",
+        expected: [("theme", .sentOtherValue, .changedElsewhere)]),
+    Scenario(
+        name: "a cookie expiring within seconds of the request",
+        sets: [("https://app.test/", .sameSite, "t=1; Max-Age=6", 0)],
+        request: ("https://app.test/", .sameSite, "GET", 5), cookieHeader: nil,
+        expected: [("t", .expectedNotSent, .expiring)]),
+    Scenario(
+        name: "a cookie whose line has a Chromium finding",
+        sets: [("https://app.test/", .sameSite, "tab=a\tb", 0)],
+        request: ("https://app.test/", .sameSite, "GET", 5), cookieHeader: nil,
+        expected: [("tab", .expectedNotSent, .lint)]),
+    Scenario(
+        name: "a cookie the jar refused and the client sends anyway",
+        sets: [("https://app.test/", .sameSite, "x=1; Domain=other.test", 0)],
+        request: ("https://app.test/", .sameSite, "GET", 5), cookieHeader: "x=1",
+        expected: [("x", .sentNotSet, .rejectedOnSet)]),
+    Scenario(
+        name: "a cookie for another path sent here",
+        sets: [("https://app.test/app/login", .sameSite, "p=1; Path=/app", 0)],
+        request: ("https://app.test/other", .sameSite, "GET", 5), cookieHeader: "p=1",
+        expected: [("p", .sentNotSet, .jarMismatch)]),
+    Scenario(
+        name: "a cookie the server deleted, still sent",
+        sets: [
+            ("https://app.test/", .sameSite, "d=1", 0), ("https://app.test/logout", .sameSite, "d=; Max-Age=0", 2),
+        ],
+        request: ("https://app.test/", .sameSite, "GET", 5), cookieHeader: "d=1",
+        expected: [("d", .sentNotSet, .expiredInJar)]),
+    Scenario(
+        name: "a Secure cookie is not expected over plain http",
+        sets: [("https://app.test/", .sameSite, "sec=1; Secure", 0)],
+        request: ("http://app.test/", .sameSite, "GET", 5), cookieHeader: nil,
+        expected: []),
+    Scenario(
+        name: "two cookies of one name on two paths, both sent",
+        sets: [
+            ("https://app.test/", .sameSite, "a=root; Path=/", 0),
+            ("https://app.test/app/x", .sameSite, "a=app; Path=/app", 1),
+        ],
+        request: ("https://app.test/app/y", .sameSite, "GET", 5), cookieHeader: "a=app; a=root",
+        expected: [("a", .sentAsExpected, nil), ("a", .sentAsExpected, nil)]),
+    Scenario(
+        name: "every kind in one request",
+        sets: [
+            ("https://app.test/", .sameSite, "keep=1", 0), ("https://app.test/", .sameSite, "lost=1", 0),
+            ("https://app.test/", .sameSite, "changed=1", 0),
+        ],
+        request: ("https://app.test/", .sameSite, "GET", 5), cookieHeader: "keep=1; changed=2; script=x",
+        expected: [
+            ("keep", .sentAsExpected, nil), ("changed", .sentOtherValue, .changedElsewhere),
+            ("script", .sentNotSet, .notSeen), ("lost", .expectedNotSent, .unexplained),
+        ]),
+]
+
+@Suite struct ClientCookiesTests {
+    @Test(arguments: scenarios)
+    func verdictsFollowTheJarAndTheSentHeader(_ s: Scenario) {
+        var client = ClientCookies()
+        for (k, (url, kind, line, at)) in s.sets.enumerated() {
+            let u = RequestURL(url)!
+            let r = ClientCookies.Request(
+                id: UInt64(k + 1), time: start + at * 1000, method: "GET", url: u, urlText: url, site: site(kind))
+            client.response(r, lines: [.init(received: SetCookie(line), forwarded: SetCookie(line))])
+        }
+        let u = RequestURL(s.request.url)!
+        let r = ClientCookies.Request(
+            id: 100, time: start + s.request.at * 1000, method: s.request.method, url: u, urlText: s.request.url,
+            site: site(s.request.site, method: s.request.method))
+        let verdicts = client.request(r, cookieHeader: s.cookieHeader.map { CookieHeader(Array($0.utf8)) })
+        #expect(verdicts.map(\.name) == s.expected.map(\.0))
+        #expect(verdicts.map(\.kind) == s.expected.map(\.1))
+        #expect(verdicts.map(\.reason?.code) == s.expected.map(\.2))
+        for v in verdicts where v.kind != .sentAsExpected {
+            #expect(!(v.reason?.message.isEmpty ?? true))
+        }
+    }
+
+    @Test func theTimelineHoldsEachSetAndEachRequest() {
+        var client = ClientCookies()
+        let u = RequestURL("https://app.test/")!
+        let set = ClientCookies.Request(
+            id: 1, time: start, method: "POST", url: u, urlText: "https://app.test:443/login", site: site(.sameSite))
+        client.response(
+            set,
+            lines: [
+                .init(received: SetCookie("sid=a"), forwarded: SetCookie("sid=a; Secure"), rules: ["harden"]),
+                .init(received: SetCookie("gone=1"), forwarded: nil, rules: ["drop it"]),
+            ])
+        let ask = ClientCookies.Request(
+            id: 2, time: start + 1000, method: "GET", url: u, urlText: "https://app.test:443/", site: site(.sameSite))
+        _ = client.request(ask, cookieHeader: CookieHeader(Array("sid=a".utf8)))
+        let sid = client.timelines["sid"] ?? []
+        #expect(sid.map(\.kind) == [.stored, .sentAsExpected])
+        #expect(sid.first?.received == "sid=a")
+        #expect(sid.first?.forwarded == "sid=a; Secure")
+        #expect(sid.first?.rules == ["harden"])
+        #expect(sid.map(\.requestID) == [1, 2])
+        #expect(client.timelines["gone"]?.map(\.kind) == [.dropped])
+    }
+
+    @Test func theTimelineKeepsTheNewestEventsOfABoundedNumberOfNames() {
+        var client = ClientCookies()
+        let u = RequestURL("https://app.test/")!
+        for k in 0..<(ClientCookies.namesPerClient + 10) {
+            let r = ClientCookies.Request(
+                id: UInt64(k), time: start, method: "GET", url: u, urlText: "", site: site(.sameSite))
+            client.response(r, lines: [.init(received: nil, forwarded: SetCookie("n\(k)=1"))])
+        }
+        #expect(client.timelines.count == ClientCookies.namesPerClient)
+        #expect(client.timelines["n0"] == nil)
+        for k in 0..<(ClientCookies.eventsPerCookie + 5) {
+            let r = ClientCookies.Request(
+                id: UInt64(k), time: start, method: "GET", url: u, urlText: "", site: site(.sameSite))
+            _ = client.request(r, cookieHeader: CookieHeader(Array("n300=1".utf8)))
+        }
+        #expect(client.timelines["n300"]?.count == ClientCookies.eventsPerCookie)
+    }
+}
