@@ -65,7 +65,8 @@ let package = Package(
         .target(
             name: "ProxyApp",
             dependencies: [
-                "CookieKit", "CookieRules", "CookieInspector", "ProxyCore", "ProxyServer", "Locking", "HTTPGrammar",
+                "CookieKit", "CookieRules", "CookieInspector", "CookieLifecycle", "ProxyCore", "ProxyServer", "Locking",
+                "HTTPGrammar",
             ], swiftSettings: hotPath),
         .executableTarget(
             name: "cookie-proxy",

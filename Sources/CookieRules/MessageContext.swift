@@ -16,14 +16,21 @@ public struct MessageContext: Sendable {
     public var path: String
     public var method: String
     public var status: Int?
+    /// The request's site context, when the caller worked it out (nil: unknown, as for a request without any of
+    /// the headers that tell).
+    public var site: RequestSite.Kind?
 
-    public init(scheme: String, host: String, port: Int, path: String, method: String, status: Int?) {
+    public init(
+        scheme: String, host: String, port: Int, path: String, method: String, status: Int?,
+        site: RequestSite.Kind? = nil
+    ) {
         self.scheme = scheme
         self.host = host.asciiLowercased
         self.port = port
         self.path = path.isEmpty ? "/" : path
         self.method = method
         self.status = status
+        self.site = site
     }
 
     /// The URL cookies are judged against (RFC 6265bis: the request-uri).

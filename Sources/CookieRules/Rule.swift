@@ -15,11 +15,27 @@ public struct Rule: Sendable {
     public var cookieActions: [CookieAction]
     public var requestHeaderActions: [HeaderAction]
     public var responseHeaderActions: [HeaderAction]
+    /// Edits of the request's `Cookie` header.
+    public var requestCookieActions: [RequestCookieAction]
     /// `stop`: later rules do not apply to a cookie this rule matched.
     public var stops: Bool
 
-    /// Whether the rule looks at Set-Cookie lines at all.
-    public var isCookieRule: Bool { !cookieActions.isEmpty || stops || conditions.contains { $0.isCookieCondition } }
+    public init(
+        name: String, location: SourceLocation, conditions: [Condition], cookieActions: [CookieAction],
+        requestHeaderActions: [HeaderAction], responseHeaderActions: [HeaderAction],
+        requestCookieActions: [RequestCookieAction] = [], stops: Bool
+    ) {
+        (self.name, self.location, self.conditions, self.cookieActions) = (name, location, conditions, cookieActions)
+        (self.requestHeaderActions, self.responseHeaderActions) = (requestHeaderActions, responseHeaderActions)
+        (self.requestCookieActions, self.stops) = (requestCookieActions, stops)
+    }
+
+    /// Whether the rule looks at Set-Cookie lines at all (a request-cookie rule's `where` looks at the client's
+    /// cookies, not at Set-Cookie lines).
+    public var isCookieRule: Bool {
+        requestCookieActions.isEmpty
+            && (!cookieActions.isEmpty || stops || conditions.contains { $0.isCookieCondition })
+    }
 }
 
 public struct Condition: Sendable {
@@ -37,6 +53,8 @@ public struct Condition: Sendable {
         case state([StatePredicate])
         /// The cookie's Domain attribute (leading dot dropped, lowercased) matches one of these.
         case cookieDomain([HostPattern])
+        /// The request's site context (RFC 6265bis §5.2, as ``RequestSite`` reads it from the request's headers).
+        case site(Set<RequestSite.Kind>)
     }
 
     var isCookieCondition: Bool {
@@ -158,6 +176,24 @@ public enum StatePredicate: String, Sendable, Hashable, CaseIterable {
         case .rejected: return rejected
         }
     }
+
+    /// Whether it holds for a cookie the client's jar holds (a request's cookie, as the proxy saw it set).
+    func holds(_ c: StoredCookie) -> Bool {
+        switch self {
+        case .hostOnly: return c.hostOnly
+        case .hasDomain: return !c.hostOnly
+        case .secure: return c.secureOnly
+        case .httpOnly: return c.httpOnly
+        case .partitioned: return c.partitioned
+        case .session: return c.expiry == nil
+        case .persistent: return c.expiry != nil
+        case .sameSiteStrict: return c.sameSite == .strict
+        case .sameSiteLax: return c.sameSite == .lax
+        case .sameSiteNone: return c.sameSite == .none
+        case .sameSiteDefault: return c.sameSite == .default
+        case .rejected: return false
+        }
+    }
 }
 
 /// What a rule does to a matched Set-Cookie. Every action is idempotent.
@@ -192,6 +228,16 @@ public enum CookieAction: Sendable, Hashable {
         case addPrefix(String)
         case stripPrefix(String)
     }
+}
+
+/// An edit of one cookie in a request's `Cookie` header; the other pairs keep their bytes.
+public enum RequestCookieAction: Sendable {
+    /// Remove every pair whose name matches.
+    case remove([NamePattern])
+    /// Give the pair named so this value, or append `name=value` when the request has none.
+    case set(name: String, value: String)
+    /// Rename the pair named `from`.
+    case rename(from: String, to: String)
 }
 
 /// A request or response header edit.

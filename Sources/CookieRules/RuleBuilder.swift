@@ -48,6 +48,10 @@ struct RuleBuilder {
     var conditions: [Condition] = []
     var cookieActions: [PlacedAction] = []
     var requestHeaders: [HeaderAction] = []
+    var requestCookies: [RequestCookieAction] = []
+    var requestCookieAt: Place? = nil
+    var whereAt: Place? = nil
+    var wherePredicates: [StatePredicate] = []
     var responseHeaders: [HeaderAction] = []
     var headerActionAt: Place? = nil
     var requestHeaderAt: Place? = nil
@@ -101,6 +105,8 @@ struct RuleBuilder {
         }
         if keyword == "request-header" || keyword == "response-header" {
             try headerAction(d)
+        } else if keyword == "request-cookie" {
+            try requestCookieAction(d)
         } else {
             try cookieAction(d)
         }
@@ -183,22 +189,7 @@ struct RuleBuilder {
             return .status(patterns)
         case "cookie":
             try d.needArgs("one or more cookie names (exact, glob*, or /regex/)")
-            var patterns: [NamePattern] = []
-            for a in args {
-                let t = a.text
-                if !a.quoted && t.count >= 2 && t.hasPrefix("/") && t.hasSuffix("/") {
-                    let source = String(t.dropFirst().dropLast())
-                    do {
-                        patterns.append(.regex(try Regex(source), source: t))
-                    } catch {
-                        throw fail(a.column, "invalid regular expression \(t): \(error)")
-                    }
-                } else if Glob.isGlob(t) {
-                    patterns.append(.glob(Glob(t)))
-                } else {
-                    patterns.append(.exact(t))
-                }
-            }
+            let patterns = try Self.namePatterns(args[...], fail)
             cookieNames = patterns
             cookieConditionAt = d.place
             return .cookie(patterns)
@@ -217,7 +208,25 @@ struct RuleBuilder {
                 predicates.append(p)
             }
             cookieConditionAt = d.place
+            whereAt = d.place
+            wherePredicates = predicates
             return .state(predicates)
+        case "site":
+            let values = RequestSite.Kind.allCases.map(\.rawValue) + ["cross-site"]
+            try d.needArgs("one or more site contexts (\(values.joined(separator: ", ")))")
+            var kinds: Set<RequestSite.Kind> = []
+            for a in args {
+                let t = a.text.lowercased()
+                if t == "cross-site" {
+                    kinds.formUnion([.crossSiteNavigation, .crossSiteSubresource])
+                } else if let k = RequestSite.Kind(rawValue: t) {
+                    kinds.insert(k)
+                } else {
+                    let hint = CommandHint.nearest(a.text, values).map { "; did you mean '\($0)'?" } ?? ""
+                    throw fail(a.column, "unknown site context '\(a.text)'\(hint)")
+                }
+            }
+            return .site(kinds)
         default:
             preconditionFailure("\(keyword) is listed in RulesParser.conditionKeywords but not read here")
         }
@@ -414,6 +423,80 @@ struct RuleBuilder {
         headerActionAt = d.place
     }
 
+    /// `request-cookie remove NAME…`, `request-cookie set NAME VALUE`, `request-cookie rename FROM TO`.
+    private mutating func requestCookieAction(_ d: Directive) throws(RulesError) {
+        let (args, fail) = (d.args, d.fail)
+        let ops = ["remove", "set", "rename"]
+        guard let op = args.first else { throw fail(d.argumentsColumn, "'request-cookie' needs remove, set or rename") }
+        let opName = op.text.lowercased()
+        guard ops.contains(opName) else {
+            let hint = CommandHint.nearest(op.text, ops).map { "; did you mean '\($0)'?" } ?? ""
+            throw fail(op.column, "'request-cookie' needs remove, set or rename, not '\(op.text)'\(hint)")
+        }
+        func name(_ i: Int) throws(RulesError) -> String {
+            let t = args[i].text
+            guard Self.isToken(t) else { throw fail(args[i].column, "'\(t)' is not a cookie name") }
+            return t
+        }
+        switch opName {
+        case "remove":
+            guard args.count >= 2 else {
+                throw fail(
+                    op.column, "'request-cookie remove' needs one or more cookie names (exact, glob*, or /regex/)")
+            }
+            requestCookies.append(.remove(try Self.namePatterns(args.dropFirst(), fail)))
+        case "set":
+            guard args.count == 3 else {
+                throw fail(
+                    args.count < 3 ? d.argumentsColumn : args[3].column,
+                    "'request-cookie set' needs a name and one value (quote it if it has spaces)")
+            }
+            // RFC 6265bis §4.1.1 cookie-octet, as a browser would send it: no CTLs, whitespace, DQUOTE, comma,
+            // semicolon or backslash.
+            guard
+                args[2].text.utf8.allSatisfy({
+                    $0 > 0x20 && $0 < 0x7F && $0 != 0x22 && $0 != 0x2C && $0 != 0x3B && $0 != 0x5C
+                })
+            else {
+                throw fail(
+                    args[2].column,
+                    "a cookie value must not contain whitespace, control characters, '\"', ',', ';' or '\\' (RFC 6265bis §4.1.1)"
+                )
+            }
+            requestCookies.append(.set(name: try name(1), value: args[2].text))
+        default:
+            guard args.count == 3 else {
+                throw fail(
+                    args.count < 3 ? d.argumentsColumn : args[3].column, "'request-cookie rename' needs FROM and TO")
+            }
+            requestCookies.append(.rename(from: try name(1), to: try name(2)))
+        }
+        requestCookieAt = d.place
+    }
+
+    /// Names as the `cookie` condition reads them: exact, glob, or `/regex/`.
+    static func namePatterns(_ args: ArraySlice<RulesParser.Token>, _ fail: (Int, String) -> RulesError)
+        throws(RulesError) -> [NamePattern]
+    {
+        var patterns: [NamePattern] = []
+        for a in args {
+            let t = a.text
+            if !a.quoted && t.count >= 2 && t.hasPrefix("/") && t.hasSuffix("/") {
+                let source = String(t.dropFirst().dropLast())
+                do {
+                    patterns.append(.regex(try Regex(source), source: t))
+                } catch {
+                    throw fail(a.column, "invalid regular expression \(t): \(error)")
+                }
+            } else if Glob.isGlob(t) {
+                patterns.append(.glob(Glob(t)))
+            } else {
+                patterns.append(.exact(t))
+            }
+        }
+        return patterns
+    }
+
     mutating func add(_ action: CookieAction, _ d: Directive) throws(RulesError) {
         for other in cookieActions {
             if let conflict = Self.conflict(action, other.action) {
@@ -494,11 +577,34 @@ struct RuleBuilder {
 
     func build() throws(RulesError) -> Rule {
         let actions = cookieActions.map(\.action)
-        if actions.isEmpty && requestHeaders.isEmpty && responseHeaders.isEmpty && !stops {
+        if actions.isEmpty && requestHeaders.isEmpty && responseHeaders.isEmpty && requestCookies.isEmpty && !stops {
             throw RulesError(
                 location: location,
                 message: "rule \"\(name)\" has no action: add one (e.g. 'secure'), or 'log' to only log",
                 sourceLine: sourceLine)
+        }
+        if let request = requestCookieAt {
+            func refuse(_ message: String, _ place: Place) -> RulesError {
+                RulesError(location: place.at, message: message, sourceLine: place.line)
+            }
+            if let first = cookieActions.first {
+                throw refuse(
+                    "'request-cookie' edits requests and '\(first.keyword)' responses; put them in rules of their own",
+                    first.place)
+            }
+            if let status = statusAt {
+                throw refuse(
+                    "'request-cookie' runs before any response exists, so it cannot depend on 'status' (line \(request.at.line))",
+                    status)
+            }
+            if let cookie = cookieConditionAt, whereAt?.at != cookie.at {
+                throw refuse(
+                    "name the cookies on the 'request-cookie' line (line \(request.at.line)); 'cookie' and 'cookie-domain' look at Set-Cookie lines",
+                    cookie)
+            }
+            if let at = whereAt, wherePredicates.contains(.rejected) {
+                throw refuse("'where rejected' describes a Set-Cookie line; a request's cookie was already kept", at)
+            }
         }
         if let header = headerActionAt, let cookie = cookieConditionAt {
             throw RulesError(
@@ -531,7 +637,8 @@ struct RuleBuilder {
         }
         return Rule(
             name: name, location: location, conditions: conditions, cookieActions: actions,
-            requestHeaderActions: requestHeaders, responseHeaderActions: responseHeaders, stops: stops)
+            requestHeaderActions: requestHeaders, responseHeaderActions: responseHeaders,
+            requestCookieActions: requestCookies, stops: stops)
     }
 
     static func isHostName(_ s: String) -> Bool {

@@ -23,6 +23,9 @@ public final class RuleEngine: Sendable {
     let requestHeaderRules: [Rule]
     let responseHeaderRules: [Rule]
     let renameRules: [Rule]
+    let requestCookieRules: [Rule]
+    /// Whether a rule has a `site` condition (the caller then works out each request's site context).
+    public let readsSite: Bool
     /// Cookie rules indexed by host: a rule with a (non-negated) `host` condition of exact names and `*.suffix`
     /// patterns can only match those hosts, so most rules are never looked at for a given message.
     let hostIndex: HostIndex
@@ -166,6 +169,10 @@ public final class RuleEngine: Sendable {
         renameRules = ruleSet.rules.filter { rule in
             rule.cookieActions.contains { if case .rename = $0 { return true } else { return false } }
         }
+        requestCookieRules = ruleSet.rules.filter { !$0.requestCookieActions.isEmpty }
+        readsSite = ruleSet.rules.contains {
+            $0.conditions.contains { if case .site = $0.test { true } else { false } }
+        }
         hostIndex = HostIndex(cookieRules)
         unconditional = messageConditions.allSatisfy(\.isEmpty) ? Array(cookieRules.indices) : nil
         unconditionalShapeKey = if let unconditional { program.shapeKey(unconditional) } else { nil }
@@ -240,6 +247,9 @@ public final class RuleEngine: Sendable {
         /// Whether a rule past the first 64 matched (``matchedRules``' array is not empty).
         public var matchedRulesBeyond64: Bool { matched.hasBeyond64 }
     }
+
+    /// The names of the rules that matched, in file order.
+    public func ruleNames(_ edit: Edit) -> [String] { edit.matched.names(cookieRuleNames) }
 
     /// Runs the rules of a plan over one Set-Cookie value, editing it (for library users and the CLI: the proxy
     /// keeps its rewrite and the received bytes, ``apply(_:to:now:rewrite:)``).
@@ -343,7 +353,9 @@ public final class RuleEngine: Sendable {
     }
 
     /// Whether requests need the rules at all (header edits or renamed cookies to give back).
-    public var touchesRequests: Bool { !requestHeaderRules.isEmpty || !renameRules.isEmpty }
+    public var touchesRequests: Bool {
+        !requestHeaderRules.isEmpty || !renameRules.isEmpty || !requestCookieRules.isEmpty
+    }
 
     /// Header edits for a response.
     public func responseHeaderActions(_ context: MessageContext) -> [HeaderAction] {
@@ -415,6 +427,7 @@ public final class RuleEngine: Sendable {
             case .path(let patterns): result = patterns.contains { $0.matches(context.path) }
             case .method(let methods): result = methods.contains(context.method)
             case .scheme(let schemes): result = schemes.contains(context.scheme)
+            case .site(let kinds): result = kinds.contains(context.site ?? .unknown)
             case .status(let patterns):
                 if ignoringStatus { return true }
                 guard let status = context.status else { return condition.negated }

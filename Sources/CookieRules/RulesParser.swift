@@ -3,10 +3,13 @@ import CookieKit
 /// Reads the rules language (rules/README.md) into a validated ``RuleSet``. Every error carries
 /// `file:line:column`, the line and a caret, and a "did you mean" for near-miss directives and values.
 public enum RulesParser {
-    static let conditionKeywords = ["host", "path", "method", "scheme", "status", "cookie", "cookie-domain", "where"]
+    static let conditionKeywords = [
+        "host", "path", "method", "scheme", "status", "cookie", "cookie-domain", "where", "site",
+    ]
     static let actionKeywords = [
         "domain", "cookie-path", "secure", "httponly", "partitioned", "samesite", "max-age", "expires", "session",
         "cap-lifetime", "rename", "value", "drop", "log", "stop", "request-header", "response-header",
+        "request-cookie",
     ]
     static let forbiddenHeaderEdits: Set<String> = [
         "content-length", "transfer-encoding", "connection", "keep-alive", "proxy-connection", "te", "upgrade",

@@ -1,5 +1,6 @@
 import CookieInspector
 import CookieKit
+import CookieLifecycle
 import CookieRules
 import Foundation
 import ProxyCore
@@ -13,6 +14,10 @@ package final class RulesHooks: ProxyHooks, Sendable {
     package let sink: LogSink?
     /// The inspector's exchanges (nil with `--ui off`).
     package let inspector: InspectorStore?
+    /// Each request's site context, and with `lifecycle` each client's cookies across requests.
+    package let tracker: LifecycleTracker
+    /// Whether requests are judged against the client's jar (expected vs sent) and responses fed to it.
+    package let lifecycle: Bool
     package let rewritten = AtomicCounter()
     package let observed = AtomicCounter()
 
@@ -23,9 +28,11 @@ package final class RulesHooks: ProxyHooks, Sendable {
 
     package init(
         engine: RuleEngine, dryRun: Bool, sink: LogSink?, intercept: HostPatternList,
-        inspector: InspectorStore? = nil
+        inspector: InspectorStore? = nil, lifecycle: Bool = false, tracker: LifecycleTracker = LifecycleTracker()
     ) {
         self.engine = Locked(engine)
+        self.lifecycle = lifecycle
+        self.tracker = tracker
         self.dryRun = dryRun
         self.sink = sink
         self.inspector = inspector
@@ -78,18 +85,73 @@ package final class RulesHooks: ProxyHooks, Sendable {
     }
 
     package func willForwardRequest(_ head: inout OutgoingHead, context: ExchangeContext) {
-        if let inspector {
-            inspector.requestForwarded(
-                id: context.requestID, head: head.source, time: Self.wallMilliseconds())
-        }
         let engine = current
-        guard engine.touchesRequests, !dryRun else { return }
-        let message = Self.messageContext(context)
-        Self.applyHeaderActions(engine.requestHeaderActions(message), to: &head)
+        let time = inspector != nil || lifecycle || sink != nil ? Self.wallMilliseconds() : 0
+        if let inspector {
+            inspector.requestForwarded(id: context.requestID, head: head.source, time: time)
+        }
+        // The site context (RFC 6265bis §5.2) when the lifecycle or a `site` condition reads it; kept for the
+        // response by the tracker.
+        var site: RequestSite? = nil
+        var client = context.clientAddress
+        if lifecycle || engine.readsSite {
+            let s = tracker.site(of: head.source, context: context)
+            site = s
+            if lifecycle {
+                // Judged on the Cookie header as the client sent it: the browser's behaviour, before any rule. The
+                // log gets the requests where something was not as expected (all of their verdicts).
+                let r = tracker.request(head: head.source, context: context, site: s, time: time)
+                client = r.client
+                if let sink, r.verdicts.contains(where: { $0.kind != .sentAsExpected }) {
+                    sink.submit(line: LifecycleLog.record(r, context: context, time: time, redaction: sink.redaction))
+                }
+            } else {
+                tracker.note(context.requestID, client: client, site: s)
+            }
+        }
+        guard engine.touchesRequests else { return }
+        var message = Self.messageContext(context)
+        message.site = site?.kind
+        if !dryRun { Self.applyHeaderActions(engine.requestHeaderActions(message), to: &head) }
+        if engine.editsRequestCookies {
+            editRequestCookies(
+                &head, engine: engine, context: context, message: message, client: client, site: site, time: time)
+        }
+        guard !dryRun else { return }
         for index in head.indices(of: .cookie) {
             if let renamed = engine.renameBack(cookieHeader: head.value(at: index), context: message) {
                 head.replaceValue(at: index, with: renamed)
             }
+        }
+    }
+
+    /// `request-cookie` actions: each Cookie field edited in place (an emptied field removed, a field added for a
+    /// cookie set on a request without one); each change logged (in a dry run, logged and not made).
+    private func editRequestCookies(
+        _ head: inout OutgoingHead, engine: RuleEngine, context: ExchangeContext, message: MessageContext,
+        client: String, site: RequestSite?, time: Int64
+    ) {
+        let indices = head.indices(of: .cookie)
+        var headers = indices.map { CookieHeader(head.valueBytes(at: $0)) }
+        let jar = lifecycle ? tracker.jarCookie(client: client, context: context, time: time) : nil
+        let changes = engine.editRequestCookies(&headers, context: message, jar: jar)
+        guard !changes.isEmpty else { return }
+        if let sink {
+            sink.submit(
+                line: LifecycleLog.requestCookieRecords(
+                    changes, context: context, time: time, dryRun: dryRun, redaction: sink.redaction))
+        }
+        rewritten.add(changes.count)
+        guard !dryRun else { return }
+        for (k, index) in indices.enumerated().reversed() {
+            if headers[k].bytes.isEmpty {
+                head.remove(at: index)
+            } else if !headers[k].bytes.elementsEqual(head.valueBytes(at: index)) {
+                head.replaceValue(at: index, with: headers[k].bytes)
+            }
+        }
+        if indices.isEmpty, let added = headers.first, !added.bytes.isEmpty {
+            head.append(name: "Cookie", value: added.bytes)
         }
     }
 
@@ -100,15 +162,18 @@ package final class RulesHooks: ProxyHooks, Sendable {
         let engine = current
         // The message's context lives in the plan (one copy of its strings per response, not two); it is built
         // only when the rules or the log read it.
-        let plan = engine.cookiePlan(
-            engine.readsMessageContext || sink != nil ? Self.messageContext(context) : .unread)
+        var message = engine.readsMessageContext || sink != nil ? Self.messageContext(context) : .unread
+        if engine.readsSite { message.site = tracker.site(of: context.requestID)?.kind }
+        let plan = engine.cookiePlan(message)
         if !dryRun { Self.applyHeaderActions(engine.responseHeaderActions(plan.context), to: &head) }
-        guard dryRun || !plan.isEmpty else { return }
+        guard dryRun || lifecycle || !plan.isEmpty else { return }
         var nowMS: Int64 = 0
         var changedCount = 0
         var seenCount = 0
         var droppedLines: [Int] = []
         var recorder: LogSink.Recorder? = nil  // set at the response's first record
+        // What the client's jar is fed: each line as received, as forwarded, and the rules that matched.
+        var lifecycleLines: [ClientCookies.SetLine] = []
         // One parser, one rewrite and one log recorder per event loop, for every line of every response: their
         // storage is reused (the head copies what it keeps). Only this hooks object makes the loop's storage.
         let scratch = storage.map { unsafeDowncast($0, to: CookieScratch.self) } ?? CookieScratch()
@@ -124,6 +189,16 @@ package final class RulesHooks: ProxyHooks, Sendable {
                     plan, line: original, now: nowMS / 1000, parser: &scratch.parser, rewrite: &scratch.rewrite,
                     shapes: &scratch.shapes)
                 (changed, dropped) = (edit.dropped || edit.rewritten, edit.dropped)
+                if lifecycle {
+                    let received = SetCookie(bytes: Array(original))
+                    let forwarded =
+                        dryRun || !changed
+                        ? received : edit.dropped ? nil : scratch.rewrite.withOutput { SetCookie(bytes: Array($0)) }
+                    lifecycleLines.append(
+                        .init(
+                            received: received, forwarded: forwarded,
+                            rules: edit.matchedAny ? engine.ruleNames(edit) : []))
+                }
                 guard let sink, changed || edit.logRequested || dryRun else { return }
                 if recorder == nil {
                     recorder = scratch.log
@@ -152,6 +227,7 @@ package final class RulesHooks: ProxyHooks, Sendable {
             }
         }
         if let recorder, let sink { sink.submit(recorder) }
+        if !lifecycleLines.isEmpty { tracker.response(context: context, lines: lifecycleLines, time: nowMS) }
         if seenCount > 0 { observed.add(seenCount) }
         if changedCount > 0 { rewritten.add(changedCount) }
         for index in droppedLines.reversed() { head.remove(at: index) }

@@ -43,11 +43,23 @@ extension ProxyRuntime {
             names: ["--insecure-upstream"], value: "host",
             help: "Do not verify this upstream's certificate (dev backends).",
             repeatable: true)
+        static let lifecycle = OptionSpec(
+            names: ["--lifecycle"], value: "on|off",
+            help:
+                "Replay each client's cookies and judge every request's Cookie header against them (expected vs"
+                + " sent), for the log and the inspector.",
+            defaultValue: "on")
+        static let clientBy = OptionSpec(
+            names: ["--client-by"], value: "address|header:NAME",
+            help:
+                "What tells clients apart for the lifecycle: the address, or a request header (devices behind one NAT).",
+            defaultValue: "address")
     }
 
     static let options: [OptionSpec] = [
         Option.dryRun, Option.log, Option.logFormat, Option.logValues, Option.logOverflow, Option.logQueue,
-        Option.intercept, Option.interceptAll, Option.upstreamCa, Option.insecureUpstream,
+        Option.intercept, Option.interceptAll, Option.upstreamCa, Option.insecureUpstream, Option.lifecycle,
+        Option.clientBy,
     ]
 
     /// `terminal`: the shared view of stdout and stderr when both are a terminal with a live status line.
@@ -107,8 +119,18 @@ extension ProxyRuntime {
             }
         }
         if args.flag(Option.interceptAll) { intercept.all = true }
+        let lifecycleText = args.value(orDefault: Option.lifecycle) ?? ""
+        guard lifecycleText == "on" || lifecycleText == "off" else {
+            throw UsageError(message: "--lifecycle must be on or off", command: command)
+        }
+        guard let clientKey = LifecycleTracker.parseClientKey(args.value(orDefault: Option.clientBy) ?? "") else {
+            throw UsageError(message: "--client-by must be address or header:NAME", command: command)
+        }
+        // Judged only when something reads the verdicts: the log or the inspector.
+        let lifecycle = lifecycleText == "on" && (sink != nil || inspector != nil)
         let hooks = RulesHooks(
-            engine: RuleEngine(ruleSet), dryRun: dryRun, sink: sink, intercept: intercept, inspector: inspector)
+            engine: RuleEngine(ruleSet), dryRun: dryRun, sink: sink, intercept: intercept, inspector: inspector,
+            lifecycle: lifecycle, tracker: LifecycleTracker(clientKey: clientKey))
         var banner = ""
         if let rulesPath {
             banner +=

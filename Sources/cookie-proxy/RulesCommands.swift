@@ -51,17 +51,28 @@ enum TryCommand {
         static let format = OptionSpec(
             names: ["--format"], value: "format", help: "text or json (one object per cookie).",
             defaultValue: "text")
+        static let request = OptionSpec(
+            names: ["--request"], value: "'Cookie: …'",
+            help: "A request's Cookie header to run the request-cookie rules over (instead of Set-Cookie values).")
+        static let site = OptionSpec(
+            names: ["--site"], value: "context",
+            help: "The request's site context the rules see: same-site, cross-site-navigation, cross-site-subresource.",
+            defaultValue: "unknown")
     }
 
     static let spec = CommandSpec(
         name: "try",
         abstract: "Run Set-Cookie values through rules offline and show before, after and why.",
-        usage: "cookie-proxy try --rules PATH --url URL [--status N] [--method M] [--format text|json] [VALUE...]",
+        usage:
+            "cookie-proxy try --rules PATH --url URL [--status N] [--method M] [--site S] [--format text|json] [VALUE...]\n"
+            + "       cookie-proxy try --rules PATH --url URL --request 'Cookie: a=1; b=2' [--method M] [--site S]",
         options: [
             Option.rules,
             Option.url,
             Option.status,
             Option.method,
+            Option.site,
+            Option.request,
             Option.format,
         ] + [.psl],
         arguments:
@@ -85,9 +96,19 @@ enum TryCommand {
             return 2
         }
         let engine = RuleEngine(set)
-        let context = MessageContext(
+        let siteText = args.value(orDefault: Option.site) ?? ""
+        guard let site = RequestSite.Kind(rawValue: siteText) else {
+            throw UsageError(
+                message: "--site must be one of \(RequestSite.Kind.allCases.map(\.rawValue).joined(separator: ", "))",
+                command: spec.name)
+        }
+        var context = MessageContext(
             scheme: url.scheme, host: url.host, port: url.port ?? (url.scheme == "https" ? 443 : 80), path: url.path,
-            method: (args.value(orDefault: Option.method) ?? "").uppercased(), status: status)
+            method: (args.value(orDefault: Option.method) ?? "").uppercased(), status: status, site: site)
+        if let request = args.value(Option.request) {
+            context.status = nil
+            return tryRequest(request, engine: engine, context: context, json: format == "json")
+        }
         let inputs = args.positionals.isEmpty ? Console.readLines().filter { !$0.isEmpty } : args.positionals
         let cookies = inputs.map { SetCookie(ParseCommand.stripHeaderName($0)) }
         let outcomes = engine.apply(to: cookies, context: context, now: now)
@@ -134,6 +155,54 @@ enum TryCommand {
     }
 }
 
+extension TryCommand {
+    /// `--request 'Cookie: …'`: the request-cookie rules over one Cookie header.
+    static func tryRequest(_ text: String, engine: RuleEngine, context: MessageContext, json: Bool) -> Int32 {
+        var value = Substring(text)
+        if value.lowercased().hasPrefix("cookie:") { value = value.dropFirst(7) }
+        while value.first == " " || value.first == "\t" { value.removeFirst() }
+        let before = String(value)
+        var headers = before.isEmpty ? [] : [CookieHeader(Array(before.utf8))]
+        let changes = engine.editRequestCookies(&headers, context: context)
+        let after = headers.first.flatMap { $0.bytes.isEmpty ? nil : String(decoding: $0.bytes, as: UTF8.self) }
+        if json {
+            Console.out(
+                JSONValue.object([
+                    ("before", JSONValue(before.isEmpty ? nil : before)), ("after", JSONValue(after)),
+                    ("rules", .array(Array(Set(changes.map(\.rule))).sorted().map { .string($0) })),
+                    (
+                        "changes",
+                        .array(
+                            changes.map {
+                                .object([
+                                    ("op", .string($0.op.rawValue)), ("cookie", .string($0.name)),
+                                    ("newName", JSONValue($0.newName)), ("before", JSONValue($0.before)),
+                                    ("after", JSONValue($0.after)), ("rule", .string($0.rule)),
+                                ])
+                            })
+                    ),
+                ]).serialized)
+            return 0
+        }
+        var out = "before:  Cookie: \(before)\n"
+        out += "after:   \(after.map { "Cookie: \($0)" } ?? "(no Cookie header)")\n"
+        if changes.isEmpty { out += "rules:   (none matched)\n" }
+        for c in changes {
+            let what: String
+            switch c.op {
+            case .remove: what = "remove \(c.name)"
+            case .set:
+                what = "set \(c.name) from \((c.before ?? "").debugDescription) to \((c.after ?? "").debugDescription)"
+            case .add: what = "add \(c.name)=\(c.after ?? "")"
+            case .rename: what = "rename \(c.name) to \(c.newName ?? "")"
+            }
+            out += "change:  \(what) (rule \"\(c.rule)\", \(c.location.file):\(c.location.line))\n"
+        }
+        Console.out(out)
+        return 0
+    }
+}
+
 /// Plain-words descriptions of rules, for `check`.
 enum RuleDescription {
     static func describe(_ rule: Rule) -> [String] {
@@ -141,10 +210,15 @@ enum RuleDescription {
         for (i, c) in rule.conditions.enumerated() {
             lines.append((i == 0 ? "when  " : "and   ") + condition(c))
         }
-        if rule.conditions.isEmpty { lines.append("when  any response") }
+        if rule.conditions.isEmpty {
+            lines.append(
+                rule.cookieActions.isEmpty && rule.responseHeaderActions.isEmpty && !rule.stops
+                    ? "when  any request" : "when  any response")
+        }
         var actions = rule.cookieActions.map(action)
         actions += rule.requestHeaderActions.map { "in requests, " + header($0) }
         actions += rule.responseHeaderActions.map { "in responses, " + header($0) }
+        actions += rule.requestCookieActions.map { "in requests' Cookie header, " + requestCookie($0) }
         if rule.stops { actions.append("stop: later rules skip these cookies") }
         for (i, a) in actions.enumerated() { lines.append((i == 0 ? "then  " : "      ") + a) }
         return lines
@@ -174,20 +248,33 @@ enum RuleDescription {
                     case .hundreds(let h): return "\(h)xx"
                     }
                 }.joined(separator: " or ")
-        case .cookie(let ns):
+        case .cookie(let ns): text = "the cookie is named " + names(ns)
+        case .site(let ks):
             text =
-                "the cookie is named "
-                + ns.map {
-                    switch $0 {
-                    case .exact(let name): return name
-                    case .glob(let glob): return "like \(glob.source)"
-                    case .regex(_, let source): return "matching \(source)"
-                    }
-                }.joined(separator: " or ")
+                "the request is "
+                + RequestSite.Kind.allCases.filter(ks.contains).map(\.rawValue).joined(separator: " or ")
         case .state(let ps): text = "the cookie is " + ps.map(\.rawValue).joined(separator: " or ")
         case .cookieDomain(let hs): text = "the cookie's Domain is " + hosts(hs, any: "any domain")
         }
         return c.negated ? "NOT (\(text))" : text
+    }
+
+    static func names(_ ns: [NamePattern]) -> String {
+        ns.map {
+            switch $0 {
+            case .exact(let name): return name
+            case .glob(let glob): return "like \(glob.source)"
+            case .regex(_, let source): return "matching \(source)"
+            }
+        }.joined(separator: " or ")
+    }
+
+    static func requestCookie(_ a: RequestCookieAction) -> String {
+        switch a {
+        case .remove(let ns): return "remove the cookies named " + names(ns)
+        case .set(let name, let value): return "set \(name) to \(value.debugDescription) (added when not sent)"
+        case .rename(let from, let to): return "rename \(from) to \(to)"
+        }
     }
 
     /// `a.com or a subdomain of b.com`, for `host` and `cookie-domain` conditions.

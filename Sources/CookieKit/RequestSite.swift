@@ -1,5 +1,3 @@
-import CookieKit
-
 /// Whether a request is same-site, a cross-site top-level navigation, or a cross-site subresource or frame (RFC
 /// 6265bis §5.2, "same-site" and "site for cookies"), as far as its headers tell. A proxy sees no browsing context,
 /// so the site for cookies is inferred, in order of trust, from `Sec-Fetch-Site`/`Sec-Fetch-Dest`/`Sec-Fetch-Mode`
