@@ -59,7 +59,8 @@ let package = Package(
             swiftSettings: hotPath),
         // Pure: what the inspector holds and shows (exchanges, the jar a browser would build, HAR, its web page).
         .target(
-            name: "CookieInspector", dependencies: ["CookieKit", "CookieRules", "ProxyCore", "Locking", "HTTPGrammar"]),
+            name: "CookieInspector",
+            dependencies: ["CookieKit", "CookieRules", "CookieLifecycle", "ProxyCore", "Locking", "HTTPGrammar"]),
         // The application on the proxy's hooks: the cookie stage (rules on every Set-Cookie), the log (writer, record
         // format, reopen), the inspector's service, the rules files. The executable is its command line.
         .target(

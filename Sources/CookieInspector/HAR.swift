@@ -120,7 +120,17 @@ extension InspectorViews {
             ),
             ("cache", .object([])),
             ("timings", .object([("send", .int(0)), ("wait", .int(wait)), ("receive", .int(0))])),
-            ("_cookieProxy", .object([("dryRun", .bool(e.dryRun)), ("records", .array(a.cookies.map(record)))])),
+            (
+                "_cookieProxy",
+                .object(
+                    [("dryRun", .bool(e.dryRun)), ("records", .array(a.cookies.map(record)))]
+                        + (e.judgement.map {
+                            [
+                                ("site", .string($0.site.kind.rawValue)),
+                                ("verdicts", .array($0.verdicts.map(verdictJSON))),
+                            ]
+                        } ?? []))
+            ),
         ])
     }
 

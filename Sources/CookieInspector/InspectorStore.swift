@@ -1,4 +1,5 @@
 import CookieKit
+import CookieLifecycle
 import CookieRules
 import Locking
 import ProxyCore
@@ -56,7 +57,7 @@ public final class InspectorStore: Sendable {
     /// overwrites them, cost more than the copy).
     public func responseForwarded(
         context: ExchangeContext, head: OutgoingHead, bytes: ArraySlice<UInt8>, engine: RuleEngine, dryRun: Bool,
-        time: Int64
+        time: Int64, judgement: RequestJudgement? = nil
     ) {
         let slot = Int(context.requestID % UInt64(Self.pendingSlots))
         let pending = state.withLock { s -> Pending? in
@@ -67,13 +68,13 @@ public final class InspectorStore: Sendable {
         guard let request = pending else { return }
         let setsCookies = head.source.fields.contains { $0.known == .setCookie }
         let sendsCookies = request.head.fields.contains { $0.known == .cookie }
-        guard setsCookies || sendsCookies else { return }
+        guard setsCookies || sendsCookies || !(judgement?.verdicts.isEmpty ?? true) else { return }
         let record = Exchange.Record(request: request.head, response: head, forwarded: bytes)
         let wake = state.withLock { s -> Wake? in
             s.sequence += 1
             s.ring[s.next] = Exchange(
                 sequence: s.sequence, context: context, record: record, requestTime: request.time,
-                responseTime: time, engine: engine, dryRun: dryRun)
+                responseTime: time, engine: engine, dryRun: dryRun, judgement: judgement)
             s.next = (s.next + 1) % capacity
             s.count = min(s.count + 1, capacity)
             return s.wake
@@ -113,6 +114,8 @@ public final class Exchange: Sendable {
     public let responseTime: Int64
     let engine: RuleEngine
     public let dryRun: Bool
+    /// The lifecycle's verdicts on the request's cookies (nil with `--lifecycle off`).
+    public let judgement: RequestJudgement?
     /// What the list shows, computed on first look and kept (a few hundred bytes; the whole analysis is several
     /// kilobytes and is computed again when asked for). Guarded by one lock for all exchanges (a lock each would
     /// cost every recording an allocation and a mutex initialisation, for something only a viewer contends for).
@@ -154,8 +157,9 @@ public final class Exchange: Sendable {
 
     init(
         sequence: UInt64, context: ExchangeContext, record: Record, requestTime: Int64, responseTime: Int64,
-        engine: RuleEngine, dryRun: Bool
+        engine: RuleEngine, dryRun: Bool, judgement: RequestJudgement? = nil
     ) {
+        self.judgement = judgement
         self.sequence = sequence
         self.context = context
         self.record = record

@@ -70,7 +70,7 @@ public struct InspectorViews: Sendable {
                         ("info", .int(Int64(a.severity[.info] ?? 0))),
                     ])
                 ),
-            ])
+            ] + lifecycleRow(e))
     }
 
     // MARK: One exchange
@@ -129,7 +129,7 @@ public struct InspectorViews: Sendable {
                         })
                 ),
                 ("added", .array(a.added.map { .string(redaction.text($0)) })),
-            ])
+            ] + lifecycleDetail(e))
     }
 
     /// A head's fields, values redacted where they carry cookies or credentials.

@@ -25,9 +25,12 @@ public struct RequestSite: Sendable, Hashable {
     /// The headers the decision was made from, as `Sec-Fetch-Site: cross-site, Sec-Fetch-Dest: iframe`.
     public var evidence: String
     public var isSafeMethod: Bool
+    /// Whether the request carried Fetch Metadata (`Sec-Fetch-Site`): a browser's.
+    public var fetchMetadata: Bool
 
-    public init(kind: Kind, evidence: String, isSafeMethod: Bool = true) {
+    public init(kind: Kind, evidence: String, isSafeMethod: Bool = true, fetchMetadata: Bool = false) {
         (self.kind, self.evidence, self.isSafeMethod) = (kind, evidence, isSafeMethod)
+        self.fetchMetadata = fetchMetadata
     }
 
     /// The jar's view of the request (RFC 6265bis §5.8.3 step 1's same-site checks).
@@ -86,6 +89,9 @@ public struct RequestSite: Sendable, Hashable {
         if let site = h.secFetchSite?.asciiLowercased.trimmingSpaces {
             let dest = h.secFetchDest?.asciiLowercased.trimmingSpaces
             let mode = h.secFetchMode?.asciiLowercased.trimmingSpaces
+            func make(_ kind: Kind, _ evidence: String) -> RequestSite {
+                RequestSite(kind: kind, evidence: evidence, isSafeMethod: safe, fetchMetadata: true)
+            }
             var evidence = "Sec-Fetch-Site: \(site)"
             if let dest { evidence += ", Sec-Fetch-Dest: \(dest)" }
             if let mode { evidence += ", Sec-Fetch-Mode: \(mode)" }

@@ -92,6 +92,10 @@ public struct ClientCookies: Sendable {
         init(_ c: StoredCookie) { (name, domain, path, hostOnly) = (c.nameBytes, c.domain, c.path, c.hostOnly) }
     }
     public private(set) var timelines: [String: [Event]] = [:]
+    /// Whether the client keeps cookies: it has sent a Cookie header or Fetch Metadata (a browser). Requests of a
+    /// client that does neither (curl without a jar, a load generator, a health check) are not judged: each would
+    /// only say that every cookie was expected and not sent.
+    public private(set) var keepsCookies = false
     private var touched: [String: UInt64] = [:]
     private var tick: UInt64 = 0
 
@@ -172,6 +176,8 @@ public struct ClientCookies: Sendable {
     /// prediction is expected-not-sent, each with its likely reason.
     public mutating func request(_ request: Request, cookieHeader: CookieHeader?) -> [CookieVerdict] {
         clock.now = request.time / 1000
+        if cookieHeader != nil || request.site.fetchMetadata { keepsCookies = true }
+        guard keepsCookies else { return [] }
         var expected = jar.cookies(for: request.url, context: request.site.jarContext)
         var verdicts: [CookieVerdict] = []
         var unmatched: [(name: [UInt8], value: [UInt8])] = []

@@ -1,3 +1,5 @@
+import CookieKit
+
 /// What became of one cookie in one request: the jar's prediction (RFC 6265bis §5.8.3, from every Set-Cookie the
 /// client was sent through the proxy) against the `Cookie` header the client really sent.
 public struct CookieVerdict: Sendable, Hashable {
@@ -76,3 +78,20 @@ public struct CookieVerdict: Sendable, Hashable {
 /// Firefox (Total Cookie Protection keeps a third-party cookie in a jar of the top-level site's, so the first-party
 /// one is not sent), and Chrome in Incognito or with third-party cookies blocked.
 public let thirdPartyBlockingEngines = ["Safari", "WKWebView", "Firefox", "Chrome (Incognito)"]
+
+/// What the proxy made of one request's cookies: whose they were, the site context, and each cookie's verdict.
+public struct RequestJudgement: Sendable {
+    public var id: UInt64
+    /// The client (its address, or the `--client-by` header's value).
+    public var client: String
+    public var site: RequestSite
+    public var verdicts: [CookieVerdict]
+    /// Whether the request carried a Cookie header.
+    public var sentCookies: Bool
+    public init(id: UInt64, client: String, site: RequestSite, verdicts: [CookieVerdict], sentCookies: Bool) {
+        (self.id, self.client, self.site, self.verdicts, self.sentCookies) = (id, client, site, verdicts, sentCookies)
+    }
+
+    /// How many verdicts of each kind.
+    public func count(_ kind: CookieVerdict.Kind) -> Int { verdicts.reduce(0) { $0 + ($1.kind == kind ? 1 : 0) } }
+}

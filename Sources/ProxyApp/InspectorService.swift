@@ -1,6 +1,7 @@
 import HTTPGrammar
 import CookieInspector
 import CookieKit
+import CookieLifecycle
 import CookieRules
 import Dispatch
 import Foundation
@@ -28,12 +29,15 @@ package final class InspectorService: LocalService, @unchecked Sendable {
     /// False with `--ui off`: only the onboarding pages are served.
     package let inspectorEnabled: Bool
     private let feed: Feed
+    /// Each client's cookies across requests (nil with `--lifecycle off`).
+    package let lifecycle: LifecycleTracker?
 
     package init(
         store: InspectorStore, redaction: Redaction, token: String, rules: @escaping @Sendable () -> RuleSet,
         reloadStatus: @escaping @Sendable () -> JSONValue, caCertificate: (pem: [UInt8], der: [UInt8], name: String)?,
-        onboardingHost: String = "cookie-proxy.local", inspectorEnabled: Bool = true
+        onboardingHost: String = "cookie-proxy.local", inspectorEnabled: Bool = true, lifecycle: LifecycleTracker? = nil
     ) {
+        self.lifecycle = lifecycle
         self.inspectorEnabled = inspectorEnabled
         self.store = store
         self.views = InspectorViews(redaction: redaction)
@@ -167,6 +171,21 @@ package final class InspectorService: LocalService, @unchecked Sendable {
                 "application/json; charset=utf-8", views.harBytes(store.exchanges(), version: Self.version),
                 [("Content-Disposition", "attachment; filename=\"cookie-proxy.har\"")])
         default:
+            if path.hasPrefix("/api/cookies/") {
+                // A cookie's timeline: /api/cookies/NAME[?client=…] (every client when none is named).
+                let name = String(
+                    decoding: PercentEncoding.decode(path.utf8.dropFirst("/api/cookies/".utf8.count), invalid: .keep)
+                        ?? [], as: UTF8.self)
+                guard !name.isEmpty else {
+                    return Self.json(.object([("error", "name a cookie: /api/cookies/NAME")]), status: 400)
+                }
+                guard let lifecycle else {
+                    return Self.json(
+                        .object([("error", "the lifecycle is off (run --lifecycle on)")]), status: 404)
+                }
+                let client = query["client"].flatMap { $0.isEmpty ? nil : $0 }
+                return Self.json(views.timeline(name: name, events: lifecycle.timeline(name: name, client: client)))
+            }
             if path.hasPrefix("/api/exchanges/"), let seq = UInt64(path.dropFirst("/api/exchanges/".count)) {
                 guard let e = store.exchange(sequence: seq) else {
                     return Self.json(.object([("error", "no such exchange (no longer held?)")]), status: 404)

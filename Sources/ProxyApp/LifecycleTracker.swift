@@ -25,13 +25,7 @@ package final class LifecycleTracker: Sendable {
         /// Per request, by id modulo the table's size: its client, site and verdicts.
         var requests: [Request?] = Array(repeating: nil, count: LifecycleTracker.keptRequests)
     }
-    package struct Request: Sendable {
-        package var id: UInt64
-        package var client: String
-        package var site: RequestSite
-        package var verdicts: [CookieVerdict]
-        package var sentCookies: Bool
-    }
+    package typealias Request = RequestJudgement
     private let state = Locked(State())
     private let suffixes: PublicSuffixList
 

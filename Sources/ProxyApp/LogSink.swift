@@ -113,6 +113,17 @@ package final class LogSink: Sendable {
         }
     }
 
+    /// Records formatted elsewhere (`count` of them, one per line, without the last newline): counted, held to the
+    /// capacity and dropped under `--log-overflow drop` like a response's.
+    package func submit(records text: String, count: Int) {
+        let chunk = Chunk()
+        var bytes = Array(text.utf8)
+        bytes.append(0x0A)
+        bytes.withUnsafeBufferPointer { chunk.bytes.raw($0) }
+        chunk.records = count
+        _ = enqueue(chunk)
+    }
+
     /// A line of its own, e.g. a reload event (never dropped; these are rare).
     package func submit(line: String) {
         let chunk = Chunk()

@@ -103,7 +103,9 @@ package final class RulesHooks: ProxyHooks, Sendable {
                 let r = tracker.request(head: head.source, context: context, site: s, time: time)
                 client = r.client
                 if let sink, r.verdicts.contains(where: { $0.kind != .sentAsExpected }) {
-                    sink.submit(line: LifecycleLog.record(r, context: context, time: time, redaction: sink.redaction))
+                    sink.submit(
+                        records: LifecycleLog.record(r, context: context, time: time, redaction: sink.redaction),
+                        count: 1)
                 }
             } else {
                 tracker.note(context.requestID, client: client, site: s)
@@ -138,8 +140,9 @@ package final class RulesHooks: ProxyHooks, Sendable {
         guard !changes.isEmpty else { return }
         if let sink {
             sink.submit(
-                line: LifecycleLog.requestCookieRecords(
-                    changes, context: context, time: time, dryRun: dryRun, redaction: sink.redaction))
+                records: LifecycleLog.requestCookieRecords(
+                    changes, context: context, time: time, dryRun: dryRun, redaction: sink.redaction),
+                count: changes.count)
         }
         rewritten.add(changes.count)
         guard !dryRun else { return }
@@ -244,7 +247,8 @@ package final class RulesHooks: ProxyHooks, Sendable {
         // What the client got, after every edit (the inspector copies the bytes the proxy wrote).
         guard let inspector else { return }
         inspector.responseForwarded(
-            context: context, head: head, bytes: bytes, engine: current, dryRun: dryRun, time: Self.wallMilliseconds())
+            context: context, head: head, bytes: bytes, engine: current, dryRun: dryRun, time: Self.wallMilliseconds(),
+            judgement: lifecycle ? tracker.request(context.requestID) : nil)
     }
 
     package static func applyHeaderActions(_ actions: [HeaderAction], to head: inout OutgoingHead) {

@@ -490,7 +490,7 @@ enum RunCommand {
                 store: store ?? InspectorStore(capacity: 1),
                 redaction: Redaction(showValues: args.flag(ProxyRuntime.Option.logValues), key: key), token: token,
                 rules: { hooks.current.ruleSet }, reloadStatus: { reload.withLock { $0 } }, caCertificate: certificate,
-                inspectorEnabled: enabled)
+                inspectorEnabled: enabled, lifecycle: hooks.lifecycle ? hooks.tracker : nil)
         } catch {
             throw UsageError(message: "cannot set up the inspector: \(error)", command: spec.name, exitStatus: 1)
         }

@@ -19,7 +19,7 @@ struct Scenario: Sendable, CustomTestStringConvertible {
 let start: Int64 = 1_800_000_000_000
 
 func site(_ kind: RequestSite.Kind, method: String = "GET") -> RequestSite {
-    RequestSite(kind: kind, evidence: "test", isSafeMethod: method == "GET")
+    RequestSite(kind: kind, evidence: "test", isSafeMethod: method == "GET", fetchMetadata: true)
 }
 
 let scenarios: [Scenario] = [
@@ -152,6 +152,33 @@ let scenarios: [Scenario] = [
         for v in verdicts where v.kind != .sentAsExpected {
             #expect(!(v.reason?.message.isEmpty ?? true))
         }
+    }
+
+    /// A client that sends neither a Cookie header nor Fetch Metadata keeps no cookies (curl without a jar): its
+    /// requests are not judged until it does.
+    @Test func aClientIsJudgedOnceItShowsItKeepsCookies() {
+        var client = ClientCookies()
+        let u = RequestURL("https://app.test/")!
+        let bare = RequestSite(kind: .unknown, evidence: "none")
+        client.response(
+            .init(id: 1, time: start, method: "GET", url: u, urlText: "", site: bare),
+            lines: [.init(received: nil, forwarded: SetCookie("a=1"))])
+        let first = client.request(
+            .init(id: 2, time: start, method: "GET", url: u, urlText: "", site: bare), cookieHeader: nil)
+        #expect(first.isEmpty && !client.keepsCookies)
+        let second = client.request(
+            .init(id: 3, time: start, method: "GET", url: u, urlText: "", site: bare),
+            cookieHeader: CookieHeader(Array("b=2".utf8)))
+        #expect(second.map(\.kind) == [.sentNotSet, .expectedNotSent])
+        let third = client.request(
+            .init(id: 4, time: start, method: "GET", url: u, urlText: "", site: bare), cookieHeader: nil)
+        #expect(third.map(\.kind) == [.expectedNotSent])
+        var browser = ClientCookies()
+        #expect(
+            browser.request(
+                .init(id: 1, time: start, method: "GET", url: u, urlText: "", site: site(.sameSite)), cookieHeader: nil
+            ).isEmpty)
+        #expect(browser.keepsCookies)
     }
 
     @Test func theTimelineHoldsEachSetAndEachRequest() {
