@@ -26,7 +26,7 @@ public enum InspectorPage {
             <button class="tab" data-tab="jar">Browser's jar</button>
             <button class="tab" data-tab="rules">Rules</button>
           </nav>
-          <input id="filter" type="search" placeholder="filter: text, host:, cookie:, rule:, finding:" autocomplete="off">
+          <input id="filter" type="search" placeholder="filter: text, host:, cookie:, rule:, finding:, verdict:" autocomplete="off">
           <button id="pause" type="button">Pause</button>
           <a id="har" href="/har" download="cookie-proxy.har">HAR</a>
           <span id="status"></span>
@@ -35,7 +35,7 @@ public enum InspectorPage {
           <section id="exchanges" class="panel active">
             <div class="split">
               <table id="list">
-                <thead><tr><th>Time</th><th>Client</th><th>Method</th><th>URL</th><th>Status</th><th>Cookies</th><th>Rules</th><th>Findings</th></tr></thead>
+                <thead><tr><th>Time</th><th>Client</th><th>Method</th><th>URL</th><th>Status</th><th>Cookies</th><th>Sent back?</th><th>Rules</th><th>Findings</th></tr></thead>
                 <tbody id="rows"></tbody>
               </table>
               <div id="detail"><p class="hint">Select an exchange to see each Set-Cookie as received and as forwarded, what changed, which rule changed it, and what browsers will make of it.</p></div>
@@ -89,7 +89,7 @@ public enum InspectorPage {
         #rows tr:hover{background:#eef4ff}
         #rows tr.selected{background:#dce8ff}
         .badge{white-space:nowrap;display:inline-block;border-radius:8px;padding:0 .4rem;margin-right:.2rem;font-size:11px;color:#fff}
-        .rejects{background:#c62828}.warning{background:#ef6c00}.info{background:#607d8b}
+        .rejects{background:#c62828}.warning{background:#ef6c00}.info{background:#607d8b}.ok{background:#2e7d32}
         #detail{background:#fff;border:1px solid #ddd;padding:.6rem;overflow:auto;max-height:85vh}
         #detail h2{word-break:break-all}
         .cookie{border-top:1px solid #eee;padding:.4rem 0}
@@ -118,6 +118,7 @@ public enum InspectorPage {
             if (rest.length && key === 'cookie') return has(row.setCookies.concat(row.sentCookies));
             if (rest.length && key === 'rule') return has(row.rules);
             if (rest.length && key === 'finding') return has(row.findings);
+            if (rest.length && key === 'verdict') return has(Object.keys(row.verdicts || {}).filter((k) => row.verdicts[k] > 0));
             return [row.url, row.client, row.method, String(row.status)].concat(row.setCookies, row.sentCookies, row.rules, row.findings)
               .some((x) => x.toLowerCase().includes(term));
           });
@@ -129,12 +130,23 @@ public enum InspectorPage {
           return span;
         }
 
+        // The lifecycle's verdicts on the request's cookies, as badges: what came back, what did not.
+        const verdictBadges = [['sent-as-expected', 'sent', 'ok'], ['expected-not-sent', 'missing', 'rejects'], ['sent-other-value', 'changed', 'warning'], ['sent-not-set', 'unknown', 'info']];
+        function verdicts(v) {
+          const span = el('span');
+          if (!v) return span;
+          for (const [kind, label, cls] of verdictBadges) if (v[kind] > 0) { const b = el('span', label + ' ' + v[kind], 'badge ' + cls); b.title = kind; span.appendChild(b); }
+          return span;
+        }
+
         function renderRow(row) {
           const tr = el('tr');
           tr.dataset.seq = row.seq;
           const cookies = row.setCookies.length ? 'set ' + row.setCookies.join(', ') : '';
           const sent = row.sentCookies.length ? 'sent ' + row.sentCookies.join(', ') : '';
-          for (const text of [row.time.slice(11, 23), row.client, row.method, row.url, String(row.status), [cookies, sent].filter(Boolean).join(' · '), row.rules.join(', ')]) tr.appendChild(el('td', text));
+          for (const text of [row.time.slice(11, 23), row.client, row.method, row.url, String(row.status), [cookies, sent].filter(Boolean).join(' · ')]) tr.appendChild(el('td', text));
+          const back = el('td'); back.appendChild(verdicts(row.verdicts)); tr.appendChild(back);
+          tr.appendChild(el('td', row.rules.join(', ')));
           const td = el('td'); td.appendChild(badges(row.severity)); tr.appendChild(td);
           tr.addEventListener('click', () => select(row.seq, tr));
           if (!matches(row, $('filter').value)) tr.hidden = true;
@@ -160,6 +172,24 @@ public enum InspectorPage {
           box.appendChild(el('p', 'client ' + d.protocol + ' · upstream ' + d.upstreamProtocol));
           box.appendChild(el('p', d.client + ' · ' + d.time + (d.dryRun ? ' · dry run: nothing was changed' : ''), 'hint'));
           if (d.requestCookies.length) box.appendChild(el('p', 'Cookie sent: ' + d.requestCookies.map((c) => c.name + '=' + c.value).join('; '), 'line'));
+          if (d.lifecycle && d.lifecycle.verdicts.length) {
+            const div = el('div', undefined, 'cookie lifecycle');
+            div.appendChild(el('h2', 'Sent back? (' + d.lifecycle.site + ')'));
+            div.appendChild(el('p', d.lifecycle.siteEvidence, 'hint'));
+            const ul = el('ul', undefined, 'verdicts');
+            for (const v of d.lifecycle.verdicts) {
+              const li = el('li');
+              const kind = verdictBadges.find((b) => b[0] === v.verdict) || [v.verdict, v.verdict, 'info'];
+              li.appendChild(el('span', kind[1], 'badge ' + kind[2]));
+              const name = el('a', v.cookie); name.href = '#'; name.title = 'timeline';
+              name.addEventListener('click', (e) => { e.preventDefault(); timeline(v.cookie, d.lifecycle.client); });
+              li.appendChild(name);
+              li.appendChild(el('span', ' ' + v.verdict + (v.setBy ? ' (set by #' + v.setBy + ')' : '') + (v.reason ? ': ' + v.reason.message : '')));
+              ul.appendChild(li);
+            }
+            div.appendChild(ul);
+            box.appendChild(div);
+          }
           for (const c of d.cookies) {
             const div = el('div', undefined, 'cookie');
             div.appendChild(el('h2', c.name || '(nameless)'));
@@ -180,6 +210,26 @@ public enum InspectorPage {
             box.appendChild(el('h2', title));
             box.appendChild(el('div', list.map((f) => f.name + ': ' + f.value).join('\\n'), 'line'));
           }
+        }
+
+        // A cookie's timeline for one client: every Set-Cookie that touched it, every request that carried it or
+        // should have.
+        async function timeline(name, client) {
+          const t = await api('/api/cookies/' + encodeURIComponent(name) + '?client=' + encodeURIComponent(client));
+          const box = $('detail');
+          box.replaceChildren(el('h2', 'Timeline of ' + name + ' for ' + client));
+          const table = el('table');
+          const head = el('tr');
+          for (const h of ['Time', 'Request', 'What', 'Detail']) head.appendChild(el('th', h));
+          table.appendChild(head);
+          for (const e of t.events) {
+            const tr = el('tr');
+            const what = e.kind + (e.rules ? ' (rules: ' + e.rules.join(', ') + ')' : '');
+            const detail = [e.forwarded ? 'forwarded: ' + e.forwarded : '', e.received && e.received !== e.forwarded ? 'received: ' + e.received : '', e.detail || ''].filter(Boolean).join(' · ');
+            for (const v of [e.time.slice(11, 23), '#' + e.requestId + ' ' + e.method + ' ' + e.url, what, detail]) tr.appendChild(el('td', v));
+            table.appendChild(tr);
+          }
+          box.appendChild(table);
         }
 
         async function loadJar(event) {

@@ -334,6 +334,16 @@ import Testing
         #expect(out["jarHeader"] as? String == "sid=s3cr3t", "\(out)")
         #expect((out["jarRejected"] as? [String])?.first?.contains("SameSite=None requires Secure") == true)
         #expect((out["rules"] as? [String])?.first?.contains("share the login") == true)
+        #expect(out["sentBack"] as? [String] == ["", "sent 1", "", "changed 1"], "\(out["sentBack"] ?? "")")
+        #expect(
+            (out["lifecycle"] as? String)?.contains("sid sent-other-value (set by #1)") == true,
+            "\(out["lifecycle"] ?? "")")
+        let timeline = out["timeline"] as? [String] ?? []
+        #expect(timeline.count == 4, "\(timeline)")
+        #expect(
+            timeline.dropFirst().map {
+                $0.contains("stored") || $0.contains("sent-as-expected") || $0.contains("sent-other-value")
+            } == [true, true, true], "\(timeline)")
         #expect((out["consoleErrors"] as? [String])?.isEmpty == true, "\(String(describing: out["consoleErrors"]))")
         #expect(FileManager.default.fileExists(atPath: screenshot))
     }

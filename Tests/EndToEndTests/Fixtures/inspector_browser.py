@@ -67,6 +67,19 @@ try:
     driver.find_element(By.CSS_SELECTOR, ".tab[data-tab=rules]").click()
     wait.until(lambda d: len(d.find_elements(By.CSS_SELECTOR, "#rules-body tr")) >= 1)
     out["rules"] = [r.text for r in driver.find_elements(By.CSS_SELECTOR, "#rules-body tr")]
+
+    # The lifecycle: the same client sends sid with another value; the list's "Sent back?" column says so, the
+    # detail says why, and the cookie's name opens its timeline.
+    through("-b", "sid=other", f"http://app.site.test:{port}/path/again")
+    driver.find_element(By.CSS_SELECTOR, ".tab[data-tab=exchanges]").click()
+    wait.until(lambda d: len(rows()) == 4)
+    out["sentBack"] = [r.find_elements(By.TAG_NAME, "td")[6].text for r in rows()]
+    rows()[3].click()
+    wait.until(lambda d: len(d.find_elements(By.CSS_SELECTOR, "#detail .lifecycle")) == 1)
+    out["lifecycle"] = driver.find_element(By.CSS_SELECTOR, "#detail .lifecycle").text
+    driver.find_element(By.CSS_SELECTOR, "#detail .lifecycle a").click()
+    wait.until(lambda d: len(d.find_elements(By.CSS_SELECTOR, "#detail table tr")) >= 2)
+    out["timeline"] = [r.text for r in driver.find_elements(By.CSS_SELECTOR, "#detail table tr")]
     out["consoleErrors"] = [e["message"] for e in driver.get_log("browser") if e["level"] == "SEVERE"]
 finally:
     driver.quit()
