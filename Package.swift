@@ -73,7 +73,7 @@ let package = Package(
             name: "cookie-proxy",
             dependencies: [
                 "CookieKit", "CookieFoundation", "CookieConformance", "CookieRules", "CookieAudit", "ProxyCore",
-                "ProxyServer", "ProxyTLS", "Locking", "CookieInspector", "HTTPGrammar", "ProxyApp",
+                "ProxyServer", "ProxyTLS", "Locking", "CookieInspector", "HTTPGrammar", "ProxyApp", "CookieLifecycle",
             ], swiftSettings: hotPath),
         // Counts allocations in the benchmark only (interposes malloc in that executable).
         .target(name: "CBenchSupport"),

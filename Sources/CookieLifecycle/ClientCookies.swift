@@ -99,7 +99,9 @@ public struct ClientCookies: Sendable {
     private var touched: [String: UInt64] = [:]
     private var tick: UInt64 = 0
 
-    public init(suffixes: PublicSuffixList = .system) {
+    /// `keepsCookies`: judge every request from the first (a browser's recording, whose client surely keeps them).
+    public init(suffixes: PublicSuffixList = .system, keepsCookies: Bool = false) {
+        self.keepsCookies = keepsCookies
         let clock = self.clock
         self.suffixes = suffixes
         jar = CookieJar(publicSuffixes: suffixes, clock: { clock.now })
@@ -197,7 +199,7 @@ public struct ClientCookies: Sendable {
                 var v = verdict(.sentOtherValue, c, sent: value, request)
                 v.reason = .init(
                     .changedElsewhere,
-                    "the jar holds the value set by request #\(v.setBy.map(String.init) ?? "?"); the client sent another: changed by document.cookie or by a response the proxy did not see"
+                    "the jar holds the value set by request #\(v.setBy.map(String.init) ?? "?"); the client sent another: changed by document.cookie or by a response not seen here"
                 )
                 verdicts.append(v)
             } else {
@@ -258,7 +260,7 @@ public struct ClientCookies: Sendable {
         }
         return .init(
             .unexplained,
-            "nothing the proxy saw explains it: deleted by script or by the user, evicted, or sent from a context the request's headers do not show (a frame of another site)"
+            "nothing seen explains it: deleted by script or by the user, evicted, or sent from a context the request's headers do not show (a frame of another site)"
         )
     }
 
@@ -276,7 +278,7 @@ public struct ClientCookies: Sendable {
             v.reason = .init(
                 .jarMismatch, finding: origin?.findings.first?.code,
                 engines: origin?.findings.first.map { Self.engines($0.code) } ?? [],
-                "set through the proxy for \(domain) path \(other.path) (request #\(origin.map { String($0.requestID) } ?? "?")), which RFC 6265bis does not send to this URL"
+                "set for \(domain) path \(other.path) (request #\(origin.map { String($0.requestID) } ?? "?")), which RFC 6265bis does not send to this URL"
                     + (origin?.findings.first.map { "; its line has \($0.code): \($0.message)" } ?? ""))
             return v
         }
@@ -286,7 +288,7 @@ public struct ClientCookies: Sendable {
             case .rejected:
                 v.reason = .init(
                     .rejectedOnSet,
-                    "the proxy's jar refused its Set-Cookie in request #\(last.requestID) (\(last.detail ?? "")), but the client kept it"
+                    "the replayed jar refused its Set-Cookie in request #\(last.requestID) (\(last.detail ?? "")), but the client kept it"
                 )
                 return v
             case .deleted:
@@ -299,14 +301,14 @@ public struct ClientCookies: Sendable {
                     .expiredInJar,
                     "stored by request #\(last.requestID)"
                         + (last.expiry.map { ", expired at \(CookieDate.rfc3339($0))" } ?? "")
-                        + "; the client still sends it (its clock, or a Set-Cookie the proxy did not see)")
+                        + "; the client still sends it (its clock, or a Set-Cookie not seen here)")
                 return v
             default: break
             }
         }
         v.reason = .init(
             .notSeen,
-            "never set through the proxy: set by script (document.cookie), by a response the proxy did not see, or before the proxy started"
+            "never set by a response seen here: set by script (document.cookie), by a response not seen (before the proxy started or the recording began)"
         )
         return v
     }

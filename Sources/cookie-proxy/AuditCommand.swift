@@ -30,12 +30,18 @@ enum AuditCommand {
         )
         static let format = OptionSpec(
             names: ["--format"], value: "format", help: "text or json.", defaultValue: "text")
+        static let har = OptionSpec(
+            names: ["--har"], value: "file",
+            help:
+                "Audit a HAR file instead of fetching (browser DevTools, Charles, Proxyman, mitmproxy exports); - for stdin."
+        )
     }
 
     static let spec = CommandSpec(
         name: "audit",
         abstract: "Fetch a URL (following redirects like a browser) and check every cookie it sets.",
-        usage: "cookie-proxy audit [options] URL",
+        usage:
+            "cookie-proxy audit [options] URL\n       cookie-proxy audit --har FILE [--rules PATH] [--format text|json]",
         options: [
             Option.request,
             Option.data,
@@ -48,15 +54,22 @@ enum AuditCommand {
             Option.timeout,
             Option.rules,
             Option.format,
+            Option.har,
         ] + [.psl],
         arguments: "  URL      An http:// or https:// URL.",
         discussion: """
             Exit status: 0 when browsers would keep every cookie, 1 when they would reject some (a backend's CI can
             fail on it), 2 for usage or network errors (DNS, refused, TLS verification, timeout).
             With --rules, the cookies judged and carried are those the rules would deliver.
+            With --har, every Set-Cookie of the file is linted, the jar is replayed in the file's order, and each
+            request's Cookie header is judged against it (sent as expected, expected but not sent with why, sent but
+            never set, sent with another value); json is one object per line: the entries with something to say,
+            then the summary. Exit 1 when a browser would reject a cookie or a cookie was expected and not sent; 2
+            when the file is not a HAR (the error gives the JSON path) or was exported without cookies.
             """)
 
     static func run(_ args: ParsedArguments, now: Int64) throws(UsageError) -> Int32 {
+        if let har = args.value(Option.har) { return try runHAR(har, args) }
         guard args.positionals.count == 1 else {
             throw UsageError(
                 message: "give one URL, e.g. cookie-proxy audit https://app.example.com/login", command: spec.name)

@@ -157,6 +157,21 @@ import Testing
         let entries = try #require((har["log"] as? [String: Any])?["entries"] as? [[String: Any]])
         let extra = try #require(entries.last?["_cookieProxy"] as? [String: Any])
         #expect((extra["verdicts"] as? [[String: Any]])?.first?["verdict"] as? String == "expected-not-sent")
+
+        // The inspector's own HAR, audited offline, gives the verdicts the proxy gave (the values in it are the
+        // log's keyed hashes, the same on both sides of each comparison).
+        let exported = try ui.get("/har", ["Authorization: Bearer \(ui.token)"])
+        try exported.body.write(toFile: dir + "/inspector.har", atomically: true, encoding: .utf8)
+        let audit = try run(Paths.binary, ["audit", "--har", dir + "/inspector.har", "--format", "json"])
+        #expect(audit.status == 1, "\(audit.stderr)")
+        let summary = try #require(
+            audit.text.split(separator: "\n").last.flatMap {
+                try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+            }?["summary"] as? [String: Any])
+        #expect(
+            summary["verdicts"] as? [String: Int] == [
+                "sent-as-expected": 2, "sent-not-set": 1, "sent-other-value": 1, "expected-not-sent": 1,
+            ], "\(summary)")
     }
 
     /// Two devices behind one address told apart by a header: one's cookies are not expected from the other.
@@ -189,5 +204,116 @@ import Testing
         #expect(records.first.flatMap { ($0["verdicts"] as? [[String: Any]])?.first?["cookie"] as? String } == "sid")
         let bad = try run(Paths.binary, ["run", "--client-by", "cookie:x"])
         #expect(bad.status != 0 && bad.stderr.contains("--client-by must be address or header:NAME"), "\(bad.stderr)")
+    }
+}
+
+/// A real headless Chromium through the intercepting proxy: a widget's cookie set first-party, then the widget in a
+/// cross-site iframe of another site's page (two names resolved to the local upstream). With third-party cookies
+/// allowed the frame gets it and the proxy says sent as expected; with Chrome's "Block third-party cookies" it does
+/// not, and the proxy says expected but not sent, third-party blocking. The same session, recorded as a HAR from the
+/// DevTools protocol, gives `audit --har` the same verdict; sanitized, truncated and non-HAR files exit 2.
+@Suite(.serialized) struct BrowserLifecycleEndToEndTests {
+    @Test(arguments: [false, true])
+    func aCrossSiteFrameGetsItsCookieUnlessThirdPartyCookiesAreBlocked(_ blocked: Bool) throws {
+        #expect(BrowserEndToEndTests.chromium() != nil, "chromium is not installed (scripts/setup.sh installs it)")
+        let (home, ca) = try (InterceptionEndToEndTests.home(), TestCA())
+        defer { InterceptionEndToEndTests.remove(home, ca) }
+        let upstream = try Upstream(tls: (ca.cert, ca.key))
+        let proxy = try Proxy(
+            [
+                "--log", home + "/log.jsonl", "--ui", "127.0.0.1:0", "--intercept-all", "--resolve",
+                "app.site.test:127.0.0.1", "--resolve", "widget.other.test:127.0.0.1", "--insecure-upstream",
+                "app.site.test", "--insecure-upstream", "widget.other.test",
+            ], environment: ["COOKIE_PROXY_HOME": home])
+        let ui = try InspectorEndToEndTests.UI(proxy)
+        let widget = "https://widget.other.test:\(upstream.port)"
+        let set = "\(widget)/setcookie?c=\(InterceptionEndToEndTests.enc("w=1; SameSite=None; Secure; Path=/"))"
+        let framing =
+            "https://app.site.test:\(upstream.port)/frame?src=\(InterceptionEndToEndTests.enc(widget + "/read"))"
+        let har = home + "/chromium.har"
+        let result = try run(
+            HTTP2EndToEndTests.python,
+            [Paths.fixtures + "/chromium_lifecycle.py", proxy.url, set, framing, har]
+                + (blocked ? ["block-third-party"] : []), timeout: 90)
+        #expect(result.status == 0, "\(result.stderr)")
+        let out = try JSONSerialization.jsonObject(with: Data(result.text.utf8)) as? [String: Any] ?? [:]
+        #expect(out["frameText"] as? String == (blocked ? "COOKIE[]" : "COOKIE[w=1]"), "\(out)")
+
+        // The inspector's row for the framed request: its site and verdict.
+        let rows = try #require(try ui.json("/api/exchanges") as? [[String: Any]])
+        let read = try #require(
+            rows.last {
+                ($0["url"] as? String)?.contains("widget.other.test") == true
+                    && ($0["url"] as? String)?.hasSuffix("/read") == true
+            }, "\(rows)")
+        #expect(read["site"] as? String == "cross-site-subresource")
+        let counts = read["verdicts"] as? [String: Int] ?? [:]
+        #expect(counts["sent-as-expected"] == (blocked ? 0 : 1), "\(counts)")
+        #expect(counts["expected-not-sent"] == (blocked ? 1 : 0), "\(counts)")
+        proxy.process.signal(SIGTERM)
+        #expect(proxy.process.waitForExit() == 0)
+        let judged = try String(contentsOfFile: home + "/log.jsonl", encoding: .utf8).split(separator: "\n").compactMap
+        {
+            try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+        }.filter { $0["record"] as? String == "cookies-sent" && ($0["url"] as? String)?.contains("/read") == true }
+        if blocked {
+            let verdict = try #require((judged.first?["verdicts"] as? [[String: Any]])?.first)
+            #expect(verdict["cookie"] as? String == "w")
+            #expect((verdict["reason"] as? [String: Any])?["code"] as? String == "third-party-blocking", "\(verdict)")
+        } else {
+            #expect(judged.isEmpty, "\(judged)")
+        }
+
+        // The HAR Chromium's DevTools protocol gave: the same verdict offline.
+        let audit = try run(Paths.binary, ["audit", "--har", har, "--format", "json"])
+        #expect(audit.status == (blocked ? 1 : 0), "\(audit.text) \(audit.stderr)")
+        let lines = audit.text.split(separator: "\n").compactMap {
+            try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+        }
+        let entry = try #require(
+            lines.first { ($0["url"] as? String)?.hasSuffix("widget.other.test:\(upstream.port)/read") == true },
+            "\(audit.text)")
+        #expect(entry["site"] as? String == "cross-site-subresource")
+        let verdicts = entry["verdicts"] as? [[String: Any]] ?? []
+        #expect(
+            verdicts.map { $0["verdict"] as? String } == [blocked ? "expected-not-sent" : "sent-as-expected"],
+            "\(entry)")
+
+        if blocked {
+            // Sanitized as Chrome's default export is: no Cookie or Set-Cookie header left.
+            var document = try #require(
+                try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: har))) as? [String: Any])
+            var log = document["log"] as! [String: Any]
+            log["creator"] = ["name": "WebInspector", "version": "537.36"]
+            log["entries"] = (log["entries"] as! [[String: Any]]).map { e in
+                var e = e
+                for side in ["request", "response"] {
+                    var part = e[side] as! [String: Any]
+                    part["headers"] = (part["headers"] as! [[String: Any]]).filter {
+                        !["cookie", "set-cookie"].contains(($0["name"] as! String).lowercased())
+                    }
+                    e[side] = part
+                }
+                return e
+            }
+            document["log"] = log
+            try JSONSerialization.data(withJSONObject: document).write(
+                to: URL(fileURLWithPath: home + "/sanitized.har"))
+            let sanitized = try run(Paths.binary, ["audit", "--har", home + "/sanitized.har"])
+            #expect(sanitized.status == 2)
+            #expect(sanitized.stderr.contains("with sensitive data"), "\(sanitized.stderr)")
+            // Truncated in the middle of its entries, and JSON that is no HAR: exit 2 with where.
+            let bytes = try Data(contentsOf: URL(fileURLWithPath: har))
+            try bytes.prefix(bytes.count / 2).write(to: URL(fileURLWithPath: home + "/truncated.har"))
+            let truncated = try run(Paths.binary, ["audit", "--har", home + "/truncated.har"])
+            #expect(truncated.status == 2)
+            #expect(truncated.stderr.contains("log.entries["), "\(truncated.stderr)")
+            #expect(truncated.stderr.contains("truncated"), "\(truncated.stderr)")
+            try Data("{\"name\": \"package.json\", \"version\": \"1.0.0\"}".utf8).write(
+                to: URL(fileURLWithPath: home + "/other.json"))
+            let other = try run(Paths.binary, ["audit", "--har", home + "/other.json"])
+            #expect(other.status == 2)
+            #expect(other.stderr.contains("not a HAR file: no 'log' object"), "\(other.stderr)")
+        }
     }
 }

@@ -126,6 +126,13 @@ def handle(conn):
                 else:
                     payload = b"<html><body>set</body></html>"
                     conn.sendall(b"HTTP/1.1 200 OK\r\n" + lines + b"Content-Type: text/html\r\nContent-Length: %d\r\n\r\n" % len(payload) + payload)
+            elif path.startswith("/frame"):
+                # /frame?src=<url>: a page that embeds <url> in an iframe (a cross-site frame when it is another site).
+                from urllib.parse import urlparse, parse_qs
+                import html
+                src = parse_qs(urlparse(path).query)["src"][0]
+                payload = ('<html><body><iframe id=f src="%s"></iframe></body></html>' % html.escape(src)).encode()
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nCache-Control: no-store\r\nContent-Length: %d\r\n\r\n" % len(payload) + payload)
             elif path.startswith("/read"):
                 cookie = b""
                 for line in head.split(b"\r\n")[1:]:
