@@ -226,7 +226,8 @@ public enum InspectorPage {
             const tr = el('tr');
             const what = e.kind + (e.rules ? ' (rules: ' + e.rules.join(', ') + ')' : '');
             const detail = [e.forwarded ? 'forwarded: ' + e.forwarded : '', e.received && e.received !== e.forwarded ? 'received: ' + e.received : '', e.detail || ''].filter(Boolean).join(' · ');
-            for (const v of [e.time.slice(11, 23), '#' + e.requestId + ' ' + e.method + ' ' + e.url, what, detail]) tr.appendChild(el('td', v));
+            const requests = e.count > 1 ? '#' + e.requestId + '…#' + e.lastRequestId + ' (' + e.count + ' times, last ' + e.lastTime.slice(11, 23) + ')' : '#' + e.requestId;
+            for (const v of [e.time.slice(11, 23), requests + ' ' + e.method + ' ' + e.url, what, detail]) tr.appendChild(el('td', v));
             table.appendChild(tr);
           }
           box.appendChild(table);

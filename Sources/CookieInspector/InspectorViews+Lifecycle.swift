@@ -63,6 +63,8 @@ extension InspectorViews {
                             ("time", .string(Self.timestamp(e.time))), ("client", .string(item.client)),
                             ("kind", .string(e.kind.rawValue)), ("requestId", .int(Int64(e.requestID))),
                             ("method", .string(e.method)), ("url", .string(e.url)), ("site", .string(e.site.rawValue)),
+                            ("count", .int(Int64(e.count))), ("lastRequestId", .int(Int64(e.lastRequestID))),
+                            ("lastTime", .string(Self.timestamp(e.lastTime))),
                         ]
                         if let r = e.received { fields.append(("received", .string(setCookieText(r)))) }
                         if let f = e.forwarded { fields.append(("forwarded", .string(setCookieText(f)))) }

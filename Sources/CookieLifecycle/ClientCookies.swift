@@ -5,36 +5,87 @@ import CookieKit
 /// (§5.8.3) compared with the header the client sent (``request(_:cookieHeader:)``), with a timeline per cookie
 /// name. Sans I/O: times come with each call.
 public struct ClientCookies: Sendable {
-    /// What the proxy knows of a request.
-    public struct Request: Sendable {
-        public var id: UInt64
+    /// What the proxy knows of a request: its parts as the proxy has them (nothing parsed or formatted until
+    /// asked for: most requests are never looked at). A reference: it is kept and passed along whole, one retain
+    /// rather than one per string.
+    public final class Request: Sendable {
+        public let id: UInt64
         /// Milliseconds since the epoch.
-        public var time: Int64
-        public var method: String
-        public var url: RequestURL
-        /// The URL as the log writes it (with the query).
-        public var urlText: String
-        public var site: RequestSite
-        public init(id: UInt64, time: Int64, method: String, url: RequestURL, urlText: String, site: RequestSite) {
-            (self.id, self.time, self.method, self.url, self.urlText, self.site) = (
-                id, time, method, url, urlText, site
-            )
+        public let time: Int64
+        public let method: String
+        public let scheme: String
+        public let host: String
+        public let port: Int
+        /// Path and query as requested.
+        public let target: String
+        public let site: RequestSite
+
+        public required init(
+            id: UInt64, time: Int64, method: String, scheme: String, host: String, port: Int, target: String,
+            site: RequestSite
+        ) {
+            (self.id, self.time, self.method, self.site) = (id, time, method, site)
+            (self.scheme, self.host, self.port, self.target) = (scheme, host, port, target)
+        }
+
+        /// From a URL's text (a HAR entry's, a test's).
+        public convenience init(
+            id: UInt64, time: Int64, method: String, url: RequestURL, urlText: String, site: RequestSite
+        ) {
+            var target = "/"
+            let u = Array(urlText.utf8)
+            if let colon = u.firstIndex(of: 0x3A), u[colon...].starts(with: [0x3A, 0x2F, 0x2F]),
+                let start = u[(colon + 3)...].firstIndex(where: { $0 == 0x2F || $0 == 0x3F })
+            {
+                target = (u[start] == 0x3F ? "/" : "") + String(decoding: u[start...], as: UTF8.self)
+            }
+            self.init(
+                id: id, time: time, method: method, scheme: url.scheme, host: url.host,
+                port: url.port ?? (url.scheme == "https" || url.scheme == "wss" ? 443 : 80), target: target, site: site)
+        }
+
+        /// The same request with another id and time.
+        public func with(id: UInt64, time: Int64) -> Request {
+            Request(
+                id: id, time: time, method: method, scheme: scheme, host: host, port: port, target: target, site: site)
+        }
+
+        /// Whether `other` is a request for the same thing in the same context (its id and time aside).
+        func sameTarget(_ other: Request) -> Bool {
+            port == other.port && site.kind == other.site.kind && site.isSafeMethod == other.site.isSafeMethod
+                && target == other.target && host == other.host && scheme == other.scheme && method == other.method
+        }
+
+        /// The URL as cookies see it (no query).
+        public var url: RequestURL {
+            let path = target.firstIndex { $0 == "?" || $0 == "#" }.map { String(target[..<$0]) } ?? target
+            return RequestURL(scheme: scheme, host: host, port: port, path: path)
+        }
+
+        /// `scheme://host:port/target`, as the log writes URLs.
+        public var urlText: String {
+            let h = host.contains(":") ? "[\(host)]" : host
+            return "\(scheme)://\(h):\(port)\(target)"
         }
     }
 
     /// One Set-Cookie line of a response: as received and as forwarded (nil: a rule dropped it; a line the proxy
-    /// added has no received form), and the rules that matched it.
+    /// added has no received form), and the rules that matched it. Bytes: parsed only when the line is replayed.
     public struct SetLine: Sendable {
-        public var received: SetCookie?
-        public var forwarded: SetCookie?
+        public var received: [UInt8]?
+        public var forwarded: [UInt8]?
         public var rules: [String]
-        public init(received: SetCookie?, forwarded: SetCookie?, rules: [String] = []) {
+        public init(received: [UInt8]?, forwarded: [UInt8]?, rules: [String] = []) {
             (self.received, self.forwarded, self.rules) = (received, forwarded, rules)
+        }
+        public init(received: SetCookie?, forwarded: SetCookie?, rules: [String] = []) {
+            self.init(received: received?.bytes, forwarded: forwarded?.bytes, rules: rules)
         }
     }
 
-    /// One thing that happened to a cookie name.
-    public struct Event: Sendable, Hashable {
+    /// What happened to a cookie name, once or several times in a row (the same line again, the same value sent
+    /// again): ``count`` times, from ``requestID`` to ``lastRequestID``.
+    public struct Event: Sendable {
         public enum Kind: String, Sendable, Hashable {
             /// A Set-Cookie the jar stored.
             case stored
@@ -51,20 +102,51 @@ public struct ClientCookies: Sendable {
         }
         public var kind: Kind
         public var requestID: UInt64
+        public var lastRequestID: UInt64
+        public var count = 1
         public var time: Int64
+        public var lastTime: Int64
         public var method: String
         public var url: String
         public var site: RequestSite.Kind
-        /// For Set-Cookie events: the line as received and as forwarded.
-        public var received: String?
-        public var forwarded: String?
+        var receivedBytes: [UInt8]?
+        var forwardedBytes: [UInt8]?
         public var rules: [String]
         /// The value sent or stored.
         public var value: String?
         /// The jar's reason for a rejection, the verdict's reason for a request.
-        public var detail: String?
+        public var detail: String? {
+            switch why {
+            case .none: return nil
+            case .text(let t): return t
+            case .rejection(let r): return "\(r.code): \(r.reason)"
+            case .stored(let c): return ClientCookies.describe(c)
+            }
+        }
+        enum Why: Sendable {
+            case text(String)
+            case rejection(CookieRejection)
+            case stored(StoredCookie)
+        }
+        var why: Why?
         /// The stored cookie's expiry (seconds since the epoch; nil for a session cookie).
         public var expiry: Int64?
+        /// For Set-Cookie events: the line as received and as forwarded.
+        public var received: String? { receivedBytes.map { String(decoding: $0, as: UTF8.self) } }
+        public var forwarded: String? { forwardedBytes.map { String(decoding: $0, as: UTF8.self) } }
+
+        init(kind: Kind, _ r: Request, rules: [String] = []) {
+            (self.kind, self.requestID, self.lastRequestID, self.time, self.lastTime) = (
+                kind, r.id, r.id, r.time, r.time
+            )
+            (self.method, self.url, self.site, self.rules) = (r.method, r.urlText, r.site.kind, rules)
+        }
+
+        /// Whether `other` is this again (the same line, or the same value sent).
+        func repeats(_ other: Event) -> Bool {
+            kind == other.kind && receivedBytes == other.receivedBytes && forwardedBytes == other.forwardedBytes
+                && value == other.value && site == other.site
+        }
     }
 
     /// How much is kept: events per cookie name, and names per client (the least recently touched name goes).
@@ -77,12 +159,32 @@ public struct ClientCookies: Sendable {
     private let clock = Clock()
     private var jar: CookieJar
     private let suffixes: PublicSuffixList
-    /// What is known of the line that set each stored cookie.
+    /// What is known of the line that set each stored cookie (linted only when a verdict needs it).
     private struct Origin: Sendable {
         var requestID: UInt64
         var site: RequestSite.Kind
-        var findings: [LintFinding]
+        var line: SetCookie
+        var url: RequestURL
+        var time: Int64
+        func findings(_ suffixes: PublicSuffixList) -> [LintFinding] {
+            CookieLint.findings(for: line, from: url, now: time, suffixes: suffixes).filter { $0.severity != .info }
+        }
     }
+    /// The responses of a client not yet known to keep cookies, in order (a ring of ``pendingLimit``): replayed into
+    /// the jar when it shows it does, or when its timeline is asked for. Most such clients (curl without a jar, a
+    /// load generator, a health check) never do, and their lines are never parsed.
+    private var pending: [Pending?] = []
+    /// A response kept for later; `times` responses in a row to the same request line with the same lines.
+    private struct Pending {
+        var request: Request
+        var lines: SetLines
+        var times = 1
+        var lastID: UInt64
+        var lastTime: Int64
+    }
+    private var pendingHead = 0
+    private var pendingCount = 0
+    public static let pendingLimit = 512
     private var origins: [Key: Origin] = [:]
     private struct Key: Hashable, Sendable {
         var name: [UInt8]
@@ -109,53 +211,106 @@ public struct ClientCookies: Sendable {
 
     /// The cookies the jar holds now.
     public mutating func cookies(at time: Int64) -> [StoredCookie] {
+        settle()
         clock.now = time / 1000
         return jar.allCookies()
     }
 
     // MARK: - Responses
 
-    /// Feeds the Set-Cookie lines of `request`'s response, in order; returns the events it made (one per line).
+    /// Feeds the Set-Cookie lines of `request`'s response, in order. A client not yet known to keep cookies has them
+    /// kept for later (none returned; a response whose lines are the previous one's shares its block); otherwise
+    /// returns the events they made (one per line).
+    @discardableResult
+    public mutating func response(_ request: Request, lines: borrowing SetLinesBuilder) -> [Event] {
+        guard keepsCookies else {
+            if pending.isEmpty { pending = Array(repeating: nil, count: Self.pendingLimit) }
+            let lastSlot = (pendingHead + pendingCount - 1) % Self.pendingLimit
+            let repeats =
+                pendingCount > 0
+                && pending.withUnsafeBufferPointer { ring in
+                    // Read in place: copying the entry out would retain and release each of its strings.
+                    ring[lastSlot]!.request.sameTarget(request) && lines.same(as: ring[lastSlot]!.lines)
+                }
+            if repeats {
+                // The same lines for the same request again (a server refreshing its cookies): counted.
+                pending[lastSlot]!.times += 1
+                pending[lastSlot]!.lastID = request.id
+                pending[lastSlot]!.lastTime = request.time
+                return []
+            }
+            pending[(pendingHead + pendingCount) % Self.pendingLimit] = Pending(
+                request: request, lines: lines.make(), lastID: request.id, lastTime: request.time)
+            if pendingCount == Self.pendingLimit {
+                pendingHead = (pendingHead + 1) % Self.pendingLimit
+            } else {
+                pendingCount += 1
+            }
+            return []
+        }
+        return replay(request, lines.make())
+    }
+
+    /// The same, from whole lines.
     @discardableResult
     public mutating func response(_ request: Request, lines: [SetLine]) -> [Event] {
+        var builder = SetLinesBuilder()
+        for line in lines { builder.add(line) }
+        return response(request, lines: builder)
+    }
+
+    /// Replays the responses kept for later into the jar (their events join the timelines).
+    public mutating func settle() {
+        while pendingCount > 0 {
+            let p = pending[pendingHead]!
+            pending[pendingHead] = nil
+            pendingHead = (pendingHead + 1) % Self.pendingLimit
+            pendingCount -= 1
+            _ = replay(p.request, p.lines)
+            if p.times > 1 {
+                // Replaying the same line again changes only what depends on time (expiry, access): once more at
+                // the last time leaves the jar as every repeat would, and the events count them all.
+                _ = replay(p.request.with(id: p.lastID, time: p.lastTime), p.lines, times: p.times - 1)
+            }
+        }
+    }
+
+    private mutating func replay(_ request: Request, _ lines: SetLines, times: Int = 1) -> [Event] {
         clock.now = request.time / 1000
         var events: [Event] = []
-        for line in lines {
-            guard let sent = line.forwarded else {
-                if let received = line.received {
-                    events.append(
-                        record(
-                            .dropped, request, name: received.name, received: received, forwarded: nil,
-                            rules: line.rules, detail: "a rule dropped the line; the client never saw it"))
-                }
+        let url = request.url
+        for i in 0..<lines.count {
+            let line = lines.line(i)
+            let received = line.received.map { SetCookie($0) }
+            var e = Event(kind: .dropped, request, rules: line.rules)
+            e.count = times
+            (e.receivedBytes, e.forwardedBytes) = (line.received.map(Array.init), line.forwarded.map(Array.init))
+            guard let bytes = line.forwarded else {
+                guard let received else { continue }
+                e.why = .text("a rule dropped the line; the client never saw it")
+                events.append(append(e, name: received.name))
                 continue
             }
-            switch jar.receive(sent, from: request.url, context: request.site.jarContext) {
+            let sent = e.forwardedBytes == e.receivedBytes ? received! : SetCookie(bytes)
+            switch jar.receive(sent, from: url, context: request.site.jarContext) {
             case .failure(let rejection):
-                events.append(
-                    record(
-                        .rejected, request, name: sent.name, received: line.received, forwarded: sent,
-                        rules: line.rules, detail: "\(rejection.code): \(rejection.reason)"))
+                e.kind = .rejected
+                e.why = .rejection(rejection)
             case .success(let cookie):
                 if cookie.isExpired(at: clock.now) {
                     origins[Key(cookie)] = nil
-                    events.append(
-                        record(
-                            .deleted, request, name: sent.name, received: line.received, forwarded: sent,
-                            rules: line.rules, detail: "expired on arrival: the server deletes the cookie"))
-                    continue
+                    e.kind = .deleted
+                    e.why = .text("expired on arrival: the server deletes the cookie")
+                } else {
+                    origins[Key(cookie)] = Origin(
+                        requestID: request.id, site: request.site.kind, line: sent, url: url, time: clock.now)
+                    e.kind = .stored
+                    e.value = cookie.value
+                    e.why = .stored(cookie)
+                    e.expiry = cookie.expiry
                 }
-                origins[Key(cookie)] = Origin(
-                    requestID: request.id, site: request.site.kind,
-                    findings: CookieLint.findings(for: sent, from: request.url, now: clock.now, suffixes: suffixes)
-                        .filter { $0.severity != .info })
-                var e = record(
-                    .stored, request, name: sent.name, received: line.received, forwarded: sent, rules: line.rules,
-                    value: cookie.value, detail: Self.describe(cookie))
-                e.expiry = cookie.expiry
-                replaceLast(e, name: sent.name)
-                events.append(e)
             }
+            events.append(append(e, name: sent.name))
         }
         return events
     }
@@ -180,6 +335,8 @@ public struct ClientCookies: Sendable {
         clock.now = request.time / 1000
         if cookieHeader != nil || request.site.fetchMetadata { keepsCookies = true }
         guard keepsCookies else { return [] }
+        settle()
+        clock.now = request.time / 1000
         var expected = jar.cookies(for: request.url, context: request.site.jarContext)
         var verdicts: [CookieVerdict] = []
         var unmatched: [(name: [UInt8], value: [UInt8])] = []
@@ -212,11 +369,9 @@ public struct ClientCookies: Sendable {
             verdicts.append(v)
         }
         for v in verdicts {
-            var e = Event(
-                kind: Event.Kind(rawValue: v.kind.rawValue)!, requestID: request.id, time: request.time,
-                method: request.method, url: request.urlText, site: request.site.kind, rules: [])
+            var e = Event(kind: Event.Kind(rawValue: v.kind.rawValue)!, request)
             e.value = v.sent ?? v.expected
-            e.detail = v.reason?.message
+            e.why = v.reason.map { .text($0.message) }
             append(e, name: v.name)
         }
         return verdicts
@@ -240,7 +395,7 @@ public struct ClientCookies: Sendable {
                 "it expires at \(CookieDate.rfc3339(expiry)), within seconds of this request: the client's clock or its rounding of Max-Age may have expired it"
             )
         }
-        if let finding = origin?.findings.first {
+        if let finding = origin?.findings(suffixes).first {
             return .init(
                 .lint, finding: finding.code, engines: Self.engines(finding.code),
                 "its Set-Cookie (request #\(origin!.requestID)) has \(finding.severity.rawValue) \(finding.code): \(finding.message)"
@@ -274,12 +429,12 @@ public struct ClientCookies: Sendable {
         if let other = jar.allCookies().first(where: { $0.nameBytes == name }) {
             let domain = other.hostOnly ? other.domain : "." + other.domain
             let origin = origins[Key(other)]
+            let finding = origin?.findings(suffixes).first
             (v.expected, v.domain, v.path, v.setBy) = (other.value, domain, other.path, origin?.requestID)
             v.reason = .init(
-                .jarMismatch, finding: origin?.findings.first?.code,
-                engines: origin?.findings.first.map { Self.engines($0.code) } ?? [],
+                .jarMismatch, finding: finding?.code, engines: finding.map { Self.engines($0.code) } ?? [],
                 "set for \(domain) path \(other.path) (request #\(origin.map { String($0.requestID) } ?? "?")), which RFC 6265bis does not send to this URL"
-                    + (origin?.findings.first.map { "; its line has \($0.code): \($0.message)" } ?? ""))
+                    + (finding.map { "; its line has \($0.code): \($0.message)" } ?? ""))
             return v
         }
         let history = timelines[text] ?? []
@@ -288,18 +443,18 @@ public struct ClientCookies: Sendable {
             case .rejected:
                 v.reason = .init(
                     .rejectedOnSet,
-                    "the replayed jar refused its Set-Cookie in request #\(last.requestID) (\(last.detail ?? "")), but the client kept it"
+                    "the replayed jar refused its Set-Cookie in request #\(last.lastRequestID) (\(last.detail ?? "")), but the client kept it"
                 )
                 return v
             case .deleted:
                 v.reason = .init(
                     .expiredInJar,
-                    "request #\(last.requestID) deleted it (expired on arrival), but the client still sends it")
+                    "request #\(last.lastRequestID) deleted it (expired on arrival), but the client still sends it")
                 return v
             case .stored:
                 v.reason = .init(
                     .expiredInJar,
-                    "stored by request #\(last.requestID)"
+                    "stored by request #\(last.lastRequestID)"
                         + (last.expiry.map { ", expired at \(CookieDate.rfc3339($0))" } ?? "")
                         + "; the client still sends it (its clock, or a Set-Cookie not seen here)")
                 return v
@@ -315,32 +470,31 @@ public struct ClientCookies: Sendable {
 
     // MARK: - The timeline
 
-    private mutating func record(
-        _ kind: Event.Kind, _ r: Request, name: String, received: SetCookie?, forwarded: SetCookie?,
-        rules: [String], value: String? = nil, detail: String? = nil
-    ) -> Event {
-        var e = Event(
-            kind: kind, requestID: r.id, time: r.time, method: r.method, url: r.urlText, site: r.site.kind,
-            received: received.map { String(decoding: $0.bytes, as: UTF8.self) },
-            forwarded: forwarded.map { String(decoding: $0.bytes, as: UTF8.self) }, rules: rules)
-        e.value = value
-        e.detail = detail
-        if kind != .stored { append(e, name: name) }
-        return e
-    }
-
-    private mutating func replaceLast(_ e: Event, name: String) { append(e, name: name) }
-
-    private mutating func append(_ e: Event, name: String) {
+    /// Adds an event to its name's timeline (counted into the last one when it repeats it); returns it as kept.
+    @discardableResult
+    private mutating func append(_ e: Event, name: String) -> Event {
         tick += 1
-        if timelines[name] == nil && timelines.count >= Self.namesPerClient,
-            let oldest = touched.min(by: { $0.value < $1.value })?.key
-        {
+        touched[name] = tick
+        if var list = timelines.removeValue(forKey: name) {
+            defer { timelines[name] = list }
+            if let last = list.last, last.repeats(e) {
+                list[list.count - 1].count += e.count
+                list[list.count - 1].lastRequestID = e.requestID
+                list[list.count - 1].lastTime = e.time
+                list[list.count - 1].expiry = e.expiry
+                if case .stored = e.why { list[list.count - 1].why = e.why }
+                return list[list.count - 1]
+            }
+            // Oldest out a quarter at a time, so that a long timeline is not shifted for every event.
+            if list.count >= Self.eventsPerCookie { list.removeFirst(Self.eventsPerCookie / 4) }
+            list.append(e)
+            return e
+        }
+        if timelines.count >= Self.namesPerClient, let oldest = touched.min(by: { $0.value < $1.value })?.key {
             timelines[oldest] = nil
             touched[oldest] = nil
         }
-        timelines[name, default: []].append(e)
-        if timelines[name]!.count > Self.eventsPerCookie { timelines[name]!.removeFirst() }
-        touched[name] = tick
+        timelines[name] = [e]
+        return e
     }
 }

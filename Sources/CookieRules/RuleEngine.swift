@@ -248,6 +248,9 @@ public final class RuleEngine: Sendable {
         public var matchedRulesBeyond64: Bool { matched.hasBeyond64 }
     }
 
+    /// The names of the cookie rules, indexed as ``Edit/matchedRules``' bits and indices.
+    public var cookieRuleNameTable: [String] { cookieRuleNames }
+
     /// The names of the rules that matched, in file order.
     public func ruleNames(_ edit: Edit) -> [String] { edit.matched.names(cookieRuleNames) }
 

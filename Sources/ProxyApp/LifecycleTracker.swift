@@ -20,12 +20,25 @@ package final class LifecycleTracker: Sendable {
 
     package let clientKey: ClientKey
     private struct State {
-        var clients: [String: (cookies: ClientCookies, seen: UInt64)] = [:]
+        var clients: [String: Client] = [:]
+        /// The client looked up last (most exchanges come from the client of the one before).
+        var last: (key: String, client: Client)? = nil
         var tick: UInt64 = 0
         /// Per request, by id modulo the table's size: its client, site and verdicts.
-        var requests: [Request?] = Array(repeating: nil, count: LifecycleTracker.keptRequests)
+        var requests: [Entry?] = Array(repeating: nil, count: LifecycleTracker.keptRequests)
     }
     package typealias Request = RequestJudgement
+    /// A request's slot: a reference, so that the response's lookup reads two fields without copying the rest.
+    final class Entry {
+        let judgement: RequestJudgement
+        init(_ judgement: RequestJudgement) { self.judgement = judgement }
+    }
+    /// One client's cookies, changed in place under the tracker's lock.
+    final class Client {
+        var cookies: ClientCookies
+        var seen: UInt64 = 0
+        init(_ cookies: ClientCookies) { self.cookies = cookies }
+    }
     private let state = Locked(State())
     private let suffixes: PublicSuffixList
 
@@ -50,24 +63,28 @@ package final class LifecycleTracker: Sendable {
         return head.value(field)
     }
 
+    /// A request without any of the headers that tell.
+    static let unknownSite = RequestSite(kind: .unknown, evidence: "no Sec-Fetch-Site, Origin or Referer")
+    static let unknownSiteUnsafe = RequestSite(
+        kind: .unknown, evidence: "no Sec-Fetch-Site, Origin or Referer", isSafeMethod: false)
+
     /// The site context of a request (RFC 6265bis §5.2, from its Fetch Metadata, Origin or Referer).
     package func site(of head: HTTPHead, context: ExchangeContext) -> RequestSite {
+        guard head.knownFields & KnownField.siteContext != 0 else {
+            // Nothing to read (most non-browser clients): no URL is parsed.
+            return ["GET", "HEAD", "OPTIONS", "TRACE"].contains(context.method)
+                ? Self.unknownSite : Self.unknownSiteUnsafe
+        }
         var headers = RequestSite.Headers()
         for field in head.fields {
-            let n = head.bytes[field.name]
-            guard n.count >= 6 else { continue }
-            switch n.first! | 0x20 {
-            case 0x73, 0x6F, 0x72, 0x61:  // s, o, r, a: the only initials of the names read
-                let name = head.name(field).lowercased()
-                switch name {
-                case "sec-fetch-site": headers.secFetchSite = headers.secFetchSite ?? head.value(field)
-                case "sec-fetch-dest": headers.secFetchDest = headers.secFetchDest ?? head.value(field)
-                case "sec-fetch-mode": headers.secFetchMode = headers.secFetchMode ?? head.value(field)
-                case "origin": headers.origin = headers.origin ?? head.value(field)
-                case "referer": headers.referer = headers.referer ?? head.value(field)
-                case "accept": headers.accept = headers.accept ?? head.value(field)
-                default: break
-                }
+            func value(_ current: String?) -> String? { current ?? head.value(field) }
+            switch field.known {
+            case .secFetchSite: headers.secFetchSite = value(headers.secFetchSite)
+            case .secFetchDest: headers.secFetchDest = value(headers.secFetchDest)
+            case .secFetchMode: headers.secFetchMode = value(headers.secFetchMode)
+            case .origin: headers.origin = value(headers.origin)
+            case .referer: headers.referer = value(headers.referer)
+            case .accept: headers.accept = value(headers.accept)
             default: continue
             }
         }
@@ -79,9 +96,11 @@ package final class LifecycleTracker: Sendable {
         RequestURL(scheme: c.scheme, host: c.host, port: c.port, path: c.path)
     }
 
+    /// The request as the lifecycle keeps it: the context's strings, nothing parsed or formatted.
     static func facts(_ c: ExchangeContext, site: RequestSite, time: Int64) -> ClientCookies.Request {
         ClientCookies.Request(
-            id: c.requestID, time: time, method: c.method, url: url(c), urlText: c.url, site: site)
+            id: c.requestID, time: time, method: c.method, scheme: c.scheme, host: c.host, port: c.port,
+            target: c.target, site: site)
     }
 
     /// A request as the client sent it: its verdicts (its Cookie fields joined as one header, as RFC 9113 §8.2.3
@@ -89,41 +108,52 @@ package final class LifecycleTracker: Sendable {
     @discardableResult
     package func request(head: HTTPHead, context: ExchangeContext, site: RequestSite, time: Int64) -> Request {
         let client = client(of: head, address: context.clientAddress)
-        let cookieFields = head.fields.filter { $0.known == .cookie }
         var header: CookieHeader? = nil
-        if !cookieFields.isEmpty {
+        if head.has(.cookie) {
             var bytes: [UInt8] = []
-            for (i, f) in cookieFields.enumerated() {
-                if i > 0 { bytes += [0x3B, 0x20] }
+            for f in head.fields where f.known == .cookie {
+                if !bytes.isEmpty { bytes += [0x3B, 0x20] }
                 bytes += head.valueBytes(f)
             }
             header = CookieHeader(bytes)
         }
         let facts = Self.facts(context, site: site, time: time)
         return state.withLock { s in
-            var entry = s.clients.removeValue(forKey: client)?.cookies ?? ClientCookies(suffixes: suffixes)
-            let verdicts = entry.request(facts, cookieHeader: header)
-            insert(&s, client, entry)
+            let verdicts = withClient(&s, client) { $0.request(facts, cookieHeader: header) }
             let r = Request(
                 id: context.requestID, client: client, site: site, verdicts: verdicts, sentCookies: header != nil)
-            s.requests[Int(context.requestID % UInt64(Self.keptRequests))] = r
+            s.requests[Int(context.requestID % UInt64(Self.keptRequests))] = Entry(r)
             return r
         }
     }
 
-    private func insert(_ s: inout State, _ client: String, _ cookies: ClientCookies) {
+    /// `body` on the client's cookies, in place (a new client's made first; past ``maximumClients`` the least
+    /// recently seen goes).
+    private func withClient<R>(_ s: inout State, _ key: String, _ body: (inout ClientCookies) -> R) -> R {
         s.tick += 1
-        if s.clients.count >= Self.maximumClients, let oldest = s.clients.min(by: { $0.value.seen < $1.value.seen }) {
-            s.clients[oldest.key] = nil
+        let client: Client
+        if let last = s.last, last.key == key {
+            client = last.client
+        } else if let found = s.clients[key] {
+            client = found
+        } else {
+            if s.clients.count >= Self.maximumClients, let oldest = s.clients.min(by: { $0.value.seen < $1.value.seen })
+            {
+                s.clients[oldest.key] = nil
+            }
+            client = Client(ClientCookies(suffixes: suffixes))
+            s.clients[key] = client
         }
-        s.clients[client] = (cookies, s.tick)
+        s.last = (key, client)
+        client.seen = s.tick
+        return body(&client.cookies)
     }
 
     /// A request's client and site, without judging it (the lifecycle off, a `site` condition on).
     package func note(_ id: UInt64, client: String, site: RequestSite) {
         state.withLock { s in
-            s.requests[Int(id % UInt64(Self.keptRequests))] = Request(
-                id: id, client: client, site: site, verdicts: [], sentCookies: false)
+            s.requests[Int(id % UInt64(Self.keptRequests))] = Entry(
+                Request(id: id, client: client, site: site, verdicts: [], sentCookies: false))
         }
     }
 
@@ -133,19 +163,19 @@ package final class LifecycleTracker: Sendable {
     /// What is known of a request still held (its client, site and verdicts).
     package func request(_ id: UInt64) -> Request? {
         state.withLock { s in
-            guard let r = s.requests[Int(id % UInt64(Self.keptRequests))], r.id == id else { return nil }
+            guard let r = s.requests[Int(id % UInt64(Self.keptRequests))]?.judgement, r.id == id else { return nil }
             return r
         }
     }
 
     /// A response's Set-Cookie lines as received and as forwarded (`lines`), fed to the client's jar.
-    package func response(context: ExchangeContext, lines: [ClientCookies.SetLine], time: Int64) {
-        guard !lines.isEmpty, let r = request(context.requestID) else { return }
-        let facts = Self.facts(context, site: r.site, time: time)
+    package func response(context: ExchangeContext, lines: borrowing SetLinesBuilder, time: Int64) {
+        guard !lines.isEmpty else { return }
         state.withLock { s in
-            var entry = s.clients.removeValue(forKey: r.client)?.cookies ?? ClientCookies(suffixes: suffixes)
-            entry.response(facts, lines: lines)
-            insert(&s, r.client, entry)
+            let slot = Int(context.requestID % UInt64(Self.keptRequests))
+            guard let entry = s.requests[slot], entry.judgement.id == context.requestID else { return }
+            let facts = Self.facts(context, site: entry.judgement.site, time: time)
+            _ = withClient(&s, entry.judgement.client) { $0.response(facts, lines: lines) }
         }
     }
 
@@ -155,10 +185,7 @@ package final class LifecycleTracker: Sendable {
         -> (ArraySlice<UInt8>) -> StoredCookie?
     {
         let held = state.withLock { s -> [StoredCookie] in
-            guard var entry = s.clients[client]?.cookies else { return [] }
-            let all = entry.cookies(at: time)
-            s.clients[client]!.cookies = entry
-            return all
+            s.clients[client]?.cookies.cookies(at: time) ?? []
         }
         let url = Self.url(context)
         return { name in
@@ -176,8 +203,11 @@ package final class LifecycleTracker: Sendable {
     package func timeline(name: String, client: String?) -> [(client: String, event: ClientCookies.Event)] {
         state.withLock { s in
             var out: [(String, ClientCookies.Event)] = []
-            for (key, entry) in s.clients where client == nil || client == key {
-                for e in entry.cookies.timelines[name] ?? [] { out.append((key, e)) }
+            for key in Array(s.clients.keys) where client == nil || client == key {
+                // A client not yet known to keep cookies has its responses replayed now.
+                let c = s.clients[key]!
+                c.cookies.settle()
+                for e in c.cookies.timelines[name] ?? [] { out.append((key, e)) }
             }
             return out.sorted { $0.1.time < $1.1.time || ($0.1.time == $1.1.time && $0.1.requestID < $1.1.requestID) }
         }
@@ -186,10 +216,7 @@ package final class LifecycleTracker: Sendable {
     /// What the client's jar holds now.
     package func cookies(client: String, time: Int64) -> [StoredCookie] {
         state.withLock { s in
-            guard var entry = s.clients[client]?.cookies else { return [] }
-            let all = entry.cookies(at: time)
-            s.clients[client]!.cookies = entry
-            return all
+            s.clients[client]?.cookies.cookies(at: time) ?? []
         }
     }
 }

@@ -175,11 +175,12 @@ package final class RulesHooks: ProxyHooks, Sendable {
         var seenCount = 0
         var droppedLines: [Int] = []
         var recorder: LogSink.Recorder? = nil  // set at the response's first record
-        // What the client's jar is fed: each line as received, as forwarded, and the rules that matched.
-        var lifecycleLines: [ClientCookies.SetLine] = []
         // One parser, one rewrite and one log recorder per event loop, for every line of every response: their
         // storage is reused (the head copies what it keeps). Only this hooks object makes the loop's storage.
         let scratch = storage.map { unsafeDowncast($0, to: CookieScratch.self) } ?? CookieScratch()
+        // What the client's jar is fed: each line as received, as forwarded, and the rules that matched (into the
+        // loop's storage, reused from one response to the next).
+        if lifecycle { scratch.lifecycle.reset(ruleNames: engine.cookieRuleNameTable) }
         for index in 0..<head.count where head.name(at: index, is: .setCookie) {
             if seenCount == 0 { nowMS = Self.wallMilliseconds() }
             seenCount += 1
@@ -193,14 +194,23 @@ package final class RulesHooks: ProxyHooks, Sendable {
                     shapes: &scratch.shapes)
                 (changed, dropped) = (edit.dropped || edit.rewritten, edit.dropped)
                 if lifecycle {
-                    let received = SetCookie(bytes: Array(original))
-                    let forwarded =
-                        dryRun || !changed
-                        ? received : edit.dropped ? nil : scratch.rewrite.withOutput { SetCookie(bytes: Array($0)) }
-                    lifecycleLines.append(
-                        .init(
-                            received: received, forwarded: forwarded,
-                            rules: edit.matchedAny ? engine.ruleNames(edit) : []))
+                    // The bytes only: the lifecycle parses them if and when it replays them.
+                    let rules = edit.matchedRules
+                    if dryRun || !changed {
+                        scratch.lifecycle.add(
+                            received: original, forwarded: original, unchanged: true, rules: rules.low,
+                            rulesBeyond64: rules.high)
+                    } else if edit.dropped {
+                        scratch.lifecycle.add(
+                            received: original, forwarded: nil, unchanged: false, rules: rules.low,
+                            rulesBeyond64: rules.high)
+                    } else {
+                        scratch.rewrite.withOutput {
+                            scratch.lifecycle.add(
+                                received: original, forwarded: $0, unchanged: false, rules: rules.low,
+                                rulesBeyond64: rules.high)
+                        }
+                    }
                 }
                 guard let sink, changed || edit.logRequested || dryRun else { return }
                 if recorder == nil {
@@ -230,7 +240,9 @@ package final class RulesHooks: ProxyHooks, Sendable {
             }
         }
         if let recorder, let sink { sink.submit(recorder) }
-        if !lifecycleLines.isEmpty { tracker.response(context: context, lines: lifecycleLines, time: nowMS) }
+        if lifecycle && !scratch.lifecycle.isEmpty {
+            tracker.response(context: context, lines: scratch.lifecycle, time: nowMS)
+        }
         if seenCount > 0 { observed.add(seenCount) }
         if changedCount > 0 { rewritten.add(changedCount) }
         for index in droppedLines.reversed() { head.remove(at: index) }
@@ -275,4 +287,6 @@ package final class CookieScratch {
     var shapes = CookieShapeCache()
     /// Made when the loop first logs.
     lazy var log = LogSink.Recorder()
+    /// A response's Set-Cookie lines for the lifecycle.
+    var lifecycle = SetLinesBuilder()
 }

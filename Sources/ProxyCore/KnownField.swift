@@ -17,8 +17,9 @@ public struct ConnectionOptions: Sendable, Equatable {
     public init() {}
 }
 
-/// The field names a proxy acts on (hop-by-hop fields, framing, Host, cookies), recognised once per field
-/// while parsing so later decisions compare a byte instead of a name (as nginx's header hash does).
+/// The field names a proxy acts on (hop-by-hop fields, framing, Host, cookies, and the request fields that tell a
+/// cookie's site context: Fetch Metadata, Origin, Referer, Accept), recognised once per field while parsing so later
+/// decisions compare a byte instead of a name (as nginx's header hash does).
 public enum KnownField: UInt8, Sendable {
     case other
     case host
@@ -32,6 +33,16 @@ public enum KnownField: UInt8, Sendable {
     case setCookie
     case cookie
     case proxyAuthorization
+    case origin
+    case referer
+    case accept
+    case secFetchSite
+    case secFetchDest
+    case secFetchMode
+
+    /// The fields a request's site context is read from (RFC 6265bis §5.2 as a proxy can see it).
+    public static let siteContext: UInt64 =
+        origin.bit | referer.bit | secFetchSite.bit | secFetchDest.bit | secFetchMode.bit
 
     /// This field's bit in a set of known fields (``HTTPHead/knownFields``).
     @inlinable
@@ -52,6 +63,12 @@ public enum KnownField: UInt8, Sendable {
         case .setCookie: return "set-cookie"
         case .cookie: return "cookie"
         case .proxyAuthorization: return "proxy-authorization"
+        case .origin: return "origin"
+        case .referer: return "referer"
+        case .accept: return "accept"
+        case .secFetchSite: return "sec-fetch-site"
+        case .secFetchDest: return "sec-fetch-dest"
+        case .secFetchMode: return "sec-fetch-mode"
         }
     }
 
@@ -66,8 +83,13 @@ public enum KnownField: UInt8, Sendable {
         switch n {
         case 2: return w0 == 0x6574 ? .te : .other
         case 4: return w0 == 0x7473_6F68 ? .host : .other
-        case 6: return w0 == 0x6569_6B6F_6F63 ? .cookie : .other
-        case 7: return w0 == 0x65_6461_7267_7075 ? .upgrade : .other
+        case 6:
+            if w0 == 0x6569_6B6F_6F63 { return .cookie }
+            if w0 == 0x6E69_6769_726F { return .origin }
+            return w0 == 0x7470_6563_6361 ? .accept : .other
+        case 7:
+            if w0 == 0x65_6461_7267_7075 { return .upgrade }
+            return w0 == 0x72_6572_6566_6572 ? .referer : .other
         case 10:
             let w1 = word(b, start + 8, end)
             if w0 == 0x6B6F_6F63_2D74_6573 && w1 == 0x6569 { return .setCookie }
@@ -75,7 +97,15 @@ public enum KnownField: UInt8, Sendable {
             if w0 == 0x696C_612D_7065_656B && w1 == 0x6576 { return .keepAlive }
             return .other
         case 14:
-            return w0 == 0x2D74_6E65_746E_6F63 && word(b, start + 8, end) == 0x6874_676E_656C ? .contentLength : .other
+            let w1 = word(b, start + 8, end)
+            if w0 == 0x2D74_6E65_746E_6F63 && w1 == 0x6874_676E_656C { return .contentLength }
+            guard w0 == 0x6374_6566_2D63_6573 else { return .other }
+            switch w1 {
+            case 0x6574_6973_2D68: return .secFetchSite
+            case 0x7473_6564_2D68: return .secFetchDest
+            case 0x6564_6F6D_2D68: return .secFetchMode
+            default: return .other
+            }
         case 16:
             return w0 == 0x6F63_2D79_786F_7270 && word(b, start + 8, end) == 0x6E6F_6974_6365_6E6E
                 ? .proxyConnection : .other

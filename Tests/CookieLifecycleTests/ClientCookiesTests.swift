@@ -205,7 +205,7 @@ let scenarios: [Scenario] = [
     }
 
     @Test func theTimelineKeepsTheNewestEventsOfABoundedNumberOfNames() {
-        var client = ClientCookies()
+        var client = ClientCookies(keepsCookies: true)
         let u = RequestURL("https://app.test/")!
         for k in 0..<(ClientCookies.namesPerClient + 10) {
             let r = ClientCookies.Request(
@@ -216,9 +216,53 @@ let scenarios: [Scenario] = [
         #expect(client.timelines["n0"] == nil)
         for k in 0..<(ClientCookies.eventsPerCookie + 5) {
             let r = ClientCookies.Request(
-                id: UInt64(k), time: start, method: "GET", url: u, urlText: "", site: site(.sameSite))
-            _ = client.request(r, cookieHeader: CookieHeader(Array("n300=1".utf8)))
+                id: UInt64(1000 + k), time: start, method: "GET", url: u, urlText: "", site: site(.sameSite))
+            _ = client.request(r, cookieHeader: CookieHeader(Array("n300=\(k)".utf8)))
         }
-        #expect(client.timelines["n300"]?.count == ClientCookies.eventsPerCookie)
+        let kept = client.timelines["n300"] ?? []
+        #expect(kept.count <= ClientCookies.eventsPerCookie && kept.count >= ClientCookies.eventsPerCookie * 3 / 4)
+        #expect(kept.last?.requestID == UInt64(1000 + ClientCookies.eventsPerCookie + 4))
+    }
+
+    /// The same line again, or the same value sent again, is one event counted: a session that refreshes its
+    /// cookie on every response has a timeline of what changed, not of every response.
+    @Test func repeatsAreCountedIntoOneEvent() {
+        var client = ClientCookies(keepsCookies: true)
+        let u = RequestURL("https://app.test/")!
+        for k in 1...3 {
+            let r = ClientCookies.Request(
+                id: UInt64(k), time: start + Int64(k) * 1000, method: "GET", url: u, urlText: "", site: site(.sameSite))
+            client.response(
+                r, lines: [.init(received: SetCookie("s=1; Max-Age=60"), forwarded: SetCookie("s=1; Max-Age=60"))])
+        }
+        let r = ClientCookies.Request(
+            id: 4, time: start + 4000, method: "GET", url: u, urlText: "", site: site(.sameSite))
+        client.response(
+            r, lines: [.init(received: SetCookie("s=2; Max-Age=60"), forwarded: SetCookie("s=2; Max-Age=60"))])
+        let events = client.timelines["s"] ?? []
+        #expect(events.map(\.kind) == [.stored, .stored])
+        #expect(events.map(\.count) == [3, 1])
+        #expect(events.map(\.requestID) == [1, 4])
+        #expect(events.map(\.lastRequestID) == [3, 4])
+        #expect(events.first?.expiry == (start + 3000) / 1000 + 60)
+    }
+
+    /// A client that keeps no cookies has its responses kept unparsed (a ring), and replayed when it starts to or its
+    /// timeline is asked for.
+    @Test func responsesWaitUnparsedUntilTheClientKeepsCookies() {
+        var client = ClientCookies()
+        let bare = RequestSite(kind: .unknown, evidence: "none")
+        for k in 0..<(ClientCookies.pendingLimit + 3) {
+            let u = RequestURL("https://h\(k).test/")!
+            let r = ClientCookies.Request(id: UInt64(k), time: start, method: "GET", url: u, urlText: "", site: bare)
+            client.response(r, lines: [.init(received: nil, forwarded: SetCookie("c=1"))])
+        }
+        #expect(client.timelines.isEmpty)
+        // The ring kept the newest pendingLimit responses: the oldest three went.
+        let domains = Set(client.cookies(at: start).map(\.domain))
+        #expect(domains.count == ClientCookies.pendingLimit)
+        #expect(!domains.contains("h0.test") && !domains.contains("h2.test"))
+        #expect(domains.contains("h3.test") && domains.contains("h\(ClientCookies.pendingLimit + 2).test"))
+        #expect(client.timelines["c"]?.last?.kind == .stored)
     }
 }

@@ -73,7 +73,8 @@ import Testing
         ("te", .te), ("host", .host), ("cookie", .cookie), ("upgrade", .upgrade), ("set-cookie", .setCookie),
         ("connection", .connection), ("keep-alive", .keepAlive), ("content-length", .contentLength),
         ("proxy-connection", .proxyConnection), ("transfer-encoding", .transferEncoding),
-        ("proxy-authorization", .proxyAuthorization),
+        ("proxy-authorization", .proxyAuthorization), ("origin", .origin), ("referer", .referer), ("accept", .accept),
+        ("sec-fetch-site", .secFetchSite), ("sec-fetch-dest", .secFetchDest), ("sec-fetch-mode", .secFetchMode),
     ]
 
     /// `name` classified where it is followed by a colon and a value (word loads) and where it ends the buffer.
