@@ -62,6 +62,9 @@ public struct CookieJar: Sendable {
     private var byDomain: [String: [StoredCookie]] = [:]
     private var sequence: UInt64 = 0
     public private(set) var count = 0
+    /// Counts the changes of what the jar holds (a cookie stored, replaced or removed; not a last-access time): a
+    /// caller that saw one generation can tell that nothing was stored or removed since.
+    public private(set) var generation: UInt64 = 0
 
     /// A jar. `clock` returns the current time in seconds since the epoch.
     public init(
@@ -142,6 +145,7 @@ public struct CookieJar: Sendable {
             }
             cookie.creationTime = old.creationTime
             cookie.creationSequence = old.creationSequence
+            generation &+= 1
             if cookie.isExpired(at: now) {
                 list.remove(at: index)
                 count -= 1
@@ -159,6 +163,7 @@ public struct CookieJar: Sendable {
         if cookie.isExpired(at: now) { return .success(cookie) }
         list.append(cookie)
         count += 1
+        generation &+= 1
         if let expiry = cookie.expiry { nextExpiry = min(nextExpiry, expiry) }
         byDomain[cookie.domain] = list
         onChange?(.inserted(cookie))
@@ -334,6 +339,40 @@ public struct CookieJar: Sendable {
         return String(lossy: out)
     }
 
+    /// Removes the cookies whose expiry has passed (§5.7), as every other call does first.
+    public mutating func purgeExpired() { purgeExpired(now: clock()) }
+
+    /// What receiving `cookie`'s line again would do when the jar holds it: a new expiry (computed by the caller
+    /// from the line's attributes, as at storage) and the access time now, the creation time kept (§5.7 step 23).
+    /// The generation does not change. False when the jar does not hold it.
+    public mutating func refresh(_ cookie: StoredCookie, expiry: Int64?) -> Bool {
+        let now = clock()
+        guard var list = byDomain[cookie.domain],
+            let index = list.firstIndex(where: {
+                $0.nameBytes == cookie.nameBytes && $0.hostOnly == cookie.hostOnly && $0.path == cookie.path
+            })
+        else { return false }
+        list[index].expiry = expiry
+        list[index].lastAccessTime = now
+        byDomain[cookie.domain] = list
+        if let expiry { nextExpiry = min(nextExpiry, expiry) }
+        return true
+    }
+
+    /// Sets the last-access time of the cookies given, as retrieving them would (§5.8.3 step 3).
+    public mutating func touch(_ cookies: [StoredCookie]) {
+        let now = clock()
+        for c in cookies {
+            guard var list = byDomain[c.domain],
+                let index = list.firstIndex(where: {
+                    $0.nameBytes == c.nameBytes && $0.hostOnly == c.hostOnly && $0.path == c.path
+                })
+            else { continue }
+            list[index].lastAccessTime = now
+            byDomain[c.domain] = list
+        }
+    }
+
     /// Every cookie in the jar (unordered), expired ones removed first.
     public mutating func allCookies() -> [StoredCookie] {
         purgeExpired(now: clock())
@@ -345,6 +384,7 @@ public struct CookieJar: Sendable {
         let all = byDomain.values.flatMap { $0 }
         byDomain.removeAll()
         count = 0
+        generation &+= 1
         for cookie in all { onChange?(.removed(cookie, .cleared)) }
     }
 
@@ -372,6 +412,7 @@ public struct CookieJar: Sendable {
             for cookie in list {
                 if cookie.isExpired(at: now) {
                     count -= 1
+                    generation &+= 1
                     onChange?(.removed(cookie, .expired))
                 } else {
                     kept.append(cookie)
@@ -394,6 +435,7 @@ public struct CookieJar: Sendable {
                     ?? list.indices.min { list[$0].lastAccessTime < list[$1].lastAccessTime }!
                 let removed = list.remove(at: victim)
                 count -= 1
+                generation &+= 1
                 onChange?(.removed(removed, .evicted))
             }
             byDomain[domain] = list
@@ -411,6 +453,7 @@ public struct CookieJar: Sendable {
             let removed = byDomain[d]!.remove(at: i)
             if byDomain[d]!.isEmpty { byDomain[d] = nil }
             count -= 1
+            generation &+= 1
             onChange?(.removed(removed, .evicted))
         }
     }

@@ -99,6 +99,14 @@ public struct ClientCookies: Sendable {
             case expectedNotSent = "expected-not-sent"
             case sentNotSet = "sent-not-set"
             case sentOtherValue = "sent-other-value"
+
+            /// A request's verdict (not a Set-Cookie's).
+            var isRequest: Bool {
+                switch self {
+                case .sentAsExpected, .expectedNotSent, .sentNotSet, .sentOtherValue: return true
+                default: return false
+                }
+            }
         }
         public var kind: Kind
         public var requestID: UInt64
@@ -219,10 +227,19 @@ public struct ClientCookies: Sendable {
     // MARK: - Responses
 
     /// Feeds the Set-Cookie lines of `request`'s response, in order. A client not yet known to keep cookies has them
-    /// kept for later (none returned; a response whose lines are the previous one's shares its block); otherwise
-    /// returns the events they made (one per line).
+    /// kept for later (none returned; a response whose lines are the previous one's block, for the same request, is
+    /// counted into it); otherwise returns the events they made (one per line).
     @discardableResult
-    public mutating func response(_ request: Request, lines: borrowing SetLinesBuilder) -> [Event] {
+    public mutating func response(_ request: Request, lines: SetLines) -> [Event] {
+        response(
+            id: request.id, time: request.time, lines: lines, sameTarget: { $0.sameTarget(request) }, request: request)
+    }
+
+    /// The same, the request made only when it is kept (`sameTarget`: whether a kept one is for the same thing).
+    @discardableResult
+    public mutating func response(
+        id: UInt64, time: Int64, lines: SetLines, sameTarget: (Request) -> Bool, request: @autoclosure () -> Request
+    ) -> [Event] {
         guard keepsCookies else {
             if pending.isEmpty { pending = Array(repeating: nil, count: Self.pendingLimit) }
             let lastSlot = (pendingHead + pendingCount - 1) % Self.pendingLimit
@@ -230,17 +247,18 @@ public struct ClientCookies: Sendable {
                 pendingCount > 0
                 && pending.withUnsafeBufferPointer { ring in
                     // Read in place: copying the entry out would retain and release each of its strings.
-                    ring[lastSlot]!.request.sameTarget(request) && lines.same(as: ring[lastSlot]!.lines)
+                    ring[lastSlot]!.lines === lines && sameTarget(ring[lastSlot]!.request)
                 }
             if repeats {
                 // The same lines for the same request again (a server refreshing its cookies): counted.
                 pending[lastSlot]!.times += 1
-                pending[lastSlot]!.lastID = request.id
-                pending[lastSlot]!.lastTime = request.time
+                pending[lastSlot]!.lastID = id
+                pending[lastSlot]!.lastTime = time
                 return []
             }
+            let request = request()
             pending[(pendingHead + pendingCount) % Self.pendingLimit] = Pending(
-                request: request, lines: lines.make(), lastID: request.id, lastTime: request.time)
+                request: request, lines: lines, lastID: request.id, lastTime: request.time)
             if pendingCount == Self.pendingLimit {
                 pendingHead = (pendingHead + 1) % Self.pendingLimit
             } else {
@@ -248,7 +266,8 @@ public struct ClientCookies: Sendable {
             }
             return []
         }
-        return replay(request, lines.make())
+        settle()
+        return replay(request(), lines)
     }
 
     /// The same, from whole lines.
@@ -256,7 +275,7 @@ public struct ClientCookies: Sendable {
     public mutating func response(_ request: Request, lines: [SetLine]) -> [Event] {
         var builder = SetLinesBuilder()
         for line in lines { builder.add(line) }
-        return response(request, lines: builder)
+        return response(request, lines: builder.result())
     }
 
     /// Replays the responses kept for later into the jar (their events join the timelines).
@@ -275,23 +294,60 @@ public struct ClientCookies: Sendable {
         }
     }
 
+    /// The last replay, when it can be repeated without evaluating its lines again: the same block for the same
+    /// request, nothing stored or removed since (the jar's generation), each line's name once.
+    private struct LastReplay {
+        var lines: SetLines
+        var request: Request
+        var generation: UInt64
+        /// Per line: its name, and for a stored cookie the cookie and the attributes its expiry comes from.
+        var outcomes: [(name: String, stored: (StoredCookie, CookieAttributes)?)]
+    }
+    private var lastReplay: LastReplay? = nil
+
+    /// Replaying the lines of the last replay again: what each would do is known (a refused line is refused again,
+    /// the jar being as it was; a stored one replaces itself, its expiry counted from now), so the jar's cookies are
+    /// refreshed and the events counted, nothing parsed or evaluated. Nil when it does not apply.
+    private mutating func repeatLastReplay(_ request: Request, _ lines: SetLines, times: Int) -> [Event]? {
+        guard let last = lastReplay, last.lines === lines, last.request.sameTarget(request) else { return nil }
+        jar.purgeExpired()
+        guard jar.generation == last.generation else { return nil }
+        var events: [Event] = []
+        events.reserveCapacity(last.outcomes.count)
+        for (name, stored) in last.outcomes {
+            var expiry: Int64? = nil
+            if let (cookie, attributes) = stored {
+                expiry = attributes.expiry(now: clock.now)
+                // A lifetime of zero or less deletes: not a refresh.
+                if let e = expiry, e <= clock.now { return nil }
+                guard jar.refresh(cookie, expiry: expiry) else { return nil }
+            }
+            if let e = bump(name: name, request, times: times, expiry: expiry) { events.append(e) }
+        }
+        return events
+    }
+
     private mutating func replay(_ request: Request, _ lines: SetLines, times: Int = 1) -> [Event] {
         clock.now = request.time / 1000
+        if let repeated = repeatLastReplay(request, lines, times: times) { return repeated }
+        var outcomes: [(name: String, stored: (StoredCookie, CookieAttributes)?)] = []
+        var memoable = true
         var events: [Event] = []
         let url = request.url
         for i in 0..<lines.count {
             let line = lines.line(i)
-            let received = line.received.map { SetCookie($0) }
+            let received = line.received.map { SetCookie(bytes: $0) }
             var e = Event(kind: .dropped, request, rules: line.rules)
             e.count = times
-            (e.receivedBytes, e.forwardedBytes) = (line.received.map(Array.init), line.forwarded.map(Array.init))
+            (e.receivedBytes, e.forwardedBytes) = (line.received, line.forwarded)
             guard let bytes = line.forwarded else {
                 guard let received else { continue }
                 e.why = .text("a rule dropped the line; the client never saw it")
+                outcomes.append((received.name, nil))
                 events.append(append(e, name: received.name))
                 continue
             }
-            let sent = e.forwardedBytes == e.receivedBytes ? received! : SetCookie(bytes)
+            let sent = e.forwardedBytes == e.receivedBytes ? received! : SetCookie(bytes: bytes)
             switch jar.receive(sent, from: url, context: request.site.jarContext) {
             case .failure(let rejection):
                 e.kind = .rejected
@@ -310,8 +366,19 @@ public struct ClientCookies: Sendable {
                     e.expiry = cookie.expiry
                 }
             }
-            events.append(append(e, name: sent.name))
+            let name = sent.name
+            if e.kind == .stored, case .stored(let c) = e.why {
+                outcomes.append((name, (c, sent.attributes)))
+            } else {
+                // Deleting is not repeated by refreshing; a refusal is (the jar as it was refuses it again).
+                if e.kind == .deleted { memoable = false }
+                outcomes.append((name, nil))
+            }
+            events.append(append(e, name: name))
         }
+        memoable = memoable && Set(outcomes.map(\.name)).count == outcomes.count
+        lastReplay =
+            memoable ? LastReplay(lines: lines, request: request, generation: jar.generation, outcomes: outcomes) : nil
         return events
     }
 
@@ -337,7 +404,9 @@ public struct ClientCookies: Sendable {
         guard keepsCookies else { return [] }
         settle()
         clock.now = request.time / 1000
+        if let repeated = repeatLastRequest(request, cookieHeader) { return repeated }
         var expected = jar.cookies(for: request.url, context: request.site.jarContext)
+        let sentCookies = expected
         var verdicts: [CookieVerdict] = []
         var unmatched: [(name: [UInt8], value: [UInt8])] = []
         for pair in cookieHeader?.pairs ?? [] {
@@ -374,7 +443,55 @@ public struct ClientCookies: Sendable {
             e.why = v.reason.map { .text($0.message) }
             append(e, name: v.name)
         }
+        // Every cookie as expected: the same request with the same header, nothing stored or removed since, is
+        // judged the same (a judgement with a reason may depend on the time, and is made again).
+        lastRequest =
+            verdicts.allSatisfy({ $0.kind == .sentAsExpected })
+            ? LastRequest(
+                request: request, header: cookieHeader?.bytes, generation: jar.generation, verdicts: verdicts,
+                sent: sentCookies) : nil
         return verdicts
+    }
+
+    private struct LastRequest {
+        var request: Request
+        var header: [UInt8]?
+        var generation: UInt64
+        var verdicts: [CookieVerdict]
+        /// The cookies the jar sent (their access time is set again).
+        var sent: [StoredCookie]
+    }
+    private var lastRequest: LastRequest? = nil
+
+    private mutating func repeatLastRequest(_ request: Request, _ header: CookieHeader?) -> [CookieVerdict]? {
+        guard let last = lastRequest, last.request.sameTarget(request), last.header == header?.bytes else { return nil }
+        jar.purgeExpired()
+        guard jar.generation == last.generation else { return nil }
+        jar.touch(last.sent)
+        for v in last.verdicts {
+            guard bumpVerdict(name: v.name, kind: .sentAsExpected, value: v.sent, request) else {
+                var e = Event(kind: .sentAsExpected, request)
+                e.value = v.sent
+                append(e, name: v.name)
+                continue
+            }
+        }
+        return last.verdicts
+    }
+
+    /// Counts one more of a name's latest verdict event of `kind` with `value` (the latest event, or the one
+    /// before it when a response's line alternates with it); false when there is none.
+    private mutating func bumpVerdict(name: String, kind: Event.Kind, value: String?, _ r: Request) -> Bool {
+        guard var list = timelines.removeValue(forKey: name), !list.isEmpty else { return false }
+        defer { timelines[name] = list }
+        let k = list.count >= 2 && !list[list.count - 1].kind.isRequest ? list.count - 2 : list.count - 1
+        guard list[k].kind == kind, list[k].value == value, list[k].site == r.site.kind else { return false }
+        tick += 1
+        touched[name] = tick
+        list[k].count += 1
+        list[k].lastRequestID = r.id
+        list[k].lastTime = r.time
+        return true
     }
 
     private func verdict(_ kind: CookieVerdict.Kind, _ c: StoredCookie, sent: [UInt8]?, _ r: Request)
@@ -470,6 +587,22 @@ public struct ClientCookies: Sendable {
 
     // MARK: - The timeline
 
+    /// Counts one more of the latest event of a name's timeline (the latest, or the one before it when the two
+    /// alternate, as a response's line and a request's verdict do).
+    private mutating func bump(name: String, _ r: Request, times: Int, expiry: Int64?) -> Event? {
+        guard var list = timelines.removeValue(forKey: name), !list.isEmpty else { return nil }
+        defer { timelines[name] = list }
+        tick += 1
+        touched[name] = tick
+        let k = list.count >= 2 && list[list.count - 1].kind.isRequest ? list.count - 2 : list.count - 1
+        guard !list[k].kind.isRequest else { return nil }
+        list[k].count += times
+        list[k].lastRequestID = r.id
+        list[k].lastTime = r.time
+        if list[k].kind == .stored { list[k].expiry = expiry }
+        return list[k]
+    }
+
     /// Adds an event to its name's timeline (counted into the last one when it repeats it); returns it as kept.
     @discardableResult
     private mutating func append(_ e: Event, name: String) -> Event {
@@ -477,13 +610,17 @@ public struct ClientCookies: Sendable {
         touched[name] = tick
         if var list = timelines.removeValue(forKey: name) {
             defer { timelines[name] = list }
-            if let last = list.last, last.repeats(e) {
-                list[list.count - 1].count += e.count
-                list[list.count - 1].lastRequestID = e.requestID
-                list[list.count - 1].lastTime = e.time
-                list[list.count - 1].expiry = e.expiry
-                if case .stored = e.why { list[list.count - 1].why = e.why }
-                return list[list.count - 1]
+            // The last event, or the one before it when the two alternate (a refreshed cookie and its sending).
+            let candidates = list.count >= 2 ? [list.count - 1, list.count - 2] : [list.count - 1]
+            if let k = candidates.first(where: { list[$0].repeats(e) }),
+                k == list.count - 1 || list[list.count - 1].kind.isRequest != e.kind.isRequest
+            {
+                list[k].count += e.count
+                list[k].lastRequestID = e.requestID
+                list[k].lastTime = e.time
+                list[k].expiry = e.expiry
+                if case .stored = e.why { list[k].why = e.why }
+                return list[k]
             }
             // Oldest out a quarter at a time, so that a long timeline is not shifted for every event.
             if list.count >= Self.eventsPerCookie { list.removeFirst(Self.eventsPerCookie / 4) }

@@ -24,15 +24,30 @@ package final class LifecycleTracker: Sendable {
         /// The client looked up last (most exchanges come from the client of the one before).
         var last: (key: String, client: Client)? = nil
         var tick: UInt64 = 0
-        /// Per request, by id modulo the table's size: its client, site and verdicts.
-        var requests: [Entry?] = Array(repeating: nil, count: LifecycleTracker.keptRequests)
+        /// Per request, by id modulo the table's size: its id, client, site and verdicts (columns: a slot is
+        /// written without allocating, and a short client address or a constant site evidence is no reference).
+        var ids = [UInt64](repeating: .max, count: LifecycleTracker.keptRequests)
+        var requestClients = [String](repeating: "", count: LifecycleTracker.keptRequests)
+        var sites = [RequestSite](repeating: LifecycleTracker.unknownSite, count: LifecycleTracker.keptRequests)
+        var verdicts = [[CookieVerdict]](repeating: [], count: LifecycleTracker.keptRequests)
+        var sent = [Bool](repeating: false, count: LifecycleTracker.keptRequests)
+
+        mutating func keep(_ r: RequestJudgement) {
+            let slot = Int(r.id % UInt64(LifecycleTracker.keptRequests))
+            (ids[slot], requestClients[slot], sites[slot]) = (r.id, r.client, r.site)
+            if !r.verdicts.isEmpty || !verdicts[slot].isEmpty { verdicts[slot] = r.verdicts }
+            sent[slot] = r.sentCookies
+        }
+
+        func judgement(_ id: UInt64) -> RequestJudgement? {
+            let slot = Int(id % UInt64(LifecycleTracker.keptRequests))
+            guard ids[slot] == id else { return nil }
+            return RequestJudgement(
+                id: id, client: requestClients[slot], site: sites[slot], verdicts: verdicts[slot],
+                sentCookies: sent[slot])
+        }
     }
     package typealias Request = RequestJudgement
-    /// A request's slot: a reference, so that the response's lookup reads two fields without copying the rest.
-    final class Entry {
-        let judgement: RequestJudgement
-        init(_ judgement: RequestJudgement) { self.judgement = judgement }
-    }
     /// One client's cookies, changed in place under the tracker's lock.
     final class Client {
         var cookies: ClientCookies
@@ -117,12 +132,15 @@ package final class LifecycleTracker: Sendable {
             }
             header = CookieHeader(bytes)
         }
-        let facts = Self.facts(context, site: site, time: time)
         return state.withLock { s in
-            let verdicts = withClient(&s, client) { $0.request(facts, cookieHeader: header) }
+            let verdicts = withClient(&s, client) { cookies -> [CookieVerdict] in
+                // A client that keeps no cookies, asking without any: nothing to judge, no facts made.
+                guard cookies.keepsCookies || header != nil || site.fetchMetadata else { return [] }
+                return cookies.request(Self.facts(context, site: site, time: time), cookieHeader: header)
+            }
             let r = Request(
                 id: context.requestID, client: client, site: site, verdicts: verdicts, sentCookies: header != nil)
-            s.requests[Int(context.requestID % UInt64(Self.keptRequests))] = Entry(r)
+            s.keep(r)
             return r
         }
     }
@@ -152,8 +170,15 @@ package final class LifecycleTracker: Sendable {
     /// A request's client and site, without judging it (the lifecycle off, a `site` condition on).
     package func note(_ id: UInt64, client: String, site: RequestSite) {
         state.withLock { s in
-            s.requests[Int(id % UInt64(Self.keptRequests))] = Entry(
-                Request(id: id, client: client, site: site, verdicts: [], sentCookies: false))
+            s.keep(Request(id: id, client: client, site: site, verdicts: [], sentCookies: false))
+        }
+    }
+
+    /// A request's judgement when it judged any cookie (what the inspector keeps with an exchange).
+    package func judged(_ id: UInt64) -> Request? {
+        state.withLock { s in
+            let slot = Int(id % UInt64(Self.keptRequests))
+            return s.ids[slot] == id && !s.verdicts[slot].isEmpty ? s.judgement(id) : nil
         }
     }
 
@@ -163,19 +188,26 @@ package final class LifecycleTracker: Sendable {
     /// What is known of a request still held (its client, site and verdicts).
     package func request(_ id: UInt64) -> Request? {
         state.withLock { s in
-            guard let r = s.requests[Int(id % UInt64(Self.keptRequests))]?.judgement, r.id == id else { return nil }
-            return r
+            s.judgement(id)
         }
     }
 
     /// A response's Set-Cookie lines as received and as forwarded (`lines`), fed to the client's jar.
-    package func response(context: ExchangeContext, lines: borrowing SetLinesBuilder, time: Int64) {
-        guard !lines.isEmpty else { return }
+    package func response(context: ExchangeContext, lines: SetLines, time: Int64) {
+        guard lines.count > 0 else { return }
         state.withLock { s in
             let slot = Int(context.requestID % UInt64(Self.keptRequests))
-            guard let entry = s.requests[slot], entry.judgement.id == context.requestID else { return }
-            let facts = Self.facts(context, site: entry.judgement.site, time: time)
-            _ = withClient(&s, entry.judgement.client) { $0.response(facts, lines: lines) }
+            guard s.ids[slot] == context.requestID else { return }
+            let site = s.sites[slot]
+            _ = withClient(&s, s.requestClients[slot]) { cookies in
+                cookies.response(
+                    id: context.requestID, time: time, lines: lines,
+                    sameTarget: {
+                        $0.port == context.port && $0.site.kind == site.kind
+                            && $0.site.isSafeMethod == site.isSafeMethod && $0.target == context.target
+                            && $0.host == context.host && $0.scheme == context.scheme && $0.method == context.method
+                    }, request: Self.facts(context, site: site, time: time))
+            }
         }
     }
 

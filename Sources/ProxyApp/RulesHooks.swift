@@ -195,7 +195,10 @@ package final class RulesHooks: ProxyHooks, Sendable {
                 (changed, dropped) = (edit.dropped || edit.rewritten, edit.dropped)
                 if lifecycle {
                     // The bytes only: the lifecycle parses them if and when it replays them.
-                    let rules = edit.matchedRules
+                    // The rules past the 64th only when there are some (their array is not retained otherwise).
+                    let rules = (
+                        low: edit.matchedRulesLow, high: edit.matchedRulesBeyond64 ? edit.matchedRules.high : []
+                    )
                     if dryRun || !changed {
                         scratch.lifecycle.add(
                             received: original, forwarded: original, unchanged: true, rules: rules.low,
@@ -241,7 +244,7 @@ package final class RulesHooks: ProxyHooks, Sendable {
         }
         if let recorder, let sink { sink.submit(recorder) }
         if lifecycle && !scratch.lifecycle.isEmpty {
-            tracker.response(context: context, lines: scratch.lifecycle, time: nowMS)
+            tracker.response(context: context, lines: scratch.lifecycle.result(), time: nowMS)
         }
         if seenCount > 0 { observed.add(seenCount) }
         if changedCount > 0 { rewritten.add(changedCount) }
@@ -260,7 +263,7 @@ package final class RulesHooks: ProxyHooks, Sendable {
         guard let inspector else { return }
         inspector.responseForwarded(
             context: context, head: head, bytes: bytes, engine: current, dryRun: dryRun, time: Self.wallMilliseconds(),
-            judgement: lifecycle ? tracker.request(context.requestID) : nil)
+            judgement: lifecycle ? tracker.judged(context.requestID) : nil)
     }
 
     package static func applyHeaderActions(_ actions: [HeaderAction], to head: inout OutgoingHead) {
