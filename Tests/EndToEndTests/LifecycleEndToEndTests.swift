@@ -128,10 +128,11 @@ import Testing
         let rows = try #require(try ui.json("/api/exchanges") as? [[String: Any]])
         #expect(rows.count == 5)
         let counts = rows.map { ($0["verdicts"] as? [String: Int]) ?? [:] }
-        #expect(counts.map { $0["sent-as-expected"] ?? -1 } == [0, 1, 1, 0, 0])
-        #expect(counts.map { $0["sent-not-set"] ?? -1 } == [0, 0, 1, 0, 0])
-        #expect(counts.map { $0["sent-other-value"] ?? -1 } == [0, 0, 0, 1, 0])
-        #expect(counts.map { $0["expected-not-sent"] ?? -1 } == [0, 0, 0, 0, 1])
+        // The login judged nothing (no verdicts key); the others one verdict each.
+        #expect(counts.map { $0["sent-as-expected"] ?? -1 } == [-1, 1, 1, 0, 0])
+        #expect(counts.map { $0["sent-not-set"] ?? -1 } == [-1, 0, 1, 0, 0])
+        #expect(counts.map { $0["sent-other-value"] ?? -1 } == [-1, 0, 0, 1, 0])
+        #expect(counts.map { $0["expected-not-sent"] ?? -1 } == [-1, 0, 0, 0, 1])
         let last = try #require(rows.last?["seq"] as? Int)
         let detail = try #require(try ui.json("/api/exchanges/\(last)") as? [String: Any])
         let lifecycle = try #require(detail["lifecycle"] as? [String: Any])
