@@ -57,8 +57,9 @@ public final class InspectorStore: Sendable {
     /// overwrites them, cost more than the copy).
     public func responseForwarded(
         context: ExchangeContext, head: OutgoingHead, bytes: ArraySlice<UInt8>, engine: RuleEngine, dryRun: Bool,
-        time: Int64, judgement: RequestJudgement? = nil
+        time: Int64, judged: (RequestJudgement?, RequestSite.Kind?) = (nil, nil)
     ) {
+        let (judgement, site) = judged
         let slot = Int(context.requestID % UInt64(Self.pendingSlots))
         let pending = state.withLock { s -> Pending? in
             guard let request = s.pending[slot], request.id == context.requestID else { return nil }
@@ -74,7 +75,7 @@ public final class InspectorStore: Sendable {
             s.sequence += 1
             s.ring[s.next] = Exchange(
                 sequence: s.sequence, context: context, record: record, requestTime: request.time,
-                responseTime: time, engine: engine, dryRun: dryRun, judgement: judgement)
+                responseTime: time, engine: engine, dryRun: dryRun, judgement: judgement, site: site)
             s.next = (s.next + 1) % capacity
             s.count = min(s.count + 1, capacity)
             return s.wake
@@ -116,6 +117,8 @@ public final class Exchange: Sendable {
     public let dryRun: Bool
     /// The lifecycle's verdicts on the request's cookies (nil with `--lifecycle off`).
     public let judgement: RequestJudgement?
+    /// The request's site context (nil when nothing worked it out).
+    public let site: RequestSite.Kind?
     /// What the list shows, computed on first look and kept (a few hundred bytes; the whole analysis is several
     /// kilobytes and is computed again when asked for). Guarded by one lock for all exchanges (a lock each would
     /// cost every recording an allocation and a mutex initialisation, for something only a viewer contends for).
@@ -157,9 +160,10 @@ public final class Exchange: Sendable {
 
     init(
         sequence: UInt64, context: ExchangeContext, record: Record, requestTime: Int64, responseTime: Int64,
-        engine: RuleEngine, dryRun: Bool, judgement: RequestJudgement? = nil
+        engine: RuleEngine, dryRun: Bool, judgement: RequestJudgement? = nil, site: RequestSite.Kind? = nil
     ) {
         self.judgement = judgement
+        self.site = site
         self.sequence = sequence
         self.context = context
         self.record = record
@@ -254,7 +258,7 @@ public final class Exchange: Sendable {
             }
             let message = MessageContext(
                 scheme: e.context.scheme, host: e.context.host, port: e.context.port, path: e.context.path,
-                method: e.context.method, status: e.context.status)
+                method: e.context.method, status: e.context.status, site: e.site)
             let plan = e.engine.cookiePlan(message)
             let url = e.requestURL
             let now = e.responseTime / 1000
@@ -269,7 +273,9 @@ public final class Exchange: Sendable {
                     CookieLine(
                         received: received, forwarded: sent, wouldBe: e.dryRun ? outcome.result : nil,
                         rules: outcome.rules, changes: e.dryRun ? outcome.changes : RuleEngine.diff(received, sent),
-                        notes: outcome.notes, findings: CookieLint.findings(for: judged, from: url, now: now)))
+                        notes: outcome.notes,
+                        findings: CookieLint.findings(for: judged, from: url, now: now)
+                            + CookieLint.siteFindings(for: judged, site: e.site)))
             }
             cookies = lines
             self.added = added

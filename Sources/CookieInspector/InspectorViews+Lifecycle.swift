@@ -71,6 +71,7 @@ extension InspectorViews {
                         if !e.rules.isEmpty { fields.append(("rules", .array(e.rules.map { .string($0) }))) }
                         if let v = e.value { fields.append(("value", .string(value(v)))) }
                         if let d = e.detail { fields.append(("detail", .string(d))) }
+                        if let n = e.note { fields.append(("note", .string(n))) }
                         if let x = e.expiry { fields.append(("expires", .string(CookieDate.rfc3339(x)))) }
                         return .object(fields)
                     })

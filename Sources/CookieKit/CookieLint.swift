@@ -262,3 +262,43 @@ public enum CookieLint {
         return !digits.isEmpty && digits.allSatisfy(ASCII.isDigit)
     }
 }
+
+extension CookieLint {
+    /// What a Set-Cookie line meets in the site context of the response it came with (RFC 6265bis §5.2; the site
+    /// as ``RequestSite`` reads it from the request's headers). A cross-site subresource or frame response is a
+    /// third party's: SameSite=Lax or Strict refuses it everywhere (§5.7 step 21), no SameSite refuses it where Lax is
+    /// the default (Chromium; Firefox and WebKit keep it as None), and an unpartitioned SameSite=None cookie is
+    /// refused by every engine that blocks third-party cookies. A top-level navigation from another site may set any
+    /// cookie (§5.7 lets Lax and Strict through on top-level navigations).
+    public static func siteFindings(for setCookie: SetCookie, site: RequestSite.Kind?) -> [LintFinding] {
+        guard site == .crossSiteSubresource, setCookie.problem == nil else { return [] }
+        let a = setCookie.attributes
+        switch a.sameSite {
+        case .lax, .strict:
+            return [
+                LintFinding(
+                    code: "cross-site-samesite", severity: .rejects,
+                    message:
+                        "set by a cross-site subresource or frame response with SameSite=\(a.sameSite.rawValue): every browser refuses it (RFC 6265bis §5.7 step 21); a third party's cookie needs SameSite=None; Secure"
+                )
+            ]
+        case .default:
+            return [
+                LintFinding(
+                    code: "cross-site-samesite-default", severity: .warning,
+                    message:
+                        "set by a cross-site subresource or frame response without SameSite: Chromium refuses it (Lax by default); Firefox and WebKit keep it as SameSite=None; write SameSite=None; Secure"
+                )
+            ]
+        case .none:
+            guard a.secure, !a.partitioned else { return [] }
+            return [
+                LintFinding(
+                    code: "third-party-unpartitioned", severity: .warning,
+                    message:
+                        "a third party's cookie without Partitioned: Safari, WKWebView, Firefox (Total Cookie Protection) and Chrome in Incognito or with third-party cookies blocked do not keep or send it; Partitioned (CHIPS) keeps it per top-level site"
+                )
+            ]
+        }
+    }
+}

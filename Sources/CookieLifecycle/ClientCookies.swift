@@ -139,6 +139,8 @@ public struct ClientCookies: Sendable {
         var why: Why?
         /// The stored cookie's expiry (seconds since the epoch; nil for a session cookie).
         public var expiry: Int64?
+        /// What else is worth knowing (a Partitioned and an unpartitioned cookie of one name both held).
+        public var note: String?
         /// For Set-Cookie events: the line as received and as forwarded.
         public var received: String? { receivedBytes.map { String(decoding: $0, as: UTF8.self) } }
         public var forwarded: String? { forwardedBytes.map { String(decoding: $0, as: UTF8.self) } }
@@ -348,6 +350,10 @@ public struct ClientCookies: Sendable {
                 continue
             }
             let sent = e.forwardedBytes == e.receivedBytes ? received! : SetCookie(bytes: bytes)
+            // Whether a cookie of this name and the other partitioning is held (this line may replace it).
+            let otherPartitioning = jar.allCookies().contains {
+                $0.nameBytes.elementsEqual(sent.nameBytes) && $0.partitioned != sent.attributes.partitioned
+            }
             switch jar.receive(sent, from: url, context: request.site.jarContext) {
             case .failure(let rejection):
                 e.kind = .rejected
@@ -364,6 +370,10 @@ public struct ClientCookies: Sendable {
                     e.value = cookie.value
                     e.why = .stored(cookie)
                     e.expiry = cookie.expiry
+                    if otherPartitioning {
+                        e.note =
+                            "a Partitioned and an unpartitioned \(cookie.name) are both in play: engines that partition keep both (one per top-level site) and send the partitioned one where this site is a third party, the other where it is first party, so the server sees one value or the other by context"
+                    }
                 }
             }
             let name = sent.name

@@ -172,7 +172,9 @@ public struct HARAudit {
                 (forwarded, rules) = transform(line, facts, status)
                 if forwarded?.bytes != line.bytes { summary.rulesChanged += 1 }
             }
-            let findings = CookieLint.findings(for: forwarded ?? line, from: url, now: time / 1000, suffixes: suffixes)
+            let findings =
+                CookieLint.findings(for: forwarded ?? line, from: url, now: time / 1000, suffixes: suffixes)
+                + CookieLint.siteFindings(for: forwarded ?? line, site: site.kind)
             for f in findings { summary.findings[f.severity, default: 0] += 1 }
             results.append(SetCookieLine(received: line, forwarded: forwarded, rules: rules, findings: findings))
             feed.append(.init(received: line, forwarded: forwarded, rules: rules))

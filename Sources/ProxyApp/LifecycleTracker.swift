@@ -174,11 +174,12 @@ package final class LifecycleTracker: Sendable {
         }
     }
 
-    /// A request's judgement when it judged any cookie (what the inspector keeps with an exchange).
-    package func judged(_ id: UInt64) -> Request? {
+    /// What the inspector keeps with an exchange: its request's judgement when it judged any cookie, and its site.
+    package func judged(_ id: UInt64) -> (RequestJudgement?, RequestSite.Kind?) {
         state.withLock { s in
             let slot = Int(id % UInt64(Self.keptRequests))
-            return s.ids[slot] == id && !s.verdicts[slot].isEmpty ? s.judgement(id) : nil
+            guard s.ids[slot] == id else { return (nil, nil) }
+            return (s.verdicts[slot].isEmpty ? nil : s.judgement(id), s.sites[slot].kind)
         }
     }
 

@@ -453,8 +453,10 @@ extension LogSink {
             var record = TransformationRecord(
                 time: time, requestID: c.requestID, client: c.clientAddress, method: c.method, url: c.url,
                 status: c.status ?? 0, outcome: outcome, findings: [], dryRun: dryRun)
-            record.findings = CookieLint.findings(
-                for: outcome.result ?? outcome.original, from: message.requestURL, now: time / 1000)
+            let judged = outcome.result ?? outcome.original
+            record.findings =
+                CookieLint.findings(for: judged, from: message.requestURL, now: time / 1000)
+                + CookieLint.siteFindings(for: judged, site: message.site)
             return record
         }
     }
@@ -471,6 +473,7 @@ extension LogSink {
         let host: String
         let port: Int
         let path: String
+        let site: RequestSite.Kind?
         let second: Int64
         let dryRun: Bool
         /// The record's cookie part (held without reference counting: a hit copies it out without a retain).
@@ -483,7 +486,7 @@ extension LogSink {
             self.digest = digest
             (original, result) = lines
             (rulesLow, rulesHigh) = rules
-            (scheme, host, port, path) = (m.scheme, m.host, m.port, m.path)
+            (scheme, host, port, path, site) = (m.scheme, m.host, m.port, m.path, m.site)
             self.second = second
             self.dryRun = dryRun
             var copy = JSONWriter(capacity: json.count)
@@ -501,7 +504,7 @@ extension LogSink {
                 result.map({ Self.same(self.result!, $0) }) ?? true,
                 rulesHigh.isEmpty ? !edit.matchedRulesBeyond64 : rulesHigh == edit.matchedRules.high
             else { return false }
-            return port == m.port && host == m.host && path == m.path && scheme == m.scheme
+            return port == m.port && site == m.site && host == m.host && path == m.path && scheme == m.scheme
         }
 
         static func same(_ x: [UInt8], _ b: UnsafeBufferPointer<UInt8>) -> Bool {

@@ -10,13 +10,16 @@ package final class ProxyRuntime {
     package let hooks: RulesHooks
     package let banner: String
     package let rulesPath: String?
+    /// Rules appended after the files' at every load (`--emulate`).
+    package let extraRules: [Rule]
     private var fingerprint: String
     private let sink: LogSink?
     /// The last reload: time, whether it took, and what was said (null until one happens).
     package let reloadStatus = Locked<JSONValue>(.null)
 
-    package init(hooks: RulesHooks, banner: String, rulesPath: String?, sink: LogSink?) {
+    package init(hooks: RulesHooks, banner: String, rulesPath: String?, sink: LogSink?, extraRules: [Rule] = []) {
         self.hooks = hooks
+        self.extraRules = extraRules
         self.banner = banner
         self.rulesPath = rulesPath
         self.sink = sink
@@ -29,7 +32,8 @@ package final class ProxyRuntime {
         fingerprint = RulesFiles.fingerprint(rulesPath)
         let stamp = Self.now()
         do {
-            let set = try RulesFiles.load(rulesPath)
+            var set = try RulesFiles.load(rulesPath)
+            set.rules += extraRules
             hooks.replace(RuleEngine(set))
             Console.err("cookie-proxy: rules reloaded (\(reason)): \(set.rules.count) rules from \(rulesPath)")
             reloadStatus.withLock {

@@ -166,7 +166,8 @@ package final class RulesHooks: ProxyHooks, Sendable {
         // The message's context lives in the plan (one copy of its strings per response, not two); it is built
         // only when the rules or the log read it.
         var message = engine.readsMessageContext || sink != nil ? Self.messageContext(context) : .unread
-        if engine.readsSite { message.site = tracker.site(of: context.requestID)?.kind }
+        // The request's site context, for `site` conditions and the log's cross-site findings.
+        if engine.readsSite || (lifecycle && sink != nil) { message.site = tracker.site(of: context.requestID)?.kind }
         let plan = engine.cookiePlan(message)
         if !dryRun { Self.applyHeaderActions(engine.responseHeaderActions(plan.context), to: &head) }
         guard dryRun || lifecycle || !plan.isEmpty else { return }
@@ -263,7 +264,7 @@ package final class RulesHooks: ProxyHooks, Sendable {
         guard let inspector else { return }
         inspector.responseForwarded(
             context: context, head: head, bytes: bytes, engine: current, dryRun: dryRun, time: Self.wallMilliseconds(),
-            judgement: lifecycle ? tracker.judged(context.requestID) : nil)
+            judged: lifecycle ? tracker.judged(context.requestID) : (nil, nil))
     }
 
     package static func applyHeaderActions(_ actions: [HeaderAction], to head: inout OutgoingHead) {

@@ -83,6 +83,7 @@ extension AuditCommand {
             }
             if let event = line.event {
                 out += "     jar:      \(event.kind.rawValue)\(event.detail.map { ": \($0)" } ?? "")\n"
+                if let note = event.note { out += "     note:     \(note)\n" }
             }
             for f in line.findings { out += "     \(f.severity.rawValue): \(f.code): \(f.message)\n" }
         }
@@ -109,7 +110,7 @@ extension AuditCommand {
                             ("after", JSONValue(line.forwarded?.description)),
                             ("rules", .array(line.rules.map { .string($0) })),
                             ("jar", JSONValue(line.event?.kind.rawValue)),
-                            ("jarDetail", JSONValue(line.event?.detail)),
+                            ("jarDetail", JSONValue(line.event?.detail)), ("note", JSONValue(line.event?.note)),
                             (
                                 "findings",
                                 .array(

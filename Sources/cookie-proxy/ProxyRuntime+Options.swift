@@ -49,6 +49,11 @@ extension ProxyRuntime {
                 "Replay each client's cookies and judge every request's Cookie header against them (expected vs"
                 + " sent), for the log and the inspector.",
             defaultValue: "on")
+        static let emulate = OptionSpec(
+            names: ["--emulate"], value: "browser",
+            help:
+                "Add a browser's cookie policy to the rules: safari (WebKit, every WKWebView: unpartitioned"
+                + " third-party cookies neither kept nor sent).")
         static let clientBy = OptionSpec(
             names: ["--client-by"], value: "address|header:NAME",
             help:
@@ -59,7 +64,7 @@ extension ProxyRuntime {
     static let options: [OptionSpec] = [
         Option.dryRun, Option.log, Option.logFormat, Option.logValues, Option.logOverflow, Option.logQueue,
         Option.intercept, Option.interceptAll, Option.upstreamCa, Option.insecureUpstream, Option.lifecycle,
-        Option.clientBy,
+        Option.clientBy, Option.emulate,
     ]
 
     /// `terminal`: the shared view of stdout and stderr when both are a terminal with a live status line.
@@ -76,6 +81,21 @@ extension ProxyRuntime {
             } catch {
                 throw UsageError(message: "\(error)", command: command, exitStatus: 2)
             }
+        }
+        var extraRules: [Rule] = []
+        if let name = args.value(Option.emulate) {
+            do {
+                guard let preset = try Presets.rules(name) else {
+                    throw UsageError(
+                        message: "--emulate must be one of \(Presets.names.joined(separator: ", "))", command: command)
+                }
+                extraRules = preset
+            } catch let error as UsageError {
+                throw error
+            } catch {
+                throw UsageError(message: "\(error)", command: command, exitStatus: 2)
+            }
+            ruleSet.rules += extraRules
         }
         let dryRun = args.flag(Option.dryRun)
         let sink: LogSink?
@@ -142,7 +162,10 @@ extension ProxyRuntime {
         }
         banner +=
             "  log:          \(args.value(orDefault: Option.log) ?? "")\(args.flag(Option.logValues) ? " (cookie values shown)" : " (cookie values redacted)")\(args.value(Option.log).map { $0 == "none" ? "" : " — reopened on SIGUSR1" } ?? "")\n"
-        return ProxyRuntime(hooks: hooks, banner: banner, rulesPath: rulesPath, sink: sink)
+        if let name = args.value(Option.emulate) {
+            banner += "  emulate:      \(name) (its rules follow yours; see rules/README.md)\n"
+        }
+        return ProxyRuntime(hooks: hooks, banner: banner, rulesPath: rulesPath, sink: sink, extraRules: extraRules)
     }
 
 }

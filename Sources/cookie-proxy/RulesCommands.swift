@@ -113,7 +113,9 @@ enum TryCommand {
         let cookies = inputs.map { SetCookie(ParseCommand.stripHeaderName($0)) }
         let outcomes = engine.apply(to: cookies, context: context, now: now)
         for outcome in outcomes {
-            let findings = CookieLint.findings(for: outcome.result ?? outcome.original, from: url, now: now)
+            let findings =
+                CookieLint.findings(for: outcome.result ?? outcome.original, from: url, now: now)
+                + CookieLint.siteFindings(for: outcome.result ?? outcome.original, site: context.site)
             if format == "json" {
                 Console.out(
                     JSONValue.object([

@@ -321,3 +321,57 @@ import Testing
         }
     }
 }
+
+/// `run --emulate safari`: in a cross-site subresource or frame, an unpartitioned cookie is neither kept (its
+/// Set-Cookie dropped) nor sent (taken out of the Cookie header), a partitioned one is; the log says which rule
+/// blocked which cookie. Without the switch nothing is touched.
+@Suite(.serialized) struct EmulateEndToEndTests {
+    @Test(arguments: [true, false])
+    func safariBlocksUnpartitionedThirdPartyCookies(_ emulate: Bool) throws {
+        let dir = try InterceptionEndToEndTests.home()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let upstream = try Upstream()
+        let proxy = try Proxy(
+            ["--log", dir + "/log.jsonl", "--ui", "off"] + (emulate ? ["--emulate", "safari"] : []),
+            environment: ["COOKIE_PROXY_HOME": dir])
+        let base = "http://localhost:\(upstream.port)"
+        let thirdParty = [
+            "-H", "Sec-Fetch-Site: cross-site", "-H", "Sec-Fetch-Dest: iframe", "-H", "Sec-Fetch-Mode: navigate",
+        ]
+        // First party: both cookies kept (loopback is a secure context, so Secure cookies stick over http).
+        let set = LifecycleEndToEndTests.setcookie([
+            "u=1; SameSite=None; Secure", "p=2; SameSite=None; Secure; Partitioned",
+        ])
+        let first = try curl([
+            "-s", "-D", "-", "-o", "/dev/null", "-x", proxy.url, "-H", "Sec-Fetch-Site: none", base + set,
+        ])
+        #expect(first.text.contains("Set-Cookie: u=1") && first.text.contains("Set-Cookie: p=2"))
+        // Third party: the request's unpartitioned cookie is taken out, the partitioned one sent.
+        let read = try curl(["-s", "-x", proxy.url, "-H", "Cookie: u=1; p=2"] + thirdParty + [base + "/read"])
+        #expect(read.text.contains(emulate ? "COOKIE[p=2]" : "COOKIE[u=1; p=2]"), "\(read.text)")
+        // Third party: its unpartitioned Set-Cookie is dropped, the partitioned one forwarded.
+        let again = LifecycleEndToEndTests.setcookie([
+            "t=1; SameSite=None; Secure", "q=1; SameSite=None; Secure; Partitioned",
+        ])
+        let response = try curl(["-s", "-D", "-", "-o", "/dev/null", "-x", proxy.url] + thirdParty + [base + again])
+        #expect(response.text.contains("Set-Cookie: t=1") == !emulate, "\(response.text)")
+        #expect(response.text.contains("Set-Cookie: q=1"))
+        proxy.process.signal(SIGTERM)
+        #expect(proxy.process.waitForExit() == 0)
+        let records = try String(contentsOfFile: dir + "/log.jsonl", encoding: .utf8).split(separator: "\n").map {
+            try JSONSerialization.jsonObject(with: Data($0.utf8)) as! [String: Any]
+        }.filter { $0["record"] == nil }
+        let blocked = records.map {
+            "\($0["side"] as? String ?? "response") \($0["cookie"] as? String ?? "") \(($0["rules"] as? [String])?.first ?? "")"
+        }
+        #expect(
+            blocked
+                == (emulate
+                    ? [
+                        "request u Safari: third-party Cookie not sent",
+                        "response t Safari: third-party Set-Cookie blocked",
+                    ]
+                    : []),
+            "\(blocked)")
+    }
+}
