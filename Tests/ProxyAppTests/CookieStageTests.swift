@@ -115,3 +115,18 @@ import Testing
         #expect(lines.allSatisfy { $0.contains("\"requestId\":7") })
     }
 }
+
+/// The preset the binary carries is the one rules/README.md shows, and it reads as rules.
+@Suite struct PresetTextTests {
+    @Test func theSafariPresetIsDocumentedAsItIs() throws {
+        let readme = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("rules/README.md")
+        let text = try String(contentsOf: readme, encoding: .utf8)
+        let section = try #require(text.components(separatedBy: "## `run --emulate safari`").dropFirst().first)
+        let block = try #require(section.components(separatedBy: "```\n").dropFirst().first)
+        #expect(block == Presets.safari)
+        let rules = try #require(try Presets.rules("safari"))
+        #expect(rules.map(\.name) == ["Safari: third-party Set-Cookie blocked", "Safari: third-party Cookie not sent"])
+        #expect(try Presets.rules("netscape") == nil)
+    }
+}
