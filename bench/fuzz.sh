@@ -4,13 +4,14 @@
 # reading: the strict and the lenient reader of Tests/ProxyCoreTests/TwoReadings.swift agree), the Set-Cookie
 # parser (lossless round trip), the rules parser (an error, never a crash), the rules' shape cache (what it
 # answers is what the full path works out) and the HTTP/2 sessions (every request the client side passes on, and
-# every response the upstream side makes, has one reading).
+# every response the upstream side makes, has one reading), the HAR reader and audit (no crash; the JSON reader
+# reads its own writing back the same) and the request-cookie edits (one pair's bytes change, no other).
 # Usage: bench/fuzz.sh [SECONDS=60] [TARGET...]   (each target runs SECONDS; corpora kept in .build/fuzz/corpus)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SECS=${1:-60}; shift || true
 TARGETS=("$@")
-[ ${#TARGETS[@]} -gt 0 ] || TARGETS=(RequestHead ResponseHead ChunkedDecoder ConnectionMachine SetCookieRoundTrip RulesParser ShapeCache HTTP2Session HTTP2ClientSession)
+[ ${#TARGETS[@]} -gt 0 ] || TARGETS=(RequestHead ResponseHead ChunkedDecoder ConnectionMachine SetCookieRoundTrip RulesParser ShapeCache HTTP2Session HTTP2ClientSession HARAudit CookieHeaderEdit)
 OUT=.build/fuzz
 mkdir -p "$OUT/corpus"
 FLAGS=(-sanitize=fuzzer,address -parse-as-library -O -g -package-name cookie_proxy -I "$OUT" -L "$OUT" -I Sources/CNGHTTP2)
@@ -26,9 +27,11 @@ module ProxyCore Sources/ProxyCore/*.swift
 module CookieKit Sources/CookieKit/*.swift
 module CookieRules Sources/CookieRules/*.swift
 module ProxyHTTP2 Sources/ProxyHTTP2/*.swift
+module CookieLifecycle Sources/CookieLifecycle/*.swift
 for t in "${TARGETS[@]}"; do
   case $t in
-    SetCookieRoundTrip) libs=(-lCookieKit -lHTTPGrammar); extra=() ;;
+    SetCookieRoundTrip | CookieHeaderEdit) libs=(-lCookieKit -lHTTPGrammar); extra=() ;;
+    HARAudit) libs=(-lCookieLifecycle -lCookieKit -lHTTPGrammar); extra=() ;;
     RulesParser | ShapeCache) libs=(-lCookieRules -lCookieKit -lHTTPGrammar); extra=() ;;
     HTTP2Session | HTTP2ClientSession)
       libs=(-lProxyHTTP2 -lProxyCore -lHTTPGrammar -lnghttp2); extra=(Tests/ProxyCoreTests/TwoReadings.swift Fuzz/H2FuzzFrames.swift) ;;
