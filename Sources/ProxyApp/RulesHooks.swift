@@ -93,7 +93,7 @@ package final class RulesHooks: ProxyHooks, Sendable {
         // The site context (RFC 6265bis §5.2) when the lifecycle or a `site` condition reads it; kept for the
         // response by the tracker.
         var site: RequestSite? = nil
-        var client = context.clientAddress
+        var judgedClient: String? = nil
         if lifecycle || engine.readsSite {
             let s = tracker.site(of: head.source, context: context)
             site = s
@@ -101,14 +101,14 @@ package final class RulesHooks: ProxyHooks, Sendable {
                 // Judged on the Cookie header as the client sent it: the browser's behaviour, before any rule. The
                 // log gets the requests where something was not as expected (all of their verdicts).
                 let r = tracker.request(head: head.source, context: context, site: s, time: time)
-                client = r.client
+                judgedClient = r.client
                 if let sink, r.verdicts.contains(where: { $0.kind != .sentAsExpected }) {
                     sink.submit(
                         records: LifecycleLog.record(r, context: context, time: time, redaction: sink.redaction),
                         count: 1)
                 }
             } else {
-                tracker.note(context.requestID, client: client, site: s)
+                tracker.note(context.requestID, client: context.clientAddress, site: s)
             }
         }
         guard engine.touchesRequests else { return }
@@ -117,7 +117,8 @@ package final class RulesHooks: ProxyHooks, Sendable {
         if !dryRun { Self.applyHeaderActions(engine.requestHeaderActions(message), to: &head) }
         if engine.editsRequestCookies {
             editRequestCookies(
-                &head, engine: engine, context: context, message: message, client: client, site: site, time: time)
+                &head, engine: engine, context: context, message: message,
+                client: judgedClient ?? context.clientAddress, site: site, time: time)
         }
         guard !dryRun else { return }
         for index in head.indices(of: .cookie) {
@@ -165,10 +166,16 @@ package final class RulesHooks: ProxyHooks, Sendable {
         let engine = current
         // The message's context lives in the plan (one copy of its strings per response, not two); it is built
         // only when the rules or the log read it.
-        var message = engine.readsMessageContext || sink != nil ? Self.messageContext(context) : .unread
-        // The request's site context, for `site` conditions and the log's cross-site findings.
-        if engine.readsSite || (lifecycle && sink != nil) { message.site = tracker.site(of: context.requestID)?.kind }
-        let plan = engine.cookiePlan(message)
+        let plan: RuleEngine.CookiePlan
+        if engine.readsSite || (lifecycle && sink != nil) {
+            // The request's site context, for `site` conditions and the log's cross-site findings.
+            var message = Self.messageContext(context)
+            message.site = tracker.site(of: context.requestID)?.kind
+            plan = engine.cookiePlan(message)
+        } else {
+            plan = engine.cookiePlan(
+                engine.readsMessageContext || sink != nil ? Self.messageContext(context) : .unread)
+        }
         if !dryRun { Self.applyHeaderActions(engine.responseHeaderActions(plan.context), to: &head) }
         guard dryRun || lifecycle || !plan.isEmpty else { return }
         var nowMS: Int64 = 0
