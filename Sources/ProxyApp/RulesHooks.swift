@@ -80,8 +80,9 @@ package final class RulesHooks: ProxyHooks, Sendable {
         interceptFlags.matches(host) || ruleHosts.withLock { $0.matches(host) }
     }
 
-    package static func messageContext(_ c: ExchangeContext) -> MessageContext {
-        MessageContext(scheme: c.scheme, host: c.host, port: c.port, path: c.path, method: c.method, status: c.status)
+    package static func messageContext(_ c: ExchangeContext, site: RequestSite.Kind? = nil) -> MessageContext {
+        MessageContext(
+            scheme: c.scheme, host: c.host, port: c.port, path: c.path, method: c.method, status: c.status, site: site)
     }
 
     package func willForwardRequest(_ head: inout OutgoingHead, context: ExchangeContext) {
@@ -166,16 +167,11 @@ package final class RulesHooks: ProxyHooks, Sendable {
         let engine = current
         // The message's context lives in the plan (one copy of its strings per response, not two); it is built
         // only when the rules or the log read it.
-        let plan: RuleEngine.CookiePlan
-        if engine.readsSite || (lifecycle && sink != nil) {
-            // The request's site context, for `site` conditions and the log's cross-site findings.
-            var message = Self.messageContext(context)
-            message.site = tracker.site(of: context.requestID)?.kind
-            plan = engine.cookiePlan(message)
-        } else {
-            plan = engine.cookiePlan(
-                engine.readsMessageContext || sink != nil ? Self.messageContext(context) : .unread)
-        }
+        // The request's site context is read for `site` conditions and the log's cross-site findings.
+        let plan = engine.cookiePlan(
+            engine.readsSite || (lifecycle && sink != nil)
+                ? Self.messageContext(context, site: tracker.site(of: context.requestID)?.kind)
+                : engine.readsMessageContext || sink != nil ? Self.messageContext(context) : .unread)
         if !dryRun { Self.applyHeaderActions(engine.responseHeaderActions(plan.context), to: &head) }
         guard dryRun || lifecycle || !plan.isEmpty else { return }
         var nowMS: Int64 = 0
