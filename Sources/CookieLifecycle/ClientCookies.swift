@@ -203,12 +203,20 @@ public struct ClientCookies: Sendable {
         var hostOnly: Bool
         init(_ c: StoredCookie) { (name, domain, path, hostOnly) = (c.nameBytes, c.domain, c.path, c.hostOnly) }
     }
-    public private(set) var timelines: [String: [Event]] = [:]
+    /// One name's events, changed in place (a repeat counted into it is no dictionary update).
+    final class Timeline: @unchecked Sendable {
+        var events: [Event] = []
+        var touched: UInt64 = 0
+    }
+    private var timelineStorage: [String: Timeline] = [:]
+    /// Each cookie name's events, oldest first.
+    public var timelines: [String: [Event]] { timelineStorage.mapValues(\.events) }
+    /// One name's events, oldest first.
+    public func timeline(_ name: String) -> [Event] { timelineStorage[name]?.events ?? [] }
     /// Whether the client keeps cookies: it has sent a Cookie header or Fetch Metadata (a browser). Requests of a
     /// client that does neither (curl without a jar, a load generator, a health check) are not judged: each would
     /// only say that every cookie was expected and not sent.
     public private(set) var keepsCookies = false
-    private var touched: [String: UInt64] = [:]
     private var tick: UInt64 = 0
 
     /// `keepsCookies`: judge every request from the first (a browser's recording, whose client surely keeps them).
@@ -303,9 +311,11 @@ public struct ClientCookies: Sendable {
         var request: Request
         var generation: UInt64
         /// Per line: its name, and for a stored cookie the cookie and the attributes its expiry comes from.
-        var outcomes: [(name: String, stored: (StoredCookie, CookieAttributes)?)]
+        var outcomes: [(timeline: Timeline, stored: (StoredCookie, CookieAttributes)?)]
     }
     private var lastReplay: LastReplay? = nil
+    /// How often a shortcut was taken (a block refreshed, a request judged as before): for the tests.
+    private(set) var shortcutsTaken = 0
 
     /// Replaying the lines of the last replay again: what each would do is known (a refused line is refused again,
     /// the jar being as it was; a stored one replaces itself, its expiry counted from now), so the jar's cookies are
@@ -316,7 +326,7 @@ public struct ClientCookies: Sendable {
         guard jar.generation == last.generation else { return nil }
         var events: [Event] = []
         events.reserveCapacity(last.outcomes.count)
-        for (name, stored) in last.outcomes {
+        for (timeline, stored) in last.outcomes {
             var expiry: Int64? = nil
             if let (cookie, attributes) = stored {
                 expiry = attributes.expiry(now: clock.now)
@@ -324,15 +334,17 @@ public struct ClientCookies: Sendable {
                 if let e = expiry, e <= clock.now { return nil }
                 guard jar.refresh(cookie, expiry: expiry) else { return nil }
             }
-            if let e = bump(name: name, request, times: times, expiry: expiry) { events.append(e) }
+            if let e = bump(timeline, request, times: times, expiry: expiry) { events.append(e) }
         }
+        shortcutsTaken += 1
         return events
     }
 
     private mutating func replay(_ request: Request, _ lines: SetLines, times: Int = 1) -> [Event] {
         clock.now = request.time / 1000
         if let repeated = repeatLastReplay(request, lines, times: times) { return repeated }
-        var outcomes: [(name: String, stored: (StoredCookie, CookieAttributes)?)] = []
+        var outcomes: [(timeline: Timeline, stored: (StoredCookie, CookieAttributes)?)] = []
+        var names: [String] = []
         var memoable = true
         var events: [Event] = []
         let url = request.url
@@ -345,8 +357,10 @@ public struct ClientCookies: Sendable {
             guard let bytes = line.forwarded else {
                 guard let received else { continue }
                 e.why = .text("a rule dropped the line; the client never saw it")
-                outcomes.append((received.name, nil))
-                events.append(append(e, name: received.name))
+                let (kept, timeline) = append(e, name: received.name)
+                outcomes.append((timeline, nil))
+                names.append(received.name)
+                events.append(kept)
                 continue
             }
             let sent = e.forwardedBytes == e.receivedBytes ? received! : SetCookie(bytes: bytes)
@@ -377,16 +391,18 @@ public struct ClientCookies: Sendable {
                 }
             }
             let name = sent.name
+            let (kept, timeline) = append(e, name: name)
             if e.kind == .stored, case .stored(let c) = e.why {
-                outcomes.append((name, (c, sent.attributes)))
+                outcomes.append((timeline, (c, sent.attributes)))
             } else {
                 // Deleting is not repeated by refreshing; a refusal is (the jar as it was refuses it again).
                 if e.kind == .deleted { memoable = false }
-                outcomes.append((name, nil))
+                outcomes.append((timeline, nil))
             }
-            events.append(append(e, name: name))
+            names.append(name)
+            events.append(kept)
         }
-        memoable = memoable && Set(outcomes.map(\.name)).count == outcomes.count
+        memoable = memoable && Set(names).count == names.count
         lastReplay =
             memoable ? LastReplay(lines: lines, request: request, generation: jar.generation, outcomes: outcomes) : nil
         return events
@@ -447,11 +463,12 @@ public struct ClientCookies: Sendable {
             v.reason = whyNotSent(c, request)
             verdicts.append(v)
         }
+        var verdictTimelines: [Timeline] = []
         for v in verdicts {
             var e = Event(kind: Event.Kind(rawValue: v.kind.rawValue)!, request)
             e.value = v.sent ?? v.expected
             e.why = v.reason.map { .text($0.message) }
-            append(e, name: v.name)
+            verdictTimelines.append(append(e, name: v.name).1)
         }
         // Every cookie as expected: the same request with the same header, nothing stored or removed since, is
         // judged the same (a judgement with a reason may depend on the time, and is made again).
@@ -459,7 +476,7 @@ public struct ClientCookies: Sendable {
             verdicts.allSatisfy({ $0.kind == .sentAsExpected })
             ? LastRequest(
                 request: request, header: cookieHeader?.bytes, generation: jar.generation, verdicts: verdicts,
-                sent: sentCookies) : nil
+                timelines: verdictTimelines, sent: sentCookies) : nil
         return verdicts
     }
 
@@ -468,6 +485,7 @@ public struct ClientCookies: Sendable {
         var header: [UInt8]?
         var generation: UInt64
         var verdicts: [CookieVerdict]
+        var timelines: [Timeline]
         /// The cookies the jar sent (their access time is set again).
         var sent: [StoredCookie]
     }
@@ -478,8 +496,9 @@ public struct ClientCookies: Sendable {
         jar.purgeExpired()
         guard jar.generation == last.generation else { return nil }
         jar.touch(last.sent)
-        for v in last.verdicts {
-            guard bumpVerdict(name: v.name, kind: .sentAsExpected, value: v.sent, request) else {
+        shortcutsTaken += 1
+        for (v, timeline) in zip(last.verdicts, last.timelines) {
+            guard bumpVerdict(timeline, kind: .sentAsExpected, value: v.sent, request) else {
                 var e = Event(kind: .sentAsExpected, request)
                 e.value = v.sent
                 append(e, name: v.name)
@@ -491,16 +510,19 @@ public struct ClientCookies: Sendable {
 
     /// Counts one more of a name's latest verdict event of `kind` with `value` (the latest event, or the one
     /// before it when a response's line alternates with it); false when there is none.
-    private mutating func bumpVerdict(name: String, kind: Event.Kind, value: String?, _ r: Request) -> Bool {
-        guard var list = timelines.removeValue(forKey: name), !list.isEmpty else { return false }
-        defer { timelines[name] = list }
-        let k = list.count >= 2 && !list[list.count - 1].kind.isRequest ? list.count - 2 : list.count - 1
-        guard list[k].kind == kind, list[k].value == value, list[k].site == r.site.kind else { return false }
+    private mutating func bumpVerdict(_ t: Timeline, kind: Event.Kind, value: String?, _ r: Request) -> Bool {
+        let n = t.events.count
+        // A timeline the name limit let go (`touched` 0) is no longer this client's: not counted into.
+        guard n > 0, t.touched > 0 else { return false }
+        let k = n >= 2 && !t.events[n - 1].kind.isRequest ? n - 2 : n - 1
+        guard t.events[k].kind == kind, t.events[k].value == value, t.events[k].site == r.site.kind else {
+            return false
+        }
         tick += 1
-        touched[name] = tick
-        list[k].count += 1
-        list[k].lastRequestID = r.id
-        list[k].lastTime = r.time
+        t.touched = tick
+        t.events[k].count += 1
+        t.events[k].lastRequestID = r.id
+        t.events[k].lastTime = r.time
         return true
     }
 
@@ -564,7 +586,7 @@ public struct ClientCookies: Sendable {
                     + (finding.map { "; its line has \($0.code): \($0.message)" } ?? ""))
             return v
         }
-        let history = timelines[text] ?? []
+        let history = timeline(text)
         if let last = history.last(where: { $0.kind == .rejected || $0.kind == .deleted || $0.kind == .stored }) {
             switch last.kind {
             case .rejected:
@@ -599,49 +621,58 @@ public struct ClientCookies: Sendable {
 
     /// Counts one more of the latest event of a name's timeline (the latest, or the one before it when the two
     /// alternate, as a response's line and a request's verdict do).
-    private mutating func bump(name: String, _ r: Request, times: Int, expiry: Int64?) -> Event? {
-        guard var list = timelines.removeValue(forKey: name), !list.isEmpty else { return nil }
-        defer { timelines[name] = list }
+    private mutating func bump(_ t: Timeline, _ r: Request, times: Int, expiry: Int64?) -> Event? {
+        let n = t.events.count
+        guard n > 0, t.touched > 0 else { return nil }
         tick += 1
-        touched[name] = tick
-        let k = list.count >= 2 && list[list.count - 1].kind.isRequest ? list.count - 2 : list.count - 1
-        guard !list[k].kind.isRequest else { return nil }
-        list[k].count += times
-        list[k].lastRequestID = r.id
-        list[k].lastTime = r.time
-        if list[k].kind == .stored { list[k].expiry = expiry }
-        return list[k]
+        t.touched = tick
+        let k = n >= 2 && t.events[n - 1].kind.isRequest ? n - 2 : n - 1
+        guard !t.events[k].kind.isRequest else { return nil }
+        t.events[k].count += times
+        t.events[k].lastRequestID = r.id
+        t.events[k].lastTime = r.time
+        if t.events[k].kind == .stored { t.events[k].expiry = expiry }
+        return t.events[k]
     }
 
-    /// Adds an event to its name's timeline (counted into the last one when it repeats it); returns it as kept.
+    /// Adds an event to its name's timeline (counted into the last one when it repeats it); returns it as kept,
+    /// and the timeline.
     @discardableResult
-    private mutating func append(_ e: Event, name: String) -> Event {
+    private mutating func append(_ e: Event, name: String) -> (Event, Timeline) {
         tick += 1
-        touched[name] = tick
-        if var list = timelines.removeValue(forKey: name) {
-            defer { timelines[name] = list }
-            // The last event, or the one before it when the two alternate (a refreshed cookie and its sending).
-            let candidates = list.count >= 2 ? [list.count - 1, list.count - 2] : [list.count - 1]
-            if let k = candidates.first(where: { list[$0].repeats(e) }),
-                k == list.count - 1 || list[list.count - 1].kind.isRequest != e.kind.isRequest
+        let t: Timeline
+        if let found = timelineStorage[name] {
+            t = found
+        } else {
+            if timelineStorage.count >= Self.namesPerClient,
+                let oldest = timelineStorage.min(by: { $0.value.touched < $1.value.touched })
             {
-                list[k].count += e.count
-                list[k].lastRequestID = e.requestID
-                list[k].lastTime = e.time
-                list[k].expiry = e.expiry
-                if case .stored = e.why { list[k].why = e.why }
-                return list[k]
+                // Let go: a shortcut still holding it sees `touched` 0 and counts nothing into it.
+                oldest.value.touched = 0
+                timelineStorage[oldest.key] = nil
+            }
+            t = Timeline()
+            timelineStorage[name] = t
+        }
+        t.touched = tick
+        let n = t.events.count
+        if n > 0 {
+            // The last event, or the one before it when the two alternate (a refreshed cookie and its sending).
+            let candidates = n >= 2 ? [n - 1, n - 2] : [n - 1]
+            if let k = candidates.first(where: { t.events[$0].repeats(e) }),
+                k == n - 1 || t.events[n - 1].kind.isRequest != e.kind.isRequest
+            {
+                t.events[k].count += e.count
+                t.events[k].lastRequestID = e.requestID
+                t.events[k].lastTime = e.time
+                t.events[k].expiry = e.expiry
+                if case .stored = e.why { t.events[k].why = e.why }
+                return (t.events[k], t)
             }
             // Oldest out a quarter at a time, so that a long timeline is not shifted for every event.
-            if list.count >= Self.eventsPerCookie { list.removeFirst(Self.eventsPerCookie / 4) }
-            list.append(e)
-            return e
+            if n >= Self.eventsPerCookie { t.events.removeFirst(Self.eventsPerCookie / 4) }
         }
-        if timelines.count >= Self.namesPerClient, let oldest = touched.min(by: { $0.value < $1.value })?.key {
-            timelines[oldest] = nil
-            touched[oldest] = nil
-        }
-        timelines[name] = [e]
-        return e
+        t.events.append(e)
+        return (e, t)
     }
 }

@@ -240,7 +240,7 @@ package final class LifecycleTracker: Sendable {
                 // A client not yet known to keep cookies has its responses replayed now.
                 let c = s.clients[key]!
                 c.cookies.settle()
-                for e in c.cookies.timelines[name] ?? [] { out.append((key, e)) }
+                for e in c.cookies.timeline(name) { out.append((key, e)) }
             }
             return out.sorted { $0.1.time < $1.1.time || ($0.1.time == $1.1.time && $0.1.requestID < $1.1.requestID) }
         }
