@@ -31,7 +31,7 @@ let package = Package(
         .target(name: "CookieAudit", dependencies: ["CookieKit", "CookieRules", "CCurl"]),
         // Pure: each client's cookies across requests (the jar replayed from what the client was sent, its Cookie
         // headers judged against it, a timeline per cookie) and the site context of a request.
-        .target(name: "CookieLifecycle", dependencies: ["CookieKit"]),
+        .target(name: "CookieLifecycle", dependencies: ["CookieKit"], swiftSettings: hotPath),
         // Runs the scenario corpora of shared/conformance against the jar (tests and `cookie-proxy conformance`).
         .target(name: "CookieConformance", dependencies: ["CookieKit"]),
         // Sans-I/O HTTP/1.1 codec and the per-connection proxy state machine.

@@ -347,29 +347,25 @@ public struct CookieJar: Sendable {
     /// The generation does not change. False when the jar does not hold it.
     public mutating func refresh(_ cookie: StoredCookie, expiry: Int64?) -> Bool {
         let now = clock()
-        guard var list = byDomain[cookie.domain],
-            let index = list.firstIndex(where: {
+        // Changed in place, in one access to the domain's list (a copy out and back would copy the list).
+        let found =
+            byDomain[cookie.domain]?.updateFirst(where: {
                 $0.nameBytes == cookie.nameBytes && $0.hostOnly == cookie.hostOnly && $0.path == cookie.path
-            })
-        else { return false }
-        list[index].expiry = expiry
-        list[index].lastAccessTime = now
-        byDomain[cookie.domain] = list
-        if let expiry { nextExpiry = min(nextExpiry, expiry) }
-        return true
+            }) {
+                $0.expiry = expiry
+                $0.lastAccessTime = now
+            } ?? false
+        if found, let expiry { nextExpiry = min(nextExpiry, expiry) }
+        return found
     }
 
     /// Sets the last-access time of the cookies given, as retrieving them would (§5.8.3 step 3).
     public mutating func touch(_ cookies: [StoredCookie]) {
         let now = clock()
         for c in cookies {
-            guard var list = byDomain[c.domain],
-                let index = list.firstIndex(where: {
-                    $0.nameBytes == c.nameBytes && $0.hostOnly == c.hostOnly && $0.path == c.path
-                })
-            else { continue }
-            list[index].lastAccessTime = now
-            byDomain[c.domain] = list
+            _ = byDomain[c.domain]?.updateFirst(where: {
+                $0.nameBytes == c.nameBytes && $0.hostOnly == c.hostOnly && $0.path == c.path
+            }) { $0.lastAccessTime = now }
         }
     }
 
@@ -486,4 +482,13 @@ public struct CookieRejection: Error, Sendable, Hashable, CustomStringConvertibl
         self.reason = reason
     }
     public var description: String { reason }
+}
+
+extension Array where Element == StoredCookie {
+    /// Changes the first cookie that `matches`; false when none does.
+    mutating func updateFirst(where matches: (StoredCookie) -> Bool, _ change: (inout StoredCookie) -> Void) -> Bool {
+        guard let i = firstIndex(where: matches) else { return false }
+        change(&self[i])
+        return true
+    }
 }

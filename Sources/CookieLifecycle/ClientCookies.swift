@@ -248,7 +248,8 @@ public struct ClientCookies: Sendable {
     /// The same, the request made only when it is kept (`sameTarget`: whether a kept one is for the same thing).
     @discardableResult
     public mutating func response(
-        id: UInt64, time: Int64, lines: SetLines, sameTarget: (Request) -> Bool, request: @autoclosure () -> Request
+        id: UInt64, time: Int64, lines: SetLines, sameTarget: (Request) -> Bool, request: @autoclosure () -> Request,
+        events wanted: Bool = true
     ) -> [Event] {
         guard keepsCookies else {
             if pending.isEmpty { pending = Array(repeating: nil, count: Self.pendingLimit) }
@@ -277,7 +278,7 @@ public struct ClientCookies: Sendable {
             return []
         }
         settle()
-        return replay(request(), lines)
+        return replay(request(), lines, wanted: wanted)
     }
 
     /// The same, from whole lines.
@@ -320,12 +321,12 @@ public struct ClientCookies: Sendable {
     /// Replaying the lines of the last replay again: what each would do is known (a refused line is refused again,
     /// the jar being as it was; a stored one replaces itself, its expiry counted from now), so the jar's cookies are
     /// refreshed and the events counted, nothing parsed or evaluated. Nil when it does not apply.
-    private mutating func repeatLastReplay(_ request: Request, _ lines: SetLines, times: Int) -> [Event]? {
+    private mutating func repeatLastReplay(_ request: Request, _ lines: SetLines, times: Int, wanted: Bool) -> [Event]? {
         guard let last = lastReplay, last.lines === lines, last.request.sameTarget(request) else { return nil }
         jar.purgeExpired()
         guard jar.generation == last.generation else { return nil }
         var events: [Event] = []
-        events.reserveCapacity(last.outcomes.count)
+        if wanted { events.reserveCapacity(last.outcomes.count) }
         for (timeline, stored) in last.outcomes {
             var expiry: Int64? = nil
             if let (cookie, attributes) = stored {
@@ -334,15 +335,18 @@ public struct ClientCookies: Sendable {
                 if let e = expiry, e <= clock.now { return nil }
                 guard jar.refresh(cookie, expiry: expiry) else { return nil }
             }
-            if let e = bump(timeline, request, times: times, expiry: expiry) { events.append(e) }
+            if bump(timeline, request, times: times, expiry: expiry), wanted {
+                let t = timeline.events
+                events.append(t.count >= 2 && t[t.count - 1].kind.isRequest ? t[t.count - 2] : t[t.count - 1])
+            }
         }
         shortcutsTaken += 1
         return events
     }
 
-    private mutating func replay(_ request: Request, _ lines: SetLines, times: Int = 1) -> [Event] {
+    private mutating func replay(_ request: Request, _ lines: SetLines, times: Int = 1, wanted: Bool = true) -> [Event] {
         clock.now = request.time / 1000
-        if let repeated = repeatLastReplay(request, lines, times: times) { return repeated }
+        if let repeated = repeatLastReplay(request, lines, times: times, wanted: wanted) { return repeated }
         var outcomes: [(timeline: Timeline, stored: (StoredCookie, CookieAttributes)?)] = []
         var names: [String] = []
         var memoable = true
@@ -621,18 +625,18 @@ public struct ClientCookies: Sendable {
 
     /// Counts one more of the latest event of a name's timeline (the latest, or the one before it when the two
     /// alternate, as a response's line and a request's verdict do).
-    private mutating func bump(_ t: Timeline, _ r: Request, times: Int, expiry: Int64?) -> Event? {
+    private mutating func bump(_ t: Timeline, _ r: Request, times: Int, expiry: Int64?) -> Bool {
         let n = t.events.count
-        guard n > 0, t.touched > 0 else { return nil }
+        guard n > 0, t.touched > 0 else { return false }
         tick += 1
         t.touched = tick
         let k = n >= 2 && t.events[n - 1].kind.isRequest ? n - 2 : n - 1
-        guard !t.events[k].kind.isRequest else { return nil }
+        guard !t.events[k].kind.isRequest else { return false }
         t.events[k].count += times
         t.events[k].lastRequestID = r.id
         t.events[k].lastTime = r.time
         if t.events[k].kind == .stored { t.events[k].expiry = expiry }
-        return t.events[k]
+        return true
     }
 
     /// Adds an event to its name's timeline (counted into the last one when it repeats it); returns it as kept,

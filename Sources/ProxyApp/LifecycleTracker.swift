@@ -207,7 +207,7 @@ package final class LifecycleTracker: Sendable {
                         $0.port == context.port && $0.site.kind == site.kind
                             && $0.site.isSafeMethod == site.isSafeMethod && $0.target == context.target
                             && $0.host == context.host && $0.scheme == context.scheme && $0.method == context.method
-                    }, request: Self.facts(context, site: site, time: time))
+                    }, request: Self.facts(context, site: site, time: time), events: false)
             }
         }
     }
