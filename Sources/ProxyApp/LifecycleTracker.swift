@@ -184,7 +184,12 @@ package final class LifecycleTracker: Sendable {
     }
 
     /// The site context of a request still held.
-    package func site(of id: UInt64) -> RequestSite? { request(id)?.site }
+    package func site(of id: UInt64) -> RequestSite? {
+        state.withLock { s in
+            let slot = Int(id % UInt64(Self.keptRequests))
+            return s.ids[slot] == id ? s.sites[slot] : nil
+        }
+    }
 
     /// What is known of a request still held (its client, site and verdicts).
     package func request(_ id: UInt64) -> Request? {
