@@ -7,6 +7,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 N=${1:-100000}
 BIN=${BIN:-.build/release/cookie-proxy}
+[ -x /usr/bin/time ] || { echo "needs GNU time: apt-get install -y time" >&2; exit 2; }
+command -v bc > /dev/null || { echo "needs bc: apt-get install -y bc" >&2; exit 2; }
 [ -x "$BIN" ] || swift build -c release --product cookie-proxy >&2
 T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
 python3 - "$N" "$T/big.har" <<'PY'
