@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""What a real Chromium stores for each Set-Cookie line, beside `cookie-proxy parse`.
+"""What a real Chromium (or Firefox) stores for each Set-Cookie line, beside `cookie-proxy parse`.
 
 Starts headless Chromium from Debian with a fresh profile, talks to it over the DevTools protocol on a pipe
 (--remote-debugging-pipe: fd 3 in, fd 4 out, messages ended by NUL), maps every host name to a local server
@@ -8,8 +8,12 @@ port: a first byte of 0x16 is TLS, with a throwaway certificate; --ignore-certif
 what Chromium stored (Storage.getCookies). Each line gets a fresh jar. Chromium never sends loopback hosts
 through host-resolver rules, so the corpora's own host names are used as they are.
 
+Firefox (--engine firefox): Debian's firefox-esr, headless, a fresh profile whose proxy settings send every request
+(any host, http and https through CONNECT) to the same local server, driven over WebDriver BiDi (built into
+Firefox: --remote-debugging-port, no geckodriver) with storage.getCookies and storage.deleteCookies.
+
 Usage:
-  bench/browser-diff.py [--binary .build/debug/cookie-proxy] [--known docs/browser-differences.json]
+  bench/browser-diff.py [--engine chromium|firefox] [--binary .build/debug/cookie-proxy] [--known docs/browser-differences.json]
                         [--json OUT] CORPUS.json... | --line URL 'Set-Cookie value'...
 Prints the agreement figure and every disagreement; exits 1 if a disagreement carries no finding and is not
 listed in --known (the test suite runs it so)."""
@@ -108,6 +112,99 @@ class Chromium:
         subprocess.run(["rm", "-rf", self.profile])
 
 
+class Firefox:
+    """Firefox over WebDriver BiDi: a fresh profile whose proxy is the local server for every host."""
+
+    def __init__(self, binary, port):
+        import warnings
+        from websockets.sync.client import connect
+        warnings.filterwarnings("ignore", category=DeprecationWarning)
+        self.profile = tempfile.mkdtemp(prefix="cp-firefox-")
+        prefs = {
+            "network.proxy.type": 1, "network.proxy.http": "127.0.0.1", "network.proxy.http_port": port,
+            "network.proxy.ssl": "127.0.0.1", "network.proxy.ssl_port": port, "network.proxy.no_proxies_on": "",
+            "network.proxy.allow_hijacking_localhost": True, "browser.shell.checkDefaultBrowser": False,
+            "datareporting.policy.dataSubmissionEnabled": False, "toolkit.telemetry.reportingpolicy.firstRun": False,
+            "browser.startup.homepage_override.mstone": "ignore", "app.update.enabled": False,
+            "network.captive-portal-service.enabled": False, "network.connectivity-service.enabled": False,
+            "browser.safebrowsing.malware.enabled": False, "browser.safebrowsing.phishing.enabled": False,
+            "network.dns.disablePrefetch": True, "network.prefetch-next": False,
+            "security.enterprise_roots.enabled": False, "extensions.update.enabled": False,
+        }
+        with open(os.path.join(self.profile, "user.js"), "w") as f:
+            for k, v in prefs.items():
+                f.write("user_pref(%s, %s);\n" % (json.dumps(k), json.dumps(v)))
+        self.proc = subprocess.Popen([binary, "--headless", "--no-remote", "--profile", self.profile,
+                                      "--remote-debugging-port=0"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                     text=True, env=dict(os.environ, HOME=self.profile, MOZ_CRASHREPORTER_DISABLE="1"))
+        url = None
+        for line in self.proc.stderr:
+            if "WebDriver BiDi listening on" in line:
+                url = line.strip().split()[-1]
+                break
+        if url is None:
+            raise RuntimeError("Firefox did not start WebDriver BiDi")
+        threading.Thread(target=lambda: [None for _ in self.proc.stderr], daemon=True).start()
+        self.ws = connect(url + "/session", max_size=None)
+        self.next_id = 0
+        self.call("session.new", {"capabilities": {"alwaysMatch": {"acceptInsecureCerts": True}}})
+        self.context = self.call("browsingContext.getTree", {})["contexts"][0]["context"]
+
+    def call(self, method, params, timeout=20):
+        self.next_id += 1
+        wanted = self.next_id
+        self.ws.send(json.dumps({"id": wanted, "method": method, "params": params}))
+        while True:
+            m = json.loads(self.ws.recv(timeout=timeout))
+            if m.get("id") == wanted:
+                if m.get("type") == "error":
+                    raise RuntimeError("%s: %s %s" % (method, m.get("error"), m.get("message")))
+                return m.get("result", {})
+
+    def navigate(self, url, timeout=10):
+        try:
+            self.call("browsingContext.navigate", {"context": self.context, "url": url, "wait": "complete"}, timeout)
+        except RuntimeError:
+            pass  # a page that failed to load may still have set its cookie; what matters is the jar
+
+    def cookies(self):
+        out = []
+        for c in self.call("storage.getCookies", {})["cookies"]:
+            v = c["value"]
+            value = v["value"] if v.get("type") == "string" else bytes.fromhex("".join(
+                "%02x" % b for b in __import__("base64").b64decode(v["value"]))).decode("utf-8", "surrogateescape")
+            name = c["name"]
+            try:
+                # BiDi gives a non-ASCII name's bytes as Latin-1 characters (the value as UTF-8): the same bytes.
+                name = name.encode("latin-1").decode("utf-8")
+            except (UnicodeEncodeError, UnicodeDecodeError):
+                pass
+            out.append({"name": name, "value": value, "domain": c["domain"], "path": c["path"],
+                        "secure": c["secure"], "httpOnly": c["httpOnly"],
+                        "sameSite": {"strict": "Strict", "lax": "Lax", "none": "None"}.get(c.get("sameSite"), "Default"),
+                        "session": "expiry" not in c})
+        return out
+
+    def clear(self):
+        self.call("storage.deleteCookies", {})
+
+    def close(self):
+        try:
+            self.call("session.end", {}, timeout=5)
+        except Exception:
+            pass
+        try:
+            self.ws.close()
+        except Exception:
+            pass
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=10)
+        except Exception:
+            self.proc.kill()
+        subprocess.run(["rm", "-rf", self.profile])
+
+
 class Server:
     """One port for http and https; answers every request with the current Set-Cookie line."""
 
@@ -137,6 +234,15 @@ class Server:
     def serve(self, conn):
         try:
             conn.settimeout(5)
+            if conn.recv(8, socket.MSG_PEEK).startswith(b"CONNECT "):
+                # Through a proxy setting (Firefox): the tunnel is this server's own TLS.
+                head = b""
+                while b"\r\n\r\n" not in head:
+                    chunk = conn.recv(1)
+                    if not chunk:
+                        return
+                    head += chunk
+                conn.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n")
             if conn.recv(1, socket.MSG_PEEK) == b"\x16":
                 conn = self.tls.wrap_socket(conn, server_side=True)
             data = b""
@@ -243,6 +349,8 @@ def main():
     p.add_argument("--cases", action="append", default=[], help="a file of URL<TAB>Set-Cookie lines")
     p.add_argument("--binary", default=".build/debug/cookie-proxy")
     p.add_argument("--chromium", default="/usr/bin/chromium")
+    p.add_argument("--firefox", default="/usr/bin/firefox-esr")
+    p.add_argument("--engine", choices=["chromium", "firefox"], default="chromium")
     p.add_argument("--known", default=None)
     p.add_argument("--json", default=None)
     p.add_argument("--limit", type=int, default=0)
@@ -265,7 +373,8 @@ def main():
         for k in json.load(open(a.known)):
             known[(k["url"], k["setCookie"])] = k
     server = Server()
-    browser = Chromium(a.chromium, server.port)
+    browser = Chromium(a.chromium, server.port) if a.engine == "chromium" else Firefox(a.firefox, server.port)
+    engine = {"chromium": "Chromium", "firefox": "Firefox"}[a.engine]
     results = []
     try:
         for cid, url, line in cases:
@@ -284,16 +393,16 @@ def main():
     finally:
         browser.close()
     agree = sum(1 for r in results if not r["differs"])
-    print("agreement with Chromium: %d/%d lines (%.1f%%)" % (agree, len(results), 100.0 * agree / max(1, len(results))))
+    print("agreement with %s: %d/%d lines (%.1f%%)" % (engine, agree, len(results), 100.0 * agree / max(1, len(results))))
     unexplained = []
     for r in results:
         if not r["differs"]:
             continue
-        chromium_finding = [f for f in r["findings"] if f.startswith("chromium-")]
+        chromium_finding = [f for f in r["findings"] if f.startswith(a.engine + "-")]
         why = "finding " + ", ".join(chromium_finding) if chromium_finding else (
             "known: " + known[(r["url"], r["setCookie"])]["why"] if (r["url"], r["setCookie"]) in known else None)
-        print("- %s %r at %s: %s differ; draft %s; Chromium %s; %s" % (
-            r["id"], r["setCookie"], r["url"], ",".join(r["differs"]), r["draft"], r["chromium"],
+        print("- %s %r at %s: %s differ; draft %s; %s %s; %s" % (
+            r["id"], r["setCookie"], r["url"], ",".join(r["differs"]), r["draft"], engine, r["chromium"],
             why or "UNEXPLAINED (no finding, not a known difference)"))
         if not why:
             unexplained.append(r)

@@ -24,6 +24,7 @@ if [ "${1:-}" = "--tests" ]; then
         iproute2          # ip netns: a device on the LAN, in a network namespace
         squid             # a real upstream (corporate) proxy for --upstream-proxy
         nghttp2-client    # nghttp: a second real HTTP/2 client
+        firefox-esr       # the live cookie differential against Firefox (WebDriver BiDi)
     )
 fi
 

@@ -179,6 +179,7 @@ public enum CookieLint {
             }
         }
         chromiumDifferences(setCookie, a, host: host, add)
+        firefoxDifferences(setCookie, a, host: host, add)
         return out.enumerated().sorted {
             $0.element.severity != $1.element.severity
                 ? $0.element.severity < $1.element.severity : $0.offset < $1.offset
@@ -227,6 +228,42 @@ public enum CookieLint {
             add(
                 "chromium-ip-domain-host-only", .info,
                 "Chromium makes a cookie whose Domain is the host's IP address host-only; the draft keeps a domain cookie (no other host matches an IP address, so both send it to this host only)"
+            )
+        }
+    }
+
+    /// Where Firefox parts from the draft, seen with Firefox 153 ESR through `bench/browser-diff.py --engine firefox`
+    /// (docs/browser-differences.md).
+    private static func firefoxDifferences(
+        _ c: SetCookie, _ a: CookieAttributes, host: String, _ add: (String, LintFinding.Severity, String) -> Void
+    ) {
+        if c.problem != nil { return }
+        if c.nameBytes.isEmpty {
+            // The name-value-pair is what comes before the first ';' (§5.6 step 2).
+            if c.bytes.prefix(while: { $0 != 0x3B }).contains(0x3D) {
+                add(
+                    "firefox-drops-empty-name", .warning,
+                    "Firefox does not store a cookie with an empty name ('=value'); the draft keeps it (RFC 6265bis §5.6 step 4)"
+                )
+            } else {
+                add(
+                    "firefox-nameless-as-name", .warning,
+                    "Firefox keeps a cookie without '=' as a name with an empty value and sends '\(String(lossy: c.valueBytes))='; the draft (and Chromium) keep an empty name and send '\(String(lossy: c.valueBytes))' (RFC 6265bis §5.6 step 4)"
+                )
+            }
+        }
+        if a.maxAge == nil, let v = c.lastWrittenValue(of: .expires), CookieDate.parse(v) == nil,
+            CookieDate.parse(v, minimumYear: 0) != nil
+        {
+            add(
+                "firefox-drops-expires-before-1601", .warning,
+                "Expires=\(String(lossy: v)) is before 1601: Firefox drops the cookie; the draft ignores such an Expires (RFC 6265bis §5.1.1 step 5) and keeps a session cookie"
+            )
+        }
+        if let domain = a.domain, !domain.isEmpty, case .ip(let ip) = IPHost.parse(domain), ip == host {
+            add(
+                "firefox-ip-domain-host-only", .info,
+                "Firefox makes a cookie whose Domain is the host's IP address host-only; the draft keeps a domain cookie (no other host matches an IP address, so both send it to this host only)"
             )
         }
     }

@@ -10,20 +10,35 @@ import Testing
             ("a=b; Path=/; Secure; HttpOnly; SameSite=Lax", "https://example.com/", [String]()),
             ("a=b; Domain=other.com", "https://example.com/", ["domain-mismatch"]),
             ("a=b; Domain=com", "https://example.com/", ["domain-public-suffix"]),
-            ("a=b; Domain=127.0.0.1", "http://127.0.0.1/", ["domain-ip-or-localhost", "chromium-ip-domain-host-only"]),
+            (
+                "a=b; Domain=127.0.0.1", "http://127.0.0.1/",
+                ["domain-ip-or-localhost", "chromium-ip-domain-host-only", "firefox-ip-domain-host-only"]
+            ),
             // Where Chromium parts from the draft (seen with Chromium 156, docs/browser-differences.md).
-            ("=a=bar", "http://home.example.org:8888/", ["chromium-drops-nameless-with-equals"]),
-            ("===a=bar", "http://home.example.org:8888/", ["chromium-drops-nameless-with-equals"]),
-            ("five", "http://home.example.org:8888/", []),
+            (
+                "=a=bar", "http://home.example.org:8888/",
+                ["chromium-drops-nameless-with-equals", "firefox-drops-empty-name"]
+            ),
+            (
+                "===a=bar", "http://home.example.org:8888/",
+                ["chromium-drops-nameless-with-equals", "firefox-drops-empty-name"]
+            ),
+            // Where Firefox parts from it (Firefox 153 ESR): no name at all, or a value taken for a name.
+            ("=x", "http://home.example.org:8888/", ["firefox-drops-empty-name"]),
+            ("five", "http://home.example.org:8888/", ["firefox-nameless-as-name"]),
+            ("five; Path=/", "http://home.example.org:8888/", ["firefox-nameless-as-name"]),
             ("a=b\tc", "https://example.com/", ["invalid-character", "chromium-drops-tab"]),
             ("a\tb=c", "https://example.com/", ["invalid-character", "chromium-drops-tab"]),
             (
                 "a=b; Expires=Mon, 01 Jan 1600 00:00:00 GMT", "https://example.com/",
-                ["expires-invalid", "chromium-drops-expires-before-1601"]
+                ["expires-invalid", "chromium-drops-expires-before-1601", "firefox-drops-expires-before-1601"]
             ),
             ("a=b; Max-Age=10; Expires=Mon, 01 Jan 1600 00:00:00 GMT", "https://example.com/", ["expires-invalid"]),
             ("a=b; Max-Age=+10", "https://example.com/", ["max-age-invalid", "chromium-max-age-plus"]),
-            ("a=b; Domain=[::1]", "http://[::1]/", ["domain-ip-or-localhost", "chromium-ip-domain-host-only"]),
+            (
+                "a=b; Domain=[::1]", "http://[::1]/",
+                ["domain-ip-or-localhost", "chromium-ip-domain-host-only", "firefox-ip-domain-host-only"]
+            ),
             ("a=b; Domain=[1:2]", "http://[::1]/", ["domain-invalid"]),
             ("a=b; Domain=localhost", "http://app.localhost/", ["domain-ip-or-localhost"]),
             ("a=b; SameSite=None", "https://example.com/", ["samesite-none-insecure"]),

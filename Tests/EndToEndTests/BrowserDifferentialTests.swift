@@ -34,6 +34,28 @@ import TestSupport
         #expect(line != nil, "\(result.text)")
     }
 
+    /// The same over WebDriver BiDi with Debian's Firefox ESR (the test's Python has `websockets`): a disagreement
+    /// without a `firefox-…` finding fails.
+    @Test func everyDisagreementWithFirefoxCarriesAFinding() throws {
+        let firefox = "/usr/bin/firefox-esr"
+        guard FileManager.default.isExecutableFile(atPath: firefox) else {
+            Issue.record("Firefox is not installed at \(firefox) (scripts/setup.sh --tests installs firefox-esr)")
+            return
+        }
+        let conformance = Paths.root + "/../shared/conformance"
+        let result = try run(
+            HTTP2EndToEndTests.python,
+            [
+                Self.script, "--engine", "firefox", "--firefox", firefox, "--binary", Paths.binary, "--cases",
+                Paths.root + "/bench/browser-diff-cases.tsv", conformance + "/http-state.json",
+                conformance + "/wpt.json",
+            ], timeout: 900)
+        #expect(result.status == 0, "\(result.text) \(result.stderr)")
+        #expect(result.text.contains("0 unexplained"), "\(result.text)")
+        let line = result.text.split(separator: "\n").first { $0.hasPrefix("agreement with Firefox:") }
+        #expect(line != nil, "\(result.text)")
+    }
+
     /// `parse --browser chromium` asks the machine's Chromium: its verdict beside the draft's, field by field.
     @Test(arguments: [
         ("https://app.example.test/", "sid=1; Domain=example.test; Secure; HttpOnly; SameSite=Lax", [String]()),
