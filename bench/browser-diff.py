@@ -205,6 +205,77 @@ class Firefox:
         subprocess.run(["rm", "-rf", self.profile])
 
 
+class WebKit:
+    """WebKitGTK (what Epiphany embeds; not Safari's CFNetwork cookie store) over classic WebDriver: Debian's
+    WebKitWebDriver starting the MiniBrowser in automation mode, the proxy capability sending every host to the
+    local server. Needs a display (run under xvfb-run) and, as root, WebKit's sandbox off."""
+
+    def __init__(self, binary, port):
+        import urllib.request
+        self.urllib = urllib.request
+        s = socket.socket()
+        s.bind(("127.0.0.1", 0))
+        self.driver_port = s.getsockname()[1]
+        s.close()
+        env = dict(os.environ, WEBKIT_DISABLE_SANDBOX_THIS_IS_DANGEROUS="1")
+        self.proc = subprocess.Popen(["WebKitWebDriver", "--port=%d" % self.driver_port], env=env,
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.time() + 10
+        while time.time() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", self.driver_port), timeout=1).close()
+                break
+            except OSError:
+                time.sleep(0.1)
+        proxy = "127.0.0.1:%d" % port
+        r = self.call("POST", "/session", {"capabilities": {"alwaysMatch": {
+            "acceptInsecureCerts": True,
+            "webkitgtk:browserOptions": {"binary": binary, "args": ["--automation"]},
+            "proxy": {"proxyType": "manual", "httpProxy": proxy, "sslProxy": proxy}}}})
+        self.session = r["sessionId"]
+        self.url = None
+
+    def call(self, method, path, body=None, timeout=30):
+        req = self.urllib.Request("http://127.0.0.1:%d%s" % (self.driver_port, path), method=method,
+                                  data=json.dumps(body).encode() if body is not None else None,
+                                  headers={"Content-Type": "application/json"})
+        try:
+            return json.loads(self.urllib.urlopen(req, timeout=timeout).read())["value"]
+        except self.urllib.HTTPError as e:
+            raise RuntimeError("%s %s: %s" % (method, path, e.read()[:300]))
+
+    def navigate(self, url, timeout=10):
+        self.url = url
+        try:
+            self.call("POST", "/session/%s/url" % self.session, {"url": url}, timeout)
+        except RuntimeError:
+            pass
+
+    def cookies(self, path=None):
+        # WebDriver gives the cookies of the current document's URL: read where the cookie would apply.
+        if path is not None:
+            origin = self.url.split("://", 1)[0] + "://" + self.url.split("://", 1)[1].split("/", 1)[0].split("?", 1)[0]
+            self.navigate(origin + path)
+        out = []
+        for c in self.call("GET", "/session/%s/cookie" % self.session):
+            out.append({"name": c["name"], "value": c["value"], "domain": c.get("domain", ""), "path": c.get("path", "/"),
+                        "secure": c.get("secure", False), "httpOnly": c.get("httpOnly", False),
+                        # WebKit has no default mode: a cookie without SameSite is None (and is sent cross-site);
+                        # compared as the draft's Default (docs/browser-differences.md).
+                        "sameSite": c.get("sameSite", "None"), "session": "expiry" not in c})
+        return out
+
+    def clear(self):
+        self.call("DELETE", "/session/%s/cookie" % self.session)
+
+    def close(self):
+        try:
+            self.call("DELETE", "/session/%s" % self.session, timeout=5)
+        except Exception:
+            pass
+        self.proc.terminate()
+
+
 class Server:
     """One port for http and https; answers every request with the current Set-Cookie line."""
 
@@ -350,7 +421,8 @@ def main():
     p.add_argument("--binary", default=".build/debug/cookie-proxy")
     p.add_argument("--chromium", default="/usr/bin/chromium")
     p.add_argument("--firefox", default="/usr/bin/firefox-esr")
-    p.add_argument("--engine", choices=["chromium", "firefox"], default="chromium")
+    p.add_argument("--webkit", default="/usr/lib/x86_64-linux-gnu/webkit2gtk-4.1/MiniBrowser")
+    p.add_argument("--engine", choices=["chromium", "firefox", "webkit"], default="chromium")
     p.add_argument("--known", default=None)
     p.add_argument("--json", default=None)
     p.add_argument("--limit", type=int, default=0)
@@ -373,8 +445,9 @@ def main():
         for k in json.load(open(a.known)):
             known[(k["url"], k["setCookie"])] = k
     server = Server()
-    browser = Chromium(a.chromium, server.port) if a.engine == "chromium" else Firefox(a.firefox, server.port)
-    engine = {"chromium": "Chromium", "firefox": "Firefox"}[a.engine]
+    browser = {"chromium": lambda: Chromium(a.chromium, server.port), "firefox": lambda: Firefox(a.firefox, server.port),
+               "webkit": lambda: WebKit(a.webkit, server.port)}[a.engine]()
+    engine = {"chromium": "Chromium", "firefox": "Firefox", "webkit": "WebKit"}[a.engine]
     results = []
     try:
         for cid, url, line in cases:
@@ -385,8 +458,18 @@ def main():
             server.host = url_host(url).encode()
             browser.clear()
             browser.navigate(url)
-            chromium = chromium_view(browser.cookies(), url_host(url))
             draft, findings = draft_view(a.binary, url, line)
+            if a.engine == "webkit":
+                # Read where the draft would send it (or at the URL's own path when it refuses the line).
+                path = draft["path"] if draft else "/" + url.split("://", 1)[1].split("/", 1)[1].split("?", 1)[0] if "/" in url.split("://", 1)[1] else "/"
+                cookies = browser.cookies(path)
+                if draft is None and not cookies:
+                    cookies = browser.cookies("/")
+            else:
+                cookies = browser.cookies()
+            chromium = chromium_view(cookies, url_host(url))
+            if a.engine == "webkit" and chromium and draft and chromium["sameSite"] == "None" and draft["sameSite"] == "Default":
+                chromium["sameSite"] = "Default"
             diff = compare(draft, chromium)
             results.append({"id": cid, "url": url, "setCookie": line, "differs": diff, "draft": draft,
                             "chromium": chromium, "findings": list(findings)})
