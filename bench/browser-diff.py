@@ -217,7 +217,9 @@ class WebKit:
         s.bind(("127.0.0.1", 0))
         self.driver_port = s.getsockname()[1]
         s.close()
-        env = dict(os.environ, WEBKIT_DISABLE_SANDBOX_THIS_IS_DANGEROUS="1")
+        # https goes to the proxy only by the environment (GLib's resolver); the capability sets plain http's.
+        env = dict(os.environ, WEBKIT_DISABLE_SANDBOX_THIS_IS_DANGEROUS="1", https_proxy="http://127.0.0.1:%d" % port,
+                   http_proxy="http://127.0.0.1:%d" % port, no_proxy="127.0.0.1,localhost")
         self.proc = subprocess.Popen(["WebKitWebDriver", "--port=%d" % self.driver_port], env=env,
                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.time() + 10
