@@ -18,7 +18,9 @@ public func fuzzHARAudit(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
     }
     var har = JSONReader(bytes: input)
     _ = try? HARAudit(suffixes: PublicSuffixList(text: "com\nco.uk\n*.test\n")).run(&har) { entry in
-        for v in entry.verdicts { precondition(v.kind == .sentAsExpected || v.reason != nil, "a verdict without a reason") }
+        for v in entry.verdicts {
+            precondition(v.kind == .sentAsExpected || v.reason != nil, "a verdict without a reason")
+        }
     }
     return 0
 }

@@ -321,7 +321,8 @@ public struct ClientCookies: Sendable {
     /// Replaying the lines of the last replay again: what each would do is known (a refused line is refused again,
     /// the jar being as it was; a stored one replaces itself, its expiry counted from now), so the jar's cookies are
     /// refreshed and the events counted, nothing parsed or evaluated. Nil when it does not apply.
-    private mutating func repeatLastReplay(_ request: Request, _ lines: SetLines, times: Int, wanted: Bool) -> [Event]? {
+    private mutating func repeatLastReplay(_ request: Request, _ lines: SetLines, times: Int, wanted: Bool) -> [Event]?
+    {
         guard let last = lastReplay, last.lines === lines, last.request.sameTarget(request) else { return nil }
         jar.purgeExpired()
         guard jar.generation == last.generation else { return nil }
@@ -344,7 +345,8 @@ public struct ClientCookies: Sendable {
         return events
     }
 
-    private mutating func replay(_ request: Request, _ lines: SetLines, times: Int = 1, wanted: Bool = true) -> [Event] {
+    private mutating func replay(_ request: Request, _ lines: SetLines, times: Int = 1, wanted: Bool = true) -> [Event]
+    {
         clock.now = request.time / 1000
         if let repeated = repeatLastReplay(request, lines, times: times, wanted: wanted) { return repeated }
         var outcomes: [(timeline: Timeline, stored: (StoredCookie, CookieAttributes)?)] = []
