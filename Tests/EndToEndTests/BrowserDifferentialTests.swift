@@ -15,44 +15,36 @@ import TestSupport
     }
 
     @Test func everyDisagreementWithChromiumCarriesAFinding() throws {
-        guard FileManager.default.isExecutableFile(atPath: Self.chromium) else {
-            Issue.record("Chromium is not installed at \(Self.chromium) (scripts/setup.sh installs it)")
-            return
-        }
-        let conformance = Paths.root + "/../shared/conformance"
-        let result = try run(
-            Paths.which("python3"),
-            [
-                Self.script, "--chromium", Self.chromium, "--binary", Paths.binary, "--cases",
-                Paths.root + "/bench/browser-diff-cases.tsv", conformance + "/http-state.json",
-                conformance + "/wpt.json",
-            ], timeout: 900)
-        #expect(result.status == 0, "\(result.text) \(result.stderr)")
-        #expect(result.text.contains("0 unexplained"), "\(result.text)")
-        // The agreement figure itself is in docs/browser-differences.md.
-        let line = result.text.split(separator: "\n").first { $0.hasPrefix("agreement with Chromium:") }
-        #expect(line != nil, "\(result.text)")
+        try Self.differential(
+            engine: "chromium", browser: Self.chromium, python: Paths.which("python3"), agreementLine: "Chromium")
     }
 
     /// The same over WebDriver BiDi with Debian's Firefox ESR (the test's Python has `websockets`): a disagreement
     /// without a `firefox-…` finding fails.
     @Test func everyDisagreementWithFirefoxCarriesAFinding() throws {
-        let firefox = "/usr/bin/firefox-esr"
-        guard FileManager.default.isExecutableFile(atPath: firefox) else {
-            Issue.record("Firefox is not installed at \(firefox) (scripts/setup.sh --tests installs firefox-esr)")
+        try Self.differential(
+            engine: "firefox", browser: "/usr/bin/firefox-esr", python: HTTP2EndToEndTests.python,
+            agreementLine: "Firefox")
+    }
+
+    /// bench/browser-diff.py with one engine over both corpora and our lines: no disagreement without a finding of
+    /// that engine's (the agreement figure itself is in docs/browser-differences.md).
+    static func differential(engine: String, browser: String, python: String, agreementLine: String) throws {
+        guard FileManager.default.isExecutableFile(atPath: browser) else {
+            Issue.record("\(browser) is not installed (scripts/setup.sh --tests installs it)")
             return
         }
         let conformance = Paths.root + "/../shared/conformance"
         let result = try run(
-            HTTP2EndToEndTests.python,
+            python,
             [
-                Self.script, "--engine", "firefox", "--firefox", firefox, "--binary", Paths.binary, "--cases",
+                Self.script, "--engine", engine, "--\(engine)", browser, "--binary", Paths.binary, "--cases",
                 Paths.root + "/bench/browser-diff-cases.tsv", conformance + "/http-state.json",
                 conformance + "/wpt.json",
             ], timeout: 900)
         #expect(result.status == 0, "\(result.text) \(result.stderr)")
         #expect(result.text.contains("0 unexplained"), "\(result.text)")
-        let line = result.text.split(separator: "\n").first { $0.hasPrefix("agreement with Firefox:") }
+        let line = result.text.split(separator: "\n").first { $0.hasPrefix("agreement with \(agreementLine):") }
         #expect(line != nil, "\(result.text)")
     }
 
