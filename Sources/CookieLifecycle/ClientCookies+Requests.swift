@@ -1,0 +1,200 @@
+import CookieKit
+
+/// Judging a request: the jar's §5.8.3 prediction against the Cookie header sent, cookie by cookie, and why.
+extension ClientCookies {
+    /// Compares what the jar would send with `request` to the `Cookie` header the client sent (nil: none), cookie
+    /// by cookie: a sent pair with the jar's name and value is as expected; a name the jar holds here with another
+    /// value is sent-other-value; a name the jar does not hold here is sent-not-set; what is left of the jar's
+    /// prediction is expected-not-sent, each with its likely reason.
+    public mutating func request(_ request: Request, cookieHeader: CookieHeader?) -> [CookieVerdict] {
+        clock.now = request.time / 1000
+        if cookieHeader != nil || request.site.fetchMetadata { keepsCookies = true }
+        guard keepsCookies else { return [] }
+        settle()
+        clock.now = request.time / 1000
+        if let repeated = repeatLastRequest(request, cookieHeader) { return repeated }
+        var expected = jar.cookies(for: request.url, context: request.site.jarContext)
+        let sentCookies = expected
+        var verdicts: [CookieVerdict] = []
+        var unmatched: [(name: [UInt8], value: [UInt8])] = []
+        for pair in cookieHeader?.pairs ?? [] {
+            let name = Array(cookieHeader!.nameBytes(pair))
+            let value = Array(cookieHeader!.valueBytes(pair))
+            if let i = expected.firstIndex(where: { $0.nameBytes == name && $0.valueBytes == value }) {
+                let c = expected.remove(at: i)
+                verdicts.append(verdict(.sentAsExpected, c, sent: value, request))
+            } else {
+                unmatched.append((name, value))
+            }
+        }
+        for (name, value) in unmatched {
+            if let i = expected.firstIndex(where: { $0.nameBytes == name }) {
+                let c = expected.remove(at: i)
+                var v = verdict(.sentOtherValue, c, sent: value, request)
+                v.reason = .init(
+                    .changedElsewhere,
+                    "the jar holds the value set by request #\(v.setBy.map(String.init) ?? "?"); the client sent another: changed by document.cookie or by a response not seen here"
+                )
+                verdicts.append(v)
+            } else {
+                verdicts.append(notSet(name: name, value: value, request))
+            }
+        }
+        for c in expected {
+            var v = verdict(.expectedNotSent, c, sent: nil, request)
+            v.reason = whyNotSent(c, request)
+            verdicts.append(v)
+        }
+        var verdictTimelines: [Timeline] = []
+        for v in verdicts {
+            var e = Event(kind: Event.Kind(rawValue: v.kind.rawValue)!, request)
+            e.value = v.sent ?? v.expected
+            e.why = v.reason.map { .text($0.message) }
+            verdictTimelines.append(append(e, name: v.name).1)
+        }
+        // Every cookie as expected: the same request with the same header, nothing stored or removed since, is
+        // judged the same (a judgement with a reason may depend on the time, and is made again).
+        lastRequest =
+            verdicts.allSatisfy({ $0.kind == .sentAsExpected })
+            ? LastRequest(
+                request: request, header: cookieHeader?.bytes, generation: jar.generation, verdicts: verdicts,
+                timelines: verdictTimelines, sent: sentCookies) : nil
+        return verdicts
+    }
+
+    struct LastRequest {
+        var request: Request
+        var header: [UInt8]?
+        var generation: UInt64
+        var verdicts: [CookieVerdict]
+        var timelines: [Timeline]
+        /// The cookies the jar sent (their access time is set again).
+        var sent: [StoredCookie]
+    }
+
+    mutating func repeatLastRequest(_ request: Request, _ header: CookieHeader?) -> [CookieVerdict]? {
+        guard let last = lastRequest, last.request.sameTarget(request), last.header == header?.bytes else { return nil }
+        jar.purgeExpired()
+        guard jar.generation == last.generation else { return nil }
+        jar.touch(last.sent)
+        shortcutsTaken += 1
+        for (v, timeline) in zip(last.verdicts, last.timelines) {
+            guard bumpVerdict(timeline, kind: .sentAsExpected, value: v.sent, request) else {
+                var e = Event(kind: .sentAsExpected, request)
+                e.value = v.sent
+                append(e, name: v.name)
+                continue
+            }
+        }
+        return last.verdicts
+    }
+
+    /// Counts one more of a name's latest verdict event of `kind` with `value` (the latest event, or the one
+    /// before it when a response's line alternates with it); false when there is none.
+    mutating func bumpVerdict(_ t: Timeline, kind: Event.Kind, value: String?, _ r: Request) -> Bool {
+        let n = t.events.count
+        // A timeline the name limit let go (`touched` 0) is no longer this client's: not counted into.
+        guard n > 0, t.touched > 0 else { return false }
+        let k = n >= 2 && !t.events[n - 1].kind.isRequest ? n - 2 : n - 1
+        guard t.events[k].kind == kind, t.events[k].value == value, t.events[k].site == r.site.kind else {
+            return false
+        }
+        tick += 1
+        t.touched = tick
+        t.events[k].count += 1
+        t.events[k].lastRequestID = r.id
+        t.events[k].lastTime = r.time
+        return true
+    }
+
+    func verdict(_ kind: CookieVerdict.Kind, _ c: StoredCookie, sent: [UInt8]?, _ r: Request)
+        -> CookieVerdict
+    {
+        CookieVerdict(
+            kind: kind, name: c.name, sent: sent.map { String(decoding: $0, as: UTF8.self) }, expected: c.value,
+            domain: c.hostOnly ? c.domain : "." + c.domain, path: c.path, setBy: origins[Key(c)]?.requestID)
+    }
+
+    /// The likely reason the client did not send a cookie the jar would: the first that applies, most specific
+    /// first.
+    func whyNotSent(_ c: StoredCookie, _ r: Request) -> CookieVerdict.Reason {
+        let origin = origins[Key(c)]
+        if let expiry = c.expiry, expiry - clock.now <= 2 {
+            return .init(
+                .expiring,
+                "it expires at \(CookieDate.rfc3339(expiry)), within seconds of this request: the client's clock or its rounding of Max-Age may have expired it"
+            )
+        }
+        if let finding = origin?.findings(suffixes).first {
+            return .init(
+                .lint, finding: finding.code, engines: Self.engines(finding.code),
+                "its Set-Cookie (request #\(origin!.requestID)) has \(finding.severity.rawValue) \(finding.code): \(finding.message)"
+            )
+        }
+        if let origin, origin.site.isCrossSite, !c.partitioned {
+            return .init(
+                .setCrossSite, engines: thirdPartyBlockingEngines,
+                "it was set by a cross-site response (request #\(origin.requestID)) without Partitioned: engines that block third-party cookies never stored it"
+            )
+        }
+        if r.site.kind == .crossSiteSubresource, !c.partitioned {
+            return .init(
+                .thirdPartyBlocking, engines: thirdPartyBlockingEngines,
+                "a cross-site subresource or frame request (\(r.site.evidence)) and the cookie is not Partitioned: \(thirdPartyBlockingEngines.joined(separator: ", ")) do not send it"
+            )
+        }
+        return .init(
+            .unexplained,
+            "nothing seen explains it: deleted by script or by the user, evicted, or sent from a context the request's headers do not show (a frame of another site)"
+        )
+    }
+
+    static func engines(_ code: String) -> [String] {
+        code.hasPrefix("chromium-") ? ["Chromium"] : []
+    }
+
+    mutating func notSet(name: [UInt8], value: [UInt8], _ r: Request) -> CookieVerdict {
+        let text = String(decoding: name, as: UTF8.self)
+        var v = CookieVerdict(kind: .sentNotSet, name: text, sent: String(decoding: value, as: UTF8.self))
+        if let other = jar.allCookies().first(where: { $0.nameBytes == name }) {
+            let domain = other.hostOnly ? other.domain : "." + other.domain
+            let origin = origins[Key(other)]
+            let finding = origin?.findings(suffixes).first
+            (v.expected, v.domain, v.path, v.setBy) = (other.value, domain, other.path, origin?.requestID)
+            v.reason = .init(
+                .jarMismatch, finding: finding?.code, engines: finding.map { Self.engines($0.code) } ?? [],
+                "set for \(domain) path \(other.path) (request #\(origin.map { String($0.requestID) } ?? "?")), which RFC 6265bis does not send to this URL"
+                    + (finding.map { "; its line has \($0.code): \($0.message)" } ?? ""))
+            return v
+        }
+        let history = timeline(text)
+        if let last = history.last(where: { $0.kind == .rejected || $0.kind == .deleted || $0.kind == .stored }) {
+            switch last.kind {
+            case .rejected:
+                v.reason = .init(
+                    .rejectedOnSet,
+                    "the replayed jar refused its Set-Cookie in request #\(last.lastRequestID) (\(last.detail ?? "")), but the client kept it"
+                )
+                return v
+            case .deleted:
+                v.reason = .init(
+                    .expiredInJar,
+                    "request #\(last.lastRequestID) deleted it (expired on arrival), but the client still sends it")
+                return v
+            case .stored:
+                v.reason = .init(
+                    .expiredInJar,
+                    "stored by request #\(last.lastRequestID)"
+                        + (last.expiry.map { ", expired at \(CookieDate.rfc3339($0))" } ?? "")
+                        + "; the client still sends it (its clock, or a Set-Cookie not seen here)")
+                return v
+            default: break
+            }
+        }
+        v.reason = .init(
+            .notSeen,
+            "never set by a response seen here: set by script (document.cookie), by a response not seen (before the proxy started or the recording began)"
+        )
+        return v
+    }
+}

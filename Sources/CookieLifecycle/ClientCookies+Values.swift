@@ -1,0 +1,158 @@
+import CookieKit
+
+/// What the lifecycle is told and what it keeps: requests, Set-Cookie lines, and the events of a timeline.
+extension ClientCookies {
+    /// What the proxy knows of a request: its parts as the proxy has them (nothing parsed or formatted until
+    /// asked for: most requests are never looked at). A reference: it is kept and passed along whole, one retain
+    /// rather than one per string.
+    public final class Request: Sendable {
+        public let id: UInt64
+        /// Milliseconds since the epoch.
+        public let time: Int64
+        public let method: String
+        public let scheme: String
+        public let host: String
+        public let port: Int
+        /// Path and query as requested.
+        public let target: String
+        public let site: RequestSite
+
+        public required init(
+            id: UInt64, time: Int64, method: String, scheme: String, host: String, port: Int, target: String,
+            site: RequestSite
+        ) {
+            (self.id, self.time, self.method, self.site) = (id, time, method, site)
+            (self.scheme, self.host, self.port, self.target) = (scheme, host, port, target)
+        }
+
+        /// From a URL's text (a HAR entry's, a test's).
+        public convenience init(
+            id: UInt64, time: Int64, method: String, url: RequestURL, urlText: String, site: RequestSite
+        ) {
+            var target = "/"
+            let u = Array(urlText.utf8)
+            if let colon = u.firstIndex(of: 0x3A), u[colon...].starts(with: [0x3A, 0x2F, 0x2F]),
+                let start = u[(colon + 3)...].firstIndex(where: { $0 == 0x2F || $0 == 0x3F })
+            {
+                target = (u[start] == 0x3F ? "/" : "") + String(decoding: u[start...], as: UTF8.self)
+            }
+            self.init(
+                id: id, time: time, method: method, scheme: url.scheme, host: url.host,
+                port: url.port ?? (url.scheme == "https" || url.scheme == "wss" ? 443 : 80), target: target, site: site)
+        }
+
+        /// The same request with another id and time.
+        public func with(id: UInt64, time: Int64) -> Request {
+            Request(
+                id: id, time: time, method: method, scheme: scheme, host: host, port: port, target: target, site: site)
+        }
+
+        /// Whether `other` is a request for the same thing in the same context (its id and time aside).
+        func sameTarget(_ other: Request) -> Bool {
+            port == other.port && site.kind == other.site.kind && site.isSafeMethod == other.site.isSafeMethod
+                && target == other.target && host == other.host && scheme == other.scheme && method == other.method
+        }
+
+        /// The URL as cookies see it (no query).
+        public var url: RequestURL {
+            let path = target.firstIndex { $0 == "?" || $0 == "#" }.map { String(target[..<$0]) } ?? target
+            return RequestURL(scheme: scheme, host: host, port: port, path: path)
+        }
+
+        /// `scheme://host:port/target`, as the log writes URLs.
+        public var urlText: String {
+            let h = host.contains(":") ? "[\(host)]" : host
+            return "\(scheme)://\(h):\(port)\(target)"
+        }
+    }
+
+    /// One Set-Cookie line of a response: as received and as forwarded (nil: a rule dropped it; a line the proxy
+    /// added has no received form), and the rules that matched it. Bytes: parsed only when the line is replayed.
+    public struct SetLine: Sendable {
+        public var received: [UInt8]?
+        public var forwarded: [UInt8]?
+        public var rules: [String]
+        public init(received: [UInt8]?, forwarded: [UInt8]?, rules: [String] = []) {
+            (self.received, self.forwarded, self.rules) = (received, forwarded, rules)
+        }
+        public init(received: SetCookie?, forwarded: SetCookie?, rules: [String] = []) {
+            self.init(received: received?.bytes, forwarded: forwarded?.bytes, rules: rules)
+        }
+    }
+
+    /// What happened to a cookie name, once or several times in a row (the same line again, the same value sent
+    /// again): ``count`` times, from ``requestID`` to ``lastRequestID``.
+    public struct Event: Sendable {
+        public enum Kind: String, Sendable, Hashable {
+            /// A Set-Cookie the jar stored.
+            case stored
+            /// A Set-Cookie that deleted the jar's cookie (already expired).
+            case deleted
+            /// A Set-Cookie the jar refused.
+            case rejected
+            /// A Set-Cookie a rule dropped: the client never saw it.
+            case dropped
+            case sentAsExpected = "sent-as-expected"
+            case expectedNotSent = "expected-not-sent"
+            case sentNotSet = "sent-not-set"
+            case sentOtherValue = "sent-other-value"
+
+            /// A request's verdict (not a Set-Cookie's).
+            var isRequest: Bool {
+                switch self {
+                case .sentAsExpected, .expectedNotSent, .sentNotSet, .sentOtherValue: return true
+                default: return false
+                }
+            }
+        }
+        public var kind: Kind
+        public var requestID: UInt64
+        public var lastRequestID: UInt64
+        public var count = 1
+        public var time: Int64
+        public var lastTime: Int64
+        public var method: String
+        public var url: String
+        public var site: RequestSite.Kind
+        var receivedBytes: [UInt8]?
+        var forwardedBytes: [UInt8]?
+        public var rules: [String]
+        /// The value sent or stored.
+        public var value: String?
+        /// The jar's reason for a rejection, the verdict's reason for a request.
+        public var detail: String? {
+            switch why {
+            case .none: return nil
+            case .text(let t): return t
+            case .rejection(let r): return "\(r.code): \(r.reason)"
+            case .stored(let c): return ClientCookies.describe(c)
+            }
+        }
+        enum Why: Sendable {
+            case text(String)
+            case rejection(CookieRejection)
+            case stored(StoredCookie)
+        }
+        var why: Why?
+        /// The stored cookie's expiry (seconds since the epoch; nil for a session cookie).
+        public var expiry: Int64?
+        /// What else is worth knowing (a Partitioned and an unpartitioned cookie of one name both held).
+        public var note: String?
+        /// For Set-Cookie events: the line as received and as forwarded.
+        public var received: String? { receivedBytes.map { String(decoding: $0, as: UTF8.self) } }
+        public var forwarded: String? { forwardedBytes.map { String(decoding: $0, as: UTF8.self) } }
+
+        init(kind: Kind, _ r: Request, rules: [String] = []) {
+            (self.kind, self.requestID, self.lastRequestID, self.time, self.lastTime) = (
+                kind, r.id, r.id, r.time, r.time
+            )
+            (self.method, self.url, self.site, self.rules) = (r.method, r.urlText, r.site.kind, rules)
+        }
+
+        /// Whether `other` is this again (the same line, or the same value sent).
+        func repeats(_ other: Event) -> Bool {
+            kind == other.kind && receivedBytes == other.receivedBytes && forwardedBytes == other.forwardedBytes
+                && value == other.value && site == other.site
+        }
+    }
+}
