@@ -191,12 +191,6 @@ package final class LifecycleTracker: Sendable {
         }
     }
 
-    /// What is known of a request still held (its client, site and verdicts).
-    package func request(_ id: UInt64) -> Request? {
-        state.withLock { s in
-            s.judgement(id)
-        }
-    }
 
     /// A response's Set-Cookie lines as received and as forwarded (`lines`), fed to the client's jar.
     package func response(context: ExchangeContext, lines: SetLines, time: Int64) {
@@ -232,11 +226,6 @@ package final class LifecycleTracker: Sendable {
         }
     }
 
-    /// The clients seen, most recent first.
-    package var clients: [String] {
-        state.withLock { s in s.clients.sorted { $0.value.seen > $1.value.seen }.map(\.key) }
-    }
-
     /// A cookie's timeline for a client (all clients when nil), oldest first.
     package func timeline(name: String, client: String?) -> [(client: String, event: ClientCookies.Event)] {
         state.withLock { s in
@@ -248,13 +237,6 @@ package final class LifecycleTracker: Sendable {
                 for e in c.cookies.timeline(name) { out.append((key, e)) }
             }
             return out.sorted { $0.1.time < $1.1.time || ($0.1.time == $1.1.time && $0.1.requestID < $1.1.requestID) }
-        }
-    }
-
-    /// What the client's jar holds now.
-    package func cookies(client: String, time: Int64) -> [StoredCookie] {
-        state.withLock { s in
-            s.clients[client]?.cookies.cookies(at: time) ?? []
         }
     }
 }
