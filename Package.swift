@@ -42,11 +42,14 @@ let package = Package(
         // HTTP/2 with clients, without I/O: an nghttp2 server session whose streams are HTTP/1.1 exchanges for the
         // connection machine.
         .target(name: "ProxyHTTP2", dependencies: ["CNGHTTP2", "ProxyCore", "HTTPGrammar"], swiftSettings: hotPath),
-        // The only C of the proxy shell: the poller (epoll, kqueue, poll), sockets, getaddrinfo, posix_spawn, signals,
-        // atomics.
+        // The only C of the proxy shell: the poller (epoll, kqueue, poll), sockets, getaddrinfo, posix_spawn,
+        // signals. Only ProxyServer imports it (its Platform folder holds what the commands use: spawning, the
+        // loopback client, descriptors).
         .target(name: "CProxyShims"),
+        // C11 atomics behind prefixed shims, for Locking only.
+        .target(name: "CAtomics"),
         // A lock and an atomic counter over POSIX and C11 (Synchronization's need macOS 15).
-        .target(name: "Locking", dependencies: ["CProxyShims"]),
+        .target(name: "Locking", dependencies: ["CAtomics"]),
         // OpenSSL 3 through a system-library target; macros as COpenSSL_ inline functions in its shim.h.
         .systemLibrary(
             name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"]), .brew(["openssl@3"])]),
@@ -69,9 +72,15 @@ let package = Package(
                 "CookieKit", "CookieRules", "CookieInspector", "CookieLifecycle", "ProxyCore", "ProxyServer", "Locking",
                 "HTTPGrammar",
             ], swiftSettings: hotPath),
+        // `parse --browser`: Chromium (DevTools pipe), Firefox (WebDriver BiDi) and WebKitGTK (WebDriver) asked what
+        // they store for a line served by a local server.
+        .target(
+            name: "BrowserEngines",
+            dependencies: ["CookieKit", "HTTPGrammar", "ProxyCore", "ProxyServer", "ProxyTLS", "Locking"]),
         .executableTarget(
             name: "cookie-proxy",
             dependencies: [
+                "BrowserEngines",
                 "CookieKit", "CookieFoundation", "CookieConformance", "CookieRules", "CookieAudit", "ProxyCore",
                 "ProxyServer", "ProxyTLS", "Locking", "CookieInspector", "HTTPGrammar", "ProxyApp", "CookieLifecycle",
             ], swiftSettings: hotPath),

@@ -17,7 +17,7 @@ Usage:
                         [--json OUT] CORPUS.json... | --line URL 'Set-Cookie value'...
 Prints the agreement figure and every disagreement; exits 1 if a disagreement carries no finding and is not
 listed in --known (the test suite runs it so)."""
-import argparse, json, os, select, socket, ssl, subprocess, sys, tempfile, threading, time
+import argparse, json, os, select, socket, ssl, subprocess, sys, tempfile, threading, time, urllib.parse
 
 FIELDS = ("name", "value", "domain", "hostOnly", "path", "secure", "httpOnly", "sameSite", "persistent")
 
@@ -229,11 +229,11 @@ class WebKit:
                 break
             except OSError:
                 time.sleep(0.1)
-        proxy = "127.0.0.1:%d" % port
         r = self.call("POST", "/session", {"capabilities": {"alwaysMatch": {
             "acceptInsecureCerts": True,
             "webkitgtk:browserOptions": {"binary": binary, "args": ["--automation"]},
-            "proxy": {"proxyType": "manual", "httpProxy": proxy, "sslProxy": proxy}}}})
+            # "system": the environment's proxies for both schemes (a manual sslProxy is spoken to in TLS).
+            "proxy": {"proxyType": "system"}}}})
         self.session = r["sessionId"]
         self.url = None
 
@@ -292,6 +292,8 @@ class Server:
         # Only navigations to this host get the line: Chromium's own background requests (sign-in, updates) are
         # mapped to this server too, and must not receive it.
         self.host = b""
+        # ... and only the navigation's path: an engine's other requests (a favicon) must not set it a second time.
+        self.path = "/"
         self.sock = socket.socket()
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self.sock.bind(("127.0.0.1", 0))
@@ -330,7 +332,9 @@ class Server:
                 if name.strip().lower() == b"host":
                     host = value.strip().lower()
             host = host[1:host.index(b"]")] if host.startswith(b"[") else host.rsplit(b":", 1)[0]
-            cookie = b"Set-Cookie: " + self.line + b"\r\n" if host == self.host else b""
+            target = data.split(b"\r\n", 1)[0].split(b" ")[1].decode("latin-1")
+            path = url_path(target) if "://" in target else urllib.parse.unquote(target.split("?", 1)[0] or "/")
+            cookie = b"Set-Cookie: " + self.line + b"\r\n" if host == self.host and path == self.path else b""
             conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n" + cookie +
                          b"Content-Length: 2\r\nConnection: close\r\n\r\n" + b"ok")
         except Exception:
@@ -356,6 +360,13 @@ def draft_view(binary, url, line):
     return {"name": o["name"], "value": o["value"], "domain": o["domain"] or url_host(url),
             "hostOnly": o["hostOnly"], "path": o["path"], "secure": o["secure"], "httpOnly": o["httpOnly"],
             "sameSite": o["sameSite"], "persistent": o["maxAge"] is not None or o["expires"] is not None}, findings
+
+
+def url_path(url):
+    """The URL's path as the server compares it (percent-decoded, without query or fragment)."""
+    rest = url.split("://", 1)[1]
+    path = "/" + rest.split("/", 1)[1] if "/" in rest.split("?", 1)[0].split("#", 1)[0] else "/"
+    return urllib.parse.unquote(path.split("?", 1)[0].split("#", 1)[0] or "/")
 
 
 def url_host(url):
@@ -458,6 +469,7 @@ def main():
                 continue  # cannot be one header line
             server.line = raw
             server.host = url_host(url).encode()
+            server.path = url_path(url)
             browser.clear()
             browser.navigate(url)
             draft, findings = draft_view(a.binary, url, line)

@@ -1,4 +1,4 @@
-public import CProxyShims
+import CAtomics
 
 #if canImport(Glibc)
     import Glibc
@@ -49,12 +49,12 @@ public final class AtomicCounter: @unchecked Sendable {
 
     /// Adds `delta`; the new value.
     @discardableResult
-    public func add(_ delta: Int) -> Int { Int(CProxy_atomic_add(value, Int64(delta))) }
+    public func add(_ delta: Int) -> Int { Int(CAtomics_add(value, Int64(delta))) }
 
     @discardableResult
-    public func subtract(_ delta: Int) -> Int { Int(CProxy_atomic_add(value, -Int64(delta))) }
+    public func subtract(_ delta: Int) -> Int { Int(CAtomics_add(value, -Int64(delta))) }
 
-    public func load() -> Int { Int(CProxy_atomic_load(value)) }
+    public func load() -> Int { Int(CAtomics_load(value)) }
 
-    public func store(_ newValue: Int) { CProxy_atomic_store(value, Int64(newValue)) }
+    public func store(_ newValue: Int) { CAtomics_store(value, Int64(newValue)) }
 }

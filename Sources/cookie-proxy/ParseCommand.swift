@@ -1,5 +1,6 @@
-import ProxyApp
+import BrowserEngines
 import CookieKit
+import ProxyApp
 
 /// `cookie-proxy parse`: Set-Cookie values in, the user-agent view and the lint out.
 enum ParseCommand {
@@ -14,14 +15,14 @@ enum ParseCommand {
         static let browser = OptionSpec(
             names: ["--browser"], value: "browser",
             help:
-                "Also ask this machine's browser (chromium): a headless Chromium gets each line from the URL "
-                + "and what it stored is shown beside the draft's verdict.")
+                "Also ask this machine's browsers (chromium, firefox, webkit, a comma-separated list, or all): each "
+                + "gets every line from the URL and what it stored is shown beside the draft's verdict.")
     }
 
     static let spec = CommandSpec(
         name: "parse",
         abstract: "Parse Set-Cookie values and show what a browser makes of them.",
-        usage: "cookie-proxy parse [--url URL] [--format json|text] [--browser chromium] [VALUE...]",
+        usage: "cookie-proxy parse [--url URL] [--format json|text] [--browser chromium|firefox|webkit|all] [VALUE...]",
         options: [
             Option.url,
             Option.format,
@@ -33,32 +34,38 @@ enum ParseCommand {
             JSON keys, in this order: name, value, hostOnly, domain, path, expires (RFC 3339 UTC or null),
             maxAge, secure, httpOnly, partitioned, sameSite (Strict|Lax|None|Default), attributes (as written:
             [{"name","value"}]), rejected (null or why a browser would not store it), findings (lint codes).
-            With --browser chromium, also "chromium": {"stored": the cookie as Chromium keeps it, in the same
-            fields, or null; "agrees": whether it matches the draft's; "differences": the fields that differ}.
-            Chromium is found at /usr/lib/chromium/chromium, /usr/bin/chromium, ... or COOKIE_PROXY_CHROMIUM.
-            A URL with an IP address other than 127.0.0.1 cannot be asked (Chromium would connect to it).
+            With --browser, one key per engine asked ("chromium", "firefox", "webkit"): {"stored": the cookie as
+            that engine keeps it, in the same fields, or null; "agrees": whether it matches the draft's;
+            "differences": the fields that differ}. Each engine runs headless with a fresh profile, every host
+            answered by a local server with the line: Chromium over its DevTools pipe (/usr/lib/chromium/chromium,
+            ... or COOKIE_PROXY_CHROMIUM), Firefox over WebDriver BiDi (/usr/bin/firefox-esr, ... or
+            COOKIE_PROXY_FIREFOX), WebKitGTK's MiniBrowser over WebKitWebDriver (/usr/bin/WebKitWebDriver or
+            COOKIE_PROXY_WEBKIT; under xvfb-run without a display). A missing engine exits 2 naming the package.
+            A URL with an IP address other than 127.0.0.1 cannot be asked (the browser would connect to it).
             """)
 
     static func run(_ args: ParsedArguments, now: Int64) throws(UsageError) -> Int32 {
         let url = try ParsedArguments.requestURL(
             args.value(orDefault: Option.url) ?? "https://localhost/", key: "--url", command: spec.name)
         let format = try args.choice(Option.format, ["json", "text"], command: spec.name)
-        var browser: ChromiumCheck? = nil
-        if let name = args.value(Option.browser) {
-            guard name == "chromium" else {
-                throw UsageError(message: "--browser '\(name)': only chromium can be asked", command: spec.name)
-            }
-            // Chromium resolves no IP literal through its resolver rules: it connects to the address itself, and
-            // the local server listens on 127.0.0.1 only (reached through its port, ``ChromiumCheck/check``).
+        var engines: [(Browser, any BrowserEngine)] = []
+        if let names = args.value(Option.browser) {
+            let chosen = try browsers(names)
+            // No engine resolves an IP literal through the local server: it connects to the address itself, and
+            // the server listens on 127.0.0.1 only (reached through its port).
             if Host.isIPAddress(url.host) && url.host != "127.0.0.1" {
                 throw UsageError(
-                    message: "--browser needs a host name, localhost or 127.0.0.1 in --url (Chromium would connect to "
-                        + "\(url.host) itself)", command: spec.name)
+                    message: "--browser needs a host name, localhost or 127.0.0.1 in --url (a browser would connect "
+                        + "to \(url.host) itself)", command: spec.name)
             }
-            do {
-                browser = try ChromiumCheck(binary: ChromiumCheck.locate())
-            } catch {
-                throw UsageError(message: "--browser chromium: \(error)", command: spec.name, exitStatus: 1)
+            for browser in chosen {
+                do {
+                    engines.append((browser, try browser.start()))
+                } catch {
+                    throw UsageError(
+                        message: "--browser \(browser.rawValue): \(error)", command: spec.name,
+                        exitStatus: error.missing ? 2 : 1)
+                }
             }
         }
         let inputs = args.positionals.isEmpty ? Console.readLines().filter { !$0.isEmpty } : args.positionals
@@ -66,26 +73,46 @@ enum ParseCommand {
         for input in inputs {
             let cookie = SetCookie(stripHeaderName(input))
             let report = CookieReport(cookie, url: url, now: now, suffixes: suffixes)
-            guard let browser else {
+            guard !engines.isEmpty else {
                 Console.out(format == "json" ? report.json.serialized : report.text)
                 continue
             }
-            let stored: ChromiumCheck.Stored?
-            do {
-                stored = try browser.check(stripHeaderName(input), url: url)
-            } catch {
-                throw UsageError(message: "--browser chromium: \(error)", command: spec.name, exitStatus: 1)
+            let draft = report.storedView(url: url)
+            var verdicts: [BrowserVerdict] = []
+            for (browser, engine) in engines {
+                do {
+                    let stored = try engine.check(
+                        stripHeaderName(input), url: url, readAt: draft?.path ?? url.defaultPath)
+                    verdicts.append(BrowserVerdict(browser: browser, draft: draft, stored: stored))
+                } catch {
+                    throw UsageError(
+                        message: "--browser \(browser.rawValue): \(error)", command: spec.name, exitStatus: 1)
+                }
             }
-            let verdict = BrowserVerdict(draft: report.storedView(url: url), chromium: stored)
             if format == "json" {
                 guard case .object(var fields) = report.json else { continue }
-                fields.append(("chromium", verdict.json))
+                for v in verdicts { fields.append((v.browser.rawValue, v.json)) }
                 Console.out(JSONValue.object(fields).serialized)
             } else {
-                Console.out(report.text + verdict.text)
+                Console.out(report.text + verdicts.map(\.text).joined() + BrowserVerdict.disagreement(verdicts))
             }
         }
         return 0
+    }
+
+    /// The engines `--browser` names: one, a comma-separated list, or `all` (in Chromium, Firefox, WebKit order).
+    static func browsers(_ names: String) throws(UsageError) -> [Browser] {
+        if names == "all" { return Browser.allCases }
+        var chosen: [Browser] = []
+        for name in names.split(separator: ",", omittingEmptySubsequences: false) {
+            guard let b = Browser(rawValue: String(name)) else {
+                throw UsageError(
+                    message: "--browser '\(name)': one of chromium, firefox, webkit (a comma-separated list) or all",
+                    command: spec.name)
+            }
+            if !chosen.contains(b) { chosen.append(b) }
+        }
+        return chosen
     }
 
     /// Accepts `Set-Cookie: value` as well as a bare value.
@@ -96,26 +123,21 @@ enum ParseCommand {
     }
 }
 
-/// The draft's view of a line beside Chromium's.
+/// The draft's view of a line beside one engine's.
 struct BrowserVerdict {
-    let draft: ChromiumCheck.Stored?
-    let chromium: ChromiumCheck.Stored?
+    let browser: Browser
+    let draft: BrowserCookie?
+    let stored: BrowserCookie?
 
     var differences: [String] {
-        switch (draft, chromium) {
+        switch (draft, stored) {
         case (nil, nil): return []
         case (nil, _), (_, nil): return ["stored"]
-        case (let d?, let c?):
-            return [
-                ("name", d.name == c.name), ("value", d.value == c.value), ("domain", d.domain == c.domain),
-                ("hostOnly", d.hostOnly == c.hostOnly), ("path", d.path == c.path), ("secure", d.secure == c.secure),
-                ("httpOnly", d.httpOnly == c.httpOnly), ("sameSite", d.sameSite == c.sameSite),
-                ("persistent", d.persistent == c.persistent),
-            ].filter { !$0.1 }.map(\.0)
+        case (let d?, let c?): return d.differences(from: c)
         }
     }
 
-    static func json(_ s: ChromiumCheck.Stored) -> JSONValue {
+    static func json(_ s: BrowserCookie) -> JSONValue {
         .object([
             ("name", .string(s.name)), ("value", .string(s.value)), ("hostOnly", .bool(s.hostOnly)),
             ("domain", .string(s.domain)), ("path", .string(s.path)), ("secure", .bool(s.secure)),
@@ -125,26 +147,68 @@ struct BrowserVerdict {
 
     var json: JSONValue {
         .object([
-            ("stored", chromium.map(Self.json) ?? .null), ("agrees", .bool(differences.isEmpty)),
+            ("stored", stored.map(Self.json) ?? .null), ("agrees", .bool(differences.isEmpty)),
             ("differences", .array(differences.map { .string($0) })),
         ])
     }
 
+    /// One line: what the engine stored (or not) and whether that is the draft's answer.
     var text: String {
-        guard let c = chromium else {
-            return "  chromium  NOT stored" + (draft == nil ? " (agrees)" : " (the draft stores it)") + "\n"
+        let label = "  " + browser.rawValue + String(repeating: " ", count: max(1, 10 - browser.rawValue.count))
+        guard let c = stored else {
+            return label + "NOT stored" + (draft == nil ? " (agrees)" : " (the draft stores it)") + "\n"
         }
-        var out =
-            "  chromium  stored: \(c.name.isEmpty ? "(empty)" : c.name)=\(c.value); "
+        let d = differences
+        return label + "stored: \(c.name.isEmpty ? "(empty)" : c.name)=\(c.value); "
             + (c.hostOnly ? "host-only \(c.domain)" : "domain \(c.domain)") + "; path \(c.path)"
             + (c.secure ? "; Secure" : "") + (c.httpOnly ? "; HttpOnly" : "") + "; SameSite \(c.sameSite)"
-            + (c.persistent ? "; persistent" : "; session") + "\n"
-        let d = differences
-        out +=
-            d.isEmpty
-            ? "  chromium  agrees with the draft\n"
-            : "  chromium  DIFFERS from the draft in: \(d.joined(separator: ", "))\n"
-        return out
+            + (c.persistent ? "; persistent" : "; session")
+            + (d.isEmpty ? " (agrees)" : " (DIFFERS from the draft in: \(d.joined(separator: ", ")))") + "\n"
+    }
+
+    /// With more than one engine: where they disagree with each other, or that they agree.
+    static func disagreement(_ verdicts: [BrowserVerdict]) -> String {
+        guard verdicts.count > 1 else { return "" }
+        var groups: [(BrowserCookie?, [String])] = []
+        for v in verdicts {
+            if let i = groups.firstIndex(where: { $0.0 == v.stored }) {
+                groups[i].1.append(v.browser.title)
+            } else {
+                groups.append((v.stored, [v.browser.title]))
+            }
+        }
+        guard groups.count > 1 else { return "  engines   agree with each other\n" }
+        let parts = groups.map { stored, names -> String in
+            let what: String
+            if let s = stored {
+                let other = groups.compactMap { $0.0 }.first { $0 != s }
+                let fields = other.map { s.differences(from: $0) } ?? []
+                what =
+                    "store it"
+                    + (fields.isEmpty ? "" : " (" + fields.map { "\($0) \(s.field($0))" }.joined(separator: ", ") + ")")
+            } else {
+                what = "do not store it"
+            }
+            return names.joined(separator: ", ") + " " + what
+        }
+        return "  engines   DISAGREE: " + parts.joined(separator: "; ") + "\n"
+    }
+}
+
+extension BrowserCookie {
+    /// A field's value as text, for the disagreement line.
+    func field(_ name: String) -> String {
+        switch name {
+        case "name": self.name
+        case "value": value
+        case "domain": domain
+        case "hostOnly": hostOnly ? "host-only" : "domain"
+        case "path": path
+        case "secure": secure ? "Secure" : "not Secure"
+        case "httpOnly": httpOnly ? "HttpOnly" : "not HttpOnly"
+        case "sameSite": sameSite
+        default: persistent ? "persistent" : "session"
+        }
     }
 }
 
@@ -177,11 +241,11 @@ struct CookieReport {
         }
     }
 
-    /// What a browser following the draft keeps, in the fields Chromium reports (nil: nothing; an expired
+    /// What a browser following the draft keeps, in the fields the engines report (nil: nothing; an expired
     /// cookie only deletes, RFC 6265bis §5.7).
-    func storedView(url: RequestURL) -> ChromiumCheck.Stored? {
+    func storedView(url: RequestURL) -> BrowserCookie? {
         guard rejected == nil, !findings.contains(where: { $0.code == "already-expired" }) else { return nil }
-        return ChromiumCheck.Stored(
+        return BrowserCookie(
             name: cookie.name, value: cookie.value, domain: domain ?? url.host.lowercased(), hostOnly: hostOnly,
             path: path, secure: attributes.secure, httpOnly: attributes.httpOnly,
             sameSite: attributes.sameSite.rawValue, persistent: attributes.maxAge != nil || attributes.expires != nil)

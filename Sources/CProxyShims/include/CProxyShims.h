@@ -91,10 +91,6 @@ int CProxy_interface_addresses(char *out, int max);
 /// (sigtimedwait on Linux; macOS has none, so its pending set is looked at every 20 ms).
 int CProxy_wait_signal(const sigset_t *set, int timeout_ms);
 
-/// Relaxed atomic operations on a 64-bit integer (Locking's AtomicCounter): the new value, the value, nothing.
-int64_t CProxy_atomic_add(int64_t *p, int64_t delta);
-int64_t CProxy_atomic_load(const int64_t *p);
-void CProxy_atomic_store(int64_t *p, int64_t value);
 
 /// CPUs this process may run on (sched_getaffinity, so `taskset` and cgroups cpusets count); at least 1.
 int CProxy_available_cpus(void);

@@ -17,9 +17,11 @@ public enum ChildProcess {
     }
 
     /// Starts `path` with `arguments` (after `path` as argv[0]) and `environment` (nil: this process's). The child's
-    /// descriptor i is `descriptors[i]` (-1: /dev/null); it inherits no other. Its pid.
+    /// descriptor i is `descriptors[i]` (-1: /dev/null); it inherits no other. With `newGroup`, it leads a process
+    /// group of its own (so that one signal to `-pid` reaches what it starts too). Its pid.
     public static func spawn(
-        _ path: String, _ arguments: [String], environment: [String: String]? = nil, descriptors: [Int32]
+        _ path: String, _ arguments: [String], environment: [String: String]? = nil, descriptors: [Int32],
+        newGroup: Bool = false
     ) throws(Failure) -> Int32 {
         let argv = ([path] + arguments).map { strdup($0) } + [nil]
         defer { for p in argv { free(p) } }
@@ -29,10 +31,13 @@ public enum ChildProcess {
         let rc = argv.withUnsafeBufferPointer { a in
             if let envp {
                 return envp.withUnsafeBufferPointer { e in
-                    CProxy_spawn(&child, path, a.baseAddress, e.baseAddress, descriptors, Int32(descriptors.count), 0)
+                    CProxy_spawn(
+                        &child, path, a.baseAddress, e.baseAddress, descriptors, Int32(descriptors.count),
+                        newGroup ? 1 : 0)
                 }
             }
-            return CProxy_spawn(&child, path, a.baseAddress, nil, descriptors, Int32(descriptors.count), 0)
+            return CProxy_spawn(
+                &child, path, a.baseAddress, nil, descriptors, Int32(descriptors.count), newGroup ? 1 : 0)
         }
         guard rc == 0 else { throw Failure(description: "cannot start \(path): \(String(cString: strerror(rc)))") }
         return child

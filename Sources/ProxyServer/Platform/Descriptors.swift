@@ -117,9 +117,11 @@ public struct BlockedSignals {
 }
 
 /// A request to a loopback server that closes the connection after its answer (the inspector does): the bytes it
-/// answered, read to the end.
+/// answered, read to the end, each wait for more at most `milliseconds`.
 public enum LoopbackClient {
-    public static func exchange(host: String, port: Int, request: [UInt8]) -> Result<[UInt8], SocketError> {
+    public static func exchange(host: String, port: Int, request: [UInt8], milliseconds: Int = 10_000) -> Result<
+        [UInt8], SocketError
+    > {
         let fd: Int32
         switch Descriptors.connect(host: host, port: port, milliseconds: 5000) {
         case .success(let connected): fd = connected
@@ -134,7 +136,7 @@ public enum LoopbackClient {
             case .closed: return .success(response)
             case .failed(let error): return .failure(error)
             case .none:
-                guard Descriptors.waitReadable(fd, milliseconds: 10_000) else {
+                guard Descriptors.waitReadable(fd, milliseconds: milliseconds) else {
                     return .failure(SocketError(errno: Sys.EAGAIN, text: "no answer in time"))
                 }
             }
