@@ -102,7 +102,7 @@ let package = Package(
         .testTarget(
             name: "CookieRulesTests", dependencies: ["CookieRules", "CookieKit", "CookieConformance"],
             exclude: ["golden"]),
-        .testTarget(name: "ProxyAppTests", dependencies: ["ProxyApp", "CookieRules", "ProxyCore"]),
+        .testTarget(name: "ProxyAppTests", dependencies: ["ProxyApp", "CookieRules", "ProxyCore", "CookieInspector"]),
         // End-to-end: the built binary between real clients and a real upstream (started by the tests).
         .testTarget(
             name: "EndToEndTests", dependencies: ["cookie-proxy", "TestSupport", "Locking"], exclude: ["Fixtures"]),

@@ -24,7 +24,7 @@ public struct AuditedCookie: Sendable {
     /// As the server sent it.
     public var received: SetCookie
     /// What the rules would make of it (nil without --rules).
-    public var outcome: CookieOutcome?
+    public var outcome: Transformation?
     /// What the browser would get: the rules' result, else what the server sent; nil when a rule drops it.
     public var delivered: SetCookie?
     /// Why the jar refused the delivered cookie (nil when stored).

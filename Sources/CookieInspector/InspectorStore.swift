@@ -57,7 +57,7 @@ public final class InspectorStore: Sendable {
     /// overwrites them, cost more than the copy).
     public func responseForwarded(
         context: ExchangeContext, head: OutgoingHead, bytes: ArraySlice<UInt8>, engine: RuleEngine, dryRun: Bool,
-        time: Int64, judged: (RequestJudgement?, RequestSite.Kind?) = (nil, nil)
+        time: Int64, edits: [LineEdit] = [], judged: (RequestJudgement?, RequestSite.Kind?) = (nil, nil)
     ) {
         let (judgement, site) = judged
         let slot = Int(context.requestID % UInt64(Self.pendingSlots))
@@ -75,7 +75,7 @@ public final class InspectorStore: Sendable {
             s.sequence += 1
             s.ring[s.next] = Exchange(
                 sequence: s.sequence, context: context, record: record, requestTime: request.time,
-                responseTime: time, engine: engine, dryRun: dryRun, judgement: judgement, site: site)
+                responseTime: time, engine: engine, dryRun: dryRun, edits: edits, judgement: judgement, site: site)
             s.next = (s.next + 1) % capacity
             s.count = min(s.count + 1, capacity)
             return s.wake
@@ -113,8 +113,11 @@ public final class Exchange: Sendable {
     let record: Record
     public let requestTime: Int64
     public let responseTime: Int64
+    /// The rule set in force for this response (its rules' names and places, for the transformations).
     let engine: RuleEngine
     public let dryRun: Bool
+    /// How the proxy decided each received Set-Cookie line's outcome (by received field).
+    let edits: [LineEdit]
     /// The lifecycle's verdicts on the request's cookies (nil with `--lifecycle off`).
     public let judgement: RequestJudgement?
     /// The request's site context (nil when nothing worked it out).
@@ -160,8 +163,10 @@ public final class Exchange: Sendable {
 
     init(
         sequence: UInt64, context: ExchangeContext, record: Record, requestTime: Int64, responseTime: Int64,
-        engine: RuleEngine, dryRun: Bool, judgement: RequestJudgement? = nil, site: RequestSite.Kind? = nil
+        engine: RuleEngine, dryRun: Bool, edits: [LineEdit] = [], judgement: RequestJudgement? = nil,
+        site: RequestSite.Kind? = nil
     ) {
+        self.edits = edits
         self.judgement = judgement
         self.site = site
         self.sequence = sequence
@@ -256,24 +261,21 @@ public final class Exchange: Sendable {
                 let value = SetCookie(bytes: Array(forwardedHead.valueBytes(field)))
                 if k < origins.count, let i = origins[k] { forwarded[i] = value } else { added.append(value) }
             }
-            let message = MessageContext(
-                scheme: e.context.scheme, host: e.context.host, port: e.context.port, path: e.context.path,
-                method: e.context.method, status: e.context.status, site: e.site)
-            let plan = e.engine.cookiePlan(message)
             let url = e.requestURL
             let now = e.responseTime / 1000
             var lines: [CookieLine] = []
             for (i, field) in source.fields.enumerated() where field.known == .setCookie {
                 let received = SetCookie(bytes: Array(source.valueBytes(field)))
-                // The rules again, on the received line, with the rules in force then: which matched, and why.
-                let outcome = e.engine.apply(plan, to: received, now: now)
+                // The outcome the proxy decided for this line (no rule ran on it: nothing matched).
+                let noted = e.edits.first { $0.field == i }
+                let edit = noted?.edit ?? .untouched
                 let sent = e.dryRun ? received : forwarded[i]
-                let judged = sent ?? outcome.result ?? received
+                let edited = e.dryRun ? noted?.wouldBe.map { SetCookie(bytes: $0) } ?? received : sent ?? received
+                let transformation = e.engine.transformation(received: received, edited: edited, edit)
+                let judged = sent ?? transformation.result ?? received
                 lines.append(
                     CookieLine(
-                        received: received, forwarded: sent, wouldBe: e.dryRun ? outcome.result : nil,
-                        rules: outcome.rules, changes: e.dryRun ? outcome.changes : RuleEngine.diff(received, sent),
-                        notes: outcome.notes,
+                        transformation: transformation, forwarded: sent, dryRun: e.dryRun,
                         findings: CookieLint.findings(for: judged, from: url, now: now)
                             + CookieLint.siteFindings(for: judged, site: e.site)))
             }
@@ -288,17 +290,40 @@ public final class Exchange: Sendable {
         }
     }
 
+    /// A received line's ``Transformation`` (made from the proxy's own outcome) as the inspector shows it.
     public struct CookieLine: Sendable {
-        public var received: SetCookie
+        public var transformation: Transformation
         /// Nil when a rule dropped it.
         public var forwarded: SetCookie?
         /// In a dry run, what the rules would have sent (nil: dropped); nil otherwise.
         public var wouldBe: SetCookie?
-        public var rules: [String]
-        public var changes: [AttributeChange]
-        public var notes: [String]
         /// The lint of what the client got (of the received line when dropped).
         public var findings: [LintFinding]
+        /// The attribute-level changes: what the rules did (or would have done, in a dry run).
+        public var changes: [AttributeChange]
+
+        init(transformation t: Transformation, forwarded: SetCookie?, dryRun: Bool, findings: [LintFinding]) {
+            transformation = t
+            self.forwarded = forwarded
+            wouldBe = dryRun ? t.result : nil
+            self.findings = findings
+            changes = t.changes
+        }
+
+        public var received: SetCookie { transformation.received }
+        public var rules: [String] { transformation.rules }
+        public var notes: [String] { transformation.notes }
         public var name: String { received.name }
+    }
+}
+
+/// How the proxy decided one received Set-Cookie line (by its field's index in the received head): the rules'
+/// outcome and, in a dry run, the line they would have sent. The inspector's ``Transformation`` is made from it.
+public struct LineEdit: Sendable {
+    public var field: Int
+    public var edit: RuleEngine.Edit
+    public var wouldBe: [UInt8]?
+    public init(field: Int, edit: RuleEngine.Edit, wouldBe: [UInt8]?) {
+        (self.field, self.edit, self.wouldBe) = (field, edit, wouldBe)
     }
 }

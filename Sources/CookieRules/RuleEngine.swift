@@ -19,6 +19,8 @@ public final class RuleEngine: Sendable {
     let program: CookieProgram
     /// Their names, shared by every outcome.
     let cookieRuleNames: [String]
+    /// Where each cookie rule is written, indexed as ``cookieRuleNames``.
+    let cookieRuleLocations: [SourceLocation]
     // Compiled once: the rules each kind of work needs, so messages no rule concerns cost nothing.
     let requestHeaderRules: [Rule]
     let responseHeaderRules: [Rule]
@@ -162,6 +164,7 @@ public final class RuleEngine: Sendable {
         self.suffixes = suffixes
         let cookieRules = ruleSet.rules.filter(\.isCookieRule)
         cookieRuleNames = cookieRules.map(\.name)
+        cookieRuleLocations = cookieRules.map(\.location)
         messageConditions = cookieRules.map { $0.conditions.filter { !$0.isCookieCondition } }
         program = CookieProgram(cookieRules)
         requestHeaderRules = ruleSet.rules.filter { !$0.requestHeaderActions.isEmpty }
@@ -207,25 +210,24 @@ public final class RuleEngine: Sendable {
     }
 
     /// Runs the rules over the Set-Cookie values of one response.
-    public func apply(to cookies: [SetCookie], context: MessageContext, now: Int64) -> [CookieOutcome] {
+    public func apply(to cookies: [SetCookie], context: MessageContext, now: Int64) -> [Transformation] {
         let plan = cookiePlan(context)
         return cookies.map { apply(plan, to: $0, now: now) }
     }
 
     /// Runs the rules of a plan over one Set-Cookie value.
-    public func apply(_ plan: CookiePlan, to cookie: SetCookie, now: Int64) -> CookieOutcome {
+    public func apply(_ plan: CookiePlan, to cookie: SetCookie, now: Int64) -> Transformation {
         var working = cookie
         let edit = apply(plan, editing: &working, now: now)
-        return CookieOutcome(
-            original: cookie, result: edit.dropped ? nil : working, matched: edit.matched, ruleNames: cookieRuleNames,
-            logRequested: edit.logRequested, notes: edit.notes)
+        return transformation(received: cookie, edited: working, edit)
     }
 
-    /// The outcome of an in-place edit, given the original back (for the log).
-    public func outcome(original: SetCookie, edited: SetCookie, _ edit: Edit) -> CookieOutcome {
-        CookieOutcome(
-            original: original, result: edit.dropped ? nil : edited, matched: edit.matched, ruleNames: cookieRuleNames,
-            logRequested: edit.logRequested, notes: edit.notes)
+    /// The ``Transformation`` of a line whose rules ran as `edit` (on the proxy's path or in ``apply(_:to:now:)``):
+    /// `edited` is the line the rules made (ignored when they dropped it). The one place the value is made.
+    public func transformation(received: SetCookie, edited: SetCookie, _ edit: Edit) -> Transformation {
+        Transformation(
+            received: received, result: edit.dropped ? nil : edited, matched: edit.matched, ruleNames: cookieRuleNames,
+            locations: cookieRuleLocations, logRequested: edit.logRequested, notes: edit.notes)
     }
 
     /// What the rules did to one cookie.
@@ -240,6 +242,8 @@ public final class RuleEngine: Sendable {
         public internal(set) var rewritten = false
         /// Whether any rule matched.
         public var matchedAny: Bool { !matched.isEmpty }
+        /// No rule matched (the rules did not run on the line, or none applied).
+        public static let untouched = Edit(matched: RuleMatches(), dropped: false, logRequested: false, notes: [])
         /// Which rules matched, as comparable values (for caches of what a record shows).
         public var matchedRules: (low: UInt64, high: [Int]) { (matched.low, matched.high) }
         /// The first 64 rules of ``matchedRules`` alone (no array to retain).

@@ -49,8 +49,8 @@ struct RuleMatches: Sendable {
         if let beyond { for index in beyond.indices { body(index) } }
     }
 
-    func names(_ all: [String]) -> [String] {
-        var result: [String] = []
+    func names<T>(_ all: [T]) -> [T] {
+        var result: [T] = []
         forEach { result.append(all[$0]) }
         return result
     }

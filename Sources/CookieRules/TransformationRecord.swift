@@ -11,13 +11,13 @@ public struct TransformationRecord: Sendable {
     /// `scheme://host:port/path`
     public var url: String
     public var status: Int
-    public var outcome: CookieOutcome
+    public var outcome: Transformation
     public var findings: [LintFinding]
     public var dryRun: Bool
 
     public init(
         time: Int64, requestID: UInt64, client: String, method: String, url: String, status: Int,
-        outcome: CookieOutcome,
+        outcome: Transformation,
         findings: [LintFinding], dryRun: Bool
     ) {
         self.time = time
@@ -33,7 +33,7 @@ public struct TransformationRecord: Sendable {
 
     /// The record as one JSON Lines object, written straight into `out` (no tree): what the log writes. Keys in this
     /// order: time, requestId, client, method, url, status, cookie, rules, dryRun, before, after, changes, findings,
-    /// notes (documented in rules/README.md). `changes` is ``CookieOutcome/changes``, passed in so that a writer can
+    /// notes (documented in rules/README.md). `changes` is ``Transformation/changes``, passed in so that a writer can
     /// reuse it for repeated cookies.
     public func writeJSON(to out: inout JSONWriter, redaction: Redaction, changes: [AttributeChange]) {
         writeExchangeFields(to: &out)
@@ -110,7 +110,7 @@ public struct TransformationRecord: Sendable {
     /// From `,"cookie":` to the value of `after`: what the cookie and the rules made of it.
     public func writeCookieFields(to out: inout JSONWriter, redaction: Redaction) {
         out.raw(",\"cookie\":")
-        let original = outcome.original
+        let original = outcome.received
         if original.nameBytes.contains(where: { $0 >= 0x80 }) {
             out.string(original.name)
         } else {
@@ -180,7 +180,7 @@ public struct TransformationRecord: Sendable {
         let clock = String(Self.timestamp(time).dropFirst(11).prefix(8))
         var parts = [
             "\(clock) #\(requestID) \(method) \(url) \(status)",
-            paint(outcome.original.name.isEmpty ? "(nameless)" : outcome.original.name, "1"),
+            paint(outcome.received.name.isEmpty ? "(nameless)" : outcome.received.name, "1"),
         ]
         if outcome.changes.isEmpty {
             parts.append(paint(dryRun ? "unchanged" : "logged", "2"))

@@ -448,12 +448,12 @@ extension LogSink {
             _ message: borrowing MessageContext
         ) -> TransformationRecord {
             let originalCookie = SetCookie(bytes: original)
-            let outcome = engine!.outcome(
-                original: originalCookie, edited: result.map { SetCookie(bytes: $0) } ?? originalCookie, edit)
+            let outcome = engine!.transformation(
+                received: originalCookie, edited: result.map { SetCookie(bytes: $0) } ?? originalCookie, edit)
             var record = TransformationRecord(
                 time: time, requestID: c.requestID, client: c.clientAddress, method: c.method, url: c.url,
                 status: c.status ?? 0, outcome: outcome, findings: [], dryRun: dryRun)
-            let judged = outcome.result ?? outcome.original
+            let judged = outcome.result ?? outcome.received
             record.findings =
                 CookieLint.findings(for: judged, from: message.requestURL, now: time / 1000)
                 + CookieLint.siteFindings(for: judged, site: message.site)

@@ -173,15 +173,17 @@ package final class RulesHooks: ProxyHooks, Sendable {
                 ? Self.messageContext(context, site: tracker.site(of: context.requestID)?.kind)
                 : engine.readsMessageContext || sink != nil ? Self.messageContext(context) : .unread)
         if !dryRun { Self.applyHeaderActions(engine.responseHeaderActions(plan.context), to: &head) }
+        // One parser, one rewrite and one log recorder per event loop, for every line of every response: their
+        // storage is reused (the head copies what it keeps). Only this hooks object makes the loop's storage.
+        let scratch = storage.map { unsafeDowncast($0, to: CookieScratch.self) } ?? CookieScratch()
+        // The inspector's record of this response's outcomes (read by ``didForwardResponse``) starts empty.
+        if inspector != nil { (scratch.inspected, scratch.inspectedEngine) = ([], engine) }
         guard dryRun || lifecycle || !plan.isEmpty else { return }
         var nowMS: Int64 = 0
         var changedCount = 0
         var seenCount = 0
         var droppedLines: [Int] = []
         var recorder: LogSink.Recorder? = nil  // set at the response's first record
-        // One parser, one rewrite and one log recorder per event loop, for every line of every response: their
-        // storage is reused (the head copies what it keeps). Only this hooks object makes the loop's storage.
-        let scratch = storage.map { unsafeDowncast($0, to: CookieScratch.self) } ?? CookieScratch()
         // What the client's jar is fed: each line as received, as forwarded, and the rules that matched (into the
         // loop's storage, reused from one response to the next).
         if lifecycle { scratch.lifecycle.reset(ruleNames: engine.cookieRuleNameTable) }
@@ -197,6 +199,12 @@ package final class RulesHooks: ProxyHooks, Sendable {
                     plan, line: original, now: nowMS / 1000, parser: &scratch.parser, rewrite: &scratch.rewrite,
                     shapes: &scratch.shapes)
                 (changed, dropped) = (edit.dropped || edit.rewritten, edit.dropped)
+                if inspector != nil, case .original(let field) = head.lines[index] {
+                    // The outcome as decided here: the inspector makes its Transformation from it, never running
+                    // the rules again (in a dry run with the line the rules would have sent).
+                    let wouldBe = dryRun && edit.rewritten ? scratch.rewrite.withOutput { Array($0) } : nil
+                    scratch.inspected.append(LineEdit(field: field, edit: edit, wouldBe: wouldBe))
+                }
                 if lifecycle {
                     // The bytes only: the lifecycle parses them if and when it replays them.
                     // The rules past the 64th only when there are some (their array is not retained otherwise).
@@ -262,11 +270,17 @@ package final class RulesHooks: ProxyHooks, Sendable {
         return Int64(ts.tv_sec) * 1000 + Int64(ts.tv_nsec) / 1_000_000
     }
 
-    package func didForwardResponse(_ head: OutgoingHead, bytes: ArraySlice<UInt8>, context: ExchangeContext) {
-        // What the client got, after every edit (the inspector copies the bytes the proxy wrote).
+    package func didForwardResponse(
+        _ head: OutgoingHead, bytes: ArraySlice<UInt8>, context: ExchangeContext, storage: AnyObject?
+    ) {
+        // What the client got, after every edit (the inspector copies the bytes the proxy wrote), and how each
+        // received line's outcome was decided (noted by ``willForwardResponse`` in the loop's storage).
         guard let inspector else { return }
+        let scratch = storage.map { unsafeDowncast($0, to: CookieScratch.self) }
+        // The rule set the outcomes were decided under (a reload in between does not rename them).
         inspector.responseForwarded(
-            context: context, head: head, bytes: bytes, engine: current, dryRun: dryRun, time: Self.wallMilliseconds(),
+            context: context, head: head, bytes: bytes, engine: scratch?.inspectedEngine ?? current, dryRun: dryRun,
+            time: Self.wallMilliseconds(), edits: scratch?.inspected ?? [],
             judged: lifecycle ? tracker.judged(context.requestID) : (nil, nil))
     }
 
@@ -296,4 +310,7 @@ package final class CookieScratch {
     lazy var log = LogSink.Recorder()
     /// A response's Set-Cookie lines for the lifecycle.
     var lifecycle = SetLinesBuilder()
+    /// A response's outcomes for the inspector, one per received Set-Cookie line the rules ran on.
+    var inspected: [LineEdit] = []
+    var inspectedEngine: RuleEngine? = nil
 }

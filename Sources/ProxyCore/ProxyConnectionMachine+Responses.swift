@@ -142,7 +142,8 @@ extension ProxyConnectionMachine {
         hooks.willForwardResponse(&out, context: exchange.context, storage: headStorage.hookStorage)
         let headStart = io.toClient.count
         out.serialize(into: &io.toClient)
-        hooks.didForwardResponse(out, bytes: io.toClient[headStart...], context: exchange.context)
+        hooks.didForwardResponse(
+            out, bytes: io.toClient[headStart...], context: exchange.context, storage: headStorage.hookStorage)
     }
 
     mutating func forwardResponseBody(_ bytes: ArraySlice<UInt8>, _ io: inout ConnectionIO) {

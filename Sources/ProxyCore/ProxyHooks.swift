@@ -19,12 +19,17 @@ public protocol ProxyHooks: Sendable {
     /// (``makeLoopStorage()``; nil for a machine without a loop).
     func willForwardResponse(_ head: inout OutgoingHead, context: ExchangeContext, storage: AnyObject?)
     /// The response head as it was written for the client: the head after every edit, and its bytes.
-    func didForwardResponse(_ head: OutgoingHead, bytes: ArraySlice<UInt8>, context: ExchangeContext)
+    /// `storage` is the loop's, as handed to ``willForwardResponse(_:context:storage:)`` just before (what the hooks
+    /// noted there for this response is still in it).
+    func didForwardResponse(
+        _ head: OutgoingHead, bytes: ArraySlice<UInt8>, context: ExchangeContext, storage: AnyObject?)
 }
 
 extension ProxyHooks {
     public func makeLoopStorage() -> AnyObject? { nil }
-    public func didForwardResponse(_ head: OutgoingHead, bytes: ArraySlice<UInt8>, context: ExchangeContext) {}
+    public func didForwardResponse(
+        _ head: OutgoingHead, bytes: ArraySlice<UInt8>, context: ExchangeContext, storage: AnyObject?
+    ) {}
 }
 
 public struct NoHooks: ProxyHooks {

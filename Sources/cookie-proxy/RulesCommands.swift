@@ -114,12 +114,12 @@ enum TryCommand {
         let outcomes = engine.apply(to: cookies, context: context, now: now)
         for outcome in outcomes {
             let findings =
-                CookieLint.findings(for: outcome.result ?? outcome.original, from: url, now: now)
-                + CookieLint.siteFindings(for: outcome.result ?? outcome.original, site: context.site)
+                CookieLint.findings(for: outcome.result ?? outcome.received, from: url, now: now)
+                + CookieLint.siteFindings(for: outcome.result ?? outcome.received, site: context.site)
             if format == "json" {
                 Console.out(
                     JSONValue.object([
-                        ("before", .string(outcome.original.description)),
+                        ("before", .string(outcome.received.description)),
                         ("after", JSONValue(outcome.result?.description)),
                         ("rules", .array(outcome.rules.map { .string($0) })),
                         (
@@ -137,7 +137,7 @@ enum TryCommand {
                         ("notes", .array(outcome.notes.map { .string($0) })),
                     ]).serialized)
             } else {
-                var text = "before:  \(outcome.original)\n"
+                var text = "before:  \(outcome.received)\n"
                 text += "after:   \(outcome.result?.description ?? "(dropped)")\n"
                 text += "rules:   \(outcome.rules.isEmpty ? "(none matched)" : outcome.rules.joined(separator: ", "))\n"
                 for c in outcome.changes {

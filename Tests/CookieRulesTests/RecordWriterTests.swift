@@ -69,7 +69,7 @@ import Testing
                 url: "https://app.example.com:443/login?\"q\"", status: 200, outcome: outcome, findings: [],
                 dryRun: dryRun)
             record.findings = CookieLint.findings(
-                for: outcome.result ?? outcome.original, from: context.requestURL, now: 1_700_000_000)
+                for: outcome.result ?? outcome.received, from: context.requestURL, now: 1_700_000_000)
             var writer = JSONWriter()
             record.writeJSON(to: &writer, redaction: redaction, changes: outcome.changes)
             let line = writer.withBytes { String(decoding: $0, as: UTF8.self) }

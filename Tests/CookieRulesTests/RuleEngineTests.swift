@@ -7,7 +7,7 @@ import Testing
     static let context = MessageContext(
         scheme: "https", host: "app.example.com", port: 443, path: "/login", method: "GET", status: 200)
 
-    static func run(_ rules: String, _ header: String, context: MessageContext = context) throws -> CookieOutcome {
+    static func run(_ rules: String, _ header: String, context: MessageContext = context) throws -> Transformation {
         let engine = RuleEngine(RuleSet(rules: try RulesParser.parse(rules, file: "t.rules"), files: ["t.rules"]))
         return engine.apply(to: [SetCookie(header)], context: context, now: now)[0]
     }

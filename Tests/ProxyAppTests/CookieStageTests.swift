@@ -1,3 +1,4 @@
+import CookieInspector
 import CookieRules
 import Foundation
 import ProxyApp
@@ -90,6 +91,49 @@ import Testing
         #expect(records[0]["rules"] as? [String] == ["share login with subdomains"])
         #expect(records[1]["after"] == nil || records[1]["after"] is NSNull)
         #expect(records[2]["rules"] as? [String] == [])
+    }
+
+    /// The inspector shows the outcome the stage decided (the rules that matched, the changes, a dropped line, a dry
+    /// run's would-be line): the transformation is made from it, the rules are not run again.
+    @Test(arguments: [false, true])
+    func theInspectorShowsTheOutcomeTheStageDecided(_ dryRun: Bool) throws {
+        let store = InspectorStore(capacity: 4)
+        let hooks = RulesHooks(
+            engine: try Self.engine(Self.rules), dryRun: dryRun, sink: nil, intercept: HostPatternList(),
+            inspector: store)
+        let storage = hooks.makeLoopStorage()
+        let request = try HTTPHeadParser().parseRequest(
+            Array("GET /login HTTP/1.1\r\nHost: bin.example.com\r\n\r\n".utf8))
+        store.requestForwarded(id: Self.context.requestID, head: request.head, time: 0)
+        let lines = [
+            "Set-Cookie: Bin-Auth-Token=abc; Path=/; Domain=bin.example.com", "Set-Cookie: track=1",
+            "Set-Cookie: other=2",
+        ]
+        let response = "HTTP/1.1 200 OK\r\n" + lines.map { $0 + "\r\n" }.joined() + "Content-Length: 0\r\n\r\n"
+        var head = OutgoingHead(try HTTPHeadParser().parseResponse(Array(response.utf8)).head)
+        hooks.willForwardResponse(&head, context: Self.context, storage: storage)
+        var bytes: [UInt8] = []
+        head.serialize(into: &bytes)
+        // A reload between the response and its viewing does not change what the rules did to it.
+        hooks.replace(try Self.engine("rule \"other\" {\n    secure\n}\n"))
+        hooks.didForwardResponse(head, bytes: bytes[...], context: Self.context, storage: storage)
+        let cookies = try #require(store.exchanges().first?.analysis.cookies)
+        #expect(cookies.map(\.rules) == [["share login with subdomains"], ["drop tracking"], []])
+        #expect(cookies[0].transformation.ruleLocations.map(\.line) == [1])
+        #expect(cookies[0].changes.map(\.op) == [.set, .add])
+        #expect(cookies[1].changes.map(\.op) == [.drop])
+        #expect(cookies[2].changes.isEmpty)
+        if dryRun {
+            #expect(cookies.map { $0.forwarded?.description } == lines.map { String($0.dropFirst(12)) })
+            #expect(
+                cookies[0].wouldBe?.description
+                    == "Bin-Auth-Token=abc; Path=/; Domain=.bin.example.com; Secure")
+            #expect(cookies[1].wouldBe == nil)
+        } else {
+            #expect(cookies[0].forwarded?.description == "Bin-Auth-Token=abc; Path=/; Domain=.bin.example.com; Secure")
+            #expect(cookies[1].forwarded == nil)
+            #expect(cookies.allSatisfy { $0.wouldBe == nil })
+        }
     }
 
     /// The sink writes every record, in order, once the writer is closed, and lines of the proxy's own among them.

@@ -37,32 +37,40 @@ public struct AttributeChange: Sendable, Hashable {
     }
 }
 
-/// What the rules did to one Set-Cookie line.
-public struct CookieOutcome: Sendable {
-    public var original: SetCookie
-    /// The line to send; nil when a rule dropped it.
+/// What the rules did to one Set-Cookie line: the one value a line's rewrite becomes. The proxy's rewrite decides it
+/// on the line as it lies in the message (``RuleEngine/Edit``: which rules matched, dropped or logged, and the edited
+/// bytes); ``RuleEngine/transformation(received:edited:_:)`` makes this value from that outcome, so the log's record,
+/// the inspector's line, `try`, `check` and `audit` read the same thing and none of them runs the rules again.
+public struct Transformation: Sendable {
+    /// The line as received.
+    public var received: SetCookie
+    /// What the rules made of it; nil when a rule dropped it. (In a dry run, what would have been sent.)
     public var result: SetCookie?
-    /// Names of the rules that matched, in order (looked up when asked for: the proxy path does not ask).
+    /// Names of the rules that matched, in file order (looked up when asked for: the proxy path does not ask).
     public var rules: [String] { matched.names(ruleNames) }
+    /// Where each of ``rules`` is written (`file:line:column`).
+    public var ruleLocations: [SourceLocation] { matched.names(locations) }
     let matched: RuleMatches
     let ruleNames: [String]
-    /// The attribute-level diff, computed when asked for (the log thread asks; the proxy path does not).
-    public var changes: [AttributeChange] { RuleEngine.diff(original, result) }
+    let locations: [SourceLocation]
+    /// The attribute-level diff, computed when asked for (the log's thread asks; the proxy path does not).
+    public var changes: [AttributeChange] { RuleEngine.diff(received, result) }
     /// A matched rule asked for a log record even without changes.
     public var logRequested: Bool
     /// Notes about actions that could not apply (e.g. `domain ensure` on an IP host).
     public var notes: [String]
 
-    public var isChanged: Bool { result == nil || result!.bytes != original.bytes }
+    public var isChanged: Bool { result == nil || result!.bytes != received.bytes }
 
     init(
-        original: SetCookie, result: SetCookie?, matched: RuleMatches, ruleNames: [String], logRequested: Bool,
-        notes: [String]
+        received: SetCookie, result: SetCookie?, matched: RuleMatches, ruleNames: [String],
+        locations: [SourceLocation], logRequested: Bool, notes: [String]
     ) {
-        self.original = original
+        self.received = received
         self.result = result
         self.matched = matched
         self.ruleNames = ruleNames
+        self.locations = locations
         self.logRequested = logRequested
         self.notes = notes
     }
