@@ -236,6 +236,7 @@ class WebKit:
             "proxy": {"proxyType": "system"}}}})
         self.session = r["sessionId"]
         self.url = None
+        self.server_port = port
 
     def call(self, method, path, body=None, timeout=30):
         req = self.urllib.Request("http://127.0.0.1:%d%s" % (self.driver_port, path), method=method,
@@ -248,6 +249,11 @@ class WebKit:
 
     def navigate(self, url, timeout=10):
         self.url = url
+        # Loopback is not proxied (the driver reaches the browser over it): such a URL names the server's port.
+        scheme, rest = url.split("://", 1)
+        authority = rest.split("/", 1)[0]
+        if authority.rsplit(":", 1)[0] in ("127.0.0.1", "localhost"):
+            url = "%s://%s:%d%s" % (scheme, authority.rsplit(":", 1)[0], self.server_port, rest[len(authority):])
         try:
             self.call("POST", "/session/%s/url" % self.session, {"url": url}, timeout)
         except RuntimeError:
@@ -498,6 +504,11 @@ def main():
         chromium_finding = [f for f in r["findings"] if f.startswith(a.engine + "-")]
         why = "finding " + ", ".join(chromium_finding) if chromium_finding else (
             "known: " + known[(r["url"], r["setCookie"])]["why"] if (r["url"], r["setCookie"]) in known else None)
+        if not why and a.engine == "webkit" and r["draft"] and r["chromium"] is None and any(
+                ch in r["draft"]["path"] for ch in "?#%"):
+            # WebDriver gives the cookies of the document's URL, and a path with '?', '#' or an escape is no
+            # document's path: such a line cannot be read back (counted, not compared).
+            why = "unreadable over WebDriver (the cookie's path is no document URL's path)"
         print("- %s %r at %s: %s differ; draft %s; %s %s; %s" % (
             r["id"], r["setCookie"], r["url"], ",".join(r["differs"]), r["draft"], engine, r["chromium"],
             why or "UNEXPLAINED (no finding, not a known difference)"))

@@ -70,12 +70,14 @@ public final class InspectorStore: Sendable {
         let setsCookies = head.source.fields.contains { $0.known == .setCookie }
         let sendsCookies = request.head.fields.contains { $0.known == .cookie }
         guard setsCookies || sendsCookies || !(judgement?.verdicts.isEmpty ?? true) else { return }
-        let record = Exchange.Record(request: request.head, response: head, forwarded: bytes)
+        let record = Exchange.Record(request: request.head, response: head, forwarded: bytes, edits: edits)
+        // The outcomes the compact form cannot hold (none, usually: no array is made).
+        let rest = edits.contains { $0.rest != nil } ? edits.filter { $0.rest != nil } : []
         let wake = state.withLock { s -> Wake? in
             s.sequence += 1
             s.ring[s.next] = Exchange(
                 sequence: s.sequence, context: context, record: record, requestTime: request.time,
-                responseTime: time, engine: engine, dryRun: dryRun, edits: edits, judgement: judgement, site: site)
+                responseTime: time, engine: engine, dryRun: dryRun, rest: rest, judgement: judgement, site: site)
             s.next = (s.next + 1) % capacity
             s.count = min(s.count + 1, capacity)
             return s.wake
@@ -116,8 +118,8 @@ public final class Exchange: Sendable {
     /// The rule set in force for this response (its rules' names and places, for the transformations).
     let engine: RuleEngine
     public let dryRun: Bool
-    /// How the proxy decided each received Set-Cookie line's outcome (by received field).
-    let edits: [LineEdit]
+    /// The outcomes the record's bytes cannot hold (rules past the 64th, notes, a dry run's would-be line).
+    let rest: [LineEdit]
     /// The lifecycle's verdicts on the request's cookies (nil with `--lifecycle off`).
     public let judgement: RequestJudgement?
     /// The request's site context (nil when nothing worked it out).
@@ -136,9 +138,10 @@ public final class Exchange: Sendable {
         var received: Range<Int>
         var forwarded: Range<Int>
         var origins: Range<Int>
+        var outcomes: Range<Int>
 
         /// `forwarded`: `response` as the proxy wrote it.
-        init(request: HTTPHead, response: OutgoingHead, forwarded head: ArraySlice<UInt8>) {
+        init(request: HTTPHead, response: OutgoingHead, forwarded head: ArraySlice<UInt8>, edits: [LineEdit]) {
             var bytes: [UInt8] = []
             bytes.reserveCapacity(request.bytes.count + response.source.bytes.count + head.count + 32)
             bytes.append(contentsOf: request.bytes)
@@ -157,16 +160,26 @@ public final class Exchange: Sendable {
                 bytes.append(UInt8(truncatingIfNeeded: origin))
             }
             origins = forwarded.upperBound..<bytes.count
+            // Each outcome in 11 bytes: the field (2), the first 64 rules' bits (8), flags (1).
+            for e in edits {
+                bytes.append(UInt8(truncatingIfNeeded: e.field >> 8))
+                bytes.append(UInt8(truncatingIfNeeded: e.field))
+                for shift in stride(from: 56, through: 0, by: -8) {
+                    bytes.append(UInt8(truncatingIfNeeded: e.matchedLow >> UInt64(shift)))
+                }
+                bytes.append((e.dropped ? 1 : 0) | (e.logRequested ? 2 : 0))
+            }
+            outcomes = origins.upperBound..<bytes.count
             self.bytes = bytes
         }
     }
 
     init(
         sequence: UInt64, context: ExchangeContext, record: Record, requestTime: Int64, responseTime: Int64,
-        engine: RuleEngine, dryRun: Bool, edits: [LineEdit] = [], judgement: RequestJudgement? = nil,
+        engine: RuleEngine, dryRun: Bool, rest: [LineEdit] = [], judgement: RequestJudgement? = nil,
         site: RequestSite.Kind? = nil
     ) {
-        self.edits = edits
+        self.rest = rest
         self.judgement = judgement
         self.site = site
         self.sequence = sequence
@@ -191,6 +204,18 @@ public final class Exchange: Sendable {
     public var forwarded: HTTPHead { Self.parse(record.bytes[record.forwarded]) }
     /// The response head bytes the client received.
     public var forwardedHead: [UInt8] { Array(record.bytes[record.forwarded]) }
+
+    /// How the proxy decided each received Set-Cookie line's outcome (by received field).
+    var edits: [LineEdit] {
+        stride(from: record.outcomes.lowerBound, to: record.outcomes.upperBound, by: 11).map { at in
+            let b = record.bytes
+            let field = Int(b[at]) << 8 | Int(b[at + 1])
+            if let full = rest.first(where: { $0.field == field }) { return full }
+            let low = b[(at + 2)..<(at + 10)].reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
+            return LineEdit(
+                field: field, matchedLow: low, dropped: b[at + 10] & 1 != 0, logRequested: b[at + 10] & 2 != 0)
+        }
+    }
 
     /// For each forwarded Set-Cookie line, in order: the received field it came from, or nil for an added one.
     var origins: [Int?] {
@@ -264,10 +289,11 @@ public final class Exchange: Sendable {
             let url = e.requestURL
             let now = e.responseTime / 1000
             var lines: [CookieLine] = []
+            let edits = e.edits
             for (i, field) in source.fields.enumerated() where field.known == .setCookie {
                 let received = SetCookie(bytes: Array(source.valueBytes(field)))
                 // The outcome the proxy decided for this line (no rule ran on it: nothing matched).
-                let noted = e.edits.first { $0.field == i }
+                let noted = edits.first { $0.field == i }
                 let edit = noted?.edit ?? .untouched
                 let sent = e.dryRun ? received : forwarded[i]
                 let edited = e.dryRun ? noted?.wouldBe.map { SetCookie(bytes: $0) } ?? received : sent ?? received
@@ -318,12 +344,36 @@ public final class Exchange: Sendable {
 }
 
 /// How the proxy decided one received Set-Cookie line (by its field's index in the received head): the rules'
-/// outcome and, in a dry run, the line they would have sent. The inspector's ``Transformation`` is made from it.
+/// outcome and, in a dry run, the line they would have sent. The inspector's ``Transformation`` is made from it. The
+/// common outcome (rules among the first 64, no notes, no would-be line) holds no reference: the stage keeps these in
+/// one reused array and the store copies them into its record's bytes, so recording one costs no allocation.
 public struct LineEdit: Sendable {
     public var field: Int
-    public var edit: RuleEngine.Edit
-    public var wouldBe: [UInt8]?
-    public init(field: Int, edit: RuleEngine.Edit, wouldBe: [UInt8]?) {
-        (self.field, self.edit, self.wouldBe) = (field, edit, wouldBe)
+    var matchedLow: UInt64
+    var dropped: Bool
+    var logRequested: Bool
+    /// What the compact form cannot hold: the whole outcome and a dry run's would-be line.
+    var rest: Rest?
+    final class Rest: Sendable {
+        let edit: RuleEngine.Edit
+        let wouldBe: [UInt8]?
+        init(_ edit: RuleEngine.Edit, _ wouldBe: [UInt8]?) { (self.edit, self.wouldBe) = (edit, wouldBe) }
     }
+
+    @inline(__always)
+    public init(field: Int, edit: borrowing RuleEngine.Edit, wouldBe: [UInt8]?) {
+        self.field = field
+        (matchedLow, dropped, logRequested) = (edit.matchedRulesLow, edit.dropped, edit.logRequested)
+        rest = edit.matchedRulesBeyond64 || !edit.notes.isEmpty || wouldBe != nil ? Rest(copy edit, wouldBe) : nil
+    }
+
+    init(field: Int, matchedLow: UInt64, dropped: Bool, logRequested: Bool) {
+        (self.field, self.matchedLow, self.dropped, self.logRequested, rest) =
+            (field, matchedLow, dropped, logRequested, nil)
+    }
+
+    var edit: RuleEngine.Edit {
+        rest?.edit ?? RuleEngine.Edit(matchedLow: matchedLow, dropped: dropped, logRequested: logRequested)
+    }
+    var wouldBe: [UInt8]? { rest?.wouldBe }
 }

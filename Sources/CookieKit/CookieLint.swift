@@ -184,109 +184,11 @@ public enum CookieLint {
             chromiumDifferences(setCookie, shared, add)
             firefoxDifferences(setCookie, shared, add)
         }
+        webkitDifferences(setCookie, a, host: host, add)
         return out.enumerated().sorted {
             $0.element.severity != $1.element.severity
                 ? $0.element.severity < $1.element.severity : $0.offset < $1.offset
         }.map(\.element)
-    }
-
-    /// Where Chromium (the engine of most browsers and many embedded web views) parts from the draft, seen with
-    /// Chromium 156 through bench/browser-diff.py (docs/browser-differences.md). The jar stays the draft; these
-    /// findings say what a Chromium-based browser does instead.
-    /// The draft's edges where both measured engines part from it the same way.
-    private struct EngineEdges {
-        /// The last Expires, when Max-Age does not override it and it is a cookie-date before 1601 (which the draft
-        /// ignores, §5.1.1 step 5).
-        var expiresBefore1601: ArraySlice<UInt8>?
-        /// Domain is the request host's own IP address.
-        var ipDomainIsHost: Bool
-
-        init(_ c: SetCookie, _ a: CookieAttributes, host: String) {
-            expiresBefore1601 = nil
-            if a.maxAge == nil, let v = c.lastWrittenValue(of: .expires), CookieDate.parse(v) == nil,
-                CookieDate.parse(v, minimumYear: 0) != nil
-            {
-                expiresBefore1601 = v
-            }
-            if let domain = a.domain, !domain.isEmpty, case .ip(let ip) = IPHost.parse(domain), ip == host {
-                ipDomainIsHost = true
-            } else {
-                ipDomainIsHost = false
-            }
-        }
-    }
-
-    private static func chromiumDifferences(
-        _ c: SetCookie, _ shared: EngineEdges, _ add: (String, LintFinding.Severity, String) -> Void
-    ) {
-        let name = c.nameBytes
-        let value = c.valueBytes
-        if name.isEmpty && value.contains(0x3D) {
-            add(
-                "chromium-drops-nameless-with-equals", .warning,
-                "Chromium does not store a cookie with an empty name whose value contains '=' (it would come back as name=value); the draft keeps it (RFC 6265bis §5.6 step 4)"
-            )
-        }
-        if name.contains(0x09) || value.contains(0x09) {
-            add(
-                "chromium-drops-tab", .warning,
-                "Chromium does not store a cookie whose name or value contains a tab; the draft allows HTAB (RFC 6265bis §5.6 step 1)"
-            )
-        }
-        // The last Max-Age as written (last one wins, §5.7).
-        if let v = c.lastWrittenValue(of: .maxAge), v.count > 1, v.first == 0x2B,
-            v.dropFirst().allSatisfy(ASCII.isDigit)
-        {
-            add(
-                "chromium-max-age-plus", .warning,
-                "Chromium reads Max-Age=\(String(lossy: v)) as \(String(lossy: v.dropFirst())) seconds; the draft ignores a Max-Age with a '+' (RFC 6265bis §5.6.2) and keeps a session cookie"
-            )
-        }
-        if let v = shared.expiresBefore1601 {
-            add(
-                "chromium-drops-expires-before-1601", .warning,
-                "Expires=\(String(lossy: v)) is before 1601: Chromium drops the cookie; the draft ignores such an Expires (RFC 6265bis §5.1.1 step 5) and keeps a session cookie"
-            )
-        }
-        if shared.ipDomainIsHost {
-            add(
-                "chromium-ip-domain-host-only", .info,
-                "Chromium makes a cookie whose Domain is the host's IP address host-only; the draft keeps a domain cookie (no other host matches an IP address, so both send it to this host only)"
-            )
-        }
-    }
-
-    /// Where Firefox parts from the draft, seen with Firefox 153 ESR through `bench/browser-diff.py --engine firefox`
-    /// (docs/browser-differences.md).
-    private static func firefoxDifferences(
-        _ c: SetCookie, _ shared: EngineEdges, _ add: (String, LintFinding.Severity, String) -> Void
-    ) {
-        if c.nameBytes.isEmpty {
-            // The name-value-pair is what comes before the first ';' (§5.6 step 2).
-            if c.bytes.prefix(while: { $0 != 0x3B }).contains(0x3D) {
-                add(
-                    "firefox-drops-empty-name", .warning,
-                    "Firefox does not store a cookie with an empty name ('=value'); the draft keeps it (RFC 6265bis §5.6 step 4)"
-                )
-            } else {
-                add(
-                    "firefox-nameless-as-name", .warning,
-                    "Firefox keeps a cookie without '=' as a name with an empty value and sends '\(String(lossy: c.valueBytes))='; the draft (and Chromium) keep an empty name and send '\(String(lossy: c.valueBytes))' (RFC 6265bis §5.6 step 4)"
-                )
-            }
-        }
-        if let v = shared.expiresBefore1601 {
-            add(
-                "firefox-drops-expires-before-1601", .warning,
-                "Expires=\(String(lossy: v)) is before 1601: Firefox drops the cookie; the draft ignores such an Expires (RFC 6265bis §5.1.1 step 5) and keeps a session cookie"
-            )
-        }
-        if shared.ipDomainIsHost {
-            add(
-                "firefox-ip-domain-host-only", .info,
-                "Firefox makes a cookie whose Domain is the host's IP address host-only; the draft keeps a domain cookie (no other host matches an IP address, so both send it to this host only)"
-            )
-        }
     }
 
     /// Characters a server should not send (RFC 6265bis §4.1.1): name not a token, value not cookie-octets.

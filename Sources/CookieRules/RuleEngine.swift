@@ -242,6 +242,17 @@ public final class RuleEngine: Sendable {
         public internal(set) var rewritten = false
         /// Whether any rule matched.
         public var matchedAny: Bool { !matched.isEmpty }
+        /// An outcome of rules among the first 64 without notes, from its parts (as a compact record keeps them).
+        public init(matchedLow: UInt64, dropped: Bool, logRequested: Bool) {
+            var matched = RuleMatches()
+            matched.low = matchedLow
+            self.init(matched: matched, dropped: dropped, logRequested: logRequested, notes: [])
+        }
+
+        init(matched: RuleMatches, dropped: Bool, logRequested: Bool, notes: [String]) {
+            (self.matched, self.dropped, self.logRequested, self.notes) = (matched, dropped, logRequested, notes)
+        }
+
         /// No rule matched (the rules did not run on the line, or none applied).
         public static let untouched = Edit(matched: RuleMatches(), dropped: false, logRequested: false, notes: [])
         /// Which rules matched, as comparable values (for caches of what a record shows).

@@ -177,7 +177,10 @@ package final class RulesHooks: ProxyHooks, Sendable {
         // storage is reused (the head copies what it keeps). Only this hooks object makes the loop's storage.
         let scratch = storage.map { unsafeDowncast($0, to: CookieScratch.self) } ?? CookieScratch()
         // The inspector's record of this response's outcomes (read by ``didForwardResponse``) starts empty.
-        if inspector != nil { (scratch.inspected, scratch.inspectedEngine) = ([], engine) }
+        if inspector != nil {
+            scratch.inspected.removeAll(keepingCapacity: true)
+            scratch.inspectedEngine = engine
+        }
         guard dryRun || lifecycle || !plan.isEmpty else { return }
         var nowMS: Int64 = 0
         var changedCount = 0

@@ -1,0 +1,203 @@
+import HTTPGrammar
+
+/// What each browser engine does differently from the draft, as measured live (docs/browser-differences.md): the
+/// lint's `chromium-…`, `firefox-…` and `webkit-…` findings.
+extension CookieLint {
+    /// Where Chromium (the engine of most browsers and many embedded web views) parts from the draft, seen with
+    /// Chromium 156 through bench/browser-diff.py (docs/browser-differences.md). The jar stays the draft; these
+    /// findings say what a Chromium-based browser does instead.
+    /// The draft's edges where both measured engines part from it the same way.
+    struct EngineEdges {
+        /// The last Expires, when Max-Age does not override it and it is a cookie-date before 1601 (which the draft
+        /// ignores, §5.1.1 step 5).
+        var expiresBefore1601: ArraySlice<UInt8>?
+        /// Domain is the request host's own IP address.
+        var ipDomainIsHost: Bool
+
+        init(_ c: SetCookie, _ a: CookieAttributes, host: String) {
+            expiresBefore1601 = nil
+            if a.maxAge == nil, let v = c.lastWrittenValue(of: .expires), CookieDate.parse(v) == nil,
+                CookieDate.parse(v, minimumYear: 0) != nil
+            {
+                expiresBefore1601 = v
+            }
+            if let domain = a.domain, !domain.isEmpty, case .ip(let ip) = IPHost.parse(domain), ip == host {
+                ipDomainIsHost = true
+            } else {
+                ipDomainIsHost = false
+            }
+        }
+    }
+
+    static func chromiumDifferences(
+        _ c: SetCookie, _ shared: EngineEdges, _ add: (String, LintFinding.Severity, String) -> Void
+    ) {
+        let name = c.nameBytes
+        let value = c.valueBytes
+        if name.isEmpty && value.contains(0x3D) {
+            add(
+                "chromium-drops-nameless-with-equals", .warning,
+                "Chromium does not store a cookie with an empty name whose value contains '=' (it would come back as name=value); the draft keeps it (RFC 6265bis §5.6 step 4)"
+            )
+        }
+        if name.contains(0x09) || value.contains(0x09) {
+            add(
+                "chromium-drops-tab", .warning,
+                "Chromium does not store a cookie whose name or value contains a tab; the draft allows HTAB (RFC 6265bis §5.6 step 1)"
+            )
+        }
+        // The last Max-Age as written (last one wins, §5.7).
+        if let v = c.lastWrittenValue(of: .maxAge), v.count > 1, v.first == 0x2B,
+            v.dropFirst().allSatisfy(ASCII.isDigit)
+        {
+            add(
+                "chromium-max-age-plus", .warning,
+                "Chromium reads Max-Age=\(String(lossy: v)) as \(String(lossy: v.dropFirst())) seconds; the draft ignores a Max-Age with a '+' (RFC 6265bis §5.6.2) and keeps a session cookie"
+            )
+        }
+        if let v = shared.expiresBefore1601 {
+            add(
+                "chromium-drops-expires-before-1601", .warning,
+                "Expires=\(String(lossy: v)) is before 1601: Chromium drops the cookie; the draft ignores such an Expires (RFC 6265bis §5.1.1 step 5) and keeps a session cookie"
+            )
+        }
+        if shared.ipDomainIsHost {
+            add(
+                "chromium-ip-domain-host-only", .info,
+                "Chromium makes a cookie whose Domain is the host's IP address host-only; the draft keeps a domain cookie (no other host matches an IP address, so both send it to this host only)"
+            )
+        }
+    }
+
+    /// Where Firefox parts from the draft, seen with Firefox 153 ESR through `bench/browser-diff.py --engine firefox`
+    /// (docs/browser-differences.md).
+    static func firefoxDifferences(
+        _ c: SetCookie, _ shared: EngineEdges, _ add: (String, LintFinding.Severity, String) -> Void
+    ) {
+        if c.nameBytes.isEmpty {
+            // The name-value-pair is what comes before the first ';' (§5.6 step 2).
+            if c.bytes.prefix(while: { $0 != 0x3B }).contains(0x3D) {
+                add(
+                    "firefox-drops-empty-name", .warning,
+                    "Firefox does not store a cookie with an empty name ('=value'); the draft keeps it (RFC 6265bis §5.6 step 4)"
+                )
+            } else {
+                add(
+                    "firefox-nameless-as-name", .warning,
+                    "Firefox keeps a cookie without '=' as a name with an empty value and sends '\(String(lossy: c.valueBytes))='; the draft (and Chromium) keep an empty name and send '\(String(lossy: c.valueBytes))' (RFC 6265bis §5.6 step 4)"
+                )
+            }
+        }
+        if let v = shared.expiresBefore1601 {
+            add(
+                "firefox-drops-expires-before-1601", .warning,
+                "Expires=\(String(lossy: v)) is before 1601: Firefox drops the cookie; the draft ignores such an Expires (RFC 6265bis §5.1.1 step 5) and keeps a session cookie"
+            )
+        }
+        if shared.ipDomainIsHost {
+            add(
+                "firefox-ip-domain-host-only", .info,
+                "Firefox makes a cookie whose Domain is the host's IP address host-only; the draft keeps a domain cookie (no other host matches an IP address, so both send it to this host only)"
+            )
+        }
+    }
+
+    /// Where WebKitGTK (2.50, libsoup 3's cookie jar: not Safari's CFNetwork store) parts from the draft, seen through
+    /// `bench/browser-diff.py --engine webkit` (docs/browser-differences.md). Unlike the other two engines', some of
+    /// these concern lines the draft ignores (an empty cookie, an over-long name or attribute), which WebKit stores.
+    static func webkitDifferences(
+        _ c: SetCookie, _ a: CookieAttributes, host: String, _ add: (String, LintFinding.Severity, String) -> Void
+    ) {
+        let pair = c.bytes.prefix { $0 != 0x3B }
+        switch c.problem?.code {
+        case "empty-cookie":
+            add(
+                "webkit-stores-empty-cookie", .warning,
+                "WebKit stores a cookie with an empty name and an empty value; the draft ignores the line (RFC 6265bis §5.6 step 5)"
+            )
+        case "name-value-too-long":
+            add(
+                "webkit-no-size-limit", .warning,
+                "WebKit stores a name and value over 4096 bytes; the draft ignores the line (RFC 6265bis §5.6 step 6)")
+        default: break
+        }
+        if c.problem == nil {
+            var long = false
+            c.forEachWrittenAttribute { _, _, _, isIgnored in long = long || isIgnored }
+            if long {
+                add(
+                    "webkit-no-size-limit", .warning,
+                    "WebKit applies an attribute whose value is over 1024 bytes; the draft ignores it (RFC 6265bis §5.6)"
+                )
+            }
+        }
+        // A tab in the pair, or in an attribute's name: libsoup trims spaces only.
+        let tabInName = c.bytes.split(separator: 0x3B, omittingEmptySubsequences: false).dropFirst().contains {
+            $0.prefix { $0 != 0x3D }.contains(0x09)
+        }
+        if pair.contains(0x09) || tabInName {
+            add(
+                "webkit-tab-ends-token", .warning,
+                "WebKit ends a name, a value or an attribute's name at a tab (here it stores something else or ignores the attribute); the draft trims tabs as whitespace and keeps those inside a value (RFC 6265bis §5.6)"
+            )
+        }
+        if pair.contains(where: { $0 >= 0x80 }) {
+            add(
+                "webkit-cuts-non-ascii", .warning,
+                "WebKit keeps a name or value only up to its first non-ASCII byte; the draft keeps the bytes (RFC 6265bis §5.6)"
+            )
+        }
+        guard c.problem == nil else { return }
+        if let d = c.lastWrittenValue(of: .domain), d.contains(where: { $0 >= 0x41 && $0 <= 0x5A }) {
+            add(
+                "webkit-rejects-uppercase-domain", .warning,
+                "WebKit does not store a cookie whose Domain has capital letters; the draft compares it in lower case (RFC 6265bis §5.6.3)"
+            )
+        }
+        if let v = c.lastWrittenValue(of: .expires), CookieDate.parse(v) == nil,
+            let d = CookieDate.parse(v, minimumYear: 0),
+            d < CookieDate.parse(Array("Mon, 01 Jan 1601 00:00:00 GMT".utf8)[...]) ?? 0
+        {
+            add(
+                "webkit-drops-expires-before-1601", .warning,
+                "Expires=\(String(lossy: v)) is before 1601: WebKit drops the cookie even beside a Max-Age; the draft ignores such an Expires (RFC 6265bis §5.1.1 step 5)"
+            )
+        }
+        if let v = c.lastWrittenValue(of: .maxAge), v.count > 1, v.first == 0x2B,
+            v.dropFirst().allSatisfy(ASCII.isDigit)
+        {
+            add(
+                "webkit-max-age-plus", .warning,
+                "WebKit reads Max-Age=\(String(lossy: v)) as \(String(lossy: v.dropFirst())) seconds; the draft ignores a Max-Age with a '+' (RFC 6265bis §5.6.2) and keeps a session cookie"
+            )
+        }
+        if let v = c.lastWrittenValue(of: .maxAge), v.count > 18, v.allSatisfy(ASCII.isDigit) {
+            add(
+                "webkit-max-age-overflow", .warning,
+                "WebKit keeps a session cookie for a Max-Age beyond 64 bits; the draft caps it (RFC 6265bis §5.6.2, §5.5)"
+            )
+        }
+        if let domain = a.domain, !domain.isEmpty, case .ip(let ip) = IPHost.parse(domain), ip == host {
+            add(
+                "webkit-ip-domain-host-only", .info,
+                "WebKit makes a cookie whose Domain is the host's IP address host-only; the draft keeps a domain cookie (no other host matches an IP address, so both send it to this host only)"
+            )
+        }
+        if a.sameSite == .none && !a.secure {
+            add(
+                "webkit-keeps-samesite-none-insecure", .info,
+                "WebKit stores SameSite=None without Secure (as a SameSite=None cookie); the draft and Chromium reject it (RFC 6265bis §5.7 step 19)"
+            )
+        }
+        let name = c.nameBytes
+        if (ASCII.hasPrefixIgnoringCase(name, "__secure-") && !a.secure)
+            || (ASCII.hasPrefixIgnoringCase(name, "__host-")
+                && (!a.secure || !(a.domain ?? "").isEmpty || (a.hasPath && a.path != "/")))
+        {
+            add(
+                "webkit-ignores-prefix", .warning,
+                "WebKit stores a __Secure- or __Host- cookie that breaks its prefix's rules; the draft rejects it (RFC 6265bis §5.7 steps 20-21)"
+            )
+        }
+    }
+}
