@@ -25,6 +25,8 @@ if [ "${1:-}" = "--tests" ]; then
         squid             # a real upstream (corporate) proxy for --upstream-proxy
         nghttp2-client    # nghttp: a second real HTTP/2 client
         firefox-esr       # the live cookie differential against Firefox (WebDriver BiDi)
+        webkit2gtk-driver # the live cookie differential against WebKitGTK (WebKitWebDriver, MiniBrowser)
+        xvfb              # a display for WebKitGTK (xvfb-run)
     )
 fi
 

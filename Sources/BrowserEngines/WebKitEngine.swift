@@ -25,7 +25,12 @@ final class WebKitEngine: BrowserEngine {
 
     /// The MiniBrowser the driver starts: `COOKIE_PROXY_MINIBROWSER`, else beside WebKitGTK's libraries.
     static func miniBrowser(_ environment: [String: String]) throws(BrowserFailure) -> String {
-        if let given = environment["COOKIE_PROXY_MINIBROWSER"] { return given }
+        if let given = environment["COOKIE_PROXY_MINIBROWSER"] {
+            guard FileManager.default.isExecutableFile(atPath: given) else {
+                throw BrowserFailure("COOKIE_PROXY_MINIBROWSER=\(given) is not an executable file", missing: true)
+            }
+            return given
+        }
         let roots = ["/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib", "/usr/libexec"]
         let apis = ["webkit2gtk-4.1", "webkit2gtk-4.0", "webkitgtk-6.0"]
         for root in roots {

@@ -179,17 +179,12 @@ struct BrowserVerdict {
         }
         guard groups.count > 1 else { return "  engines   agree with each other\n" }
         let parts = groups.map { stored, names -> String in
-            let what: String
-            if let s = stored {
-                let other = groups.compactMap { $0.0 }.first { $0 != s }
-                let fields = other.map { s.differences(from: $0) } ?? []
-                what =
-                    "store it"
-                    + (fields.isEmpty ? "" : " (" + fields.map { "\($0) \(s.field($0))" }.joined(separator: ", ") + ")")
-            } else {
-                what = "do not store it"
-            }
-            return names.joined(separator: ", ") + " " + what
+            let verb = names.count > 1 ? ("store", "do not store") : ("stores", "does not store")
+            guard let s = stored else { return names.joined(separator: ", ") + " " + verb.1 + " it" }
+            let other = groups.compactMap { $0.0 }.first { $0 != s }
+            let fields = other.map { s.differences(from: $0) } ?? []
+            return names.joined(separator: ", ") + " " + verb.0 + " it"
+                + (fields.isEmpty ? "" : " (" + fields.map { s.field($0) }.joined(separator: ", ") + ")")
         }
         return "  engines   DISAGREE: " + parts.joined(separator: "; ") + "\n"
     }
@@ -199,14 +194,14 @@ extension BrowserCookie {
     /// A field's value as text, for the disagreement line.
     func field(_ name: String) -> String {
         switch name {
-        case "name": self.name
-        case "value": value
-        case "domain": domain
-        case "hostOnly": hostOnly ? "host-only" : "domain"
-        case "path": path
+        case "name": "name '\(self.name)'"
+        case "value": "value '\(value)'"
+        case "domain": "domain \(domain)"
+        case "hostOnly": hostOnly ? "host-only" : "a domain cookie"
+        case "path": "path \(path)"
         case "secure": secure ? "Secure" : "not Secure"
         case "httpOnly": httpOnly ? "HttpOnly" : "not HttpOnly"
-        case "sameSite": sameSite
+        case "sameSite": "SameSite \(sameSite)"
         default: persistent ? "persistent" : "session"
         }
     }

@@ -17,11 +17,17 @@ import Testing
         #expect(result.stdout == (try String(contentsOfFile: golden, encoding: .utf8)))
     }
 
-    /// `parse --browser` says why it cannot ask: no such browser, no Chromium, a URL Chromium would connect to.
+    /// `parse --browser` says why it cannot ask: no such engine, an engine not installed, a URL a browser would connect to.
     @Test(arguments: [
-        (["--browser", "firefox"], [String: String](), Int32(2), "only chromium can be asked"),
+        (["--browser", "netscape"], [String: String](), Int32(2), "one of chromium, firefox, webkit"),
+        (["--browser", "chromium,"], [:], 2, "one of chromium, firefox, webkit"),
+        // A browser that is not there: exit 2, naming what to install or the variable that is wrong.
         (
-            ["--browser", "chromium"], ["COOKIE_PROXY_CHROMIUM": "/nonexistent/chromium"], 1,
+            ["--browser", "chromium"], ["COOKIE_PROXY_CHROMIUM": "/nonexistent/chromium"], 2,
+            "is not an executable file"
+        ),
+        (
+            ["--browser", "webkit"], ["COOKIE_PROXY_MINIBROWSER": "/nonexistent/MiniBrowser"], 2,
             "is not an executable file"
         ),
         (["--browser", "chromium", "--url", "https://192.0.2.1/"], [:], 2, "host name, localhost or 127.0.0.1"),
@@ -83,7 +89,7 @@ import Testing
         #expect(
             result.stdout == """
                 {"name":"Bin-Auth-Token","value":"abc","hostOnly":false,"domain":"bin.example.com","path":"/","expires":null,"maxAge":604800,"secure":false,"httpOnly":true,"partitioned":false,"sameSite":"Default","attributes":[{"name":"Path","value":"/"},{"name":"Domain","value":"bin.example.com"},{"name":"Max-Age","value":"604800"},{"name":"HttpOnly","value":null}],"rejected":null,"findings":[]}
-                {"name":"x","value":"1","hostOnly":true,"domain":null,"path":"/","expires":"2021-06-09T10:18:14Z","maxAge":null,"secure":false,"httpOnly":false,"partitioned":false,"sameSite":"None","attributes":[{"name":"Expires","value":"Wed, 09 Jun 2021 10:18:14 GMT"},{"name":"SameSite","value":"None"}],"rejected":"SameSite=None requires Secure (§5.7 step 19)","findings":["samesite-none-insecure","already-expired"]}
+                {"name":"x","value":"1","hostOnly":true,"domain":null,"path":"/","expires":"2021-06-09T10:18:14Z","maxAge":null,"secure":false,"httpOnly":false,"partitioned":false,"sameSite":"None","attributes":[{"name":"Expires","value":"Wed, 09 Jun 2021 10:18:14 GMT"},{"name":"SameSite","value":"None"}],"rejected":"SameSite=None requires Secure (§5.7 step 19)","findings":["samesite-none-insecure","already-expired","webkit-keeps-samesite-none-insecure"]}
 
                 """)
     }

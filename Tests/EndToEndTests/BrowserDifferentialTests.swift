@@ -27,17 +27,70 @@ import TestSupport
             agreementLine: "Firefox")
     }
 
+    /// The same over classic WebDriver with Debian's WebKitGTK (WebKitWebDriver starting the MiniBrowser under
+    /// xvfb-run): a disagreement without a `webkit-…` finding fails (a line whose path no document can have is
+    /// counted as unreadable over WebDriver, not compared).
+    @Test func everyDisagreementWithWebKitCarriesAFinding() throws {
+        guard FileManager.default.isExecutableFile(atPath: "/usr/bin/xvfb-run") else {
+            Issue.record("xvfb-run is not installed (scripts/setup.sh --tests installs xvfb)")
+            return
+        }
+        try Self.differential(
+            engine: "webkit", browser: "/usr/lib/x86_64-linux-gnu/webkit2gtk-4.1/MiniBrowser",
+            python: Paths.which("python3"), agreementLine: "WebKit", wrapper: ["/usr/bin/xvfb-run", "-a"])
+    }
+
+    /// `parse --browser` with each engine and with all three: a verdict per engine, in the draft's fields, and in
+    /// text where they disagree (`Max-Age=+10`: Chromium and WebKit keep a persistent cookie, Firefox a session one
+    /// as the draft).
+    @Test(arguments: ["chromium", "firefox", "webkit", "all"])
+    func parseAsksEachEngine(_ engine: String) throws {
+        let line = "a=b; Max-Age=+10"
+        let url = "https://app.example.test/x/y"
+        let result = try run(Paths.binary, ["parse", "--browser", engine, "--url", url, line], timeout: 120)
+        #expect(result.status == 0, "\(result.stderr)")
+        let object = try #require(
+            try JSONSerialization.jsonObject(with: Data(result.text.utf8)) as? [String: Any], "\(result.text)")
+        let expected = ["chromium": ["persistent"], "firefox": [String](), "webkit": ["persistent"]]
+        for name in engine == "all" ? ["chromium", "firefox", "webkit"] : [engine] {
+            let verdict = try #require(object[name] as? [String: Any], "\(name): \(result.text)")
+            #expect(verdict["differences"] as? [String] == expected[name], "\(name): \(result.text)")
+            #expect((verdict["stored"] as? [String: Any])?["path"] as? String == "/x", "\(name): \(result.text)")
+        }
+        if engine == "all" {
+            let text = try run(Paths.binary, ["parse", "--format", "text", "--browser", "all", "--url", url, line])
+            #expect(
+                text.text.contains(
+                    "engines   DISAGREE: Chromium, WebKit store it (persistent); Firefox stores it (session)"),
+                "\(text.text)")
+        }
+    }
+
+    /// A browser that is not there is an error naming the package, exit 2 (not a silent skip).
+    @Test func aMissingEngineExitsTwoNamingThePackage() throws {
+        let result = try run(
+            Paths.binary, ["parse", "--browser", "firefox", "a=b"],
+            environment: ["COOKIE_PROXY_FIREFOX": "/nonexistent/firefox"])
+        #expect(result.status == 2, "\(result.stderr)")
+        #expect(result.stderr.contains("COOKIE_PROXY_FIREFOX=/nonexistent/firefox is not an executable file"))
+        let unknown = try run(Paths.binary, ["parse", "--browser", "netscape", "a=b"])
+        #expect(unknown.status == 2 && unknown.stderr.contains("one of chromium, firefox, webkit"), "\(unknown.stderr)")
+    }
+
     /// bench/browser-diff.py with one engine over both corpora and our lines: no disagreement without a finding of
     /// that engine's (the agreement figure itself is in docs/browser-differences.md).
-    static func differential(engine: String, browser: String, python: String, agreementLine: String) throws {
+    static func differential(
+        engine: String, browser: String, python: String, agreementLine: String, wrapper: [String] = []
+    ) throws {
         guard FileManager.default.isExecutableFile(atPath: browser) else {
             Issue.record("\(browser) is not installed (scripts/setup.sh --tests installs it)")
             return
         }
         let conformance = Paths.root + "/../shared/conformance"
+        let command = wrapper + [python]
         let result = try run(
-            python,
-            [
+            command[0],
+            Array(command.dropFirst()) + [
                 Self.script, "--engine", engine, "--\(engine)", browser, "--binary", Paths.binary, "--cases",
                 Paths.root + "/bench/browser-diff-cases.tsv", conformance + "/http-state.json",
                 conformance + "/wpt.json",
