@@ -24,6 +24,7 @@ FIELDS = ("name", "value", "domain", "hostOnly", "path", "secure", "httpOnly", "
 
 class Chromium:
     def __init__(self, binary, port):
+        self.server_port = port
         self.profile = tempfile.mkdtemp(prefix="cp-chromium-")
         r_in, w_in = os.pipe()    # we write commands -> chromium reads fd 3
         r_out, w_out = os.pipe()  # chromium writes fd 4 -> we read
@@ -90,6 +91,11 @@ class Chromium:
                 return m.get("result", {})
 
     def navigate(self, url, timeout=10):
+        # Loopback hosts skip the resolver rules: such a URL names the server's port.
+        scheme, rest = url.split("://", 1)
+        authority = rest.split("/", 1)[0]
+        if authority.rsplit(":", 1)[0] in ("127.0.0.1", "localhost"):
+            url = "%s://%s:%d%s" % (scheme, authority.rsplit(":", 1)[0], self.server_port, rest[len(authority):])
         self.call("Page.navigate", {"url": url})
         deadline = time.time() + timeout
         while time.time() < deadline:

@@ -45,9 +45,14 @@ public struct BrowserCookie: Equatable, Sendable {
     /// Whether a cookie of `domain` (as an engine reports it, with or without a leading dot) is one for `host`: only
     /// those count (an engine's own background requests reach the local server too, never answered with the line).
     static func domain(_ domain: String, covers host: String) -> Bool {
-        let d = domain.lowercased()
-        let bare = d.hasPrefix(".") ? String(d.dropFirst()) : d
+        let bare = bareDomain(domain).lowercased()
         return host == bare || host.hasSuffix("." + bare)
+    }
+
+    /// An engine's domain as the draft's fields write it: without a leading dot, an IPv6 address without brackets.
+    static func bareDomain(_ domain: String) -> String {
+        let d = domain.hasPrefix(".") ? String(domain.dropFirst()) : domain
+        return d.hasPrefix("[") && d.hasSuffix("]") ? String(d.dropFirst().dropLast()) : d
     }
 
     /// The fields in which `other` differs from this one.

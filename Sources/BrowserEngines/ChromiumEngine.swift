@@ -97,7 +97,7 @@ final class ChromiumEngine: BrowserEngine {
         let sameSite = c["sameSite"] as? String ?? ""
         return BrowserCookie(
             name: c["name"] as? String ?? "", value: c["value"] as? String ?? "",
-            domain: domain.hasPrefix(".") ? String(domain.dropFirst()) : domain, hostOnly: !domain.hasPrefix("."),
+            domain: BrowserCookie.bareDomain(domain), hostOnly: !domain.hasPrefix("."),
             path: c["path"] as? String ?? "", secure: c["secure"] as? Bool ?? false,
             httpOnly: c["httpOnly"] as? Bool ?? false,
             sameSite: ["Strict", "Lax", "None"].contains(sameSite) ? sameSite : "Default",

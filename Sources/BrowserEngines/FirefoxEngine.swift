@@ -135,7 +135,7 @@ final class FirefoxEngine: BrowserEngine {
         }
         let sameSite = ["strict": "Strict", "lax": "Lax", "none": "None"][c["sameSite"] as? String ?? ""]
         return BrowserCookie(
-            name: name, value: text, domain: domain.hasPrefix(".") ? String(domain.dropFirst()) : domain,
+            name: name, value: text, domain: BrowserCookie.bareDomain(domain),
             hostOnly: !domain.hasPrefix("."), path: c["path"] as? String ?? "", secure: c["secure"] as? Bool ?? false,
             httpOnly: c["httpOnly"] as? Bool ?? false, sameSite: sameSite ?? "Default", persistent: c["expiry"] != nil)
     }

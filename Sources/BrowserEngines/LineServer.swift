@@ -12,6 +12,8 @@ import ProxyTLS
 final class LineServer: @unchecked Sendable {
     let port: Int
     private let listener: Int32
+    /// The same port on ::1 when it is free there (a URL of `[::1]` is then asked as well; nil: it is refused).
+    let ipv6Listener: Int32?
     private let tls: TLSServerContext
     private let current = Locked<(line: String, host: String, path: String)>(("", "", "/"))
     private let stopped = AtomicCounter()
@@ -29,8 +31,15 @@ final class LineServer: @unchecked Sendable {
         case .failure(let error):
             throw BrowserFailure("cannot listen on 127.0.0.1: \(error)")
         }
-        let thread = Thread { [self] in self.acceptLoop() }
-        thread.start()
+        if case .success(let bound) = Descriptors.listen(host: "::1", port: port) {
+            ipv6Listener = bound.fd
+        } else {
+            ipv6Listener = nil
+        }
+        for fd in [listener] + (ipv6Listener.map { [$0] } ?? []) {
+            let thread = Thread { [self] in self.acceptLoop(fd) }
+            thread.start()
+        }
     }
 
     /// The line for requests to `host` and `path`, compared as the Host field and the request-target's path are read
@@ -61,9 +70,10 @@ final class LineServer: @unchecked Sendable {
     func stop() {
         stopped.store(1)
         close(listener)
+        if let ipv6Listener { close(ipv6Listener) }
     }
 
-    private func acceptLoop() {
+    private func acceptLoop(_ listener: Int32) {
         while stopped.load() == 0 {
             guard Descriptors.waitReadable(listener, milliseconds: 200), let conn = Descriptors.accept(listener) else {
                 continue

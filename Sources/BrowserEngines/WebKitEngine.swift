@@ -122,7 +122,7 @@ final class WebKitEngine: BrowserEngine {
         if sameSite == "None" && SetCookie(line).attributes.sameSite == .default { sameSite = "Default" }
         return BrowserCookie(
             name: c["name"] as? String ?? "", value: c["value"] as? String ?? "",
-            domain: domain.hasPrefix(".") ? String(domain.dropFirst()) : domain, hostOnly: !domain.hasPrefix("."),
+            domain: BrowserCookie.bareDomain(domain), hostOnly: !domain.hasPrefix("."),
             path: c["path"] as? String ?? "/", secure: c["secure"] as? Bool ?? false,
             httpOnly: c["httpOnly"] as? Bool ?? false, sameSite: sameSite, persistent: c["expiry"] != nil)
     }

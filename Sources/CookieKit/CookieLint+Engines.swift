@@ -11,8 +11,13 @@ extension CookieLint {
         /// The last Expires, when Max-Age does not override it and it is a cookie-date before 1601 (which the draft
         /// ignores, §5.1.1 step 5).
         var expiresBefore1601: ArraySlice<UInt8>?
-        /// Domain is the request host's own IP address.
+        /// Domain is the request host's own IP address (compared serialised, as the draft does).
         var ipDomainIsHost: Bool
+        /// ... written as the host is (`127.0.0.1`, `[::1]`), not in another form of the same address (`127.1`,
+        /// `0x7f.0.0.1`, `[0:0:0:0:0:0:0:1]`): the engines compare the text.
+        var ipDomainAsWritten: Bool
+        /// The Domain's text without brackets, lowercased (for WebKit's comparison).
+        var domainText: String
 
         init(_ c: SetCookie, _ a: CookieAttributes, host: String) {
             expiresBefore1601 = nil
@@ -21,16 +26,22 @@ extension CookieLint {
             {
                 expiresBefore1601 = v
             }
+            // The Domain as written (the attributes' value is already serialised).
+            let written = c.lastWrittenValue(of: .domain).map { String(lossy: $0).asciiLowercased } ?? ""
+            var text = written.hasPrefix(".") ? String(written.dropFirst()) : written
+            if text.hasPrefix("[") && text.hasSuffix("]") { text = String(text.dropFirst().dropLast()) }
+            domainText = text
             if let domain = a.domain, !domain.isEmpty, case .ip(let ip) = IPHost.parse(domain), ip == host {
                 ipDomainIsHost = true
             } else {
                 ipDomainIsHost = false
             }
+            ipDomainAsWritten = ipDomainIsHost && text == host
         }
     }
 
     static func chromiumDifferences(
-        _ c: SetCookie, _ shared: EngineEdges, _ add: (String, LintFinding.Severity, String) -> Void
+        _ c: SetCookie, _ shared: EngineEdges, host: String, _ add: (String, LintFinding.Severity, String) -> Void
     ) {
         let name = c.nameBytes
         let value = c.valueBytes
@@ -61,7 +72,13 @@ extension CookieLint {
                 "Expires=\(String(lossy: v)) is before 1601: Chromium drops the cookie; the draft ignores such an Expires (RFC 6265bis §5.1.1 step 5) and keeps a session cookie"
             )
         }
-        if shared.ipDomainIsHost {
+        if shared.ipDomainIsHost && !shared.ipDomainAsWritten {
+            add(
+                "chromium-drops-ip-domain-written-otherwise", .warning,
+                "Chromium does not store a cookie whose Domain is the host's IP address written another way (\(shared.domainText) for \(host)): it compares the text; the draft compares the addresses and keeps a domain cookie (draft-ietf-httpbis-layered-cookies)"
+            )
+        }
+        if shared.ipDomainAsWritten {
             add(
                 "chromium-ip-domain-host-only", .info,
                 "Chromium makes a cookie whose Domain is the host's IP address host-only; the draft keeps a domain cookie (no other host matches an IP address, so both send it to this host only)"
@@ -72,7 +89,7 @@ extension CookieLint {
     /// Where Firefox parts from the draft, seen with Firefox 153 ESR through `bench/browser-diff.py --engine firefox`
     /// (docs/browser-differences.md).
     static func firefoxDifferences(
-        _ c: SetCookie, _ shared: EngineEdges, _ add: (String, LintFinding.Severity, String) -> Void
+        _ c: SetCookie, _ shared: EngineEdges, host: String, _ add: (String, LintFinding.Severity, String) -> Void
     ) {
         if c.nameBytes.isEmpty {
             // The name-value-pair is what comes before the first ';' (§5.6 step 2).
@@ -94,7 +111,13 @@ extension CookieLint {
                 "Expires=\(String(lossy: v)) is before 1601: Firefox drops the cookie; the draft ignores such an Expires (RFC 6265bis §5.1.1 step 5) and keeps a session cookie"
             )
         }
-        if shared.ipDomainIsHost {
+        if shared.ipDomainIsHost && !shared.ipDomainAsWritten {
+            add(
+                "firefox-drops-ip-domain-written-otherwise", .warning,
+                "Firefox does not store a cookie whose Domain is the host's IP address written another way (\(shared.domainText) for \(host)): it compares the text; the draft compares the addresses and keeps a domain cookie (draft-ietf-httpbis-layered-cookies)"
+            )
+        }
+        if shared.ipDomainAsWritten {
             add(
                 "firefox-ip-domain-host-only", .info,
                 "Firefox makes a cookie whose Domain is the host's IP address host-only; the draft keeps a domain cookie (no other host matches an IP address, so both send it to this host only)"
@@ -106,7 +129,7 @@ extension CookieLint {
     /// `bench/browser-diff.py --engine webkit` (docs/browser-differences.md). Unlike the other two engines', some of
     /// these concern lines the draft ignores (an empty cookie, an over-long name or attribute), which WebKit stores.
     static func webkitDifferences(
-        _ c: SetCookie, _ a: CookieAttributes, host: String, _ add: (String, LintFinding.Severity, String) -> Void
+        _ c: SetCookie, _ a: CookieAttributes, _ shared: EngineEdges?, host: String, _ add: (String, LintFinding.Severity, String) -> Void
     ) {
         let pair = c.bytes.prefix { $0 != 0x3B }
         switch c.problem?.code {
@@ -177,7 +200,12 @@ extension CookieLint {
                 "WebKit keeps a session cookie for a Max-Age beyond 64 bits; the draft caps it (RFC 6265bis §5.6.2, §5.5)"
             )
         }
-        if let domain = a.domain, !domain.isEmpty, case .ip(let ip) = IPHost.parse(domain), ip == host {
+        if let shared, shared.ipDomainIsHost && !shared.domainText.hasSuffix(host) {
+            add(
+                "webkit-drops-ip-domain-written-otherwise", .warning,
+                "WebKit does not store a cookie whose Domain is the host's IP address written another way (\(shared.domainText) for \(host)), unless that text ends with the host's; the draft compares the addresses and keeps a domain cookie (draft-ietf-httpbis-layered-cookies)"
+            )
+        } else if let shared, shared.ipDomainIsHost {
             add(
                 "webkit-ip-domain-host-only", .info,
                 "WebKit makes a cookie whose Domain is the host's IP address host-only; the draft keeps a domain cookie (no other host matches an IP address, so both send it to this host only)"

@@ -178,13 +178,13 @@ public enum CookieLint {
                 add("host-prefix-path", .rejects, "__Host- cookie needs Path=/ (RFC 6265bis §5.7 step 21)")
             }
         }
-        if setCookie.problem == nil {
-            // What more than one engine does differently, worked out once.
-            let shared = EngineEdges(setCookie, a, host: host)
-            chromiumDifferences(setCookie, shared, add)
-            firefoxDifferences(setCookie, shared, add)
+        // What more than one engine does differently, worked out once.
+        let shared = setCookie.problem == nil ? EngineEdges(setCookie, a, host: host) : nil
+        if let shared {
+            chromiumDifferences(setCookie, shared, host: host, add)
+            firefoxDifferences(setCookie, shared, host: host, add)
         }
-        webkitDifferences(setCookie, a, host: host, add)
+        webkitDifferences(setCookie, a, shared, host: host, add)
         return out.enumerated().sorted {
             $0.element.severity != $1.element.severity
                 ? $0.element.severity < $1.element.severity : $0.offset < $1.offset

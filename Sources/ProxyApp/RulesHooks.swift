@@ -195,6 +195,10 @@ package final class RulesHooks: ProxyHooks, Sendable {
             seenCount += 1
             var changed = false
             var dropped = false
+            // The received field the inspector knows the line by (read here: inside the borrow of the head below,
+            // reading the head again copied it whole for every line).
+            var inspectedField: Int? = nil
+            if inspector != nil, case .original(let field) = head.lines[index] { inspectedField = field }
             // The line is parsed where it lies in the head (nothing copied); the rules' result is written by the
             // rewrite, and put into the head after this borrow of it ends.
             head.withValueBytes(at: index) { original in
@@ -202,7 +206,7 @@ package final class RulesHooks: ProxyHooks, Sendable {
                     plan, line: original, now: nowMS / 1000, parser: &scratch.parser, rewrite: &scratch.rewrite,
                     shapes: &scratch.shapes)
                 (changed, dropped) = (edit.dropped || edit.rewritten, edit.dropped)
-                if inspector != nil, case .original(let field) = head.lines[index] {
+                if let field = inspectedField {
                     // The outcome as decided here: the inspector makes its Transformation from it, never running
                     // the rules again (in a dry run with the line the rules would have sent).
                     let wouldBe = dryRun && edit.rewritten ? scratch.rewrite.withOutput { Array($0) } : nil

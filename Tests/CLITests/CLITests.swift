@@ -30,9 +30,8 @@ import Testing
             ["--browser", "webkit"], ["COOKIE_PROXY_MINIBROWSER": "/nonexistent/MiniBrowser"], 2,
             "is not an executable file"
         ),
-        (["--browser", "chromium", "--url", "https://192.0.2.1/"], [:], 2, "host name, localhost or 127.0.0.1"),
-        // ::1 is loopback, but the local server listens on 127.0.0.1 only.
-        (["--browser", "chromium", "--url", "http://[::1]/"], [:], 2, "host name, localhost or 127.0.0.1"),
+        (["--browser", "chromium", "--url", "https://192.0.2.1/"], [:], 2, "host name, localhost, 127.0.0.1 or [::1]"),
+        (["--browser", "chromium", "--url", "http://[2001:db8::1]/"], [:], 2, "host name, localhost, 127.0.0.1 or [::1]"),
     ])
     func parseBrowserRefusesWhatItCannotAsk(_ args: [String], _ env: [String: String], _ status: Int32, _ text: String)
         throws

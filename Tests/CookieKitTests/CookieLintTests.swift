@@ -56,6 +56,29 @@ import Testing
                 ]
             ),
             ("a=b; Domain=[1:2]", "http://[::1]/", ["domain-invalid"]),
+            // The host's address written another way: the engines compare the text and refuse it (WebKit keeps it
+            // when the text ends with the host's), the draft compares the addresses (all measured live).
+            (
+                "a=b; Domain=127.1", "http://127.0.0.1/",
+                [
+                    "domain-ip-or-localhost", "chromium-drops-ip-domain-written-otherwise",
+                    "firefox-drops-ip-domain-written-otherwise", "webkit-drops-ip-domain-written-otherwise",
+                ]
+            ),
+            (
+                "a=b; Domain=[0:0:0:0:0:0:0:1]", "http://[::1]/",
+                [
+                    "domain-ip-or-localhost", "chromium-drops-ip-domain-written-otherwise",
+                    "firefox-drops-ip-domain-written-otherwise", "webkit-drops-ip-domain-written-otherwise",
+                ]
+            ),
+            (
+                "a=b; Domain=[0:0::1]", "http://[::1]/",
+                [
+                    "domain-ip-or-localhost", "chromium-drops-ip-domain-written-otherwise",
+                    "firefox-drops-ip-domain-written-otherwise", "webkit-ip-domain-host-only",
+                ]
+            ),
             ("a=b; Domain=localhost", "http://app.localhost/", ["domain-ip-or-localhost"]),
             (
                 "a=b; SameSite=None", "https://example.com/",

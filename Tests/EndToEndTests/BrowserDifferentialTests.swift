@@ -66,6 +66,33 @@ import TestSupport
         }
     }
 
+    /// An IP Domain, asked of the three engines at loopback over IPv4 and IPv6: written as the host is, all three make
+    /// the cookie host-only; written another way, Chromium and Firefox refuse it (they compare the text) and WebKit
+    /// keeps it host-only only when its text ends with the host's. Each case is the lint's finding, per engine.
+    @Test(arguments: [
+        ("http://[::1]/", "a=b; Domain=[::1]", ["hostOnly"], ["hostOnly"], ["hostOnly"]),
+        ("http://[::1]/", "a=b; Domain=[0:0::1]", ["stored"], ["stored"], ["hostOnly"]),
+        ("http://[::1]/", "a=b; Domain=[0:0:0:0:0:0:0:1]", ["stored"], ["stored"], ["stored"]),
+        ("http://127.0.0.1/", "a=b; Domain=127.0.0.1", ["hostOnly"], ["hostOnly"], ["hostOnly"]),
+        ("http://127.0.0.1/", "a=b; Domain=127.1", ["stored"], ["stored"], ["stored"]),
+    ])
+    func anIPDomainIsAskedOfEveryEngine(
+        _ url: String, _ line: String, _ chromium: [String], _ firefox: [String], _ webkit: [String]
+    ) throws {
+        let result = try run(Paths.binary, ["parse", "--browser", "all", "--url", url, line], timeout: 120)
+        #expect(result.status == 0, "\(result.stderr)")
+        let object = try #require(
+            try JSONSerialization.jsonObject(with: Data(result.text.utf8)) as? [String: Any], "\(result.text)")
+        let findings = object["findings"] as? [String] ?? []
+        for (engine, expected) in [("chromium", chromium), ("firefox", firefox), ("webkit", webkit)] {
+            let verdict = try #require(object[engine] as? [String: Any], "\(engine): \(result.text)")
+            #expect(verdict["differences"] as? [String] == expected, "\(engine): \(result.text)")
+            // The lint names what this engine does.
+            let code = expected == ["stored"] ? "\(engine)-drops-ip-domain-written-otherwise" : "\(engine)-ip-domain-host-only"
+            #expect(findings.contains(code), "\(engine): \(findings)")
+        }
+    }
+
     /// A browser that is not there is an error naming the package, exit 2 (not a silent skip).
     @Test func aMissingEngineExitsTwoNamingThePackage() throws {
         let result = try run(
