@@ -142,35 +142,52 @@ public final class Exchange: Sendable {
 
         /// `forwarded`: `response` as the proxy wrote it.
         init(request: HTTPHead, response: OutgoingHead, forwarded head: ArraySlice<UInt8>, edits: [LineEdit]) {
-            var bytes: [UInt8] = []
-            bytes.reserveCapacity(request.bytes.count + response.source.bytes.count + head.count + 32)
-            bytes.append(contentsOf: request.bytes)
-            self.request = 0..<bytes.count
-            bytes.append(contentsOf: response.source.bytes)
-            received = self.request.upperBound..<bytes.count
-            bytes.append(contentsOf: head)
-            forwarded = received.upperBound..<bytes.count
-            for index in 0..<response.count where response.name(at: index, is: .setCookie) {
-                let origin: Int
-                switch response.lines[index] {
-                case .original(let i), .edited(let i, _): origin = i
-                case .written: origin = 0xFFFF
+            // One buffer of exactly its size, written in place (appending byte by byte grew it and cost more than
+            // the copies).
+            let setCookies = (0..<response.count).filter { response.name(at: $0, is: .setCookie) }
+            self.request = 0..<request.bytes.count
+            received = self.request.upperBound..<(self.request.upperBound + response.source.bytes.count)
+            forwarded = received.upperBound..<(received.upperBound + head.count)
+            origins = forwarded.upperBound..<(forwarded.upperBound + 2 * setCookies.count)
+            outcomes = origins.upperBound..<(origins.upperBound + 11 * edits.count)
+            let (requestEnd, receivedEnd, forwardedEnd) = (
+                self.request.upperBound, received.upperBound, forwarded.upperBound
+            )
+            bytes = [UInt8](unsafeUninitializedCapacity: outcomes.upperBound) { out, count in
+                _ = request.bytes.withUnsafeBufferPointer {
+                    UnsafeMutableBufferPointer(rebasing: out[0...]).initialize(from: $0)
                 }
-                bytes.append(UInt8(truncatingIfNeeded: origin >> 8))
-                bytes.append(UInt8(truncatingIfNeeded: origin))
-            }
-            origins = forwarded.upperBound..<bytes.count
-            // Each outcome in 11 bytes: the field (2), the first 64 rules' bits (8), flags (1).
-            for e in edits {
-                bytes.append(UInt8(truncatingIfNeeded: e.field >> 8))
-                bytes.append(UInt8(truncatingIfNeeded: e.field))
-                for shift in stride(from: 56, through: 0, by: -8) {
-                    bytes.append(UInt8(truncatingIfNeeded: e.matchedLow >> UInt64(shift)))
+                _ = response.source.bytes.withUnsafeBufferPointer {
+                    UnsafeMutableBufferPointer(rebasing: out[requestEnd...]).initialize(from: $0)
                 }
-                bytes.append((e.dropped ? 1 : 0) | (e.logRequested ? 2 : 0))
+                _ = head.withUnsafeBufferPointer {
+                    UnsafeMutableBufferPointer(rebasing: out[receivedEnd...]).initialize(from: $0)
+                }
+                var at = forwardedEnd
+                func put(_ byte: UInt8) {
+                    out[at] = byte
+                    at += 1
+                }
+                for index in setCookies {
+                    let origin: Int
+                    switch response.lines[index] {
+                    case .original(let i), .edited(let i, _): origin = i
+                    case .written: origin = 0xFFFF
+                    }
+                    put(UInt8(truncatingIfNeeded: origin >> 8))
+                    put(UInt8(truncatingIfNeeded: origin))
+                }
+                // Each outcome in 11 bytes: the field (2), the first 64 rules' bits (8), flags (1).
+                for e in edits {
+                    put(UInt8(truncatingIfNeeded: e.field >> 8))
+                    put(UInt8(truncatingIfNeeded: e.field))
+                    for shift in stride(from: 56, through: 0, by: -8) {
+                        put(UInt8(truncatingIfNeeded: e.matchedLow >> UInt64(shift)))
+                    }
+                    put((e.dropped ? 1 : 0) | (e.logRequested ? 2 : 0))
+                }
+                count = at
             }
-            outcomes = origins.upperBound..<bytes.count
-            self.bytes = bytes
         }
     }
 
