@@ -144,49 +144,44 @@ public final class Exchange: Sendable {
         init(request: HTTPHead, response: OutgoingHead, forwarded head: ArraySlice<UInt8>, edits: [LineEdit]) {
             // One buffer of exactly its size, written in place (appending byte by byte grew it and cost more than
             // the copies).
-            let setCookies = (0..<response.count).filter { response.name(at: $0, is: .setCookie) }
+            var setCookies = 0
+            for index in 0..<response.count where response.name(at: index, is: .setCookie) { setCookies += 1 }
             self.request = 0..<request.bytes.count
             received = self.request.upperBound..<(self.request.upperBound + response.source.bytes.count)
             forwarded = received.upperBound..<(received.upperBound + head.count)
-            origins = forwarded.upperBound..<(forwarded.upperBound + 2 * setCookies.count)
+            origins = forwarded.upperBound..<(forwarded.upperBound + 2 * setCookies)
             outcomes = origins.upperBound..<(origins.upperBound + 11 * edits.count)
             let (requestEnd, receivedEnd, forwardedEnd) = (
                 self.request.upperBound, received.upperBound, forwarded.upperBound
             )
-            bytes = [UInt8](unsafeUninitializedCapacity: outcomes.upperBound) { out, count in
-                _ = request.bytes.withUnsafeBufferPointer {
-                    UnsafeMutableBufferPointer(rebasing: out[0...]).initialize(from: $0)
+            bytes = [UInt8](unsafeUninitializedCapacity: outcomes.upperBound) { buffer, count in
+                let out = buffer.baseAddress!
+                func copy(_ from: UnsafeBufferPointer<UInt8>, to at: Int) {
+                    if let source = from.baseAddress { (out + at).initialize(from: source, count: from.count) }
                 }
-                _ = response.source.bytes.withUnsafeBufferPointer {
-                    UnsafeMutableBufferPointer(rebasing: out[requestEnd...]).initialize(from: $0)
-                }
-                _ = head.withUnsafeBufferPointer {
-                    UnsafeMutableBufferPointer(rebasing: out[receivedEnd...]).initialize(from: $0)
-                }
-                var at = forwardedEnd
-                func put(_ byte: UInt8) {
-                    out[at] = byte
-                    at += 1
-                }
-                for index in setCookies {
+                request.bytes.withUnsafeBufferPointer { copy($0, to: 0) }
+                response.source.bytes.withUnsafeBufferPointer { copy($0, to: requestEnd) }
+                head.withUnsafeBufferPointer { copy($0, to: receivedEnd) }
+                var p = out + forwardedEnd
+                for index in 0..<response.count where response.name(at: index, is: .setCookie) {
                     let origin: Int
                     switch response.lines[index] {
                     case .original(let i), .edited(let i, _): origin = i
                     case .written: origin = 0xFFFF
                     }
-                    put(UInt8(truncatingIfNeeded: origin >> 8))
-                    put(UInt8(truncatingIfNeeded: origin))
+                    p[0] = UInt8(truncatingIfNeeded: origin >> 8)
+                    p[1] = UInt8(truncatingIfNeeded: origin)
+                    p += 2
                 }
-                // Each outcome in 11 bytes: the field (2), the first 64 rules' bits (8), flags (1).
+                // Each outcome in 11 bytes: the field (2), the first 64 rules' bits (8, big-endian), flags (1).
                 for e in edits {
-                    put(UInt8(truncatingIfNeeded: e.field >> 8))
-                    put(UInt8(truncatingIfNeeded: e.field))
-                    for shift in stride(from: 56, through: 0, by: -8) {
-                        put(UInt8(truncatingIfNeeded: e.matchedLow >> UInt64(shift)))
-                    }
-                    put((e.dropped ? 1 : 0) | (e.logRequested ? 2 : 0))
+                    p[0] = UInt8(truncatingIfNeeded: e.field >> 8)
+                    p[1] = UInt8(truncatingIfNeeded: e.field)
+                    UnsafeMutableRawPointer(p + 2).storeBytes(of: e.matchedLow.bigEndian, as: UInt64.self)
+                    p[10] = (e.dropped ? 1 : 0) | (e.logRequested ? 2 : 0)
+                    p += 11
                 }
-                count = at
+                count = p - out
             }
         }
     }

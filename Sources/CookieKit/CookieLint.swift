@@ -158,7 +158,7 @@ public enum CookieLint {
         if a.sameSite == .none && !a.secure {
             add(
                 "samesite-none-insecure", .rejects,
-                "SameSite=None without Secure; browsers reject it (RFC 6265bis §5.7 step 19)")
+                "SameSite=None without Secure; Chromium and Firefox reject it (RFC 6265bis §5.7 step 19)")
         }
         if a.partitioned && !a.secure {
             add("partitioned-insecure", .rejects, "Partitioned without Secure; browsers reject it (CHIPS)")

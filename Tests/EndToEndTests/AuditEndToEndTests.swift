@@ -26,7 +26,7 @@ import Testing
         let first = try #require(hops[0]["cookies"] as? [[String: Any]])
         #expect(first.map { $0["name"] as? String } == ["step1", "cross"])
         #expect(first[1]["rejected"] as? String == "SameSite=None requires Secure (§5.7 step 19)")
-        #expect(first[1]["findings"] as? [String] == ["samesite-none-insecure"])
+        #expect(first[1]["findings"] as? [String] == ["samesite-none-insecure", "webkit-keeps-samesite-none-insecure"])
         let second = try #require(hops[1]["cookies"] as? [[String: Any]])
         #expect(second[1]["stored"] as? Bool == false)
         #expect((second[1]["rejected"] as? String)?.contains("does not domain-match Domain=example.com") == true)
@@ -109,7 +109,7 @@ extension AuditEndToEndTests {
         #expect(
             text
                 == """
-                {"hops":[{"url":"\(first)","method":"GET","status":302,"location":"http://localhost:PORT/read","cookies":[{"setCookie":"a=1; Path=/; HttpOnly","name":"a","after":null,"rules":[],"stored":true,"rejected":null,"findings":[]},{"setCookie":"b=2; SameSite=None","name":"b","after":null,"rules":[],"stored":false,"rejected":"SameSite=None requires Secure (§5.7 step 19)","findings":["samesite-none-insecure"]}]},{"url":"http://localhost:PORT/read","method":"GET","status":200,"location":null,"cookies":[]}],"finalUrl":"http://localhost:PORT/read","cookieHeader":"","jar":[{"name":"a","domain":"127.0.0.1","hostOnly":true,"path":"/","secure":false,"httpOnly":true,"sameSite":"Default","expires":null}],"dropped":[{"name":"b","url":"\(first)","reason":"SameSite=None requires Secure (§5.7 step 19)"}],"stopped":null}
+                {"hops":[{"url":"\(first)","method":"GET","status":302,"location":"http://localhost:PORT/read","cookies":[{"setCookie":"a=1; Path=/; HttpOnly","name":"a","after":null,"rules":[],"stored":true,"rejected":null,"findings":[]},{"setCookie":"b=2; SameSite=None","name":"b","after":null,"rules":[],"stored":false,"rejected":"SameSite=None requires Secure (§5.7 step 19)","findings":["samesite-none-insecure","webkit-keeps-samesite-none-insecure"]}]},{"url":"http://localhost:PORT/read","method":"GET","status":200,"location":null,"cookies":[]}],"finalUrl":"http://localhost:PORT/read","cookieHeader":"","jar":[{"name":"a","domain":"127.0.0.1","hostOnly":true,"path":"/","secure":false,"httpOnly":true,"sameSite":"Default","expires":null}],"dropped":[{"name":"b","url":"\(first)","reason":"SameSite=None requires Secure (§5.7 step 19)"}],"stopped":null}
 
                 """)
     }
