@@ -57,7 +57,8 @@ public final class InspectorStore: Sendable {
     /// overwrites them, cost more than the copy).
     public func responseForwarded(
         context: ExchangeContext, head: OutgoingHead, bytes: ArraySlice<UInt8>, engine: RuleEngine, dryRun: Bool,
-        time: Int64, edits: [LineEdit] = [], judged: (RequestJudgement?, RequestSite.Kind?) = (nil, nil)
+        time: Int64, edits: borrowing LineEdits = LineEdits(),
+        judged: (RequestJudgement?, RequestSite.Kind?) = (nil, nil)
     ) {
         let (judgement, site) = judged
         let slot = Int(context.requestID % UInt64(Self.pendingSlots))
@@ -71,8 +72,8 @@ public final class InspectorStore: Sendable {
         let sendsCookies = request.head.fields.contains { $0.known == .cookie }
         guard setsCookies || sendsCookies || !(judgement?.verdicts.isEmpty ?? true) else { return }
         let record = Exchange.Record(request: request.head, response: head, forwarded: bytes, edits: edits)
-        // The outcomes the compact form cannot hold (none, usually: no array is made).
-        let rest = edits.contains { $0.rest != nil } ? edits.filter { $0.rest != nil } : []
+        // The outcomes the compact form cannot hold (none, usually).
+        let rest = edits.rest
         let wake = state.withLock { s -> Wake? in
             s.sequence += 1
             s.ring[s.next] = Exchange(
@@ -119,7 +120,7 @@ public final class Exchange: Sendable {
     let engine: RuleEngine
     public let dryRun: Bool
     /// The outcomes the record's bytes cannot hold (rules past the 64th, notes, a dry run's would-be line).
-    let rest: [LineEdit]
+    let rest: [LineEdit.Rest]
     /// The lifecycle's verdicts on the request's cookies (nil with `--lifecycle off`).
     public let judgement: RequestJudgement?
     /// The request's site context (nil when nothing worked it out).
@@ -141,7 +142,7 @@ public final class Exchange: Sendable {
         var outcomes: Range<Int>
 
         /// `forwarded`: `response` as the proxy wrote it.
-        init(request: HTTPHead, response: OutgoingHead, forwarded head: ArraySlice<UInt8>, edits: [LineEdit]) {
+        init(request: HTTPHead, response: OutgoingHead, forwarded head: ArraySlice<UInt8>, edits: borrowing LineEdits) {
             // One buffer of exactly its size, written in place (appending byte by byte grew it and cost more than
             // the copies).
             var setCookies = 0
@@ -174,11 +175,11 @@ public final class Exchange: Sendable {
                     p += 2
                 }
                 // Each outcome in 11 bytes: the field (2), the first 64 rules' bits (8, big-endian), flags (1).
-                for e in edits {
+                for e in edits.lines[0..<edits.count] {
                     p[0] = UInt8(truncatingIfNeeded: e.field >> 8)
                     p[1] = UInt8(truncatingIfNeeded: e.field)
                     UnsafeMutableRawPointer(p + 2).storeBytes(of: e.matchedLow.bigEndian, as: UInt64.self)
-                    p[10] = (e.dropped ? 1 : 0) | (e.logRequested ? 2 : 0)
+                    p[10] = (e.dropped ? 1 : 0) | (e.logRequested ? 2 : 0) | (e.hasRest ? 4 : 0)
                     p += 11
                 }
                 count = p - out
@@ -188,7 +189,7 @@ public final class Exchange: Sendable {
 
     init(
         sequence: UInt64, context: ExchangeContext, record: Record, requestTime: Int64, responseTime: Int64,
-        engine: RuleEngine, dryRun: Bool, rest: [LineEdit] = [], judgement: RequestJudgement? = nil,
+        engine: RuleEngine, dryRun: Bool, rest: [LineEdit.Rest] = [], judgement: RequestJudgement? = nil,
         site: RequestSite.Kind? = nil
     ) {
         self.rest = rest
@@ -217,15 +218,20 @@ public final class Exchange: Sendable {
     /// The response head bytes the client received.
     public var forwardedHead: [UInt8] { Array(record.bytes[record.forwarded]) }
 
-    /// How the proxy decided each received Set-Cookie line's outcome (by received field).
-    var edits: [LineEdit] {
-        stride(from: record.outcomes.lowerBound, to: record.outcomes.upperBound, by: 11).map { at in
+    /// How the proxy decided each received Set-Cookie line (by received field): the rules' outcome and a dry run's
+    /// would-be line.
+    var edits: [(field: Int, edit: RuleEngine.Edit, wouldBe: [UInt8]?)] {
+        var r = 0
+        return stride(from: record.outcomes.lowerBound, to: record.outcomes.upperBound, by: 11).map { at in
             let b = record.bytes
             let field = Int(b[at]) << 8 | Int(b[at + 1])
-            if let full = rest.first(where: { $0.field == field }) { return full }
+            if b[at + 10] & 4 != 0, r < rest.count {
+                r += 1
+                return (field, rest[r - 1].edit, rest[r - 1].wouldBe)
+            }
             let low = b[(at + 2)..<(at + 10)].reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
-            return LineEdit(
-                field: field, matchedLow: low, dropped: b[at + 10] & 1 != 0, logRequested: b[at + 10] & 2 != 0)
+            let edit = RuleEngine.Edit(matchedLow: low, dropped: b[at + 10] & 1 != 0, logRequested: b[at + 10] & 2 != 0)
+            return (field, edit, nil)
         }
     }
 
@@ -356,36 +362,48 @@ public final class Exchange: Sendable {
 }
 
 /// How the proxy decided one received Set-Cookie line (by its field's index in the received head): the rules'
-/// outcome and, in a dry run, the line they would have sent. The inspector's ``Transformation`` is made from it. The
-/// common outcome (rules among the first 64, no notes, no would-be line) holds no reference: the stage keeps these in
-/// one reused array and the store copies them into its record's bytes, so recording one costs no allocation.
+/// outcome, in a form without references (rules among the first 64 and two flags); what that cannot hold (notes,
+/// rules past the 64th, a dry run's would-be line) is a ``Rest`` of the response's ``LineEdits``.
 public struct LineEdit: Sendable {
     public var field: Int
     var matchedLow: UInt64
     var dropped: Bool
     var logRequested: Bool
-    /// What the compact form cannot hold: the whole outcome and a dry run's would-be line.
-    var rest: Rest?
-    final class Rest: Sendable {
+    /// The line has a ``Rest`` (the next one of its response's, in order).
+    var hasRest: Bool
+
+    /// The whole outcome and a dry run's would-be line.
+    public final class Rest: Sendable {
         let edit: RuleEngine.Edit
         let wouldBe: [UInt8]?
         init(_ edit: RuleEngine.Edit, _ wouldBe: [UInt8]?) { (self.edit, self.wouldBe) = (edit, wouldBe) }
     }
+}
 
-    @inline(__always)
-    public init(field: Int, edit: borrowing RuleEngine.Edit, wouldBe: [UInt8]?) {
-        self.field = field
-        (matchedLow, dropped, logRequested) = (edit.matchedRulesLow, edit.dropped, edit.logRequested)
-        rest = edit.matchedRulesBeyond64 || !edit.notes.isEmpty || wouldBe != nil ? Rest(copy edit, wouldBe) : nil
+/// A response's outcomes as the cookie stage notes them, one per received Set-Cookie line the rules ran on; kept by
+/// the event loop and reused (``reset()`` keeps its storage), so noting them allocates nothing; the inspector copies
+/// them into its record.
+public struct LineEdits: Sendable {
+    var lines: [LineEdit] = []
+    public private(set) var count = 0
+    var rest: [LineEdit.Rest] = []
+
+    public init() {}
+
+    public mutating func reset() {
+        count = 0
+        if !rest.isEmpty { rest = [] }
     }
 
-    init(field: Int, matchedLow: UInt64, dropped: Bool, logRequested: Bool) {
-        (self.field, self.matchedLow, self.dropped, self.logRequested, rest) =
-            (field, matchedLow, dropped, logRequested, nil)
+    /// Notes `edit`, the outcome of the received field `field` (`wouldBe`: a dry run's edited line).
+    public mutating func append(field: Int, edit: borrowing RuleEngine.Edit, wouldBe: [UInt8]?) {
+        let full = edit.matchedRulesBeyond64 || !edit.notes.isEmpty || wouldBe != nil
+        if full { rest.append(LineEdit.Rest(copy edit, wouldBe)) }
+        let line = LineEdit(
+            field: field, matchedLow: edit.matchedRulesLow, dropped: edit.dropped, logRequested: edit.logRequested,
+            hasRest: full)
+        // Written over the last response's entries (an assignment, not a removal and an append).
+        if count < lines.count { lines[count] = line } else { lines.append(line) }
+        count += 1
     }
-
-    var edit: RuleEngine.Edit {
-        rest?.edit ?? RuleEngine.Edit(matchedLow: matchedLow, dropped: dropped, logRequested: logRequested)
-    }
-    var wouldBe: [UInt8]? { rest?.wouldBe }
 }

@@ -178,7 +178,7 @@ package final class RulesHooks: ProxyHooks, Sendable {
         let scratch = storage.map { unsafeDowncast($0, to: CookieScratch.self) } ?? CookieScratch()
         // The inspector's record of this response's outcomes (read by ``didForwardResponse``) starts empty.
         if inspector != nil {
-            scratch.inspected.removeAll(keepingCapacity: true)
+            scratch.inspected.reset()
             scratch.inspectedEngine = engine
         }
         guard dryRun || lifecycle || !plan.isEmpty else { return }
@@ -210,7 +210,7 @@ package final class RulesHooks: ProxyHooks, Sendable {
                     // The outcome as decided here: the inspector makes its Transformation from it, never running
                     // the rules again (in a dry run with the line the rules would have sent).
                     let wouldBe = dryRun && edit.rewritten ? scratch.rewrite.withOutput { Array($0) } : nil
-                    scratch.inspected.append(LineEdit(field: field, edit: edit, wouldBe: wouldBe))
+                    scratch.inspected.append(field: field, edit: edit, wouldBe: wouldBe)
                 }
                 if lifecycle {
                     // The bytes only: the lifecycle parses them if and when it replays them.
@@ -287,7 +287,7 @@ package final class RulesHooks: ProxyHooks, Sendable {
         // The rule set the outcomes were decided under (a reload in between does not rename them).
         inspector.responseForwarded(
             context: context, head: head, bytes: bytes, engine: scratch?.inspectedEngine ?? current, dryRun: dryRun,
-            time: Self.wallMilliseconds(), edits: scratch?.inspected ?? [],
+            time: Self.wallMilliseconds(), edits: scratch?.inspected ?? LineEdits(),
             judged: lifecycle ? tracker.judged(context.requestID) : (nil, nil))
     }
 
@@ -318,6 +318,6 @@ package final class CookieScratch {
     /// A response's Set-Cookie lines for the lifecycle.
     var lifecycle = SetLinesBuilder()
     /// A response's outcomes for the inspector, one per received Set-Cookie line the rules ran on.
-    var inspected: [LineEdit] = []
+    var inspected = LineEdits()
     var inspectedEngine: RuleEngine? = nil
 }

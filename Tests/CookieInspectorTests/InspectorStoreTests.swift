@@ -31,12 +31,12 @@ import Testing
         // The rules as the proxy's cookie stage runs them: each line edited in the head, its outcome handed over.
         let plan = engine.cookiePlan(
             MessageContext(scheme: "http", host: host, port: 80, path: "/", method: "GET", status: 200))
-        var edits: [LineEdit] = []
+        var edits = LineEdits()
         for index in 0..<head.count where head.name(at: index, is: .setCookie) {
             guard case .original(let field) = head.lines[index] else { continue }
             var cookie = SetCookie(head.valueBytes(at: index))
             let edit = engine.apply(plan, editing: &cookie, now: seconds)
-            edits.append(LineEdit(field: field, edit: edit, wouldBe: nil))
+            edits.append(field: field, edit: edit, wouldBe: nil)
             if !edit.dropped { head.replaceValue(at: index, with: cookie.bytes) }
         }
         var bytes: [UInt8] = []
