@@ -60,10 +60,12 @@ let package = Package(
             name: "ProxyServer",
             dependencies: ["HTTPGrammar", "ProxyCore", "ProxyHTTP2", "CProxyShims", "ProxyTLS", "Locking"],
             swiftSettings: hotPath),
-        // Pure: what the inspector holds and shows (exchanges, the jar a browser would build, HAR, its web page).
+        // Pure: what the inspector holds and shows (exchanges, the jar a browser would build, HAR, its web page); it
+        // records on the proxy's path.
         .target(
             name: "CookieInspector",
-            dependencies: ["CookieKit", "CookieRules", "CookieLifecycle", "ProxyCore", "Locking", "HTTPGrammar"]),
+            dependencies: ["CookieKit", "CookieRules", "CookieLifecycle", "ProxyCore", "Locking", "HTTPGrammar"],
+            swiftSettings: hotPath),
         // The application on the proxy's hooks: the cookie stage (rules on every Set-Cookie), the log (writer, record
         // format, reopen), the inspector's service, the rules files. The executable is its command line.
         .target(

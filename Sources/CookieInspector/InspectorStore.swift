@@ -143,8 +143,7 @@ public final class Exchange: Sendable {
 
         /// `forwarded`: `response` as the proxy wrote it.
         init(request: HTTPHead, response: OutgoingHead, forwarded head: ArraySlice<UInt8>, edits: borrowing LineEdits) {
-            // One buffer of exactly its size, written in place (appending byte by byte grew it and cost more than
-            // the copies).
+            // One buffer of exactly its size.
             var setCookies = 0
             for index in 0..<response.count where response.name(at: index, is: .setCookie) { setCookies += 1 }
             self.request = 0..<request.bytes.count
@@ -152,18 +151,18 @@ public final class Exchange: Sendable {
             forwarded = received.upperBound..<(received.upperBound + head.count)
             origins = forwarded.upperBound..<(forwarded.upperBound + 2 * setCookies)
             outcomes = origins.upperBound..<(origins.upperBound + 11 * edits.count)
-            let (requestEnd, receivedEnd, forwardedEnd) = (
-                self.request.upperBound, received.upperBound, forwarded.upperBound
-            )
-            bytes = [UInt8](unsafeUninitializedCapacity: outcomes.upperBound) { buffer, count in
-                let out = buffer.baseAddress!
-                func copy(_ from: UnsafeBufferPointer<UInt8>, to at: Int) {
-                    if let source = from.baseAddress { (out + at).initialize(from: source, count: from.count) }
-                }
-                request.bytes.withUnsafeBufferPointer { copy($0, to: 0) }
-                response.source.bytes.withUnsafeBufferPointer { copy($0, to: requestEnd) }
-                head.withUnsafeBufferPointer { copy($0, to: receivedEnd) }
-                var p = out + forwardedEnd
+            var bytes: [UInt8] = []
+            bytes.reserveCapacity(outcomes.upperBound)
+            bytes.append(contentsOf: request.bytes)
+            bytes.append(contentsOf: response.source.bytes)
+            bytes.append(contentsOf: head)
+            // The origins and outcomes are written on the stack and appended at once (appending them byte by byte
+            // cost more than the copies; an array made with `unsafeUninitializedCapacity` looked its type's metadata
+            // up at run time each time).
+            withUnsafeTemporaryAllocation(of: UInt8.self, capacity: max(1, outcomes.upperBound - forwarded.upperBound))
+            {
+                tail in
+                var p = tail.baseAddress!
                 for index in 0..<response.count where response.name(at: index, is: .setCookie) {
                     let origin: Int
                     switch response.lines[index] {
@@ -182,8 +181,9 @@ public final class Exchange: Sendable {
                     p[10] = (e.dropped ? 1 : 0) | (e.logRequested ? 2 : 0) | (e.hasRest ? 4 : 0)
                     p += 11
                 }
-                count = p - out
+                bytes.append(contentsOf: UnsafeBufferPointer(start: tail.baseAddress!, count: p - tail.baseAddress!))
             }
+            self.bytes = bytes
         }
     }
 
