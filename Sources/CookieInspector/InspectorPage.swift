@@ -204,6 +204,7 @@ public enum InspectorPage {
             const fl = el('ul', undefined, 'findings');
             for (const f of c.findings) { const li = el('li'); li.appendChild(el('span', f.severity, 'badge ' + f.severity)); li.appendChild(el('span', f.code + ': ' + f.message)); fl.appendChild(li); }
             if (c.findings.length) div.appendChild(fl);
+            if (c.engines) div.appendChild(el('p', 'engines: ' + c.engines, 'engines'));
             box.appendChild(div);
           }
           for (const [title, list] of [['Request', d.request], ['Response as received', d.responseReceived], ['Response as forwarded', d.responseForwarded]]) {

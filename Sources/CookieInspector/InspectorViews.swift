@@ -125,6 +125,9 @@ public struct InspectorViews: Sendable {
                                 (
                                     "findings", .array(line.findings.map(findingJSON))
                                 ),
+                                (
+                                    "engines", JSONValue(EngineVerdict.summary(line.findings))
+                                ),
                             ])
                         })
                 ),

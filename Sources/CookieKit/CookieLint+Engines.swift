@@ -129,7 +129,8 @@ extension CookieLint {
     /// `bench/browser-diff.py --engine webkit` (docs/browser-differences.md). Unlike the other two engines', some of
     /// these concern lines the draft ignores (an empty cookie, an over-long name or attribute), which WebKit stores.
     static func webkitDifferences(
-        _ c: SetCookie, _ a: CookieAttributes, _ shared: EngineEdges?, host: String, _ add: (String, LintFinding.Severity, String) -> Void
+        _ c: SetCookie, _ a: CookieAttributes, _ shared: EngineEdges?, host: String,
+        _ add: (String, LintFinding.Severity, String) -> Void
     ) {
         let pair = c.bytes.prefix { $0 != 0x3B }
         switch c.problem?.code {
@@ -228,4 +229,95 @@ extension CookieLint {
             )
         }
     }
+}
+
+/// What each measured engine does with a line, read from the lint's findings: the draft's verdict (a `rejects`
+/// finding means it keeps nothing) and the engine findings, each of which says the engine drops a line the draft
+/// keeps, keeps one it rejects, or keeps the cookie another way.
+public struct EngineVerdict: Sendable, Equatable {
+    public enum Engine: String, Sendable, CaseIterable {
+        case chromium = "Chromium"
+        case firefox = "Firefox"
+        case webkit = "WebKit"
+    }
+    public let engine: Engine
+    /// Whether the engine keeps a cookie.
+    public let stores: Bool
+    /// How what it keeps differs from the draft's cookie (`host-only`, `persistent`); nil: as the draft.
+    public let how: String?
+
+    /// The three engines' verdicts on the line these findings are of.
+    public static func of(_ findings: [LintFinding]) -> [EngineVerdict] {
+        let draftStores = !findings.contains { $0.severity == .rejects }
+        let expired = findings.contains { $0.code == "already-expired" }
+        return Engine.allCases.map { engine in
+            var stores = draftStores
+            var how: [String] = []
+            for f in findings where f.code.hasPrefix(engine.rawValue.lowercased() + "-") {
+                switch effects[f.code] {
+                case .drops?: stores = false
+                case .keeps?: stores = true
+                case .alters(let change)?: how.append(change)
+                case .keepsOrAlters(let change)?:
+                    if draftStores { how.append(change) } else { stores = true }
+                case nil: break
+                }
+            }
+            // An expired cookie is kept by none (it only deletes, §5.7).
+            if expired { stores = false }
+            return EngineVerdict(
+                engine: engine, stores: stores, how: stores && !how.isEmpty ? how.joined(separator: ", ") : nil)
+        }
+    }
+
+    /// One line for people (`rejects: Chromium, Firefox; WebKit stores it host-only`); nil when every engine keeps
+    /// the draft's cookie.
+    public static func summary(_ findings: [LintFinding]) -> String? {
+        let verdicts = of(findings)
+        guard verdicts.contains(where: { !$0.stores || $0.how != nil }) else { return nil }
+        var parts: [String] = []
+        let rejecting = verdicts.filter { !$0.stores }.map(\.engine.rawValue)
+        if !rejecting.isEmpty { parts.append("rejects: " + rejecting.joined(separator: ", ")) }
+        // The engines that keep it, grouped by how (as the draft first).
+        let draftStores = !findings.contains { $0.severity == .rejects }
+        var groups: [(how: String?, names: [String])] = []
+        for v in verdicts where v.stores {
+            if let i = groups.firstIndex(where: { $0.how == v.how }) {
+                groups[i].names.append(v.engine.rawValue)
+            } else {
+                groups.append((v.how, [v.engine.rawValue]))
+            }
+        }
+        for g in groups.sorted(by: { ($0.how == nil ? 0 : 1) < ($1.how == nil ? 0 : 1) }) {
+            let how = g.how ?? (draftStores ? "as the draft" : nil)
+            parts.append(
+                g.names.joined(separator: ", ") + (g.names.count > 1 ? " store it" : " stores it")
+                    + (how.map { " " + $0 } ?? ""))
+        }
+        return parts.joined(separator: "; ")
+    }
+
+    enum Effect {
+        case drops, keeps
+        case alters(String)
+        /// Keeps a line the draft rejects, or keeps another cookie than the draft's.
+        case keepsOrAlters(String)
+    }
+
+    /// What each engine finding says the engine does (docs/browser-differences.md).
+    static let effects: [String: Effect] = [
+        "chromium-drops-nameless-with-equals": .drops, "chromium-drops-tab": .drops,
+        "chromium-max-age-plus": .alters("persistent"), "chromium-drops-expires-before-1601": .drops,
+        "chromium-drops-ip-domain-written-otherwise": .drops, "chromium-ip-domain-host-only": .alters("host-only"),
+        "firefox-nameless-as-name": .alters("as a name with an empty value"), "firefox-drops-empty-name": .drops,
+        "firefox-drops-expires-before-1601": .drops, "firefox-drops-ip-domain-written-otherwise": .drops,
+        "firefox-ip-domain-host-only": .alters("host-only"),
+        "webkit-stores-empty-cookie": .keeps, "webkit-no-size-limit": .keepsOrAlters("with the over-long attribute"),
+        "webkit-tab-ends-token": .alters("cut at a tab"),
+        "webkit-cuts-non-ascii": .alters("cut at its first non-ASCII byte"),
+        "webkit-rejects-uppercase-domain": .drops, "webkit-drops-expires-before-1601": .drops,
+        "webkit-max-age-plus": .alters("persistent"), "webkit-max-age-overflow": .alters("as a session cookie"),
+        "webkit-ip-domain-host-only": .alters("host-only"), "webkit-drops-ip-domain-written-otherwise": .drops,
+        "webkit-keeps-samesite-none-insecure": .keeps, "webkit-ignores-prefix": .keeps,
+    ]
 }

@@ -33,7 +33,7 @@ public struct TransformationRecord: Sendable {
 
     /// The record as one JSON Lines object, written straight into `out` (no tree): what the log writes. Keys in this
     /// order: time, requestId, client, method, url, status, cookie, rules, dryRun, before, after, changes, findings,
-    /// notes (documented in rules/README.md). `changes` is ``Transformation/changes``, passed in so that a writer can
+    /// engines, notes (documented in rules/README.md). `changes` is ``Transformation/changes``, passed in so that a writer can
     /// reuse it for repeated cookies.
     public func writeJSON(to out: inout JSONWriter, redaction: Redaction, changes: [AttributeChange]) {
         writeExchangeFields(to: &out)
@@ -48,6 +48,8 @@ public struct TransformationRecord: Sendable {
         Self.writeChanges(changes, redaction: redaction, to: &out)
         out.raw(",\"findings\":")
         Self.writeFindings(findings, to: &out)
+        out.raw(",\"engines\":")
+        if let engines = EngineVerdict.summary(findings) { out.string(engines) } else { out.raw("null") }
         writeTail(to: &out)
     }
 
@@ -201,8 +203,10 @@ public struct TransformationRecord: Sendable {
         if !outcome.rules.isEmpty { parts.append(paint("[\(outcome.rules.joined(separator: ", "))]", "36")) }
         let serious = findings.filter { $0.severity == .rejects }
         if !serious.isEmpty {
-            parts.append(paint("⚠ browsers reject: " + serious.map(\.code).joined(separator: ", "), "31;1"))
+            parts.append(paint("⚠ " + serious.map(\.code).joined(separator: ", "), "31;1"))
         }
+        // Which engines reject or alter it (`rejects: Chromium, Firefox; WebKit stores it`).
+        if let engines = EngineVerdict.summary(findings) { parts.append(paint(engines, serious.isEmpty ? "33" : "31")) }
         return parts.joined(separator: "  ")
     }
 

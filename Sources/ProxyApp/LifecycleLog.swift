@@ -96,7 +96,7 @@ package enum LifecycleLog {
                 change.to = change.to.map { value($0, redaction) }
             }
             TransformationRecord.writeChanges([change], redaction: Redaction(showValues: true, key: []), to: &out)
-            out.raw(",\"findings\":[],\"notes\":[]}")
+            out.raw(",\"findings\":[],\"engines\":null,\"notes\":[]}")
             out.withBytes { lines.append(String(decoding: $0, as: UTF8.self)) }
         }
         return lines.joined(separator: "\n")

@@ -86,6 +86,7 @@ extension AuditCommand {
                 if let note = event.note { out += "     note:     \(note)\n" }
             }
             for f in line.findings { out += "     \(f.severity.rawValue): \(f.code): \(f.message)\n" }
+            if let engines = EngineVerdict.summary(line.findings) { out += "     engines:  \(engines)\n" }
         }
         for v in e.verdicts where v.kind != .sentAsExpected {
             out += "   \(v.kind.rawValue): \(v.name)\(v.reason.map { " — \($0.code.rawValue): \($0.message)" } ?? "")\n"
@@ -121,6 +122,7 @@ extension AuditCommand {
                                         ])
                                     })
                             ),
+                            ("engines", JSONValue(EngineVerdict.summary(line.findings))),
                         ])
                     })
             ),

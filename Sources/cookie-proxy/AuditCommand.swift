@@ -152,6 +152,7 @@ enum AuditCommand {
                                             ("stored", .bool(c.delivered != nil && c.rejection == nil)),
                                             ("rejected", JSONValue(c.rejection)),
                                             ("findings", .array(c.findings.map { .string($0.code) })),
+                                            ("engines", JSONValue(EngineVerdict.summary(c.findings))),
                                         ])
                                     })
                             ),
@@ -205,6 +206,7 @@ enum AuditCommand {
                 }
                 out += "     verdict:  \(verdict)\n"
                 for f in c.findings { out += "     \(f.severity.rawValue): \(f.code): \(f.message)\n" }
+                if let engines = EngineVerdict.summary(c.findings) { out += "     engines:  \(engines)\n" }
             }
         }
         if let stopped = r.stoppedBecause { out += "(\(stopped))\n" }

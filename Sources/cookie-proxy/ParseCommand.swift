@@ -33,7 +33,9 @@ enum ParseCommand {
         discussion: """
             JSON keys, in this order: name, value, hostOnly, domain, path, expires (RFC 3339 UTC or null),
             maxAge, secure, httpOnly, partitioned, sameSite (Strict|Lax|None|Default), attributes (as written:
-            [{"name","value"}]), rejected (null or why a browser would not store it), findings (lint codes).
+            [{"name","value"}]), rejected (null or why a browser would not store it), findings (lint codes),
+            engines (null, or which engines reject or alter it: "rejects: Chromium, Firefox; WebKit stores it
+            host-only", from the findings).
             With --browser, one key per engine asked ("chromium", "firefox", "webkit"): {"stored": the cookie as
             that engine keeps it, in the same fields, or null; "agrees": whether it matches the draft's;
             "differences": the fields that differ}. Each engine runs headless with a fresh profile, every host
@@ -268,6 +270,7 @@ struct CookieReport {
             ),
             ("rejected", JSONValue(rejected)),
             ("findings", .array(findings.map { .string($0.code) })),
+            ("engines", JSONValue(EngineVerdict.summary(findings))),
         ])
     }
 
@@ -290,6 +293,7 @@ struct CookieReport {
             ("verdict", rejected.map { "REJECTED: \($0)" } ?? "stored"),
         ]
         for finding in findings { rows.append((finding.severity.rawValue, "\(finding.code): \(finding.message)")) }
+        if let engines = EngineVerdict.summary(findings) { rows.append(("engines", engines)) }
         var out = "Set-Cookie: \(cookie)\n"
         for (k, v) in rows { out += "  " + k + String(repeating: " ", count: max(1, 10 - k.count)) + v + "\n" }
         return out

@@ -134,6 +134,7 @@ enum TryCommand {
                                 })
                         ),
                         ("findings", .array(findings.map { .string($0.code) })),
+                        ("engines", JSONValue(EngineVerdict.summary(findings))),
                         ("notes", .array(outcome.notes.map { .string($0) })),
                     ]).serialized)
             } else {
@@ -150,6 +151,7 @@ enum TryCommand {
                     text +=
                         "\(f.severity.rawValue):\(String(repeating: " ", count: max(1, 8 - f.severity.rawValue.count)))\(f.code): \(f.message)\n"
                 }
+                if let engines = EngineVerdict.summary(findings) { text += "engines: \(engines)\n" }
                 Console.out(text)
             }
         }

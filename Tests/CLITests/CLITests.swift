@@ -31,7 +31,10 @@ import Testing
             "is not an executable file"
         ),
         (["--browser", "chromium", "--url", "https://192.0.2.1/"], [:], 2, "host name, localhost, 127.0.0.1 or [::1]"),
-        (["--browser", "chromium", "--url", "http://[2001:db8::1]/"], [:], 2, "host name, localhost, 127.0.0.1 or [::1]"),
+        (
+            ["--browser", "chromium", "--url", "http://[2001:db8::1]/"], [:], 2,
+            "host name, localhost, 127.0.0.1 or [::1]"
+        ),
     ])
     func parseBrowserRefusesWhatItCannotAsk(_ args: [String], _ env: [String: String], _ status: Int32, _ text: String)
         throws
@@ -87,8 +90,8 @@ import Testing
         #expect(result.status == 0)
         #expect(
             result.stdout == """
-                {"name":"Bin-Auth-Token","value":"abc","hostOnly":false,"domain":"bin.example.com","path":"/","expires":null,"maxAge":604800,"secure":false,"httpOnly":true,"partitioned":false,"sameSite":"Default","attributes":[{"name":"Path","value":"/"},{"name":"Domain","value":"bin.example.com"},{"name":"Max-Age","value":"604800"},{"name":"HttpOnly","value":null}],"rejected":null,"findings":[]}
-                {"name":"x","value":"1","hostOnly":true,"domain":null,"path":"/","expires":"2021-06-09T10:18:14Z","maxAge":null,"secure":false,"httpOnly":false,"partitioned":false,"sameSite":"None","attributes":[{"name":"Expires","value":"Wed, 09 Jun 2021 10:18:14 GMT"},{"name":"SameSite","value":"None"}],"rejected":"SameSite=None requires Secure (§5.7 step 19)","findings":["samesite-none-insecure","already-expired","webkit-keeps-samesite-none-insecure"]}
+                {"name":"Bin-Auth-Token","value":"abc","hostOnly":false,"domain":"bin.example.com","path":"/","expires":null,"maxAge":604800,"secure":false,"httpOnly":true,"partitioned":false,"sameSite":"Default","attributes":[{"name":"Path","value":"/"},{"name":"Domain","value":"bin.example.com"},{"name":"Max-Age","value":"604800"},{"name":"HttpOnly","value":null}],"rejected":null,"findings":[],"engines":null}
+                {"name":"x","value":"1","hostOnly":true,"domain":null,"path":"/","expires":"2021-06-09T10:18:14Z","maxAge":null,"secure":false,"httpOnly":false,"partitioned":false,"sameSite":"None","attributes":[{"name":"Expires","value":"Wed, 09 Jun 2021 10:18:14 GMT"},{"name":"SameSite","value":"None"}],"rejected":"SameSite=None requires Secure (§5.7 step 19)","findings":["samesite-none-insecure","already-expired","webkit-keeps-samesite-none-insecure"],"engines":"rejects: Chromium, Firefox, WebKit"}
 
                 """)
     }
@@ -185,8 +188,8 @@ import Testing
         #expect(result.status == 0)
         #expect(
             result.stdout == """
-                {"before":"Bin-Auth-Token=abc; Path=/; Domain=bin.example.com; Max-Age=604800; HttpOnly","after":"Bin-Auth-Token=abc; Path=/; Domain=.bin.example.com; Max-Age=604800; HttpOnly; Secure; SameSite=Lax","rules":["the login cookie is Secure on https","share login with subdomains"],"changes":[{"op":"set","attribute":"Domain","from":"bin.example.com","to":".bin.example.com"},{"op":"add","attribute":"Secure","from":null,"to":""},{"op":"add","attribute":"SameSite","from":null,"to":"Lax"}],"findings":["domain-leading-dot"],"notes":[]}
-                {"before":"other=1","after":"other=1","rules":[],"changes":[],"findings":[],"notes":[]}
+                {"before":"Bin-Auth-Token=abc; Path=/; Domain=bin.example.com; Max-Age=604800; HttpOnly","after":"Bin-Auth-Token=abc; Path=/; Domain=.bin.example.com; Max-Age=604800; HttpOnly; Secure; SameSite=Lax","rules":["the login cookie is Secure on https","share login with subdomains"],"changes":[{"op":"set","attribute":"Domain","from":"bin.example.com","to":".bin.example.com"},{"op":"add","attribute":"Secure","from":null,"to":""},{"op":"add","attribute":"SameSite","from":null,"to":"Lax"}],"findings":["domain-leading-dot"],"engines":null,"notes":[]}
+                {"before":"other=1","after":"other=1","rules":[],"changes":[],"findings":[],"engines":null,"notes":[]}
 
                 """)
     }
