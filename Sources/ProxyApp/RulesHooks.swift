@@ -179,7 +179,7 @@ package final class RulesHooks: ProxyHooks, Sendable {
         // The inspector's record of this response's outcomes (read by ``didForwardResponse``) starts empty.
         if inspector != nil {
             scratch.inspected.reset()
-            scratch.inspectedEngine = engine
+            if scratch.inspectedEngine !== engine { scratch.inspectedEngine = engine }
         }
         guard dryRun || lifecycle || !plan.isEmpty else { return }
         var nowMS: Int64 = 0
