@@ -66,22 +66,31 @@ extension CookieLint {
                 "Chromium reads Max-Age=\(String(lossy: v)) as \(String(lossy: v.dropFirst())) seconds; the draft ignores a Max-Age with a '+' (RFC 6265bis §5.6.2) and keeps a session cookie"
             )
         }
+        sharedEdges("chromium", "Chromium", shared, host: host, add)
+    }
+
+    /// The edges Chromium and Firefox part from the draft on alike: an Expires before 1601 (without Max-Age) drops the
+    /// cookie; a Domain that is the host's IP address makes it host-only, written another way refused.
+    static func sharedEdges(
+        _ code: String, _ engine: String, _ shared: EngineEdges, host: String,
+        _ add: (String, LintFinding.Severity, String) -> Void
+    ) {
         if let v = shared.expiresBefore1601 {
             add(
-                "chromium-drops-expires-before-1601", .warning,
-                "Expires=\(String(lossy: v)) is before 1601: Chromium drops the cookie; the draft ignores such an Expires (RFC 6265bis §5.1.1 step 5) and keeps a session cookie"
+                "\(code)-drops-expires-before-1601", .warning,
+                "Expires=\(String(lossy: v)) is before 1601: \(engine) drops the cookie; the draft ignores such an Expires (RFC 6265bis §5.1.1 step 5) and keeps a session cookie"
             )
         }
         if shared.ipDomainIsHost && !shared.ipDomainAsWritten {
             add(
-                "chromium-drops-ip-domain-written-otherwise", .warning,
-                "Chromium does not store a cookie whose Domain is the host's IP address written another way (\(shared.domainText) for \(host)): it compares the text; the draft compares the addresses and keeps a domain cookie (draft-ietf-httpbis-layered-cookies)"
+                "\(code)-drops-ip-domain-written-otherwise", .warning,
+                "\(engine) does not store a cookie whose Domain is the host's IP address written another way (\(shared.domainText) for \(host)): it compares the text; the draft compares the addresses and keeps a domain cookie (draft-ietf-httpbis-layered-cookies)"
             )
         }
         if shared.ipDomainAsWritten {
             add(
-                "chromium-ip-domain-host-only", .info,
-                "Chromium makes a cookie whose Domain is the host's IP address host-only; the draft keeps a domain cookie (no other host matches an IP address, so both send it to this host only)"
+                "\(code)-ip-domain-host-only", .info,
+                "\(engine) makes a cookie whose Domain is the host's IP address host-only; the draft keeps a domain cookie (no other host matches an IP address, so both send it to this host only)"
             )
         }
     }
@@ -105,24 +114,7 @@ extension CookieLint {
                 )
             }
         }
-        if let v = shared.expiresBefore1601 {
-            add(
-                "firefox-drops-expires-before-1601", .warning,
-                "Expires=\(String(lossy: v)) is before 1601: Firefox drops the cookie; the draft ignores such an Expires (RFC 6265bis §5.1.1 step 5) and keeps a session cookie"
-            )
-        }
-        if shared.ipDomainIsHost && !shared.ipDomainAsWritten {
-            add(
-                "firefox-drops-ip-domain-written-otherwise", .warning,
-                "Firefox does not store a cookie whose Domain is the host's IP address written another way (\(shared.domainText) for \(host)): it compares the text; the draft compares the addresses and keeps a domain cookie (draft-ietf-httpbis-layered-cookies)"
-            )
-        }
-        if shared.ipDomainAsWritten {
-            add(
-                "firefox-ip-domain-host-only", .info,
-                "Firefox makes a cookie whose Domain is the host's IP address host-only; the draft keeps a domain cookie (no other host matches an IP address, so both send it to this host only)"
-            )
-        }
+        sharedEdges("firefox", "Firefox", shared, host: host, add)
     }
 
     /// Where WebKitGTK (2.50, libsoup 3's cookie jar: not Safari's CFNetwork store) parts from the draft, seen through
