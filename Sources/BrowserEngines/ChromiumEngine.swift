@@ -1,5 +1,6 @@
 import CookieKit
 import Foundation
+import HTTPGrammar
 import ProxyCore
 import ProxyTLS
 import Locking
@@ -78,7 +79,7 @@ final class ChromiumEngine: BrowserEngine {
         // Loopback hosts do not go through the resolver rules: the URL then names the server's port (cookies
         // do not depend on the port).
         var target = url
-        if Host.isLoopback(url.host) { target.port = server.port }
+        if HostName.isLoopback(url.host) { target.port = server.port }
         _ = try call("Page.navigate", ["url": target.description])
         let deadline = Date().addingTimeInterval(15)
         var loaded = false

@@ -1,5 +1,6 @@
 import CookieKit
 import Foundation
+import HTTPGrammar
 import ProxyCore
 import ProxyServer
 
@@ -105,7 +106,7 @@ final class WebKitEngine: BrowserEngine {
         _ = try call("DELETE", "/session/\(session)/cookie", nil)
         server.set(line: line, host: url.host, path: url.path)
         var target = url
-        if Host.isLoopback(url.host) { target.port = server.port }
+        if HostName.isLoopback(url.host) { target.port = server.port }
         navigate(target.description)
         let host = LineServer.normalised(url.host)
         var cookies = try cookiesHere(host)

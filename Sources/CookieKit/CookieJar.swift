@@ -95,7 +95,7 @@ public struct CookieJar: Sendable {
         case .always: break
         case .never: return .failure(CookieRejection(.policy, "the jar's accept policy is 'never'"))
         case .onlyFromMainDocumentDomain:
-            guard let main = mainDocumentURL, Host.domainMatches(main.host, cookie.domain) else {
+            guard let main = mainDocumentURL, domainMatches(main.host, cookie.domain) else {
                 return .failure(
                     CookieRejection(
                         .policy,
@@ -121,7 +121,7 @@ public struct CookieJar: Sendable {
             for list in byDomain.values {
                 for old in list
                 where old.secureOnly && old.nameBytes == cookie.nameBytes
-                    && (Host.domainMatches(old.domain, cookie.domain) || Host.domainMatches(cookie.domain, old.domain))
+                    && (domainMatches(old.domain, cookie.domain) || domainMatches(cookie.domain, old.domain))
                     && pathMatches(cookie.path, old.path)
                 {
                     return .failure(
@@ -216,7 +216,7 @@ public struct CookieJar: Sendable {
         }
         // Step 10.
         let hostOnly = domainAttribute.isEmpty
-        if !hostOnly && !Host.domainMatches(host, domainAttribute) {
+        if !hostOnly && !domainMatches(host, domainAttribute) {
             return .failure(
                 CookieRejection(
                     .domainMismatch, "host \(host) does not domain-match Domain=\(domainAttribute) (§5.7 step 10)"))
@@ -388,7 +388,7 @@ public struct CookieJar: Sendable {
 
     /// The host and each parent domain, longest first: where a cookie that matches `host` can live.
     static func candidateDomains(_ host: String) -> [String] {
-        if Host.isIPAddress(host) { return [host] }
+        if looksLikeIPAddress(host) { return [host] }
         var result = [host]
         var rest = Substring(host)
         while let dot = rest.firstIndex(of: ".") {

@@ -133,7 +133,7 @@ public enum CookieLint {
                             "domain-public-suffix", .rejects,
                             "Domain=\(domain) is a public suffix; browsers reject the cookie (RFC 6265bis §5.7 step 9)")
                     }
-                } else if !Host.domainMatches(host, domain) {
+                } else if !domainMatches(host, domain) {
                     add(
                         "domain-mismatch", .rejects,
                         "host \(host) is not within Domain=\(domain); browsers reject the cookie (RFC 6265bis §5.7 step 10)"

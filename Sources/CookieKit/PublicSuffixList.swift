@@ -154,7 +154,7 @@ public struct PublicSuffixList: Sendable {
 
     /// The registrable domain (public suffix plus one label), or nil if `host` is a public suffix or an IP.
     public func registrableDomain(of host: String) -> String? {
-        if Host.isIPAddress(host) { return nil }
+        if looksLikeIPAddress(host) { return nil }
         let suffix = publicSuffix(of: host)
         guard host.count > suffix.count else { return nil }
         let head = host.dropLast(suffix.count + 1)

@@ -59,7 +59,7 @@ public struct RequestURL: Sendable, Hashable, CustomStringConvertible {
     /// A "secure" origin for cookies: https/wss, or a loopback host (RFC 6265bis §5.7 step 13 leaves
     /// "secure" to the user agent; browsers treat `localhost` and loopback addresses as secure contexts).
     public var isSecure: Bool {
-        scheme == "https" || scheme == "wss" || Host.isLoopback(host)
+        scheme == "https" || scheme == "wss" || HostName.isLoopback(host)
     }
 
     /// The default-path of a cookie set from this URL (RFC 6265bis §5.1.4).
@@ -68,55 +68,4 @@ public struct RequestURL: Sendable, Hashable, CustomStringConvertible {
         guard let lastSlash = path.lastIndex(of: "/"), lastSlash != path.startIndex else { return "/" }
         return String(path[..<lastSlash])
     }
-}
-
-/// Host name helpers (RFC 6265bis §5.1.2–§5.1.3).
-public enum Host {
-    /// Whether `host` is an IPv4 or IPv6 literal (IPv6 without brackets).
-    public static func isIPAddress(_ host: String) -> Bool {
-        let u = host.utf8
-        if u.contains(0x3A) { return true }
-        // Four dot-separated parts of one to three ASCII digits, each at most 255: read on the bytes (as
-        // Characters, each digit test is a Unicode property lookup; this runs for every cookie the lint looks at).
-        var parts = 1
-        var digits = 0
-        var value = 0
-        for byte in u {
-            if byte == 0x2E {
-                guard digits > 0 && value <= 255 else { return false }
-                parts += 1
-                digits = 0
-                value = 0
-            } else if byte &- 0x30 < 10 {
-                digits += 1
-                guard digits <= 3 else { return false }
-                value = value * 10 + Int(byte &- 0x30)
-            } else {
-                return false
-            }
-        }
-        return parts == 4 && digits > 0 && value <= 255
-    }
-
-    /// `localhost`, a name under `.localhost`, 127.0.0.0/8 or ::1 (``HostName/isLoopback(_:)``).
-    public static func isLoopback(_ host: String) -> Bool { HostName.isLoopback(host) }
-
-    /// RFC 6265bis §5.1.3 domain-match: `string` domain-matches `domain`.
-    public static func domainMatches(_ string: String, _ domain: String) -> Bool {
-        if string == domain { return true }
-        guard string.utf8.count > domain.utf8.count, string.hasSuffix(domain), !isIPAddress(string) else {
-            return false
-        }
-        let u = string.utf8
-        return u[u.index(u.endIndex, offsetBy: -(domain.utf8.count + 1))] == UInt8(ascii: ".")
-    }
-}
-
-/// RFC 6265bis §5.1.4 path-match: `requestPath` path-matches `cookiePath`.
-public func pathMatches(_ requestPath: String, _ cookiePath: String) -> Bool {
-    if requestPath == cookiePath { return true }
-    guard requestPath.hasPrefix(cookiePath) else { return false }
-    if cookiePath.hasSuffix("/") { return true }
-    let u = requestPath.utf8
-    return u[u.index(u.startIndex, offsetBy: cookiePath.utf8.count)] == UInt8(ascii: "/")
 }

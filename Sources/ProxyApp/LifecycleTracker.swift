@@ -221,7 +221,7 @@ package final class LifecycleTracker: Sendable {
         }
         let url = Self.url(context)
         return { name in
-            held.first { $0.nameBytes.elementsEqual(name) && Host.domainMatches(url.host, $0.domain) }
+            held.first { $0.nameBytes.elementsEqual(name) && domainMatches(url.host, $0.domain) }
                 ?? held.first { $0.nameBytes.elementsEqual(name) }
         }
     }

@@ -55,7 +55,7 @@ enum ParseCommand {
             let chosen = try browsers(names)
             // No engine resolves an IP literal through the local server: it connects to the address itself, and
             // the server listens on 127.0.0.1 only (reached through its port).
-            if Host.isIPAddress(url.host) && url.host != "127.0.0.1" && url.host != "::1" {
+            if looksLikeIPAddress(url.host) && url.host != "127.0.0.1" && url.host != "::1" {
                 throw UsageError(
                     message: "--browser needs a host name, localhost, 127.0.0.1 or [::1] in --url (a browser would "
                         + "connect to \(url.host) itself)", command: spec.name)
