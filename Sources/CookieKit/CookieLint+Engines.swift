@@ -193,10 +193,15 @@ extension CookieLint {
                 "WebKit keeps a session cookie for a Max-Age beyond 64 bits; the draft caps it (RFC 6265bis §5.6.2, §5.5)"
             )
         }
-        if let shared, shared.ipDomainIsHost && !shared.domainText.hasSuffix(host) {
+        if let shared, shared.ipDomainIsHost && host.contains(":") {
+            add(
+                "webkit-drops-ipv6-domain", .warning,
+                "WebKit does not store a cookie whose Domain is an IPv6 address (\(shared.domainText)), in any form; the draft keeps a domain cookie for the host's own address (draft-ietf-httpbis-layered-cookies)"
+            )
+        } else if let shared, shared.ipDomainIsHost && !shared.ipDomainAsWritten {
             add(
                 "webkit-drops-ip-domain-written-otherwise", .warning,
-                "WebKit does not store a cookie whose Domain is the host's IP address written another way (\(shared.domainText) for \(host)), unless that text ends with the host's; the draft compares the addresses and keeps a domain cookie (draft-ietf-httpbis-layered-cookies)"
+                "WebKit does not store a cookie whose Domain is the host's IP address written another way (\(shared.domainText) for \(host)): it compares the text; the draft compares the addresses and keeps a domain cookie (draft-ietf-httpbis-layered-cookies)"
             )
         } else if let shared, shared.ipDomainIsHost {
             add(
@@ -310,6 +315,7 @@ public struct EngineVerdict: Sendable, Equatable {
         "webkit-rejects-uppercase-domain": .drops, "webkit-drops-expires-before-1601": .drops,
         "webkit-max-age-plus": .alters("persistent"), "webkit-max-age-overflow": .alters("as a session cookie"),
         "webkit-ip-domain-host-only": .alters("host-only"), "webkit-drops-ip-domain-written-otherwise": .drops,
+        "webkit-drops-ipv6-domain": .drops,
         "webkit-keeps-samesite-none-insecure": .keeps, "webkit-ignores-prefix": .keeps,
     ]
 }

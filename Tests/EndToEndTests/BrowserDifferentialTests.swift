@@ -66,12 +66,13 @@ import TestSupport
         }
     }
 
-    /// An IP Domain, asked of the three engines at loopback over IPv4 and IPv6: written as the host is, all three make
-    /// the cookie host-only; written another way, Chromium and Firefox refuse it (they compare the text) and WebKit
-    /// keeps it host-only only when its text ends with the host's. Each case is the lint's finding, per engine.
+    /// An IP Domain, asked of the three engines at loopback over IPv4 and IPv6 (one line per run: WebKit's jar cannot
+    /// be emptied for an IPv6 host): written as the host is, Chromium and Firefox make the cookie host-only, and
+    /// WebKit too for IPv4 but refuses every IPv6 Domain; written another way, all three refuse it (they compare the
+    /// text). Each case is the lint's finding, per engine.
     @Test(arguments: [
-        ("http://[::1]/", "a=b; Domain=[::1]", ["hostOnly"], ["hostOnly"], ["hostOnly"]),
-        ("http://[::1]/", "a=b; Domain=[0:0::1]", ["stored"], ["stored"], ["hostOnly"]),
+        ("http://[::1]/", "a=b; Domain=[::1]", ["hostOnly"], ["hostOnly"], ["stored"]),
+        ("http://[::1]/", "a=b; Domain=[0:0::1]", ["stored"], ["stored"], ["stored"]),
         ("http://[::1]/", "a=b; Domain=[0:0:0:0:0:0:0:1]", ["stored"], ["stored"], ["stored"]),
         ("http://127.0.0.1/", "a=b; Domain=127.0.0.1", ["hostOnly"], ["hostOnly"], ["hostOnly"]),
         ("http://127.0.0.1/", "a=b; Domain=127.1", ["stored"], ["stored"], ["stored"]),
@@ -88,7 +89,12 @@ import TestSupport
             let verdict = try #require(object[engine] as? [String: Any], "\(engine): \(result.text)")
             #expect(verdict["differences"] as? [String] == expected, "\(engine): \(result.text)")
             // The lint names what this engine does.
-            let code = expected == ["stored"] ? "\(engine)-drops-ip-domain-written-otherwise" : "\(engine)-ip-domain-host-only"
+            let code =
+                expected != ["stored"]
+                ? "\(engine)-ip-domain-host-only"
+                : engine == "webkit" && url.contains("[")
+                    ? "webkit-drops-ipv6-domain"
+                    : "\(engine)-drops-ip-domain-written-otherwise"
             #expect(findings.contains(code), "\(engine): \(findings)")
         }
     }
