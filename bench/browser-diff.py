@@ -13,7 +13,7 @@ Firefox (--engine firefox): Debian's firefox-esr, headless, a fresh profile whos
 Firefox: --remote-debugging-port, no geckodriver) with storage.getCookies and storage.deleteCookies.
 
 Usage:
-  bench/browser-diff.py [--engine chromium|firefox] [--binary .build/debug/cookie-proxy] [--known docs/browser-differences.json]
+  bench/browser-diff.py [--engine chromium|firefox|webkit] [--binary .build/debug/cookie-proxy] [--known docs/browser-differences.json]
                         [--json OUT] CORPUS.json... | --line URL 'Set-Cookie value'...
 Prints the agreement figure and every disagreement; exits 1 if a disagreement carries no finding and is not
 listed in --known (the test suite runs it so)."""
