@@ -4,6 +4,8 @@
 // in-place edits write from the same bytes.
 import CookieKit
 
+let lintURLs = ["https://app.example.com/a/b", "http://127.0.0.1/", "http://[::1]/x"].map { RequestURL($0)! }
+
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzSetCookie(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
     let input = Array(UnsafeBufferPointer(start: data, count: size))
@@ -11,6 +13,12 @@ public func fuzzSetCookie(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
     precondition(cookie.bytes == input, "the round trip changed the bytes")
     _ = cookie.attributes
     _ = cookie.problem
+    // The lint (the engines' findings among it) and the engines' verdicts read from it, from a name, an IPv4 and an
+    // IPv6 host.
+    for url in lintURLs {
+        let findings = CookieLint.findings(for: cookie, from: url, now: 1_700_000_000)
+        _ = EngineVerdict.summary(findings)
+    }
 
     // What bench.rules does to every cookie, both ways.
     var edited = cookie
