@@ -91,6 +91,14 @@ import Testing
         #expect(line.changes.map(\.op) == [.add] && line.forwarded?.attributes.secure == true)
         // The lint is of what the client got: Secure added, so SameSite=None is no longer refused.
         #expect(!line.findings.contains { $0.code == "samesite-none-insecure" })
+        // The detail names the engines that reject the forwarded line or keep it otherwise, from its findings (a
+        // Secure cookie from http: all three refuse it).
+        let detail = Self.views.detail(try #require(store.exchanges().first), rules: engine.ruleSet).serialized
+        #expect(EngineVerdict.summary(line.findings) == "rejects: Chromium, Firefox, WebKit")
+        #expect(detail.contains("\"engines\":\"rejects: Chromium, Firefox, WebKit\""), "\(detail)")
+        try Self.record(store, id: 2, host: "a.test", setCookies: ["__Secure-x=1"], at: 0)
+        let second = Self.views.detail(try #require(store.exchanges().last), rules: engine.ruleSet).serialized
+        #expect(second.contains("\"engines\":\"rejects: Chromium, Firefox; WebKit stores it\""), "\(second)")
     }
 
     @Test func theHARWrittenEntryByEntryIsTheHARTree() throws {
