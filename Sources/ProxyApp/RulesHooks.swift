@@ -283,12 +283,18 @@ package final class RulesHooks: ProxyHooks, Sendable {
         // What the client got, after every edit (the inspector copies the bytes the proxy wrote), and how each
         // received line's outcome was decided (noted by ``willForwardResponse`` in the loop's storage).
         guard let inspector else { return }
-        let scratch = storage.map { unsafeDowncast($0, to: CookieScratch.self) }
+        let judged = lifecycle ? tracker.judged(context.requestID) : (nil, nil)
+        guard let storage else {
+            inspector.responseForwarded(
+                context: context, head: head, bytes: bytes, engine: current, dryRun: dryRun,
+                time: Self.wallMilliseconds(), judged: judged)
+            return
+        }
+        let scratch = unsafeDowncast(storage, to: CookieScratch.self)
         // The rule set the outcomes were decided under (a reload in between does not rename them).
         inspector.responseForwarded(
-            context: context, head: head, bytes: bytes, engine: scratch?.inspectedEngine ?? current, dryRun: dryRun,
-            time: Self.wallMilliseconds(), edits: scratch?.inspected ?? LineEdits(),
-            judged: lifecycle ? tracker.judged(context.requestID) : (nil, nil))
+            context: context, head: head, bytes: bytes, engine: scratch.inspectedEngine ?? current, dryRun: dryRun,
+            time: Self.wallMilliseconds(), edits: scratch.inspected, judged: judged)
     }
 
     package static func applyHeaderActions(_ actions: [HeaderAction], to head: inout OutgoingHead) {
