@@ -157,6 +157,7 @@ extension InspectorViews {
             ("after", JSONValue(after.map { redaction.text($0) })),
             ("changes", .array(line.changes.map(changeJSON))),
             ("findings", .array(line.findings.map(findingJSON))),
+            ("engines", JSONValue(EngineVerdict.summary(line.findings))),
             ("notes", .array(line.notes.map { .string($0) })),
         ])
     }
