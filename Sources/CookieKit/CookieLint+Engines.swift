@@ -121,9 +121,10 @@ extension CookieLint {
     /// `bench/browser-diff.py --engine webkit` (docs/browser-differences.md). Unlike the other two engines', some of
     /// these concern lines the draft ignores (an empty cookie, an over-long name or attribute), which WebKit stores.
     static func webkitDifferences(
-        _ c: SetCookie, _ a: CookieAttributes, _ shared: EngineEdges?, host: String,
+        _ c: SetCookie, _ a: CookieAttributes, _ shared: EngineEdges?, url: RequestURL,
         _ add: (String, LintFinding.Severity, String) -> Void
     ) {
+        let host = url.host
         let pair = c.bytes.prefix { $0 != 0x3B }
         switch c.problem?.code {
         case "empty-cookie":
@@ -207,6 +208,12 @@ extension CookieLint {
             add(
                 "webkit-ip-domain-host-only", .info,
                 "WebKit makes a cookie whose Domain is the host's IP address host-only; the draft keeps a domain cookie (no other host matches an IP address, so both send it to this host only)"
+            )
+        }
+        if a.secure && HostName.isLoopback(host) && url.scheme == "http" {
+            add(
+                "webkit-rejects-secure-from-loopback", .warning,
+                "WebKit does not store a Secure cookie set over http from \(host); Chromium and Firefox treat a loopback host as a secure origin and keep it, as the draft lets them (RFC 6265bis §5.7 step 13)"
             )
         }
         if a.sameSite == .none && !a.secure {
@@ -316,6 +323,7 @@ public struct EngineVerdict: Sendable, Equatable {
         "webkit-max-age-plus": .alters("persistent"), "webkit-max-age-overflow": .alters("as a session cookie"),
         "webkit-ip-domain-host-only": .alters("host-only"), "webkit-drops-ip-domain-written-otherwise": .drops,
         "webkit-drops-ipv6-domain": .drops,
+        "webkit-rejects-secure-from-loopback": .drops,
         "webkit-keeps-samesite-none-insecure": .keeps, "webkit-ignores-prefix": .keeps,
     ]
 }

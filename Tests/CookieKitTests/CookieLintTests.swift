@@ -85,7 +85,9 @@ import Testing
                 ["samesite-none-insecure", "webkit-keeps-samesite-none-insecure"]
             ),
             ("a=b; Secure", "http://example.com/", ["secure-from-insecure-origin"]),
-            ("a=b; Secure", "http://localhost:3000/", []),
+            // The draft and Chromium and Firefox treat loopback as a secure origin; WebKit does not.
+            ("a=b; Secure", "http://localhost:3000/", ["webkit-rejects-secure-from-loopback"]),
+            ("a=b; Secure", "http://127.0.0.1/", ["webkit-rejects-secure-from-loopback"]),
             (
                 "__Host-a=b; Domain=example.com; Path=/x", "https://example.com/",
                 ["host-prefix-domain", "host-prefix-insecure", "host-prefix-path", "webkit-ignores-prefix"]
