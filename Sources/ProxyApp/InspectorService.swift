@@ -247,7 +247,9 @@ package final class InspectorService: LocalService, @unchecked Sendable {
             store.onRecord {
                 if listening.load() > 0 && wakePending.add(1) == 1 { signal.signal() }
             }
-            let thread = Thread { [unowned self] in self.run() }
+            // The thread keeps the feed (it runs for the process's life): an unowned reference was read after the
+            // feed was freed when `run` ended early (a port in use) and aborted the exit.
+            let thread = Thread { [self] in self.run() }
             thread.name = "cookie-proxy-inspector"
             thread.start()
         }
@@ -279,7 +281,7 @@ package final class InspectorService: LocalService, @unchecked Sendable {
                 var bytes: [UInt8] = []
                 // A person reads a few rows a second: past `batch` rows a round, the newest are shown and the page
                 // is told how many it was not sent (they are in the list), so that the analysis behind each row
-                // (the rules again, the lint) cannot take a core from the proxy under load.
+                // (the transformations and the lint) cannot take a core from the proxy under load.
                 if fresh.count > Self.batch {
                     bytes += Array("event: skipped\ndata: \(fresh.count - Self.batch)\n\n".utf8)
                     fresh.removeFirst(fresh.count - Self.batch)
