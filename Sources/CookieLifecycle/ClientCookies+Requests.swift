@@ -115,20 +115,14 @@ extension ClientCookies {
             domain: c.hostOnly ? c.domain : "." + c.domain, path: c.path, setBy: origins[Key(c)]?.requestID)
     }
 
-    /// The likely reason the client did not send a cookie the jar would: the first that applies, most specific
-    /// first.
+    /// The likely reason the client did not send a cookie the jar would: the first that applies: an expiry within
+    /// seconds, what this request's site context says (set cross-site, third-party blocking), then the line's lint.
     func whyNotSent(_ c: StoredCookie, _ r: Request) -> CookieVerdict.Reason {
         let origin = origins[Key(c)]
         if let expiry = c.expiry, expiry - clock.now <= 2 {
             return .init(
                 .expiring,
                 "it expires at \(CookieDate.rfc3339(expiry)), within seconds of this request: the client's clock or its rounding of Max-Age may have expired it"
-            )
-        }
-        if let finding = origin?.findings(suffixes).first {
-            return .init(
-                .lint, finding: finding.code, engines: Self.engines(finding.code),
-                "its Set-Cookie (request #\(origin!.requestID)) has \(finding.severity.rawValue) \(finding.code): \(finding.message)"
             )
         }
         if let origin, origin.site.isCrossSite, !c.partitioned {
@@ -143,14 +137,22 @@ extension ClientCookies {
                 "a cross-site subresource or frame request (\(r.site.evidence)) and the cookie is not Partitioned: \(thirdPartyBlockingEngines.joined(separator: ", ")) do not send it"
             )
         }
+        // After what this request's context says: a finding of the line's (the engines that drop it named, when it is
+        // an engine's).
+        let findings = origin?.findings(suffixes) ?? []
+        let dropping = EngineVerdict.of(findings).filter { !$0.stores }.map(\.engine.rawValue)
+        let finding =
+            findings.first { f in dropping.contains { f.code.hasPrefix($0.lowercased() + "-") } } ?? findings.first
+        if let origin, let finding {
+            return .init(
+                .lint, finding: finding.code, engines: dropping,
+                "its Set-Cookie (request #\(origin.requestID)) has \(finding.severity.rawValue) \(finding.code): \(finding.message)"
+            )
+        }
         return .init(
             .unexplained,
             "nothing seen explains it: deleted by script or by the user, evicted, or sent from a context the request's headers do not show (a frame of another site)"
         )
-    }
-
-    static func engines(_ code: String) -> [String] {
-        code.hasPrefix("chromium-") ? ["Chromium"] : []
     }
 
     mutating func notSet(name: [UInt8], value: [UInt8], _ r: Request) -> CookieVerdict {
@@ -159,10 +161,13 @@ extension ClientCookies {
         if let other = jar.allCookies().first(where: { $0.nameBytes == name }) {
             let domain = other.hostOnly ? other.domain : "." + other.domain
             let origin = origins[Key(other)]
-            let finding = origin?.findings(suffixes).first
+            let findings = origin?.findings(suffixes) ?? []
+            let finding = findings.first
+            // The engines that keep the line otherwise than the draft (or not at all).
+            let differing = EngineVerdict.of(findings).filter { !$0.stores || $0.how != nil }.map(\.engine.rawValue)
             (v.expected, v.domain, v.path, v.setBy) = (other.value, domain, other.path, origin?.requestID)
             v.reason = .init(
-                .jarMismatch, finding: finding?.code, engines: finding.map { Self.engines($0.code) } ?? [],
+                .jarMismatch, finding: finding?.code, engines: differing,
                 "set for \(domain) path \(other.path) (request #\(origin.map { String($0.requestID) } ?? "?")), which RFC 6265bis does not send to this URL"
                     + (finding.map { "; its line has \($0.code): \($0.message)" } ?? ""))
             return v

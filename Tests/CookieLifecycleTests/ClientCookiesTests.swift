@@ -83,6 +83,18 @@ let scenarios: [Scenario] = [
         sets: [("https://app.test/", .sameSite, "t=1; Max-Age=6", 0)],
         request: ("https://app.test/", .sameSite, "GET", 5), cookieHeader: nil,
         expected: [("t", .expectedNotSent, .expiring)]),
+    // A Secure cookie from http://localhost: WebKit keeps none (webkit-rejects-secure-from-loopback). Asked for
+    // from a cross-site frame, this request's context explains it first; asked same-site, the finding does.
+    Scenario(
+        name: "a localhost Secure cookie not sent to a cross-site frame: the request's context first",
+        sets: [("http://localhost:3000/", .sameSite, "w=1; SameSite=None; Secure", 0)],
+        request: ("http://localhost:3000/frame", .crossSiteSubresource, "GET", 5), cookieHeader: nil,
+        expected: [("w", .expectedNotSent, .thirdPartyBlocking)]),
+    Scenario(
+        name: "a localhost Secure cookie not sent same-site: WebKit's finding",
+        sets: [("http://localhost:3000/", .sameSite, "w=1; Secure", 0)],
+        request: ("http://localhost:3000/", .sameSite, "GET", 5), cookieHeader: nil,
+        expected: [("w", .expectedNotSent, .lint)]),
     Scenario(
         name: "a cookie whose line has a Chromium finding",
         sets: [("https://app.test/", .sameSite, "tab=a\tb", 0)],
