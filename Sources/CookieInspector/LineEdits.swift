@@ -1,0 +1,59 @@
+import CookieRules
+
+/// How the proxy decided one received Set-Cookie line (by its field's index in the received head): the rules'
+/// outcome, in a form without references (rules among the first 64 and two flags); what that cannot hold (notes,
+/// rules past the 64th, a dry run's would-be line) is a ``Rest`` of the response's ``LineEdits``.
+public struct LineEdit: Sendable {
+    public var field: Int
+    @usableFromInline var matchedLow: UInt64
+    @usableFromInline var dropped: Bool
+    @usableFromInline var logRequested: Bool
+    /// The line has a ``Rest`` (the next one of its response's, in order).
+    @usableFromInline var hasRest: Bool
+
+    @usableFromInline
+    init(field: Int, matchedLow: UInt64, dropped: Bool, logRequested: Bool, hasRest: Bool) {
+        (self.field, self.matchedLow, self.dropped, self.logRequested, self.hasRest) =
+            (field, matchedLow, dropped, logRequested, hasRest)
+    }
+
+    /// The whole outcome and a dry run's would-be line.
+    public final class Rest: Sendable {
+        let edit: RuleEngine.Edit
+        let wouldBe: [UInt8]?
+        @usableFromInline
+        init(_ edit: RuleEngine.Edit, _ wouldBe: [UInt8]?) { (self.edit, self.wouldBe) = (edit, wouldBe) }
+    }
+}
+
+/// A response's outcomes as the cookie stage notes them, one per received Set-Cookie line the rules ran on; kept by
+/// the event loop and reused (``reset()`` keeps its storage), so noting them allocates nothing; the inspector copies
+/// them into its record.
+public struct LineEdits: Sendable {
+    @usableFromInline var lines: [LineEdit] = []
+    @usableFromInline var noted = 0
+    /// How many outcomes are noted.
+    public var count: Int { noted }
+    @usableFromInline var rest: [LineEdit.Rest] = []
+
+    public init() {}
+
+    public mutating func reset() {
+        noted = 0
+        if !rest.isEmpty { rest = [] }
+    }
+
+    /// Notes `edit`, the outcome of the received field `field` (`wouldBe`: a dry run's edited line). Inlinable: it
+    /// runs for every line of a recorded response.
+    @inlinable
+    public mutating func append(field: Int, edit: borrowing RuleEngine.Edit, wouldBe: [UInt8]?) {
+        let full = edit.matchedRulesBeyond64 || !edit.notes.isEmpty || wouldBe != nil
+        if full { rest.append(LineEdit.Rest(copy edit, wouldBe)) }
+        let line = LineEdit(
+            field: field, matchedLow: edit.matchedRulesLow, dropped: edit.dropped, logRequested: edit.logRequested,
+            hasRest: full)
+        // Written over the last response's entries (an assignment, not a removal and an append).
+        if noted < lines.count { lines[noted] = line } else { lines.append(line) }
+        noted += 1
+    }
+}
