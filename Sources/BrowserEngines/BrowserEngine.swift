@@ -42,11 +42,20 @@ public struct BrowserCookie: Equatable, Sendable {
         (self.secure, self.httpOnly, self.sameSite, self.persistent) = (secure, httpOnly, sameSite, persistent)
     }
 
-    /// Whether a cookie of `domain` (as an engine reports it, with or without a leading dot) is one for `host`: only
-    /// those count (an engine's own background requests reach the local server too, never answered with the line).
-    static func domain(_ domain: String, covers host: String) -> Bool {
-        let bare = bareDomain(domain).lowercased()
-        return host == bare || host.hasSuffix("." + bare)
+    /// The first of the cookies an engine reports (JSON objects with a `domain`) that is one for `host`: only those
+    /// count (an engine's own background requests reach the local server too, never answered with the line).
+    static func first(of cookies: [[String: Any]], for host: String) -> [String: Any]? {
+        cookies.first { domainMatches(host, bareDomain($0["domain"] as? String ?? "").lowercased()) }
+    }
+
+    /// A cookie as an engine reports it (the fields the three protocols share: `domain` with a leading dot for a
+    /// domain cookie, `path`, `secure`, `httpOnly`), with the fields each reads its own way.
+    init(reported c: [String: Any], name: String, value: String, sameSite: String, persistent: Bool) {
+        let domain = c["domain"] as? String ?? ""
+        self.init(
+            name: name, value: value, domain: Self.bareDomain(domain), hostOnly: !domain.hasPrefix("."),
+            path: c["path"] as? String ?? "/", secure: c["secure"] as? Bool ?? false,
+            httpOnly: c["httpOnly"] as? Bool ?? false, sameSite: sameSite, persistent: persistent)
     }
 
     /// An engine's domain as the draft's fields write it: without a leading dot, an IPv6 address without brackets.

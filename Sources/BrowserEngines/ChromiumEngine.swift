@@ -1,6 +1,5 @@
 import CookieKit
 import Foundation
-import HTTPGrammar
 import ProxyCore
 import ProxyTLS
 import Locking
@@ -76,11 +75,8 @@ final class ChromiumEngine: BrowserEngine {
     func check(_ line: String, url: RequestURL, readAt: String?) throws(BrowserFailure) -> BrowserCookie? {
         _ = try call("Storage.clearCookies", [:])
         server.set(line: line, host: url.host, path: url.path)
-        // Loopback hosts do not go through the resolver rules: the URL then names the server's port (cookies
-        // do not depend on the port).
-        var target = url
-        if HostName.isLoopback(url.host) { target.port = server.port }
-        _ = try call("Page.navigate", ["url": target.description])
+        // Loopback hosts do not go through the resolver rules.
+        _ = try call("Page.navigate", ["url": server.reachable(url).description])
         let deadline = Date().addingTimeInterval(15)
         var loaded = false
         while !loaded, Date() < deadline {
@@ -90,17 +86,10 @@ final class ChromiumEngine: BrowserEngine {
         let cookies = try call("Storage.getCookies", [:])["cookies"] as? [[String: Any]] ?? []
         // Only a cookie for the URL's host counts (Chromium's own background requests reach the server too, but
         // are never answered with the line).
-        let host = LineServer.normalised(url.host)
-        guard let c = cookies.first(where: { BrowserCookie.domain($0["domain"] as? String ?? "", covers: host) }) else {
-            return nil
-        }
-        let domain = c["domain"] as? String ?? ""
+        guard let c = BrowserCookie.first(of: cookies, for: LineServer.normalised(url.host)) else { return nil }
         let sameSite = c["sameSite"] as? String ?? ""
         return BrowserCookie(
-            name: c["name"] as? String ?? "", value: c["value"] as? String ?? "",
-            domain: BrowserCookie.bareDomain(domain), hostOnly: !domain.hasPrefix("."),
-            path: c["path"] as? String ?? "", secure: c["secure"] as? Bool ?? false,
-            httpOnly: c["httpOnly"] as? Bool ?? false,
+            reported: c, name: c["name"] as? String ?? "", value: c["value"] as? String ?? "",
             sameSite: ["Strict", "Lax", "None"].contains(sameSite) ? sameSite : "Default",
             persistent: !(c["session"] as? Bool ?? true))
     }

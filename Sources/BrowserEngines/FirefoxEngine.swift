@@ -118,11 +118,7 @@ final class FirefoxEngine: BrowserEngine {
             // A page that failed to load may still have set its cookie: what matters is the jar.
         }
         let cookies = try call("storage.getCookies", [:])["cookies"] as? [[String: Any]] ?? []
-        let host = LineServer.normalised(url.host)
-        guard
-            let c = cookies.first(where: { BrowserCookie.domain($0["domain"] as? String ?? "", covers: host) })
-        else { return nil }
-        let domain = c["domain"] as? String ?? ""
+        guard let c = BrowserCookie.first(of: cookies, for: LineServer.normalised(url.host)) else { return nil }
         let value = c["value"] as? [String: Any] ?? [:]
         var text = value["value"] as? String ?? ""
         if value["type"] as? String == "base64" {
@@ -135,9 +131,7 @@ final class FirefoxEngine: BrowserEngine {
         }
         let sameSite = ["strict": "Strict", "lax": "Lax", "none": "None"][c["sameSite"] as? String ?? ""]
         return BrowserCookie(
-            name: name, value: text, domain: BrowserCookie.bareDomain(domain),
-            hostOnly: !domain.hasPrefix("."), path: c["path"] as? String ?? "", secure: c["secure"] as? Bool ?? false,
-            httpOnly: c["httpOnly"] as? Bool ?? false, sameSite: sameSite ?? "Default", persistent: c["expiry"] != nil)
+            reported: c, name: name, value: text, sameSite: sameSite ?? "Default", persistent: c["expiry"] != nil)
     }
 
     private func call(_ method: String, _ params: [String: Any], seconds: Double = 20) throws(BrowserFailure)

@@ -1,3 +1,4 @@
+import CookieKit
 import Foundation
 import HTTPGrammar
 import Locking
@@ -12,8 +13,8 @@ import ProxyTLS
 final class LineServer: @unchecked Sendable {
     let port: Int
     private let listener: Int32
-    /// The same port on ::1 when it is free there (a URL of `[::1]` is then asked as well; nil: it is refused).
-    let ipv6Listener: Int32?
+    /// The same port on ::1 when it is free there (so that a URL of `[::1]` reaches the server too).
+    private let ipv6Listener: Int32?
     private let tls: TLSServerContext
     private let current = Locked<(line: String, host: String, path: String)>(("", "", "/"))
     private let stopped = AtomicCounter()
@@ -50,15 +51,20 @@ final class LineServer: @unchecked Sendable {
         current.withLock { $0 = (line, Self.normalised(host), path.removingPercentEncoding ?? path) }
     }
 
-    /// The path of a request-target in origin or absolute form (without its query).
+    /// `url` as an engine that reaches the server directly must ask it: a loopback host bypasses resolver rules and
+    /// proxies, so the URL names the server's port (cookies do not depend on the port).
+    func reachable(_ url: RequestURL) -> RequestURL {
+        var target = url
+        if HostName.isLoopback(url.host) { target.port = port }
+        return target
+    }
+
+    /// The path of a request-target in origin or absolute form (without its query), percent-decoded: an engine
+    /// escapes what the URL left bare (a space, UTF-8).
     static func path(_ target: String) -> String {
-        var rest = Substring(target)
-        if let scheme = rest.range(of: "://") {
-            rest = rest[scheme.upperBound...]
-            rest = rest[(rest.firstIndex { $0 == "/" || $0 == "?" } ?? rest.endIndex)...]
-        }
-        // Compared percent-decoded: an engine escapes what the URL left bare (a space, UTF-8).
-        let path = String(rest[..<(rest.firstIndex { $0 == "?" || $0 == "#" } ?? rest.endIndex)])
+        let path =
+            target.contains("://")
+            ? RequestURL(target)?.path ?? "" : String(target.prefix { $0 != "?" && $0 != "#" })
         return path.isEmpty ? "/" : path.removingPercentEncoding ?? path
     }
 

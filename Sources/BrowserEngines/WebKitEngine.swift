@@ -1,7 +1,5 @@
 import CookieKit
 import Foundation
-import HTTPGrammar
-import ProxyCore
 import ProxyServer
 
 /// `parse --browser webkit`: what WebKitGTK stores for a Set-Cookie line.
@@ -107,32 +105,29 @@ final class WebKitEngine: BrowserEngine {
         let host = LineServer.normalised(url.host)
         // Delete All Cookies reaches the current document's cookies only, and for an IPv6 host it reaches none:
         // what a previous line left would be read as this line's answer, so it is an error instead.
-        if let kept = try cookiesHere(host).first {
+        if let kept = try cookieHere(host) {
             throw BrowserFailure(
                 "WebKit kept the cookie \(kept["name"] as? String ?? "") of a previous line for \(url.host) and "
                     + "WebDriver cannot delete it: ask one line per run for this host")
         }
         server.set(line: line, host: url.host, path: url.path)
-        var target = url
-        if HostName.isLoopback(url.host) { target.port = server.port }
+        // Loopback is not proxied (the driver reaches the browser over it).
+        let target = server.reachable(url)
         navigate(target.description)
-        var cookies = try cookiesHere(host)
-        if cookies.isEmpty, let path, path != url.path {
+        var cookie = try cookieHere(host)
+        if cookie == nil, let path, path != url.path {
             // Read again where the cookie applies: the origin with the draft's path.
             var there = target
             there.path = path
             navigate(there.description)
-            cookies = try cookiesHere(host)
+            cookie = try cookieHere(host)
         }
-        guard let c = cookies.first else { return nil }
-        let domain = c["domain"] as? String ?? ""
+        guard let c = cookie else { return nil }
         var sameSite = c["sameSite"] as? String ?? "None"
         if sameSite == "None" && SetCookie(line).attributes.sameSite == .default { sameSite = "Default" }
         return BrowserCookie(
-            name: c["name"] as? String ?? "", value: c["value"] as? String ?? "",
-            domain: BrowserCookie.bareDomain(domain), hostOnly: !domain.hasPrefix("."),
-            path: c["path"] as? String ?? "/", secure: c["secure"] as? Bool ?? false,
-            httpOnly: c["httpOnly"] as? Bool ?? false, sameSite: sameSite, persistent: c["expiry"] != nil)
+            reported: c, name: c["name"] as? String ?? "", value: c["value"] as? String ?? "", sameSite: sameSite,
+            persistent: c["expiry"] != nil)
     }
 
     private func navigate(_ url: String) {
@@ -140,9 +135,9 @@ final class WebKitEngine: BrowserEngine {
         _ = try? call("POST", "/session/\(session)/url", ["url": url])
     }
 
-    private func cookiesHere(_ host: String) throws(BrowserFailure) -> [[String: Any]] {
-        let all = try call("GET", "/session/\(session)/cookie", nil) as? [[String: Any]] ?? []
-        return all.filter { BrowserCookie.domain($0["domain"] as? String ?? "", covers: host) }
+    /// The first cookie for `host` among the current document's.
+    private func cookieHere(_ host: String) throws(BrowserFailure) -> [String: Any]? {
+        BrowserCookie.first(of: try call("GET", "/session/\(session)/cookie", nil) as? [[String: Any]] ?? [], for: host)
     }
 
     private static func freePort() -> Int {
@@ -171,30 +166,12 @@ final class WebKitEngine: BrowserEngine {
                 + "Content-Length: \(data.count)\r\nConnection: close\r\n\r\n").utf8)
         request += data
         // The driver keeps the connection open after its answer: read to the end of its Content-Length.
-        let fd: Int32
-        switch Descriptors.connect(host: "127.0.0.1", port: port, milliseconds: 5000) {
-        case .success(let connected): fd = connected
+        let answer: (status: Int, body: ArraySlice<UInt8>)
+        switch LoopbackClient.exchange(host: "127.0.0.1", port: port, request: request, milliseconds: 60_000) {
+        case .success(let a): answer = a
         case .failure(let error): throw BrowserFailure("WebKitWebDriver: \(method) \(path): \(error)")
         }
-        defer { close(fd) }
-        if let error = Descriptors.sendAll(fd, request) {
-            throw BrowserFailure("WebKitWebDriver: \(method) \(path): \(error)")
-        }
-        var response: [UInt8] = []
-        var parser = HTTPHeadParser()
-        var answer: (status: Int, bodyStart: Int, length: Int)? = nil
-        while answer.map({ response.count < $0.bodyStart + $0.length }) ?? true {
-            guard Descriptors.waitReadable(fd, milliseconds: 60_000), case .bytes(let bytes) = Descriptors.receive(fd)
-            else { throw BrowserFailure("WebKitWebDriver: \(method) \(path): no answer") }
-            response += bytes
-            if answer == nil, let length = try? parser.headLength(response[...]) {
-                guard let head = try? parser.parseResponse(Array(response[..<length])) else { break }
-                let declared = head.head.values(.contentLength).first.flatMap { Int($0) } ?? 0
-                answer = (head.status, length, declared)
-            }
-        }
-        guard let answer else { throw BrowserFailure("WebKitWebDriver: \(method) \(path): not an HTTP answer") }
-        let body = response[answer.bodyStart..<min(response.count, answer.bodyStart + answer.length)]
+        let body = answer.body
         let object = try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any]
         guard answer.status == 200 else {
             let message = (object?["value"] as? [String: Any])?["message"] as? String ?? "status \(answer.status)"
