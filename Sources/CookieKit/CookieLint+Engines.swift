@@ -3,14 +3,17 @@ import HTTPGrammar
 /// What each browser engine does differently from the draft, as measured live (docs/browser-differences.md): the
 /// lint's `chromium-…`, `firefox-…` and `webkit-…` findings.
 extension CookieLint {
-    /// Where Chromium (the engine of most browsers and many embedded web views) parts from the draft, seen with
-    /// Chromium 156 through bench/browser-diff.py (docs/browser-differences.md). The jar stays the draft; these
-    /// findings say what a Chromium-based browser does instead.
-    /// The draft's edges where both measured engines part from it the same way.
+    /// What more than one engine reads differently from the draft, worked out once per line (with no problem).
     struct EngineEdges {
-        /// The last Expires, when Max-Age does not override it and it is a cookie-date before 1601 (which the draft
-        /// ignores, §5.1.1 step 5).
-        var expiresBefore1601: ArraySlice<UInt8>?
+        /// The last Expires, when it is a cookie-date before 1601 (which the draft ignores, §5.1.1 step 5), whether or
+        /// not a Max-Age overrides it (WebKit drops the cookie either way).
+        var expiresBefore1601Anyway: ArraySlice<UInt8>?
+        /// The same, when Max-Age does not override it (Chromium and Firefox drop the cookie only then).
+        var expiresBefore1601: ArraySlice<UInt8>? { maxAgeWritten ? nil : expiresBefore1601Anyway }
+        var maxAgeWritten: Bool
+        /// The last Max-Age as written (last one wins, §5.7), when it is a '+' and digits: the draft ignores it,
+        /// Chromium and WebKit read it as the number.
+        var maxAgePlus: ArraySlice<UInt8>?
         /// Domain is the request host's own IP address (compared serialised, as the draft does).
         var ipDomainIsHost: Bool
         /// ... written as the host is (`127.0.0.1`, `[::1]`), not in another form of the same address (`127.1`,
@@ -20,11 +23,18 @@ extension CookieLint {
         var domainText: String
 
         init(_ c: SetCookie, _ a: CookieAttributes, host: String) {
-            expiresBefore1601 = nil
-            if a.maxAge == nil, let v = c.lastWrittenValue(of: .expires), CookieDate.parse(v) == nil,
+            maxAgeWritten = a.maxAge != nil
+            expiresBefore1601Anyway = nil
+            if let v = c.lastWrittenValue(of: .expires), CookieDate.parse(v) == nil,
                 CookieDate.parse(v, minimumYear: 0) != nil
             {
-                expiresBefore1601 = v
+                expiresBefore1601Anyway = v
+            }
+            maxAgePlus = nil
+            if let v = c.lastWrittenValue(of: .maxAge), v.count > 1, v.first == 0x2B,
+                v.dropFirst().allSatisfy(ASCII.isDigit)
+            {
+                maxAgePlus = v
             }
             // The Domain as written (the attributes' value is already serialised).
             let written = c.lastWrittenValue(of: .domain).map { String(lossy: $0).asciiLowercased } ?? ""
@@ -40,6 +50,9 @@ extension CookieLint {
         }
     }
 
+    /// Where Chromium (the engine of most browsers and many embedded web views) parts from the draft, seen with
+    /// Chromium 156 through bench/browser-diff.py (docs/browser-differences.md). The jar stays the draft; these
+    /// findings say what a Chromium-based browser does instead.
     static func chromiumDifferences(
         _ c: SetCookie, _ shared: EngineEdges, host: String, _ add: (String, LintFinding.Severity, String) -> Void
     ) {
@@ -57,16 +70,19 @@ extension CookieLint {
                 "Chromium does not store a cookie whose name or value contains a tab; the draft allows HTAB (RFC 6265bis §5.6 step 1)"
             )
         }
-        // The last Max-Age as written (last one wins, §5.7).
-        if let v = c.lastWrittenValue(of: .maxAge), v.count > 1, v.first == 0x2B,
-            v.dropFirst().allSatisfy(ASCII.isDigit)
-        {
-            add(
-                "chromium-max-age-plus", .warning,
-                "Chromium reads Max-Age=\(String(lossy: v)) as \(String(lossy: v.dropFirst())) seconds; the draft ignores a Max-Age with a '+' (RFC 6265bis §5.6.2) and keeps a session cookie"
-            )
-        }
+        maxAgePlus("chromium", "Chromium", shared, add)
         sharedEdges("chromium", "Chromium", shared, host: host, add)
+    }
+
+    /// `Max-Age=+N`, which Chromium and WebKit read as N seconds.
+    static func maxAgePlus(
+        _ code: String, _ engine: String, _ shared: EngineEdges, _ add: (String, LintFinding.Severity, String) -> Void
+    ) {
+        guard let v = shared.maxAgePlus else { return }
+        add(
+            "\(code)-max-age-plus", .warning,
+            "\(engine) reads Max-Age=\(String(lossy: v)) as \(String(lossy: v.dropFirst())) seconds; the draft ignores a Max-Age with a '+' (RFC 6265bis §5.6.2) and keeps a session cookie"
+        )
     }
 
     /// The edges Chromium and Firefox part from the draft on alike: an Expires before 1601 (without Max-Age) drops the
@@ -164,47 +180,37 @@ extension CookieLint {
                 "WebKit keeps a name or value only up to its first non-ASCII byte; the draft keeps the bytes (RFC 6265bis §5.6)"
             )
         }
-        guard c.problem == nil else { return }
+        guard let shared else { return }
         if let d = c.lastWrittenValue(of: .domain), d.contains(where: { $0 >= 0x41 && $0 <= 0x5A }) {
             add(
                 "webkit-rejects-uppercase-domain", .warning,
                 "WebKit does not store a cookie whose Domain has capital letters; the draft compares it in lower case (RFC 6265bis §5.6.3)"
             )
         }
-        if let v = c.lastWrittenValue(of: .expires), CookieDate.parse(v) == nil,
-            let d = CookieDate.parse(v, minimumYear: 0),
-            d < CookieDate.parse(Array("Mon, 01 Jan 1601 00:00:00 GMT".utf8)[...]) ?? 0
-        {
+        if let v = shared.expiresBefore1601Anyway {
             add(
                 "webkit-drops-expires-before-1601", .warning,
                 "Expires=\(String(lossy: v)) is before 1601: WebKit drops the cookie even beside a Max-Age; the draft ignores such an Expires (RFC 6265bis §5.1.1 step 5)"
             )
         }
-        if let v = c.lastWrittenValue(of: .maxAge), v.count > 1, v.first == 0x2B,
-            v.dropFirst().allSatisfy(ASCII.isDigit)
-        {
-            add(
-                "webkit-max-age-plus", .warning,
-                "WebKit reads Max-Age=\(String(lossy: v)) as \(String(lossy: v.dropFirst())) seconds; the draft ignores a Max-Age with a '+' (RFC 6265bis §5.6.2) and keeps a session cookie"
-            )
-        }
+        maxAgePlus("webkit", "WebKit", shared, add)
         if let v = c.lastWrittenValue(of: .maxAge), v.count > 18, v.allSatisfy(ASCII.isDigit) {
             add(
                 "webkit-max-age-overflow", .warning,
                 "WebKit keeps a session cookie for a Max-Age beyond 64 bits; the draft caps it (RFC 6265bis §5.6.2, §5.5)"
             )
         }
-        if let shared, shared.ipDomainIsHost && host.contains(":") {
+        if shared.ipDomainIsHost && host.contains(":") {
             add(
                 "webkit-drops-ipv6-domain", .warning,
                 "WebKit does not store a cookie whose Domain is an IPv6 address (\(shared.domainText)), in any form; the draft keeps a domain cookie for the host's own address (draft-ietf-httpbis-layered-cookies)"
             )
-        } else if let shared, shared.ipDomainIsHost && !shared.ipDomainAsWritten {
+        } else if shared.ipDomainIsHost && !shared.ipDomainAsWritten {
             add(
                 "webkit-drops-ip-domain-written-otherwise", .warning,
                 "WebKit does not store a cookie whose Domain is the host's IP address written another way (\(shared.domainText) for \(host)): it compares the text; the draft compares the addresses and keeps a domain cookie (draft-ietf-httpbis-layered-cookies)"
             )
-        } else if let shared, shared.ipDomainIsHost {
+        } else if shared.ipDomainIsHost {
             add(
                 "webkit-ip-domain-host-only", .info,
                 "WebKit makes a cookie whose Domain is the host's IP address host-only; the draft keeps a domain cookie (no other host matches an IP address, so both send it to this host only)"
