@@ -137,7 +137,7 @@ extension CookieLint {
     /// `bench/browser-diff.py --engine webkit` (docs/browser-differences.md). Unlike the other two engines', some of
     /// these concern lines the draft ignores (an empty cookie, an over-long name or attribute), which WebKit stores.
     static func webkitDifferences(
-        _ c: SetCookie, _ a: CookieAttributes, _ shared: EngineEdges?, url: RequestURL,
+        _ c: SetCookie, _ a: CookieAttributes, _ shared: EngineEdges?, url: RequestURL, draft: [LintFinding],
         _ add: (String, LintFinding.Severity, String) -> Void
     ) {
         let host = url.host
@@ -222,17 +222,16 @@ extension CookieLint {
                 "WebKit does not store a Secure cookie set over http from \(host); Chromium and Firefox treat a loopback host as a secure origin and keep it, as the draft lets them (RFC 6265bis §5.7 step 13)"
             )
         }
-        if a.sameSite == .none && !a.secure {
+        // What the draft rejects and WebKit keeps: read from the draft's own findings (a second reading of the
+        // prefix rules here missed a __Host- cookie without a Path attribute, which WebKit keeps too).
+        if draft.contains(where: { $0.code == "samesite-none-insecure" }) {
             add(
                 "webkit-keeps-samesite-none-insecure", .info,
                 "WebKit stores SameSite=None without Secure (as a SameSite=None cookie); the draft and Chromium reject it (RFC 6265bis §5.7 step 19)"
             )
         }
-        let name = c.nameBytes
-        if (ASCII.hasPrefixIgnoringCase(name, "__secure-") && !a.secure)
-            || (ASCII.hasPrefixIgnoringCase(name, "__host-")
-                && (!a.secure || !(a.domain ?? "").isEmpty || (a.hasPath && a.path != "/")))
-        {
+        let prefixRules = ["secure-prefix-insecure", "host-prefix-domain", "host-prefix-insecure", "host-prefix-path"]
+        if draft.contains(where: { prefixRules.contains($0.code) }) {
             add(
                 "webkit-ignores-prefix", .warning,
                 "WebKit stores a __Secure- or __Host- cookie that breaks its prefix's rules; the draft rejects it (RFC 6265bis §5.7 steps 20-21)"

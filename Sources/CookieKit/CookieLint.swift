@@ -184,7 +184,7 @@ public enum CookieLint {
             chromiumDifferences(setCookie, shared, host: host, add)
             firefoxDifferences(setCookie, shared, host: host, add)
         }
-        webkitDifferences(setCookie, a, shared, url: url, add)
+        webkitDifferences(setCookie, a, shared, url: url, draft: out, add)
         return out.enumerated().sorted {
             $0.element.severity != $1.element.severity
                 ? $0.element.severity < $1.element.severity : $0.offset < $1.offset

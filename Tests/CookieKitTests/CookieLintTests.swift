@@ -93,6 +93,8 @@ import Testing
                 ["host-prefix-domain", "host-prefix-insecure", "host-prefix-path", "webkit-ignores-prefix"]
             ),
             ("__Host-a=b; Secure; Path=/", "https://example.com/", []),
+            // Without a Path attribute: the draft rejects it, WebKit keeps it (measured with parse --browser webkit).
+            ("__Host-a=b; Secure", "https://example.com/x/y", ["host-prefix-path", "webkit-ignores-prefix"]),
             ("__Secure-a=b", "https://example.com/", ["secure-prefix-insecure", "webkit-ignores-prefix"]),
             ("a=b; Partitioned", "https://example.com/", ["partitioned-insecure"]),
             (
