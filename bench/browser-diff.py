@@ -91,11 +91,8 @@ class Chromium:
                 return m.get("result", {})
 
     def navigate(self, url, timeout=10):
-        # Loopback hosts skip the resolver rules: such a URL names the server's port.
-        scheme, rest = url.split("://", 1)
-        authority = rest.split("/", 1)[0]
-        if authority.rsplit(":", 1)[0] in ("127.0.0.1", "localhost"):
-            url = "%s://%s:%d%s" % (scheme, authority.rsplit(":", 1)[0], self.server_port, rest[len(authority):])
+        # Loopback hosts skip the resolver rules.
+        url = reachable(url, self.server_port)
         self.call("Page.navigate", {"url": url})
         deadline = time.time() + timeout
         while time.time() < deadline:
@@ -255,11 +252,8 @@ class WebKit:
 
     def navigate(self, url, timeout=10):
         self.url = url
-        # Loopback is not proxied (the driver reaches the browser over it): such a URL names the server's port.
-        scheme, rest = url.split("://", 1)
-        authority = rest.split("/", 1)[0]
-        if authority.rsplit(":", 1)[0] in ("127.0.0.1", "localhost"):
-            url = "%s://%s:%d%s" % (scheme, authority.rsplit(":", 1)[0], self.server_port, rest[len(authority):])
+        # Loopback is not proxied (the driver reaches the browser over it).
+        url = reachable(url, self.server_port)
         try:
             self.call("POST", "/session/%s/url" % self.session, {"url": url}, timeout)
         except RuntimeError:
@@ -372,6 +366,16 @@ def draft_view(binary, url, line):
     return {"name": o["name"], "value": o["value"], "domain": o["domain"] or url_host(url),
             "hostOnly": o["hostOnly"], "path": o["path"], "secure": o["secure"], "httpOnly": o["httpOnly"],
             "sameSite": o["sameSite"], "persistent": o["maxAge"] is not None or o["expires"] is not None}, findings
+
+
+def reachable(url, port):
+    """`url` as an engine that reaches the server directly asks it: a loopback host names the server's port."""
+    scheme, rest = url.split("://", 1)
+    authority = rest.split("/", 1)[0]
+    host = authority.rsplit(":", 1)[0]
+    if host in ("127.0.0.1", "localhost"):
+        return "%s://%s:%d%s" % (scheme, host, port, rest[len(authority):])
+    return url
 
 
 def url_path(url):
