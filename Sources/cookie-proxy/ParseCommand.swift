@@ -43,7 +43,7 @@ enum ParseCommand {
             ... or COOKIE_PROXY_CHROMIUM), Firefox over WebDriver BiDi (/usr/bin/firefox-esr, ... or
             COOKIE_PROXY_FIREFOX), WebKitGTK's MiniBrowser over WebKitWebDriver (/usr/bin/WebKitWebDriver or
             COOKIE_PROXY_WEBKIT; under xvfb-run without a display). A missing engine exits 2 naming the package.
-            A URL with an IP address other than 127.0.0.1 cannot be asked (the browser would connect to it).
+            A URL with an IP address other than 127.0.0.1 or ::1 cannot be asked (the browser would connect to it).
             """)
 
     static func run(_ args: ParsedArguments, now: Int64) throws(UsageError) -> Int32 {
@@ -54,7 +54,7 @@ enum ParseCommand {
         if let names = args.value(Option.browser) {
             let chosen = try browsers(names)
             // No engine resolves an IP literal through the local server: it connects to the address itself, and
-            // the server listens on 127.0.0.1 only (reached through its port).
+            // the server listens on 127.0.0.1 and ::1 only (reached through its port).
             if looksLikeIPAddress(url.host) && url.host != "127.0.0.1" && url.host != "::1" {
                 throw UsageError(
                     message: "--browser needs a host name, localhost, 127.0.0.1 or [::1] in --url (a browser would "
