@@ -16,7 +16,8 @@ let package = Package(
     ],
     dependencies: [],
     targets: [
-        // Pure: the byte grammar of HTTP shared by the codec and the TLS layer (tchar, hex, host names, IP literals).
+        // Pure: the byte grammar of HTTP shared by the codec and the TLS layer (tchar, hex, host names, IP literals),
+        // and the facts of one exchange (ExchangeContext), which the machine makes and every reader above shares.
         .target(name: "HTTPGrammar"),
         // Pure: Set-Cookie model, parse, serialise, dates, domain/path match, PSL, jar, lint.
         .target(name: "CookieKit", dependencies: ["HTTPGrammar"]),
@@ -31,7 +32,7 @@ let package = Package(
         .target(name: "CookieAudit", dependencies: ["CookieKit", "CookieRules", "CCurl"]),
         // Pure: each client's cookies across requests (the jar replayed from what the client was sent, its Cookie
         // headers judged against it, a timeline per cookie) and the site context of a request.
-        .target(name: "CookieLifecycle", dependencies: ["CookieKit"], swiftSettings: hotPath),
+        .target(name: "CookieLifecycle", dependencies: ["CookieKit", "HTTPGrammar"], swiftSettings: hotPath),
         // Runs the scenario corpora of shared/conformance against the jar (tests and `cookie-proxy conformance`).
         .target(name: "CookieConformance", dependencies: ["CookieKit"]),
         // Sans-I/O HTTP/1.1 codec and the per-connection proxy state machine.
@@ -102,9 +103,11 @@ let package = Package(
             name: "CookieInspectorTests",
             dependencies: ["CookieInspector", "CookieKit", "CookieRules", "ProxyCore", "HTTPGrammar"]),
         .testTarget(
-            name: "CookieRulesTests", dependencies: ["CookieRules", "CookieKit", "CookieConformance"],
+            name: "CookieRulesTests", dependencies: ["CookieRules", "CookieKit", "CookieConformance", "HTTPGrammar"],
             exclude: ["golden"]),
-        .testTarget(name: "ProxyAppTests", dependencies: ["ProxyApp", "CookieRules", "ProxyCore", "CookieInspector"]),
+        .testTarget(
+            name: "ProxyAppTests",
+            dependencies: ["ProxyApp", "CookieRules", "ProxyCore", "CookieInspector", "HTTPGrammar"]),
         // End-to-end: the built binary between real clients and a real upstream (started by the tests).
         .testTarget(
             name: "EndToEndTests", dependencies: ["cookie-proxy", "TestSupport", "Locking"], exclude: ["Fixtures"]),

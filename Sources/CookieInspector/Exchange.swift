@@ -1,6 +1,7 @@
 import CookieKit
 import CookieLifecycle
 import CookieRules
+import HTTPGrammar
 import Locking
 import ProxyCore
 
@@ -139,9 +140,7 @@ public final class Exchange: Sendable {
     }
 
     /// The request URL as a browser's jar sees it.
-    public var requestURL: RequestURL {
-        RequestURL(scheme: context.scheme, host: context.host, port: context.port, path: context.path)
-    }
+    public var requestURL: RequestURL { context.requestURL }
 
     /// Each line as received and forwarded, with the rules' outcome and the lint: computed each time.
     public var analysis: Analysis { Analysis(self) }

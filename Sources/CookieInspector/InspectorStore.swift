@@ -1,6 +1,7 @@
 import CookieKit
 import CookieLifecycle
 import CookieRules
+import HTTPGrammar
 import Locking
 import ProxyCore
 

@@ -69,3 +69,9 @@ public struct RequestURL: Sendable, Hashable, CustomStringConvertible {
         return String(path[..<lastSlash])
     }
 }
+
+extension ExchangeContext {
+    /// The exchange's URL as cookies see it (RFC 6265bis §5.1.4's request-uri: no query or fragment): the one
+    /// conversion from the proxy's facts to the jar's URL.
+    public var requestURL: RequestURL { RequestURL(scheme: scheme, host: host, port: port, path: path) }
+}

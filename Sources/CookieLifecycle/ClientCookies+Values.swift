@@ -1,28 +1,31 @@
 import CookieKit
+import HTTPGrammar
 
 /// What the lifecycle is told and what it keeps: requests, Set-Cookie lines, and the events of a timeline.
 extension ClientCookies {
-    /// What the proxy knows of a request: its parts as the proxy has them (nothing parsed or formatted until
-    /// asked for: most requests are never looked at). A reference: it is kept and passed along whole, one retain
-    /// rather than one per string.
+    /// What the lifecycle keeps of a request: the exchange's facts as the proxy recorded them (nothing parsed or
+    /// formatted until asked for: most requests are never looked at), when it was made and its site context. A
+    /// reference: it is kept and passed along whole, one retain rather than one per string.
     public final class Request: Sendable {
-        public let id: UInt64
+        public let exchange: ExchangeContext
         /// Milliseconds since the epoch.
         public let time: Int64
-        public let method: String
-        public let scheme: String
-        public let host: String
-        public let port: Int
-        /// Path and query as requested.
-        public let target: String
         public let site: RequestSite
 
-        public required init(
+        public init(_ exchange: ExchangeContext, time: Int64, site: RequestSite) {
+            (self.exchange, self.time, self.site) = (exchange, time, site)
+        }
+
+        /// A request outside the proxy (a HAR entry's, a test's): an exchange of its parts.
+        public convenience init(
             id: UInt64, time: Int64, method: String, scheme: String, host: String, port: Int, target: String,
             site: RequestSite
         ) {
-            (self.id, self.time, self.method, self.site) = (id, time, method, site)
-            (self.scheme, self.host, self.port, self.target) = (scheme, host, port, target)
+            self.init(
+                ExchangeContext(
+                    requestID: id, clientAddress: "", method: method, scheme: scheme, host: host, port: port,
+                    target: target, status: nil),
+                time: time, site: site)
         }
 
         /// From a URL's text (a HAR entry's, a test's).
@@ -41,29 +44,34 @@ extension ClientCookies {
                 port: url.port ?? (url.scheme == "https" || url.scheme == "wss" ? 443 : 80), target: target, site: site)
         }
 
+        public var id: UInt64 { exchange.requestID }
+        public var method: String { exchange.method }
+        public var host: String { exchange.host }
+        /// Path and query as requested.
+        public var target: String { exchange.target }
+
         /// The same request with another id and time.
         public func with(id: UInt64, time: Int64) -> Request {
-            Request(
-                id: id, time: time, method: method, scheme: scheme, host: host, port: port, target: target, site: site)
+            var exchange = self.exchange
+            exchange.requestID = id
+            return Request(exchange, time: time, site: site)
         }
 
         /// Whether `other` is a request for the same thing in the same context (its id and time aside).
-        func sameTarget(_ other: Request) -> Bool {
-            port == other.port && site.kind == other.site.kind && site.isSafeMethod == other.site.isSafeMethod
-                && target == other.target && host == other.host && scheme == other.scheme && method == other.method
+        func sameTarget(_ other: Request) -> Bool { isFor(other.exchange, site: other.site) }
+
+        /// Whether this is a request for what `exchange` asks, in the site context `site` (ids and times aside).
+        public func isFor(_ b: ExchangeContext, site: RequestSite) -> Bool {
+            let a = exchange
+            return a.port == b.port && self.site.kind == site.kind && self.site.isSafeMethod == site.isSafeMethod
+                && a.target == b.target && a.host == b.host && a.scheme == b.scheme && a.method == b.method
         }
 
         /// The URL as cookies see it (no query).
-        public var url: RequestURL {
-            let path = target.firstIndex { $0 == "?" || $0 == "#" }.map { String(target[..<$0]) } ?? target
-            return RequestURL(scheme: scheme, host: host, port: port, path: path)
-        }
+        public var url: RequestURL { exchange.requestURL }
 
         /// `scheme://host:port/target`, as the log writes URLs.
-        public var urlText: String {
-            let h = host.contains(":") ? "[\(host)]" : host
-            return "\(scheme)://\(h):\(port)\(target)"
-        }
+        public var urlText: String { exchange.url }
     }
 
     /// One Set-Cookie line of a response: as received and as forwarded (nil: a rule dropped it; a line the proxy

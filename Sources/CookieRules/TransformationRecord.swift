@@ -1,35 +1,27 @@
 import CookieKit
+import HTTPGrammar
 
 /// One log record: a cookie the rules transformed (or, in audit mode, observed). Keys are stable and
 /// documented in rules/README.md. Cookie values are redacted unless asked for.
 public struct TransformationRecord: Sendable {
     /// Milliseconds since the epoch.
     public var time: Int64
-    public var requestID: UInt64
-    public var client: String
-    public var method: String
-    /// `scheme://host:port/path`
-    public var url: String
-    public var status: Int
+    /// The exchange the line came with (its id, client, method, URL, status and protocols are the record's).
+    public var exchange: ExchangeContext
     public var outcome: Transformation
     public var findings: [LintFinding]
     public var dryRun: Bool
 
     public init(
-        time: Int64, requestID: UInt64, client: String, method: String, url: String, status: Int,
-        outcome: Transformation,
-        findings: [LintFinding], dryRun: Bool
+        time: Int64, exchange: ExchangeContext, outcome: Transformation, findings: [LintFinding], dryRun: Bool
     ) {
-        self.time = time
-        self.requestID = requestID
-        self.client = client
-        self.method = method
-        self.url = url
-        self.status = status
-        self.outcome = outcome
-        self.findings = findings
-        self.dryRun = dryRun
+        (self.time, self.exchange, self.outcome, self.findings, self.dryRun) = (
+            time, exchange, outcome, findings, dryRun
+        )
     }
+
+    /// `scheme://host:port/target`.
+    public var url: String { exchange.url }
 
     /// The record as one JSON Lines object, written straight into `out` (no tree): what the log writes. Keys in this
     /// order: time, requestId, client, method, url, status, cookie, rules, dryRun, before, after, changes, findings,
@@ -53,36 +45,32 @@ public struct TransformationRecord: Sendable {
         writeTail(to: &out)
     }
 
-    /// From `{` to the value of `status`: the same for every record of one response.
+    /// From `{` to the value of `status` (and the protocols): the same for every record of one response.
     public func writeExchangeFields(to out: inout JSONWriter) {
-        Self.writeExchangeFields(
-            time: time, requestID: requestID, client: client, method: method, url: url, status: status, to: &out)
-    }
-
-    public static func writeExchangeFields(
-        time: Int64, requestID: UInt64, client: String, method: String, url: String, status: Int,
-        to out: inout JSONWriter
-    ) {
-        var url = url
-        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: timestampLength) { stamp in
-            writeTimestamp(time, into: stamp)
-            url.withUTF8 { url in
-                writeExchangeFields(
-                    stamp: UnsafeBufferPointer(stamp), requestID: requestID, client: client, method: method, url: url,
-                    status: status, to: &out)
-            }
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: Self.timestampLength) { stamp in
+            Self.writeTimestamp(time, into: stamp)
+            Self.writeExchangeFields(of: exchange, stamp: UnsafeBufferPointer(stamp), to: &out)
         }
     }
 
-    /// The same, with the time already written by ``writeTimestamp(_:into:)`` (the log keeps the last second's)
-    /// and the URL as UTF-8 bytes (the proxy passes its exchange's URL without making a string per response).
-    /// `clientProtocol`, `upstreamProtocol`: `HTTP/2` when that side spoke it, written as `"protocol"` and
-    /// `"upstreamProtocol"` after `status` (HTTP/1.x writes no key: the records of HTTP/1.x exchanges are as they
-    /// were).
+    /// The same, with the time already written by ``writeTimestamp(_:into:)`` (the log keeps the last second's);
+    /// the URL written from the exchange's parts, without a string made per response. `protocol` and
+    /// `upstreamProtocol` are written after `status` when that side spoke HTTP/2 (HTTP/1.x writes no key).
     public static func writeExchangeFields(
+        of exchange: borrowing ExchangeContext, stamp: UnsafeBufferPointer<UInt8>, to out: inout JSONWriter
+    ) {
+        exchange.withURL { url in
+            writeExchangeFields(
+                stamp: stamp, requestID: exchange.requestID, client: exchange.clientAddress, method: exchange.method,
+                url: url, status: exchange.status ?? 0, clientProtocol: exchange.clientProtocol,
+                upstreamProtocol: exchange.upstreamProtocol, to: &out)
+        }
+    }
+
+    static func writeExchangeFields(
         stamp: UnsafeBufferPointer<UInt8>, requestID: UInt64, client: String, method: String,
-        url: UnsafeBufferPointer<UInt8>, status: Int, clientProtocol: StaticString? = nil,
-        upstreamProtocol: StaticString? = nil, to out: inout JSONWriter
+        url: UnsafeBufferPointer<UInt8>, status: Int, clientProtocol: StaticString?, upstreamProtocol: StaticString?,
+        to out: inout JSONWriter
     ) {
         out.raw("{\"time\":\"")
         out.raw(stamp)
@@ -181,7 +169,7 @@ public struct TransformationRecord: Sendable {
         func paint(_ s: String, _ code: String) -> String { color ? "\u{1B}[\(code)m\(s)\u{1B}[0m" : s }
         let clock = String(Self.timestamp(time).dropFirst(11).prefix(8))
         var parts = [
-            "\(clock) #\(requestID) \(method) \(url) \(status)",
+            "\(clock) #\(exchange.requestID) \(exchange.method) \(url) \(exchange.status ?? 0)",
             paint(outcome.received.name.isEmpty ? "(nameless)" : outcome.received.name, "1"),
         ]
         if outcome.changes.isEmpty {

@@ -1,7 +1,7 @@
 import CookieKit
 import CookieLifecycle
 import CookieRules
-import ProxyCore
+import HTTPGrammar
 
 /// The log's records of the lifecycle (one per request the client's jar judged: rules/README.md, "Cookie
 /// verdicts") and of request-cookie edits (one per edited cookie, in the transformation records' shape with

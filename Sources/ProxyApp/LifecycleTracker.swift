@@ -104,18 +104,12 @@ package final class LifecycleTracker: Sendable {
             }
         }
         return RequestSite.classify(
-            url: Self.url(context), method: context.method, headers: headers, suffixes: suffixes)
-    }
-
-    static func url(_ c: ExchangeContext) -> RequestURL {
-        RequestURL(scheme: c.scheme, host: c.host, port: c.port, path: c.path)
+            url: context.requestURL, method: context.method, headers: headers, suffixes: suffixes)
     }
 
     /// The request as the lifecycle keeps it: the context's strings, nothing parsed or formatted.
     static func facts(_ c: ExchangeContext, site: RequestSite, time: Int64) -> ClientCookies.Request {
-        ClientCookies.Request(
-            id: c.requestID, time: time, method: c.method, scheme: c.scheme, host: c.host, port: c.port,
-            target: c.target, site: site)
+        ClientCookies.Request(c, time: time, site: site)
     }
 
     /// A request as the client sent it: its verdicts (its Cookie fields joined as one header, as RFC 9113 §8.2.3
@@ -191,7 +185,6 @@ package final class LifecycleTracker: Sendable {
         }
     }
 
-
     /// A response's Set-Cookie lines as received and as forwarded (`lines`), fed to the client's jar.
     package func response(context: ExchangeContext, lines: SetLines, time: Int64) {
         guard lines.count > 0 else { return }
@@ -202,11 +195,8 @@ package final class LifecycleTracker: Sendable {
             _ = withClient(&s, s.requestClients[slot]) { cookies in
                 cookies.response(
                     id: context.requestID, time: time, lines: lines,
-                    sameTarget: {
-                        $0.port == context.port && $0.site.kind == site.kind
-                            && $0.site.isSafeMethod == site.isSafeMethod && $0.target == context.target
-                            && $0.host == context.host && $0.scheme == context.scheme && $0.method == context.method
-                    }, request: Self.facts(context, site: site, time: time), events: false)
+                    sameTarget: { $0.isFor(context, site: site) }, request: Self.facts(context, site: site, time: time),
+                    events: false)
             }
         }
     }
@@ -219,7 +209,7 @@ package final class LifecycleTracker: Sendable {
         let held = state.withLock { s -> [StoredCookie] in
             s.clients[client]?.cookies.cookies(at: time) ?? []
         }
-        let url = Self.url(context)
+        let url = context.requestURL
         return { name in
             held.first { $0.nameBytes.elementsEqual(name) && domainMatches(url.host, $0.domain) }
                 ?? held.first { $0.nameBytes.elementsEqual(name) }

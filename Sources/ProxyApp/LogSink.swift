@@ -1,8 +1,8 @@
 import CookieKit
 import CookieRules
 import Foundation
+import HTTPGrammar
 import Locking
-import ProxyCore
 
 /// The transformation log. Each response's records are formatted on the event loop that forwarded it, into bytes
 /// (``Recorder``, one per loop thread), and handed over in one copy to a writer thread that only writes: the data
@@ -410,13 +410,7 @@ extension LogSink {
                 // Written once per response, into storage kept across responses (no allocation per response).
                 stamp.set(time)
                 stamp.bytes.withUnsafeBufferPointer { stamp in
-                    context.withURL { url in
-                        TransformationRecord.writeExchangeFields(
-                            stamp: stamp, requestID: context.requestID, client: context.clientAddress,
-                            method: context.method, url: url, status: context.status ?? 0,
-                            clientProtocol: context.clientProtocol, upstreamProtocol: context.upstreamProtocol,
-                            to: &exchangeFields)
-                    }
+                    TransformationRecord.writeExchangeFields(of: context, stamp: stamp, to: &exchangeFields)
                 }
             }
             exchangeFields.withBytes { chunk.bytes.raw($0) }
@@ -451,8 +445,7 @@ extension LogSink {
             let outcome = engine!.transformation(
                 received: originalCookie, edited: result.map { SetCookie(bytes: $0) } ?? originalCookie, edit)
             var record = TransformationRecord(
-                time: time, requestID: c.requestID, client: c.clientAddress, method: c.method, url: c.url,
-                status: c.status ?? 0, outcome: outcome, findings: [], dryRun: dryRun)
+                time: time, exchange: copy c, outcome: outcome, findings: [], dryRun: dryRun)
             let judged = outcome.result ?? outcome.received
             record.findings =
                 CookieLint.findings(for: judged, from: message.requestURL, now: time / 1000)

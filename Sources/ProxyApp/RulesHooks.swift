@@ -3,8 +3,9 @@ import CookieKit
 import CookieLifecycle
 import CookieRules
 import Foundation
-import ProxyCore
+import HTTPGrammar
 import Locking
+import ProxyCore
 
 /// The rules and the log, plugged into the proxy's message heads. The rule set can be swapped at any time
 /// (hot reload); each message uses the set that was current when its head arrived.
@@ -80,11 +81,6 @@ package final class RulesHooks: ProxyHooks, Sendable {
         interceptFlags.matches(host) || ruleHosts.withLock { $0.matches(host) }
     }
 
-    package static func messageContext(_ c: ExchangeContext, site: RequestSite.Kind? = nil) -> MessageContext {
-        MessageContext(
-            scheme: c.scheme, host: c.host, port: c.port, path: c.path, method: c.method, status: c.status, site: site)
-    }
-
     package func willForwardRequest(_ head: inout OutgoingHead, context: ExchangeContext) {
         let engine = current
         let time = inspector != nil || lifecycle || sink != nil ? Self.wallMilliseconds() : 0
@@ -113,7 +109,7 @@ package final class RulesHooks: ProxyHooks, Sendable {
             }
         }
         guard engine.touchesRequests else { return }
-        var message = Self.messageContext(context)
+        var message = MessageContext(context)
         message.site = site?.kind
         if !dryRun { Self.applyHeaderActions(engine.requestHeaderActions(message), to: &head) }
         if engine.editsRequestCookies {
@@ -170,8 +166,8 @@ package final class RulesHooks: ProxyHooks, Sendable {
         // The request's site context is read for `site` conditions and the log's cross-site findings.
         let plan = engine.cookiePlan(
             engine.readsSite || (lifecycle && sink != nil)
-                ? Self.messageContext(context, site: tracker.site(of: context.requestID)?.kind)
-                : engine.readsMessageContext || sink != nil ? Self.messageContext(context) : .unread)
+                ? MessageContext(context, site: tracker.site(of: context.requestID)?.kind)
+                : engine.readsMessageContext || sink != nil ? MessageContext(context) : .unread)
         if !dryRun { Self.applyHeaderActions(engine.responseHeaderActions(plan.context), to: &head) }
         // One parser, one rewrite and one log recorder per event loop, for every line of every response: their
         // storage is reused (the head copies what it keeps). Only this hooks object makes the loop's storage.

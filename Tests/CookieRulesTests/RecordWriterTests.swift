@@ -1,6 +1,7 @@
 @testable import CookieKit
 @testable import CookieRules
 import Foundation
+import HTTPGrammar
 import Testing
 
 /// The log's record writer (``TransformationRecord/writeJSON(to:redaction:changes:)``), the one way a record becomes
@@ -65,9 +66,11 @@ import Testing
         for text in Self.cookies {
             let outcome = engine.apply(to: [SetCookie(text)], context: context, now: 1_700_000_000)[0]
             var record = TransformationRecord(
-                time: 1_700_000_000_123, requestID: 42, client: "127.0.0.1", method: "POST",
-                url: "https://app.example.com:443/login?\"q\"", status: 200, outcome: outcome, findings: [],
-                dryRun: dryRun)
+                time: 1_700_000_000_123,
+                exchange: ExchangeContext(
+                    requestID: 42, clientAddress: "127.0.0.1", method: "POST", scheme: "https",
+                    host: "app.example.com", port: 443, target: "/login?\"q\"", status: 200),
+                outcome: outcome, findings: [], dryRun: dryRun)
             record.findings = CookieLint.findings(
                 for: outcome.result ?? outcome.received, from: context.requestURL, now: 1_700_000_000)
             var writer = JSONWriter()
@@ -98,7 +101,10 @@ import Testing
             let cookie = SetCookie(bytes[...])
             let outcome = engine.apply(to: [cookie], context: context, now: 1_700_000_000)[0]
             let record = TransformationRecord(
-                time: 0, requestID: 1, client: "::1", method: "GET", url: "https://app.example.com:443/", status: 200,
+                time: 0,
+                exchange: ExchangeContext(
+                    requestID: 1, clientAddress: "::1", method: "GET", scheme: "https", host: "app.example.com",
+                    port: 443, target: "/", status: 200),
                 outcome: outcome, findings: [], dryRun: false)
             var writer = JSONWriter()
             record.writeJSON(to: &writer, redaction: redaction, changes: outcome.changes)

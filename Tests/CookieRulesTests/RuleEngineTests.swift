@@ -1,5 +1,6 @@
 import CookieKit
 @testable import CookieRules
+import HTTPGrammar
 import Testing
 
 @Suite struct RuleEngineTests {
@@ -300,7 +301,10 @@ import Testing
             RuleSet(rules: try RulesParser.parse("rule \"r\" {\n    secure\n}\n", file: "t"), files: []))
         let outcome = engine.apply(to: [SetCookie("a=\"q\\\\v\"")], context: RuleEngineTests.context, now: 0)[0]
         let record = TransformationRecord(
-            time: ms, requestID: 7, client: "127.0.0.1", method: "GET", url: "https://x:443/", status: 200,
+            time: ms,
+            exchange: ExchangeContext(
+                requestID: 7, clientAddress: "127.0.0.1", method: "GET", scheme: "https", host: "x", port: 443,
+                target: "/", status: 200),
             outcome: outcome, findings: [], dryRun: false)
         var writer = JSONWriter()
         record.writeJSON(to: &writer, redaction: Redaction(showValues: true, key: []), changes: outcome.changes)

@@ -1,6 +1,7 @@
 import CookieInspector
 import CookieRules
 import Foundation
+import HTTPGrammar
 import ProxyApp
 import ProxyCore
 import Testing

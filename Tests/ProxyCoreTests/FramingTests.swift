@@ -1,4 +1,5 @@
 @testable import ProxyCore
+import HTTPGrammar
 import Testing
 
 /// RFC 9112 §11.2: what the proxy forwards has one reading. Every table runs twice, fed all at once and one byte

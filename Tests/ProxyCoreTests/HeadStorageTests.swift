@@ -1,4 +1,5 @@
 @testable import ProxyCore
+import HTTPGrammar
 import Testing
 
 /// One event loop's head storage (``HeadStorage``), shared by its connections: every head is parsed and rewritten

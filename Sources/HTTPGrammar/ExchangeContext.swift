@@ -1,12 +1,8 @@
-import HTTPGrammar
-
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Darwin)
-    import Darwin
-#endif
-
-/// What the hooks (rules, log) learn about an exchange.
+/// The facts of one request and its response, as the proxy has them: the one record of them that every module
+/// reads (the connection machine makes it; the rules, the log, the inspector, the lifecycle and the command line's
+/// `try` and `audit` read it). What is worked out from it lives beside its readers: the cookie URL (CookieKit's
+/// ``RequestURL``, whose host is canonical as the jar compares hosts) and the request's site context (the rules'
+/// `MessageContext`, the lifecycle's request).
 public struct ExchangeContext: Sendable {
     public var requestID: UInt64
     public var clientAddress: String
@@ -45,7 +41,7 @@ public struct ExchangeContext: Sendable {
     }
 
     /// A context with nothing in it, for a machine without an exchange (empty strings: making one retains nothing).
-    static var empty: ExchangeContext {
+    package static var empty: ExchangeContext {
         ExchangeContext(
             requestID: 0, clientAddress: "", method: "", scheme: "", host: "", port: 0, target: "", status: nil)
     }
