@@ -18,17 +18,28 @@ package enum Console {
 
     package static func writeAll(_ fd: Int32, _ text: String) { writeAll(fd, Array(text.utf8)) }
 
-    package static func writeAll(_ fd: Int32, _ data: [UInt8]) {
-        var bytes = data
+    /// Writes all of `data`; 0, or the errno of the write that failed.
+    @discardableResult
+    package static func writeAll(_ fd: Int32, _ data: [UInt8]) -> Int32 {
+        data.withUnsafeBufferPointer { writeAll(fd, $0) }
+    }
+
+    /// Writes all of `bytes` (after a short write, from where it stopped; EINTR retried): the commands' and the
+    /// terminal's one write loop (the log's writer has its own, with writev). 0, or the errno of the write that
+    /// failed.
+    @discardableResult
+    package static func writeAll(_ fd: Int32, _ bytes: UnsafeBufferPointer<UInt8>) -> Int32 {
         var offset = 0
         while offset < bytes.count {
-            let n = bytes.withUnsafeMutableBytes { write(fd, $0.baseAddress! + offset, $0.count - offset) }
-            if n <= 0 {
-                if n < 0 && errno == EINTR { continue }
-                return
+            let n = write(fd, bytes.baseAddress! + offset, bytes.count - offset)
+            if n < 0 {
+                if errno == EINTR { continue }
+                return errno
             }
+            if n == 0 { return EIO }
             offset += n
         }
+        return 0
     }
     package static var stdoutIsTerminal: Bool { isatty(1) != 0 }
 

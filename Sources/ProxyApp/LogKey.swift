@@ -27,7 +27,7 @@ package enum LogKey {
         guard fd >= 0 else {
             throw RulesLoadError(description: "cannot create \(temporary): \(String(cString: strerror(errno)))")
         }
-        let writeError = TerminalView.writeAll(fd, key)
+        let writeError = Console.writeAll(fd, key)
         close(fd)
         defer { unlink(temporary) }
         guard writeError == 0 else {

@@ -12,14 +12,14 @@ package final class TerminalView: Sendable {
     package func setStatus(_ text: String) {
         status.withLock { s in
             s = text
-            _ = Self.writeAll(2, Array("\r\u{1B}[2K\(text)".utf8))
+            _ = Console.writeAll(2, Array("\r\u{1B}[2K\(text)".utf8))
         }
     }
 
     /// Ends the status line (before the last messages).
     package func finish() {
         status.withLock { s in
-            if !s.isEmpty { _ = Self.writeAll(2, Array("\n".utf8)) }
+            if !s.isEmpty { _ = Console.writeAll(2, Array("\n".utf8)) }
             s = ""
         }
     }
@@ -27,10 +27,10 @@ package final class TerminalView: Sendable {
     /// Writes `bytes` (whole lines) to `fd` above the status line; returns 0 or the errno of a failed write.
     package func printAbove(fd: Int32, _ bytes: UnsafeBufferPointer<UInt8>) -> Int32 {
         status.withLock { s in
-            if s.isEmpty { return Self.writeAll(fd, bytes) }
-            _ = Self.writeAll(2, Array("\r\u{1B}[2K".utf8))
-            let error = Self.writeAll(fd, bytes)
-            _ = Self.writeAll(2, Array(s.utf8))
+            if s.isEmpty { return Console.writeAll(fd, bytes) }
+            _ = Console.writeAll(2, Array("\r\u{1B}[2K".utf8))
+            let error = Console.writeAll(fd, bytes)
+            _ = Console.writeAll(2, Array(s.utf8))
             return error
         }
     }
@@ -41,23 +41,4 @@ package final class TerminalView: Sendable {
         _ = bytes.withUnsafeMutableBufferPointer { printAbove(fd: fd, UnsafeBufferPointer($0)) }
     }
 
-    @discardableResult
-    package static func writeAll(_ fd: Int32, _ bytes: [UInt8]) -> Int32 {
-        bytes.withUnsafeBufferPointer { writeAll(fd, $0) }
-    }
-
-    /// Writes all of `bytes`; 0, or the errno of the write that failed.
-    package static func writeAll(_ fd: Int32, _ bytes: UnsafeBufferPointer<UInt8>) -> Int32 {
-        var offset = 0
-        while offset < bytes.count {
-            let n = write(fd, bytes.baseAddress! + offset, bytes.count - offset)
-            if n < 0 {
-                if errno == EINTR { continue }
-                return errno
-            }
-            if n == 0 { return EIO }
-            offset += n
-        }
-        return 0
-    }
 }

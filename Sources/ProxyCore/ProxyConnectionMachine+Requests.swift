@@ -13,49 +13,21 @@ extension ProxyConnectionMachine {
         }
     }
 
+    /// The client half's next request, if a whole head has arrived: an exchange started, or the answer it gets.
     mutating func parseRequest(_ io: inout ConnectionIO) {
-        let skip = HTTPHeadParser.leadingEmptyLines(clientIn[clientInStart...])
-        clientInStart += skip
-        guard clientInStart < clientIn.count else { return }
-        let length: Int
-        do {
-            guard let l = try headParser.headLength(clientIn[clientInStart...]) else { return }
-            length = l
-        } catch {
-            let status =
-                switch error.kind {
-                case .startLineTooLong: 414  // the request-target (RFC 9112 §3)
-                case .headTooLarge: 431
-                default: 400
-                }
-            answer(status, error.description, &io, keepAlive: false)
-            return
+        guard
+            let event = client.nextRequest(
+                headStorage, firstHead: requestCount == 0, acceptsHTTP2Preface: configuration.acceptsHTTP2Preface)
+        else { return }
+        switch event {
+        case .request(let request, let framing):
+            startExchange(request, framing: framing, &io)
+            headStorage.keep(request.head)
+        case .refused(let status, let reason):
+            answer(status, reason, &io, keepAlive: false)
+        case .http2Preface(let leftover):
+            io.commands.append(.startHTTP2(leftover: leftover))
         }
-        let headBytes = clientIn.withUnsafeBufferPointer {
-            headStorage.bytes(copying: UnsafeBufferPointer(rebasing: $0[clientInStart..<(clientInStart + length)]))
-        }
-        clientInStart += length
-        let request: RequestHead
-        let framing: BodyFraming
-        do {
-            request = try headParser.parseRequest(headBytes, fieldStorage: headStorage.takeFields())
-            framing = try BodyFraming.forRequest(request.head, version: request.version)
-        } catch {
-            if requestCount == 0 && configuration.acceptsHTTP2Preface && Self.isHTTP2Preface(headBytes) {
-                // "PRI * HTTP/2.0" is no HTTP/1.1 request line (its version is 2.0): kept out of the parse of every
-                // request, it is looked for only when that parse failed, on a connection's first head.
-                let leftover = Array(clientIn[(clientInStart - length)...])
-                clientIn.removeAll()
-                clientInStart = 0
-                io.commands.append(.startHTTP2(leftover: leftover))
-                return
-            }
-            let status = error.kind == .tooManyFields ? 431 : error.kind == .notImplemented ? 501 : 400
-            answer(status, error.description, &io, keepAlive: false)
-            return
-        }
-        startExchange(request, framing: framing, &io)
-        headStorage.keep(request.head)
     }
 
     mutating func startExchange(_ request: RequestHead, framing: BodyFraming, _ io: inout ConnectionIO) {
@@ -97,13 +69,13 @@ extension ProxyConnectionMachine {
             out.serialize(into: &headBytes)
             headStorage.keep(out)
         }
+        client.body = BodyReader(route.isConnect ? .none : framing)
         exchange = Exchange(
             context: context, origin: origin, isConnect: route.isConnect, wantsUpgrade: wantsUpgrade,
-            requestHeadBytes: headBytes, requestBody: BodyReader(route.isConnect ? .none : framing),
-            clientVersion: request.version, clientKeepAlive: keepAlive,
-            responseParser: HTTPHeadParser(limits: configuration.parserLimits))
+            requestHeadBytes: headBytes, clientVersion: request.version, clientKeepAlive: keepAlive,
+            response: ResponseReader(limits: configuration.parserLimits))
         exchange.via = via
-        swap(&exchange.upstreamIn, &spareUpstreamIn)
+        swap(&exchange.response.input, &spareUpstreamIn)
         state = .connecting
         // A tunnel gets a connection of its own: an idle keep-alive connection to the same host and port is
         // never handed to a CONNECT.
@@ -114,40 +86,27 @@ extension ProxyConnectionMachine {
     /// requests inside go to `origin`.
     mutating func intercept(_ origin: Origin, _ io: inout ConnectionIO) {
         io.toClient.append(contentsOf: Self.connectionEstablished)
-        let leftover = Array(clientIn[clientInStart...])
-        clientIn.removeAll()
-        clientInStart = 0
+        let leftover = client.takeRest()
         interceptedOrigin = origin
         state = .idle
         io.commands.append(.startTLS(host: origin.host, leftover: leftover))
     }
-
-    /// The head of HTTP/2's connection preface (RFC 9113 §3.4): `PRI * HTTP/2.0`, an empty line (then `SM` and
-    /// another empty line, which the HTTP/2 session checks).
-    static func isHTTP2Preface(_ head: [UInt8]) -> Bool { head.elementsEqual("PRI * HTTP/2.0\r\n\r\n".utf8) }
 
     static let connectionEstablished = Array("HTTP/1.1 200 Connection Established\r\n\r\n".utf8)
 
     mutating func forwardRequestBody(_ io: inout ConnectionIO) {
         switch state {
         case .exchanging: break
-        case .connecting: return  // body waits in clientIn until the upstream is there
+        case .connecting: return  // the body waits in the client half until the upstream is there
         case .idle, .tunnel, .closed: return unexpected("a request body to forward", &io)
         }
-        guard !exchange.requestBody.isComplete, bufferedClientBytes > 0 else { return }
-        var reader = exchange.requestBody
-        let n: Int
-        do {
-            n = try reader.consume(clientIn[clientInStart...])
-        } catch {
+        switch client.readBody(into: &io.toUpstream) {
+        case .nothing, .read: break
+        case .invalid(let reason):
             // Nothing more of this request reaches the upstream; the client gets a 400 unless part of the
             // response is already out, when closing is the only honest signal.
-            failExchange(status: 400, message: "bad request body: \(error.description)", &io)
-            return
+            failExchange(status: 400, message: reason, &io)
         }
-        io.toUpstream.append(contentsOf: clientIn[clientInStart..<(clientInStart + n)])
-        clientInStart += n
-        exchange.requestBody = reader
     }
 
 }

@@ -4,11 +4,23 @@ import HTTPGrammar
 /// the proxy itself).
 extension ProxyConnectionMachine {
 
+    /// The upstream half's heads, as they arrive: interim ones relayed, then the final one (or a `101`), or the
+    /// exchange failed with a `502` naming what was wrong.
     mutating func processResponseHead(_ io: inout ConnectionIO) {
         guard case .exchanging = state else { return unexpected("a response head", &io) }
-        while let next = nextResponseHead(&io) {
-            let response = next.head
+        while let event = exchange.response.nextResponse(headStorage, requestMethod: exchange.context.method) {
+            let response: ResponseHead
+            let framing: BodyFraming
+            switch event {
+            case .response(let r, let f): (response, framing) = (r, f)
+            case .headTooLarge:
+                return failResponse("upstream \(exchange.origin) sent a response head that is too large", &io)
+            case .invalid(let reason):
+                return failResponse("upstream \(exchange.origin) sent an invalid response: \(reason)", &io)
+            }
             defer { headStorage.keep(response.head) }
+            exchange.context.status = response.status
+            if let refusal = refusal(of: response) { return failResponse(refusal, &io) }
             if response.status == 101 {
                 switchProtocols(response, &io)
             } else if (100..<200).contains(response.status) {
@@ -17,46 +29,15 @@ extension ProxyConnectionMachine {
                 if exchange.clientVersion.minor >= 1 { io.toClient.append(contentsOf: response.head.bytes) }
                 continue
             } else {
-                forwardFinalHead(response, next.framing, &io)
+                forwardFinalHead(response, framing, &io)
             }
             return
         }
     }
 
-    /// A response head and its body's framing.
-    struct ParsedResponse {
-        var head: ResponseHead
-        var framing: BodyFraming
-    }
-
-    /// The next response head in `exchange.upstreamIn`, taken out and parsed, with its body's framing. Nil when it
-    /// has not all arrived yet, or when it is refused (the exchange has then failed with a `502`).
+    /// Why a well-formed response head is not relayed (the exchange fails with a `502` saying so); nil when it is.
     @inline(__always)
-    mutating func nextResponseHead(_ io: inout ConnectionIO) -> ParsedResponse? {
-        let length: Int
-        do {
-            guard let l = try exchange.responseParser.headLength(exchange.upstreamIn[...]) else { return nil }
-            length = l
-        } catch {
-            failResponse("upstream \(exchange.origin) sent a response head that is too large", &io)
-            return nil
-        }
-        let headBytes = exchange.upstreamIn.withUnsafeBufferPointer {
-            headStorage.bytes(copying: UnsafeBufferPointer(rebasing: $0[0..<length]))
-        }
-        exchange.upstreamIn.removeFirst(length)
-        let response: ResponseHead
-        let framing: BodyFraming
-        do {
-            response = try exchange.responseParser.parseResponse(headBytes, fieldStorage: headStorage.takeFields())
-            framing = try BodyFraming.forResponse(
-                response.head, status: response.status, requestMethod: exchange.context.method,
-                version: response.version)
-        } catch {
-            failResponse("upstream \(exchange.origin) sent an invalid response: \(error.description)", &io)
-            return nil
-        }
-        exchange.context.status = response.status
+    func refusal(of response: ResponseHead) -> String? {
         if response.status == 407, let via = exchange.via {
             // The upstream proxy wants credentials this proxy has (the client's were for this one): relaying its
             // challenge would have the client answer it to the wrong proxy.
@@ -64,16 +45,14 @@ extension ProxyConnectionMachine {
                 via.proxy.authorization == nil
                 ? "give them in the URL: --upstream-proxy http://user:password@\(via.proxy)"
                 : "the user and password in --upstream-proxy were refused"
-            failResponse("upstream proxy \(via.proxy) asks for credentials (407); \(hint)", &io)
-            return nil
+            return "upstream proxy \(via.proxy) asks for credentials (407); \(hint)"
         }
         if response.status == 101 && !exchange.wantsUpgrade {
             // RFC 9110 §15.2.2: a server switches protocols only when asked; relaying this would have the
             // client read what follows as another protocol while the proxy reads it as HTTP.
-            failResponse("upstream \(exchange.origin) switched protocols without being asked to", &io)
-            return nil
+            return "upstream \(exchange.origin) switched protocols without being asked to"
         }
-        return ParsedResponse(head: response, framing: framing)
+        return nil
     }
 
     /// A `101` to an upgrade the client asked for: the head goes on, then both ways are a tunnel.
@@ -82,8 +61,8 @@ extension ProxyConnectionMachine {
             response, configuration: configuration, storage: headStorage.takeOutgoing())
         forwardResponseHead(&out, &io)
         headStorage.keep(out)
-        io.toClient.append(contentsOf: exchange.upstreamIn)
-        exchange.upstreamIn = []
+        io.toClient.append(contentsOf: exchange.response.input)
+        exchange.response.input = []
         startTunnel(&io)
     }
 
@@ -91,11 +70,7 @@ extension ProxyConnectionMachine {
     /// head belongs to it.
     mutating func startTunnel(_ io: inout ConnectionIO) {
         state = .tunnel(clientDone: false, upstreamDone: false)
-        if bufferedClientBytes > 0 {
-            io.toUpstream.append(contentsOf: clientIn[clientInStart...])
-            clientIn.removeAll()
-            clientInStart = 0
-        }
+        client.moveRest(into: &io.toUpstream)
     }
 
     /// A final response: whether the upstream connection stays usable and the client's closes after it, the
@@ -115,22 +90,20 @@ extension ProxyConnectionMachine {
         // A client that closed its sending side after pipelined requests gets each of them answered (RFC 9112 §9.6):
         // the connection closes after the response to the last one received.
         exchange.closeClientAfter =
-            !exchange.clientKeepAlive || closeAfterExchange || (clientEOF && bufferedClientBytes == 0)
+            !exchange.clientKeepAlive || closeAfterExchange || (client.eof && bufferedClientBytes == 0)
             || framing == .untilClose || exchange.dechunk
-        let client: HeadRewrite.ClientConnection =
+        let clientConnection: HeadRewrite.ClientConnection =
             exchange.closeClientAfter ? .close : exchange.clientVersion.minor == 0 ? .keepAlive : .persistent
         var out = HeadRewrite.finalResponse(
-            response, connection: connection, framing: framing, dechunk: exchange.dechunk, client: client,
+            response, connection: connection, framing: framing, dechunk: exchange.dechunk, client: clientConnection,
             configuration: configuration, storage: headStorage.takeOutgoing())
         forwardResponseHead(&out, &io)
         headStorage.keep(out)
         var rest: [UInt8] = []
-        swap(&rest, &exchange.upstreamIn)
-        let reader = BodyReader(framing)
-        exchange.response = .body(reader)
+        exchange.response.startBody(framing, rest: &rest)
         if !rest.isEmpty {
             forwardResponseBody(rest[...], &io)
-        } else if reader.isComplete {
+        } else if exchange.response.bodyComplete {
             finishExchange(&io)
         }
         Self.keep(&rest, as: &spareUpstreamIn)
@@ -146,25 +119,18 @@ extension ProxyConnectionMachine {
             out, bytes: io.toClient[headStart...], context: exchange.context, storage: headStorage.hookStorage)
     }
 
+    /// Body bytes from the upstream half, relayed in the response's framing.
     mutating func forwardResponseBody(_ bytes: ArraySlice<UInt8>, _ io: inout ConnectionIO) {
-        guard case .exchanging = state, case .body(var reader) = exchange.response else {
+        guard case .exchanging = state, exchange.response.readingBody else {
             return unexpected("response body bytes", &io)
         }
-        let n: Int
-        do {
-            if exchange.dechunk {
-                n = try withUnsafeMutablePointer(to: &io.toClient) { try reader.consume(bytes, payload: $0) }
-            } else {
-                n = try reader.consume(bytes)
-                io.toClient.append(contentsOf: bytes.prefix(n))
-            }
-        } catch {
-            abortExchange(&io)
-            return
+        switch exchange.response.readBody(bytes, dechunk: exchange.dechunk, into: &io.toClient) {
+        case .partial: break
+        case .complete(let trailing):
+            if trailing { exchange.upstreamReusable = false }  // bytes after the body: the upstream is confused
+            finishExchange(&io)
+        case .invalid: abortExchange(&io)
         }
-        if n < bytes.count { exchange.upstreamReusable = false }  // bytes after the body: the upstream is confused
-        exchange.response = .body(reader)
-        if reader.isComplete { finishExchange(&io) }
     }
 
     /// Moves `buffer`'s storage, emptied, into `spare` when that has less room (and it is not one a large message
@@ -177,7 +143,7 @@ extension ProxyConnectionMachine {
 
     mutating func finishExchange(_ io: inout ConnectionIO) {
         guard case .exchanging = state else { return unexpected("the end of an exchange", &io) }
-        if !exchange.requestBody.isComplete {
+        if !client.body.isComplete {
             // The response came before the whole request body: the rest cannot be sent any more.
             abortExchange(&io)
             return
@@ -195,14 +161,14 @@ extension ProxyConnectionMachine {
         state = .idle
         if bufferedClientBytes > 0 { parseRequest(&io) }
         // The client has closed its side: nothing more will come (a partial head left behind is abandoned).
-        if clientEOF, case .idle = state { close(&io) }
+        if client.eof, case .idle = state { close(&io) }
     }
 
     /// The upstream failed mid-exchange: an answer of our own if nothing of the response went out yet, else
     /// closing the client connection, the only honest signal once part of a response is out.
     mutating func failExchange(status: Int, message: String, _ io: inout ConnectionIO) {
         release(reusable: false, &io)
-        if case .head = exchange.response, !exchange.responseBytesSeen {
+        if !exchange.response.readingBody && !exchange.response.bytesSeen {
             answer(status, message, &io, keepAlive: false)
         } else {
             close(&io)
@@ -231,7 +197,7 @@ extension ProxyConnectionMachine {
     mutating func answer(
         _ status: Int, _ reason: String, _ io: inout ConnectionIO, keepAlive: Bool, fields: [ProxyAnswer.Field] = []
     ) {
-        let keep = keepAlive && !clientEOF
+        let keep = keepAlive && !client.eof
         let via = configuration.addVia ? configuration.viaPseudonym : nil
         io.toClient.append(
             contentsOf: ProxyAnswer(status: status, reason: reason, fields: fields, via: via, close: !keep).bytes)

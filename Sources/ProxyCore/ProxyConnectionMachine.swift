@@ -1,9 +1,12 @@
 import HTTPGrammar
 
 /// The per-client-connection state machine of the proxy (sans-I/O): events in, bytes and commands out.
-/// It parses requests, decides where they go, rewrites heads through ``ProxyHooks``, frames bodies, and
-/// turns failures into `400`/`431`/`502`/`504` answers. Requests on one connection are handled in order
-/// (pipelined requests wait in the input buffer until the previous response is complete).
+/// Two halves read the two sides: ``RequestReader`` the client's bytes as requests, ``ResponseReader`` the
+/// upstream's as the response to the exchange in flight; each tells the machine what it found with typed events,
+/// and the machine joins them: it decides where a request goes, rewrites heads through ``ProxyHooks``, relays
+/// bodies, manages the connections and turns failures into `400`/`431`/`502`/`504` answers. Requests on one
+/// connection are handled in order (pipelined requests wait in the client half until the previous response is
+/// complete).
 public struct ProxyConnectionMachine {
     /// Where the connection is; the shell uses it to pick timeouts.
     public enum Phase: Sendable, Hashable {
@@ -40,21 +43,19 @@ public struct ProxyConnectionMachine {
 
     /// One request/response exchange: the machine's ``exchange`` while it is connecting or exchanging. Stored in
     /// the machine rather than in the state or an object of its own: it is read and updated in place, without an
-    /// allocation per exchange or a reference counted up and down for each access to it and its buffers.
+    /// allocation per exchange or a reference counted up and down for each access to it and its buffers. The
+    /// request's body is read by the client half (``RequestReader/body``), the response by ``response``.
     struct Exchange {
         var context: ExchangeContext
         var origin: Origin
         var isConnect: Bool
         var wantsUpgrade: Bool
         var requestHeadBytes: [UInt8]
-        var requestBody: BodyReader
         var clientVersion: HTTPVersion
         var clientKeepAlive: Bool
+        /// The upstream half: the response to this exchange as it is read.
+        var response: ResponseReader
         var reusedUpstream = false
-        var responseBytesSeen = false
-        var response: ResponsePhase = .head
-        var responseParser: HTTPHeadParser
-        var upstreamIn: [UInt8] = []
         var dechunk = false
         var closeClientAfter = false
         var upstreamReusable = true
@@ -65,29 +66,23 @@ public struct ProxyConnectionMachine {
         init() {
             self.init(
                 context: .empty, origin: Origin(host: "", port: 0), isConnect: false, wantsUpgrade: false,
-                requestHeadBytes: [], requestBody: BodyReader(.none), clientVersion: HTTPVersion(major: 1, minor: 1),
-                clientKeepAlive: false, responseParser: HTTPHeadParser(limits: .init()))
+                requestHeadBytes: [], clientVersion: HTTPVersion(major: 1, minor: 1), clientKeepAlive: false,
+                response: .none)
         }
 
         init(
             context: ExchangeContext, origin: Origin, isConnect: Bool, wantsUpgrade: Bool, requestHeadBytes: [UInt8],
-            requestBody: BodyReader, clientVersion: HTTPVersion, clientKeepAlive: Bool, responseParser: HTTPHeadParser
+            clientVersion: HTTPVersion, clientKeepAlive: Bool, response: ResponseReader
         ) {
             self.context = context
             self.origin = origin
             self.isConnect = isConnect
             self.wantsUpgrade = wantsUpgrade
             self.requestHeadBytes = requestHeadBytes
-            self.requestBody = requestBody
             self.clientVersion = clientVersion
             self.clientKeepAlive = clientKeepAlive
-            self.responseParser = responseParser
+            self.response = response
         }
-    }
-
-    enum ResponsePhase {
-        case head
-        case body(BodyReader)
     }
 
     public private(set) var configuration: ProxyConfiguration
@@ -103,13 +98,11 @@ public struct ProxyConnectionMachine {
     /// connection through ``takeBuffers()``).
     var spareRequestHead: [UInt8] = []
     var spareUpstreamIn: [UInt8] = []
-    var clientIn: [UInt8] = []
-    var clientInStart = 0
-    var clientEOF = false
+    /// The client half: what the client sent, read as requests.
+    var client: RequestReader
     /// The connection closes after the exchange in flight (graceful shutdown, ``drain(_:)``): its response says so,
     /// and requests pipelined behind it are left for the client to send again elsewhere.
     var closeAfterExchange = false
-    var headParser: HTTPHeadParser
     var nextRequestID: @Sendable () -> UInt64
     /// Set after an intercepted CONNECT: origin-form requests (inside TLS) go here, as https.
     public internal(set) var interceptedOrigin: Origin? = nil
@@ -137,7 +130,7 @@ public struct ProxyConnectionMachine {
         self.hooks = hooks
         self.headStorage = headStorage
         self.clientAddress = clientAddress
-        self.headParser = HTTPHeadParser(limits: configuration.parserLimits)
+        self.client = RequestReader(limits: configuration.parserLimits)
         self.nextRequestID = requestIDs
     }
 
@@ -153,18 +146,16 @@ public struct ProxyConnectionMachine {
 
     /// A new connection's machine, before its first event, takes over `buffers`' storage.
     public mutating func adopt(_ buffers: inout Buffers) {
-        guard case .idle = state, clientIn.isEmpty, requestCount == 0 else { return }
-        swap(&clientIn, &buffers.clientIn)
+        guard case .idle = state, client.input.isEmpty, requestCount == 0 else { return }
+        client.adopt(&buffers.clientIn)
         swap(&spareRequestHead, &buffers.requestHead)
         swap(&spareUpstreamIn, &buffers.upstreamIn)
-        clientInStart = 0
     }
 
     /// A closed connection's machine gives up its buffers' storage, emptied (none a large message grew).
     public mutating func takeBuffers() -> Buffers {
         var buffers = Buffers()
-        Self.keep(&clientIn, as: &buffers.clientIn)
-        clientInStart = 0
+        client.giveStorage(to: &buffers.clientIn)
         Self.keep(&spareRequestHead, as: &buffers.requestHead)
         Self.keep(&spareUpstreamIn, as: &buffers.upstreamIn)
         return buffers
@@ -172,11 +163,11 @@ public struct ProxyConnectionMachine {
 
     public var phase: Phase {
         switch state {
-        case .idle: return clientIn.count > clientInStart ? .readingHead : .idle
+        case .idle: return client.buffered > 0 ? .readingHead : .idle
         case .connecting: return .connecting
         case .exchanging:
-            if case .head = exchange.response { return exchange.responseBytesSeen ? .streaming : .awaitingResponse }
-            return .streaming
+            if exchange.response.readingBody { return .streaming }
+            return exchange.response.bytesSeen ? .streaming : .awaitingResponse
         case .tunnel: return .tunnel
         case .closed: return .closed
         }
@@ -201,24 +192,19 @@ public struct ProxyConnectionMachine {
     }
 
     /// Client bytes received but not yet consumed (pipelined requests, unsent body).
-    public var bufferedClientBytes: Int { clientIn.count - clientInStart }
+    public var bufferedClientBytes: Int { client.buffered }
 
     /// Whether the shell should read from the client at all now.
     public var wantsClientData: Bool {
         switch state {
         case .closed: return false
         case .tunnel(let clientDone, _): return !clientDone
-        default: return !clientEOF
+        default: return !client.eof
         }
     }
 
     /// Gives back buffer memory while idle (1,000 idle keep-alive connections must stay small).
-    public mutating func shrinkBuffers() {
-        if bufferedClientBytes == 0 && clientIn.capacity > 4096 {
-            clientIn = []
-            clientInStart = 0
-        }
-    }
+    public mutating func shrinkBuffers() { client.shrink() }
 
     // MARK: - Events
 
@@ -230,22 +216,18 @@ public struct ProxyConnectionMachine {
             return
         case .idle, .connecting, .exchanging: break
         }
-        if clientInStart > 0 && clientInStart == clientIn.count {
-            clientIn.removeAll(keepingCapacity: true)
-            clientInStart = 0
-        }
-        clientIn.append(contentsOf: bytes)
+        client.append(bytes)
         process(&io)
     }
 
     public mutating func clientClosed(_ io: inout ConnectionIO) {
-        clientEOF = true
+        client.eof = true
         switch state {
         case .idle:
             // A partial head is abandoned; between requests this is a normal close.
             close(&io)
         case .connecting, .exchanging:
-            if !requestBodyArrived {
+            if !client.bodyArrived {
                 // The request was cut short: there is nothing sensible to send upstream.
                 abortExchange(&io)
             }
@@ -267,7 +249,7 @@ public struct ProxyConnectionMachine {
         if exchange.isConnect {
             io.toClient.append(contentsOf: Self.connectionEstablished)
             startTunnel(&io)
-            if clientEOF { clientClosed(&io) }
+            if client.eof { clientClosed(&io) }
             return
         }
         io.toUpstream.append(contentsOf: exchange.requestHeadBytes)
@@ -282,7 +264,7 @@ public struct ProxyConnectionMachine {
             upstreamInUse = false  // the attempt failed: the shell has let it go
             answer(
                 failure.status, failure.message, &io,
-                keepAlive: exchange.clientKeepAlive && exchange.requestBody.isComplete)
+                keepAlive: exchange.clientKeepAlive && client.body.isComplete)
         case .exchanging:
             // A pooled connection the server closed can fail as a reset rather than an end of stream (the request
             // reached a socket already closed): the same retry. A timeout is not retried (it would wait twice).
@@ -301,13 +283,11 @@ public struct ProxyConnectionMachine {
         case .tunnel:
             io.toClient.append(contentsOf: bytes)
         case .exchanging:
-            exchange.responseBytesSeen = true
-            switch exchange.response {
-            case .head:
-                exchange.upstreamIn.append(contentsOf: bytes)
-                processResponseHead(&io)
-            case .body:
+            if exchange.response.readingBody {
                 forwardResponseBody(bytes, &io)
+            } else {
+                exchange.response.appendHeadBytes(bytes)
+                processResponseHead(&io)
             }
         case .idle, .connecting, .closed: unexpected("upstreamData", &io)
         }
@@ -321,11 +301,11 @@ public struct ProxyConnectionMachine {
             io.commands.append(.shutdownClientWrite)
             if clientDone { abortExchange(&io) }
         case .exchanging:
-            if case .body(var reader) = exchange.response {
-                if reader.endOfStream() {
-                    exchange.response = .body(reader)
+            if exchange.response.readingBody {
+                if exchange.response.endOfStream() {
                     exchange.upstreamReusable = false
-                    exchange.closeClientAfter = exchange.closeClientAfter || reader.framing == .untilClose
+                    exchange.closeClientAfter =
+                        exchange.closeClientAfter || exchange.response.framing == .untilClose
                     finishExchange(&io)
                 } else {
                     abortExchange(&io)
@@ -334,7 +314,7 @@ public struct ProxyConnectionMachine {
             }
             if retryOnFreshConnection(&io) { return }
             release(reusable: false, &io)
-            if exchange.responseBytesSeen {
+            if exchange.response.bytesSeen {
                 answer(502, "upstream \(exchange.origin) sent an incomplete response head", &io, keepAlive: false)
             } else {
                 answer(
@@ -344,21 +324,12 @@ public struct ProxyConnectionMachine {
         }
     }
 
-    /// Whether the whole request body has arrived: forwarded already, or waiting in `clientIn` while the upstream
-    /// connection is made (read with a copy of the body's reader; nothing is consumed).
-    var requestBodyArrived: Bool {
-        var reader = exchange.requestBody
-        if reader.isComplete { return true }
-        guard (try? reader.consume(clientIn[clientInStart...])) != nil else { return false }
-        return reader.isComplete
-    }
-
     /// Whether an upstream connection carries part of a request body and not the rest: closing it then must be a
     /// reset (``ConnectionIO/Command/resetUpstream``), for the machine (``release(reusable:_:)``) and for the shell
     /// when it closes the connection itself (a client gone, a deadline).
     public var upstreamHasPartialRequest: Bool {
         guard upstreamInUse, case .exchanging = state else { return false }
-        return !exchange.isConnect && !exchange.requestBody.isComplete
+        return !exchange.isConnect && !client.body.isComplete
     }
 
     /// `METHOD scheme://host:port/target` of the exchange in flight, for the shell's messages (a deadline that
@@ -408,12 +379,12 @@ public struct ProxyConnectionMachine {
     /// No response byte yet on a pooled connection the server had closed: the request goes once more, on a
     /// fresh connection, when that is safe (no request body was sent). False when it is not retried.
     mutating func retryOnFreshConnection(_ io: inout ConnectionIO) -> Bool {
-        guard exchange.reusedUpstream && !exchange.responseBytesSeen && exchange.requestBody.framing == .none else {
+        guard exchange.reusedUpstream && !exchange.response.bytesSeen && client.body.framing == .none else {
             return false
         }
         release(reusable: false, &io)
         exchange.reusedUpstream = false
-        exchange.upstreamIn.removeAll()
+        exchange.response.input.removeAll()
         state = .connecting
         connect(exchange.origin, fresh: true, via: exchange.via, &io)
         return true
@@ -448,7 +419,7 @@ public struct ProxyConnectionMachine {
         if case .idle = state, bufferedClientBytes == 0 {
             close(&io)
         } else {
-            clientEOF = true
+            client.eof = true
             closeAfterExchange = true
         }
     }

@@ -1,0 +1,151 @@
+import HTTPGrammar
+
+/// The client half of the connection machine: the bytes a client sent, read as requests (RFC 9112 §2.2: a head,
+/// then a body in the framing the head gives it, then the next request). It decides nothing: where a request goes,
+/// what is answered and when the connection closes are the machine's, which it tells with typed events
+/// (``Event``, ``BodyEvent``). Its twin on the other side is ``ResponseReader``.
+struct RequestReader {
+    /// What the client half found at the front of what it holds.
+    enum Event {
+        /// A request head, taken out of the input, and its body's framing (RFC 9112 §6.3).
+        case request(RequestHead, BodyFraming)
+        /// The bytes are no request the proxy reads one way: the status to answer with and why (RFC 9112 §2.2,
+        /// §3: `400`, `414` for a request line too long, `431` for a head too large, `501` for a coding).
+        case refused(status: Int, reason: String)
+        /// HTTP/2's connection preface (RFC 9113 §3.4: `PRI * HTTP/2.0`, an empty line, then `SM` and another
+        /// empty line, which the HTTP/2 session checks) as a connection's first head: the bytes from it on, for
+        /// an HTTP/2 session.
+        case http2Preface(leftover: [UInt8])
+    }
+
+    /// What reading the body of the request in flight gave (its bytes are appended where the caller says).
+    enum BodyEvent {
+        /// Nothing to read: the body is whole, or none of it has arrived.
+        case nothing
+        /// Bytes of the body moved out of the input.
+        case read
+        /// The body breaks its framing (a bad chunk line, a trailer field): why.
+        case invalid(String)
+    }
+
+    /// What the client sent and the machine has not taken yet begins at ``start``.
+    private(set) var input: [UInt8] = []
+    private(set) var start = 0
+    /// The client has closed its sending side.
+    var eof = false
+    private var parser: HTTPHeadParser
+    /// The body of the request in flight, as far as it has been read (a reader of no body between requests).
+    var body = BodyReader(.none)
+
+    init(limits: HTTPParserLimits) { parser = HTTPHeadParser(limits: limits) }
+
+    /// Bytes received and not yet taken.
+    var buffered: Int { input.count - start }
+
+    /// Bytes received from the client.
+    mutating func append(_ bytes: ArraySlice<UInt8>) {
+        if start > 0 && start == input.count {
+            input.removeAll(keepingCapacity: true)
+            start = 0
+        }
+        input.append(contentsOf: bytes)
+    }
+
+    /// The next request head at the front of the input, taken out, with its framing; nil until a whole head has
+    /// arrived. The HTTP/2 preface is looked for only where a head fails to parse on a connection's `firstHead`:
+    /// "PRI * HTTP/2.0" is no HTTP/1.1 request line, and every other request is parsed without the check.
+    mutating func nextRequest(_ storage: HeadStorage, firstHead: Bool, acceptsHTTP2Preface: Bool) -> Event? {
+        start += HTTPHeadParser.leadingEmptyLines(input[start...])
+        guard start < input.count else { return nil }
+        let length: Int
+        do {
+            guard let l = try parser.headLength(input[start...]) else { return nil }
+            length = l
+        } catch {
+            let status =
+                switch error.kind {
+                case .startLineTooLong: 414  // the request-target (RFC 9112 §3)
+                case .headTooLarge: 431
+                default: 400
+                }
+            return .refused(status: status, reason: error.description)
+        }
+        let headBytes = input.withUnsafeBufferPointer {
+            storage.bytes(copying: UnsafeBufferPointer(rebasing: $0[start..<(start + length)]))
+        }
+        start += length
+        do {
+            let request = try parser.parseRequest(headBytes, fieldStorage: storage.takeFields())
+            return .request(request, try BodyFraming.forRequest(request.head, version: request.version))
+        } catch {
+            if firstHead && acceptsHTTP2Preface && headBytes.elementsEqual("PRI * HTTP/2.0\r\n\r\n".utf8) {
+                return .http2Preface(leftover: takeAll(from: start - length))
+            }
+            return .refused(
+                status: error.kind == .tooManyFields ? 431 : error.kind == .notImplemented ? 501 : 400,
+                reason: error.description)
+        }
+    }
+
+    /// Moves what has arrived of the request body in flight to the end of `out`.
+    mutating func readBody(into out: inout [UInt8]) -> BodyEvent {
+        guard !body.isComplete, start < input.count else { return .nothing }
+        let n: Int
+        do {
+            n = try body.consume(input[start...])
+        } catch {
+            return .invalid("bad request body: \(error.description)")
+        }
+        out.append(contentsOf: input[start..<(start + n)])
+        start += n
+        return .read
+    }
+
+    /// Whether the whole request body has arrived: read already, or waiting in the input while the upstream
+    /// connection is made (worked out on a copy of the body's reader: nothing is taken).
+    var bodyArrived: Bool {
+        var reader = body
+        if reader.isComplete { return true }
+        guard (try? reader.consume(input[start...])) != nil else { return false }
+        return reader.isComplete
+    }
+
+    /// What the client sent after the last head, taken out: from here on it is TLS's or HTTP/2's.
+    mutating func takeRest() -> [UInt8] { takeAll(from: start) }
+
+    /// The same, appended to `out` (a tunnel's first bytes to the upstream).
+    mutating func moveRest(into out: inout [UInt8]) {
+        guard buffered > 0 else { return }
+        out.append(contentsOf: input[start...])
+        input.removeAll()
+        start = 0
+    }
+
+    private mutating func takeAll(from index: Int) -> [UInt8] {
+        let rest = Array(input[index...])
+        input.removeAll()
+        start = 0
+        return rest
+    }
+
+    /// Gives back the input's memory when nothing waits in it and it has grown (an idle keep-alive connection
+    /// stays small).
+    mutating func shrink() {
+        if buffered == 0 && input.capacity > 4096 {
+            input = []
+            start = 0
+        }
+    }
+
+    /// A new connection's reader takes over `spare`'s storage (a closed connection's, emptied).
+    mutating func adopt(_ spare: inout [UInt8]) {
+        swap(&input, &spare)
+        start = 0
+    }
+
+    /// A closed connection's reader gives its input's storage, emptied, to `spare` (``ProxyConnectionMachine/keep(_:as:)``).
+    mutating func giveStorage(to spare: inout [UInt8]) {
+        ProxyConnectionMachine.keep(&input, as: &spare)
+        start = 0
+    }
+}
