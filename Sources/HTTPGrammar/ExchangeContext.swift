@@ -31,6 +31,8 @@ public struct ExchangeContext: Sendable {
         public static let upstreamHTTP2 = Protocols(rawValue: 2)
     }
 
+    /// Inlinable, as ``empty``: the machine makes one per request from another module.
+    @inlinable
     public init(
         requestID: UInt64, clientAddress: String, method: String, scheme: String, host: String, port: Int,
         target: String, status: Int?, protocols: Protocols = []
@@ -41,7 +43,7 @@ public struct ExchangeContext: Sendable {
     }
 
     /// A context with nothing in it, for a machine without an exchange (empty strings: making one retains nothing).
-    package static var empty: ExchangeContext {
+    @inlinable package static var empty: ExchangeContext {
         ExchangeContext(
             requestID: 0, clientAddress: "", method: "", scheme: "", host: "", port: 0, target: "", status: nil)
     }

@@ -19,7 +19,7 @@ extension ProxyConnectionMachine {
             let event = client.nextRequest(
                 headStorage, firstHead: requestCount == 0, acceptsHTTP2Preface: configuration.acceptsHTTP2Preface)
         else { return }
-        switch event {
+        switch consume event {
         case .request(let request, let framing):
             startExchange(request, framing: framing, &io)
             headStorage.keep(request.head)

@@ -9,30 +9,38 @@ extension ProxyConnectionMachine {
     mutating func processResponseHead(_ io: inout ConnectionIO) {
         guard case .exchanging = state else { return unexpected("a response head", &io) }
         while let event = exchange.response.nextResponse(headStorage, requestMethod: exchange.context.method) {
-            let response: ResponseHead
-            let framing: BodyFraming
-            switch event {
-            case .response(let r, let f): (response, framing) = (r, f)
+            switch consume event {
+            case .response(let response, let framing):
+                if !forward(response, framing, &io) { return }
             case .headTooLarge:
                 return failResponse("upstream \(exchange.origin) sent a response head that is too large", &io)
             case .invalid(let reason):
                 return failResponse("upstream \(exchange.origin) sent an invalid response: \(reason)", &io)
             }
-            defer { headStorage.keep(response.head) }
-            exchange.context.status = response.status
-            if let refusal = refusal(of: response) { return failResponse(refusal, &io) }
-            if response.status == 101 {
-                switchProtocols(response, &io)
-            } else if (100..<200).contains(response.status) {
-                // Interim responses (100 Continue, 103 Early Hints) go to 1.1 clients as parsed (line ends
-                // normalised); the final response follows (RFC 9110 §15.2).
-                if exchange.clientVersion.minor >= 1 { io.toClient.append(contentsOf: response.head.bytes) }
-                continue
-            } else {
-                forwardFinalHead(response, framing, &io)
-            }
-            return
         }
+    }
+
+    /// A response head from the upstream half: refused, relayed as an interim response (true: the final one is
+    /// still to come), or forwarded as the final response or a `101`.
+    @inline(__always)
+    mutating func forward(_ response: ResponseHead, _ framing: BodyFraming, _ io: inout ConnectionIO) -> Bool {
+        defer { headStorage.keep(response.head) }
+        exchange.context.status = response.status
+        if let refusal = refusal(of: response) {
+            failResponse(refusal, &io)
+            return false
+        }
+        if response.status == 101 {
+            switchProtocols(response, &io)
+        } else if (100..<200).contains(response.status) {
+            // Interim responses (100 Continue, 103 Early Hints) go to 1.1 clients as parsed (line ends
+            // normalised); the final response follows (RFC 9110 §15.2).
+            if exchange.clientVersion.minor >= 1 { io.toClient.append(contentsOf: response.head.bytes) }
+            return true
+        } else {
+            forwardFinalHead(response, framing, &io)
+        }
+        return false
     }
 
     /// Why a well-formed response head is not relayed (the exchange fails with a `502` saying so); nil when it is.

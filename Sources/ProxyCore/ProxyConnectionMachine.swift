@@ -63,11 +63,12 @@ public struct ProxyConnectionMachine {
         var via: UpstreamHop?
 
         /// No exchange (before the first; what a machine holds when it has none is never read).
+        @inline(__always)
         init() {
             self.init(
                 context: .empty, origin: Origin(host: "", port: 0), isConnect: false, wantsUpgrade: false,
                 requestHeadBytes: [], clientVersion: HTTPVersion(major: 1, minor: 1), clientKeepAlive: false,
-                response: .none)
+                response: ResponseReader(limits: HTTPParserLimits()))
         }
 
         init(

@@ -54,6 +54,7 @@ struct RequestReader {
     /// The next request head at the front of the input, taken out, with its framing; nil until a whole head has
     /// arrived. The HTTP/2 preface is looked for only where a head fails to parse on a connection's `firstHead`:
     /// "PRI * HTTP/2.0" is no HTTP/1.1 request line, and every other request is parsed without the check.
+    @inline(__always)
     mutating func nextRequest(_ storage: HeadStorage, firstHead: Bool, acceptsHTTP2Preface: Bool) -> Event? {
         start += HTTPHeadParser.leadingEmptyLines(input[start...])
         guard start < input.count else { return nil }
@@ -88,6 +89,7 @@ struct RequestReader {
     }
 
     /// Moves what has arrived of the request body in flight to the end of `out`.
+    @inline(__always)
     mutating func readBody(into out: inout [UInt8]) -> BodyEvent {
         guard !body.isComplete, start < input.count else { return .nothing }
         let n: Int

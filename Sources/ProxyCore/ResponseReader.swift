@@ -38,9 +38,6 @@ struct ResponseReader {
 
     init(limits: HTTPParserLimits) { parser = HTTPHeadParser(limits: limits) }
 
-    /// No response yet (what a machine without an exchange holds; never read).
-    static let none = ResponseReader(limits: .init())
-
     /// Whether the final head has been read (the body is being relayed).
     var readingBody: Bool { body != nil }
 
@@ -85,6 +82,7 @@ struct ResponseReader {
 
     /// Relays body bytes to the end of `out`: as they are, or without the chunked framing when `dechunk`
     /// (RFC 9112 §7.1.3, for an HTTP/1.0 client).
+    @inline(__always)
     mutating func readBody(_ bytes: ArraySlice<UInt8>, dechunk: Bool, into out: inout [UInt8]) -> BodyEvent {
         guard var reader = body else { return .invalid }
         bytesSeen = true
