@@ -39,26 +39,18 @@ public final class Exchange: Sendable {
 
         /// `forwarded`: `response` as the proxy wrote it.
         init(request: HTTPHead, response: OutgoingHead, forwarded head: ArraySlice<UInt8>, edits: borrowing LineEdits) {
-            // One buffer of exactly its size.
-            var setCookies = 0
-            for index in 0..<response.count where response.name(at: index, is: .setCookie) { setCookies += 1 }
-            self.request = 0..<request.bytes.count
-            received = self.request.upperBound..<(self.request.upperBound + response.source.bytes.count)
-            forwarded = received.upperBound..<(received.upperBound + head.count)
-            origins = forwarded.upperBound..<(forwarded.upperBound + 2 * setCookies)
-            outcomes = origins.upperBound..<(origins.upperBound + 11 * edits.count)
+            // The origins and outcomes are written on the stack in one pass over the head's lines, then the buffer
+            // is made at its exact size and filled with four appends (appending them byte by byte cost more than
+            // the copies; an array made with `unsafeUninitializedCapacity` looked its type's metadata up at run
+            // time each time).
             var bytes: [UInt8] = []
-            bytes.reserveCapacity(outcomes.upperBound)
-            bytes.append(contentsOf: request.bytes)
-            bytes.append(contentsOf: response.source.bytes)
-            bytes.append(contentsOf: head)
-            // The origins and outcomes are written on the stack and appended at once (appending them byte by byte
-            // cost more than the copies; an array made with `unsafeUninitializedCapacity` looked its type's metadata
-            // up at run time each time).
-            withUnsafeTemporaryAllocation(of: UInt8.self, capacity: max(1, outcomes.upperBound - forwarded.upperBound))
-            {
+            var origins = 0..<0
+            var outcomes = 0..<0
+            let (requestCount, receivedCount) = (request.bytes.count, response.source.bytes.count)
+            withUnsafeTemporaryAllocation(of: UInt8.self, capacity: max(1, 2 * response.count + 11 * edits.count)) {
                 tail in
-                var p = tail.baseAddress!
+                let start = tail.baseAddress!
+                var p = start
                 for index in 0..<response.count where response.name(at: index, is: .setCookie) {
                     let origin: Int
                     switch response.lines[index] {
@@ -69,6 +61,7 @@ public final class Exchange: Sendable {
                     p[1] = UInt8(truncatingIfNeeded: origin)
                     p += 2
                 }
+                let originBytes = p - start
                 // Each outcome in 11 bytes: the field (2), the first 64 rules' bits (8, big-endian), flags (1).
                 for e in edits.lines[0..<edits.count] {
                     p[0] = UInt8(truncatingIfNeeded: e.field >> 8)
@@ -77,8 +70,20 @@ public final class Exchange: Sendable {
                     p[10] = (e.dropped ? 1 : 0) | (e.logRequested ? 2 : 0) | (e.hasRest ? 4 : 0)
                     p += 11
                 }
-                bytes.append(contentsOf: UnsafeBufferPointer(start: tail.baseAddress!, count: p - tail.baseAddress!))
+                let headsEnd = requestCount + receivedCount + head.count
+                origins = headsEnd..<(headsEnd + originBytes)
+                outcomes = origins.upperBound..<(headsEnd + (p - start))
+                bytes.reserveCapacity(outcomes.upperBound)
+                bytes.append(contentsOf: request.bytes)
+                bytes.append(contentsOf: response.source.bytes)
+                bytes.append(contentsOf: head)
+                bytes.append(contentsOf: UnsafeBufferPointer(start: start, count: p - start))
             }
+            self.request = 0..<requestCount
+            received = requestCount..<(requestCount + receivedCount)
+            forwarded = received.upperBound..<(received.upperBound + head.count)
+            self.origins = origins
+            self.outcomes = outcomes
             self.bytes = bytes
         }
     }

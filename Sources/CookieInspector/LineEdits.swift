@@ -43,17 +43,23 @@ public struct LineEdits: Sendable {
         if !rest.isEmpty { rest = [] }
     }
 
-    /// Notes `edit`, the outcome of the received field `field` (`wouldBe`: a dry run's edited line). Inlinable: it
-    /// runs for every line of a recorded response.
-    @inlinable
+    /// Notes `edit`, the outcome of the received field `field` (`wouldBe`: a dry run's edited line). Inlined: it
+    /// runs for every line of a recorded response; what a line without notes, later rules or a would-be line never
+    /// needs is a function of its own.
+    @inlinable @inline(__always)
     public mutating func append(field: Int, edit: borrowing RuleEngine.Edit, wouldBe: [UInt8]?) {
         let full = edit.matchedRulesBeyond64 || !edit.notes.isEmpty || wouldBe != nil
-        if full { rest.append(LineEdit.Rest(copy edit, wouldBe)) }
+        if full { appendRest(edit, wouldBe) }
         let line = LineEdit(
             field: field, matchedLow: edit.matchedRulesLow, dropped: edit.dropped, logRequested: edit.logRequested,
             hasRest: full)
         // Written over the last response's entries (an assignment, not a removal and an append).
         if noted < lines.count { lines[noted] = line } else { lines.append(line) }
         noted += 1
+    }
+
+    @usableFromInline @inline(never)
+    mutating func appendRest(_ edit: borrowing RuleEngine.Edit, _ wouldBe: [UInt8]?) {
+        rest.append(LineEdit.Rest(copy edit, wouldBe))
     }
 }

@@ -232,7 +232,7 @@ public final class RuleEngine: Sendable {
 
     /// What the rules did to one cookie.
     public struct Edit: Sendable {
-        let matched: RuleMatches
+        @usableFromInline let matched: RuleMatches
         /// A rule dropped the line (the cookie is left as it was matched).
         public var dropped: Bool
         public var logRequested: Bool
@@ -258,9 +258,9 @@ public final class RuleEngine: Sendable {
         /// Which rules matched, as comparable values (for caches of what a record shows).
         public var matchedRules: (low: UInt64, high: [Int]) { (matched.low, matched.high) }
         /// The first 64 rules of ``matchedRules`` alone (no array to retain).
-        public var matchedRulesLow: UInt64 { matched.low }
+        @inlinable public var matchedRulesLow: UInt64 { matched.low }
         /// Whether a rule past the first 64 matched (``matchedRules``' array is not empty).
-        public var matchedRulesBeyond64: Bool { matched.hasBeyond64 }
+        @inlinable public var matchedRulesBeyond64: Bool { matched.hasBeyond64 }
     }
 
     /// The names of the cookie rules, indexed as ``Edit/matchedRules``' bits and indices.

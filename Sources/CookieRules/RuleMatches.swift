@@ -9,12 +9,14 @@ import HTTPGrammar
 
 /// Which of the engine's cookie rules matched one cookie: a bit set over rule indices, without allocating
 /// for the first 64 rules; indices beyond go to a box made at the first such match.
+@usableFromInline
 struct RuleMatches: Sendable {
-    var low: UInt64 = 0
+    @usableFromInline var low: UInt64 = 0
     /// The rules past the first 64, in a box made only when one matches: a line's matches are copied and dropped
     /// on every line, and an empty array is still retained and released each time.
-    private var beyond: Beyond? = nil
+    @usableFromInline private(set) var beyond: Beyond? = nil
     /// Written only while one set of matches holds it (copied first otherwise), so it is sendable as they are.
+    @usableFromInline
     final class Beyond: @unchecked Sendable {
         var indices: [Int]
         init(_ indices: [Int]) { self.indices = indices }
@@ -23,7 +25,7 @@ struct RuleMatches: Sendable {
 
     var isEmpty: Bool { low == 0 && beyond == nil }
     /// Whether a rule past the first 64 matched (no array is retained to tell).
-    var hasBeyond64: Bool { beyond != nil }
+    @inlinable var hasBeyond64: Bool { beyond != nil }
 
     @inline(__always)
     mutating func insert(_ index: Int) {
