@@ -179,7 +179,7 @@ struct BrowserVerdict {
                 groups.append((v.stored, [v.browser.title]))
             }
         }
-        guard groups.count > 1 else { return "  engines   agree with each other\n" }
+        guard groups.count > 1 else { return "  asked     agree with each other\n" }
         let parts = groups.map { stored, names -> String in
             let verb = names.count > 1 ? ("store", "do not store") : ("stores", "does not store")
             guard let s = stored else { return names.joined(separator: ", ") + " " + verb.1 + " it" }
@@ -188,7 +188,7 @@ struct BrowserVerdict {
             return names.joined(separator: ", ") + " " + verb.0 + " it"
                 + (fields.isEmpty ? "" : " (" + fields.map { s.field($0) }.joined(separator: ", ") + ")")
         }
-        return "  engines   DISAGREE: " + parts.joined(separator: "; ") + "\n"
+        return "  asked     DISAGREE: " + parts.joined(separator: "; ") + "\n"
     }
 }
 

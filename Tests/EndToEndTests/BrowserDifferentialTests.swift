@@ -61,7 +61,7 @@ import TestSupport
             let text = try run(Paths.binary, ["parse", "--format", "text", "--browser", "all", "--url", url, line])
             #expect(
                 text.text.contains(
-                    "engines   DISAGREE: Chromium, WebKit store it (persistent); Firefox stores it (session)"),
+                    "asked     DISAGREE: Chromium, WebKit store it (persistent); Firefox stores it (session)"),
                 "\(text.text)")
         }
     }
