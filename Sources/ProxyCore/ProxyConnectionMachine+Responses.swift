@@ -176,7 +176,7 @@ extension ProxyConnectionMachine {
     /// closing the client connection, the only honest signal once part of a response is out.
     mutating func failExchange(status: Int, message: String, _ io: inout ConnectionIO) {
         release(reusable: false, &io)
-        if !exchange.response.readingBody && !exchange.response.bytesSeen {
+        if !exchange.response.bytesSeen {
             answer(status, message, &io, keepAlive: false)
         } else {
             close(&io)

@@ -167,7 +167,6 @@ public struct ProxyConnectionMachine {
         case .idle: return client.buffered > 0 ? .readingHead : .idle
         case .connecting: return .connecting
         case .exchanging:
-            if exchange.response.readingBody { return .streaming }
             return exchange.response.bytesSeen ? .streaming : .awaitingResponse
         case .tunnel: return .tunnel
         case .closed: return .closed

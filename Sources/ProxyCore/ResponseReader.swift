@@ -33,7 +33,7 @@ struct ResponseReader {
     private var parser: HTTPHeadParser
     /// The final head's body, once that head is read; nil while heads are read.
     private(set) var body: BodyReader? = nil
-    /// Whether any byte of a response has arrived.
+    /// Whether any byte of a response has arrived (so, too, while its body is read: the body follows a head).
     private(set) var bytesSeen = false
 
     init(limits: HTTPParserLimits) { parser = HTTPHeadParser(limits: limits) }
@@ -85,7 +85,6 @@ struct ResponseReader {
     @inline(__always)
     mutating func readBody(_ bytes: ArraySlice<UInt8>, dechunk: Bool, into out: inout [UInt8]) -> BodyEvent {
         guard var reader = body else { return .invalid }
-        bytesSeen = true
         let n: Int
         do {
             if dechunk {
