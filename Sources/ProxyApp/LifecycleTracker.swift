@@ -107,11 +107,6 @@ package final class LifecycleTracker: Sendable {
             url: context.requestURL, method: context.method, headers: headers, suffixes: suffixes)
     }
 
-    /// The request as the lifecycle keeps it: the context's strings, nothing parsed or formatted.
-    static func facts(_ c: ExchangeContext, site: RequestSite, time: Int64) -> ClientCookies.Request {
-        ClientCookies.Request(c, time: time, site: site)
-    }
-
     /// A request as the client sent it: its verdicts (its Cookie fields joined as one header, as RFC 9113 §8.2.3
     /// joins crumbs).
     @discardableResult
@@ -130,7 +125,7 @@ package final class LifecycleTracker: Sendable {
             let verdicts = withClient(&s, client) { cookies -> [CookieVerdict] in
                 // A client that keeps no cookies, asking without any: nothing to judge, no facts made.
                 guard cookies.keepsCookies || header != nil || site.fetchMetadata else { return [] }
-                return cookies.request(Self.facts(context, site: site, time: time), cookieHeader: header)
+                return cookies.request(ClientCookies.Request(context, time: time, site: site), cookieHeader: header)
             }
             let r = Request(
                 id: context.requestID, client: client, site: site, verdicts: verdicts, sentCookies: header != nil)
@@ -195,7 +190,8 @@ package final class LifecycleTracker: Sendable {
             _ = withClient(&s, s.requestClients[slot]) { cookies in
                 cookies.response(
                     id: context.requestID, time: time, lines: lines,
-                    sameTarget: { $0.isFor(context, site: site) }, request: Self.facts(context, site: site, time: time),
+                    sameTarget: { $0.isFor(context, site: site) },
+                    request: ClientCookies.Request(context, time: time, site: site),
                     events: false)
             }
         }

@@ -12,14 +12,14 @@ package final class TerminalView: Sendable {
     package func setStatus(_ text: String) {
         status.withLock { s in
             s = text
-            _ = Console.writeAll(2, Array("\r\u{1B}[2K\(text)".utf8))
+            Console.writeAll(2, "\r\u{1B}[2K\(text)")
         }
     }
 
     /// Ends the status line (before the last messages).
     package func finish() {
         status.withLock { s in
-            if !s.isEmpty { _ = Console.writeAll(2, Array("\n".utf8)) }
+            if !s.isEmpty { Console.writeAll(2, "\n") }
             s = ""
         }
     }
@@ -28,9 +28,9 @@ package final class TerminalView: Sendable {
     package func printAbove(fd: Int32, _ bytes: UnsafeBufferPointer<UInt8>) -> Int32 {
         status.withLock { s in
             if s.isEmpty { return Console.writeAll(fd, bytes) }
-            _ = Console.writeAll(2, Array("\r\u{1B}[2K".utf8))
+            Console.writeAll(2, "\r\u{1B}[2K")
             let error = Console.writeAll(fd, bytes)
-            _ = Console.writeAll(2, Array(s.utf8))
+            Console.writeAll(2, s)
             return error
         }
     }
