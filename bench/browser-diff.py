@@ -501,15 +501,29 @@ def main():
         return {"id": cid, "url": url, "setCookie": line, "differs": compare(draft, chromium), "draft": draft,
                 "chromium": chromium, "findings": list(findings)}
 
+    def explanation(r):
+        """Why a line's answers differ (an engine finding, a known difference, a line WebDriver cannot read back);
+        None: unexplained."""
+        chromium_finding = [f for f in r["findings"] if f.startswith(a.engine + "-")]
+        if chromium_finding:
+            return "finding " + ", ".join(chromium_finding)
+        if (r["url"], r["setCookie"]) in known:
+            return "known: " + known[(r["url"], r["setCookie"])]["why"]
+        if a.engine == "webkit" and r["draft"] and r["chromium"] is None and any(
+                ch in r["draft"]["path"] for ch in "?#%"):
+            # WebDriver gives the cookies of the document's URL, and a path with '?', '#' or an escape is no
+            # document's path: such a line cannot be read back (counted, not compared).
+            return "unreadable over WebDriver (the cookie's path is no document URL's path)"
+        return None
+
     try:
         for cid, url, line in cases:
             raw = line.encode("utf-8", "surrogateescape")
             if b"\r" in raw or b"\n" in raw or b"\0" in raw:
                 continue  # cannot be one header line
             r = ask(cid, url, line)
-            if r["differs"] and r["draft"] and r["chromium"] is None and not any(
-                    f.startswith(a.engine + "-") for f in r["findings"]):
-                # Nothing stored where the draft keeps the line and no finding says why: a navigation that failed
+            if r["differs"] and r["draft"] and r["chromium"] is None and not explanation(r):
+                # Nothing stored where the draft keeps the line and nothing explains it: a navigation that failed
                 # (the driver gives up on a page load on a loaded machine) looks the same. Asked once more; the
                 # second answer counts, and the lines asked twice are listed.
                 second = ask(cid, url, line)
@@ -524,14 +538,7 @@ def main():
     for r in results:
         if not r["differs"]:
             continue
-        chromium_finding = [f for f in r["findings"] if f.startswith(a.engine + "-")]
-        why = "finding " + ", ".join(chromium_finding) if chromium_finding else (
-            "known: " + known[(r["url"], r["setCookie"])]["why"] if (r["url"], r["setCookie"]) in known else None)
-        if not why and a.engine == "webkit" and r["draft"] and r["chromium"] is None and any(
-                ch in r["draft"]["path"] for ch in "?#%"):
-            # WebDriver gives the cookies of the document's URL, and a path with '?', '#' or an escape is no
-            # document's path: such a line cannot be read back (counted, not compared).
-            why = "unreadable over WebDriver (the cookie's path is no document URL's path)"
+        why = explanation(r)
         print("- %s %r at %s: %s differ; draft %s; %s %s; %s" % (
             r["id"], r["setCookie"], r["url"], ",".join(r["differs"]), r["draft"], engine, r["chromium"],
             why or "UNEXPLAINED (no finding, not a known difference)"))
@@ -540,7 +547,7 @@ def main():
     if a.json:
         json.dump(results, open(a.json, "w"), indent=1)
     for cid, still in asked_again:
-        print("asked twice (nothing stored the first time, no finding): %s, %s" % (
+        print("asked twice (nothing stored the first time, unexplained): %s, %s" % (
             cid, "the same the second time" if still else "stored the second time"))
     print("%d unexplained" % len(unexplained))
     sys.exit(1 if unexplained else 0)
