@@ -33,7 +33,7 @@ let package = Package(
         // Pure: each client's cookies across requests (the jar replayed from what the client was sent, its Cookie
         // headers judged against it, a timeline per cookie) and the site context of a request.
         .target(name: "CookieLifecycle", dependencies: ["CookieKit", "HTTPGrammar"], swiftSettings: hotPath),
-        // Runs the scenario corpora of shared/conformance against the jar (tests and `cookie-proxy conformance`).
+        // Runs the scenario corpora of conformance/ against the jar (tests and `cookie-proxy conformance`).
         .target(name: "CookieConformance", dependencies: ["CookieKit"]),
         // Sans-I/O HTTP/1.1 codec and the per-connection proxy state machine.
         .target(name: "ProxyCore", dependencies: ["HTTPGrammar"], swiftSettings: hotPath),

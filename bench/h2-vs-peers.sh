@@ -2,7 +2,7 @@
 # HTTP/2 clients through cookie-proxy against nginx and mitmproxy doing the same cookie rewriting, as reverse
 # proxies in front of the shared HTTP/1.1 origin (bench/origin.sh): h2load (nghttp2-client) speaks h2c with prior
 # knowledge to nginx (`listen … http2` with proxy_cookie_domain / proxy_cookie_flags) and cookie-proxy (--reverse
-# with bench/bench.rules); mitmproxy (reverse mode, the cookie addon of ../shared/bench) has no h2c, so h2load
+# with bench/bench.rules); mitmproxy (reverse mode, the cookie addon of bench/peers.sh) has no h2c, so h2load
 # speaks h2 to it over TLS (ALPN), which costs it the TLS on top: its column is an upper bound of the ratio's
 # fairness, not a like-for-like. In rounds: each
 # round runs the three seconds apart, and the figures are medians of per-round ratios (this machine's speed drifts
@@ -11,7 +11,7 @@
 # h2load on CPU 1; origin and the proxies on CPU 0, each proxy one thread.
 # Only 127.0.0.1 is used; everything started is stopped.
 # Usage: bench/h2-vs-peers.sh [seconds=2] [rounds=5]   Env: LOADS (default "1 16 64"), MITM (a mitmdump binary; by
-# default ../shared/bench's venv; "none" leaves mitmproxy out).
+# default bench/peers.sh's venv; "none" leaves mitmproxy out).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DUR=${1:-2}; ROUNDS=${2:-5}
@@ -21,7 +21,7 @@ command -v h2load >/dev/null && command -v nginx >/dev/null || {
   echo "needs h2load and nginx (apt-get install -y nghttp2-client nginx)" >&2; exit 1; }
 MITM=${MITM:-${XDG_CACHE_HOME:-$HOME/.cache}/proxy-bench/venv/bin/mitmdump}
 [ "$MITM" = none ] || [ -x "$MITM" ] || {
-  echo "no mitmdump at $MITM (../shared/bench/run.sh installs it; MITM=none leaves it out)" >&2; exit 1; }
+  echo "no mitmdump at $MITM (bench/peers.sh installs it; MITM=none leaves it out)" >&2; exit 1; }
 T=$(mktemp -d)
 cleanup() {
   kill $(jobs -p) 2>/dev/null || true
@@ -44,8 +44,8 @@ taskset -c 0 $BIN run --quiet --listen 127.0.0.1:18191 --reverse http://127.0.0.
 OURS=$!
 NAMES=("nginx 18183" "cookie-proxy 18191")
 if [ "$MITM" != none ]; then
-  # The addon of ../shared/bench/run.sh (the same rewriting as nginx's), taken from that script.
-  awk '/^cat >"\$T\/cookie_rewrite.py" <<.EOF.$/ {on=1; next} on && /^EOF$/ {exit} on' ../shared/bench/run.sh \
+  # The addon of bench/peers.sh (the same rewriting as nginx's), taken from that script.
+  awk '/^cat >"\$T\/cookie_rewrite.py" <<.EOF.$/ {on=1; next} on && /^EOF$/ {exit} on' bench/peers.sh \
     > "$T/cookie_rewrite.py"
   taskset -c 0 "$MITM" -q --mode reverse:http://127.0.0.1:18180 --listen-host 127.0.0.1 --listen-port 18193 \
     --set confdir="$T/mitmconf" -s "$T/cookie_rewrite.py" > "$T/mitm.log" 2>&1 &

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # User-space instructions per proxied request (valgrind --tool=callgrind) of cookie-proxy with bench/bench.rules
-# and of nginx doing the same rewriting (proxy_cookie_domain / proxy_cookie_flags, as in ../shared/bench and
+# and of nginx doing the same rewriting (proxy_cookie_domain / proxy_cookie_flags, as in bench/peers.sh and
 # bench/vs-nginx.sh), keep-alive and with a new connection per request: (I(N2) - I(N1)) / (N2 - N1) of two runs
 # of ab, so start-up and shut-down cancel. nginx runs as one process (master_process off) so that callgrind sees
 # its worker. Origin: nginx with 5 Set-Cookie headers on 127.0.0.1:18180. Usage: bench/instructions-vs-nginx.sh

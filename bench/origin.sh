@@ -1,5 +1,5 @@
 # Sourced by the bench scripts: the origin they share, nginx answering every request with the 5 Set-Cookie
-# headers of ../shared/bench (so figures compare with that harness), on 127.0.0.1:18180; and their helpers.
+# headers of bench/peers.sh (so figures compare with that harness), on 127.0.0.1:18180; and their helpers.
 
 # wait_port PORT [SECONDS=5]: returns once something accepts connections on 127.0.0.1:PORT; fails after SECONDS.
 wait_port() {
@@ -40,7 +40,7 @@ http { access_log off;
 NGINX
 }
 
-# write_rewriting_proxy_conf DIR PORT PROCESS: DIR/nginx.conf for nginx as the forward proxy of ../shared/bench in
+# write_rewriting_proxy_conf DIR PORT PROCESS: DIR/nginx.conf for nginx as the forward proxy of bench/peers.sh in
 # front of the origin, with its cookie rewriting (proxy_cookie_domain / proxy_cookie_flags: what bench/bench.rules
 # does), listening on 127.0.0.1:PORT. PROCESS: "daemon" (a master and one worker, in the background) or "single"
 # (one process in the foreground, for callgrind).

@@ -3,7 +3,7 @@
 # cookie-proxy with no rules file, an empty rules file, 48 rules that do not match the traffic, those 48 plus
 # the two rules that rewrite every cookie (bench50.rules), the two alone (bench.rules), and bench.rules with
 # the transformation log on; ONLY can add the inspector's configurations (2-rewriting+ui, audit+ui: the
-# inspector recording, no browser attached; 2-rewriting+ui+watching: a client on its live event stream). Origin: nginx answering with 5 Set-Cookie headers (as ../shared/bench).
+# inspector recording, no browser attached; 2-rewriting+ui+watching: a client on its live event stream). Origin: nginx answering with 5 Set-Cookie headers (as bench/peers.sh).
 # wrk on CPU 1; origin and proxy share CPU 0. Only 127.0.0.1 is used; everything started is stopped.
 # Besides req/s it reports the proxy process's CPU time per request, steadier on this noisy machine. Each figure
 # against the empty file is the median, over repetitions, of the ratio within one repetition.

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # cookie-proxy against nginx and HAProxy doing the same cookie rewriting (nginx: proxy_cookie_domain /
-# proxy_cookie_flags, as in ../shared/bench; HAProxy: http-response replace-header Set-Cookie), in rounds: each
+# proxy_cookie_flags, as in bench/peers.sh; HAProxy: http-response replace-header Set-Cookie), in rounds: each
 # round runs nginx, HAProxy and cookie-proxy seconds apart, and the figures are medians of the per-round ratios.
 # This machine's speed drifts by 2x between phases; a round sees the same phase. Reports req/s, p99 and each
 # proxy's own CPU time per request (user and system, from /proc), by default keep-alive at c=1, 16 and 64 and a

@@ -1,7 +1,7 @@
 import CookieKit
 import Foundation
 
-/// The scenario format of `shared/conformance/` (see its README): each case starts with an empty jar whose
+/// The scenario format of `conformance/` (see its README): each case starts with an empty jar whose
 /// clock reads `now`, then `set` steps feed Set-Cookie values and `get` steps compare the Cookie string.
 public struct ConformanceSuite: Sendable {
     public var name: String

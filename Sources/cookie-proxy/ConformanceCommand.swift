@@ -1,8 +1,9 @@
+import Foundation
 import ProxyApp
 import CookieConformance
 import CookieKit
 
-/// `cookie-proxy conformance`: runs scenario corpora (shared/conformance format) against the jar.
+/// `cookie-proxy conformance`: runs scenario corpora (the format of the repository's conformance/) against the jar.
 enum ConformanceCommand {
     /// The options of `cookie-proxy conformance`, declared once: parsing, `--help` and every read
     /// of a value use these (a misspelt option is a compile error).
@@ -14,24 +15,33 @@ enum ConformanceCommand {
     static let spec = CommandSpec(
         name: "conformance",
         abstract: "Run cookie conformance corpora against cookie-proxy's jar.",
-        usage: "cookie-proxy conformance FILE...",
+        usage: "cookie-proxy conformance [FILE...]",
         options: [
             Option.quiet
         ] + [.psl],
-        arguments: "  FILE     A corpus in the shared/conformance JSON format (http-state.json, wpt.json).",
+        arguments: """
+              FILE     A corpus in the format of conformance/README.md. Default: the corpora the repository
+                       carries (conformance/*.json under the current folder, or beside the binary's checkout).
+            """,
         discussion: "Counted cases decide the exit status (0 all pass, 1 some fail); informative ones are reported.")
 
     static func run(_ args: ParsedArguments) throws(UsageError) -> Int32 {
-        guard !args.positionals.isEmpty else {
-            throw UsageError(
-                message: "give at least one corpus file, e.g. ../shared/conformance/wpt.json", command: spec.name)
+        var files = args.positionals
+        if files.isEmpty {
+            guard let folder = defaultFolder() else {
+                throw UsageError(
+                    message:
+                        "no conformance/ folder here or above the binary; give corpus files, e.g. conformance/wpt.json",
+                    command: spec.name)
+            }
+            files = ["http-state.json", "wpt.json"].map { "\(folder)/\($0)" }
         }
         if PublicSuffixList.current.source == .shipped {
             Console.err("note: no Public Suffix List on this machine; using \(PublicSuffixList.current.source)")
         }
         var passed = 0
         var failed = 0
-        for file in args.positionals {
+        for file in files {
             let suite: ConformanceSuite
             do { suite = try ConformanceSuite(contentsOf: file) } catch {
                 Console.err("error: \(file): \(error)")
@@ -55,5 +65,20 @@ enum ConformanceCommand {
         }
         Console.out("\(passed) passed, \(failed) failed")
         return failed == 0 ? 0 : 1
+    }
+
+    /// The repository's `conformance/` folder: under the current folder (a checkout), else in the first folder above
+    /// the binary that has one (`.build/release/cookie-proxy` → the checkout it was built in).
+    static func defaultFolder() -> String? {
+        let files = FileManager.default
+        let holds = { (folder: String) in files.fileExists(atPath: folder + "/conformance/wpt.json") }
+        if holds(files.currentDirectoryPath) { return files.currentDirectoryPath + "/conformance" }
+        let binary = (try? files.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+        var folder = URL(fileURLWithPath: binary).standardizedFileURL.deletingLastPathComponent()
+        while folder.path != "/" {
+            if holds(folder.path) { return folder.path + "/conformance" }
+            folder.deleteLastPathComponent()
+        }
+        return nil
     }
 }

@@ -119,7 +119,7 @@ import Testing
         (["parse", "--format", "yaml"], "--format must be json or text"),
         (["parse", "--url", "not a url"], "is not an absolute URL"),
         (["prase"], "unknown subcommand 'prase'; did you mean 'parse'?"),
-        (["conformance"], "give at least one corpus file"),
+        (["conformance", "--quite"], "unknown option '--quite'; did you mean '--quiet'?"),
     ])
     func usageErrorsSayWhatToDoAndExitWith2(_ args: [String], _ message: String) throws {
         let result = try Binary.run(args)
@@ -128,11 +128,14 @@ import Testing
         #expect(result.stderr.contains("--help"))
     }
 
-    @Test func conformanceCommandRunsTheSharedCorpora() throws {
-        let folder = URL(fileURLWithPath: Binary.repositoryRoot).deletingLastPathComponent()
-            .appendingPathComponent("shared/conformance").path
-        let result = try Binary.run(["conformance", "--quiet", "\(folder)/http-state.json", "\(folder)/wpt.json"])
+    /// Named or found by default (the checkout the binary was built in), the repository's own corpora.
+    @Test(arguments: [true, false])
+    func conformanceCommandRunsTheRepositorysCorpora(named: Bool) throws {
+        let folder = Binary.repositoryRoot + "/conformance"
+        let files = named ? ["\(folder)/http-state.json", "\(folder)/wpt.json"] : []
+        let result = try Binary.run(["conformance", "--quiet"] + files)
         #expect(result.status == 0)
+        #expect(result.stdout.hasPrefix("http-state: 218/218 counted cases pass"))
         #expect(result.stdout.hasSuffix("1007 passed, 0 failed\n"))
     }
 }

@@ -3,14 +3,14 @@ import CookieKit
 import Foundation
 import Testing
 
-/// The external corpora in ../shared/conformance (http-state and web-platform-tests), run against the jar.
+/// The external corpora in conformance/ (http-state and web-platform-tests), run against the jar.
 /// Counted cases must all pass; informative ones are run and reported, not asserted.
 @Suite struct ConformanceTests {
     static let folder: String = {
-        // Tests/CookieKitTests/ConformanceTests.swift → repository root → ../shared/conformance
+        // Tests/CookieKitTests/ConformanceTests.swift → repository root → conformance/
         let here = URL(fileURLWithPath: #filePath)
         let root = here.deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        return root.deletingLastPathComponent().appendingPathComponent("shared/conformance").path
+        return root.appendingPathComponent("conformance").path
     }()
 
     @Test(arguments: [("http-state.json", 218), ("wpt.json", 789)])

@@ -14,7 +14,7 @@ import Testing
     /// once each.
     static func corpusLines() throws -> [[UInt8]] {
         let folder = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("shared/conformance").path
+            .deletingLastPathComponent().appendingPathComponent("conformance").path
         var seen = Set<[UInt8]>()
         var lines: [[UInt8]] = []
         for corpus in ["http-state.json", "wpt.json"] {

@@ -84,7 +84,7 @@ import Testing
     /// changes that cookie's bytes and no other byte of the header.
     @Test func untouchedCookiesKeepTheirBytesOverTheCorpora() throws {
         let folder = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("shared/conformance").path
+            .deletingLastPathComponent().appendingPathComponent("conformance").path
         var headers: Set<String> = []
         for corpus in ["http-state.json", "wpt.json"] {
             for c in try ConformanceSuite(contentsOf: "\(folder)/\(corpus)").cases {

@@ -119,7 +119,7 @@ import TestSupport
             Issue.record("\(browser) is not installed (scripts/setup.sh --tests installs it)")
             return
         }
-        let conformance = Paths.root + "/../shared/conformance"
+        let conformance = Paths.root + "/conformance"
         let command = wrapper + [python]
         let result = try run(
             command[0],
