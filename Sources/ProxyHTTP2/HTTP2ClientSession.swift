@@ -19,6 +19,9 @@ import ProxyCore
 /// so one slow client holds its own stream, not the connection the others share.
 public final class HTTP2ClientSession: HTTP2Connection {
     let scheme: String
+    /// What a response's header block (a head, interim or final, or trailers) may hold, as an HTTP/1.1 upstream's
+    /// head: past it the exchange fails (`502`) and its stream is cancelled.
+    let limits: HTTPParserLimits
     /// The exchanges with a stream, by stream.
     var streams: [Int32: UpstreamExchange] = [:]
     /// Exchanges open on this connection (with a stream or about to have one).
@@ -30,15 +33,19 @@ public final class HTTP2ClientSession: HTTP2Connection {
     public private(set) var goingAway = false
 
     /// `scheme`: what `:scheme` says (`https` through TLS, `http` for h2c).
-    public init(scheme: String) {
+    public init(scheme: String, limits: HTTPParserLimits = HTTPParserLimits()) {
         self.scheme = scheme
+        self.limits = limits
         super.init(server: false, manualWindow: true)
         // The response's window, per stream and for the connection (no server push: the proxy has no one to give
-        // pushed responses to).
+        // pushed responses to), and the head limit the upstream is told of (and held to).
         var entries = [
             nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_ENABLE_PUSH.rawValue), value: 0),
             nghttp2_settings_entry(
                 settings_id: Int32(NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE.rawValue), value: 256 * 1024),
+            nghttp2_settings_entry(
+                settings_id: Int32(NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE.rawValue),
+                value: UInt32(limits.maximumHeadBytes)),
         ]
         _ = nghttp2_submit_settings(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), &entries, entries.count)
         _ = nghttp2_session_set_local_window_size(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), 0, 4 * 1024 * 1024)
@@ -172,10 +179,22 @@ public final class HTTP2ClientSession: HTTP2Connection {
 
     // MARK: From nghttp2's callbacks
 
+    override func beginHeaders(_ frame: UnsafePointer<nghttp2_frame>) {
+        streams[frame.pointee.hd.stream_id]?.headerList = HeaderListBudget(limits)
+    }
+
     override func header(
         _ frame: UnsafePointer<nghttp2_frame>, _ name: UnsafeBufferPointer<UInt8>, _ value: UnsafeBufferPointer<UInt8>
     ) {
-        guard let exchange = streams[frame.pointee.hd.stream_id] else { return }
+        guard let exchange = streams[frame.pointee.hd.stream_id], exchange.failure == nil else { return }
+        guard exchange.headerList.admit(name: name.count, value: value.count, pseudo: name.first == 0x3A) else {
+            exchange.responseFields = []
+            exchange.fail("the upstream's response header list is \(exchange.headerList.overrun)")
+            _ = nghttp2_submit_rst_stream(
+                session, UInt8(NGHTTP2_FLAG_NONE.rawValue), exchange.stream, NGHTTP2_CANCEL.rawValue)
+            touched.append(exchange)
+            return
+        }
         if name.elementsEqual(":status".utf8) {
             // RFC 9110 §15: three digits, 100 to 599 (nghttp2 only checks that it is there); anything else makes
             // the response malformed (RFC 9113 §8.1.1), and it would be no status line in HTTP/1.1.
@@ -203,6 +222,8 @@ public final class HTTP2ClientSession: HTTP2Connection {
         let endStream = frame.pointee.hd.flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0
         switch UInt32(frame.pointee.hd.type) {
         case NGHTTP2_HEADERS.rawValue:
+            // A block over the limit failed the exchange as it was decoded; nothing of it goes on.
+            if exchange.failure != nil { break }
             if !exchange.inTrailers && exchange.responseStatus < 100 {
                 exchange.fail("the upstream's response has no valid :status")
                 _ = nghttp2_submit_rst_stream(
@@ -221,8 +242,8 @@ public final class HTTP2ClientSession: HTTP2Connection {
     }
 
     override func dataReceived(_ id: Int32, _ data: UnsafeBufferPointer<UInt8>) {
-        guard let exchange = streams[id] else {
-            // A stream no exchange wants any more: its bytes free the connection's window at once.
+        guard let exchange = streams[id], exchange.failure == nil else {
+            // A stream no exchange wants any more (or one that failed): its bytes free the connection's window.
             _ = nghttp2_session_consume_connection(session, data.count)
             return
         }
@@ -269,6 +290,8 @@ public final class UpstreamExchange {
     var responseStatus = 0
     var responseChunked = false
     var inTrailers = false
+    /// The header block being decoded (each HEADERS block is counted on its own).
+    var headerList = HeaderListBudget(HTTPParserLimits())
     /// The response is whole (or none is expected: no request yet).
     public internal(set) var responseDone = true
     /// Response body bytes handed over that the stream's window has not been given back for.

@@ -1,4 +1,34 @@
 internal import CNGHTTP2
+import ProxyCore
+
+/// A header block's size as it is decoded (RFC 9113 §6.5.2: each field's name and value lengths plus 32), held to
+/// the proxy's head limits (``HTTPParserLimits``: `--max-head-bytes`, `--max-headers`), the same two numbers an
+/// HTTP/1.1 head is held to. Counted in the header callback, field by field, so a block that references one large
+/// HPACK table entry thousands of times (RFC 7541 §7.3, RFC 9113 §10.5.1) is refused after 64 KiB of it, not
+/// stored whole: past the limit, the rest of the block is still decoded (the HPACK state is the connection's, and
+/// the peer's next block depends on it) but nothing of it is kept.
+struct HeaderListBudget {
+    let limits: HTTPParserLimits
+    private(set) var size = 0
+    private(set) var fields = 0
+
+    init(_ limits: HTTPParserLimits) { self.limits = limits }
+
+    /// Counts one field (pseudo-headers count towards the size, not towards the number of fields, as an HTTP/1.1
+    /// start line does); false once the block is over either limit.
+    mutating func admit(name: Int, value: Int, pseudo: Bool) -> Bool {
+        size += name + value + 32
+        if !pseudo { fields += 1 }
+        return size <= limits.maximumHeadBytes && fields <= limits.maximumFieldCount
+    }
+
+    /// What was over, for a refusal's reason.
+    var overrun: String {
+        fields > limits.maximumFieldCount
+            ? "more than \(limits.maximumFieldCount) fields (--max-headers)"
+            : "over \(limits.maximumHeadBytes) bytes (--max-head-bytes; RFC 9113 §6.5.2)"
+    }
+}
 
 /// What both sides of the proxy's HTTP/2 share: the nghttp2 session each owns (freed in `deinit`), the pumps of
 /// its bytes (``receive(_:)``, ``send(into:)``), and nghttp2's callbacks, one set for both, each calling the side's

@@ -42,12 +42,12 @@ public final class HTTP2ServerSession: HTTP2Connection {
         case refused(stream: Int32, reason: String)
     }
 
-    /// Settings this side announces (RFC 9113 §6.5.2).
+    /// Settings this side announces (RFC 9113 §6.5.2); SETTINGS_MAX_HEADER_LIST_SIZE is the head limit's
+    /// (``HTTPParserLimits/maximumHeadBytes``), and it is held to.
     public struct Settings: Sendable {
         public var maximumConcurrentStreams: UInt32 = 100
         /// Each stream's receive window: what a client may send before the machine has taken any of it.
         public var initialWindowSize: UInt32 = 256 * 1024
-        public var maximumHeaderListSize: UInt32 = 64 * 1024
         /// The connection's receive window, shared by its streams.
         public var connectionWindowSize: UInt32 = 1024 * 1024
         public init() {}
@@ -58,10 +58,13 @@ public final class HTTP2ServerSession: HTTP2Connection {
     /// Requests are written in absolute form (`scheme://authority/path`): the proxy routes them by their target
     /// (a forward listener). Otherwise in origin form (`--reverse`, or inside an intercepted tunnel).
     let absoluteTargets: Bool
+    /// What a request's header block may hold, as an HTTP/1.1 request's head.
+    let limits: HTTPParserLimits
     var streams: [Int32: Stream] = [:]
 
-    public init(settings: Settings = Settings(), absoluteTargets: Bool) {
+    public init(settings: Settings = Settings(), limits: HTTPParserLimits = HTTPParserLimits(), absoluteTargets: Bool) {
         self.absoluteTargets = absoluteTargets
+        self.limits = limits
         // Window updates only as the machine takes the bytes (``consume(_:_:)``).
         super.init(server: true, manualWindow: true)
         var entries = [
@@ -72,7 +75,7 @@ public final class HTTP2ServerSession: HTTP2Connection {
                 settings_id: Int32(NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE.rawValue), value: settings.initialWindowSize),
             nghttp2_settings_entry(
                 settings_id: Int32(NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE.rawValue),
-                value: settings.maximumHeaderListSize),
+                value: UInt32(limits.maximumHeadBytes)),
         ]
         _ = nghttp2_submit_settings(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), &entries, entries.count)
         // The connection's window (RFC 9113 §6.9.2), shared by its streams: room for several streams' uploads.
@@ -107,6 +110,11 @@ public final class HTTP2ServerSession: HTTP2Connection {
         guard let stream = streams[id], !stream.reset else { return }
         stream.responseIn.append(contentsOf: bytes)
         var failure: String? = nil
+        // The final head goes out after the body bytes that came with it are read: a response whose body is
+        // already whole and empty (gRPC's Trailers-Only error, a 204 or a HEAD's answer) ends in its HEADERS
+        // (END_STREAM on them, RFC 9113 §8.1), rather than in an empty DATA frame a gRPC client takes for a
+        // removed stream.
+        var finalHead: ResponseHead? = nil
         while failure == nil {
             if stream.responseHead == nil {
                 guard let head = stream.takeResponseHead(&failure) else { break }
@@ -126,7 +134,7 @@ public final class HTTP2ServerSession: HTTP2Connection {
                     return reset(id, "its response's framing: \(error.description)")
                 }
                 stream.responseHead = head
-                submitHeaders(id, head, final: true)
+                finalHead = head
                 continue
             }
             guard !stream.responseBody.isComplete, stream.responseIn.count > stream.responseInStart else { break }
@@ -146,6 +154,7 @@ public final class HTTP2ServerSession: HTTP2Connection {
             stream.responseInStart = 0
         }
         if let failure { return reset(id, failure) }
+        if let finalHead { submitHeaders(id, finalHead, final: true) }
         resumeData(id)
     }
 
@@ -196,8 +205,10 @@ public final class HTTP2ServerSession: HTTP2Connection {
         }
         fields.withNameValues { nva in
             if final {
-                let hasBody = !streams[id]!.responseBody.isComplete
-                if hasBody {
+                let stream = streams[id]!
+                let endsInHead =
+                    stream.responseBody.isComplete && stream.outStart == stream.out.count && stream.trailers.isEmpty
+                if !endsInHead {
                     var provider = bodyProvider
                     _ = nghttp2_submit_response(session, id, nva.baseAddress, nva.count, &provider)
                 } else {
@@ -213,7 +224,7 @@ public final class HTTP2ServerSession: HTTP2Connection {
     // MARK: From nghttp2's callbacks
 
     override func beginHeaders(_ frame: UnsafePointer<nghttp2_frame>) {
-        if Self.isRequestHeaders(frame) { streams[frame.pointee.hd.stream_id] = Stream() }
+        if Self.isRequestHeaders(frame) { streams[frame.pointee.hd.stream_id] = Stream(limits: limits) }
     }
 
     override func header(

@@ -18,6 +18,9 @@ final class Stream {
     var passedOn = false
     var refusal: String? = nil
     var reset = false
+    /// The request's header block as it is decoded; once over, nothing more of it is kept.
+    var headerList: HeaderListBudget
+    var headerListTooLarge = false
 
     var responseIn: [UInt8] = []
     var responseInStart = 0
@@ -31,7 +34,15 @@ final class Stream {
     /// The DATA source said "nothing yet" (NGHTTP2_ERR_DEFERRED): resumed when bytes come.
     var dataDeferred = false
 
+    init(limits: HTTPParserLimits) { headerList = HeaderListBudget(limits) }
+
     func addField(_ name: UnsafeBufferPointer<UInt8>, _ value: UnsafeBufferPointer<UInt8>) {
+        guard !headerListTooLarge else { return }
+        guard headerList.admit(name: name.count, value: value.count, pseudo: name.first == 0x3A) else {
+            headerListTooLarge = true
+            fields = []
+            return
+        }
         // nghttp2 has checked the field (RFC 9113 §8.2.1, §8.3): pseudo-headers first, once each, known ones.
         if name.first == 0x3A {
             // Told apart by length and second byte: nghttp2 lets no other pseudo-header through.
@@ -56,6 +67,10 @@ final class Stream {
 
     /// The request as HTTP/1.1 bytes (RFC 9113 §8.3.1). `absolute`: the target in absolute form. Sets ``chunked``.
     func requestHead(absolute: Bool, ended: Bool) -> Result<[UInt8], Refusal> {
+        if headerListTooLarge {
+            // RFC 6585 §5, as an HTTP/1.1 head over the limit is answered.
+            return .failure(Refusal(status: 431, reason: "the request's header list is \(headerList.overrun)"))
+        }
         if method == "CONNECT" || connectProtocol {
             return .failure(Refusal(status: 501, reason: "CONNECT over HTTP/2 is not supported; use HTTP/1.1"))
         }

@@ -200,7 +200,8 @@ extension ClientConnection {
         } else {
             // An h2c origin (`--reverse h2c://…`): HTTP/2 with prior knowledge (RFC 9113 §3.3), shared.
             if loop.configuration.h2cUpstreams.contains(upstream.origin) {
-                upstream.becomeShared(HTTP2ClientSession(scheme: "http"), firstUser: self)
+                upstream.becomeShared(
+                    HTTP2ClientSession(scheme: "http", limits: loop.configuration.proxy.parserLimits), firstUser: self)
             }
             machine.upstreamConnected(reused: false, &io)
         }

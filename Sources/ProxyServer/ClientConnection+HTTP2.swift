@@ -32,7 +32,8 @@ extension ClientConnection {
     /// From here on the client's bytes go to an HTTP/2 session, starting with `leftover`.
     func startHTTP2(leftover: [UInt8]) {
         let absolute = machine.interceptedOrigin == nil && loop.configuration.proxy.reverseUpstream == nil
-        let http2 = HTTP2Client(session: HTTP2ServerSession(absoluteTargets: absolute))
+        let http2 = HTTP2Client(
+            session: HTTP2ServerSession(limits: loop.configuration.proxy.parserLimits, absoluteTargets: absolute))
         self.http2 = http2
         if leftover.isEmpty {
             sendHTTP2()

@@ -21,7 +21,8 @@ extension ClientConnection {
                 // The origin chose HTTP/2 (offered when the client speaks it): the connection is shared from now
                 // on, this exchange on its first stream; it reads its own socket (what came with the handshake
                 // too).
-                upstream.becomeShared(HTTP2ClientSession(scheme: "https"), firstUser: self)
+                upstream.becomeShared(
+                    HTTP2ClientSession(scheme: "https", limits: loop.configuration.proxy.parserLimits), firstUser: self)
                 machine.upstreamConnected(reused: false, &io)
                 upstream.readShared(fed: true)
                 return

@@ -34,6 +34,17 @@ import Testing
         }
     }
 
+    /// Fixtures/hpack_bomb.py's origin: GET /bomb is answered with the HPACK bomb as its head.
+    final class BombOrigin: Sendable {
+        let process: TestProcess
+        let port: Int
+        init() throws {
+            process = try TestProcess(
+                HTTP2EndToEndTests.python, ["-u", Paths.fixtures + "/hpack_bomb.py", "origin", "5"])
+            port = Int(try process.waitForLine(startingWith: "PORT ").dropFirst(5))!
+        }
+    }
+
     static let lockRule = "rule \"lock\" {\n    cookie a sid\n    httponly\n    samesite lax\n}\n"
 
     /// `--reverse h2c://`: an HTTP/1.1 client and an HTTP/2 one reach an origin that speaks HTTP/2 only with prior
@@ -118,12 +129,12 @@ import Testing
                 environment: ["grpc_proxy": proxy.url, "no_grpc_proxy": "", "no_proxy": ""], timeout: 60)
         }
         let reply = try #require(
-            try JSONSerialization.jsonObject(with: result.stdout) as? [String: String?],
+            try JSONSerialization.jsonObject(with: result.stdout) as? [String: Any],
             "\(result.text) \(result.stderr)")
-        #expect(reply["code"] == "OK", "\(reply)")
-        #expect(reply["reply"] == "echo:hello")
-        #expect(reply["set-cookie"] == "sid=1; Path=/; HttpOnly; SameSite=Lax", "\(reply)")
-        #expect(reply["trailer"] == "done")
+        #expect(reply["code"] as? String == "OK", "\(reply)")
+        #expect(reply["reply"] as? String == "echo:hello")
+        #expect(reply["set-cookie"] as? String == "sid=1; Path=/; HttpOnly; SameSite=Lax", "\(reply)")
+        #expect(reply["trailer"] as? String == "done")
         proxy.process.signal(SIGTERM)
         _ = proxy.process.waitForExit()
         let record = try String(contentsOfFile: log, encoding: .utf8)
@@ -131,5 +142,81 @@ import Testing
         #expect(
             record.contains("/test.Echo/Say\",\"status\":200,\"protocol\":\"HTTP/2\",\"upstreamProtocol\":\"HTTP/2\""),
             "\(record)")
+    }
+
+    /// gRPC's failures keep their status through the proxy, in both modes: a call that fails before any message
+    /// (a Trailers-Only response: one HEADERS frame with END_STREAM) keeps its code, message and trailing metadata,
+    /// binary metadata byte for byte; one that fails after two messages keeps the messages and its status; a
+    /// deadline shorter than the server's answer expires as the client's DEADLINE_EXCEEDED.
+    @Test(
+        arguments: ["reverse", "intercepted"],
+        [
+            (
+                "NotFound",
+                [
+                    "code": "NOT_FOUND", "details": "no such echo", "reply": "", "trailer": "done",
+                    "detail-bin": "0001feff",
+                ]
+            ),
+            ("Stream", ["code": "PERMISSION_DENIED", "details": "after two", "reply": "one|two", "trailer": "done"]),
+            ("Slow", ["code": "DEADLINE_EXCEEDED"]),
+        ])
+    func aGRPCFailureKeepsItsStatusAndMetadata(_ mode: String, _ call: (method: String, expected: [String: String]))
+        throws
+    {
+        let (home, ca) = try (InterceptionEndToEndTests.home(), TestCA())
+        defer { InterceptionEndToEndTests.remove(home, ca) }
+        let server = try GRPCServer(tls: mode == "reverse" ? nil : ca)
+        let options = ["--method", call.method, "--timeout", call.method == "Slow" ? "1" : "20"]
+        let result: CommandResult
+        if mode == "reverse" {
+            let proxy = try Proxy(["--quiet", "--log", "none", "--reverse", "h2c://127.0.0.1:\(server.port)"])
+            result = try run(
+                HTTP2EndToEndTests.python,
+                [Paths.fixtures + "/grpc_peer.py", "client", "127.0.0.1:\(proxy.port)"] + options, timeout: 60)
+        } else {
+            let proxy = try Proxy(
+                ["--quiet", "--log", "none", "--intercept", "localhost", "--upstream-ca", ca.caCert],
+                environment: ["COOKIE_PROXY_HOME": home])
+            result = try run(
+                HTTP2EndToEndTests.python,
+                [Paths.fixtures + "/grpc_peer.py", "client", "localhost:\(server.port)", home + "/ca-cert.pem"]
+                    + options,
+                environment: ["grpc_proxy": proxy.url, "no_grpc_proxy": "", "no_proxy": ""], timeout: 60)
+        }
+        let reply = try #require(
+            try JSONSerialization.jsonObject(with: result.stdout) as? [String: Any], "\(result.text) \(result.stderr)")
+        for (key, value) in call.expected {
+            #expect(reply[key] as? String == value, "\(key) in \(reply)")
+        }
+    }
+
+    /// The HPACK bomb (RFC 7541 §7.3, RFC 9113 §10.5.1) through the real listener, from a client and from an h2c
+    /// origin: 80 KB of frames that decode to over 300 MB are refused after the head limit's 64 KiB — the client's
+    /// stream answered `431`, the origin's response a `502` to HTTP/2 and HTTP/1.1 clients — with the proxy's
+    /// peak memory up by at most 16 MiB, and the next request is served.
+    @Test(arguments: ["request", "response"])
+    func anHPACKBombIsRefusedInBoundedMemory(_ direction: String) throws {
+        let origin = try BombOrigin()
+        let proxy = try Proxy(["--quiet", "--log", "none", "--reverse", "h2c://127.0.0.1:\(origin.port)"], threads: 1)
+        let before = try #require(proxy.process.peakRSSKiB)
+        if direction == "request" {
+            let result = try run(
+                HTTP2EndToEndTests.python, [Paths.fixtures + "/hpack_bomb.py", "client", "\(proxy.port)", "5"],
+                timeout: 60)
+            #expect(result.text == "{\"status\": 431}\n", "\(result.text) \(result.stderr)")
+        } else {
+            for version in ["--http2-prior-knowledge", "--http1.1"] {
+                let result = try curl([version, "\(proxy.url)/bomb"])
+                #expect(
+                    result.text.hasPrefix(
+                        "upstream 127.0.0.1:\(origin.port) failed: HTTP/2: the upstream's response header list is over 65536 bytes"
+                    ), "\(result.text)")
+            }
+        }
+        let after = try #require(proxy.process.peakRSSKiB)
+        #expect(after - before < 16 * 1024, "peak RSS grew by \((after - before) / 1024) MiB")
+        let next = try curl(["--http2-prior-knowledge", "\(proxy.url)/next"])
+        #expect(next.text == "fine", "\(next.stderr)")
     }
 }

@@ -106,6 +106,29 @@ struct HTTP2ClientSessionTests {
         #expect(session.failure == nil && session.canOpen)
     }
 
+    /// RFC 9113 §6.5.2 and §10.5.1: an upstream's response header block is held to the head limits as it is
+    /// decoded: the HPACK bomb fails its exchange (the machine answers `502` with the reason) and cancels its
+    /// stream, with nothing of the block kept or made into HTTP/1.1, and the connection takes the next exchange.
+    @Test func anHPACKBombFromTheUpstreamFailsItsExchangeOnly() {
+        let session = HTTP2ClientSession(scheme: "http")
+        let exchange = session.open()
+        session.request(exchange, Array("GET / HTTP/1.1\r\nHost: a\r\n\r\n".utf8)[...])
+        var out: [UInt8] = []
+        session.send(into: &out)
+        let frames = Self.serverPreface + ClientFrames.bomb(1, [(":status", "200")], frames: 5, endStream: true)
+        #expect(session.receive(frames[...]))
+        #expect(exchange.failure?.contains("over 65536 bytes (--max-head-bytes") == true, "\(exchange.failure ?? "")")
+        #expect(exchange.responseFields.isEmpty)
+        var response: [UInt8] = []
+        exchange.takeResponse(into: &response)
+        #expect(response.isEmpty)
+        out.removeAll()
+        session.send(into: &out)
+        #expect(ServerFrames(out).resets == [8])  // CANCEL
+        session.close(exchange)
+        #expect(session.failure == nil && session.canOpen)
+    }
+
     /// A `:status` that is not three digits from 100 to 599 makes the response malformed: the exchange fails (the
     /// machine answers 502) and no status line is made of it (found by Fuzz/HTTP2ClientSession.swift: `26`).
     @Test(arguments: ["26", "2000", "abc", "099", "600", ""])

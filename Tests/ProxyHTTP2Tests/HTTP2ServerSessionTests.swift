@@ -1,4 +1,5 @@
 import CNGHTTP2
+import ProxyCore
 import Testing
 
 @testable import ProxyHTTP2
@@ -25,6 +26,33 @@ enum ClientFrames {
         return frame(type: 1, flags: 0x04 | (endStream ? 0x01 : 0), stream: stream, block)
     }
 
+    /// A header block that adds one 4,000-byte field to the HPACK table (a literal with incremental indexing, RFC
+    /// 7541 §6.2.1: it becomes index 62) and then names it by that one-byte index (§6.1) in every other byte, cut
+    /// into a HEADERS frame and `frames - 1` CONTINUATION frames of 16,384 bytes (RFC 7541 §7.3's bomb: with 5
+    /// frames, 80 KB on the wire and over 300 MB decoded). `fields` go first, as ``headers(_:_:endStream:)`` writes
+    /// them.
+    static func bomb(_ stream: Int32, _ fields: [(String, String)], frames: Int, endStream: Bool) -> [UInt8] {
+        var block: [UInt8] = []
+        for (name, value) in fields {
+            block += [0x00, UInt8(name.utf8.count)] + Array(name.utf8) + [UInt8(value.utf8.count)] + Array(value.utf8)
+        }
+        // 4,000 as a 7-bit-prefix integer (RFC 7541 §5.1): 127, then 3,873 in two 7-bit groups.
+        let entry: [UInt8] = [0x40, 6] + Array("x-bomb".utf8) + [0x7F, 0xA1, 0x1E]
+        block += entry
+        block += [UInt8](repeating: 0x61, count: 4000)
+        block += [UInt8](repeating: 0xBE, count: frames * 16384 - block.count)
+        var out: [UInt8] = []
+        for i in 0..<frames {
+            var flags: UInt8 = 0
+            if i == frames - 1 { flags |= 0x04 }  // END_HEADERS
+            if i == 0 && endStream { flags |= 0x01 }  // END_STREAM
+            let type: UInt8 = i == 0 ? 1 : 9  // HEADERS, then CONTINUATION
+            let start = i * 16384
+            out += frame(type: type, flags: flags, stream: stream, Array(block[start..<(start + 16384)]))
+        }
+        return out
+    }
+
     static func data(_ stream: Int32, _ text: String, endStream: Bool) -> [UInt8] {
         frame(type: 0, flags: endStream ? 0x01 : 0, stream: stream, Array(text.utf8))
     }
@@ -39,6 +67,7 @@ enum ClientFrames {
 struct ServerFrames {
     var headers: [[(name: String, value: String, neverIndexed: Bool)]] = []
     var data: [UInt8] = []
+    var dataFrames = 0
     var resets: [UInt32] = []
     var endStream = false
 
@@ -54,7 +83,9 @@ struct ServerFrames {
             i += 9 + length
             if flags & 0x01 != 0 && (type == 0 || type == 1) { endStream = true }
             switch type {
-            case 0: data += payload
+            case 0:
+                data += payload
+                dataFrames += 1
             case 1:
                 var fields: [(String, String, Bool)] = []
                 var offset = 0
@@ -95,8 +126,10 @@ struct ServerFrames {
 /// The HTTP/2 session without I/O: frames in, the HTTP/1.1 request bytes a connection machine reads out; an
 /// HTTP/1.1 response in, HEADERS and DATA out.
 struct HTTP2ServerSessionTests {
-    static func session(_ frames: [UInt8]..., absolute: Bool = false) -> HTTP2ServerSession {
-        let session = HTTP2ServerSession(absoluteTargets: absolute)
+    static func session(
+        _ frames: [UInt8]..., absolute: Bool = false, limits: HTTPParserLimits = HTTPParserLimits()
+    ) -> HTTP2ServerSession {
+        let session = HTTP2ServerSession(limits: limits, absoluteTargets: absolute)
         #expect(session.receive((ClientFrames.preface + ClientFrames.settings + frames.flatMap { $0 })[...]))
         return session
     }
@@ -239,6 +272,67 @@ struct HTTP2ServerSessionTests {
         session.send(into: &out)
         let statuses = ServerFrames(out).headers.map { $0.first { $0.name == ":status" }?.value }
         #expect(statuses == ["100", "204"])
+    }
+
+    /// RFC 9113 §6.5.2 and §10.5.1: a request's header list is held to the head limits as it is decoded (each
+    /// field's name and value plus 32 bytes; the number of regular fields), not after: one over either limit is
+    /// answered `431` with the limit named, passes nothing on, and keeps none of its fields; the HPACK state
+    /// stays whole, so the next request on the connection is read.
+    @Test(arguments: [
+        // 4 pseudo-headers (47 + 32 × 4 = 175 bytes) and fields of 1 + 1 + 32 = 34 bytes each.
+        (10, 1024, true), (11, 1024, false), (10, 175 + 10 * 34, true), (10, 175 + 10 * 34 - 1, false),
+    ])
+    func aHeaderListOverTheLimitsIsAnswered431(_ fields: Int, _ bytes: Int, _ passes: Bool) {
+        let extra = (0..<fields).map { ("x", String($0 % 10)) }
+        let session = Self.session(
+            ClientFrames.headers(1, ClientFrames.get("/", extra), endStream: true),
+            ClientFrames.headers(3, ClientFrames.get("/next"), endStream: true),
+            limits: HTTPParserLimits(maximumHeadBytes: bytes, maximumFieldCount: 10))
+        let requests = session.events.compactMap { event -> Int32? in
+            if case .request(let stream, _, _) = event { stream } else { nil }
+        }
+        #expect(requests == (passes ? [1, 3] : [3]))
+        if !passes {
+            var out: [UInt8] = []
+            session.send(into: &out)
+            let frames = ServerFrames(out)
+            #expect(frames.headers.first?.first { $0.name == ":status" }?.value == "431")
+            #expect(Self.text(frames.data).contains(fields > 10 ? "--max-headers" : "--max-head-bytes"))
+        }
+    }
+
+    /// The HPACK bomb (RFC 7541 §7.3): 80 KB of frames naming one 4,000-byte table entry 81,000 times is answered
+    /// `431` after its first 64 KiB, with nothing of it kept in the stream.
+    @Test func anHPACKBombIsRefusedWithoutBeingStored() {
+        let session = Self.session(ClientFrames.bomb(1, ClientFrames.get("/"), frames: 5, endStream: true))
+        #expect(session.events.allSatisfy { if case .request = $0 { false } else { true } })
+        #expect(session.streams[1].map { $0.fields.isEmpty && $0.headerListTooLarge } ?? true)
+        var out: [UInt8] = []
+        session.send(into: &out)
+        #expect(ServerFrames(out).headers.first?.first { $0.name == ":status" }?.value == "431")
+        #expect(session.failure == nil)
+    }
+
+    /// RFC 9113 §8.1: a response that ends in its head (a body already whole and empty: gRPC's Trailers-Only
+    /// answer, chunked or of length 0; a 204) is one HEADERS frame with END_STREAM and no DATA; one with a body
+    /// has its DATA, and one with trailers ends in a second HEADERS.
+    @Test(arguments: [
+        ("HTTP/1.1 200 OK\r\ngrpc-status: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", 1, 0),
+        ("HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n", 1, 0),
+        ("HTTP/1.1 204 No Content\r\n\r\n", 1, 0),
+        ("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nhi", 1, 1),
+        ("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0\r\ngrpc-status: 0\r\n\r\n", 2, 0),
+    ])
+    func aResponseThatEndsInItsHeadIsOneHeadersFrame(_ response: String, _ headersFrames: Int, _ dataFrames: Int) {
+        let session = Self.session(ClientFrames.headers(1, ClientFrames.get("/"), endStream: true))
+        session.respond(1, Array(response.utf8)[...])
+        var out: [UInt8] = []
+        session.send(into: &out)
+        let frames = ServerFrames(out)
+        #expect(frames.headers.count == headersFrames)
+        #expect(frames.dataFrames == dataFrames)
+        #expect(frames.endStream)
+        #expect(session.responseComplete(1))
     }
 
     /// A connection that does not open with the preface is a connection error: GOAWAY, then the end.
