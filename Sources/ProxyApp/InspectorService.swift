@@ -13,7 +13,7 @@ import ProxyServer
 /// the installation's token and must name the inspector's own address in Host (DNS rebinding); the onboarding
 /// pages need neither, and serve only the CA certificate, never a key.
 package final class InspectorService: LocalService, @unchecked Sendable {
-    package static let version = "0.7"
+    package static let version = cookieProxyVersion
     package static let cookieName = "cookie-proxy-inspector"
 
     package let store: InspectorStore

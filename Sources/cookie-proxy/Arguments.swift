@@ -47,7 +47,7 @@ struct CommandSpec: Sendable {
                 if let d = option.defaultValue { right += " (default: \(d))" }
                 if option.repeatable { right += " (repeatable)" }
                 return (left, right)
-            } + [("-h, --help", "Show help information.")]
+            } + [("-h, --help", "Show help information."), ("--version", "Show the version.")]
         let width = min(30, rows.map(\.0.count).max() ?? 0)
         for (left, right) in rows {
             if left.count > width {
@@ -83,6 +83,7 @@ struct ParsedArguments {
     var flags: Set<String> = []
     var positionals: [String] = []
     var helpRequested = false
+    var versionRequested = false
 
     /// The option's last value, or nil when it was not given.
     func value(_ option: OptionSpec) -> String? { values[option.key]?.last }
@@ -131,6 +132,10 @@ extension CommandSpec {
                 result.helpRequested = true
                 continue
             }
+            if arg == "--version" {
+                result.versionRequested = true
+                continue
+            }
             var name = arg
             var inline: String? = nil
             if arg.hasPrefix("--"), let eq = arg.firstIndex(of: "=") {
@@ -138,7 +143,7 @@ extension CommandSpec {
                 inline = String(arg[arg.index(after: eq)...])
             }
             guard let option = options.first(where: { $0.names.contains(name) }) else {
-                let suggestion = Self.nearest(name, options.flatMap(\.names) + ["--help"])
+                let suggestion = Self.nearest(name, options.flatMap(\.names) + ["--help", "--version"])
                 throw UsageError(
                     message: "unknown option '\(name)'" + (suggestion.map { "; did you mean '\($0)'?" } ?? ""),
                     command: self.name)

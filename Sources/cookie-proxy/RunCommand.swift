@@ -199,9 +199,10 @@ enum RunCommand {
             return 1
         }
         if let (host, _) = uiAddress { service.bound(host: host, port: server.localServicePort) }
-        Console.out("cookie-proxy listening on http://\(HostPort.bracketed(config.listenHost)):\(server.boundPort)")
+        // The banner and status on stderr: stdout carries only the log when the log goes there (`run | jq`).
+        Console.err("cookie-proxy listening on http://\(HostPort.bracketed(config.listenHost)):\(server.boundPort)")
         if !quiet {
-            Console.out(
+            Console.err(
                 banner(
                     config, server: server, service: service, runtime: runtime, uiAddress: uiAddress,
                     https: interception?.1, pslGiven: args.value(OptionSpec.psl) != nil))

@@ -40,6 +40,10 @@ func currentTime() -> Int64 { Int64(time(nil)) }
 
 func runMain() -> Int32 {
     let argv = Array(CommandLine.arguments.dropFirst())
+    if argv.first == "--version" {
+        Console.out("cookie-proxy \(cookieProxyVersion)")
+        return 0
+    }
     guard let first = argv.first, first != "--help", first != "-h", first != "help" else {
         Console.out(rootSpec.helpText)
         return argv.isEmpty ? 2 : 0
@@ -55,6 +59,10 @@ func runMain() -> Int32 {
         let args = try spec.parse(Array(argv.dropFirst()))
         if args.helpRequested {
             Console.out(spec.helpText)
+            return 0
+        }
+        if args.versionRequested {
+            Console.out("cookie-proxy \(cookieProxyVersion)")
             return 0
         }
         if let psl = args.value(OptionSpec.psl) {

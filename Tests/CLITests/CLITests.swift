@@ -114,6 +114,17 @@ import Testing
         #expect(result.stdout.contains("\"name\":\"b\""))
     }
 
+    /// `--version` alone and on every subcommand (whatever else is given) prints the one version line and exits 0.
+    @Test(arguments: [
+        [], ["run", "--listen", "nonsense"], ["check"], ["try"], ["audit"], ["ca"], ["parse"], ["conformance"], ["mcp"],
+    ])
+    func versionIsAnsweredByEveryCommand(_ command: [String]) throws {
+        let result = try Binary.run(command + ["--version"])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout.wholeMatch(of: /cookie-proxy \d+\.\d+(\.\d+)?\n/) != nil, "\(result.stdout)")
+        #expect(result.stderr.isEmpty)
+    }
+
     @Test(arguments: [
         (["parse", "--formt", "json"], "unknown option '--formt'; did you mean '--format'?"),
         (["parse", "--format", "yaml"], "--format must be json or text"),

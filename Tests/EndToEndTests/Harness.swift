@@ -21,12 +21,12 @@ final class TestProcess: @unchecked Sendable {
     var stderr: String { String(decoding: process.standardError, as: UTF8.self) }
     var pid: Int32 { process.pid }
 
-    /// Waits until stdout contains a line starting with `prefix`; returns that line.
-    func waitForLine(startingWith prefix: String, timeout: Double = 20) throws -> String {
+    /// Waits until stdout (or stderr) contains a line starting with `prefix`; returns that line.
+    func waitForLine(startingWith prefix: String, onStderr: Bool = false, timeout: Double = 20) throws -> String {
         let deadline = Date().addingTimeInterval(timeout)
         while Date() < deadline {
             // Only complete lines: output can arrive in pieces ("PORT " now, the number a moment later).
-            let text = stdout
+            let text = onStderr ? stderr : stdout
             let complete =
                 text.hasSuffix("\n") ? Substring(text) : text[..<(text.lastIndex(of: "\n") ?? text.startIndex)]
             if let line = complete.split(separator: "\n").first(where: { $0.hasPrefix(prefix) }) { return String(line) }
@@ -157,10 +157,10 @@ final class Proxy: Sendable {
         process = try TestProcess(
             Paths.binary, ["run", "--listen", listen, "--threads", "\(threads)"] + extra,
             environment: environment)
-        let line = try process.waitForLine(startingWith: "cookie-proxy listening on ")
+        // The banner is on stderr (stdout is the log's): its first line, then (tests read it) its last.
+        let line = try process.waitForLine(startingWith: "cookie-proxy listening on ", onStderr: true)
         port = Int(line.split(separator: ":").last!)!
-        // The banner is written after that line: tests that read it wait for its last line.
-        if !extra.contains("--quiet") { _ = try process.waitForLine(startingWith: "  stop:") }
+        if !extra.contains("--quiet") { _ = try process.waitForLine(startingWith: "  stop:", onStderr: true) }
     }
     var url: String { "http://127.0.0.1:\(port)" }
 

@@ -23,8 +23,8 @@ import Testing
 
         init(_ proxy: Proxy) throws {
             let line = try #require(
-                proxy.process.stdout.split(separator: "\n").first { $0.hasPrefix("  inspector:    http://") },
-                "no inspector line in the banner: \(proxy.process.stdout)")
+                proxy.process.stderr.split(separator: "\n").first { $0.hasPrefix("  inspector:    http://") },
+                "no inspector line in the banner: \(proxy.process.stderr)")
             let url = line.dropFirst("  inspector:    ".count)
             let parts = url.split(separator: "/?token=")
             base = String(parts[0])
@@ -284,7 +284,7 @@ import Testing
         let plainHome = try InterceptionEndToEndTests.home()
         defer { try? FileManager.default.removeItem(atPath: plainHome) }
         let plain = try Proxy(["--log", "none", "--ui", "off"], environment: ["COOKIE_PROXY_HOME": plainHome])
-        #expect(!plain.process.stdout.contains("inspector:"))
+        #expect(!plain.process.stderr.contains("inspector:"))
         let bare = try curl(["-s", "-x", plain.url, "http://cookie-proxy.local/"])
         #expect(bare.text.contains("HTTPS interception is off"), "\(bare.text)")
         #expect(!bare.text.lowercased().contains("certificate") && !bare.text.contains(" CA"))

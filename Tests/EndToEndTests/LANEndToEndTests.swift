@@ -24,7 +24,7 @@ struct LANEndToEndTests {
         let network = "http://\(lan.hostAddress):\(onNetwork.port)"
 
         // The banner names the address to type on the device.
-        #expect(proxy.process.stdout.contains("\(lan.hostAddress):\(proxy.port)"), "\(proxy.process.stdout)")
+        #expect(proxy.process.stderr.contains("\(lan.hostAddress):\(proxy.port)"), "\(proxy.process.stderr)")
 
         let served = try lan.curl(from: lan.allowedAddress, ["-x", proxyURL, "\(network)/path/device"])
         #expect(served.text == "GET /path/device", "\(served.stderr)")

@@ -223,6 +223,26 @@ import TestSupport
                 .isEmpty)
     }
 
+    /// `cookie-proxy run | jq` works: with the log on stdout (the default) stdout holds only the log's JSON Lines,
+    /// with or without `--quiet`; the listening line and the banner are on stderr.
+    @Test(arguments: [[], ["--quiet"]])
+    func stdoutCarriesOnlyTheLog(_ extra: [String]) throws {
+        let dir = try Self.folder()
+        let upstream = try Recorder()
+        let proxy = try Proxy(extra + ["--rules", dir + "/h.rules", "--log-format", "json"])
+        let result = try curl(["-x", proxy.url, "http://127.0.0.1:\(upstream.port)/cookies/same"])
+        #expect(result.text == "ok")
+        proxy.process.signal(SIGTERM)
+        _ = proxy.process.waitForExit()
+        let lines = proxy.process.stdout.split(separator: "\n")
+        #expect(lines.count >= 3, "\(proxy.process.stdout)")
+        for line in lines {
+            #expect(
+                (try? JSONSerialization.jsonObject(with: Data(line.utf8))) is [String: Any], "not JSON: \(line)")
+        }
+        #expect(proxy.process.stderr.hasPrefix("cookie-proxy listening on http://127.0.0.1:\(proxy.port)\n"))
+    }
+
     /// On a terminal the live status line stays the last line: log lines are printed above it (tmux runs the
     /// proxy on a real pseudo-terminal; the pane is read back).
     @Test func onATerminalTheStatusLineStaysBelowTheLogLines() throws {

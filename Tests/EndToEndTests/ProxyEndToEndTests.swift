@@ -42,7 +42,7 @@ import Testing
         let proxy = try Proxy(
             ["--log", "none"], threads: 2,
             environment: ["COOKIE_PROXY_HOME": Proxy.defaultHome, "COOKIE_PROXY_POLLER": "poll"])
-        #expect(proxy.process.stdout.contains("  poller:       poll (COOKIE_PROXY_POLLER)"))
+        #expect(proxy.process.stderr.contains("  poller:       poll (COOKIE_PROXY_POLLER)"))
         for round in 0..<12 {
             let urls = (0..<4).map { "\(upstream.base)/path/\(round)-\($0)" }
             let result = try curl(["-x", proxy.url] + urls)

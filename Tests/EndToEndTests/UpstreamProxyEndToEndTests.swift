@@ -31,9 +31,9 @@ import Testing
             ],
             environment: ["COOKIE_PROXY_HOME": home])
         #expect(
-            proxy.process.stdout.contains(
+            proxy.process.stderr.contains(
                 "  upstream:     through proxy 127.0.0.1:\(squid.port); direct to direct.test"))
-        #expect(!proxy.process.stdout.contains("s3cret"))
+        #expect(!(proxy.process.stdout + proxy.process.stderr).contains("s3cret"))
         let setCookie = "/setcookie?c=\(InterceptionEndToEndTests.enc("x=1; SameSite=None"))"
 
         let http = try curl(["-D", "-", "-x", proxy.url, "http://app.test:\(plain.port)\(setCookie)"])
@@ -110,7 +110,7 @@ import Testing
         let direct = try curl(["-x", ignoring.url, "http://app.test:\(plain.port)/path/ignored"])
         #expect(direct.text == "GET /path/ignored", "\(direct.stderr)")
         let using = try Proxy(["--log", "none", "--upstream-proxy", "env"], environment: environment)
-        #expect(using.process.stdout.contains("http 127.0.0.1:\(squid.port), https direct"), "\(using.process.stdout)")
+        #expect(using.process.stderr.contains("http 127.0.0.1:\(squid.port), https direct"), "\(using.process.stderr)")
         let proxied = try curl(["-x", using.url, "http://app.test:\(plain.port)/path/from-env"])
         #expect(proxied.text == "GET /path/from-env", "\(proxied.stderr)")
         let log = squid.waitForLog(containing: "/path/from-env")
