@@ -13,6 +13,8 @@ public enum UpstreamFailure: Sendable, Hashable {
     case connectTimeout(Origin)
     case responseTimeout(Origin)
     case failed(Origin, reason: String)
+    /// The upstream's certificate did not verify (intercepted https): the reason, and the two ways past it.
+    case certificate(Origin, reason: String)
     /// The upstream proxy could not be reached, or would not open a tunnel.
     case proxy(UpstreamProxy, for: Origin, reason: String)
     /// The host resolves only to this machine's loopback (or unspecified) addresses, and the client is not local.
@@ -33,6 +35,9 @@ public enum UpstreamFailure: Sendable, Hashable {
         case .connectTimeout(let o): return "timed out connecting to upstream \(o)"
         case .responseTimeout(let o): return "upstream \(o) did not answer in time"
         case .failed(let o, let reason): return "upstream \(o) failed: \(reason)"
+        case .certificate(let o, let reason):
+            return
+                "upstream \(o) failed: TLS: \(reason) (trust its issuer with --upstream-ca FILE, or skip verification for this host with --insecure-upstream \(o.host))"
         case .proxy(let p, let o, let reason): return "upstream proxy \(p) (on the way to \(o)) \(reason)"
         case .loopbackFromNetwork(let o):
             return

@@ -12,8 +12,10 @@ extension ClientConnection {
             tls.drainCiphertext(into: &upstream.out.records)
             if case .failed(let reason) = status {
                 let origin = upstream.origin
+                let certificate = tls.verificationFailure != nil
                 detachUpstream(reusable: false)
-                machine.upstreamFailed(.failed(origin, reason: "TLS: \(reason)"), &io)
+                machine.upstreamFailed(
+                    certificate ? .certificate(origin, reason: reason) : .failed(origin, reason: "TLS: \(reason)"), &io)
                 return
             }
             if !tls.handshakeComplete { return }

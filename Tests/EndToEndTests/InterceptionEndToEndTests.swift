@@ -34,8 +34,8 @@ import Testing
         let proxy = try Proxy(
             ["--rules", rules, "--upstream-ca", ca.caCert, "--log", home + "/log.jsonl"],
             environment: ["COOKIE_PROXY_HOME": home])
-        #expect(proxy.process.stdout.contains("created a local CA in \(home)"))
-        #expect(proxy.process.stdout.contains("intercepting localhost (targeted by rules)"))
+        #expect(proxy.process.stderr.contains("created a local CA in \(home)"))
+        #expect(proxy.process.stderr.contains("intercepting localhost (targeted by rules)"))
         // The CA private key is readable by its owner only.
         var info = stat()
         #expect(stat(home + "/ca-key.pem", &info) == 0 && info.st_mode & 0o777 == 0o600)
@@ -126,11 +126,14 @@ import Testing
             "https://localhost:\(upstream.port)/path/x",
         ])
         #expect(result.text.hasSuffix("502"))
-        #expect(result.text.contains("certificate verification failed: unable to get local issuer certificate"))
+        #expect(
+            result.text.contains(
+                "TLS: certificate verification failed: unable to get local issuer certificate (trust its issuer with --upstream-ca FILE, or skip verification for this host with --insecure-upstream localhost)"
+            ), "\(result.text)")
         // --insecure-upstream skips verification for that host only, and says so loudly.
         let insecure = try Proxy(
             ["--intercept", "localhost", "--insecure-upstream", "localhost"], environment: ["COOKIE_PROXY_HOME": home])
-        #expect(insecure.process.stdout.contains("WARNING: upstream certificates of localhost are NOT verified"))
+        #expect(insecure.process.stderr.contains("WARNING: upstream certificates of localhost are NOT verified"))
         let ok = try curl([
             "--cacert", home + "/ca-cert.pem", "-x", insecure.url, "https://localhost:\(upstream.port)/path/y",
         ])
