@@ -13,7 +13,7 @@ import ProxyServer
 ///
 /// WebKitGTK's cookie storage is libsoup's, not the CFNetwork store of Safari and WKWebView: they share WebKit's
 /// page loading, its third-party blocking policy and its SameSite handling (no Lax by default: a cookie without
-/// SameSite is None, reported here as the draft's Default), not the parser and the jar (README, "Browsers").
+/// SameSite is None, reported here as the draft's Default), not the parser and the jar (docs/browser-differences.md).
 final class WebKitEngine: BrowserEngine {
     private let server: LineServer
     private let pid: Int32

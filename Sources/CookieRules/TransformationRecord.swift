@@ -199,7 +199,7 @@ public struct TransformationRecord: Sendable {
     }
 
     /// `YYYY-MM-DDTHH:MM:SS.mmmZ`, written as digits (string padding costs thousands of instructions a record).
-    static func timestamp(_ ms: Int64) -> String {
+    public static func timestamp(_ ms: Int64) -> String {
         String(unsafeUninitializedCapacity: 24) { out in
             writeTimestamp(ms, into: out)
             return 24

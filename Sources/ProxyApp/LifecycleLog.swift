@@ -103,7 +103,8 @@ package enum LifecycleLog {
     }
 
     static func value(_ v: String, _ redaction: Redaction) -> String {
-        redaction.showValues ? v : redaction.hash(Array(v.utf8))
+        // `[h:…]`, as a value is redacted inside a record's before and after.
+        redaction.showValues ? v : "[" + redaction.hash(Array(v.utf8)) + "]"
     }
 
     static func exchangeFields(_ c: ExchangeContext, client: String, time: Int64, to out: inout JSONWriter) {

@@ -76,7 +76,8 @@ package final class ProxyRuntime {
         sink?.submit(line: JSONValue.object([("time", .string(stamp)), ("event", .string(event))] + fields).serialized)
     }
 
-    private static func now() -> String { CookieDate.rfc3339(Int64(Date().timeIntervalSince1970)) }
+    /// Milliseconds, as every record's `time` (rules/README.md).
+    private static func now() -> String { TransformationRecord.timestamp(Int64(Date().timeIntervalSince1970 * 1000)) }
 
     /// Called about once a second: notices edited rules files.
     package func poll() {

@@ -49,7 +49,7 @@ enum CACommand {
             """,
         discussion: """
             The configuration folder is $COOKIE_PROXY_HOME, else $XDG_CONFIG_HOME/cookie-proxy, else ~/.config/cookie-proxy.
-            'cookie-proxy run' creates the CA on first use when a host is to be intercepted. README "Trusting the CA"
+            'cookie-proxy run' creates the CA on first use when a host is to be intercepted. docs/https.md "Trusting the CA"
             shows how to trust it by hand (iOS simulator, macOS, Debian, Firefox/Chromium, curl, Python). install and
             uninstall exit 0 when they changed something, 1 when every store was already so (nothing done).
             """)

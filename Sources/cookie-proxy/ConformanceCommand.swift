@@ -21,7 +21,7 @@ enum ConformanceCommand {
         ] + [.psl],
         arguments: """
               FILE     A corpus in the format of conformance/README.md. Default: the corpora the repository
-                       carries (conformance/*.json under the current folder, or beside the binary's checkout).
+                       carries (conformance/ here, in the binary's checkout, or PREFIX/share/cookie-proxy).
             """,
         discussion: "Counted cases decide the exit status (0 all pass, 1 some fail); informative ones are reported.")
 
@@ -68,15 +68,19 @@ enum ConformanceCommand {
     }
 
     /// The repository's `conformance/` folder: under the current folder (a checkout), else in the first folder above
-    /// the binary that has one (`.build/release/cookie-proxy` → the checkout it was built in).
+    /// the binary that has one (`.build/release/cookie-proxy` → the checkout it was built in) or that has
+    /// `share/cookie-proxy/conformance` (`PREFIX/bin/cookie-proxy`, as scripts/install.sh puts it).
     static func defaultFolder() -> String? {
         let files = FileManager.default
-        let holds = { (folder: String) in files.fileExists(atPath: folder + "/conformance/wpt.json") }
-        if holds(files.currentDirectoryPath) { return files.currentDirectoryPath + "/conformance" }
+        let holds = { (folder: String) in files.fileExists(atPath: folder + "/wpt.json") }
+        if holds(files.currentDirectoryPath + "/conformance") { return files.currentDirectoryPath + "/conformance" }
         let binary = (try? files.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
         var folder = URL(fileURLWithPath: binary).standardizedFileURL.deletingLastPathComponent()
         while folder.path != "/" {
-            if holds(folder.path) { return folder.path + "/conformance" }
+            for candidate in [folder.path + "/conformance", folder.path + "/share/cookie-proxy/conformance"]
+            where holds(candidate) {
+                return candidate
+            }
             folder.deleteLastPathComponent()
         }
         return nil

@@ -191,7 +191,7 @@ extension ProxyRuntime {
             } else {
                 ca = try CertificateAuthority.create(in: directory, force: false, commonName: CACommand.commonName())
                 note =
-                    "  created a local CA in \(directory) (trust \(ca.certificatePath); see README \"Trusting the CA\")\n"
+                    "  created a local CA in \(directory) (trust \(ca.certificatePath); see docs/https.md, \"Trusting the CA\")\n"
             }
             let server = try TLSServerContext(leaves: try LeafCache(ca: ca), http2: http2)
             let client = try TLSClientContext(extraCAFile: args.value(Option.upstreamCa))

@@ -330,7 +330,7 @@ enum RunCommand {
             banner += "  curl:         curl -x \(proxyURL) http://example.com/\n"
             banner += "  environment:  export http_proxy=\(proxyURL) https_proxy=\(proxyURL)\n"
             banner +=
-                "  iOS simulator / macOS: System Settings → Network → Proxies → Web Proxy \(localAddress):\(server.boundPort)\n"
+                "  iOS simulator / macOS: System Settings → Network → Proxies → Web Proxy (HTTP) and Secure Web Proxy (HTTPS), both \(localAddress):\(server.boundPort)\n"
             if config.listenHost == "0.0.0.0" || config.listenHost == "::" {
                 let addresses = ServerConfiguration.networkAddresses().filter {
                     config.listenHost == "::" || !$0.contains(":")

@@ -308,7 +308,7 @@ import Testing
                 "other.test:127.0.0.1",
             ], environment: ["COOKIE_PROXY_HOME": dir])
         let ui = try InspectorEndToEndTests.UI(proxy)
-        // UPDATE_SCREENSHOT=1 writes the README's picture.
+        // UPDATE_SCREENSHOT=1 writes docs/inspector.md's picture.
         let screenshot =
             ProcessInfo.processInfo.environment["UPDATE_SCREENSHOT"] != nil
             ? Paths.root + "/docs/inspector.png" : dir + "/inspector.png"

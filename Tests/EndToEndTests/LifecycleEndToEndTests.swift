@@ -97,8 +97,10 @@ import Testing
             #expect(
                 verdicts.map { ($0["reason"] as? [String: Any])?["code"] as? String } == step.verdicts.map(\.2),
                 "\(record)")
-            // Values are redacted unless --log-values.
-            #expect(!verdicts.contains { ($0["sent"] as? String) == "s1" || ($0["sent"] as? String) == "changed" })
+            // Values are redacted unless --log-values, written as before/after write them: `[h:` 8 hex digits `]`.
+            for value in verdicts.flatMap({ [$0["sent"], $0["expected"]] }).compactMap({ $0 as? String }) {
+                #expect(value.wholeMatch(of: /\[h:[0-9a-f]{8}\]/) != nil, "\(value)")
+            }
         }
         let third = try #require(judged.last?["verdicts"] as? [[String: Any]])
         #expect(((third[0]["reason"] as? [String: Any])?["engines"] as? [String])?.contains("WKWebView") == true)
