@@ -30,6 +30,20 @@ public struct ProxyAnswer: Sendable, Hashable {
         self.close = close
     }
 
+    /// What a listener without HTTP/2 writes to a connection that opened with HTTP/2's preface (RFC 9113 §3.4):
+    /// an empty SETTINGS frame (the server's preface, so the client reads on), then GOAWAY with last stream 0,
+    /// HTTP_1_1_REQUIRED (§7, `0xd`) and `reason` as its debug data (§6.8), which clients print.
+    public static func http2Refused(_ reason: String) -> [UInt8] {
+        let debug = Array(reason.utf8)
+        let length = 8 + debug.count
+        let settings: [UInt8] = [0, 0, 0, 0x04, 0, 0, 0, 0, 0]
+        let goAwayHeader: [UInt8] = [
+            UInt8(length >> 16 & 0xFF), UInt8(length >> 8 & 0xFF), UInt8(length & 0xFF), 0x07, 0, 0, 0, 0, 0,
+        ]
+        let goAwayPayload: [UInt8] = [0, 0, 0, 0, 0, 0, 0, 0x0D]
+        return settings + goAwayHeader + goAwayPayload + debug
+    }
+
     /// The whole response: status line, fields, body.
     public var bytes: [UInt8] {
         let body = reason + "\n"

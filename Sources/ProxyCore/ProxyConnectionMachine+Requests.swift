@@ -15,10 +15,7 @@ extension ProxyConnectionMachine {
 
     /// The client half's next request, if a whole head has arrived: an exchange started, or the answer it gets.
     mutating func parseRequest(_ io: inout ConnectionIO) {
-        guard
-            let event = client.nextRequest(
-                headStorage, firstHead: requestCount == 0, acceptsHTTP2Preface: configuration.acceptsHTTP2Preface)
-        else { return }
+        guard let event = client.nextRequest(headStorage, firstHead: requestCount == 0) else { return }
         switch consume event {
         case .request(let request, let framing):
             startExchange(request, framing: framing, &io)
@@ -26,6 +23,13 @@ extension ProxyConnectionMachine {
         case .refused(let status, let reason):
             answer(status, reason, &io, keepAlive: false)
         case .http2Preface(let leftover):
+            guard configuration.acceptsHTTP2Preface else {
+                // An HTTP/2 client reads no HTTP/1.1 answer: it is told in its own protocol, then the connection
+                // closes.
+                io.toClient.append(contentsOf: ProxyAnswer.http2Refused("HTTP/2 is off on this listener (--http2 off)"))
+                close(&io)
+                return
+            }
             io.commands.append(.startHTTP2(leftover: leftover))
         }
     }

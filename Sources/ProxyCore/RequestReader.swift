@@ -55,7 +55,7 @@ struct RequestReader {
     /// arrived. The HTTP/2 preface is looked for only where a head fails to parse on a connection's `firstHead`:
     /// "PRI * HTTP/2.0" is no HTTP/1.1 request line, and every other request is parsed without the check.
     @inline(__always)
-    mutating func nextRequest(_ storage: HeadStorage, firstHead: Bool, acceptsHTTP2Preface: Bool) -> Event? {
+    mutating func nextRequest(_ storage: HeadStorage, firstHead: Bool) -> Event? {
         start += HTTPHeadParser.leadingEmptyLines(input[start...])
         guard start < input.count else { return nil }
         let length: Int
@@ -79,7 +79,7 @@ struct RequestReader {
             let request = try parser.parseRequest(headBytes, fieldStorage: storage.takeFields())
             return .request(request, try BodyFraming.forRequest(request.head, version: request.version))
         } catch {
-            if firstHead && acceptsHTTP2Preface && headBytes.elementsEqual("PRI * HTTP/2.0\r\n\r\n".utf8) {
+            if firstHead && headBytes.elementsEqual("PRI * HTTP/2.0\r\n\r\n".utf8) {
                 return .http2Preface(leftover: takeAll(from: start - length))
             }
             return .refused(

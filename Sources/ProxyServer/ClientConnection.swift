@@ -38,6 +38,11 @@ final class ClientConnection: LoopHandler {
     var parked: UpstreamConnection?
     var interest: UInt32 = Poller.readable
     var closeAfterFlush = false
+    /// A lingering close began (the proxy's last bytes are sent and its side shut): what the client still sends is
+    /// read and dropped until it closes too, or ``lingerTime`` passes.
+    var lingeringSince: Int64? = nil
+    /// The client closed its side: there is nothing to linger for.
+    var clientEOF = false
     /// The socket has taken bytes before, and TCP_NODELAY is on. Linux's Nagle is Minshall's: a small segment
     /// waits only while an earlier small one is unacknowledged, so a connection's first write never waits, and
     /// NODELAY is set before the second (nginx sets it as late): a connection with one response (`Connection:
@@ -128,6 +133,11 @@ final class ClientConnection: LoopHandler {
 
     private func readClient() {
         let n = loop.readBuffer.withUnsafeMutableBytes { Sys.recv(fd, $0) }
+        if lingeringSince != nil {
+            // Lingering: what comes is dropped; the client's close (or an error) ends it.
+            if n == 0 || (n < 0 && Int32(-n) != Sys.EAGAIN && Int32(-n) != Sys.EINTR) { closeNow() }
+            return
+        }
         if n > 0 {
             lastActivity = loop.now
             if let tls = clientTLS {
@@ -139,6 +149,7 @@ final class ClientConnection: LoopHandler {
                 machine.clientData(loop.readBuffer[0..<n], &io)
             }
         } else if n == 0 {
+            clientEOF = true
             if http2 != nil { closeNow() } else { machine.clientClosed(&io) }
         } else if Int32(-n) != Sys.EAGAIN && Int32(-n) != Sys.EINTR {
             // Reset by peer or similar: nothing can be delivered any more.
@@ -191,7 +202,7 @@ final class ClientConnection: LoopHandler {
         flush()
         if closed { return }
         if closeAfterFlush && pendingToClient == 0 {
-            closeNow()
+            if lingeringSince == nil { lingerOrClose() }
             return
         }
         let status = machine.status()
@@ -388,6 +399,10 @@ final class ClientConnection: LoopHandler {
         if closed { return }
         let c = loop.configuration
         let now = loop.now
+        if let lingeringSince {
+            if now - lingeringSince >= Self.lingerTime { closeNow() }
+            return
+        }
         if let parked, now - parked.pooledAt >= Self.milliseconds(c.poolIdleTimeout) { dropParked() }
         let phase = http2 == nil ? machine.phase : http2!.exchanges.isEmpty ? .idle : .streaming
         if let http2 {
@@ -461,6 +476,26 @@ final class ClientConnection: LoopHandler {
         }
         machine.drain(&io)
         apply()
+    }
+
+    /// How long a lingering close waits for the client to close its side (nginx's `lingering_timeout` is 5 s).
+    static let lingerTime: Int64 = 2000
+
+    /// Closes the connection after the proxy's last bytes went out. A plain client connection that may still be
+    /// sending (a request the proxy refused before reading it all, a pipelined one, an HTTP/2 client's frames
+    /// after a GOAWAY) is closed in two steps, as nginx's lingering close does: the proxy's side is shut (the
+    /// client reads the end of the answer) and what the client still sends is read and dropped until it closes
+    /// or ``lingerTime`` passes. Closing with unread bytes in the socket would send a reset instead (RFC 9112
+    /// §9.6), which can destroy the answer before the client has read it. A connection with an upstream, a TLS
+    /// session, an HTTP/2 session or a stream closes at once, as before.
+    private func lingerOrClose() {
+        guard stream == nil, http2 == nil, clientTLS == nil, upstream == nil, parked == nil, !clientEOF else {
+            return closeNow()
+        }
+        lingeringSince = loop.now
+        Sys.shutdownWrite(fd)
+        interest = Poller.readable
+        loop.poller.modify(fd, Poller.readable, token: UInt64(slot))
     }
 
     /// Closes at once. A socket error that ended the connection is counted by the server (the client is gone:

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 #if canImport(Glibc)
@@ -38,6 +39,21 @@ final class Recorder: Sendable {
 @Suite(.serialized) struct FramingEndToEndTests {
     static func send(_ proxy: Proxy, _ text: String) throws -> String {
         String(decoding: try RawClient.exchange(port: proxy.port, send: [Array(text.utf8)], timeout: 5), as: UTF8.self)
+    }
+
+    /// A refused request's connection closes in stages (RFC 9112 §9.6, nginx's lingering close): the proxy shuts
+    /// its side after the `400` (the client reads the answer to the end of the stream) and drops what the client
+    /// still sends until it closes. Closing at once would answer those bytes with a reset, and a client that writes
+    /// before it reads (an HTTP/2 client after a GOAWAY, one that pipelines) fails on the write and never reads
+    /// its answer: here the client's later writes succeed.
+    @Test(arguments: [
+        "POST http://127.0.0.1:9/ HTTP/1.1\\r\\nHost: 127.0.0.1:9\\r\\nTransfer-Encoding: gzip\\r\\n\\r\\n",
+        "GET / HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n",
+    ])
+    func aRefusedClientThatKeepsSendingIsReadUntilItCloses(_ head: String) throws {
+        let proxy = try Proxy(["--quiet", "--log", "none"])
+        let result = try run(Paths.which("python3"), [Paths.fixtures + "/linger_client.py", "\(proxy.port)", head])
+        #expect(result.text == "HTTP/1.1 400 Bad Request\nsent\n", "\(result.text) \(result.stderr)")
     }
 
     @Test(arguments: [

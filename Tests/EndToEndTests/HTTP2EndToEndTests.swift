@@ -289,6 +289,20 @@ import Testing
         #expect(next.text == "200", "\(next.stderr)")
     }
 
+    /// With `--http2 off`, a connection that opens with HTTP/2's preface is told so in HTTP/2, which is all such a
+    /// client reads: the server's SETTINGS, then GOAWAY with HTTP_1_1_REQUIRED (RFC 9113 §7) and the reason as
+    /// its debug data (nghttp prints it), where it used to get an HTTP/1.1 `400` it could not read.
+    @Test func aPrefaceToAListenerWithoutHTTP2IsAnsweredGOAWAY() throws {
+        let proxy = try Proxy(["--quiet", "--http2", "off", "--reverse", "http://127.0.0.1:9", "--log", "none"])
+        let raw = try Self.raw(port: proxy.port, [Self.get("/")])
+        #expect(raw.first?["goaway"] as? Int == 13, "\(raw)")
+        let nghttp = try run(Paths.which("nghttp"), ["-v", "\(proxy.url)/"], timeout: 20)
+        #expect(
+            nghttp.text.contains(
+                "error_code=HTTP_1_1_REQUIRED(0x0d), opaque_data(44)=[HTTP/2 is off on this listener (--http2 off)]"),
+            "\(nghttp.text)")
+    }
+
     /// ALPN on intercepted TLS by `--http2` (RFC 7301): `fallback` keeps HTTP/1.1 for clients that offer it and
     /// gives h2 to those that offer nothing else (gRPC's), `on` prefers h2, `off` never offers it.
     @Test(arguments: [

@@ -29,6 +29,7 @@ import Testing
         ("GET / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip\r\n\r\n", true, "refused 400"),
         ("GET / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: bogus, chunked\r\n\r\n", true, "refused 501"),
         ("GET / HTTP/1.1\r\nHost a\r\n\r\n", true, "refused 400"),
+        // The preface, whether or not the listener takes HTTP/2 (the machine decides what to answer).
         ("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", true, "h2 24"),
         // The preface is looked for on a connection's first head only.
         ("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", false, "refused 400"),
@@ -36,7 +37,7 @@ import Testing
     func theClientHalfReadsARequestOrSaysWhyNot(bytes: String, firstHead: Bool, expected: String) {
         var reader = RequestReader(limits: Self.limits)
         reader.append(ArraySlice(Array(bytes.utf8)))
-        let event = reader.nextRequest(HeadStorage(), firstHead: firstHead, acceptsHTTP2Preface: true)
+        let event = reader.nextRequest(HeadStorage(), firstHead: firstHead)
         #expect(Self.describe(event) == expected)
     }
 
@@ -44,8 +45,7 @@ import Testing
         var reader = RequestReader(limits: Self.limits)
         reader.append(ArraySlice(Array("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nab".utf8)))
         guard
-            case .request(_, let framing)? = reader.nextRequest(
-                HeadStorage(), firstHead: true, acceptsHTTP2Preface: false)
+            case .request(_, let framing)? = reader.nextRequest(HeadStorage(), firstHead: true)
         else {
             Issue.record("no request")
             return
@@ -60,7 +60,7 @@ import Testing
         #expect(String(decoding: out, as: UTF8.self) == "3\r\nabc\r\n0\r\n\r\n")
         #expect(reader.body.isComplete)
         guard case .nothing = reader.readBody(into: &out) else { Issue.record("read past the body"); return }
-        let next = reader.nextRequest(HeadStorage(), firstHead: false, acceptsHTTP2Preface: false)
+        let next = reader.nextRequest(HeadStorage(), firstHead: false)
         #expect(Self.describe(next) == "request GET none")
     }
 
