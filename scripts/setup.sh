@@ -27,6 +27,9 @@ if [ "${1:-}" = "--tests" ]; then
         firefox-esr       # the live cookie differential against Firefox (WebDriver BiDi)
         webkit2gtk-driver # the live cookie differential against WebKitGTK (WebKitWebDriver, MiniBrowser)
         xvfb              # a display for WebKitGTK (xvfb-run)
+        zsh               # the generated zsh completions, checked by zsh itself
+        fish              # the generated fish completions, asked by fish itself
+        groff-base        # the generated manual page, checked by groff
     )
 fi
 

@@ -21,6 +21,7 @@ let rootSpec = CommandSpec(
           parse          Parse Set-Cookie values and show what a browser makes of them.
           conformance    Run cookie conformance corpora against the jar.
           mcp            Serve these tools to agents over the Model Context Protocol (stdio).
+          completions    Print shell completions (bash, zsh, fish) or the manual page (man).
 
         Run 'cookie-proxy <subcommand> --help' for a subcommand's options.
         """)
@@ -34,7 +35,11 @@ let commands: [String: CommandSpec] = [
     "parse": ParseCommand.spec,
     "conformance": ConformanceCommand.spec,
     "mcp": MCPCommand.spec,
+    "completions": CompletionsCommand.spec,
 ]
+
+/// The subcommands in the order the root's help lists them (completions and the manual page follow it).
+let commandOrder = ["run", "check", "try", "ca", "audit", "parse", "conformance", "mcp", "completions"]
 
 func currentTime() -> Int64 { Int64(time(nil)) }
 
@@ -82,6 +87,8 @@ func runMain() -> Int32 {
         case "parse": return try ParseCommand.run(args, now: currentTime())
         case "conformance": return try ConformanceCommand.run(args)
         case "mcp": return try MCPCommand.run(args)
+        case "completions":
+            return try CompletionsCommand.run(args, commands: commandOrder.map { ($0, commands[$0]!) }, root: rootSpec)
         default: return 2
         }
     } catch {
