@@ -21,6 +21,7 @@ let rootSpec = CommandSpec(
           parse          Parse Set-Cookie values and show what a browser makes of them.
           conformance    Run cookie conformance corpora against the jar.
           mcp            Serve these tools to agents over the Model Context Protocol (stdio).
+          ui             Print the inspector's URL with this installation's token.
           completions    Print shell completions (bash, zsh, fish) or the manual page (man).
 
         Run 'cookie-proxy <subcommand> --help' for a subcommand's options.
@@ -35,11 +36,12 @@ let commands: [String: CommandSpec] = [
     "parse": ParseCommand.spec,
     "conformance": ConformanceCommand.spec,
     "mcp": MCPCommand.spec,
+    "ui": UICommand.spec,
     "completions": CompletionsCommand.spec,
 ]
 
 /// The subcommands in the order the root's help lists them (completions and the manual page follow it).
-let commandOrder = ["run", "check", "try", "ca", "audit", "parse", "conformance", "mcp", "completions"]
+let commandOrder = ["run", "check", "try", "ca", "audit", "parse", "conformance", "mcp", "ui", "completions"]
 
 func currentTime() -> Int64 { Int64(time(nil)) }
 
@@ -87,6 +89,7 @@ func runMain() -> Int32 {
         case "parse": return try ParseCommand.run(args, now: currentTime())
         case "conformance": return try ConformanceCommand.run(args)
         case "mcp": return try MCPCommand.run(args)
+        case "ui": return try UICommand.run(args)
         case "completions":
             return try CompletionsCommand.run(args, commands: commandOrder.map { ($0, commands[$0]!) }, root: rootSpec)
         default: return 2

@@ -4,7 +4,7 @@ import Testing
 
 @Suite struct CLITests {
     /// `--help` of every subcommand matches its golden file (Tests/CLITests/golden/).
-    @Test(arguments: ["", "run", "check", "try", "audit", "ca", "parse", "conformance", "mcp", "completions"])
+    @Test(arguments: ["", "run", "check", "try", "audit", "ca", "parse", "conformance", "mcp", "ui", "completions"])
     func helpMatchesGoldenText(_ subcommand: String) throws {
         let args = subcommand.isEmpty ? ["--help"] : [subcommand, "--help"]
         let result = try Binary.run(args)

@@ -9,7 +9,7 @@ import Testing
     /// Every subcommand's options as its `--help` lists them (the long spellings), read from the binary.
     static func optionsByCommand() throws -> [String: [String]] {
         var result: [String: [String]] = [:]
-        for command in ["run", "check", "try", "ca", "audit", "parse", "conformance", "mcp", "completions"] {
+        for command in ["run", "check", "try", "ca", "audit", "parse", "conformance", "mcp", "ui", "completions"] {
             let help = try Binary.run([command, "--help"]).stdout
             let options = help.split(separator: "\n", omittingEmptySubsequences: false).drop { $0 != "OPTIONS:" }
                 .dropFirst()

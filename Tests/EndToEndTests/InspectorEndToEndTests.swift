@@ -56,11 +56,15 @@ import Testing
         defer { try? FileManager.default.removeItem(atPath: home) }
         let proxy = try Proxy(["--log", "none"], environment: ["COOKIE_PROXY_HOME": home])
         let ui = try UI(proxy)
-        // The token is the installation's: a file next to the CA, its owner's only.
+        // The token is the installation's: a file next to the CA, its owner's only, holding the token as text (so
+        // `Authorization: Bearer $(cat inspector-token)` works), and `cookie-proxy ui url` prints the banner's URL.
         var info = stat()
         #expect(stat(home + "/inspector-token", &info) == 0 && info.st_mode & 0o777 == 0o600)
-        let secret = try #require(FileManager.default.contents(atPath: home + "/inspector-token"))
-        #expect(secret.prefix(16).map { String(format: "%02x", $0) }.joined() == ui.token)
+        let secret = try String(contentsOfFile: home + "/inspector-token", encoding: .utf8)
+        #expect(secret == ui.token + "\n")
+        let printed = try run(
+            Paths.binary, ["ui", "url", "--ui", "127.0.0.1:\(ui.port)"], environment: ["COOKIE_PROXY_HOME": home])
+        #expect(printed.text == "http://127.0.0.1:\(ui.port)/?token=\(ui.token)\n", "\(printed.stderr)")
 
         #expect(try ui.get("/api/exchanges").status == 401)
         #expect(try ui.get("/").status == 401)
@@ -192,8 +196,8 @@ import Testing
         let proxy = try Proxy(
             ["--quiet", "--log", "none", "--ui-history", "500", "--ui", "127.0.0.1:0"],
             environment: ["COOKIE_PROXY_HOME": dir])
-        let token = try #require(FileManager.default.contents(atPath: dir + "/inspector-token")).prefix(16)
-            .map { String(format: "%02x", $0) }.joined()
+        let token = try String(contentsOfFile: dir + "/inspector-token", encoding: .utf8)
+            .trimmingCharacters(in: .newlines)
         // --quiet prints no banner: the inspector's port is the proxy's other listening socket.
         let ports = try run(Paths.which("ss"), ["-Hltnp"]).text.split(separator: "\n")
             .filter { $0.contains("pid=\(proxy.process.pid),") }

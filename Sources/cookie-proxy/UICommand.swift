@@ -1,0 +1,44 @@
+import Foundation
+import ProxyApp
+import HTTPGrammar
+import ProxyTLS
+
+/// `cookie-proxy ui url`: the inspector's URL with this installation's token, as `run`'s banner prints it, for a
+/// proxy started with `--quiet` or in another terminal.
+enum UICommand {
+    enum Option {
+        static let ui = OptionSpec(
+            names: ["--ui"], value: "host:port", help: "The inspector's address, as given to 'run --ui'.",
+            defaultValue: "127.0.0.1:8081")
+    }
+
+    static let spec = CommandSpec(
+        name: "ui",
+        abstract: "Print the inspector's URL with this installation's token.",
+        usage: "cookie-proxy ui url [--ui HOST:PORT]",
+        options: [Option.ui],
+        arguments: """
+              url      http://HOST:PORT/?token=… (the token is in inspector-token in the configuration folder, mode 0600)
+            """,
+        discussion:
+            "A taken default port makes 'run' pick another, which its banner shows: give that one with --ui.")
+
+    static func run(_ args: ParsedArguments) throws(UsageError) -> Int32 {
+        guard args.positionals == ["url"] else {
+            throw UsageError(message: "the one action is 'url'", command: spec.name)
+        }
+        let address = args.value(Option.ui) ?? "127.0.0.1:8081"
+        guard let (host, port) = RunCommand.parseHostPort(address), port > 0 else {
+            throw UsageError(message: "--ui '\(address)' must be HOST:PORT, e.g. 127.0.0.1:8081", command: spec.name)
+        }
+        let directory = CertificateAuthority.defaultDirectory(environment: ProcessInfo.processInfo.environment)
+        do {
+            let token = try LogKey.inspectorToken(directory: directory)
+            Console.out("http://\(HostPort.bracketed(host)):\(port)/?token=\(token)")
+            return 0
+        } catch {
+            Console.err("error: cannot read or make the inspector token in \(directory): \(error)")
+            return 1
+        }
+    }
+}
