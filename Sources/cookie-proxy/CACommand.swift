@@ -141,7 +141,7 @@ enum CACommand {
             certificatePath: ca.certificatePath,
             certificatePEM: String(decoding: try ca.certificatePEM(), as: UTF8.self),
             name: try ca.commonName(), home: home,
-            nssDatabases: nss.isEmpty ? CATrust.defaultNSSDatabases(home: home) : nss)
+            nssDatabases: nss.isEmpty ? CATrust.defaultNSSDatabases(home: home) : nss, nssNamed: !nss.isEmpty)
         var changed = false
         for store in stores {
             do {

@@ -43,6 +43,14 @@ enum CATrust {
         var name: String
         var home: String
         var nssDatabases: [String]
+        /// The databases were named (`--nss-db`): each must exist already (a mistyped path is not created), and the
+        /// undo names them.
+        var nssNamed = false
+
+        /// The options that name the databases this context's NSS commands act on.
+        var nssOptions: String {
+            nssNamed ? nssDatabases.map { "--nss-db \(Shell.quoted($0))" }.joined(separator: " ") : "--nss"
+        }
     }
 
     static func install(_ store: Store, _ c: Context, system: Bool) throws(Failure) -> Outcome {
@@ -155,6 +163,13 @@ enum CATrust {
         var changed = false
         for database in c.nssDatabases {
             if !FileManager.default.fileExists(atPath: database + "/cert9.db") {
+                if c.nssNamed {
+                    // A named database is one that exists: a mistyped path would otherwise become a new, unused one.
+                    throw Failure(
+                        description:
+                            "nss: \(database) is not an NSS database (no cert9.db); check the path, or create one with: certutil -N -d sql:\(database) --empty-password"
+                    )
+                }
                 do {
                     try FileManager.default.createDirectory(
                         atPath: database, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
@@ -171,7 +186,7 @@ enum CATrust {
                 guard normalisedPEM(listed.output) == normalisedPEM(c.certificatePEM) else {
                     throw Failure(
                         description:
-                            "nss: \(database) holds another certificate named '\(c.name)' (the CA was created again); run 'cookie-proxy ca uninstall --nss' first"
+                            "nss: \(database) holds another certificate named '\(c.name)' (the CA was created again); run 'cookie-proxy ca uninstall \(c.nssOptions)' first"
                     )
                 }
                 lines.append("nss: already trusted in \(database); nothing done")
@@ -186,7 +201,9 @@ enum CATrust {
             changed = true
             lines.append("nss: added '\(c.name)' to \(database), trusted for TLS servers")
         }
-        if changed { lines.append("     undo: cookie-proxy ca uninstall --nss (restart the browser to see it)") }
+        if changed {
+            lines.append("     undo: cookie-proxy ca uninstall \(c.nssOptions) (restart the browser to see it)")
+        }
         return Outcome(changed: changed, message: lines.joined(separator: "\n"))
     }
 
@@ -305,5 +322,11 @@ enum Shell {
         } catch {
             throw CATrust.Failure(description: error.description)
         }
+    }
+
+    /// `text` as one word for a POSIX shell: as it is when it holds only safe bytes, else in single quotes.
+    static func quoted(_ text: String) -> String {
+        let safe = text.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || "/._-+:@%=,".contains($0)) }
+        return safe && !text.isEmpty ? text : "'" + text.replacingOccurrences(of: "'", with: "'\\''") + "'"
     }
 }

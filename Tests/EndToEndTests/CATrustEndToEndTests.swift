@@ -49,6 +49,26 @@ import Testing
     }
 
     /// Debian's store, in a mount namespace whose /etc/ssl/certs is a copy and whose
+    /// `--nss-db DIR` acts on that database only: a path that is no NSS database is refused (not created), and the
+    /// undo printed names the same database.
+    @Test func aNamedNSSDatabaseMustExistAndItsUndoNamesIt() throws {
+        let home = try InterceptionEndToEndTests.home()
+        defer { try? FileManager.default.removeItem(atPath: home) }
+        let mistyped = try Self.ca(home, ["install", "--nss-db", home + "/nssbd"])
+        #expect(mistyped.status == 1, "\(mistyped.text)")
+        #expect(mistyped.stderr.contains("\(home)/nssbd is not an NSS database (no cert9.db)"), "\(mistyped.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: home + "/nssbd"))
+        let database = home + "/my db"
+        try FileManager.default.createDirectory(atPath: database, withIntermediateDirectories: true)
+        let created = try run(Paths.which("certutil"), ["-N", "-d", "sql:" + database, "--empty-password"])
+        #expect(created.status == 0, "\(created.text)")
+        let installed = try Self.ca(home, ["install", "--nss-db", database])
+        #expect(installed.status == 0, "\(installed.stderr)")
+        #expect(installed.text.contains("undo: cookie-proxy ca uninstall --nss-db '\(database)'"), "\(installed.text)")
+        let removed = try Self.ca(home, ["uninstall", "--nss-db", database])
+        #expect(removed.status == 0 && removed.text.contains("removed '"), "\(removed.text)")
+    }
+
     /// /usr/local/share/ca-certificates is empty: openssl trusts the CA after install, not after uninstall.
     @Test(.enabled(if: getuid() == 0, "the system store needs root (and a mount namespace)"))
     func systemInstallMakesOpenSSLTrustTheCAAndUninstallUndoesIt() throws {
