@@ -11,6 +11,8 @@ public struct AuditOptions: Sendable {
     /// `-b name=value`: cookies the jar starts with (host-only, for the first URL's host, Path=/).
     public var cookies: [String] = []
     public var proxy: String? = nil
+    /// `--resolve HOST:ADDRESS`: connect to ADDRESS for HOST, on every hop (as `run --resolve`).
+    public var resolve: [(host: String, address: String)] = []
     public var caFile: String? = nil
     public var insecure = false
     public var maximumRedirects = 10
@@ -90,6 +92,10 @@ public enum CookieAudit {
                 response = try curl.perform(
                     CurlEasy.Request(
                         url: url, method: method, body: body, headers: headers, proxy: options.proxy,
+                        // curl's form, HOST:PORT:ADDRESS, for the port this hop goes to.
+                        resolve: options.resolve.map {
+                            "\($0.host):\(requestURL.port ?? (requestURL.scheme == "https" ? 443 : 80)):\($0.address)"
+                        },
                         caFile: options.caFile,
                         insecure: options.insecure, timeout: options.timeout))
             } catch {

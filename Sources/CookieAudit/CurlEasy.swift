@@ -5,6 +5,7 @@ internal import CCurl
 final class CurlEasy {
     private let handle: UnsafeMutableRawPointer
     private var headerList: UnsafeMutablePointer<curl_slist>? = nil
+    private var resolveList: UnsafeMutablePointer<curl_slist>? = nil
     private var errorBuffer = [CChar](repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
 
     /// `curl_global_init` once per process, before any handle.
@@ -18,6 +19,7 @@ final class CurlEasy {
 
     deinit {
         if let headerList { curl_slist_free_all(headerList) }
+        if let resolveList { curl_slist_free_all(resolveList) }
         curl_easy_cleanup(handle)
     }
 
@@ -42,6 +44,8 @@ final class CurlEasy {
         var body: [UInt8]?
         var headers: [String]
         var proxy: String?
+        /// CURLOPT_RESOLVE entries, `HOST:PORT:ADDRESS`.
+        var resolve: [String] = []
         var caFile: String?
         var insecure: Bool
         var timeout: Double
@@ -84,6 +88,10 @@ final class CurlEasy {
         headerList = nil
         for h in request.headers { headerList = curl_slist_append(headerList, h) }
         if let headerList { _ = CCurl_setopt_list(handle, CURLOPT_HTTPHEADER, headerList) }
+        if let resolveList { curl_slist_free_all(resolveList) }
+        resolveList = nil
+        for entry in request.resolve { resolveList = curl_slist_append(resolveList, entry) }
+        if let resolveList { _ = CCurl_setopt_list(handle, CURLOPT_RESOLVE, resolveList) }
 
         let sink = ResponseSink()
         let context = Unmanaged.passUnretained(sink).toOpaque()

@@ -1,4 +1,5 @@
 import ProxyApp
+import HTTPGrammar
 import CookieAudit
 import CookieKit
 import CookieRules
@@ -18,6 +19,11 @@ enum AuditCommand {
         static let cookie = OptionSpec(
             names: ["-b", "--cookie"], value: "name=value", help: "Cookie to start with.", repeatable: true)
         static let proxy = OptionSpec(names: ["--proxy"], value: "url", help: "Send the requests through this proxy.")
+        static let resolve = OptionSpec(
+            names: ["--resolve"], value: "host:address",
+            help:
+                "Connect to this numeric address for this host instead of asking DNS, on every hop (as run --resolve).",
+            repeatable: true)
         static let cacert = OptionSpec(names: ["--cacert"], value: "file", help: "Trust this CA certificate (PEM) too.")
         static let insecure = OptionSpec(
             names: ["-k", "--insecure"], value: nil, help: "Do not verify TLS certificates.")
@@ -48,6 +54,7 @@ enum AuditCommand {
             Option.header,
             Option.cookie,
             Option.proxy,
+            Option.resolve,
             Option.cacert,
             Option.insecure,
             Option.maxRedirs,
@@ -96,6 +103,18 @@ enum AuditCommand {
             options.cookies.append(c)
         }
         options.proxy = args.value(Option.proxy)
+        for entry in args.all(Option.resolve) {
+            guard let colon = entry.firstIndex(of: ":"), colon != entry.startIndex,
+                HostName.isIPLiteral(String(entry[entry.index(after: colon)...]))
+            else {
+                throw UsageError(
+                    message: "--resolve '\(entry)' must be HOST:ADDRESS, e.g. app.test:127.0.0.1", command: spec.name)
+            }
+            let address = String(entry[entry.index(after: colon)...])
+            // curl wants an IPv6 address in brackets.
+            options.resolve.append(
+                (String(entry[..<colon]).lowercased(), address.contains(":") ? "[\(address)]" : address))
+        }
         options.caFile = args.value(Option.cacert)
         options.insecure = args.flag(Option.insecure)
         if let n = args.value(Option.maxRedirs) {

@@ -36,6 +36,22 @@ import Testing
         #expect(dropped.map { $0["name"] as? String } == ["cross", "foreign"])
     }
 
+    /// `--resolve HOST:ADDRESS` as `run` takes it: a name DNS does not know reaches the local upstream, on every
+    /// hop of a redirect chain (the cookie set on the first hop comes back on the second, under that name).
+    @Test func resolveSendsANameToAnAddressOnEveryHop() throws {
+        let upstream = try Upstream()
+        let url =
+            "http://app.test:\(upstream.port)/setcookie?c=\(Self.enc("sid=1; Path=/"))&location=\(Self.enc("/read"))"
+        let result = try run(Paths.binary, ["audit", "--resolve", "app.test:127.0.0.1", url])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(
+            result.text.contains(
+                "Cookie header a browser would send to http://app.test:\(upstream.port)/read:\n  sid=1"),
+            "\(result.text)")
+        let refused = try run(Paths.binary, ["audit", "--resolve", "app.test", url])
+        #expect(refused.status == 2 && refused.stderr.contains("must be HOST:ADDRESS"), "\(refused.stderr)")
+    }
+
     @Test func eachHopSendsTheCookiesTheJarHoldsForIt() throws {
         let upstream = try Upstream()
         let url =
