@@ -342,6 +342,15 @@ enum RunCommand {
                     : "  devices:      set the Wi-Fi proxy to \(typed.joined(separator: " or "))\n"
                 if config.allowed.isEmpty {
                     banner += "                (and admit them: --allow 192.168.1.0/24, their network)\n"
+                } else {
+                    banner +=
+                        "  admitted:     loopback and \(config.allowed.map(\.description).joined(separator: ", "))\n"
+                    // A device types one of these addresses, and is on its network: outside every --allow, its
+                    // requests get a 403.
+                    for address in addresses where !config.allowed.contains(where: { $0.contains(address) }) {
+                        banner +=
+                            "  WARNING:      \(address) is outside every --allow network: a device on its network is refused (403)\n"
+                    }
                 }
             }
         }
@@ -355,6 +364,11 @@ enum RunCommand {
                 : "http \(routes.http.map(\.description) ?? "direct"), https \(routes.https.map(\.description) ?? "direct")"
             let direct = routes.bypass.isEmpty ? "" : "; direct to \(routes.bypass.joined(separator: ", "))"
             banner += "  upstream:     through proxy \(via)\(direct)\n"
+        } else if let ignored = ignoredProxyVariables(ownPort: server.boundPort), !ignored.isEmpty {
+            // A corporate proxy in the environment is not followed unless asked: say so, naming the variables only
+            // (their values may hold credentials).
+            banner +=
+                "  upstream:     direct; \(ignored.joined(separator: " and ")) \(ignored.count == 1 ? "is" : "are") set here and not used (--upstream-proxy env uses \(ignored.count == 1 ? "it" : "them"))\n"
         }
         switch PublicSuffixList.current.source {
         case .shipped:
@@ -439,6 +453,22 @@ enum RunCommand {
 
     /// `--upstream-proxy` and `--no-upstream-proxy`. The environment's HTTP_PROXY and friends only with
     /// `--upstream-proxy env`: a proxy that silently chains itself to whatever the shell exported is a trap.
+    /// The proxy variables set in the environment (`http_proxy`, `HTTPS_PROXY`, …) that name another proxy than this
+    /// one (the banner suggests exporting this one's own address), or nil when none is.
+    static func ignoredProxyVariables(ownPort: Int) -> [String]? {
+        var names: [String] = []
+        for name in ["http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY"] {
+            guard let value = getenv(name).map({ String(cString: $0) }), !value.isEmpty else { continue }
+            if case .success(let proxy) = UpstreamProxy.parse(value), proxy.address.port == ownPort,
+                HostName.isLoopback(proxy.address.host)
+            {
+                continue
+            }
+            names.append(name)
+        }
+        return names.isEmpty ? nil : names
+    }
+
     static func upstreamProxies(_ args: ParsedArguments) throws(UsageError) -> UpstreamProxyRoutes? {
         let bypass = args.all(Option.noUpstreamProxy).flatMap { $0.split(separator: ",").map(String.init) }
         guard let value = args.value(Option.upstreamProxy) else {

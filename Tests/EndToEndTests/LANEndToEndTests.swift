@@ -23,8 +23,16 @@ struct LANEndToEndTests {
         let proxyURL = "http://\(lan.hostAddress):\(proxy.port)"
         let network = "http://\(lan.hostAddress):\(onNetwork.port)"
 
-        // The banner names the address to type on the device.
-        #expect(proxy.process.stderr.contains("\(lan.hostAddress):\(proxy.port)"), "\(proxy.process.stderr)")
+        // The banner names the address to type on the device and the networks admitted, and warns that the host's
+        // own address (the /32 admits only the one device) is outside them.
+        let banner = proxy.process.stderr
+        #expect(banner.contains("\(lan.hostAddress):\(proxy.port)"), "\(banner)")
+        #expect(banner.contains("  admitted:     loopback and \(lan.allowedAddress)/32\n"), "\(banner)")
+        #expect(
+            banner.contains(
+                "  WARNING:      \(lan.hostAddress) is outside every --allow network: a device on its network is refused (403)"
+            ),
+            "\(banner)")
 
         let served = try lan.curl(from: lan.allowedAddress, ["-x", proxyURL, "\(network)/path/device"])
         #expect(served.text == "GET /path/device", "\(served.stderr)")

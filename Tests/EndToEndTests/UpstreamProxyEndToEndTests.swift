@@ -12,6 +12,20 @@ import Testing
 @Suite(.serialized) struct UpstreamProxyEndToEndTests {
     static let names = ["app.test", "tunnel.test", "direct.test"]
 
+    /// A proxy in the environment is followed only when asked (`--upstream-proxy env`); the banner says it is set
+    /// and not used, naming the variable and never its value (which may hold a password).
+    @Test func aProxyVariableInTheEnvironmentIsNamedAndNotUsed() throws {
+        let proxy = try Proxy(
+            ["--log", "none"],
+            environment: ["COOKIE_PROXY_HOME": Proxy.defaultHome, "HTTPS_PROXY": "http://alice:s3cret@10.9.9.9:3128"])
+        let banner = proxy.process.stderr
+        #expect(
+            banner.contains(
+                "  upstream:     direct; HTTPS_PROXY is set here and not used (--upstream-proxy env uses it)"),
+            "\(banner)")
+        #expect(!banner.contains("s3cret") && !banner.contains("10.9.9.9"), "\(banner)")
+    }
+
     @Test func plainHttpTunnelledAndInterceptedHttpsGoThroughSquidAndBypassedHostsDoNot() throws {
         let home = try InterceptionEndToEndTests.home()
         let ca = try TestCA(names: Self.names)
