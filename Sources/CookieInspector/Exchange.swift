@@ -190,9 +190,16 @@ public final class Exchange: Sendable {
         public var requestCookies: [String]
         /// The most severe finding among the forwarded lines, if any.
         public var worst: LintFinding.Severity?
-        public var ruleNames: [String] { Array(Set(cookies.flatMap(\.rules))).sorted() }
+        /// The rules that matched any line, each once, in file order (as each line's rules and the log's are).
+        public var ruleNames: [String] {
+            let matched = Set(cookies.flatMap(\.rules))
+            return ruleOrder.filter(matched.contains)
+        }
+        /// The rule set's cookie rules in file order.
+        let ruleOrder: [String]
 
         init(_ e: Exchange) {
+            ruleOrder = e.engine.cookieRuleNameTable
             let source = e.received
             let forwardedHead = e.forwarded
             // Which received field each forwarded line came from.

@@ -80,6 +80,18 @@ import Testing
         #expect(fields.first { $0.0 == "cookieHeader" }?.1 == .string(header))
     }
 
+    /// The rules an exchange's lines matched are listed once each in file order, as each line's and the log's are
+    /// (not by name): "zeta" is written before "alpha".
+    @Test func anExchangesRulesAreInFileOrder() throws {
+        let text = "rule \"zeta\" {\n    cookie b\n    secure\n}\nrule \"alpha\" {\n    httponly\n}\n"
+        let engine = RuleEngine(RuleSet(rules: try RulesParser.parse(text, file: "t.rules"), files: ["t.rules"]))
+        let store = InspectorStore(capacity: 10)
+        try Self.record(store, id: 1, host: "a.test", setCookies: ["a=1", "b=2"], at: 0, engine: engine)
+        let exchange = try #require(store.exchanges().first)
+        #expect(exchange.analysis.cookies.map(\.rules) == [["alpha"], ["zeta", "alpha"]])
+        #expect(exchange.summary.rules == ["zeta", "alpha"])
+    }
+
     @Test func aRuleTheProxyAppliedIsShownWithItsChangeAndFindings() throws {
         let rules = try RulesParser.parse("rule \"secure\" {\n    secure\n}\n", file: "t.rules")
         let engine = RuleEngine(RuleSet(rules: rules, files: ["t.rules"]))
