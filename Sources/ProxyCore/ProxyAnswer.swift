@@ -30,6 +30,15 @@ public struct ProxyAnswer: Sendable, Hashable {
         self.close = close
     }
 
+    /// A page of the proxy's own (`200`, HTML, closing the connection): the forward proxy's own URL opened in a
+    /// browser. `head`: the answer to HEAD, without the body.
+    public static func page(_ html: String, head: Bool) -> [UInt8] {
+        let body = Array(html.utf8)
+        var text = "HTTP/1.1 200 OK\r\nContent-Type: text/html; charset=utf-8\r\nContent-Length: \(body.count)\r\n"
+        text += "Cache-Control: no-store\r\nConnection: close\r\n\r\n"
+        return Array(text.utf8) + (head ? [] : body)
+    }
+
     /// What a listener without HTTP/2 writes to a connection that opened with HTTP/2's preface (RFC 9113 §3.4):
     /// an empty SETTINGS frame (the server's preface, so the client reads on), then GOAWAY with last stream 0,
     /// HTTP_1_1_REQUIRED (§7, `0xd`) and `reason` as its debug data (§6.8), which clients print.

@@ -26,5 +26,9 @@ public struct ProxyConfiguration: Sendable {
     /// Whether a connection may open with HTTP/2's connection preface (RFC 9113 §3.3, "prior knowledge": h2c on a
     /// plain listener, h2 inside TLS): the shell then speaks HTTP/2 with the client (``ConnectionIO/Command/startHTTP2(leftover:)``).
     public var acceptsHTTP2Preface = false
+    /// What a browser that opens the forward proxy's own URL gets (`GET /` in origin form, accepting `text/html`):
+    /// an HTML page saying what this is and where the inspector and the onboarding pages are, with `200`. Nil, or
+    /// another client: the `400` that says to send an absolute URL.
+    public var forwardProxyPage: String? = nil
     public init() {}
 }

@@ -40,6 +40,14 @@ extension ProxyConnectionMachine {
         do {
             route = try RequestRoute.route(request, configuration: configuration, interceptedOrigin: interceptedOrigin)
         } catch {
+            if error.addressesTheProxy, let page = configuration.forwardProxyPage,
+                request.method == "GET" || request.method == "HEAD",
+                request.head.listElements("accept").contains(where: { $0.lowercased().hasPrefix("text/html") })
+            {
+                io.toClient.append(contentsOf: ProxyAnswer.page(page, head: request.method == "HEAD"))
+                close(&io)
+                return
+            }
             answer(error.status, error.reason, &io, keepAlive: false, fields: error.fields)
             return
         }

@@ -39,9 +39,12 @@ public struct RequestRoute: Sendable, Hashable {
         public var fields: [ProxyAnswer.Field] {
             status == 405 ? [ProxyAnswer.Field("Allow", RequestRoute.allowedInReverseMode)] : []
         }
-        init(_ status: Int, _ reason: String) {
+        /// An origin-form request to a forward proxy: addressed to the proxy itself, as a browser opening its URL.
+        public var addressesTheProxy = false
+        init(_ status: Int, _ reason: String, addressesTheProxy: Bool = false) {
             self.status = status
             self.reason = reason
+            self.addressesTheProxy = addressesTheProxy
         }
     }
 
@@ -142,8 +145,8 @@ public struct RequestRoute: Sendable, Hashable {
                     return .failure(
                         Refusal(
                             400,
-                            "this is a forward proxy: send an absolute URL (curl -x http://this-proxy http://host/path)"
-                        ))
+                            "this is a forward proxy: send an absolute URL (curl -x http://this-proxy http://host/path)",
+                            addressesTheProxy: true))
                 }
                 guard memchr(t.baseAddress!, 0x23, t.count) == nil else {
                     return .failure(Refusal(400, "fragment in request target"))

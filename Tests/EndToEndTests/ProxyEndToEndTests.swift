@@ -8,6 +8,25 @@ import Testing
 
 /// The real binary between real clients (curl, raw sockets, openssl) and a real upstream.
 @Suite(.serialized) struct ProxyEndToEndTests {
+    /// The forward proxy's own URL opened in a browser (`GET /`, accepting HTML) is a page saying what this is, with
+    /// links to the onboarding pages and the inspector (no token in it); other clients, and other methods, get the
+    /// `400` that says to send an absolute URL.
+    @Test(arguments: [
+        ("GET", "text/html,application/xhtml+xml;q=0.9", 200), ("HEAD", "text/html", 200), ("GET", "*/*", 400),
+        ("POST", "text/html", 400),
+    ])
+    func theProxysOwnURLInABrowserIsAPageThatSaysWhatThisIs(_ method: String, _ accept: String, _ status: Int) throws {
+        let proxy = try Proxy(["--quiet", "--log", "none"])
+        let method = method == "HEAD" ? ["--head"] : ["-X", method]
+        let result = try curl(method + ["-H", "Accept: \(accept)", "-w", "\n%{http_code}", "\(proxy.url)/"])
+        #expect(result.text.hasSuffix("\n\(status)"), "\(result.text)")
+        if status == 200 && method == ["-X", "GET"] {
+            #expect(result.text.contains("<a href=\"http://cookie-proxy.local/\">"), "\(result.text)")
+            #expect(result.text.contains("<a href=\"http://127.0.0.1:8081/\">") && !result.text.contains("token="))
+        }
+        if status == 400 { #expect(result.text.hasPrefix("this is a forward proxy: send an absolute URL")) }
+    }
+
     @Test func oddSetCookieLinesAndEveryOtherByteComeOutUnchangedWhenNoRuleMatches() throws {
         let upstream = try Upstream()
         let proxy = try Proxy()
