@@ -265,6 +265,8 @@ public final class HTTP2ServerSession: HTTP2Connection {
         case .success(let bytes): head = bytes
         case .failure(let refusal):
             events.append(.refused(stream: id, reason: refusal.reason))
+            // Said once: the stream's close (after the reset or the answer goes out) is not a second refusal.
+            stream.refusalReported = true
             if let status = refusal.status {
                 answerLocally(id, status: status, refusal.reason)
             } else {
@@ -308,7 +310,7 @@ public final class HTTP2ServerSession: HTTP2Connection {
 
     override func streamClosed(_ id: Int32, _ errorCode: UInt32) {
         guard let stream = streams.removeValue(forKey: id) else { return }
-        if !stream.passedOn && (stream.refusal != nil || errorCode != 0) {
+        if !stream.passedOn && !stream.refusalReported && (stream.refusal != nil || errorCode != 0) {
             // nghttp2 reset it (RFC 9113 §8.1.1: malformed) before its head was whole; only invalid regular
             // fields come with a name (an uppercase name, a pseudo-header wrong, a connection-specific field not).
             let reason = stream.refusal ?? "a malformed request (RFC 9113 §8.1.1; error code \(errorCode))"

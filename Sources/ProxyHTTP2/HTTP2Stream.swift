@@ -17,6 +17,8 @@ final class Stream {
     /// The request went to the machine (an event); the stream then ends with a ``HTTP2ServerSession/Event/closed``.
     var passedOn = false
     var refusal: String? = nil
+    /// The refusal went out as an event already (when the head was read); the stream's close adds none.
+    var refusalReported = false
     var reset = false
     /// The request's header block as it is decoded; once over, nothing more of it is kept.
     var headerList: HeaderListBudget

@@ -208,6 +208,22 @@ struct HTTP2ServerSessionTests {
         #expect(ServerFrames(out).resets == [code], "\(name)")
     }
 
+    /// A refused request is one event, whether the refusal is a reset or an answer of the proxy's own: the stream's
+    /// close after the RST_STREAM (or the answer) goes out is not reported again (the shell prints one line per event).
+    @Test(arguments: [
+        [(":method", "GET"), (":scheme", "https"), (":path", "/"), (":authority", "a.example"), ("host", "b.example")],
+        [(":method", "CONNECT"), (":authority", "a.example:443")],
+    ])
+    func aRefusedStreamIsReportedOnce(_ fields: [(String, String)]) {
+        let session = Self.session(ClientFrames.headers(1, fields, endStream: false))
+        var out: [UInt8] = []
+        session.send(into: &out)
+        #expect(session.receive(ClientFrames.settings[...]))
+        session.send(into: &out)
+        let refusals = session.events.filter { if case .refused(1, _) = $0 { true } else { false } }
+        #expect(refusals.count == 1, "\(session.events)")
+    }
+
     @Test func connectIsAnswered501() {
         let session = Self.session(
             ClientFrames.headers(1, [(":method", "CONNECT"), (":authority", "a.example:443")], endStream: false))
