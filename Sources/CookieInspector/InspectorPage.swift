@@ -79,12 +79,15 @@ public enum InspectorPage {
         .panel{display:none;padding:.6rem .8rem}
         .panel.active{display:block}
         .split{display:grid;grid-template-columns:minmax(0,3fr) minmax(0,2fr);gap:.8rem;align-items:start}
+        @media (max-width:1499px){.split{grid-template-columns:minmax(0,1fr)}#detail{max-height:none}}
         table{border-collapse:collapse;width:100%;background:#fff}
         th,td{text-align:left;padding:.2rem .4rem;border-bottom:1px solid #eee;vertical-align:top;word-break:break-all}
         th{background:#f0f0f0;position:sticky;top:0;white-space:nowrap}
         #rows td{word-break:normal}
-        #rows td:nth-child(4){word-break:break-all}
-        #rows td:nth-child(-n+3),#rows td:nth-child(5),#rows td:nth-child(8){white-space:nowrap}
+        #rows td:nth-child(4){word-break:break-all;min-width:12em}
+        #rows td:nth-child(-n+3),#rows td:nth-child(5){white-space:nowrap}
+        #rows td:nth-child(6),#rows td:nth-child(8){overflow-wrap:break-word}
+        #rows td:nth-child(8){min-width:8em}
         #rows tr{cursor:pointer}
         #rows tr:hover{background:#eef4ff}
         #rows tr.selected{background:#dce8ff}

@@ -320,7 +320,7 @@ import Testing
             Paths.root + "/.build/test-python/bin/python",
             [
                 Paths.fixtures + "/inspector_browser.py", "\(ui.base)/?token=\(ui.token)", proxy.url,
-                "\(upstream.port)", screenshot,
+                "\(upstream.port)", screenshot, dir,
             ], timeout: 180)
         #expect(result.status == 0, "\(result.stderr)")
         let out = try #require(try JSONSerialization.jsonObject(with: Data(result.stdout)) as? [String: Any])
@@ -335,6 +335,15 @@ import Testing
         #expect(detail.first?.contains("share the login") == true)
         #expect((out["changes"] as? [String])?.contains("add Domain to site.test") == true, "\(out["changes"] ?? "")")
         #expect((out["findingBadges"] as? [String])?.contains("rejects") == true)
+        // From 1024 to 1920 pixels wide (screenshots beside the main one): the list and the open detail never
+        // overlap, the page never scrolls sideways, the URL column keeps at least 150 pixels.
+        let layout = out["layout"] as? [String: [String: Any]] ?? [:]
+        #expect(layout.keys.sorted() == ["1024", "1280", "1400", "1500", "1920"], "\(layout)")
+        for (width, measured) in layout {
+            #expect(measured["apart"] as? Bool == true, "\(width): \(measured)")
+            #expect(measured["sideways"] as? Bool == false, "\(width): \(measured)")
+            #expect((measured["urlWidth"] as? Int ?? 0) >= 150, "\(width): \(measured)")
+        }
         #expect(out["jarHeader"] as? String == "sid=s3cr3t", "\(out)")
         #expect((out["jarRejected"] as? [String])?.first?.contains("SameSite=None requires Secure") == true)
         #expect((out["rules"] as? [String])?.first?.contains("share the login") == true)

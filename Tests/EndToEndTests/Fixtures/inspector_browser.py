@@ -1,14 +1,15 @@
 #!/usr/bin/env python3
 """Drives the inspector in a real headless Chromium (Selenium, chromium-driver) while traffic goes through the
 proxy with curl. Prints one JSON object of what the page showed; the Swift test asserts on it.
-Usage: inspector_browser.py INSPECTOR_URL PROXY_URL UPSTREAM_PORT SCREENSHOT"""
+Usage: inspector_browser.py INSPECTOR_URL PROXY_URL UPSTREAM_PORT SCREENSHOT LAYOUT_DIR
+(SCREENSHOT: the page at 1500×900 with an exchange open; LAYOUT_DIR gets one screenshot per width checked)"""
 import json, subprocess, sys, time
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait, Select
 
-inspector, proxy, port, screenshot = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
+inspector, proxy, port, screenshot, layout_dir = sys.argv[1:6]
 options = webdriver.ChromeOptions()
 options.binary_location = "/usr/bin/chromium"
 for flag in ["--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run", "--window-size=1500,900"]:
@@ -52,6 +53,22 @@ try:
     out["changes"] = [e.text for e in driver.find_elements(By.CSS_SELECTOR, "#detail .change")]
     out["findingBadges"] = [e.text for e in driver.find_elements(By.CSS_SELECTOR, "#detail .findings .badge")]
     driver.save_screenshot(screenshot)
+
+    # The layout holds from 1024 to 1920 pixels wide, with an exchange open: the list never runs under the detail
+    # (side by side from 1500, stacked below), the page never scrolls sideways, and the URL column keeps room.
+    out["layout"] = {}
+    for width in [1024, 1280, 1400, 1500, 1920]:
+        driver.set_window_size(width, 900)
+        time.sleep(0.2)
+        out["layout"][str(width)] = driver.execute_script("""
+            const list = document.getElementById('list').getBoundingClientRect();
+            const detail = document.getElementById('detail').getBoundingClientRect();
+            const url = document.querySelector('#rows tr td:nth-child(4)').getBoundingClientRect();
+            const apart = list.right <= detail.left + 0.5 || list.bottom <= detail.top + 0.5;
+            return {apart: apart, sideways: document.documentElement.scrollWidth > window.innerWidth,
+                    urlWidth: Math.round(url.width)};""")
+        driver.save_screenshot(f"{layout_dir}/inspector-{width}.png")
+    driver.set_window_size(1500, 900)
 
     driver.find_element(By.CSS_SELECTOR, ".tab[data-tab=jar]").click()
     wait.until(lambda d: len(d.find_elements(By.CSS_SELECTOR, "#jar-client option")) >= 1)
