@@ -60,18 +60,30 @@ extension AuditCommand {
             return 2
         }
         Console.out(format == "json" ? json(summary).serialized + "\n" : text(summary))
+        let none =
+            "\(path) has \(summary.entries) entries and not one Cookie or Set-Cookie header"
+            + (summary.creator.map { " (exported by \($0))" } ?? "")
         if summary.looksSanitized {
-            Console.err(
-                "error: \(path) has \(summary.entries) entries and not one Cookie or Set-Cookie header"
-                    + (summary.creator.map { " (exported by \($0))" } ?? "")
-                    + ": it was exported without them. Chrome's 'Export HAR (sanitized)' removes them: turn on DevTools"
-                    + " Settings → Preferences → Network → 'Allow to generate HAR with sensitive data', then use"
-                    + " 'Export HAR (with sensitive data)'. Firefox, Safari, Charles, Proxyman and mitmproxy keep them."
-            )
+            // Headers stripped where the export shows it had cookies (its `cookies` arrays), or DevTools' sanitized
+            // export: there is nothing to audit.
+            Console.err("error: \(none): it was exported without them. \(exportingWithCookies)")
             return 2
+        }
+        if summary.entries > 0 && summary.cookieHeaders == 0 && summary.setCookieLines == 0 {
+            // Either the site sets no cookie, or the export removed them: said, not judged.
+            Console.err(
+                "note: \(none): either no cookie was set or sent, or the export removed them. \(exportingWithCookies)")
         }
         return summary.hasFindings ? 1 : 0
     }
+
+    /// How to export a HAR with its cookies from the tools users export from.
+    static let exportingWithCookies =
+        "To export with cookies: Chrome and Edge: DevTools Settings → Preferences → Network → 'Allow to generate HAR"
+        + " with sensitive data', then 'Export HAR (with sensitive data)'; Firefox: Network panel → right-click →"
+        + " 'Save All As HAR'; Safari: Web Inspector → Network → Export; Charles: File → Export Session… → HTTP"
+        + " Archive (.har); Proxyman: select the requests → right-click → Export → HAR. Each of these keeps Cookie"
+        + " and Set-Cookie headers unless a sanitizing option is on."
 
     static func text(_ e: HARAudit.EntryReport) -> String {
         var out = "[\(e.index)] \(e.method) \(e.url) → \(e.status) (\(e.site.kind.rawValue))\n"

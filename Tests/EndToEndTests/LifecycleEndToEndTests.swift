@@ -308,6 +308,28 @@ import Testing
             let sanitized = try run(Paths.binary, ["audit", "--har", home + "/sanitized.har"])
             #expect(sanitized.status == 2)
             #expect(sanitized.stderr.contains("with sensitive data"), "\(sanitized.stderr)")
+            // From another tool, with no cookie anywhere (no cookies arrays either): not an error, but said, with
+            // how each tool exports cookies.
+            let plain = """
+                {"log": {"version": "1.2", "creator": {"name": "Charles", "version": "4"}, "entries": [{
+                "startedDateTime": "2026-12-04T09:00:00.000Z", "time": 1,
+                "request": {"method": "GET", "url": "https://app.test/", "httpVersion": "HTTP/1.1", "headers": [],
+                  "cookies": [], "queryString": [], "headersSize": -1, "bodySize": 0},
+                "response": {"status": 200, "statusText": "OK", "httpVersion": "HTTP/1.1", "headers": [],
+                  "cookies": [], "content": {"size": 0, "mimeType": "text/html"}, "redirectURL": "",
+                  "headersSize": -1, "bodySize": 0}, "cache": {}, "timings": {"send": 0, "wait": 1, "receive": 0}}]}}
+                """
+            try plain.write(toFile: home + "/plain.har", atomically: true, encoding: .utf8)
+            let noCookies = try run(Paths.binary, ["audit", "--har", home + "/plain.har"])
+            #expect(noCookies.status == 0, "\(noCookies.stderr)")
+            #expect(
+                noCookies.stderr.contains(
+                    "note: \(home)/plain.har has 1 entries and not one Cookie or Set-Cookie header (exported by Charles)"
+                ),
+                "\(noCookies.stderr)")
+            for tool in ["Chrome", "Firefox", "Safari", "Charles", "Proxyman"] {
+                #expect(noCookies.stderr.contains(tool + ":") || noCookies.stderr.contains(tool + " and"), "\(tool)")
+            }
             // Truncated in the middle of its entries, and JSON that is no HAR: exit 2 with where.
             let bytes = try Data(contentsOf: URL(fileURLWithPath: har))
             try bytes.prefix(bytes.count / 2).write(to: URL(fileURLWithPath: home + "/truncated.har"))
