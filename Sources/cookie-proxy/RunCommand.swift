@@ -362,7 +362,8 @@ enum RunCommand {
         let proxyURL = "http://\(localAddress):\(server.boundPort)"
         var banner = ""
         if let reverse = config.proxy.reverseUpstream {
-            banner += "  reverse mode: every request goes to http://\(reverse)\n"
+            let scheme = config.h2cUpstreams.contains(reverse) ? "h2c" : "http"
+            banner += "  reverse mode: every request goes to \(scheme)://\(reverse)\n"
             banner += "  open \(proxyURL)/ in a browser or app\n"
         } else {
             banner += "  curl:         curl -x \(proxyURL) http://example.com/\n"
@@ -420,9 +421,14 @@ enum RunCommand {
             banner += "  inspector:    http://\(shown):\(server.localServicePort)/?token=\(service.token)\n"
         }
         banner += runtime.banner
-        banner +=
-            https
-            ?? "  https:        CONNECT is tunnelled untouched (no host is intercepted; see --intercept)\n"
+        if config.proxy.reverseUpstream != nil {
+            // A reverse proxy opens no tunnels: CONNECT is answered 405 (RequestRoute).
+            banner += "  https:        none (a reverse proxy answers CONNECT with 405)\n"
+        } else {
+            banner +=
+                https
+                ?? "  https:        CONNECT is tunnelled untouched (no host is intercepted; see --intercept)\n"
+        }
         banner += "  stop:         Ctrl-C"
         return banner
     }

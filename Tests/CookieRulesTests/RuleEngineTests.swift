@@ -250,14 +250,20 @@ import Testing
                 == "Bin-Auth-Token=abc")
     }
 
-    @Test func localhostDevMakesProductionCookiesStick() throws {
+    /// The preset covers every local development origin (localhost, *.localhost, 127.0.0.1, ::1): the production
+    /// Domain goes; over http Secure goes and SameSite=None becomes Lax, over https both stay; other hosts are not
+    /// touched.
+    @Test(arguments: [
+        ("http://localhost:3000/", "sid=1; SameSite=Lax"), ("http://app.localhost:5173/", "sid=1; SameSite=Lax"),
+        ("http://127.0.0.1:8080/", "sid=1; SameSite=Lax"), ("http://[::1]:3000/", "sid=1; SameSite=Lax"),
+        ("https://localhost:8443/", "sid=1; Secure; SameSite=None"),
+        ("https://app.localhost:8443/", "sid=1; Secure; SameSite=None"),
+        ("https://prod.example.com/", "sid=1; Domain=prod.example.com; Secure; SameSite=None"),
+    ])
+    func localhostDevMakesProductionCookiesStick(_ url: String, _ result: String) throws {
         #expect(
-            try Self.apply(
-                "localhost-dev.rules", url: "http://localhost:3000/",
-                "sid=1; Domain=prod.example.com; Secure; SameSite=None")
-                == "sid=1; SameSite=Lax")
-        #expect(
-            try Self.apply("localhost-dev.rules", url: "https://prod.example.com/", "sid=1; Secure") == "sid=1; Secure")
+            try Self.apply("localhost-dev.rules", url: url, "sid=1; Domain=prod.example.com; Secure; SameSite=None")
+                == result)
     }
 
     @Test func hardeningAddsWhatIsMissing() throws {

@@ -8,6 +8,21 @@ import Testing
 
 /// The real binary between real clients (curl, raw sockets, openssl) and a real upstream.
 @Suite(.serialized) struct ProxyEndToEndTests {
+    /// A reverse proxy's banner says where requests go, in the upstream's own scheme, and that it opens no tunnel
+    /// (CONNECT gets a 405), where it used to describe the forward proxy's CONNECT handling.
+    @Test(arguments: [("http://127.0.0.1:9", "http://127.0.0.1:9"), ("h2c://127.0.0.1:9", "h2c://127.0.0.1:9")])
+    func theReverseBannerSaysWhatReverseModeDoes(_ upstream: String, _ shown: String) throws {
+        let proxy = try Proxy(["--reverse", upstream, "--log", "none"])
+        let banner = proxy.process.stderr
+        #expect(banner.contains("  reverse mode: every request goes to \(shown)\n"), "\(banner)")
+        #expect(banner.contains("  https:        none (a reverse proxy answers CONNECT with 405)\n"), "\(banner)")
+        #expect(!banner.contains("tunnelled"), "\(banner)")
+        let connect = try curl([
+            "-s", "-o", "/dev/null", "-w", "%{http_code}", "-X", "CONNECT", "--request-target", "x:443", proxy.url,
+        ])
+        #expect(connect.text == "405", "\(connect.text)")
+    }
+
     /// The forward proxy's own URL opened in a browser (`GET /`, accepting HTML) is a page saying what this is, with
     /// links to the onboarding pages and the inspector (no token in it); other clients, and other methods, get the
     /// `400` that says to send an absolute URL.
