@@ -155,10 +155,57 @@ extension ClientCookies {
         )
     }
 
+    /// Why the jar withholds a cookie it holds for the request's URL (RFC 6265bis §5.8.3 steps 3–4): Secure over
+    /// an insecure channel, SameSite in this site context (with the Lax-allowing-unsafe mode of §5.6.7.1 named
+    /// when it applies: Chromium sends a cookie without SameSite on a cross-site top-level unsafe request within
+    /// two minutes of its creation), or its partition.
+    func withheld(_ c: StoredCookie, _ r: Request) -> CookieVerdict.Reason {
+        if c.secureOnly && !r.url.isSecure {
+            return .init(.withheld, "it is Secure and this request is not over a secure channel")
+        }
+        let kind = r.site.kind
+        switch c.sameSite {
+        case .strict where kind != .sameSite:
+            return .init(.withheld, "SameSite=Strict and this request is \(kind.rawValue)")
+        case .lax, .default:
+            let unsafeNavigation = kind == .crossSiteNavigation && !r.site.isSafeMethod
+            guard kind == .crossSiteSubresource || unsafeNavigation else { break }
+            let which = c.sameSite == .lax ? "SameSite=Lax" : "no SameSite (Lax by default)"
+            if c.sameSite == .default && unsafeNavigation && clock.now - c.creationTime <= 120 {
+                return .init(
+                    .withheld, engines: ["Chromium"],
+                    "\(which), and this request is a cross-site top-level \(r.method): the draft's jar withholds it, but Chromium sends a cookie without SameSite on such a request within two minutes of its creation (Lax-allowing-unsafe, RFC 6265bis §5.6.7.1), and this one is \(clock.now - c.creationTime) s old"
+                )
+            }
+            return .init(.withheld, "\(which), and this request is \(kind.rawValue) (\(r.method))")
+        default: break
+        }
+        if c.partitioned {
+            return .init(.withheld, "it is Partitioned, and this request is in another partition")
+        }
+        return .init(
+            .withheld, "the jar holds it for this URL but withholds it in this request's context (\(kind.rawValue))")
+    }
+
     mutating func notSet(name: [UInt8], value: [UInt8], _ r: Request) -> CookieVerdict {
         let text = String(decoding: name, as: UTF8.self)
         var v = CookieVerdict(kind: .sentNotSet, name: text, sent: String(decoding: value, as: UTF8.self))
-        if let other = jar.allCookies().first(where: { $0.nameBytes == name }) {
+        let named = jar.allCookies().filter { $0.nameBytes == name }
+        let url = r.url
+        // Held for this URL (RFC 6265bis §5.8.3 steps 1–2: domain and path match), yet not sent by the jar: it
+        // withholds it in this request's context; a mismatch is only a cookie held for another domain or path.
+        if let held = named.first(where: { c in
+            (c.hostOnly ? url.host == c.domain : domainMatches(url.host, c.domain))
+                && pathMatches(url.path.isEmpty ? "/" : url.path, c.path)
+        }) {
+            let origin = origins[Key(held)]
+            (v.expected, v.domain, v.path, v.setBy) = (
+                held.value, held.hostOnly ? held.domain : "." + held.domain, held.path, origin?.requestID
+            )
+            v.reason = withheld(held, r)
+            return v
+        }
+        if let other = named.first {
             let domain = other.hostOnly ? other.domain : "." + other.domain
             let origin = origins[Key(other)]
             let findings = origin?.findings(suffixes) ?? []

@@ -51,6 +51,9 @@ public struct CookieVerdict: Sendable, Hashable {
             case unexplained
             /// The jar holds the name for another domain or path.
             case jarMismatch = "jar-mismatch"
+            /// The jar holds it for this URL but withholds it in this request's context (SameSite, Secure over
+            /// http, a partition): the message says which, and the engines that send it anyway.
+            case withheld
             /// The jar refused its Set-Cookie; the client kept it.
             case rejectedOnSet = "rejected-on-set"
             /// Its Set-Cookie gave it an expiry that has passed.

@@ -111,6 +111,17 @@ let scenarios: [Scenario] = [
         request: ("https://app.test/other", .sameSite, "GET", 5), cookieHeader: "p=1",
         expected: [("p", .sentNotSet, .jarMismatch)]),
     Scenario(
+        name:
+            "a cookie without SameSite sent on a cross-site top-level POST a minute after it was set: withheld (Lax-allowing-unsafe)",
+        sets: [("https://app.test/", .sameSite, "d=1; Path=/", 0)],
+        request: ("https://app.test/submit", .crossSiteNavigation, "POST", 60), cookieHeader: "d=1",
+        expected: [("d", .sentNotSet, .withheld)]),
+    Scenario(
+        name: "a Strict cookie sent on a cross-site navigation: withheld, not a mismatch",
+        sets: [("https://app.test/", .sameSite, "s=1; SameSite=Strict", 0)],
+        request: ("https://app.test/", .crossSiteNavigation, "GET", 5), cookieHeader: "s=1",
+        expected: [("s", .sentNotSet, .withheld)]),
+    Scenario(
         name: "a cookie the server deleted, still sent",
         sets: [
             ("https://app.test/", .sameSite, "d=1", 0), ("https://app.test/logout", .sameSite, "d=; Max-Age=0", 2),
@@ -164,6 +175,25 @@ let scenarios: [Scenario] = [
         for v in verdicts where v.kind != .sentAsExpected {
             #expect(!(v.reason?.message.isEmpty ?? true))
         }
+    }
+
+    /// A cookie the jar holds for the request's URL is never called a mismatch: the reason says what withholds it,
+    /// and names Chromium's Lax-allowing-unsafe window (two minutes) only inside it.
+    @Test(arguments: [(Int64(60), true), (Int64(300), false)])
+    func aCookieHeldForThisURLIsWithheldAndSaysWhy(_ age: Int64, _ insideTheWindow: Bool) throws {
+        var client = ClientCookies()
+        let set = ClientCookies.Request(
+            id: 1, time: start, method: "GET", url: RequestURL("https://app.test/")!, urlText: "https://app.test/",
+            site: site(.sameSite))
+        client.response(set, lines: [.init(received: SetCookie("d=1; Path=/"), forwarded: SetCookie("d=1; Path=/"))])
+        let post = ClientCookies.Request(
+            id: 2, time: start + age * 1000, method: "POST", url: RequestURL("https://app.test/submit")!,
+            urlText: "https://app.test/submit", site: site(.crossSiteNavigation, method: "POST"))
+        let verdict = try #require(client.request(post, cookieHeader: CookieHeader(Array("d=1".utf8))).first)
+        #expect(verdict.reason?.code == .withheld)
+        #expect(verdict.reason?.message.contains("Lax-allowing-unsafe") == insideTheWindow, "\(verdict)")
+        #expect(verdict.reason?.engines == (insideTheWindow ? ["Chromium"] : []))
+        #expect(verdict.reason?.message.contains("does not send to this URL") == false)
     }
 
     /// A client that sends neither a Cookie header nor Fetch Metadata keeps no cookies (curl without a jar): its
