@@ -30,6 +30,7 @@ if [ "${1:-}" = "--tests" ]; then
         zsh               # the generated zsh completions, checked by zsh itself
         fish              # the generated fish completions, asked by fish itself
         groff-base        # the generated manual page, checked by groff
+        prometheus        # a real Prometheus scrapes run --metrics; promtool checks the exposition
     )
 fi
 

@@ -99,6 +99,9 @@ package final class ProxyRuntime {
         }
     }
 
+    /// The log's writer, for what reads its counts from another thread (the metrics).
+    package var logSink: LogSink? { sink }
+
     package var statusSummary: String {
         let dropped = sink?.droppedCount ?? 0
         return

@@ -53,6 +53,11 @@ enum RunCommand {
             names: ["--ui"], value: "host:port|off",
             help: "Serve the cookie inspector here (loopback unless named; a taken default port picks another).",
             defaultValue: "127.0.0.1:8081")
+        static let metrics = OptionSpec(
+            names: ["--metrics"], value: "host:port",
+            help:
+                "Serve Prometheus metrics at http://HOST:PORT/metrics (a bare port: loopback; the inspector's token as Authorization: Bearer). Off unless given."
+        )
         static let uiHistory = OptionSpec(
             names: ["--ui-history"], value: "n", help: "Exchanges the inspector holds (the oldest go first).",
             defaultValue: "10000")
@@ -125,6 +130,7 @@ enum RunCommand {
             Option.noUpstreamProxy,
             Option.ui,
             Option.uiHistory,
+            Option.metrics,
             Option.noVia,
             Option.resolve,
             Option.threads,
@@ -164,6 +170,7 @@ enum RunCommand {
         var drain: Double
         var uiAddress: (String, Int)?
         var uiHistory: Int
+        var metricsAddress: (String, Int)? = nil
     }
 
     static func run(_ args: ParsedArguments) throws(UsageError) -> Int32 {
@@ -203,13 +210,32 @@ enum RunCommand {
             return 1
         }
         if let (host, _) = uiAddress { service.bound(host: host, port: server.localServicePort) }
+        var metrics: MetricsServer? = nil
+        if let (host, port) = settings.metricsAddress {
+            let started = Date().timeIntervalSince1970
+            do {
+                let (hooks, log) = (runtime.hooks, runtime.logSink)
+                metrics = try MetricsServer(host: host, port: port, token: service.token) {
+                    Metrics(server: server, hooks: hooks, log: log, startTime: started)
+                }
+            } catch {
+                Console.err("error: --metrics: cannot listen on \(HostPort.format(host, port)): \(error)")
+                server.shutdown(deadline: 0)
+                return 1
+            }
+        }
+        defer { metrics?.stop() }
         // The banner and status on stderr: stdout carries only the log when the log goes there (`run | jq`).
         Console.err("cookie-proxy listening on http://\(HostPort.bracketed(config.listenHost)):\(server.boundPort)")
         if !quiet {
             Console.err(
                 banner(
                     config, server: server, service: service, runtime: runtime, uiAddress: uiAddress,
-                    https: interception?.1, pslGiven: args.value(OptionSpec.psl) != nil))
+                    https: interception?.1, pslGiven: args.value(OptionSpec.psl) != nil)
+                    + (metrics.map { m in
+                        "\n  metrics:      http://\(HostPort.format(settings.metricsAddress!.0, m.port))/metrics"
+                            + " (Authorization: Bearer, the inspector's token)"
+                    } ?? ""))
         }
         return serve(
             server, runtime: runtime, signals: &signals, drain: settings.drain, terminal: terminal,
@@ -347,7 +373,17 @@ enum RunCommand {
             uiAddress = parsed
         }
         let history = try int(Option.uiHistory, 1...1_000_000, orDefault: true) ?? 10_000
-        return Settings(config: config, drain: drain, uiAddress: uiAddress, uiHistory: history)
+        var metricsAddress: (String, Int)? = nil
+        if let text = args.value(Option.metrics) {
+            // A bare port is loopback's, as for the inspector.
+            let address = text.allSatisfy(\.isNumber) ? "127.0.0.1:" + text : text
+            guard let parsed = parseHostPort(address) else {
+                throw UsageError(message: "--metrics '\(text)' must be HOST:PORT or a port", command: spec.name)
+            }
+            metricsAddress = parsed
+        }
+        return Settings(
+            config: config, drain: drain, uiAddress: uiAddress, uiHistory: history, metricsAddress: metricsAddress)
     }
 
     /// What the proxy tells a person who just started it: how to point clients at it, and what it will do.

@@ -1,0 +1,76 @@
+import Foundation
+import ProxyServer
+
+/// The proxy's counters in the Prometheus text exposition format (version 0.0.4): names `cookie_proxy_…`, counters
+/// ending in `_total`, base units, and bounded label sets (no host, client or cookie name is a label). Read from the
+/// counters the server and the cookie stage keep anyway, when scraped: serving metrics costs the traffic nothing.
+package struct Metrics: Sendable {
+    package var requests: Int
+    package var openConnections: Int
+    package var interceptedConnections: Int
+    package var setCookieLinesExamined: Int
+    package var setCookieLinesChanged: Int
+    package var closings: [(ProxyServer.Closing, Int)]
+    /// Nil without a log.
+    package var logRecords: (written: Int, dropped: Int)?
+    package var startTime: Double
+
+    /// The process's counters now.
+    package init(server: ProxyServer, hooks: RulesHooks, log: LogSink?, startTime: Double) {
+        requests = server.requests
+        openConnections = server.connections
+        interceptedConnections = server.intercepted
+        setCookieLinesExamined = hooks.observed.load()
+        setCookieLinesChanged = hooks.rewritten.load()
+        let counted = Dictionary(uniqueKeysWithValues: server.closingCounts.map { ($0.0.rawValue, $0.1) })
+        closings = ProxyServer.Closing.allCases.map { ($0, counted[$0.rawValue] ?? 0) }
+        logRecords = log.map { ($0.writtenCount, $0.droppedCount) }
+        self.startTime = startTime
+    }
+
+    /// A closing's label value: its case name in snake case (`header_timeout`).
+    static func label(_ closing: ProxyServer.Closing) -> String {
+        String(describing: closing).reduce(into: "") { out, c in
+            if c.isUppercase { out += "_" + c.lowercased() } else { out.append(c) }
+        }
+    }
+
+    /// The exposition: `# HELP` and `# TYPE` before each family, one sample per line, a line end after the last.
+    package var text: String {
+        var out = ""
+        func family(_ name: String, _ type: String, _ help: String, _ samples: [(labels: String, value: String)]) {
+            out += "# HELP \(name) \(help)\n# TYPE \(name) \(type)\n"
+            for sample in samples { out += "\(name)\(sample.labels) \(sample.value)\n" }
+        }
+        family(
+            "cookie_proxy_requests_total", "counter",
+            "Requests read from clients (HTTP/1.1 requests and HTTP/2 streams).", [("", "\(requests)")])
+        family(
+            "cookie_proxy_open_connections", "gauge", "Client connections open now.",
+            [("", "\(openConnections)")])
+        family(
+            "cookie_proxy_intercepted_connections_total", "counter",
+            "CONNECT tunnels whose TLS the proxy terminated (https interception).",
+            [("", "\(interceptedConnections)")])
+        family(
+            "cookie_proxy_set_cookie_lines_examined_total", "counter",
+            "Set-Cookie lines the rules, the log or the lifecycle read.", [("", "\(setCookieLinesExamined)")])
+        family(
+            "cookie_proxy_set_cookie_lines_changed_total", "counter",
+            "Set-Cookie lines a rule rewrote or dropped.", [("", "\(setCookieLinesChanged)")])
+        family(
+            "cookie_proxy_closings_total", "counter",
+            "Exchanges or connections the proxy ended early, by reason (a deadline, or a client gone mid-request).",
+            closings.map { ("{reason=\"\(Self.label($0.0))\"}", "\($0.1)") })
+        if let logRecords {
+            family(
+                "cookie_proxy_log_records_total", "counter",
+                "Records of the transformation log, by what became of them.",
+                [("{result=\"written\"}", "\(logRecords.written)"), ("{result=\"dropped\"}", "\(logRecords.dropped)")])
+        }
+        family(
+            "cookie_proxy_start_time_seconds", "gauge", "When the proxy started, in seconds since the epoch.",
+            [("", String(format: "%.3f", startTime))])
+        return out
+    }
+}

@@ -1,0 +1,96 @@
+import Foundation
+import TestSupport
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// `run --metrics`: the Prometheus text format through the real binary, read by Prometheus' own tools — promtool
+/// checks the exposition, and a real Prometheus server (Debian's) scrapes the proxy with the installation's token —
+/// and the counters agree with what the traffic and the log show.
+@Suite(.serialized) struct MetricsEndToEndTests {
+    static func value(_ exposition: String, _ sample: String) -> Int? {
+        exposition.split(separator: "\n").first { $0.hasPrefix(sample + " ") }.flatMap {
+            Int($0.split(separator: " ")[1])
+        }
+    }
+
+    @Test func prometheusScrapesCountersThatAgreeWithTheTrafficAndTheLog() throws {
+        let dir = try LogEndToEndTests.folder()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let upstream = try Recorder()
+        let metricsPort = try HTTP2EndToEndTests.freePort()
+        let proxy = try Proxy(
+            [
+                "--rules", dir + "/h.rules", "--log", dir + "/log.jsonl", "--ui", "off", "--metrics",
+                "127.0.0.1:\(metricsPort)",
+            ], environment: ["COOKIE_PROXY_HOME": dir + "/home"])
+        #expect(
+            proxy.process.stderr.contains("  metrics:      http://127.0.0.1:\(metricsPort)/metrics"),
+            "\(proxy.process.stderr)")
+        for _ in 0..<5 {
+            let result = try curl(["-x", proxy.url, "http://127.0.0.1:\(upstream.port)/cookies/same"])
+            #expect(result.text == "ok")
+        }
+        let token = try String(contentsOfFile: dir + "/home/inspector-token", encoding: .utf8)
+            .trimmingCharacters(in: .newlines)
+        let url = "http://127.0.0.1:\(metricsPort)/metrics"
+        #expect(try curl(["-o", "/dev/null", "-w", "%{http_code}", url]).text == "401")
+        let scraped = try curl(["-H", "Authorization: Bearer \(token)", url]).text
+        #expect(Self.value(scraped, "cookie_proxy_requests_total") == 5, "\(scraped)")
+        #expect(Self.value(scraped, "cookie_proxy_set_cookie_lines_changed_total") == 15, "\(scraped)")
+        #expect(Self.value(scraped, "cookie_proxy_set_cookie_lines_examined_total") == 15)
+        #expect(Self.value(scraped, "cookie_proxy_closings_total{reason=\"header_timeout\"}") == 0)
+
+        // promtool reads the exposition and finds nothing to say.
+        let exposition = dir + "/metrics.txt"
+        try scraped.write(toFile: exposition, atomically: true, encoding: .utf8)
+        let checked = try run("/bin/sh", ["-c", "promtool check metrics < '\(exposition)'"])
+        #expect(checked.status == 0 && checked.stderr.isEmpty, "\(checked.text) \(checked.stderr)")
+
+        // A real Prometheus scrapes it with the token file as its credentials, once a second.
+        let prometheusPort = try HTTP2EndToEndTests.freePort()
+        try """
+        global:
+          scrape_interval: 1s
+        scrape_configs:
+          - job_name: cookie-proxy
+            authorization:
+              credentials_file: \(dir)/home/inspector-token
+            static_configs:
+              - targets: ["127.0.0.1:\(metricsPort)"]
+        """.write(toFile: dir + "/prometheus.yml", atomically: true, encoding: .utf8)
+        let prometheus = try TestProcess(
+            Paths.which("prometheus"),
+            [
+                "--config.file=\(dir)/prometheus.yml", "--storage.tsdb.path=\(dir)/tsdb",
+                "--web.listen-address=127.0.0.1:\(prometheusPort)",
+            ])
+        defer { prometheus.process.terminate() }
+        func query(_ expression: String) throws -> String? {
+            let encoded = expression.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!
+            let answer = try curl(["http://127.0.0.1:\(prometheusPort)/api/v1/query?query=\(encoded)"]).text
+            guard let object = try? JSONSerialization.jsonObject(with: Data(answer.utf8)) as? [String: Any],
+                let data = object["data"] as? [String: Any], let result = (data["result"] as? [[String: Any]])?.first,
+                let value = result["value"] as? [Any]
+            else { return nil }
+            return value.last as? String
+        }
+        var up: String? = nil
+        for _ in 0..<60 where up != "1" {
+            usleep(500_000)
+            up = try? query("up{job=\"cookie-proxy\"}")
+        }
+        #expect(up == "1", "the target is up: \(prometheus.stderr.suffix(2000))")
+        // Queried while the proxy serves (a failed scrape marks its series stale): what Prometheus stored.
+        let changed = try query("cookie_proxy_set_cookie_lines_changed_total")
+        #expect(try query("cookie_proxy_requests_total") == "5")
+        proxy.process.signal(SIGTERM)
+        #expect(proxy.process.waitForExit() == 0)
+        // The counter agrees with the records the log wrote.
+        let records = try String(contentsOfFile: dir + "/log.jsonl", encoding: .utf8).split(separator: "\n").count
+        #expect(records == 15)
+        #expect(changed == "\(records)")
+    }
+}
