@@ -10,6 +10,8 @@ package struct Metrics: Sendable {
     package var interceptedConnections: Int
     package var setCookieLinesExamined: Int
     package var setCookieLinesChanged: Int
+    /// Responses forwarded from upstreams by protocol, mode and status class (nil: not counted).
+    package var responses: [(protocol: String, mode: ResponseCounts.Mode, class: String, count: Int)]?
     package var closings: [(ProxyServer.Closing, Int)]
     /// Nil without a log.
     package var logRecords: (written: Int, dropped: Int)?
@@ -22,6 +24,7 @@ package struct Metrics: Sendable {
         interceptedConnections = server.intercepted
         setCookieLinesExamined = hooks.observed.load()
         setCookieLinesChanged = hooks.rewritten.load()
+        responses = hooks.responses?.samples
         let counted = Dictionary(uniqueKeysWithValues: server.closingCounts.map { ($0.0.rawValue, $0.1) })
         closings = ProxyServer.Closing.allCases.map { ($0, counted[$0.rawValue] ?? 0) }
         logRecords = log.map { ($0.writtenCount, $0.droppedCount) }
@@ -45,6 +48,14 @@ package struct Metrics: Sendable {
         family(
             "cookie_proxy_requests_total", "counter",
             "Requests read from clients (HTTP/1.1 requests and HTTP/2 streams).", [("", "\(requests)")])
+        if let responses {
+            family(
+                "cookie_proxy_upstream_responses_total", "counter",
+                "Responses forwarded from upstreams, by the client's protocol, the proxy's mode and the status class.",
+                responses.map {
+                    ("{protocol=\"\($0.protocol)\",mode=\"\($0.mode.rawValue)\",code=\"\($0.class)\"}", "\($0.count)")
+                })
+        }
         family(
             "cookie_proxy_open_connections", "gauge", "Client connections open now.",
             [("", "\(openConnections)")])

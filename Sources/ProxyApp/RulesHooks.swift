@@ -21,6 +21,8 @@ package final class RulesHooks: ProxyHooks, Sendable {
     package let lifecycle: Bool
     package let rewritten = AtomicCounter()
     package let observed = AtomicCounter()
+    /// Responses by protocol, mode and status class, for the metrics (nil without `--metrics`).
+    package let responses: ResponseCounts?
 
     /// Hosts named with --intercept / --intercept-all.
     package let interceptFlags: HostPatternList
@@ -29,9 +31,11 @@ package final class RulesHooks: ProxyHooks, Sendable {
 
     package init(
         engine: RuleEngine, dryRun: Bool, sink: LogSink?, intercept: HostPatternList,
-        inspector: InspectorStore? = nil, lifecycle: Bool = false, tracker: LifecycleTracker = LifecycleTracker()
+        inspector: InspectorStore? = nil, lifecycle: Bool = false, tracker: LifecycleTracker = LifecycleTracker(),
+        responses: ResponseCounts? = nil
     ) {
         self.engine = Locked(engine)
+        self.responses = responses
         self.lifecycle = lifecycle
         self.tracker = tracker
         self.dryRun = dryRun
@@ -160,6 +164,7 @@ package final class RulesHooks: ProxyHooks, Sendable {
     package func makeLoopStorage() -> AnyObject? { CookieScratch() }
 
     package func willForwardResponse(_ head: inout OutgoingHead, context: ExchangeContext, storage: AnyObject?) {
+        responses?.count(context)
         let engine = current
         // The message's context lives in the plan (one copy of its strings per response, not two); it is built
         // only when the rules or the log read it.

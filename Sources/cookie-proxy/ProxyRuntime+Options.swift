@@ -150,7 +150,9 @@ extension ProxyRuntime {
         let lifecycle = lifecycleText == "on" && (sink != nil || inspector != nil)
         let hooks = RulesHooks(
             engine: RuleEngine(ruleSet), dryRun: dryRun, sink: sink, intercept: intercept, inspector: inspector,
-            lifecycle: lifecycle, tracker: LifecycleTracker(clientKey: clientKey))
+            lifecycle: lifecycle, tracker: LifecycleTracker(clientKey: clientKey),
+            responses: args.value(RunCommand.Option.metrics) == nil
+                ? nil : ResponseCounts(reverse: args.value(RunCommand.Option.reverse) != nil))
         var banner = ""
         if let rulesPath {
             banner +=

@@ -42,6 +42,14 @@ import Testing
         #expect(Self.value(scraped, "cookie_proxy_set_cookie_lines_changed_total") == 15, "\(scraped)")
         #expect(Self.value(scraped, "cookie_proxy_set_cookie_lines_examined_total") == 15)
         #expect(Self.value(scraped, "cookie_proxy_closings_total{reason=\"header_timeout\"}") == 0)
+        #expect(
+            Self.value(
+                scraped, "cookie_proxy_upstream_responses_total{protocol=\"HTTP/1.1\",mode=\"forward\",code=\"2xx\"}")
+                == 5, "\(scraped)")
+        #expect(
+            Self.value(
+                scraped, "cookie_proxy_upstream_responses_total{protocol=\"HTTP/2\",mode=\"reverse\",code=\"5xx\"}")
+                == 0)
 
         // promtool reads the exposition and finds nothing to say.
         let exposition = dir + "/metrics.txt"
