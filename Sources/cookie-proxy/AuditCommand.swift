@@ -35,7 +35,8 @@ enum AuditCommand {
             names: ["--rules", "-r"], value: "path", help: "Also show what these rules would change (before/after)."
         )
         static let format = OptionSpec(
-            names: ["--format"], value: "format", help: "text or json.", defaultValue: "text")
+            names: ["--format"], value: "format", help: "text, json, or junit (JUnit XML for CI; not with --har).",
+            defaultValue: "text")
         static let har = OptionSpec(
             names: ["--har"], value: "file",
             help:
@@ -129,7 +130,7 @@ enum AuditCommand {
             }
             options.timeout = v
         }
-        let format = try args.choice(Option.format, ["text", "json"], command: spec.name)
+        let format = try args.choice(Option.format, ["text", "json", "junit"], command: spec.name)
         if let path = args.value(Option.rules) {
             do {
                 options.rules = try RulesFiles.load(path)
@@ -145,7 +146,7 @@ enum AuditCommand {
             Console.err("error: \(error.description)")
             return 2
         }
-        Console.out(format == "json" ? json(report).serialized : text(report))
+        Console.out(format == "json" ? json(report).serialized : format == "junit" ? junit(report) : text(report))
         return report.anyRejected ? 1 : 0
     }
 

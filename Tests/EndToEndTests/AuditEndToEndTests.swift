@@ -52,6 +52,35 @@ import Testing
         #expect(refused.status == 2 && refused.stderr.contains("must be HOST:ADDRESS"), "\(refused.stderr)")
     }
 
+    /// `--format junit` is JUnit XML a CI system reads: junitparser (PyPI) finds a suite per host, a case per
+    /// Set-Cookie line, and a failure for each cookie a browser would not keep, with the reason.
+    @Test func junitIsAReportACISystemReads() throws {
+        let upstream = try Upstream()
+        let result = try run(Paths.binary, ["audit", "--format", "junit", Self.chain(upstream)])
+        #expect(result.status == 1, "\(result.stderr)")
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("cp-junit-\(getpid()).xml").path
+        try result.text.write(toFile: file, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(atPath: file) }
+        let script = """
+            import json, sys
+            from junitparser import JUnitXml
+            out = []
+            for suite in JUnitXml.fromfile(sys.argv[1]):
+                for case in suite:
+                    out.append([suite.name, case.name.split(" ")[0], [r.message for r in case.result]])
+            print(json.dumps(out))
+            """
+        let parsed = try run(Paths.root + "/.build/test-python/bin/python", ["-c", script, file])
+        #expect(parsed.status == 0, "\(parsed.stderr)")
+        let cases = try #require(try JSONSerialization.jsonObject(with: parsed.stdout) as? [[Any]])
+        #expect(cases.map { $0[0] as? String } == ["127.0.0.1", "127.0.0.1", "localhost", "localhost"], "\(cases)")
+        #expect(cases.map { $0[1] as? String } == ["step1", "cross", "step2", "foreign"])
+        let failures = cases.map { ($0[2] as? [String?]) ?? [] }
+        #expect(failures[0].isEmpty && failures[2].isEmpty, "\(failures)")
+        #expect(failures[1].first??.contains("SameSite=None requires Secure") == true, "\(failures)")
+        #expect(failures[3].first??.contains("does not domain-match") == true, "\(failures)")
+    }
+
     @Test func eachHopSendsTheCookiesTheJarHoldsForIt() throws {
         let upstream = try Upstream()
         let url =
