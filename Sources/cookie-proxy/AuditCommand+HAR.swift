@@ -11,7 +11,7 @@ extension AuditCommand {
         guard args.positionals.isEmpty else {
             throw UsageError(message: "--har takes the file; give no URL with it", command: spec.name)
         }
-        let format = try args.choice(Option.format, ["text", "json"], command: spec.name)
+        let format = try args.choice(Option.format, ["text", "json", "junit"], command: spec.name)
         var audit = HARAudit()
         if let rulesPath = args.value(Option.rules) {
             let engine: RuleEngine
@@ -46,10 +46,16 @@ extension AuditCommand {
             }
         }
         let summary: HARAudit.Summary
+        // JUnit is one document, written at the end: the notable entries are kept for it.
+        var kept: [HARAudit.EntryReport] = []
         do {
             summary = try audit.run(&reader) { entry in
                 guard entry.isNotable else { return }
-                Console.out(format == "json" ? json(entry).serialized : text(entry))
+                if format == "junit" {
+                    kept.append(entry)
+                } else {
+                    Console.out(format == "json" ? json(entry).serialized : text(entry))
+                }
             }
         } catch {
             if readError != 0 {
@@ -59,7 +65,8 @@ extension AuditCommand {
             }
             return 2
         }
-        Console.out(format == "json" ? json(summary).serialized + "\n" : text(summary))
+        Console.out(
+            format == "junit" ? junit(kept) : format == "json" ? json(summary).serialized + "\n" : text(summary))
         let none =
             "\(path) has \(summary.entries) entries and not one Cookie or Set-Cookie header"
             + (summary.creator.map { " (exported by \($0))" } ?? "")

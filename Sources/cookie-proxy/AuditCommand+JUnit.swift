@@ -1,60 +1,47 @@
 import CookieAudit
 import CookieKit
+import CookieLifecycle
 
-/// `audit --format junit`: the report as JUnit XML, the shape CI systems read (Jenkins, GitLab, GitHub's test
-/// reporters): a test suite per host, a test case per Set-Cookie line, failed when a browser would not keep the
-/// cookie (the jar refused it, a rule dropped it, or a finding says browsers reject it); warnings go to the case's
-/// output.
-extension AuditCommand {
-    static func junit(_ r: AuditReport) -> String {
-        var suites: [(host: String, cases: [String], failures: Int)] = []
-        for (index, hop) in r.hops.enumerated() {
-            let host = RequestURL(hop.url)?.host ?? hop.url
-            for cookie in hop.cookies {
-                let name = "\(cookie.received.name) (hop \(index + 1): \(hop.method) \(hop.url) → \(hop.status))"
-                let rejects = cookie.findings.filter { $0.severity == .rejects }
-                var failure: (type: String, message: String)? = nil
-                if cookie.delivered == nil {
-                    failure = ("dropped", "a rule dropped it: \((cookie.outcome?.rules ?? []).joined(separator: ", "))")
-                } else if let rejection = cookie.rejection {
-                    failure = ("rejected", rejection)
-                } else if let first = rejects.first {
-                    failure = ("rejects", "\(first.code): \(first.message)")
-                }
-                var text = "    <testcase classname=\"\(xml(host))\" name=\"\(xml(name))\">\n"
-                if let failure {
-                    let detail = (["Set-Cookie: \(cookie.received)"] + cookie.findings.map(\.description))
-                        .joined(separator: "\n")
-                    text += "      <failure type=\"\(failure.type)\" message=\"\(xml(failure.message))\">"
-                    text += xml(detail) + "</failure>\n"
-                }
-                let other = cookie.findings.filter { $0.severity != .rejects }
-                if failure == nil && !other.isEmpty {
-                    text += "      <system-out>\(xml(other.map(\.description).joined(separator: "\n")))</system-out>\n"
-                }
-                text += "    </testcase>\n"
-                if let i = suites.firstIndex(where: { $0.host == host }) {
-                    suites[i].cases.append(text)
-                    suites[i].failures += failure == nil ? 0 : 1
-                } else {
-                    suites.append((host, [text], failure == nil ? 0 : 1))
-                }
-            }
+/// JUnit XML, the report shape CI systems read (Jenkins, GitLab, GitHub's test reporters): test suites by host,
+/// test cases by cookie, a failure with its reason where a browser would not keep (or was not expected to send)
+/// the cookie, and findings that do not fail as the case's output.
+struct JUnitReport {
+    private var suites: [(name: String, cases: [String], failures: Int)] = []
+
+    mutating func add(
+        suite: String, name: String, failure: (type: String, message: String, detail: String)?, output: String?
+    ) {
+        var text = "    <testcase classname=\"\(Self.xml(suite))\" name=\"\(Self.xml(name))\">\n"
+        if let failure {
+            text += "      <failure type=\"\(Self.xml(failure.type))\" message=\"\(Self.xml(failure.message))\">"
+            text += Self.xml(failure.detail) + "</failure>\n"
+        } else if let output, !output.isEmpty {
+            text += "      <system-out>\(Self.xml(output))</system-out>\n"
         }
+        text += "    </testcase>\n"
+        let failed = failure == nil ? 0 : 1
+        if let i = suites.firstIndex(where: { $0.name == suite }) {
+            suites[i].cases.append(text)
+            suites[i].failures += failed
+        } else {
+            suites.append((suite, [text], failed))
+        }
+    }
+
+    func text(name: String) -> String {
         let tests = suites.reduce(0) { $0 + $1.cases.count }
         let failures = suites.reduce(0) { $0 + $1.failures }
         var out = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-        out += "<testsuites name=\"cookie-proxy audit\" tests=\"\(tests)\" failures=\"\(failures)\">\n"
+        out += "<testsuites name=\"\(Self.xml(name))\" tests=\"\(tests)\" failures=\"\(failures)\">\n"
         for suite in suites {
             out +=
-                "  <testsuite name=\"\(xml(suite.host))\" tests=\"\(suite.cases.count)\" failures=\"\(suite.failures)\">\n"
-            out += suite.cases.joined()
-            out += "  </testsuite>\n"
+                "  <testsuite name=\"\(Self.xml(suite.name))\" tests=\"\(suite.cases.count)\" failures=\"\(suite.failures)\">\n"
+            out += suite.cases.joined() + "  </testsuite>\n"
         }
         return out + "</testsuites>"
     }
 
-    /// Text for XML content and attribute values (XML 1.0 §2.4, §3.3.3); control characters XML cannot carry are
+    /// Text for XML content and attribute values (XML 1.0 §2.4, §3.3.3); a control character XML cannot carry is
     /// written as U+FFFD.
     static func xml(_ text: String) -> String {
         var out = ""
@@ -71,5 +58,69 @@ extension AuditCommand {
             }
         }
         return out
+    }
+
+    /// A Set-Cookie line's case: failed when it is not delivered (a rule dropped it), the jar refused it, or a
+    /// finding says browsers reject it.
+    mutating func add(
+        line received: SetCookie, delivered: Bool, rules: [String], rejection: String?, findings: [LintFinding],
+        suite: String, at place: String
+    ) {
+        var failure: (String, String)? = nil
+        if !delivered {
+            failure = ("dropped", "a rule dropped it: \(rules.joined(separator: ", "))")
+        } else if let rejection {
+            failure = ("rejected", rejection)
+        } else if let first = findings.first(where: { $0.severity == .rejects }) {
+            failure = ("rejects", "\(first.code): \(first.message)")
+        }
+        let detail = (["Set-Cookie: \(received)"] + findings.map(\.description)).joined(separator: "\n")
+        add(
+            suite: suite, name: "\(received.name) (\(place))", failure: failure.map { ($0.0, $0.1, detail) },
+            output: findings.map(\.description).joined(separator: "\n"))
+    }
+}
+
+extension AuditCommand {
+    /// `audit URL --format junit`: a suite per host, a case per Set-Cookie line of each hop.
+    static func junit(_ r: AuditReport) -> String {
+        var report = JUnitReport()
+        for (index, hop) in r.hops.enumerated() {
+            for cookie in hop.cookies {
+                report.add(
+                    line: cookie.received, delivered: cookie.delivered != nil, rules: cookie.outcome?.rules ?? [],
+                    rejection: cookie.rejection, findings: cookie.findings,
+                    suite: RequestURL(hop.url)?.host ?? hop.url,
+                    at: "hop \(index + 1): \(hop.method) \(hop.url) → \(hop.status)")
+            }
+        }
+        return report.text(name: "cookie-proxy audit")
+    }
+
+    /// `audit --har FILE --format junit`: a suite per host, a case per Set-Cookie line and per cookie a request sent
+    /// or was expected to send; a verdict other than sent-as-expected fails, with its reason.
+    static func junit(_ entries: [HARAudit.EntryReport]) -> String {
+        var report = JUnitReport()
+        for e in entries {
+            let host = RequestURL(e.url)?.host ?? e.url
+            let place = "entry \(e.index): \(e.method) \(e.url) → \(e.status)"
+            for line in e.setCookies {
+                let rejection = line.event.flatMap { $0.kind == .rejected ? ($0.detail ?? "the jar refused it") : nil }
+                report.add(
+                    line: line.received, delivered: line.forwarded != nil, rules: line.rules, rejection: rejection,
+                    findings: line.findings, suite: host, at: place)
+            }
+            for v in e.verdicts {
+                let failure =
+                    v.kind == .sentAsExpected
+                    ? nil
+                    : (
+                        v.kind.rawValue, v.reason.map { "\($0.code.rawValue): \($0.message)" } ?? v.kind.rawValue,
+                        "Cookie \(v.name) in \(place)"
+                    )
+                report.add(suite: host, name: "\(v.name) sent? (\(place))", failure: failure, output: nil)
+            }
+        }
+        return report.text(name: "cookie-proxy audit --har")
     }
 }

@@ -35,7 +35,7 @@ enum AuditCommand {
             names: ["--rules", "-r"], value: "path", help: "Also show what these rules would change (before/after)."
         )
         static let format = OptionSpec(
-            names: ["--format"], value: "format", help: "text, json, or junit (JUnit XML for CI; not with --har).",
+            names: ["--format"], value: "format", help: "text, json, or junit (JUnit XML for CI).",
             defaultValue: "text")
         static let har = OptionSpec(
             names: ["--har"], value: "file",

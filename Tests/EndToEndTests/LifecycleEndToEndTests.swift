@@ -284,6 +284,25 @@ import Testing
         #expect(
             verdicts.map { $0["verdict"] as? String } == [blocked ? "expected-not-sent" : "sent-as-expected"],
             "\(entry)")
+        // The same as JUnit XML, read back by junitparser: the read of w is a case of its host, failed with the
+        // verdict and its reason exactly when the verdict is not sent-as-expected.
+        let junit = try run(Paths.binary, ["audit", "--har", har, "--format", "junit"])
+        #expect(junit.status == (blocked ? 1 : 0), "\(junit.stderr)")
+        try junit.text.write(toFile: home + "/report.xml", atomically: true, encoding: .utf8)
+        let script = """
+            import json, sys
+            from junitparser import JUnitXml
+            print(json.dumps([[s.name, c.name, [r.type for r in c.result]] for s in JUnitXml.fromfile(sys.argv[1]) for c in s]))
+            """
+        let parsed = try run(Paths.root + "/.build/test-python/bin/python", ["-c", script, home + "/report.xml"])
+        let cases = try #require(try JSONSerialization.jsonObject(with: parsed.stdout) as? [[Any]], "\(parsed.stderr)")
+        let readCase = try #require(
+            cases.first {
+                ($0[1] as? String)?.hasPrefix("w sent? (") == true && ($0[1] as? String)?.contains("/read") == true
+            },
+            "\(cases)")
+        #expect(readCase[0] as? String == "widget.other.test")
+        #expect((readCase[2] as? [String]) == (blocked ? ["expected-not-sent"] : []), "\(readCase)")
 
         if blocked {
             // Sanitized as Chrome's default export is: no Cookie or Set-Cookie header left.
