@@ -242,40 +242,6 @@ enum RunCommand {
             statusLine: statusLine)
     }
 
-    /// The page a browser gets when it opens the forward proxy's own URL: what this is, and where the onboarding
-    /// pages and the inspector are (the inspector's link needs its token, which `cookie-proxy ui url` adds).
-    static func forwardProxyPage(inspector: (String, Int)?, onboarding: String?) -> String {
-        var items = [
-            "<li>Set this address as the <b>HTTP and HTTPS proxy</b> of a browser, a device or a tool "
-                + "(<code>curl -x</code>, <code>export http_proxy=… https_proxy=…</code>); its cookies are then "
-                + "rewritten by the rules and logged.</li>"
-        ]
-        if let onboarding {
-            items.append(
-                "<li>With the proxy set, <a href=\"http://\(onboarding)/\">http://\(onboarding)/</a> has the local CA "
-                    + "certificate and how to trust it on this device (for https interception).</li>")
-        }
-        if let (host, port) = inspector, port > 0 {
-            let url = "http://\(HostPort.bracketed(host)):\(port)/"
-            items.append(
-                "<li>The inspector is at <a href=\"\(url)\">\(url)</a>; it needs this installation's token: "
-                    + "<code>cookie-proxy ui url</code> prints its address with it.</li>")
-        }
-        return """
-            <!doctype html>
-            <html lang="en"><head><meta charset="utf-8"><title>cookie-proxy</title>
-            <style>body{font:16px/1.5 system-ui,sans-serif;max-width:42em;margin:3em auto;padding:0 1em}</style>
-            </head><body>
-            <h1>cookie-proxy</h1>
-            <p>This is a forward proxy, not a web site: pages go through it rather than to it.</p>
-            <ul>
-            \(items.joined(separator: "\n"))
-            </ul>
-            </body></html>
-
-            """
-    }
-
     /// The options that configure the server, checked.
     static func settings(_ args: ParsedArguments) throws(UsageError) -> Settings {
         var config = ServerConfiguration()
@@ -386,89 +352,6 @@ enum RunCommand {
             config: config, drain: drain, uiAddress: uiAddress, uiHistory: history, metricsAddress: metricsAddress)
     }
 
-    /// What the proxy tells a person who just started it: how to point clients at it, and what it will do.
-    static func banner(
-        _ config: ServerConfiguration, server: ProxyServer, service: InspectorService, runtime: ProxyRuntime,
-        uiAddress: (String, Int)?, https: String?, pslGiven: Bool
-    ) -> String {
-        let address = HostPort.bracketed(config.listenHost)
-        // Listening on every address: this machine's own clients use loopback.
-        let localAddress =
-            config.listenHost == "0.0.0.0" ? "127.0.0.1" : config.listenHost == "::" ? "[::1]" : address
-        let proxyURL = "http://\(localAddress):\(server.boundPort)"
-        var banner = ""
-        if let reverse = config.proxy.reverseUpstream {
-            let scheme = config.h2cUpstreams.contains(reverse) ? "h2c" : "http"
-            banner += "  reverse mode: every request goes to \(scheme)://\(reverse)\n"
-            banner += "  open \(proxyURL)/ in a browser or app\n"
-        } else {
-            banner += "  curl:         curl -x \(proxyURL) http://example.com/\n"
-            banner += "  environment:  export http_proxy=\(proxyURL) https_proxy=\(proxyURL)\n"
-            banner +=
-                "  iOS simulator / macOS: System Settings → Network → Proxies → Web Proxy (HTTP) and Secure Web Proxy (HTTPS), both \(localAddress):\(server.boundPort)\n"
-            if config.listenHost == "0.0.0.0" || config.listenHost == "::" {
-                let addresses = ServerConfiguration.networkAddresses().filter {
-                    config.listenHost == "::" || !$0.contains(":")
-                }
-                let typed = addresses.map { HostPort.format($0, server.boundPort) }
-                banner +=
-                    typed.isEmpty
-                    ? "  devices:      this machine has no network address up\n"
-                    : "  devices:      set the Wi-Fi proxy to \(typed.joined(separator: " or "))\n"
-                if config.allowed.isEmpty {
-                    banner += "                (and admit them: --allow 192.168.1.0/24, their network)\n"
-                } else {
-                    banner +=
-                        "  admitted:     loopback and \(config.allowed.map(\.description).joined(separator: ", "))\n"
-                    // A device types one of these addresses, and is on its network: outside every --allow, its
-                    // requests get a 403.
-                    for address in addresses where !config.allowed.contains(where: { $0.contains(address) }) {
-                        banner +=
-                            "  WARNING:      \(address) is outside every --allow network: a device on its network is refused (403)\n"
-                    }
-                }
-            }
-        }
-        if config.poller != .native {
-            banner += "  poller:       \(config.poller.rawValue) (COOKIE_PROXY_POLLER)\n"
-        }
-        if let routes = config.proxy.upstreamProxies {
-            let via =
-                routes.http == routes.https
-                ? "\(routes.http!)"
-                : "http \(routes.http.map(\.description) ?? "direct"), https \(routes.https.map(\.description) ?? "direct")"
-            let direct = routes.bypass.isEmpty ? "" : "; direct to \(routes.bypass.joined(separator: ", "))"
-            banner += "  upstream:     through proxy \(via)\(direct)\n"
-        } else if let ignored = ignoredProxyVariables(ownPort: server.boundPort), !ignored.isEmpty {
-            // A corporate proxy in the environment is not followed unless asked: say so, naming the variables only
-            // (their values may hold credentials).
-            banner +=
-                "  upstream:     direct; \(ignored.joined(separator: " and ")) \(ignored.count == 1 ? "is" : "are") set here and not used (--upstream-proxy env uses \(ignored.count == 1 ? "it" : "them"))\n"
-        }
-        switch PublicSuffixList.current.source {
-        case .shipped:
-            banner +=
-                "  suffixes:     no Public Suffix List on this machine: using \(PublicSuffixList.current.source) (--psl FILE for another)\n"
-        case .file(let path):
-            if pslGiven { banner += "  suffixes:     \(path) (--psl)\n" }
-        }
-        if let (host, _) = uiAddress {
-            let shown = host == "0.0.0.0" ? "127.0.0.1" : host == "::" ? "[::1]" : HostPort.bracketed(host)
-            banner += "  inspector:    http://\(shown):\(server.localServicePort)/?token=\(service.token)\n"
-        }
-        banner += runtime.banner
-        if config.proxy.reverseUpstream != nil {
-            // A reverse proxy opens no tunnels: CONNECT is answered 405 (RequestRoute).
-            banner += "  https:        none (a reverse proxy answers CONNECT with 405)\n"
-        } else {
-            banner +=
-                https
-                ?? "  https:        CONNECT is tunnelled untouched (no host is intercepted; see --intercept)\n"
-        }
-        banner += "  stop:         Ctrl-C"
-        return banner
-    }
-
     /// What the server noted since the last look: closings (on stderr and in the log), TLS failures with clients,
     /// refused HTTP/2 streams.
     static func reportEvents(_ server: ProxyServer, _ runtime: ProxyRuntime) {
@@ -533,22 +416,6 @@ enum RunCommand {
 
     /// `--upstream-proxy` and `--no-upstream-proxy`. The environment's HTTP_PROXY and friends only with
     /// `--upstream-proxy env`: a proxy that silently chains itself to whatever the shell exported is a trap.
-    /// The proxy variables set in the environment (`http_proxy`, `HTTPS_PROXY`, …) that name another proxy than this
-    /// one (the banner suggests exporting this one's own address), or nil when none is.
-    static func ignoredProxyVariables(ownPort: Int) -> [String]? {
-        var names: [String] = []
-        for name in ["http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY"] {
-            guard let value = getenv(name).map({ String(cString: $0) }), !value.isEmpty else { continue }
-            if case .success(let proxy) = UpstreamProxy.parse(value), proxy.address.port == ownPort,
-                HostName.isLoopback(proxy.address.host)
-            {
-                continue
-            }
-            names.append(name)
-        }
-        return names.isEmpty ? nil : names
-    }
-
     static func upstreamProxies(_ args: ParsedArguments) throws(UsageError) -> UpstreamProxyRoutes? {
         let bypass = args.all(Option.noUpstreamProxy).flatMap { $0.split(separator: ",").map(String.init) }
         guard let value = args.value(Option.upstreamProxy) else {
