@@ -12,7 +12,7 @@ import ProxyServer
 package final class MetricsServer: Sendable {
     package let port: Int
     private let listener: Int32
-    private let token: [UInt8]
+    private let token: String
     private let stopped = AtomicCounter()
     private let snapshot: @Sendable () -> Metrics
 
@@ -20,7 +20,7 @@ package final class MetricsServer: Sendable {
         throws(SocketError)
     {
         let (fd, bound) = try Descriptors.listen(host: host, port: port).get()
-        (self.listener, self.port, self.token, self.snapshot) = (fd, bound, Array(token.utf8), snapshot)
+        (self.listener, self.port, self.token, self.snapshot) = (fd, bound, token, snapshot)
         let thread = Thread { [self] in self.acceptLoop() }
         thread.start()
     }
@@ -62,12 +62,12 @@ package final class MetricsServer: Sendable {
         guard path == "/metrics" else {
             return Self.response(404, "text/plain", "cookie-proxy: the metrics are at /metrics\n")
         }
-        let presented = request.head.values("authorization").first.flatMap { value -> [UInt8]? in
+        let presented = request.head.values("authorization").first.flatMap { value -> String? in
             let parts = value.split(separator: " ", maxSplits: 1)
             guard parts.count == 2, parts[0].lowercased() == "bearer" else { return nil }
-            return Array(parts[1].trimmingCharacters(in: .whitespaces).utf8)
+            return parts[1].trimmingCharacters(in: .whitespaces)
         }
-        guard let presented, Self.equalInConstantTime(presented, token) else {
+        guard let presented, InspectorService.constantTimeEqual(presented, token) else {
             return Self.response(
                 401, "text/plain",
                 "cookie-proxy: send the installation's token (inspector-token next to the CA) as Authorization: Bearer\n"
@@ -88,13 +88,5 @@ package final class MetricsServer: Sendable {
         if status == 401 { text += "WWW-Authenticate: Bearer\r\n" }
         text += "Connection: close\r\n\r\n" + (body ?? "")
         return Array(text.utf8)
-    }
-
-    /// Compares every byte whatever the first difference (the token is a secret).
-    static func equalInConstantTime(_ a: [UInt8], _ b: [UInt8]) -> Bool {
-        guard a.count == b.count else { return false }
-        var difference: UInt8 = 0
-        for i in 0..<a.count { difference |= a[i] ^ b[i] }
-        return difference == 0
     }
 }

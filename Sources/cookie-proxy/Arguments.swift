@@ -22,6 +22,13 @@ struct OptionSpec: Sendable {
     var key: String { names[0] }
 
     /// `--psl FILE`, for every command that judges domains (main.swift reads it before the command runs).
+    /// The options every command takes besides its own (the parser reads them itself; `--help` and the
+    /// completions list them).
+    static let common = [
+        OptionSpec(names: ["-h", "--help"], value: nil, help: "Show help information."),
+        OptionSpec(names: ["--version"], value: nil, help: "Show the version."),
+    ]
+
     static let psl = OptionSpec(
         names: ["--psl"], value: "file",
         help: "Public Suffix List to use (default: Debian's or Homebrew's, else the copy built in).")
@@ -40,14 +47,13 @@ struct CommandSpec: Sendable {
         var out = "OVERVIEW: \(abstract)\n\nUSAGE: \(usage)\n"
         if let arguments { out += "\nARGUMENTS:\n\(arguments)\n" }
         out += "\nOPTIONS:\n"
-        let rows: [(String, String)] =
-            options.map { option in
-                let left = option.names.joined(separator: ", ") + (option.value.map { " <\($0)>" } ?? "")
-                var right = option.help
-                if let d = option.defaultValue { right += " (default: \(d))" }
-                if option.repeatable { right += " (repeatable)" }
-                return (left, right)
-            } + [("-h, --help", "Show help information."), ("--version", "Show the version.")]
+        let rows: [(String, String)] = (options + OptionSpec.common).map { option in
+            let left = option.names.joined(separator: ", ") + (option.value.map { " <\($0)>" } ?? "")
+            var right = option.help
+            if let d = option.defaultValue { right += " (default: \(d))" }
+            if option.repeatable { right += " (repeatable)" }
+            return (left, right)
+        }
         let width = min(30, rows.map(\.0.count).max() ?? 0)
         for (left, right) in rows {
             if left.count > width {
@@ -143,7 +149,8 @@ extension CommandSpec {
                 inline = String(arg[arg.index(after: eq)...])
             }
             guard let option = options.first(where: { $0.names.contains(name) }) else {
-                let suggestion = Self.nearest(name, options.flatMap(\.names) + ["--help", "--version"])
+                let suggestion = Self.nearest(
+                    name, (options + OptionSpec.common).flatMap(\.names).filter { $0 != "-h" })
                 throw UsageError(
                     message: "unknown option '\(name)'" + (suggestion.map { "; did you mean '\($0)'?" } ?? ""),
                     command: self.name)

@@ -32,12 +32,6 @@ enum CompletionsCommand {
         return 0
     }
 
-    /// The options every command takes besides its own.
-    static let common = [
-        OptionSpec(names: ["--help", "-h"], value: nil, help: "Show help information."),
-        OptionSpec(names: ["--version"], value: nil, help: "Show the version."),
-    ]
-
     /// Whether an option's value is a path (completed with file names).
     static func takesPath(_ option: OptionSpec) -> Bool {
         ["file", "dir", "path"].contains(option.value ?? "")
@@ -56,7 +50,7 @@ enum CompletionsCommand {
 
             """
         for (name, spec) in commands {
-            let options = spec.options + common
+            let options = spec.options + OptionSpec.common
             let paths = options.filter(takesPath).flatMap(\.names)
             let values = options.filter { $0.value != nil && !takesPath($0) }.flatMap(\.names)
             out += "        \(name)) opts=\"\(options.flatMap(\.names).joined(separator: " "))\""
@@ -109,7 +103,7 @@ enum CompletionsCommand {
             """
         for (name, spec) in commands {
             out += "        \(name)) _arguments -s"
-            for option in spec.options + common {
+            for option in spec.options + OptionSpec.common {
                 let help = zshText(option.help)
                 let action = option.value.map { takesPath(option) ? ":\($0):_files" : ":\(zshText($0)):" } ?? ""
                 for spelling in option.names {
@@ -140,7 +134,7 @@ enum CompletionsCommand {
             out += " -d '\(fishText(spec.abstract))'\n"
         }
         for (name, spec) in commands {
-            for option in spec.options + common {
+            for option in spec.options + OptionSpec.common {
                 var line = "complete -c cookie-proxy -n '__fish_seen_subcommand_from \(name)'"
                 for spelling in option.names {
                     line += spelling.hasPrefix("--") ? " -l \(spelling.dropFirst(2))" : " -s \(spelling.dropFirst())"

@@ -27,21 +27,13 @@ let rootSpec = CommandSpec(
         Run 'cookie-proxy <subcommand> --help' for a subcommand's options.
         """)
 
-let commands: [String: CommandSpec] = [
-    "run": RunCommand.spec,
-    "check": CheckCommand.spec,
-    "try": TryCommand.spec,
-    "audit": AuditCommand.spec,
-    "ca": CACommand.spec,
-    "parse": ParseCommand.spec,
-    "conformance": ConformanceCommand.spec,
-    "mcp": MCPCommand.spec,
-    "ui": UICommand.spec,
-    "completions": CompletionsCommand.spec,
+/// The subcommands, in the order the root's help lists them (completions and the manual page follow it).
+let commandList: [(name: String, spec: CommandSpec)] = [
+    ("run", RunCommand.spec), ("check", CheckCommand.spec), ("try", TryCommand.spec), ("ca", CACommand.spec),
+    ("audit", AuditCommand.spec), ("parse", ParseCommand.spec), ("conformance", ConformanceCommand.spec),
+    ("mcp", MCPCommand.spec), ("ui", UICommand.spec), ("completions", CompletionsCommand.spec),
 ]
-
-/// The subcommands in the order the root's help lists them (completions and the manual page follow it).
-let commandOrder = ["run", "check", "try", "ca", "audit", "parse", "conformance", "mcp", "ui", "completions"]
+let commands = Dictionary(uniqueKeysWithValues: commandList.map { ($0.name, $0.spec) })
 
 func currentTime() -> Int64 { Int64(time(nil)) }
 
@@ -91,7 +83,7 @@ func runMain() -> Int32 {
         case "mcp": return try MCPCommand.run(args)
         case "ui": return try UICommand.run(args)
         case "completions":
-            return try CompletionsCommand.run(args, commands: commandOrder.map { ($0, commands[$0]!) }, root: rootSpec)
+            return try CompletionsCommand.run(args, commands: commandList, root: rootSpec)
         default: return 2
         }
     } catch {
