@@ -19,8 +19,11 @@ struct HeaderListBudget {
     mutating func admit(name: Int, value: Int, pseudo: Bool) -> Bool {
         size += name + value + 32
         if !pseudo { fields += 1 }
-        return size <= limits.maximumHeadBytes && fields <= limits.maximumFieldCount
+        return !isOver
     }
+
+    /// The block went over either limit.
+    var isOver: Bool { size > limits.maximumHeadBytes || fields > limits.maximumFieldCount }
 
     /// What was over, for a refusal's reason.
     var overrun: String {

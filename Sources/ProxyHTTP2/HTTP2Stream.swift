@@ -22,7 +22,7 @@ final class Stream {
     var reset = false
     /// The request's header block as it is decoded; once over, nothing more of it is kept.
     var headerList: HeaderListBudget
-    var headerListTooLarge = false
+    var headerListTooLarge: Bool { headerList.isOver }
 
     var responseIn: [UInt8] = []
     var responseInStart = 0
@@ -41,7 +41,6 @@ final class Stream {
     func addField(_ name: UnsafeBufferPointer<UInt8>, _ value: UnsafeBufferPointer<UInt8>) {
         guard !headerListTooLarge else { return }
         guard headerList.admit(name: name.count, value: value.count, pseudo: name.first == 0x3A) else {
-            headerListTooLarge = true
             fields = []
             return
         }
