@@ -1,5 +1,4 @@
 import ProxyApp
-import HTTPGrammar
 import CookieAudit
 import CookieKit
 import CookieRules
@@ -105,16 +104,9 @@ enum AuditCommand {
         }
         options.proxy = args.value(Option.proxy)
         for entry in args.all(Option.resolve) {
-            guard let colon = entry.firstIndex(of: ":"), colon != entry.startIndex,
-                HostName.isIPLiteral(String(entry[entry.index(after: colon)...]))
-            else {
-                throw UsageError(
-                    message: "--resolve '\(entry)' must be HOST:ADDRESS, e.g. app.test:127.0.0.1", command: spec.name)
-            }
-            let address = String(entry[entry.index(after: colon)...])
+            let (host, address) = try RunCommand.resolveEntry(entry, command: spec.name)
             // curl wants an IPv6 address in brackets.
-            options.resolve.append(
-                (String(entry[..<colon]).lowercased(), address.contains(":") ? "[\(address)]" : address))
+            options.resolve.append((host, address.contains(":") ? "[\(address)]" : address))
         }
         options.caFile = args.value(Option.cacert)
         options.insecure = args.flag(Option.insecure)

@@ -283,13 +283,8 @@ enum RunCommand {
         config.proxy.upstreamProxies = try upstreamProxies(args)
         if args.flag(Option.noVia) { config.proxy.addVia = false }
         for entry in args.all(Option.resolve) {
-            guard let colon = entry.firstIndex(of: ":"),
-                HostName.isIPLiteral(String(entry[entry.index(after: colon)...]))
-            else {
-                throw UsageError(
-                    message: "--resolve '\(entry)' must be HOST:ADDRESS, e.g. app.test:127.0.0.1", command: spec.name)
-            }
-            config.resolveOverrides[entry[..<colon].lowercased()] = String(entry[entry.index(after: colon)...])
+            let (host, address) = try resolveEntry(entry, command: spec.name)
+            config.resolveOverrides[host] = address
         }
         // Nil when not given; with `orDefault`, the default `--help` shows instead.
         func int(_ option: OptionSpec, _ range: ClosedRange<Int>, orDefault: Bool = false) throws(UsageError) -> Int? {
@@ -472,6 +467,17 @@ enum RunCommand {
         } catch {
             throw UsageError(message: "cannot set up the inspector: \(error)", command: spec.name, exitStatus: 1)
         }
+    }
+
+    /// A `--resolve HOST:ADDRESS` entry (as curl's, without the port): the host lowercased and a numeric address.
+    static func resolveEntry(_ entry: String, command: String) throws(UsageError) -> (host: String, address: String) {
+        guard let colon = entry.firstIndex(of: ":"), colon != entry.startIndex,
+            HostName.isIPLiteral(String(entry[entry.index(after: colon)...]))
+        else {
+            throw UsageError(
+                message: "--resolve '\(entry)' must be HOST:ADDRESS, e.g. app.test:127.0.0.1", command: command)
+        }
+        return (entry[..<colon].lowercased(), String(entry[entry.index(after: colon)...]))
     }
 
     /// `host:port`, `[v6]:port`, or a bare port (loopback). Port 0 picks a free one.
