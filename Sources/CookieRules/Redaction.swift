@@ -36,12 +36,17 @@ public struct Redaction: Sendable {
         for i in 0..<8 { text[2 + i] = hex.utf8Start[Int((h >> UInt64(28 - 4 * i)) & 0xF)] }
     }
 
+    /// A value as records show it: `[h:…]`, or as it is with `--log-values`.
+    public func value<C: Collection<UInt8>>(_ bytes: C) -> String {
+        showValues ? String(decoding: bytes, as: UTF8.self) : "[\(hash(bytes))]"
+    }
+
     /// The Set-Cookie text with its value replaced by `[h:…]` (empty values stay empty).
     public func text(_ cookie: SetCookie) -> String {
         if showValues { return cookie.description }
         var redacted = cookie
         let value = cookie.valueBytes
-        if !value.isEmpty { try? redacted.setValue("[\(hash(value))]") }
+        if !value.isEmpty { try? redacted.setValue(self.value(value)) }
         return redacted.description
     }
 

@@ -26,11 +26,11 @@ package enum LifecycleLog {
             out.string(v.kind.rawValue)
             if let sent = v.sent {
                 out.raw(",\"sent\":")
-                out.string(value(sent, redaction))
+                out.string(redaction.value(sent.utf8))
             }
             if let expected = v.expected {
                 out.raw(",\"expected\":")
-                out.string(value(expected, redaction))
+                out.string(redaction.value(expected.utf8))
             }
             if let domain = v.domain {
                 out.raw(",\"domain\":")
@@ -86,25 +86,20 @@ package enum LifecycleLog {
             out.raw("],\"dryRun\":")
             out.bool(dryRun)
             out.raw(",\"before\":")
-            out.string(c.before.map { c.name + "=" + value($0, redaction) })
+            out.string(c.before.map { c.name + "=" + redaction.value($0.utf8) })
             out.raw(",\"after\":")
-            out.string(c.after.map { (c.newName ?? c.name) + "=" + value($0, redaction) })
+            out.string(c.after.map { (c.newName ?? c.name) + "=" + redaction.value($0.utf8) })
             out.raw(",\"changes\":")
             var change = c.attributeChange
             if change.op == .value || change.op == .drop {
-                change.from = change.from.map { value($0, redaction) }
-                change.to = change.to.map { value($0, redaction) }
+                change.from = change.from.map { redaction.value($0.utf8) }
+                change.to = change.to.map { redaction.value($0.utf8) }
             }
             TransformationRecord.writeChanges([change], redaction: Redaction(showValues: true, key: []), to: &out)
             out.raw(",\"findings\":[],\"engines\":null,\"notes\":[]}")
             out.withBytes { lines.append(String(decoding: $0, as: UTF8.self)) }
         }
         return lines.joined(separator: "\n")
-    }
-
-    static func value(_ v: String, _ redaction: Redaction) -> String {
-        // `[h:…]`, as a value is redacted inside a record's before and after.
-        redaction.showValues ? v : "[" + redaction.hash(Array(v.utf8)) + "]"
     }
 
     static func exchangeFields(_ c: ExchangeContext, client: String, time: Int64, to out: inout JSONWriter) {
