@@ -49,16 +49,22 @@ import Testing
     }
 
     /// bash: the script is sourced and `_cookie_proxy` asked as bash asks it, for a subcommand, an option of `run`,
-    /// and a file after an option that takes a path.
+    /// and a file after an option that takes a path (`FOLDER/`: a folder of the case's own holding `share.rules`).
     @Test(arguments: [
         (["cookie-proxy", "con"], "conformance"),
         (["cookie-proxy", "run", "--log-f"], "--log-format"),
-        (["cookie-proxy", "run", "--rules", "/etc/host"], "/etc/hostname"),
+        (["cookie-proxy", "run", "--rules", "FOLDER/sha"], "FOLDER/share.rules"),
     ])
     func bashCompletesSubcommandsOptionsAndFiles(_ words: [String], _ expected: String) throws {
-        let file = try Self.write(try Self.script("bash"), "completion.bash")
-        defer { try? FileManager.default.removeItem(atPath: file) }
-        let quoted = words.map { "'\($0)'" }.joined(separator: " ")
+        // Files of the case's own: the cases run at once.
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("cp-bash-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        try "".write(toFile: folder + "/share.rules", atomically: true, encoding: .utf8)
+        let file = folder + "/completion.bash"
+        try Self.script("bash").write(toFile: file, atomically: true, encoding: .utf8)
+        let expected = expected.replacingOccurrences(of: "FOLDER", with: folder)
+        let quoted = words.map { "'\($0.replacingOccurrences(of: "FOLDER", with: folder))'" }.joined(separator: " ")
         let result = try run(
             "/bin/bash",
             [
