@@ -21,6 +21,9 @@ public final class Exchange: Sendable {
     public let judgement: RequestJudgement?
     /// The request's site context (nil when nothing worked it out).
     public let site: RequestSite.Kind?
+    /// The client as the lifecycle tells clients apart (`--client-by`): its address, with its engine on loopback,
+    /// or a header's value.
+    public let client: String
     /// What the list shows, computed on first look and kept (a few hundred bytes; the whole analysis is several
     /// kilobytes and is computed again when asked for). Guarded by one lock for all exchanges (a lock each would
     /// cost every recording an allocation and a mutex initialisation, for something only a viewer contends for).
@@ -91,8 +94,9 @@ public final class Exchange: Sendable {
     init(
         sequence: UInt64, context: ExchangeContext, record: Record, requestTime: Int64, responseTime: Int64,
         engine: RuleEngine, dryRun: Bool, rest: [LineEdit.Rest] = [], judgement: RequestJudgement? = nil,
-        site: RequestSite.Kind? = nil
+        site: RequestSite.Kind? = nil, client: String? = nil
     ) {
+        self.client = client ?? context.clientAddress
         self.rest = rest
         self.judgement = judgement
         self.site = site

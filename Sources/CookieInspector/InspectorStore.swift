@@ -59,9 +59,9 @@ public final class InspectorStore: Sendable {
     public func responseForwarded(
         context: ExchangeContext, head: OutgoingHead, bytes: ArraySlice<UInt8>, engine: RuleEngine, dryRun: Bool,
         time: Int64, edits: borrowing LineEdits = LineEdits(),
-        judged: (RequestJudgement?, RequestSite.Kind?) = (nil, nil)
+        judged: (RequestJudgement?, RequestSite.Kind?, client: String?) = (nil, nil, nil)
     ) {
-        let (judgement, site) = judged
+        let (judgement, site, client) = judged
         let slot = Int(context.requestID % UInt64(Self.pendingSlots))
         let pending = state.withLock { s -> Pending? in
             guard let request = s.pending[slot], request.id == context.requestID else { return nil }
@@ -79,7 +79,8 @@ public final class InspectorStore: Sendable {
             s.sequence += 1
             s.ring[s.next] = Exchange(
                 sequence: s.sequence, context: context, record: record, requestTime: request.time,
-                responseTime: time, engine: engine, dryRun: dryRun, rest: rest, judgement: judgement, site: site)
+                responseTime: time, engine: engine, dryRun: dryRun, rest: rest, judgement: judgement, site: site,
+                client: client)
             s.next = (s.next + 1) % capacity
             s.count = min(s.count + 1, capacity)
             return s.wake

@@ -42,6 +42,7 @@ extension InspectorViews {
                 "lifecycle",
                 .object([
                     ("client", .string(j.client)),
+                    ("engine", .string(j.engine.rawValue)),
                     ("site", .string(j.site.kind.rawValue)),
                     ("siteEvidence", .string(j.site.evidence)),
                     ("verdicts", .array(j.verdicts.map(verdictJSON))),
@@ -72,7 +73,7 @@ extension InspectorViews {
                         if let v = e.value { fields.append(("value", .string(value(v)))) }
                         if let d = e.detail { fields.append(("detail", .string(d))) }
                         if let n = e.note { fields.append(("note", .string(n))) }
-                        if let x = e.expiry { fields.append(("expires", .string(CookieDate.rfc3339(x)))) }
+                        if let x = e.expiry { fields.append(("expires", .string(CookieDate.rfc3339(milliseconds: x)))) }
                         return .object(fields)
                     })
             ),

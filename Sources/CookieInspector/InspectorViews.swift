@@ -16,7 +16,7 @@ public struct InspectorViews: Sendable {
             ("seq", .int(Int64(e.sequence))),
             ("id", .int(Int64(e.context.requestID))),
             ("time", .string(Self.timestamp(e.requestTime))),
-            ("client", .string(e.context.clientAddress)),
+            ("client", .string(e.client)),
             ("method", .string(e.context.method)),
             ("url", .string(Self.url(e))),
             // What each side spoke (the client's HTTP/1.x version is its request line's).
@@ -170,15 +170,18 @@ public struct InspectorViews: Sendable {
     // MARK: The browser's view
 
     /// The jar a browser would hold for `client` after the held traffic (cookies as forwarded), what it refused and
-    /// why, and, for `url`, the Cookie header it would send there.
+    /// why, and, for `url`, the Cookie header it would send there. Times in milliseconds since the epoch.
     public func jar(_ exchanges: [Exchange], client: String, url: RequestURL?, now: Int64) -> JSONValue {
         // The jar's clock is each exchange's time while it is replayed (Max-Age counts from when the cookie came),
         // then now, for what it holds and sends.
+        // In the client's engine's jar (the lifecycle's judgement says which), to the millisecond.
         let clock = ReplayClock(now)
-        var jar = CookieJar(clock: { clock.now })
+        let mine = exchanges.filter { $0.client == client }
+        let engine = mine.last(where: { $0.judgement != nil })?.judgement?.engine ?? .rfc6265bis
+        var jar = CookieJar(profile: .of(engine), unit: .milliseconds, clock: { clock.now })
         var rejected: [JSONValue] = []
-        for e in exchanges where e.context.clientAddress == client {
-            clock.now = e.responseTime / 1000
+        for e in mine {
+            clock.now = e.responseTime
             let from = e.requestURL
             // What the client got: the forwarded head's Set-Cookie lines, in order (a dry run forwards them as
             // received).
@@ -198,6 +201,7 @@ public struct InspectorViews: Sendable {
         let held = jar.allCookies().sorted { ($0.domain, $0.path, $0.name) < ($1.domain, $1.path, $1.name) }
         var fields: [(String, JSONValue)] = [
             ("client", .string(client)),
+            ("engine", .string(engine.rawValue)),
             (
                 "cookies",
                 .array(
@@ -207,7 +211,7 @@ public struct InspectorViews: Sendable {
                             ("domain", .string(c.domain)), ("hostOnly", .bool(c.hostOnly)), ("path", .string(c.path)),
                             ("secure", .bool(c.secureOnly)), ("httpOnly", .bool(c.httpOnly)),
                             ("sameSite", .string(c.sameSite.rawValue)),
-                            ("expires", c.expiry.map { .string(Self.timestamp($0 * 1000)) } ?? .null),
+                            ("expires", c.expiry.map { .string(Self.timestamp($0)) } ?? .null),
                         ])
                     })
             ),
@@ -228,7 +232,7 @@ public struct InspectorViews: Sendable {
     /// The clients seen in the held exchanges, in order of first appearance.
     public static func clients(_ exchanges: [Exchange]) -> [String] {
         var seen: Set<String> = []
-        return exchanges.compactMap { seen.insert($0.context.clientAddress).inserted ? $0.context.clientAddress : nil }
+        return exchanges.compactMap { seen.insert($0.client).inserted ? $0.client : nil }
     }
 
     final class ReplayClock: @unchecked Sendable {

@@ -148,6 +148,13 @@ public enum CookieDate {
             + "\(pad(Int(rest % 60), 2))Z"
     }
 
+    /// RFC 3339 UTC to the millisecond, e.g. `2026-11-30T09:01:44.250Z`.
+    public static func rfc3339(milliseconds: Int64) -> String {
+        let seconds = milliseconds >= 0 ? milliseconds / 1000 : (milliseconds - 999) / 1000
+        let text = rfc3339(seconds)
+        return text.dropLast() + "." + pad(Int(milliseconds - seconds * 1000), 3) + "Z"
+    }
+
     private static let weekdays = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"]
     private static let monthNames = [
         "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",

@@ -22,11 +22,20 @@ public struct CookieJar: Sendable {
         public var isSameSite: Bool
         public var isTopLevelNavigation: Bool
         public var isSafeMethod: Bool
-        public init(isSameSite: Bool = true, isTopLevelNavigation: Bool = true, isSafeMethod: Bool = true) {
+        /// The top-level site the request is made under (a schemeful site, `https://site.example`): the partition
+        /// a Partitioned cookie is stored in and read from (CHIPS). Nil: the request URL's own site.
+        public var topLevelSite: String?
+        public init(
+            isSameSite: Bool = true, isTopLevelNavigation: Bool = true, isSafeMethod: Bool = true,
+            topLevelSite: String? = nil
+        ) {
             self.isSameSite = isSameSite
             self.isTopLevelNavigation = isTopLevelNavigation
             self.isSafeMethod = isSafeMethod
+            self.topLevelSite = topLevelSite
         }
+        /// A cross-site subresource or frame: a third-party context.
+        var isThirdParty: Bool { !isSameSite && !isTopLevelNavigation }
         public static let sameSite = RequestContext()
     }
 
@@ -52,27 +61,29 @@ public struct CookieJar: Sendable {
     public var acceptPolicy: AcceptPolicy
     /// Called after every change; it must not touch the jar.
     public var onChange: (@Sendable (Change) -> Void)?
-    /// Cookies per domain before excess ones are evicted (§5.7 suggests 50).
-    public var maximumPerDomain = 50
-    /// Cookies in the jar before excess ones are evicted (§5.7 suggests 3000).
-    public var maximumTotal = 3000
+    /// Whose limits, eviction order and modes the jar follows (CookieJar+Profile.swift).
+    public var profile: Profile
+    public let unit: TimeUnit
 
     private let clock: @Sendable () -> Int64
-    private let suffixes: PublicSuffixList
-    private var byDomain: [String: [StoredCookie]] = [:]
+    let suffixes: PublicSuffixList
+    var byDomain: [String: [StoredCookie]] = [:]
+    var bucketCache: [String: String] = [:]
     private var sequence: UInt64 = 0
-    public private(set) var count = 0
+    public internal(set) var count = 0
     /// Counts the changes of what the jar holds (a cookie stored, replaced or removed; not a last-access time): a
     /// caller that saw one generation can tell that nothing was stored or removed since.
-    public private(set) var generation: UInt64 = 0
+    public internal(set) var generation: UInt64 = 0
 
-    /// A jar. `clock` returns the current time in seconds since the epoch.
+    /// A jar. `clock` returns the current time since the epoch in `unit`s.
     public init(
         acceptPolicy: AcceptPolicy = .always, publicSuffixes: PublicSuffixList = .system,
-        clock: @escaping @Sendable () -> Int64
+        profile: Profile = .rfc6265bis, unit: TimeUnit = .seconds, clock: @escaping @Sendable () -> Int64
     ) {
         self.acceptPolicy = acceptPolicy
         self.suffixes = publicSuffixes
+        self.profile = profile
+        self.unit = unit
         self.clock = clock
     }
 
@@ -86,11 +97,25 @@ public struct CookieJar: Sendable {
         context: RequestContext = .sameSite, mainDocumentURL: RequestURL? = nil
     ) -> Result<StoredCookie, CookieRejection> {
         let now = clock()
-        let cookie: StoredCookie
-        switch Self.evaluate(setCookie, from: url, via: channel, context: context, now: now, suffixes: suffixes) {
+        var cookie: StoredCookie
+        switch Self.evaluate(
+            setCookie, from: url, via: channel, context: context, now: now, suffixes: suffixes, unit: unit,
+            laxByDefault: profile.laxByDefault)
+        {
         case .failure(let rejection): return .failure(rejection)
         case .success(let c): cookie = c
         }
+        // The partition (CHIPS): the top-level site, for a Partitioned cookie, or for any cookie of a third-party
+        // context in an engine that partitions them all.
+        if cookie.partitioned || (profile.partitionsThirdParty && context.isThirdParty) {
+            cookie.partitionKey = context.topLevelSite ?? RequestSite.Site(url, suffixes).description
+        } else if profile.blocksThirdParty && context.isThirdParty {
+            return .failure(
+                CookieRejection(
+                    .thirdPartyBlocked,
+                    "\(profile.engine.displayName) blocks unpartitioned cookies from a cross-site subresource or frame"))
+        }
+        if profile.priorityQuotas != nil { cookie.priority = CookiePriority(setCookie) }
         switch acceptPolicy {
         case .always: break
         case .never: return .failure(CookieRejection(.policy, "the jar's accept policy is 'never'"))
@@ -133,11 +158,9 @@ public struct CookieJar: Sendable {
         }
         sequence += 1
         cookie.creationSequence = sequence
-        // Step 23.
+        // Step 23 (a partitioned cookie replaces only its own partition's).
         var list = byDomain[cookie.domain] ?? []
-        if let index = list.firstIndex(where: {
-            $0.nameBytes == cookie.nameBytes && $0.hostOnly == cookie.hostOnly && $0.path == cookie.path
-        }) {
+        if let index = list.firstIndex(where: { $0.sameIdentity(cookie) }) {
             let old = list[index]
             if channel == .nonHTTP && old.httpOnly {
                 return .failure(
@@ -167,15 +190,17 @@ public struct CookieJar: Sendable {
         if let expiry = cookie.expiry { nextExpiry = min(nextExpiry, expiry) }
         byDomain[cookie.domain] = list
         onChange?(.inserted(cookie))
-        evictExcess(domain: cookie.domain)
+        evictExcess(after: cookie, now: now)
         return .success(cookie)
     }
 
     /// The storage-model checks of RFC 6265bis §5.7 that do not depend on what the jar holds: the cookie
     /// a user agent would create from this line at `url`, or why it would ignore it.
+    /// `now` is in `unit`s; `laxByDefault` false: a cookie without SameSite is None (Firefox, WebKit).
     public static func evaluate(
         _ setCookie: SetCookie, from url: RequestURL, via channel: Channel = .http,
-        context: RequestContext = .sameSite, now: Int64, suffixes: PublicSuffixList
+        context: RequestContext = .sameSite, now: Int64, suffixes: PublicSuffixList, unit: TimeUnit = .seconds,
+        laxByDefault: Bool = true
     ) -> Result<StoredCookie, CookieRejection> {
         // §5.6 steps 1 and 5, §5.7 steps 2–4.
         if let problem = setCookie.problem {
@@ -236,8 +261,9 @@ public struct CookieJar: Sendable {
             return .failure(
                 CookieRejection(.httpOnlyFromScript, "HttpOnly cookie set through a non-HTTP API (§5.7 step 15)"))
         }
-        // Step 18.
-        if attributes.sameSite != .none && !context.isSameSite && !context.isTopLevelNavigation {
+        // Step 18 (an engine without Lax by default takes a cookie without SameSite for None).
+        let sameSiteApplies = attributes.sameSite != .none && (laxByDefault || attributes.sameSite != .default)
+        if sameSiteApplies && !context.isSameSite && !context.isTopLevelNavigation {
             return .failure(
                 CookieRejection(
                     .crossSite,
@@ -271,7 +297,8 @@ public struct CookieJar: Sendable {
         }
         return .success(
             StoredCookie(
-                nameBytes: Array(name), valueBytes: Array(setCookie.valueBytes), expiry: attributes.expiry(now: now),
+                nameBytes: Array(name), valueBytes: Array(setCookie.valueBytes),
+                expiry: attributes.expiry(now: now, perSecond: unit.perSecond),
                 domain: domain, path: path, creationTime: now, creationSequence: 0, lastAccessTime: now,
                 hostOnly: hostOnly, secureOnly: attributes.secure, httpOnly: attributes.httpOnly,
                 sameSite: attributes.sameSite, partitioned: attributes.partitioned))
@@ -289,6 +316,7 @@ public struct CookieJar: Sendable {
         let host = url.host
         let requestPath = url.path.isEmpty ? "/" : url.path
         var selected: [(String, Int)] = []
+        var partition: String? = nil
         for domain in Self.candidateDomains(host) {
             guard let list = byDomain[domain] else { continue }
             // Every cookie in `list` has this domain, which `host` domain-matches by construction.
@@ -303,19 +331,22 @@ public struct CookieJar: Sendable {
                 guard pathMatches(requestPath, cookie.path) else { continue }
                 if cookie.secureOnly && !url.isSecure { continue }
                 if cookie.httpOnly && channel == .nonHTTP { continue }
-                if cookie.sameSite != .none && !context.isSameSite {
-                    let laxAllowed =
-                        channel == .http && (cookie.sameSite == .lax || cookie.sameSite == .default)
-                        && context.isSafeMethod && context.isTopLevelNavigation
-                    if !laxAllowed { continue }
+                if let key = cookie.partitionKey {
+                    // CHIPS: a partitioned cookie goes only under the top-level site it was set under.
+                    if partition == nil { partition = context.topLevelSite ?? RequestSite.Site(url, suffixes).description }
+                    guard key == partition else { continue }
+                } else if context.isThirdParty && (profile.blocksThirdParty || profile.partitionsThirdParty) {
+                    continue
                 }
+                if !sendsInContext(cookie, context, channel: channel, now: now) { continue }
                 selected.append((domain, index))
             }
         }
         var result: [StoredCookie] = []
         result.reserveCapacity(selected.count)
+        let interval = profile.accessUpdateInterval * unit.perSecond
         for (domain, index) in selected {
-            byDomain[domain]![index].lastAccessTime = now
+            if now - byDomain[domain]![index].lastAccessTime >= interval { byDomain[domain]![index].lastAccessTime = now }
             result.append(byDomain[domain]![index])
         }
         result.sort { a, b in
@@ -349,9 +380,7 @@ public struct CookieJar: Sendable {
         let now = clock()
         // Changed in place, in one access to the domain's list (a copy out and back would copy the list).
         let found =
-            byDomain[cookie.domain]?.updateFirst(where: {
-                $0.nameBytes == cookie.nameBytes && $0.hostOnly == cookie.hostOnly && $0.path == cookie.path
-            }) {
+            byDomain[cookie.domain]?.updateFirst(where: { $0.sameIdentity(cookie) }) {
                 $0.expiry = expiry
                 $0.lastAccessTime = now
             } ?? false
@@ -362,10 +391,11 @@ public struct CookieJar: Sendable {
     /// Sets the last-access time of the cookies given, as retrieving them would (§5.8.3 step 3).
     public mutating func touch(_ cookies: [StoredCookie]) {
         let now = clock()
+        let interval = profile.accessUpdateInterval * unit.perSecond
         for c in cookies {
-            _ = byDomain[c.domain]?.updateFirst(where: {
-                $0.nameBytes == c.nameBytes && $0.hostOnly == c.hostOnly && $0.path == c.path
-            }) { $0.lastAccessTime = now }
+            _ = byDomain[c.domain]?.updateFirst(where: { $0.sameIdentity(c) }) {
+                if now - $0.lastAccessTime >= interval { $0.lastAccessTime = now }
+            }
         }
     }
 
@@ -420,38 +450,16 @@ public struct CookieJar: Sendable {
         nextExpiry = soonest
     }
 
-    private mutating func evictExcess(domain: String) {
-        if var list = byDomain[domain], list.count > maximumPerDomain {
-            // §5.7: non-secure cookies first, then the least recently accessed.
-            while list.count > maximumPerDomain {
-                let victim =
-                    list.indices.filter { !list[$0].secureOnly }.min {
-                        list[$0].lastAccessTime < list[$1].lastAccessTime
-                    }
-                    ?? list.indices.min { list[$0].lastAccessTime < list[$1].lastAccessTime }!
-                let removed = list.remove(at: victim)
-                count -= 1
-                generation &+= 1
-                onChange?(.removed(removed, .evicted))
-            }
-            byDomain[domain] = list
-        }
-        while count > maximumTotal {
-            var oldest: (String, Int)? = nil
-            var oldestTime = Int64.max
-            for (d, list) in byDomain {
-                for (i, c) in list.enumerated() where c.lastAccessTime < oldestTime {
-                    oldest = (d, i)
-                    oldestTime = c.lastAccessTime
-                }
-            }
-            guard let (d, i) = oldest else { break }
-            let removed = byDomain[d]!.remove(at: i)
-            if byDomain[d]!.isEmpty { byDomain[d] = nil }
-            count -= 1
-            generation &+= 1
-            onChange?(.removed(removed, .evicted))
-        }
+    /// §5.8.3 step 1's site-context checks: whether `cookie` goes with a request in `context`. SameSite=Strict only
+    /// same-site; Lax (or none written, in an engine with Lax by default) also with a top-level navigation by a
+    /// safe method, or, within the profile's Lax-allowing-unsafe time of its creation, any method (§5.6.7.1).
+    func sendsInContext(_ cookie: StoredCookie, _ context: RequestContext, channel: Channel, now: Int64) -> Bool {
+        if context.isSameSite || cookie.sameSite == .none { return true }
+        if cookie.sameSite == .default && !profile.laxByDefault { return true }
+        guard channel == .http && cookie.sameSite != .strict && context.isTopLevelNavigation else { return false }
+        if context.isSafeMethod { return true }
+        guard cookie.sameSite == .default, let window = profile.laxAllowingUnsafe else { return false }
+        return now - cookie.creationTime <= window * unit.perSecond
     }
 }
 
@@ -472,6 +480,7 @@ public struct CookieRejection: Error, Sendable, Hashable, CustomStringConvertibl
         public static let prefix = Code(rawValue: "prefix")
         public static let partitionedInsecure = Code(rawValue: "partitioned-insecure")
         public static let overlaysSecureCookie = Code(rawValue: "overlays-secure-cookie")
+        public static let thirdPartyBlocked = Code(rawValue: "third-party-blocked")
         public static let policy = Code(rawValue: "accept-policy")
     }
 

@@ -27,10 +27,15 @@ public struct RequestSite: Sendable, Hashable {
     public var isSafeMethod: Bool
     /// Whether the request carried Fetch Metadata (`Sec-Fetch-Site`): a browser's.
     public var fetchMetadata: Bool
+    /// A navigation of a top-level document (`Sec-Fetch-Dest: document`; without Fetch Metadata, a GET asking for
+    /// HTML first): its site is the top-level site, the partition of what its page loads (CHIPS).
+    public var isDocument: Bool
 
-    public init(kind: Kind, evidence: String, isSafeMethod: Bool = true, fetchMetadata: Bool = false) {
+    public init(
+        kind: Kind, evidence: String, isSafeMethod: Bool = true, fetchMetadata: Bool = false, isDocument: Bool = false
+    ) {
         (self.kind, self.evidence, self.isSafeMethod) = (kind, evidence, isSafeMethod)
-        self.fetchMetadata = fetchMetadata
+        (self.fetchMetadata, self.isDocument) = (fetchMetadata, isDocument)
     }
 
     /// The jar's view of the request (RFC 6265bis §5.8.3 step 1's same-site checks).
@@ -83,14 +88,19 @@ public struct RequestSite: Sendable, Hashable {
     ) -> RequestSite {
         // RFC 9110 §9.2.1's safe methods; §5.8.3 lets Lax cookies go only with these.
         let safe = ["GET", "HEAD", "OPTIONS", "TRACE"].contains(method)
+        let guessedDocument = navigationGuess(method, h.accept)
         func make(_ kind: Kind, _ evidence: String) -> RequestSite {
-            RequestSite(kind: kind, evidence: evidence, isSafeMethod: safe)
+            RequestSite(
+                kind: kind, evidence: evidence, isSafeMethod: safe,
+                isDocument: guessedDocument && kind != .crossSiteSubresource)
         }
         if let site = h.secFetchSite?.asciiLowercased.trimmingSpaces {
             let dest = h.secFetchDest?.asciiLowercased.trimmingSpaces
             let mode = h.secFetchMode?.asciiLowercased.trimmingSpaces
             func make(_ kind: Kind, _ evidence: String) -> RequestSite {
-                RequestSite(kind: kind, evidence: evidence, isSafeMethod: safe, fetchMetadata: true)
+                RequestSite(
+                    kind: kind, evidence: evidence, isSafeMethod: safe, fetchMetadata: true,
+                    isDocument: dest == "document" || (dest == nil && mode == "navigate"))
             }
             var evidence = "Sec-Fetch-Site: \(site)"
             if let dest { evidence += ", Sec-Fetch-Dest: \(dest)" }
@@ -137,6 +147,11 @@ public struct RequestSite: Sendable, Hashable {
         }
         var description: String { "\(scheme)://\(domain)" }
     }
+}
+
+extension RequestURL {
+    /// The schemeful site (scheme and registrable domain) as text: `https://example.com`.
+    public func site(_ suffixes: PublicSuffixList) -> String { RequestSite.Site(self, suffixes).description }
 }
 
 extension String {

@@ -39,12 +39,17 @@ public struct CookieAttributes: Sendable, Hashable {
 
     /// The expiry-time at `now` (§5.6.1, §5.6.2, §5.7 step 6): Max-Age wins over Expires, both capped
     /// at 400 days. Nil for a session cookie.
-    public func expiry(now: Int64) -> Int64? {
+    /// `now` and the result in units of `1 / perSecond` s (a jar that counts milliseconds passes 1000).
+    public func expiry(now: Int64, perSecond: Int64 = 1) -> Int64? {
         if let maxAge {
             if maxAge <= 0 { return Self.earliest }
-            return now + min(maxAge, Self.maximumLifetime)
+            return now + min(maxAge, Self.maximumLifetime) * perSecond
         }
-        if let expires { return min(expires, now + Self.maximumLifetime) }
+        if let expires {
+            // A date past what the unit can hold is as far as it can (the cap applies anyway).
+            let (scaled, overflow) = expires.multipliedReportingOverflow(by: perSecond)
+            return min(overflow ? (expires < 0 ? Self.earliest : .max) : scaled, now + Self.maximumLifetime * perSecond)
+        }
         return nil
     }
 

@@ -7,13 +7,17 @@ extension ClientCookies {
     /// value is sent-other-value; a name the jar does not hold here is sent-not-set; what is left of the jar's
     /// prediction is expected-not-sent, each with its likely reason.
     public mutating func request(_ request: Request, cookieHeader: CookieHeader?) -> [CookieVerdict] {
-        clock.now = request.time / 1000
+        clock.now = request.time
         if cookieHeader != nil || request.site.fetchMetadata { keepsCookies = true }
-        guard keepsCookies else { return [] }
+        guard keepsCookies else {
+            _ = jarContext(request)
+            return []
+        }
         settle()
-        clock.now = request.time / 1000
+        clock.now = request.time
+        let context = jarContext(request)
         if let repeated = repeatLastRequest(request, cookieHeader) { return repeated }
-        var expected = jar.cookies(for: request.url, context: request.site.jarContext)
+        var expected = jar.cookies(for: request.url, context: context)
         let sentCookies = expected
         var verdicts: [CookieVerdict] = []
         var unmatched: [(name: [UInt8], value: [UInt8])] = []
@@ -119,10 +123,10 @@ extension ClientCookies {
     /// seconds, what this request's site context says (set cross-site, third-party blocking), then the line's lint.
     func whyNotSent(_ c: StoredCookie, _ r: Request) -> CookieVerdict.Reason {
         let origin = origins[Key(c)]
-        if let expiry = c.expiry, expiry - clock.now <= 2 {
+        if let expiry = c.expiry, expiry - clock.now <= 2000 {
             return .init(
                 .expiring,
-                "it expires at \(CookieDate.rfc3339(expiry)), within seconds of this request: the client's clock or its rounding of Max-Age may have expired it"
+                "it expires at \(CookieDate.rfc3339(milliseconds: expiry)), within seconds of this request: the client's clock or its rounding of Max-Age may have expired it"
             )
         }
         if let origin, origin.site.isCrossSite, !c.partitioned {
@@ -171,17 +175,26 @@ extension ClientCookies {
             let unsafeNavigation = kind == .crossSiteNavigation && !r.site.isSafeMethod
             guard kind == .crossSiteSubresource || unsafeNavigation else { break }
             let which = c.sameSite == .lax ? "SameSite=Lax" : "no SameSite (Lax by default)"
-            if c.sameSite == .default && unsafeNavigation && clock.now - c.creationTime <= 120 {
+            if c.sameSite == .default && unsafeNavigation && clock.now - c.creationTime <= 120_000 {
                 return .init(
                     .withheld, engines: ["Chromium"],
-                    "\(which), and this request is a cross-site top-level \(r.method): the draft's jar withholds it, but Chromium sends a cookie without SameSite on such a request within two minutes of its creation (Lax-allowing-unsafe, RFC 6265bis §5.6.7.1), and this one is \(clock.now - c.creationTime) s old"
+                    "\(which), and this request is a cross-site top-level \(r.method): the draft's jar withholds it, but Chromium sends a cookie without SameSite on such a request within two minutes of its creation (Lax-allowing-unsafe, RFC 6265bis §5.6.7.1), and this one is \((clock.now - c.creationTime) / 1000) s old"
                 )
             }
             return .init(.withheld, "\(which), and this request is \(kind.rawValue) (\(r.method))")
         default: break
         }
-        if c.partitioned {
-            return .init(.withheld, "it is Partitioned, and this request is in another partition")
+        if let key = c.partitionKey {
+            return .init(
+                .withheld,
+                "it is Partitioned under top-level site \(key), and this request is made under \(topLevelSite ?? r.url.site(suffixes))"
+            )
+        }
+        if r.site.kind == .crossSiteSubresource && (jar.profile.blocksThirdParty || jar.profile.partitionsThirdParty) {
+            return .init(
+                .thirdPartyBlocking, engines: [jar.profile.engine.displayName],
+                "a cross-site subresource or frame, and \(jar.profile.engine.displayName) sends only partitioned cookies there"
+            )
         }
         return .init(
             .withheld, "the jar holds it for this URL but withholds it in this request's context (\(kind.rawValue))")
@@ -220,8 +233,14 @@ extension ClientCookies {
             return v
         }
         let history = timeline(text)
-        if let last = history.last(where: { $0.kind == .rejected || $0.kind == .deleted || $0.kind == .stored }) {
+        if let last = history.last(where: { [.rejected, .deleted, .stored, .evicted].contains($0.kind) }) {
             switch last.kind {
+            case .evicted:
+                v.reason = .init(
+                    .evicted, engines: [jar.profile.engine.displayName],
+                    "the replayed jar evicted it in request #\(last.lastRequestID) (over the limit of \(jar.profile.limitDescription)), but the client kept it: its engine's limit or eviction order is another"
+                )
+                return v
             case .rejected:
                 v.reason = .init(
                     .rejectedOnSet,
@@ -237,7 +256,7 @@ extension ClientCookies {
                 v.reason = .init(
                     .expiredInJar,
                     "stored by request #\(last.lastRequestID)"
-                        + (last.expiry.map { ", expired at \(CookieDate.rfc3339($0))" } ?? "")
+                        + (last.expiry.map { ", expired at \(CookieDate.rfc3339(milliseconds: $0))" } ?? "")
                         + "; the client still sends it (its clock, or a Set-Cookie not seen here)")
                 return v
             default: break

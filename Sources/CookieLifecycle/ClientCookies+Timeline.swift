@@ -14,7 +14,8 @@ extension ClientCookies {
         if c.httpOnly { parts.append("HttpOnly") }
         parts.append("SameSite=\(c.sameSite)")
         if c.partitioned { parts.append("Partitioned") }
-        parts.append(c.expiry.map { "expires \(CookieDate.rfc3339($0))" } ?? "session")
+        if let key = c.partitionKey { parts.append("partition \(key)") }
+        parts.append(c.expiry.map { "expires \(CookieDate.rfc3339(milliseconds: $0))" } ?? "session")
         return parts.joined(separator: ", ")
     }
 

@@ -100,6 +100,8 @@ extension ClientCookies {
             case rejected
             /// A Set-Cookie a rule dropped: the client never saw it.
             case dropped
+            /// The jar's store limit took the cookie out (another cookie's Set-Cookie went over it).
+            case evicted
             case sentAsExpected = "sent-as-expected"
             case expectedNotSent = "expected-not-sent"
             case sentNotSet = "sent-not-set"
@@ -142,7 +144,7 @@ extension ClientCookies {
             case stored(StoredCookie)
         }
         var why: Why?
-        /// The stored cookie's expiry (seconds since the epoch; nil for a session cookie).
+        /// The stored cookie's expiry (milliseconds since the epoch; nil for a session cookie).
         public var expiry: Int64?
         /// What else is worth knowing (a Partitioned and an unpartitioned cookie of one name both held).
         public var note: String?

@@ -9,8 +9,12 @@ public struct ClientCookies: Sendable {
     public static let eventsPerCookie = 64
     public static let namesPerClient = 256
 
+    /// The jar's clock (milliseconds: a `Max-Age=2` cookie set at :22.7 expires at :24.7, as in a browser) and what
+    /// the jar evicted since it was last asked (its change observer writes here; the jar is changed only under the
+    /// caller's exclusive access, so is this).
     final class Clock: @unchecked Sendable {
         var now: Int64 = 0
+        var evicted: [StoredCookie] = []
     }
     let clock = Clock()
     var jar: CookieJar
@@ -21,9 +25,12 @@ public struct ClientCookies: Sendable {
         var site: RequestSite.Kind
         var line: SetCookie
         var url: RequestURL
+        /// Milliseconds since the epoch.
         var time: Int64
         func findings(_ suffixes: PublicSuffixList) -> [LintFinding] {
-            CookieLint.findings(for: line, from: url, now: time, suffixes: suffixes).filter { $0.severity != .info }
+            CookieLint.findings(for: line, from: url, now: time / 1000, suffixes: suffixes).filter {
+                $0.severity != .info
+            }
         }
     }
     /// The responses of a client not yet known to keep cookies, in order (a ring of ``pendingLimit``): replayed into
@@ -47,7 +54,10 @@ public struct ClientCookies: Sendable {
         var domain: String
         var path: String
         var hostOnly: Bool
-        init(_ c: StoredCookie) { (name, domain, path, hostOnly) = (c.nameBytes, c.domain, c.path, c.hostOnly) }
+        var partition: String?
+        init(_ c: StoredCookie) {
+            (name, domain, path, hostOnly, partition) = (c.nameBytes, c.domain, c.path, c.hostOnly, c.partitionKey)
+        }
     }
     var timelineStorage: [String: Timeline] = [:]
     /// Each cookie name's events, oldest first.
@@ -59,20 +69,47 @@ public struct ClientCookies: Sendable {
     /// only say that every cookie was expected and not sent.
     public internal(set) var keepsCookies = false
     var tick: UInt64 = 0
+    /// The site of the client's last top-level document (a navigation's `Sec-Fetch-Dest: document`): the partition
+    /// its subresources and frames read and write Partitioned cookies in (CHIPS). One tab's view: a client with
+    /// several tabs of several sites open has its partitions guessed from the one it navigated last.
+    var topLevelSite: String? = nil
 
     /// `keepsCookies`: judge every request from the first (a browser's recording, whose client surely keeps them).
-    public init(suffixes: PublicSuffixList = .system, keepsCookies: Bool = false) {
+    /// `profile`: the engine whose limits and modes the jar follows (CookieJar+Profile.swift).
+    public init(suffixes: PublicSuffixList = .system, keepsCookies: Bool = false, profile: CookieJar.Profile = .rfc6265bis)
+    {
         self.keepsCookies = keepsCookies
         let clock = self.clock
         self.suffixes = suffixes
-        jar = CookieJar(publicSuffixes: suffixes, clock: { clock.now })
+        jar = CookieJar(publicSuffixes: suffixes, profile: profile, unit: .milliseconds, clock: { clock.now })
+        jar.onChange = { change in
+            if case .removed(let cookie, .evicted) = change { clock.evicted.append(cookie) }
+        }
+    }
+
+    /// The engine whose jar this client's is (set when its `User-Agent` tells, or by `--engine`).
+    public var profile: CookieJar.Profile {
+        get { jar.profile }
+        set { jar.profile = newValue }
     }
 
     /// The cookies the jar holds now.
     public mutating func cookies(at time: Int64) -> [StoredCookie] {
         settle()
-        clock.now = time / 1000
+        clock.now = time
         return jar.allCookies()
+    }
+
+    /// The jar's view of `request`'s context, with the partition it is in: its own site for a top-level document
+    /// (which becomes the client's top-level site), the client's top-level site for anything else.
+    mutating func jarContext(_ request: Request) -> CookieJar.RequestContext {
+        var context = request.site.jarContext
+        if request.site.isDocument {
+            topLevelSite = request.site.kind == .crossSiteSubresource ? topLevelSite : request.url.site(suffixes)
+        } else {
+            context.topLevelSite = topLevelSite
+        }
+        return context
     }
 
     // MARK: - Responses
@@ -173,7 +210,7 @@ public struct ClientCookies: Sendable {
         for (timeline, stored) in last.outcomes {
             var expiry: Int64? = nil
             if let (cookie, attributes) = stored {
-                expiry = attributes.expiry(now: clock.now)
+                expiry = attributes.expiry(now: clock.now, perSecond: 1000)
                 // A lifetime of zero or less deletes: not a refresh.
                 if let e = expiry, e <= clock.now { return nil }
                 guard jar.refresh(cookie, expiry: expiry) else { return nil }
@@ -188,7 +225,7 @@ public struct ClientCookies: Sendable {
     }
 
     mutating func replay(_ request: Request, _ lines: SetLines, times: Int = 1, wanted: Bool = true) -> [Event] {
-        clock.now = request.time / 1000
+        clock.now = request.time
         if let repeated = repeatLastReplay(request, lines, times: times, wanted: wanted) { return repeated }
         var outcomes: [(timeline: Timeline, stored: (StoredCookie, CookieAttributes)?)] = []
         var names: [String] = []
@@ -215,7 +252,7 @@ public struct ClientCookies: Sendable {
             let otherPartitioning = jar.allCookies().contains {
                 $0.nameBytes.elementsEqual(sent.nameBytes) && $0.partitioned != sent.attributes.partitioned
             }
-            switch jar.receive(sent, from: url, context: request.site.jarContext) {
+            switch jar.receive(sent, from: url, context: jarContext(request)) {
             case .failure(let rejection):
                 e.kind = .rejected
                 e.why = .rejection(rejection)
@@ -248,6 +285,21 @@ public struct ClientCookies: Sendable {
             }
             names.append(name)
             events.append(kept)
+            if !clock.evicted.isEmpty {
+                // The store's limit took cookies out: each name's timeline says so, and a later request that still
+                // sends one is told why (``notSet``).
+                memoable = false
+                for cookie in clock.evicted {
+                    origins[Key(cookie)] = nil
+                    var evicted = Event(kind: .evicted, request)
+                    evicted.value = cookie.value
+                    evicted.why = .text(
+                        "evicted from the replayed jar: over the store's limit of \(jar.profile.limitDescription), least recently used first"
+                    )
+                    append(evicted, name: cookie.name)
+                }
+                clock.evicted.removeAll()
+            }
         }
         memoable = memoable && Set(names).count == names.count
         lastReplay =

@@ -58,6 +58,8 @@ public struct CookieVerdict: Sendable, Hashable {
             case rejectedOnSet = "rejected-on-set"
             /// Its Set-Cookie gave it an expiry that has passed.
             case expiredInJar = "expired-in-jar"
+            /// The jar's store limit evicted it (the message names the limit and the engine whose it is).
+            case evicted
             /// Never set through the proxy.
             case notSeen = "not-seen"
             /// The value changed where the proxy cannot see.
@@ -91,8 +93,14 @@ public struct RequestJudgement: Sendable {
     public var verdicts: [CookieVerdict]
     /// Whether the request carried a Cookie header.
     public var sentCookies: Bool
-    public init(id: UInt64, client: String, site: RequestSite, verdicts: [CookieVerdict], sentCookies: Bool) {
+    /// Whose jar judged it (``CookieJar/Profile``): the client's engine, or the draft's when unknown.
+    public var engine: CookieJar.Profile.Engine
+    public init(
+        id: UInt64, client: String, site: RequestSite, verdicts: [CookieVerdict], sentCookies: Bool,
+        engine: CookieJar.Profile.Engine = .rfc6265bis
+    ) {
         (self.id, self.client, self.site, self.verdicts, self.sentCookies) = (id, client, site, verdicts, sentCookies)
+        self.engine = engine
     }
 
     /// How many verdicts of each kind.

@@ -44,6 +44,10 @@ public struct HARAudit {
         public var rulesChanged = 0
         /// Entries skipped: no usable URL.
         public var skipped = 0
+        /// Whose jar judged the file: the engine its first `User-Agent` names (a HAR is one browser's), or the one
+        /// asked for; the draft's when neither tells.
+        public var engine = CookieJar.Profile.Engine.rfc6265bis
+        var engineChosen = false
 
         /// No Cookie or Set-Cookie header anywhere, in an export that had them to strip: Chrome's default "Export
         /// HAR (sanitized)" removes Cookie, Set-Cookie and Authorization.
@@ -57,6 +61,8 @@ public struct HARAudit {
 
     public var suffixes: PublicSuffixList
     public var transform: Transform?
+    /// The engine whose jar replays the file (`audit --engine`); nil: the file's `User-Agent` tells.
+    public var engine: CookieJar.Profile.Engine?
 
     public init(suffixes: PublicSuffixList = .system, transform: Transform? = nil) {
         self.suffixes = suffixes
@@ -67,6 +73,10 @@ public struct HARAudit {
     public func run(_ reader: inout JSONReader, report: (EntryReport) -> Void) throws(JSONReader.Failure) -> Summary {
         var summary = Summary()
         var client = ClientCookies(suffixes: suffixes, keepsCookies: true)
+        if let engine {
+            client.profile = .of(engine)
+            (summary.engine, summary.engineChosen) = (engine, true)
+        }
         var sawLog = false
         var sawEntries = false
         guard try reader.peekKind("") == 0x7B else {
@@ -138,6 +148,14 @@ public struct HARAudit {
         let response = e["response"]
         let status = Int(response?["status"]?.int ?? 0)
         let requestHeaders = try Self.headers(request["headers"], path + ".request.headers", reader)
+        if !summary.engineChosen, let agent = requestHeaders.first(where: { $0.0.lowercased() == "user-agent" }) {
+            // Chosen before the first cookie is judged: one browser's recording is judged by one jar.
+            summary.engineChosen = true
+            if let engine = CookieJar.Profile.engine(userAgent: agent.1) {
+                summary.engine = engine
+                client.profile = .of(engine)
+            }
+        }
         let responseHeaders = try Self.headers(response?["headers"], path + ".response.headers", reader)
         if !(request["cookies"]?.array?.isEmpty ?? true) || !(response?["cookies"]?.array?.isEmpty ?? true) {
             summary.cookieArrays += 1

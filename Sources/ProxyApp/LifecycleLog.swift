@@ -7,13 +7,15 @@ import HTTPGrammar
 /// verdicts") and of request-cookie edits (one per edited cookie, in the transformation records' shape with
 /// `"side":"request"`). Values are hashed as in every record unless `--log-values`.
 package enum LifecycleLog {
-    /// `{"time","requestId","client","method","url"[,"protocol"],"record":"cookies-sent","site","siteEvidence","verdicts":[…]}`.
+    /// `{"time","requestId","client","method","url"[,"protocol"],"record":"cookies-sent","engine","site","siteEvidence","verdicts":[…]}`.
     package static func record(
         _ r: LifecycleTracker.Request, context: ExchangeContext, time: Int64, redaction: Redaction
     ) -> String {
         var out = JSONWriter(capacity: 512)
         exchangeFields(context, client: r.client, time: time, to: &out)
-        out.raw(",\"record\":\"cookies-sent\",\"site\":")
+        out.raw(",\"record\":\"cookies-sent\",\"engine\":")
+        out.string(r.engine.rawValue)
+        out.raw(",\"site\":")
         out.string(r.site.kind.rawValue)
         out.raw(",\"siteEvidence\":")
         out.string(r.site.evidence)

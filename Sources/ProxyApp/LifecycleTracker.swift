@@ -7,10 +7,14 @@ import ProxyCore
 /// Every client's cookies across its requests (``ClientCookies``): the requests' site contexts and Cookie headers
 /// go in as the proxy forwards them, the responses' Set-Cookie lines as it forwards them, and each request's
 /// verdicts come out (for the log and the inspector). A client is its address, or with `--client-by header:NAME`
-/// that request header's value (devices behind one NAT; the address when a request lacks it). Bounded: the
+/// that request header's value (devices behind one NAT; the address when a request lacks it); by default a
+/// loopback address is told apart by its `User-Agent` too (on one machine every browser, curl and script is
+/// 127.0.0.1). Each client's jar follows its engine's profile (from its `User-Agent`, or `--engine`). Bounded: the
 /// least recently seen client goes past ``maximumClients``; verdicts are kept for the last ``keptRequests``.
 package final class LifecycleTracker: Sendable {
     package enum ClientKey: Sendable, Equatable {
+        /// The address; on loopback, with the `User-Agent`'s engine or product (`127.0.0.1 Chromium`).
+        case automatic
         case address
         /// A request header's value (lowercase name).
         case header(String)
@@ -31,10 +35,11 @@ package final class LifecycleTracker: Sendable {
         var sites = [RequestSite](repeating: LifecycleTracker.unknownSite, count: LifecycleTracker.keptRequests)
         var verdicts = [[CookieVerdict]](repeating: [], count: LifecycleTracker.keptRequests)
         var sent = [Bool](repeating: false, count: LifecycleTracker.keptRequests)
+        var engines = [CookieJar.Profile.Engine](repeating: .rfc6265bis, count: LifecycleTracker.keptRequests)
 
         mutating func keep(_ r: RequestJudgement) {
             let slot = Int(r.id % UInt64(LifecycleTracker.keptRequests))
-            (ids[slot], requestClients[slot], sites[slot]) = (r.id, r.client, r.site)
+            (ids[slot], requestClients[slot], sites[slot], engines[slot]) = (r.id, r.client, r.site, r.engine)
             if !r.verdicts.isEmpty || !verdicts[slot].isEmpty { verdicts[slot] = r.verdicts }
             sent[slot] = r.sentCookies
         }
@@ -44,7 +49,7 @@ package final class LifecycleTracker: Sendable {
             guard ids[slot] == id else { return nil }
             return RequestJudgement(
                 id: id, client: requestClients[slot], site: sites[slot], verdicts: verdicts[slot],
-                sentCookies: sent[slot])
+                sentCookies: sent[slot], engine: engines[slot])
         }
     }
     package typealias Request = RequestJudgement
@@ -56,14 +61,20 @@ package final class LifecycleTracker: Sendable {
     }
     private let state = Locked(State())
     private let suffixes: PublicSuffixList
+    /// `--engine`: every client's jar is this engine's; nil: each client's `User-Agent` tells.
+    package let engine: CookieJar.Profile.Engine?
 
-    package init(clientKey: ClientKey = .address, suffixes: PublicSuffixList = .system) {
+    package init(
+        clientKey: ClientKey = .automatic, engine: CookieJar.Profile.Engine? = nil, suffixes: PublicSuffixList = .system
+    ) {
         self.clientKey = clientKey
+        self.engine = engine
         self.suffixes = suffixes
     }
 
-    /// Reads `--client-by`: `address` or `header:NAME`.
+    /// Reads `--client-by`: `auto`, `address` or `header:NAME`.
     package static func parseClientKey(_ text: String) -> ClientKey? {
+        if text == "auto" { return .automatic }
         if text == "address" { return .address }
         guard text.hasPrefix("header:") else { return nil }
         let name = String(text.dropFirst(7))
@@ -73,9 +84,39 @@ package final class LifecycleTracker: Sendable {
 
     /// The client a request belongs to.
     package func client(of head: HTTPHead, address: String) -> String {
-        guard case .header(let name) = clientKey, let field = head.fields.first(where: { head.field($0, is: name) })
-        else { return address }
-        return head.value(field)
+        switch clientKey {
+        case .address: return address
+        case .header(let name):
+            guard let field = head.fields.first(where: { head.field($0, is: name) }) else { return address }
+            return head.value(field)
+        case .automatic:
+            guard Self.isLoopback(address), let agent = userAgent(head) else { return address }
+            return address + " " + Self.agentLabel(agent)
+        }
+    }
+
+    func userAgent(_ head: HTTPHead) -> String? {
+        head.fields.first(where: { head.field($0, is: "user-agent") }).map { head.value($0) }
+    }
+
+    static func isLoopback(_ address: String) -> Bool {
+        address.hasPrefix("127.") || address == "::1" || address.hasPrefix("::ffff:127.")
+    }
+
+    /// A `User-Agent` in a word: its engine, or its first product (`curl/8.5.0`), at most 40 characters.
+    static func agentLabel(_ agent: String) -> String {
+        if let engine = CookieJar.Profile.engine(userAgent: agent) { return engine.displayName }
+        let product = agent.split(separator: " ").first.map(String.init) ?? agent
+        return String(product.prefix(40))
+    }
+
+    /// The jar profile for a new client: `--engine`, else its `User-Agent`'s engine, else the draft's.
+    func profile(_ head: HTTPHead) -> CookieJar.Profile {
+        if let engine { return .of(engine) }
+        guard let agent = userAgent(head), let engine = CookieJar.Profile.engine(userAgent: agent) else {
+            return .rfc6265bis
+        }
+        return .of(engine)
     }
 
     /// A request without any of the headers that tell.
@@ -122,13 +163,17 @@ package final class LifecycleTracker: Sendable {
             header = CookieHeader(bytes)
         }
         return state.withLock { s in
-            let verdicts = withClient(&s, client) { cookies -> [CookieVerdict] in
-                // A client that keeps no cookies, asking without any: nothing to judge, no facts made.
-                guard cookies.keepsCookies || header != nil || site.fetchMetadata else { return [] }
+            var engine = CookieJar.Profile.Engine.rfc6265bis
+            let verdicts = withClient(&s, client, profile: { self.profile(head) }) { cookies -> [CookieVerdict] in
+                engine = cookies.profile.engine
+                // A client that keeps no cookies, asking without any: nothing to judge, no facts made (a document's
+                // site is noted: it is the partition of what follows).
+                guard cookies.keepsCookies || header != nil || site.fetchMetadata || site.isDocument else { return [] }
                 return cookies.request(ClientCookies.Request(context, time: time, site: site), cookieHeader: header)
             }
             let r = Request(
-                id: context.requestID, client: client, site: site, verdicts: verdicts, sentCookies: header != nil)
+                id: context.requestID, client: client, site: site, verdicts: verdicts, sentCookies: header != nil,
+                engine: engine)
             s.keep(r)
             return r
         }
@@ -136,7 +181,10 @@ package final class LifecycleTracker: Sendable {
 
     /// `body` on the client's cookies, in place (a new client's made first; past ``maximumClients`` the least
     /// recently seen goes).
-    private func withClient<R>(_ s: inout State, _ key: String, _ body: (inout ClientCookies) -> R) -> R {
+    private func withClient<R>(
+        _ s: inout State, _ key: String, profile: () -> CookieJar.Profile = { .rfc6265bis },
+        _ body: (inout ClientCookies) -> R
+    ) -> R {
         s.tick += 1
         let client: Client
         if let last = s.last, last.key == key {
@@ -148,7 +196,7 @@ package final class LifecycleTracker: Sendable {
             {
                 s.clients[oldest.key] = nil
             }
-            client = Client(ClientCookies(suffixes: suffixes))
+            client = Client(ClientCookies(suffixes: suffixes, profile: profile()))
             s.clients[key] = client
         }
         s.last = (key, client)
@@ -163,12 +211,13 @@ package final class LifecycleTracker: Sendable {
         }
     }
 
-    /// What the inspector keeps with an exchange: its request's judgement when it judged any cookie, and its site.
-    package func judged(_ id: UInt64) -> (RequestJudgement?, RequestSite.Kind?) {
+    /// What the inspector keeps with an exchange: its request's judgement when it judged any cookie, its site and
+    /// its client.
+    package func judged(_ id: UInt64) -> (RequestJudgement?, RequestSite.Kind?, client: String?) {
         state.withLock { s in
             let slot = Int(id % UInt64(Self.keptRequests))
-            guard s.ids[slot] == id else { return (nil, nil) }
-            return (s.verdicts[slot].isEmpty ? nil : s.judgement(id), s.sites[slot].kind)
+            guard s.ids[slot] == id else { return (nil, nil, nil) }
+            return (s.verdicts[slot].isEmpty ? nil : s.judgement(id), s.sites[slot].kind, s.requestClients[slot])
         }
     }
 

@@ -109,7 +109,7 @@ package final class RulesHooks: ProxyHooks, Sendable {
                         count: 1)
                 }
             } else {
-                tracker.note(context.requestID, client: context.clientAddress, site: s)
+                tracker.note(context.requestID, client: tracker.client(of: head.source, address: context.clientAddress), site: s)
             }
         }
         guard engine.touchesRequests else { return }
@@ -284,7 +284,7 @@ package final class RulesHooks: ProxyHooks, Sendable {
         // What the client got, after every edit (the inspector copies the bytes the proxy wrote), and how each
         // received line's outcome was decided (noted by ``willForwardResponse`` in the loop's storage).
         guard let inspector else { return }
-        let judged = lifecycle ? tracker.judged(context.requestID) : (nil, nil)
+        let judged = lifecycle ? tracker.judged(context.requestID) : (nil, nil, nil)
         guard let storage else {
             inspector.responseForwarded(
                 context: context, head: head, bytes: bytes, engine: current, dryRun: dryRun,

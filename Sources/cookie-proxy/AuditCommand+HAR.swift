@@ -13,6 +13,15 @@ extension AuditCommand {
         }
         let format = try args.choice(Option.format, ["text", "json", "junit"], command: spec.name)
         var audit = HARAudit()
+        if let text = args.value(Option.engine) {
+            guard let engine = CookieJar.Profile.Engine(rawValue: text) else {
+                throw UsageError(
+                    message: "--engine must be "
+                        + CookieJar.Profile.Engine.allCases.map(\.rawValue).joined(separator: ", "),
+                    command: spec.name)
+            }
+            audit.engine = engine
+        }
         if let rulesPath = args.value(Option.rules) {
             let engine: RuleEngine
             do {
@@ -152,6 +161,7 @@ extension AuditCommand {
     static func text(_ s: HARAudit.Summary) -> String {
         var out = "\n\(s.entries) entries\(s.skipped > 0 ? " (\(s.skipped) without an http(s) URL skipped)" : "")"
         out += ", \(s.setCookieLines) Set-Cookie lines"
+        out += ", judged by \(s.engine.displayName)'s jar"
         out += " (\(s.findings[.rejects] ?? 0) rejected by browsers, \(s.findings[.warning] ?? 0) warnings)"
         if s.rulesChanged > 0 { out += ", \(s.rulesChanged) changed by the rules (dry run)" }
         out += "\ncookies: "
@@ -165,7 +175,8 @@ extension AuditCommand {
                 "summary",
                 .object([
                     ("entries", .int(Int64(s.entries))), ("skipped", .int(Int64(s.skipped))),
-                    ("creator", JSONValue(s.creator)), ("setCookieLines", .int(Int64(s.setCookieLines))),
+                    ("creator", JSONValue(s.creator)), ("engine", .string(s.engine.rawValue)),
+                    ("setCookieLines", .int(Int64(s.setCookieLines))),
                     (
                         "findings",
                         .object(

@@ -36,6 +36,11 @@ enum AuditCommand {
         static let format = OptionSpec(
             names: ["--format"], value: "format", help: "text, json, or junit (JUnit XML for CI).",
             defaultValue: "text")
+        static let engine = OptionSpec(
+            names: ["--engine"], value: "engine",
+            help:
+                "With --har: whose cookie store judges the file (rfc6265bis, chromium, firefox, webkit); by default the"
+                + " engine its User-Agent names.")
         static let har = OptionSpec(
             names: ["--har"], value: "file",
             help:
@@ -62,6 +67,7 @@ enum AuditCommand {
             Option.rules,
             Option.format,
             Option.har,
+            Option.engine,
         ] + [.psl],
         arguments: "  URL      An http:// or https:// URL.",
         discussion: """

@@ -255,7 +255,7 @@ struct CookieReport {
             ("hostOnly", .bool(hostOnly)),
             ("domain", JSONValue(domain)),
             ("path", .string(path)),
-            ("expires", JSONValue(attributes.expires.map(CookieDate.rfc3339))),
+            ("expires", JSONValue(attributes.expires.map { CookieDate.rfc3339($0) })),
             ("maxAge", JSONValue(attributes.maxAge)),
             ("secure", .bool(attributes.secure)),
             ("httpOnly", .bool(attributes.httpOnly)),
@@ -280,7 +280,7 @@ struct CookieReport {
             ("value", cookie.value),
             ("domain", domain.map { "\($0) (domain cookie)" } ?? "(host-only)"),
             ("path", path),
-            ("expires", attributes.expires.map(CookieDate.rfc3339) ?? "-"),
+            ("expires", attributes.expires.map { CookieDate.rfc3339($0) } ?? "-"),
             ("max-age", attributes.maxAge.map(String.init) ?? "-"),
             (
                 "flags",

@@ -55,16 +55,23 @@ extension ProxyRuntime {
                 "Add a browser's cookie policy to the rules: safari (WebKit, every WKWebView: unpartitioned"
                 + " third-party cookies neither kept nor sent).")
         static let clientBy = OptionSpec(
-            names: ["--client-by"], value: "address|header:NAME",
+            names: ["--client-by"], value: "auto|address|header:NAME",
             help:
-                "What tells clients apart for the lifecycle: the address, or a request header (devices behind one NAT).",
-            defaultValue: "address")
+                "What tells clients apart for the lifecycle: the address (auto: on loopback with the User-Agent's"
+                + " engine or product), or a request header (devices behind one NAT).",
+            defaultValue: "auto")
+        static let engine = OptionSpec(
+            names: ["--engine"], value: "auto|rfc6265bis|chromium|firefox|webkit",
+            help:
+                "Whose cookie store the lifecycle replays for each client (limits, eviction, SameSite defaults,"
+                + " third-party cookies): auto reads each client's User-Agent; unknown clients get RFC 6265bis's.",
+            defaultValue: "auto")
     }
 
     static let options: [OptionSpec] = [
         Option.dryRun, Option.log, Option.logFormat, Option.logValues, Option.logOverflow, Option.logQueue,
         Option.intercept, Option.interceptAll, Option.upstreamCa, Option.insecureUpstream, Option.lifecycle,
-        Option.clientBy, Option.emulate,
+        Option.clientBy, Option.engine, Option.emulate,
     ]
 
     /// `terminal`: the shared view of stdout and stderr when both are a terminal with a live status line.
@@ -144,13 +151,20 @@ extension ProxyRuntime {
             throw UsageError(message: "--lifecycle must be on or off", command: command)
         }
         guard let clientKey = LifecycleTracker.parseClientKey(args.value(orDefault: Option.clientBy) ?? "") else {
-            throw UsageError(message: "--client-by must be address or header:NAME", command: command)
+            throw UsageError(message: "--client-by must be auto, address or header:NAME", command: command)
+        }
+        let engineText = args.value(orDefault: Option.engine) ?? "auto"
+        let engine = CookieJar.Profile.Engine(rawValue: engineText)
+        guard engine != nil || engineText == "auto" else {
+            throw UsageError(
+                message: "--engine must be auto, " + CookieJar.Profile.Engine.allCases.map(\.rawValue).joined(separator: ", "),
+                command: command)
         }
         // Judged only when something reads the verdicts: the log or the inspector.
         let lifecycle = lifecycleText == "on" && (sink != nil || inspector != nil)
         let hooks = RulesHooks(
             engine: RuleEngine(ruleSet), dryRun: dryRun, sink: sink, intercept: intercept, inspector: inspector,
-            lifecycle: lifecycle, tracker: LifecycleTracker(clientKey: clientKey),
+            lifecycle: lifecycle, tracker: LifecycleTracker(clientKey: clientKey, engine: engine),
             responses: args.value(RunCommand.Option.metrics) == nil
                 ? nil : ResponseCounts(reverse: args.value(RunCommand.Option.reverse) != nil))
         var banner = ""

@@ -72,7 +72,8 @@ import Testing
         let store = InspectorStore(capacity: 10)
         try Self.record(store, id: 1, host: "login.site.test", setCookies: [setCookie], at: 1_000_000)
         let json = Self.views.jar(
-            store.exchanges(), client: "127.0.0.1", url: RequestURL("http://app.site.test/"), now: 1_000_000 + later)
+            store.exchanges(), client: "127.0.0.1", url: RequestURL("http://app.site.test/"),
+            now: (1_000_000 + later) * 1000)
         guard case .object(let fields) = json else {
             Issue.record("not an object")
             return

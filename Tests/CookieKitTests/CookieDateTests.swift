@@ -30,7 +30,7 @@ import Testing
             ("0", nil),
         ] as [(String, String?)])
     func parsesCookieDates(_ input: String, _ expected: String?) {
-        #expect(CookieDate.parse(input).map(CookieDate.rfc3339) == expected)
+        #expect(CookieDate.parse(input).map { CookieDate.rfc3339($0) } == expected)
     }
 
     @Test(

@@ -152,7 +152,8 @@ import Testing
     @Test func excessCookiesAreEvictedLeastRecentlyUsedInsecureFirst() {
         let clock = Clock()
         var jar = Self.jar(clock)
-        jar.maximumPerDomain = 3
+        jar.profile.bucketLimit = 3
+        jar.profile.bucketPurgedTo = 3
         let u = Self.url("https://example.com/")
         jar.receive(SetCookie("s=1; Secure"), from: u)
         for i in 0..<4 {

@@ -286,7 +286,7 @@ let scenarios: [Scenario] = [
         #expect(events.map(\.count) == [3, 1])
         #expect(events.map(\.requestID) == [1, 4])
         #expect(events.map(\.lastRequestID) == [3, 4])
-        #expect(events.first?.expiry == (start + 3000) / 1000 + 60)
+        #expect(events.first?.expiry == start + 3000 + 60_000)
     }
 
     /// A client that keeps no cookies has its responses kept unparsed (a ring), and replayed when it starts to or its

@@ -7,7 +7,8 @@ import Testing
 /// The lifecycle's shortcuts (a repeated block refreshed rather than replayed, a repeated request judged as before)
 /// against the RFC 6265bis jar itself: random sessions of responses and requests over a few lines and URLs, repeats
 /// included, and after each step the client's jar holds what a plain `CookieJar` fed every line holds, and each
-/// request's expectations are that jar's §5.8.3 answer.
+/// request's expectations are that jar's §5.8.3 answer. In each engine's profile, with its limits made small enough
+/// for a session of a few hundred steps to go over them (evictions by priority, partitions, third-party modes).
 @Suite struct ReplayEquivalenceTests {
     struct Random {
         var state: UInt64
@@ -20,25 +21,45 @@ import Testing
     static let lines = [
         "a=1", "a=1; Max-Age=100", "a=2; Path=/x", "b=1; Secure", "c=1; Max-Age=0", "d=1; Domain=other.test",
         "e=1; Max-Age=3", "p=1; Secure; SameSite=None; Partitioned", "l=1; SameSite=Lax", "a=1; Max-Age=100",
+        "n1=1; Priority=High", "n2=1; Secure", "n3=1; Priority=Low", "n4=1; Domain=app.test", "n5=1; Max-Age=50",
+        "n6=1; Priority=low; Secure", "n7=1", "q=1; Secure; SameSite=None; Partitioned; Path=/x",
     ]
     static let urls = ["https://app.test/", "https://app.test/x/y", "http://app.test/", "https://sub.app.test/"]
     static let sites: [RequestSite.Kind] = [.sameSite, .sameSite, .crossSiteSubresource, .crossSiteNavigation]
 
     struct Key: Hashable {
         var name: [UInt8], value: [UInt8], domain: String, path: String, expiry: Int64?, hostOnly: Bool, secure: Bool
+        var partition: String?
         init(_ c: StoredCookie) {
             (name, value, domain, path, expiry) = (c.nameBytes, c.valueBytes, c.domain, c.path, c.expiry)
-            (hostOnly, secure) = (c.hostOnly, c.secureOnly)
+            (hostOnly, secure, partition) = (c.hostOnly, c.secureOnly, c.partitionKey)
         }
     }
 
-    @Test(arguments: [1, 2, 3, 4, 5] as [UInt64])
-    func theShortcutsLeaveWhatTheJarWouldHold(_ seed: UInt64) {
+    /// Each engine's profile with limits a short session goes over.
+    static func small(_ engine: CookieJar.Profile.Engine) -> CookieJar.Profile {
+        var p = CookieJar.Profile.of(engine)
+        if p.bucketLimit != nil { (p.bucketLimit, p.bucketPurgedTo) = (7, engine == .rfc6265bis ? 7 : 5) }
+        if p.priorityQuotas != nil { p.priorityQuotas = [1, 2, 2] }
+        if p.partitionLimit != nil { p.partitionLimit = .init(count: 1, bytes: 10_240) }
+        (p.totalLimit, p.totalPurgedTo) = (12, 10)
+        p.totalPurgeMinimumIdle = p.totalPurgeMinimumIdle.map { _ in 30 }
+        return p
+    }
+
+    @Test(
+        arguments: [1, 2, 3, 4, 5] as [UInt64],
+        [CookieJar.Profile.Engine.rfc6265bis, .chromium, .firefox, .webkit])
+    func theShortcutsLeaveWhatTheJarWouldHold(_ seed: UInt64, _ engine: CookieJar.Profile.Engine) {
         var random = Random(state: seed)
-        final class Clock: @unchecked Sendable { var now: Int64 = 1_800_000_000 }
+        final class Clock: @unchecked Sendable {
+            var now: Int64 = 1_800_000_000
+            var evictions = 0
+        }
         let clock = Clock()
-        var reference = CookieJar(clock: { clock.now })
-        var client = ClientCookies(keepsCookies: true)
+        var reference = CookieJar(profile: Self.small(engine), unit: .milliseconds, clock: { clock.now * 1000 })
+        reference.onChange = { if case .removed(_, .evicted) = $0 { clock.evictions += 1 } }
+        var client = ClientCookies(keepsCookies: true, profile: Self.small(engine))
         var builder = SetLinesBuilder()
         var id: UInt64 = 0
         var previous: (u: Int, lines: [Int], site: Int)? = nil
@@ -123,5 +144,6 @@ import Testing
         }
         // Not vacuous: the shortcuts were taken many times.
         #expect(client.shortcutsTaken > 50, "\(client.shortcutsTaken)")
+        #expect(clock.evictions > 0, "the session never went over the store's limits")
     }
 }

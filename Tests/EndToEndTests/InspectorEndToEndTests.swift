@@ -32,6 +32,14 @@ import Testing
             port = Int(base.split(separator: ":").last!)!
         }
 
+        /// The one client the inspector has seen, percent-encoded for a query: on loopback the address and the
+        /// User-Agent's product (`127.0.0.1 curl/8.14.1`), as the lifecycle tells clients apart by default.
+        func onlyClient() throws -> String {
+            let clients = try #require(try json("/api/clients") as? [String])
+            #expect(clients.count == 1 && clients.first?.hasPrefix("127.0.0.1 curl/") == true, "\(clients)")
+            return clients.first?.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? ""
+        }
+
         /// A request with curl: status, the head's lines, the body.
         func get(_ path: String, _ headers: [String] = [], method: String = "GET") throws -> (
             status: Int, head: [String], body: String
@@ -153,15 +161,15 @@ import Testing
 
         // The browser's view: app.site.test gets the widened login cookie; the SameSite=None one was refused.
         let jar = try #require(
-            try ui.json("/api/jar?client=127.0.0.1&url=http%3A%2F%2Fapp.site.test%3A\(upstream.port)%2F")
+            try ui.json("/api/jar?client=\(try ui.onlyClient())&url=http%3A%2F%2Fapp.site.test%3A\(upstream.port)%2F")
                 as? [String: Any])
         #expect(jar["cookieHeader"] as? String == "sid=s3cr3t", "\(jar)")
         let rejected = try #require(jar["rejected"] as? [[String: Any]])
         #expect(rejected.count == 1 && rejected.first?["name"] as? String == "bad")
         #expect((rejected.first?["reason"] as? String)?.contains("SameSite=None requires Secure") == true)
         let other = try #require(
-            try ui.json("/api/jar?client=127.0.0.1&url=http%3A%2F%2Fother.test%3A\(upstream.port)%2F") as? [String: Any]
-        )
+            try ui.json("/api/jar?client=\(try ui.onlyClient())&url=http%3A%2F%2Fother.test%3A\(upstream.port)%2F")
+                as? [String: Any])
         #expect(other["cookieHeader"] as? String == "")
 
         // HAR: valid against the HAR 1.2 schema, read back by haralyzer, with what the upstream sent.

@@ -138,13 +138,14 @@ import Testing
         let last = try #require(rows.last?["seq"] as? Int)
         let detail = try #require(try ui.json("/api/exchanges/\(last)") as? [String: Any])
         let lifecycle = try #require(detail["lifecycle"] as? [String: Any])
-        #expect(lifecycle["client"] as? String == "127.0.0.1")
+        #expect((lifecycle["client"] as? String)?.hasPrefix("127.0.0.1 curl/") == true, "\(lifecycle)")
+        #expect(lifecycle["engine"] as? String == "rfc6265bis")
         #expect(lifecycle["siteEvidence"] as? String == "Sec-Fetch-Site: same-origin")
         let verdicts = try #require(lifecycle["verdicts"] as? [[String: Any]])
         #expect(verdicts.first?["verdict"] as? String == "expected-not-sent")
         #expect(verdicts.first?["setBy"] as? Int == 1)
 
-        let timeline = try #require(try ui.json("/api/cookies/sid?client=127.0.0.1") as? [String: Any])
+        let timeline = try #require(try ui.json("/api/cookies/sid?client=\(try ui.onlyClient())") as? [String: Any])
         let events = try #require(timeline["events"] as? [[String: Any]])
         // The same value sent twice in a row is one event counted twice.
         #expect(
