@@ -353,6 +353,7 @@ import Testing
             #expect((measured["urlWidth"] as? Int ?? 0) >= 150, "\(width): \(measured)")
         }
         #expect(out["jarHeader"] as? String == "sid=s3cr3t", "\(out)")
+        #expect((out["jarClient"] as? String)?.hasPrefix("127.0.0.1 curl/") == true, "\(out)")
         #expect((out["jarRejected"] as? [String])?.first?.contains("SameSite=None requires Secure") == true)
         #expect((out["rules"] as? [String])?.first?.contains("share the login") == true)
         #expect(out["sentBack"] as? [String] == ["", "sent 1", "", "changed 1"], "\(out["sentBack"] ?? "")")

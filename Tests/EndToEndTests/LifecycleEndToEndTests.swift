@@ -210,7 +210,7 @@ import Testing
         #expect(records.map { $0["client"] as? String } == ["phone"])
         #expect(records.first.flatMap { ($0["verdicts"] as? [[String: Any]])?.first?["cookie"] as? String } == "sid")
         let bad = try run(Paths.binary, ["run", "--client-by", "cookie:x"])
-        #expect(bad.status != 0 && bad.stderr.contains("--client-by must be address or header:NAME"), "\(bad.stderr)")
+        #expect(bad.status != 0 && bad.stderr.contains("--client-by must be auto, address or header:NAME"), "\(bad.stderr)")
     }
 }
 

@@ -72,7 +72,9 @@ try:
 
     driver.find_element(By.CSS_SELECTOR, ".tab[data-tab=jar]").click()
     wait.until(lambda d: len(d.find_elements(By.CSS_SELECTOR, "#jar-client option")) >= 1)
-    Select(driver.find_element(By.ID, "jar-client")).select_by_value("127.0.0.1")
+    # The one client (on loopback, the address and curl's product: the lifecycle's key).
+    Select(driver.find_element(By.ID, "jar-client")).select_by_index(0)
+    out["jarClient"] = driver.find_element(By.ID, "jar-client").get_attribute("value")
     field = driver.find_element(By.ID, "jar-url")
     field.send_keys(f"http://app.site.test:{port}/")
     driver.find_element(By.ID, "jar-go").click()
