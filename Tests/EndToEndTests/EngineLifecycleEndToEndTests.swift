@@ -6,15 +6,15 @@ import Testing
     import Glibc
 #endif
 
-/// The replayed jar against Chromium's own, through the binary: headless Chromium sets 200 cookies on one site
-/// and reads them back, then a frame of another site sets a Partitioned cookie and Chromium visits that site
-/// itself. What Chromium really sent comes from its DevTools protocol (a HAR of requestWillBeSentExtraInfo); the
-/// proxy's verdicts from its inspector and log. In Chromium's profile (read from the User-Agent) every verdict
-/// agrees with Chromium; in the draft's (`--engine rfc6265bis`) the 119 cookies over its limit of 50 are
-/// `sent-not-set`, `evicted`.
+/// The replayed jar against the browsers' own, through the binary: a browser sets 200 cookies on one site and
+/// reads them back; in Chromium a frame of another site then sets a Partitioned cookie and Chromium visits that
+/// site itself. What Chromium really sent comes from its DevTools protocol (a HAR of requestWillBeSentExtraInfo),
+/// what WebKitGTK sent from the origin's echo; the proxy's verdicts from its inspector and log. In the engine's
+/// profile (read from the User-Agent) every verdict agrees with the browser; in the draft's (`--engine
+/// rfc6265bis`) the cookies over its limit of 50 are `sent-not-set`, `evicted`.
 @Suite(.serialized) struct EngineLifecycleEndToEndTests {
-    @Test(arguments: ["auto", "rfc6265bis"])
-    func theReplayedJarAgreesWithChromiumsOwnStore(_ engine: String) throws {
+    @Test(arguments: [("chromium", "auto"), ("chromium", "rfc6265bis"), ("webkit", "auto")])
+    func theReplayedJarAgreesWithTheBrowsersOwnStore(_ browser: String, _ engine: String) throws {
         #expect(BrowserEndToEndTests.chromium() != nil, "chromium is not installed (scripts/setup.sh installs it)")
         let (home, ca) = try (InterceptionEndToEndTests.home(), TestCA())
         defer { InterceptionEndToEndTests.remove(home, ca) }
@@ -33,6 +33,10 @@ import Testing
         }
         let widget = "https://widget.other.test:\(upstream.port)"
         let framed = widget + "/setcookie?c=" + enc("p=1; Secure; SameSite=None; Partitioned; Path=/")
+        if browser == "webkit" {
+            try webkit(proxy, ui, home, sets: sets, read: site + "/read", engine: engine)
+            return
+        }
         let har = home + "/chromium.har"
         let result = try run(
             HTTP2EndToEndTests.python,
@@ -90,5 +94,27 @@ import Testing
             #expect(evicted.count == 119)
             #expect((evicted.first?["reason"] as? [String: Any])?["message"] as? String != nil)
         }
+    }
+
+    /// WebKitGTK (libsoup's store, no per-site limit): all 200 sent back, and its profile expects all 200.
+    func webkit(
+        _ proxy: Proxy, _ ui: InspectorEndToEndTests.UI, _ home: String, sets: [String], read: String, engine: String
+    ) throws {
+        #expect(FileManager.default.isExecutableFile(atPath: "/usr/bin/WebKitWebDriver"), "webkit2gtk-driver missing")
+        let result = try run(
+            "/usr/bin/xvfb-run",
+            ["-a", HTTP2EndToEndTests.python, Paths.fixtures + "/webkit_visits.py", proxy.url] + sets + [read],
+            timeout: 180)
+        try #require(result.status == 0, "\(result.stderr)")
+        let out = try #require(try JSONSerialization.jsonObject(with: result.stdout) as? [String: Any])
+        let page = try #require((out["texts"] as? [String])?.last)
+        let sent = page.components(separatedBy: "COOKIE[").last?.components(separatedBy: "]").first ?? ""
+        #expect(sent.components(separatedBy: "; ").count == 200, "\(page.prefix(200))")
+        let rows = try #require(try ui.json("/api/exchanges") as? [[String: Any]])
+        let verdicts = rows.last { ($0["url"] as? String)?.hasSuffix("/read") == true }?["verdicts"] as? [String: Int]
+        #expect(verdicts?.filter { $0.value > 0 } == ["sent-as-expected": 200], "\(String(describing: verdicts))")
+        #expect(try ui.json("/api/clients") as? [String] == ["127.0.0.1 WebKit"])
+        proxy.process.signal(SIGTERM)
+        #expect(proxy.process.waitForExit() == 0)
     }
 }
