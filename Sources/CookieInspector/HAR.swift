@@ -123,9 +123,13 @@ extension InspectorViews {
             (
                 "_cookieProxy",
                 .object(
-                    [("dryRun", .bool(e.dryRun)), ("records", .array(a.cookies.map(record)))]
+                    [
+                        ("dryRun", .bool(e.dryRun)), ("client", .string(e.client)),
+                        ("records", .array(a.cookies.map(record))),
+                    ]
                         + (e.judgement.map {
                             [
+                                ("engine", .string($0.engine.rawValue)),
                                 ("site", .string($0.site.kind.rawValue)),
                                 ("verdicts", .array($0.verdicts.map(verdictJSON))),
                             ]

@@ -164,6 +164,7 @@ import Testing
         let entries = try #require((har["log"] as? [String: Any])?["entries"] as? [[String: Any]])
         let extra = try #require(entries.last?["_cookieProxy"] as? [String: Any])
         #expect((extra["verdicts"] as? [[String: Any]])?.first?["verdict"] as? String == "expected-not-sent")
+        #expect((extra["client"] as? String)?.hasPrefix("127.0.0.1 curl/") == true && extra["engine"] as? String == "rfc6265bis")
 
         // The inspector's own HAR, audited offline, gives the verdicts the proxy gave (the values in it are the
         // log's keyed hashes, the same on both sides of each comparison).
