@@ -4,7 +4,8 @@
 # `ab -k`, keep-alive); (I(N2) - I(N1)) / (N2 - N1) removes start-up and shut-down. Origin: nginx with 5 Set-Cookie
 # headers on 127.0.0.1. Usage: bench/rules-instructions.sh [N1=500] [N2=2500]
 # With BASE=path/to/another/cookie-proxy (an earlier build), each row is measured for both binaries in the same
-# run, and the table gives both and the change.
+# run, and the table gives both and the change. ONLY=REGEX measures the rows whose name matches (the first row,
+# the base of the "vs empty" column, is always measured).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 N1=${1:-500}; N2=${2:-2500}
@@ -40,6 +41,7 @@ for cfg in "empty-file|-k|--rules bench/empty.rules --log none --ui off" \
            "2-rewriting+log,cookie-client|-k -C lang=en-US|--rules bench/bench.rules --log $T/log.jsonl --ui off" \
            "2-rewriting+log-lifecycle,cookie-client|-k -C lang=en-US|--rules bench/bench.rules --log $T/log.jsonl --ui off --lifecycle off"; do
   name=${cfg%%|*}; rest=${cfg#*|}; ab=${rest%%|*}; args=${rest#*|}
+  [ "$name" != empty-file ] && [ -n "${ONLY:-}" ] && ! [[ $name =~ $ONLY ]] && continue
   a=$(run "$BIN" "$N1" "$ab" $args); b=$(run "$BIN" "$N2" "$ab" $args)
   R[$name]=$(( (b - a) / (N2 - N1) ))
   if [ -n "${BASE:-}" ]; then

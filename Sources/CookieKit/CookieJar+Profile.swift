@@ -104,14 +104,33 @@ extension CookieJar {
         /// (`CriOS`, `FxiOS`, `EdgiOS`, an app's WKWebView), whatever brand it shows; Edge, Opera, Brave and
         /// Electron apps carry `Chrome/`.
         public static func engine(userAgent: String) -> Engine? {
-            let ua = userAgent
-            if ua.contains("CriOS/") || ua.contains("FxiOS/") || ua.contains("EdgiOS/") { return .webkit }
-            if ua.contains("Firefox/") && ua.contains("Gecko/") { return .firefox }
-            if ua.contains("Chrome/") || ua.contains("Chromium/") || ua.contains("HeadlessChrome/") {
-                return .chromium
+            var text = userAgent
+            // Searched as bytes: read on every request of a loopback client (String's `contains` is a generic
+            // search costing tens of thousands of instructions per call).
+            return text.withUTF8 { ua in
+                func has(_ word: StaticString) -> Bool { Self.contains(ua, word) }
+                if has("CriOS/") || has("FxiOS/") || has("EdgiOS/") { return .webkit }
+                if has("Firefox/") && has("Gecko/") { return .firefox }
+                if has("Chrome/") || has("Chromium/") { return .chromium }
+                if has("AppleWebKit/") { return .webkit }
+                return nil
             }
-            if ua.contains("AppleWebKit/") { return .webkit }
-            return nil
+        }
+
+        static func contains(_ text: UnsafeBufferPointer<UInt8>, _ word: StaticString) -> Bool {
+            let n = word.utf8CodeUnitCount
+            guard n > 0, text.count >= n else { return false }
+            let w = word.utf8Start
+            var i = 0
+            while i + n <= text.count {
+                if text[i] == w[0] {
+                    var k = 1
+                    while k < n && text[i + k] == w[k] { k += 1 }
+                    if k == n { return true }
+                }
+                i += 1
+            }
+            return false
         }
 
         /// What the bucket limits say, for a reason: `180 per site (Chromium)`.

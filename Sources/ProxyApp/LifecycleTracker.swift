@@ -63,6 +63,9 @@ package final class LifecycleTracker: Sendable {
     private let suffixes: PublicSuffixList
     /// `--engine`: every client's jar is this engine's; nil: each client's `User-Agent` tells.
     package let engine: CookieJar.Profile.Engine?
+    /// The last loopback client's address, User-Agent and key: most requests come from the client of the one
+    /// before, whose key is then neither worked out nor built again.
+    private let lastAgent = Locked<(address: String, agent: [UInt8], key: String)?>(nil)
 
     package init(
         clientKey: ClientKey = .automatic, engine: CookieJar.Profile.Engine? = nil, suffixes: PublicSuffixList = .system
@@ -90,8 +93,16 @@ package final class LifecycleTracker: Sendable {
             guard let field = head.fields.first(where: { head.field($0, is: name) }) else { return address }
             return head.value(field)
         case .automatic:
-            guard Self.isLoopback(address), let agent = userAgent(head) else { return address }
-            return address + " " + Self.agentLabel(agent)
+            guard Self.isLoopback(address), let field = head.fields.first(where: { head.field($0, is: "user-agent") })
+            else { return address }
+            let agent = head.valueBytes(field)
+            let known = lastAgent.withLock { last in
+                last.flatMap { $0.address == address && $0.agent.elementsEqual(agent) ? $0.key : nil }
+            }
+            if let known { return known }
+            let key = address + " " + Self.agentLabel(String(decoding: agent, as: UTF8.self))
+            lastAgent.withLock { $0 = (address, Array(agent), key) }
+            return key
         }
     }
 
@@ -106,8 +117,9 @@ package final class LifecycleTracker: Sendable {
     /// A `User-Agent` in a word: its engine, or its first product (`curl/8.5.0`), at most 40 characters.
     static func agentLabel(_ agent: String) -> String {
         if let engine = CookieJar.Profile.engine(userAgent: agent) { return engine.displayName }
-        let product = agent.split(separator: " ").first.map(String.init) ?? agent
-        return String(product.prefix(40))
+        let bytes = agent.utf8
+        let end = bytes.firstIndex(of: 0x20) ?? bytes.endIndex
+        return String(decoding: bytes[..<end].prefix(40), as: UTF8.self)
     }
 
     /// The jar profile for a new client: `--engine`, else its `User-Agent`'s engine, else the draft's.
