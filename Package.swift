@@ -33,6 +33,9 @@ let package = Package(
         // Pure: each client's cookies across requests (the jar replayed from what the client was sent, its Cookie
         // headers judged against it, a timeline per cookie) and the site context of a request.
         .target(name: "CookieLifecycle", dependencies: ["CookieKit", "HTTPGrammar"], swiftSettings: hotPath),
+        // Pure: what a run or an audit found (cookie-line findings, lifecycle verdicts), as CI reads it: JUnit XML and
+        // SARIF 2.1.0.
+        .target(name: "CookieReports", dependencies: ["CookieKit", "CookieLifecycle"]),
         // Runs the scenario corpora of conformance/ against the jar (tests and `cookie-proxy conformance`).
         .target(name: "CookieConformance", dependencies: ["CookieKit"]),
         // Sans-I/O HTTP/1.1 codec and the per-connection proxy state machine.
@@ -72,8 +75,8 @@ let package = Package(
         .target(
             name: "ProxyApp",
             dependencies: [
-                "CookieKit", "CookieRules", "CookieInspector", "CookieLifecycle", "ProxyCore", "ProxyServer", "Locking",
-                "HTTPGrammar",
+                "CookieKit", "CookieRules", "CookieInspector", "CookieLifecycle", "CookieReports", "ProxyCore",
+                "ProxyServer", "Locking", "HTTPGrammar",
             ], swiftSettings: hotPath),
         // `parse --browser`: Chromium (DevTools pipe), Firefox (WebDriver BiDi) and WebKitGTK (WebDriver) asked what
         // they store for a line served by a local server.
@@ -86,6 +89,7 @@ let package = Package(
                 "BrowserEngines",
                 "CookieKit", "CookieFoundation", "CookieConformance", "CookieRules", "CookieAudit", "ProxyCore",
                 "ProxyServer", "ProxyTLS", "Locking", "CookieInspector", "HTTPGrammar", "ProxyApp", "CookieLifecycle",
+                "CookieReports",
             ], swiftSettings: hotPath),
         // Counts allocations in the benchmark only (interposes malloc in that executable).
         .target(name: "CBenchSupport"),
@@ -94,6 +98,7 @@ let package = Package(
         .target(name: "TestSupport", dependencies: ["CProxyShims"], path: "Tests/TestSupport"),
         .testTarget(name: "CookieKitTests", dependencies: ["CookieKit", "CookieFoundation", "CookieConformance"]),
         .testTarget(name: "CookieLifecycleTests", dependencies: ["CookieLifecycle", "CookieKit"]),
+        .testTarget(name: "CookieReportsTests", dependencies: ["CookieReports", "CookieLifecycle", "CookieKit"]),
         .testTarget(name: "ProxyCoreTests", dependencies: ["ProxyCore", "HTTPGrammar"]),
         .testTarget(name: "ProxyServerTests", dependencies: ["ProxyServer", "ProxyCore", "Locking", "HTTPGrammar"]),
         .testTarget(name: "HTTPGrammarTests", dependencies: ["HTTPGrammar"]),

@@ -50,14 +50,15 @@ if [ "${1:-}" = "--tests" ]; then
     # From PyPI, in a virtual environment of the repository's own: Selenium (the inspector in a real browser),
     # jsonschema and haralyzer (HAR validated and read back), mcp (the official MCP SDK as the client), websockets
     # (a real WebSocket echo server behind the proxy), h2 (a raw HTTP/2 client for the refusals), hypercorn (an h2c
-    # origin), grpcio (a real gRPC client and server), junitparser (the JUnit report read back).
+    # origin), grpcio (a real gRPC client and server), junitparser and sarif-tools (the JUnit and SARIF reports read
+    # back).
     venv=.build/test-python
-    if ! "$venv/bin/python" -c "import selenium, jsonschema, haralyzer, mcp, websockets, h2, hypercorn, grpc, junitparser" 2>/dev/null; then
+    if ! "$venv/bin/python" -c "import selenium, jsonschema, haralyzer, mcp, websockets, h2, hypercorn, grpc, junitparser, sarif" 2>/dev/null; then
         echo "setup: installing the tests' Python packages into $venv" >&2
         mkdir -p .build
         /usr/bin/python3 -m venv "$venv"
         "$venv/bin/pip" install -q --disable-pip-version-check selenium jsonschema haralyzer mcp websockets h2 \
-            hypercorn grpcio junitparser
+            hypercorn grpcio junitparser sarif-tools
     fi
 fi
 command -v swift >/dev/null || { echo "setup: Swift 6.3 is not on PATH (https://www.swift.org/install/linux/)" >&2; exit 1; }

@@ -21,6 +21,8 @@ package final class RulesHooks: ProxyHooks, Sendable {
     package let lifecycle: Bool
     package let rewritten = AtomicCounter()
     package let observed = AtomicCounter()
+    /// `run --report`: findings and verdicts for CI (nil without it).
+    package let report: RunReport?
     /// Responses by protocol, mode and status class, for the metrics (nil without `--metrics`).
     package let responses: ResponseCounts?
 
@@ -32,10 +34,11 @@ package final class RulesHooks: ProxyHooks, Sendable {
     package init(
         engine: RuleEngine, dryRun: Bool, sink: LogSink?, intercept: HostPatternList,
         inspector: InspectorStore? = nil, lifecycle: Bool = false, tracker: LifecycleTracker = LifecycleTracker(),
-        responses: ResponseCounts? = nil
+        responses: ResponseCounts? = nil, report: RunReport? = nil
     ) {
         self.engine = Locked(engine)
         self.responses = responses
+        self.report = report
         self.lifecycle = lifecycle
         self.tracker = tracker
         self.dryRun = dryRun
@@ -103,6 +106,7 @@ package final class RulesHooks: ProxyHooks, Sendable {
                 // log gets the requests where something was not as expected (all of their verdicts).
                 let r = tracker.request(head: head.source, context: context, site: s, time: time)
                 judgedClient = r.client
+                report?.judged(r.verdicts, context: context, time: time)
                 if let sink, r.verdicts.contains(where: { $0.kind != .sentAsExpected }) {
                     sink.submit(
                         records: LifecycleLog.record(r, context: context, time: time, redaction: sink.redaction),
@@ -182,7 +186,9 @@ package final class RulesHooks: ProxyHooks, Sendable {
             scratch.inspected.reset()
             if scratch.inspectedEngine !== engine { scratch.inspectedEngine = engine }
         }
-        guard dryRun || lifecycle || !plan.isEmpty else { return }
+        guard dryRun || lifecycle || report != nil || !plan.isEmpty else { return }
+        // The report lints each line in the request's site context (read once per response).
+        let reportSite = report == nil ? nil : tracker.site(of: context.requestID)?.kind
         var nowMS: Int64 = 0
         var changedCount = 0
         var seenCount = 0
@@ -232,6 +238,17 @@ package final class RulesHooks: ProxyHooks, Sendable {
                             scratch.lifecycle.add(
                                 received: original, forwarded: $0, unchanged: false, rules: rules.low,
                                 rulesBeyond64: rules.high)
+                        }
+                    }
+                }
+                if let report {
+                    // The line as the client got it (a dropped one it never saw).
+                    let rules = edit.matchedAny ? engine.ruleNames(edit) : []
+                    if dryRun || !changed {
+                        report.line(original, rules: rules, context: context, site: reportSite, time: nowMS)
+                    } else if !edit.dropped {
+                        scratch.rewrite.withOutput {
+                            report.line($0, rules: rules, context: context, site: reportSite, time: nowMS)
                         }
                     }
                 }

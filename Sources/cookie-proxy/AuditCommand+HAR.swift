@@ -11,7 +11,7 @@ extension AuditCommand {
         guard args.positionals.isEmpty else {
             throw UsageError(message: "--har takes the file; give no URL with it", command: spec.name)
         }
-        let format = try args.choice(Option.format, ["text", "json", "junit"], command: spec.name)
+        let format = try args.choice(Option.format, ["text", "json", "junit", "sarif"], command: spec.name)
         var audit = HARAudit()
         if let text = args.value(Option.engine) {
             guard let engine = CookieJar.Profile.Engine(rawValue: text) else {
@@ -60,7 +60,7 @@ extension AuditCommand {
         do {
             summary = try audit.run(&reader) { entry in
                 guard entry.isNotable else { return }
-                if format == "junit" {
+                if format == "junit" || format == "sarif" {
                     kept.append(entry)
                 } else {
                     Console.out(format == "json" ? json(entry).serialized : text(entry))
@@ -75,7 +75,10 @@ extension AuditCommand {
             return 2
         }
         Console.out(
-            format == "junit" ? junit(kept) : format == "json" ? json(summary).serialized + "\n" : text(summary))
+            format == "junit"
+                ? junit(kept)
+                : format == "sarif"
+                    ? sarif(kept) : format == "json" ? json(summary).serialized + "\n" : text(summary))
         let none =
             "\(path) has \(summary.entries) entries and not one Cookie or Set-Cookie header"
             + (summary.creator.map { " (exported by \($0))" } ?? "")

@@ -34,7 +34,7 @@ enum AuditCommand {
             names: ["--rules", "-r"], value: "path", help: "Also show what these rules would change (before/after)."
         )
         static let format = OptionSpec(
-            names: ["--format"], value: "format", help: "text, json, or junit (JUnit XML for CI).",
+            names: ["--format"], value: "format", help: "text, json, junit (JUnit XML) or sarif (SARIF 2.1.0), for CI.",
             defaultValue: "text")
         static let engine = OptionSpec(
             names: ["--engine"], value: "engine",
@@ -52,7 +52,7 @@ enum AuditCommand {
         name: "audit",
         abstract: "Fetch a URL (following redirects like a browser) and check every cookie it sets.",
         usage:
-            "cookie-proxy audit [options] URL\n       cookie-proxy audit --har FILE [--rules PATH] [--format text|json]",
+            "cookie-proxy audit [options] URL\n       cookie-proxy audit --har FILE [--rules PATH] [--format text|json|junit|sarif]",
         options: [
             Option.request,
             Option.data,
@@ -128,7 +128,7 @@ enum AuditCommand {
             }
             options.timeout = v
         }
-        let format = try args.choice(Option.format, ["text", "json", "junit"], command: spec.name)
+        let format = try args.choice(Option.format, ["text", "json", "junit", "sarif"], command: spec.name)
         if let path = args.value(Option.rules) {
             do {
                 options.rules = try RulesFiles.load(path)
@@ -144,7 +144,10 @@ enum AuditCommand {
             Console.err("error: \(error.description)")
             return 2
         }
-        Console.out(format == "json" ? json(report).serialized : format == "junit" ? junit(report) : text(report))
+        Console.out(
+            format == "json"
+                ? json(report).serialized
+                : format == "junit" ? junit(report) : format == "sarif" ? sarif(report) : text(report))
         return report.anyRejected ? 1 : 0
     }
 

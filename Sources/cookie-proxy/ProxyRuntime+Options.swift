@@ -160,13 +160,15 @@ extension ProxyRuntime {
                 message: "--engine must be auto, " + CookieJar.Profile.Engine.allCases.map(\.rawValue).joined(separator: ", "),
                 command: command)
         }
-        // Judged only when something reads the verdicts: the log or the inspector.
-        let lifecycle = lifecycleText == "on" && (sink != nil || inspector != nil)
+        // Judged only when something reads the verdicts: the log, the inspector or a report.
+        let reports = try RunCommand.reportSettings(args)
+        let lifecycle = lifecycleText == "on" && (sink != nil || inspector != nil || !reports.isEmpty)
         let hooks = RulesHooks(
             engine: RuleEngine(ruleSet), dryRun: dryRun, sink: sink, intercept: intercept, inspector: inspector,
             lifecycle: lifecycle, tracker: LifecycleTracker(clientKey: clientKey, engine: engine),
             responses: args.value(RunCommand.Option.metrics) == nil
-                ? nil : ResponseCounts(reverse: args.value(RunCommand.Option.reverse) != nil))
+                ? nil : ResponseCounts(reverse: args.value(RunCommand.Option.reverse) != nil),
+            report: reports.isEmpty ? nil : RunReport())
         var banner = ""
         if let rulesPath {
             banner +=

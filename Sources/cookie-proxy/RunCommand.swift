@@ -131,6 +131,8 @@ enum RunCommand {
             Option.ui,
             Option.uiHistory,
             Option.metrics,
+            ReportOption.report,
+            ReportOption.failOn,
             Option.noVia,
             Option.resolve,
             Option.threads,
@@ -157,8 +159,9 @@ enum RunCommand {
             the banner then lists the addresses to type on a device. Clients from the network cannot reach this
             machine's loopback services through it unless --allow-loopback-upstream.
             SIGINT/SIGTERM stop accepting, finish exchanges in flight (up to --drain-timeout), write every queued log
-            record and exit 0. SIGHUP reloads the rules; SIGUSR1 reopens the log file (logrotate: move it, then send
-            USR1; nothing is lost).
+            record and the --report files, and exit 0 (1 when a --fail-on condition was met). SIGHUP reloads the
+            rules; SIGUSR1 reopens the log file (logrotate: move it, then send USR1; nothing is lost) and writes the
+            --report files.
             """)
 
     static func seconds(_ s: Double) -> String { s == s.rounded() ? "\(Int(s))s" : "\(s)s" }
@@ -239,7 +242,7 @@ enum RunCommand {
         }
         return serve(
             server, runtime: runtime, signals: &signals, drain: settings.drain, terminal: terminal,
-            statusLine: statusLine)
+            statusLine: statusLine, reports: try reportSettings(args))
     }
 
     /// The options that configure the server, checked.
@@ -362,7 +365,7 @@ enum RunCommand {
     static func serve(
         _ server: ProxyServer, runtime: ProxyRuntime, signals: inout BlockedSignals, drain: Double,
         terminal: TerminalView?,
-        statusLine: Bool
+        statusLine: Bool, reports: ReportSettings
     ) -> Int32 {
         while true {
             let sig = signals.wait(milliseconds: 1000)
@@ -372,6 +375,7 @@ enum RunCommand {
             }
             if sig == SIGUSR1 {
                 runtime.reopenLog()
+                writeReports(runtime.hooks.report, reports)
                 continue
             }
             if sig == SIGINT || sig == SIGTERM {
@@ -398,7 +402,8 @@ enum RunCommand {
                         "cookie-proxy: \(server.unexpectedEventCount) connections were closed on an event their state"
                             + " could not take (a bug in cookie-proxy: please report it)")
                 }
-                return 0
+                writeReports(runtime.hooks.report, reports)
+                return reportStatus(runtime.hooks.report, reports)
             }
             runtime.poll()
             reportEvents(server, runtime)

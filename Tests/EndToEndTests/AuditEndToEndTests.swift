@@ -81,6 +81,29 @@ import Testing
         #expect(failures[3].first??.contains("does not domain-match") == true, "\(failures)")
     }
 
+    /// `--format sarif` is SARIF 2.1.0 sarif-tools (PyPI) reads: a result per finding at the hop's URL, what
+    /// browsers reject and the jar's refusals as errors.
+    @Test func sarifIsAReportCodeScanningReads() throws {
+        let upstream = try Upstream()
+        let result = try run(Paths.binary, ["audit", "--format", "sarif", Self.chain(upstream)])
+        #expect(result.status == 1, "\(result.stderr)")
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("cp-sarif-\(getpid()).sarif").path
+        try result.text.write(toFile: file, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(atPath: file) }
+        let script = """
+            import json, sys
+            from sarif import loader
+            print(json.dumps(sorted([r["Severity"], r["Code"], r["Location"].split("?")[0]]
+                                    for r in loader.load_sarif_file(sys.argv[1]).get_records())))
+            """
+        let parsed = try run(Paths.root + "/.build/test-python/bin/python", ["-c", script, file])
+        #expect(parsed.status == 0, "\(parsed.stderr)")
+        let records = try #require(try JSONSerialization.jsonObject(with: parsed.stdout) as? [[String]])
+        let codes = records.map { $0[1] }
+        #expect(codes.contains("samesite-none-insecure") && codes.contains("jar-rejected"), "\(records)")
+        #expect(records.filter { $0[1] == "samesite-none-insecure" }.allSatisfy { $0[0] == "error" }, "\(records)")
+    }
+
     @Test func eachHopSendsTheCookiesTheJarHoldsForIt() throws {
         let upstream = try Upstream()
         let url =

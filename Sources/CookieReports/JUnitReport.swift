@@ -1,14 +1,14 @@
-import CookieAudit
 import CookieKit
-import CookieLifecycle
 
 /// JUnit XML, the report shape CI systems read (Jenkins, GitLab, GitHub's test reporters): test suites by host,
 /// test cases by cookie, a failure with its reason where a browser would not keep (or was not expected to send)
 /// the cookie, and findings that do not fail as the case's output.
-struct JUnitReport {
+public struct JUnitReport: Sendable {
+    public init() {}
+
     private var suites: [(name: String, cases: [String], failures: Int)] = []
 
-    mutating func add(
+    public mutating func add(
         suite: String, name: String, failure: (type: String, message: String, detail: String)?, output: String?
     ) {
         var text = "    <testcase classname=\"\(Self.xml(suite))\" name=\"\(Self.xml(name))\">\n"
@@ -28,7 +28,7 @@ struct JUnitReport {
         }
     }
 
-    func text(name: String) -> String {
+    public func text(name: String) -> String {
         let tests = suites.reduce(0) { $0 + $1.cases.count }
         let failures = suites.reduce(0) { $0 + $1.failures }
         var out = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
@@ -43,7 +43,7 @@ struct JUnitReport {
 
     /// Text for XML content and attribute values (XML 1.0 §2.4, §3.3.3); a control character XML cannot carry is
     /// written as U+FFFD.
-    static func xml(_ text: String) -> String {
+    public static func xml(_ text: String) -> String {
         var out = ""
         for scalar in text.unicodeScalars {
             switch scalar {
@@ -62,7 +62,7 @@ struct JUnitReport {
 
     /// A Set-Cookie line's case: failed when it is not delivered (a rule dropped it), the jar refused it, or a
     /// finding says browsers reject it.
-    mutating func add(
+    public mutating func add(
         line received: SetCookie, delivered: Bool, rules: [String], rejection: String?, findings: [LintFinding],
         suite: String, at place: String
     ) {
@@ -78,49 +78,5 @@ struct JUnitReport {
         add(
             suite: suite, name: "\(received.name) (\(place))", failure: failure.map { ($0.0, $0.1, detail) },
             output: findings.map(\.description).joined(separator: "\n"))
-    }
-}
-
-extension AuditCommand {
-    /// `audit URL --format junit`: a suite per host, a case per Set-Cookie line of each hop.
-    static func junit(_ r: AuditReport) -> String {
-        var report = JUnitReport()
-        for (index, hop) in r.hops.enumerated() {
-            for cookie in hop.cookies {
-                report.add(
-                    line: cookie.received, delivered: cookie.delivered != nil, rules: cookie.outcome?.rules ?? [],
-                    rejection: cookie.rejection, findings: cookie.findings,
-                    suite: RequestURL(hop.url)?.host ?? hop.url,
-                    at: "hop \(index + 1): \(hop.method) \(hop.url) → \(hop.status)")
-            }
-        }
-        return report.text(name: "cookie-proxy audit")
-    }
-
-    /// `audit --har FILE --format junit`: a suite per host, a case per Set-Cookie line and per cookie a request sent
-    /// or was expected to send; a verdict other than sent-as-expected fails, with its reason.
-    static func junit(_ entries: [HARAudit.EntryReport]) -> String {
-        var report = JUnitReport()
-        for e in entries {
-            let host = RequestURL(e.url)?.host ?? e.url
-            let place = "entry \(e.index): \(e.method) \(e.url) → \(e.status)"
-            for line in e.setCookies {
-                let rejection = line.event.flatMap { $0.kind == .rejected ? ($0.detail ?? "the jar refused it") : nil }
-                report.add(
-                    line: line.received, delivered: line.forwarded != nil, rules: line.rules, rejection: rejection,
-                    findings: line.findings, suite: host, at: place)
-            }
-            for v in e.verdicts {
-                let failure =
-                    v.kind == .sentAsExpected
-                    ? nil
-                    : (
-                        v.kind.rawValue, v.reason.map { "\($0.code.rawValue): \($0.message)" } ?? v.kind.rawValue,
-                        "Cookie \(v.name) in \(place)"
-                    )
-                report.add(suite: host, name: "\(v.name) sent? (\(place))", failure: failure, output: nil)
-            }
-        }
-        return report.text(name: "cookie-proxy audit --har")
     }
 }
