@@ -18,10 +18,28 @@ extension CookieJar {
         /// A bucket is the cookie's registrable domain (its site: a host and all its subdomains share one, as
         /// Chromium's and Firefox's stores are keyed) rather than the cookie's domain (the draft's "per domain").
         public var bucketIsSite: Bool
-        /// Cookies of each priority (Low, Medium, High) a bucket purge spares, least recently used going first
-        /// within a priority, insecure before secure: Chromium's `kDomainCookiesQuota{Low,Medium,High}`. Nil:
-        /// priorities are not read (insecure cookies go first, then secure, each least recently used first).
-        public var priorityQuotas: [Int]?
+        /// Which of a full bucket's cookies go (``Eviction``).
+        public var eviction: Eviction
+
+        public enum Eviction: Sendable, Hashable {
+            /// Insecure cookies first, then secure ones, each least recently used first, down to
+            /// ``bucketPurgedTo`` (the draft's §5.7 order).
+            case insecureFirst
+            /// Chromium's six rounds (Low insecure, Low, Medium insecure, High insecure, Medium, High), each
+            /// sparing its priority's quota (`kDomainCookiesQuota{Low,Medium,High}`: Low, Medium, High here).
+            case priorityRounds([Int])
+            /// Firefox's `FindStaleCookies`: when a cookie is added to a full bucket, its least recently used
+            /// insecure cookies go, down to ``bucketPurgedTo`` with the newcomer counted (Firefox ESR 153 keeps 169
+            /// of 200, as Chromium: ``EngineLifecycleEndToEndTests``); only when it has none, and the newcomer is
+            /// secure, secure ones; otherwise the newcomer is not kept.
+            case staleInsecure
+        }
+
+        /// Chromium's priority quotas, when the profile reads `Priority`.
+        public var priorityQuotas: [Int]? {
+            if case .priorityRounds(let quotas) = eviction { return quotas }
+            return nil
+        }
         /// Partitioned cookies per partition and site before the least recently used go, and their names' and
         /// values' bytes (Chromium's `kPerPartitionDomainMaxCookies` and `kPerPartitionDomainMaxCookieBytes`); nil:
         /// counted in their bucket as any cookie.
@@ -56,7 +74,7 @@ extension CookieJar {
         /// The draft's suggestions (§5.7): 50 cookies per domain, 3,000 in all, insecure and least recently
         /// used first; Lax by default, no Lax-allowing-unsafe.
         public static let rfc6265bis = Profile(
-            engine: .rfc6265bis, bucketLimit: 50, bucketPurgedTo: 50, bucketIsSite: false, priorityQuotas: nil,
+            engine: .rfc6265bis, bucketLimit: 50, bucketPurgedTo: 50, bucketIsSite: false, eviction: .insecureFirst,
             totalLimit: 3000, totalPurgedTo: 3000, totalPurgeMinimumIdle: nil, accessUpdateInterval: 0,
             laxByDefault: true, laxAllowingUnsafe: nil, blocksThirdParty: false, partitionsThirdParty: false)
 
@@ -67,19 +85,20 @@ extension CookieJar {
         public static let chromium: Profile = {
             var p = Profile(
                 engine: .chromium, bucketLimit: 180, bucketPurgedTo: 150, bucketIsSite: true,
-                priorityQuotas: [30, 50, 70], totalLimit: 3300, totalPurgedTo: 3000,
+                eviction: .priorityRounds([30, 50, 70]), totalLimit: 3300, totalPurgedTo: 3000,
                 totalPurgeMinimumIdle: 30 * 86_400, accessUpdateInterval: 60, laxByDefault: true,
                 laxAllowingUnsafe: 120, blocksThirdParty: false, partitionsThirdParty: false)
             p.partitionLimit = PartitionLimit(count: 180, bytes: 10_240)
             return p
         }()
 
-        /// Firefox's `CookieStorage`: `network.cookie.maxPerHost` 180 per base domain purged to
-        /// `quotaPerHost` 150, insecure before secure, least recently used first; `maxNumber` 3,000 (purged
-        /// past 3,300 among cookies idle `purgeAge`, 30 days); access times every 60 s; no Lax by default
-        /// (`network.cookie.sameSite.laxByDefault` is off); Total Cookie Protection partitions third parties.
+        /// Firefox's `CookieStorage`: a cookie added to a base domain holding `network.cookie.maxPerHost` 180
+        /// takes out its least recently used insecure cookies down to `quotaPerHost` 150 (secure ones only for a
+        /// secure newcomer); `maxNumber` 3,000 (purged past 3,300 among cookies idle `purgeAge`, 30 days); access
+        /// times every 60 s; no Lax by default (`network.cookie.sameSite.laxByDefault` is off); Total Cookie
+        /// Protection partitions third parties.
         public static let firefox = Profile(
-            engine: .firefox, bucketLimit: 180, bucketPurgedTo: 150, bucketIsSite: true, priorityQuotas: nil,
+            engine: .firefox, bucketLimit: 180, bucketPurgedTo: 150, bucketIsSite: true, eviction: .staleInsecure,
             totalLimit: 3300, totalPurgedTo: 3000, totalPurgeMinimumIdle: 30 * 86_400, accessUpdateInterval: 60,
             laxByDefault: false, laxAllowingUnsafe: nil, blocksThirdParty: false, partitionsThirdParty: true)
 
@@ -87,7 +106,7 @@ extension CookieJar {
         /// none), so none is applied; the draft's 3,000 in all bounds the replayed jar's memory. No Lax by
         /// default; unpartitioned third-party cookies blocked (Intelligent Tracking Prevention).
         public static let webkit = Profile(
-            engine: .webkit, bucketLimit: nil, bucketPurgedTo: 0, bucketIsSite: false, priorityQuotas: nil,
+            engine: .webkit, bucketLimit: nil, bucketPurgedTo: 0, bucketIsSite: false, eviction: .insecureFirst,
             totalLimit: 3000, totalPurgedTo: 3000, totalPurgeMinimumIdle: nil, accessUpdateInterval: 0,
             laxByDefault: false, laxAllowingUnsafe: nil, blocksThirdParty: true, partitionsThirdParty: false)
 
@@ -212,7 +231,7 @@ extension CookieJar {
             var cookies = cookies(inBucket: bucket(of: cookie.domain)) { !partitionsApart || $0.partitionKey == nil }
             if cookies.count > limit {
                 cookies.sort(by: Self.lessRecentlyUsed)
-                remove(bucketVictims(cookies, goal: cookies.count - profile.bucketPurgedTo))
+                remove(bucketVictims(cookies, adding: cookie, limit: limit))
             }
         }
         if count > profile.totalLimit {
@@ -226,13 +245,18 @@ extension CookieJar {
         }
     }
 
-    /// Which of a bucket's cookies (least recently used first) a purge of `goal` takes. With priority quotas,
-    /// Chromium's six rounds: Low insecure, Low, Medium insecure, High insecure, Medium, High, each sparing its
-    /// priority's quota (an insecure round also sparing the priority's secure cookies); without, insecure
-    /// cookies first, then secure ones.
-    func bucketVictims(_ sorted: [StoredCookie], goal: Int) -> [StoredCookie] {
+    /// Which of a bucket's cookies (least recently used first) go now that `added` made it hold more than `limit`
+    /// (the profile's ``Profile/Eviction``).
+    func bucketVictims(_ sorted: [StoredCookie], adding added: StoredCookie, limit: Int) -> [StoredCookie] {
+        if case .staleInsecure = profile.eviction {
+            let older = sorted.filter { !$0.sameIdentity(added) }
+            let room = sorted.count - profile.bucketPurgedTo
+            let insecure = older.filter { !$0.secureOnly }
+            if !insecure.isEmpty { return Array(insecure.prefix(room)) }
+            return added.secureOnly ? Array(older.prefix(room)) : [added]
+        }
         var taken = Array(repeating: false, count: sorted.count)
-        var remaining = goal
+        var remaining = sorted.count - profile.bucketPurgedTo
         func round(_ eligible: (StoredCookie) -> Bool, deletable: Int) {
             var left = deletable
             for (i, c) in sorted.enumerated() where remaining > 0 && left > 0 && !taken[i] && eligible(c) {

@@ -113,7 +113,8 @@ public struct CookieJar: Sendable {
             return .failure(
                 CookieRejection(
                     .thirdPartyBlocked,
-                    "\(profile.engine.displayName) blocks unpartitioned cookies from a cross-site subresource or frame"))
+                    "\(profile.engine.displayName) blocks unpartitioned cookies from a cross-site subresource or frame")
+            )
         }
         if profile.priorityQuotas != nil { cookie.priority = CookiePriority(setCookie) }
         switch acceptPolicy {
@@ -333,7 +334,9 @@ public struct CookieJar: Sendable {
                 if cookie.httpOnly && channel == .nonHTTP { continue }
                 if let key = cookie.partitionKey {
                     // CHIPS: a partitioned cookie goes only under the top-level site it was set under.
-                    if partition == nil { partition = context.topLevelSite ?? RequestSite.Site(url, suffixes).description }
+                    if partition == nil {
+                        partition = context.topLevelSite ?? RequestSite.Site(url, suffixes).description
+                    }
                     guard key == partition else { continue }
                 } else if context.isThirdParty && (profile.blocksThirdParty || profile.partitionsThirdParty) {
                     continue
@@ -346,7 +349,9 @@ public struct CookieJar: Sendable {
         result.reserveCapacity(selected.count)
         let interval = profile.accessUpdateInterval * unit.perSecond
         for (domain, index) in selected {
-            if now - byDomain[domain]![index].lastAccessTime >= interval { byDomain[domain]![index].lastAccessTime = now }
+            if now - byDomain[domain]![index].lastAccessTime >= interval {
+                byDomain[domain]![index].lastAccessTime = now
+            }
             result.append(byDomain[domain]![index])
         }
         result.sort { a, b in

@@ -22,7 +22,7 @@ public struct StoredCookie: Sendable, Hashable {
     /// unpartitioned cookie. A cookie is one of a kind by name, domain, host-only, path and partition.
     public var partitionKey: String? = nil
     /// Chromium's `Priority` attribute (Low, Medium, High; Medium when absent or unknown), which orders its
-    /// evictions (``CookieJar/Profile/priorityQuotas``). Read only by a profile that has quotas.
+    /// evictions (``CookieJar/Profile/Eviction/priorityRounds(_:)``). Read only by a profile that has them.
     public var priority: CookiePriority = .medium
 
     public var name: String { String(lossy: nameBytes) }

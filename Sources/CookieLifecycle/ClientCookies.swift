@@ -76,8 +76,9 @@ public struct ClientCookies: Sendable {
 
     /// `keepsCookies`: judge every request from the first (a browser's recording, whose client surely keeps them).
     /// `profile`: the engine whose limits and modes the jar follows (CookieJar+Profile.swift).
-    public init(suffixes: PublicSuffixList = .system, keepsCookies: Bool = false, profile: CookieJar.Profile = .rfc6265bis)
-    {
+    public init(
+        suffixes: PublicSuffixList = .system, keepsCookies: Bool = false, profile: CookieJar.Profile = .rfc6265bis
+    ) {
         self.keepsCookies = keepsCookies
         let clock = self.clock
         self.suffixes = suffixes

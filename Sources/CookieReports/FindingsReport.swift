@@ -20,7 +20,9 @@ public struct FindingsReport: Sendable {
         public var cookie: String
         /// The lint code (`samesite-none-insecure`), or the verdict and its reason (`expected-not-sent/lint`).
         public var code: String
-        public init(host: String, cookie: String, code: String) { (self.host, self.cookie, self.code) = (host, cookie, code) }
+        public init(host: String, cookie: String, code: String) {
+            (self.host, self.cookie, self.code) = (host, cookie, code)
+        }
     }
 
     public struct Entry: Sendable {
@@ -80,7 +82,8 @@ public struct FindingsReport: Sendable {
     public mutating func add(verdicts: [CookieVerdict], host: String, url: String, time: Int64) {
         for v in verdicts where v.kind != .sentAsExpected {
             add(
-                Key(host: host, cookie: v.name, code: v.kind.rawValue + (v.reason.map { "/" + $0.code.rawValue } ?? "")),
+                Key(
+                    host: host, cookie: v.name, code: v.kind.rawValue + (v.reason.map { "/" + $0.code.rawValue } ?? "")),
                 level: .verdict, url: url, time: time, message: v.reason?.message ?? v.kind.rawValue,
                 engines: v.reason?.engines ?? [])
         }

@@ -158,7 +158,8 @@ package final class InspectorService: LocalService, @unchecked Sendable {
                 }
                 url = parsed
             }
-            return Self.json(views.jar(exchanges, client: client, url: url, now: Int64(Date().timeIntervalSince1970 * 1000)))
+            return Self.json(
+                views.jar(exchanges, client: client, url: url, now: Int64(Date().timeIntervalSince1970 * 1000)))
         case "/api/rules":
             return Self.json(
                 .object([

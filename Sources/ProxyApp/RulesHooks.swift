@@ -113,7 +113,8 @@ package final class RulesHooks: ProxyHooks, Sendable {
                         count: 1)
                 }
             } else {
-                tracker.note(context.requestID, client: tracker.client(of: head.source, address: context.clientAddress), site: s)
+                tracker.note(
+                    context.requestID, client: tracker.client(of: head.source, address: context.clientAddress), site: s)
             }
         }
         guard engine.touchesRequests else { return }

@@ -157,7 +157,8 @@ extension ProxyRuntime {
         let engine = CookieJar.Profile.Engine(rawValue: engineText)
         guard engine != nil || engineText == "auto" else {
             throw UsageError(
-                message: "--engine must be auto, " + CookieJar.Profile.Engine.allCases.map(\.rawValue).joined(separator: ", "),
+                message: "--engine must be auto, "
+                    + CookieJar.Profile.Engine.allCases.map(\.rawValue).joined(separator: ", "),
                 command: command)
         }
         // Judged only when something reads the verdicts: the log, the inspector or a report.

@@ -59,7 +59,8 @@ extension RunCommand {
         for (format, path) in settings.files {
             let text =
                 format == "junit"
-                ? snapshot.junit(name: "cookie-proxy run") + "\n" : snapshot.sarif(toolVersion: cookieProxyVersion) + "\n"
+                ? snapshot.junit(name: "cookie-proxy run") + "\n"
+                : snapshot.sarif(toolVersion: cookieProxyVersion) + "\n"
             do {
                 try text.write(toFile: path, atomically: true, encoding: .utf8)
             } catch {

@@ -29,7 +29,7 @@ import Testing
 
     /// 200 cookies set one after another on one host, a second apart: how many the jar keeps, and the first one
     /// it keeps. Chromium purges 181 down to 150 (the 31 least recently used), then takes 19 more: 169, from c31
-    /// (Chromium sent 169 of 200 in the recording).
+    /// (Chromium sent 169 of 200 in the recording; Firefox ESR the same, read at the origin).
     @Test(arguments: [
         (CookieJar.Profile.Engine.rfc6265bis, 50, 150), (.chromium, 169, 31), (.firefox, 169, 31), (.webkit, 200, 0),
     ])
@@ -67,16 +67,34 @@ import Testing
         #expect(all.filter { $0.domain == "other.site.test" }.count == onOther)
     }
 
+    /// Firefox takes out only insecure cookies to make room for an insecure newcomer: a site full of secure cookies
+    /// does not keep a new insecure one; a secure newcomer takes out the 31 least recently used secure ones.
+    @Test(arguments: [(false, 180, false), (true, 150, true)])
+    func firefoxSparesSecureCookiesForAnInsecureNewcomer(_ secureNewcomer: Bool, _ count: Int, _ kept: Bool) {
+        let clock = Clock()
+        var jar = Self.jar(.firefox, clock)
+        let u = Self.url("https://a.site.test/")
+        for i in 0..<180 {
+            clock.advance(1)
+            jar.receive(SetCookie("s\(i)=1; Secure"), from: u)
+        }
+        clock.advance(1)
+        jar.receive(SetCookie("n=1" + (secureNewcomer ? "; Secure" : "")), from: u)
+        #expect(jar.count == count)
+        #expect(jar.allCookies().contains { $0.name == "n" } == kept)
+    }
+
     /// Chromium's purge rounds: Low first (sparing 30), insecure before secure within a priority, Medium sparing
     /// 50: (Low, Medium-insecure, Medium-secure) cookies set, and what is left after the 181st.
-    @Test(arguments: [
-        // 40 Low + 141 Medium: 10 Low go (down to the Low quota), then 21 of the oldest Medium.
-        ((40, 141, 0), (30, 120, 0)),
-        // 181 Medium, 100 of them secure: the 31 oldest insecure go, every secure one stays.
-        ((0, 81, 100), (0, 50, 100)),
-        // 181 Medium, all secure: the 31 oldest go.
-        ((0, 0, 181), (0, 0, 150)),
-    ] as [((Int, Int, Int), (Int, Int, Int))])
+    @Test(
+        arguments: [
+            // 40 Low + 141 Medium: 10 Low go (down to the Low quota), then 21 of the oldest Medium.
+            ((40, 141, 0), (30, 120, 0)),
+            // 181 Medium, 100 of them secure: the 31 oldest insecure go, every secure one stays.
+            ((0, 81, 100), (0, 50, 100)),
+            // 181 Medium, all secure: the 31 oldest go.
+            ((0, 0, 181), (0, 0, 150)),
+        ] as [((Int, Int, Int), (Int, Int, Int))])
     func chromiumPurgesByPriorityThenSecurity(_ set: (Int, Int, Int), _ left: (Int, Int, Int)) {
         let clock = Clock()
         var jar = Self.jar(.chromium, clock)
@@ -181,14 +199,31 @@ import Testing
     }
 
     @Test(arguments: [
-        ("Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) HeadlessChrome/131.0 Safari/537.36",
-            CookieJar.Profile.Engine?.some(.chromium)),
-        ("Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0 Safari/537.36 Edg/131.0", .chromium),
+        (
+            "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) HeadlessChrome/131.0 Safari/537.36",
+            CookieJar.Profile.Engine?.some(.chromium)
+        ),
+        (
+            "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0 Safari/537.36 Edg/131.0",
+            .chromium
+        ),
         ("Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0", .firefox),
-        ("Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.0 Safari/605.1.15", .webkit),
-        ("Mozilla/5.0 (iPhone; CPU iPhone OS 17_0 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Mobile/15E148", .webkit),
-        ("Mozilla/5.0 (iPhone; CPU iPhone OS 17_0 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) CriOS/131.0 Mobile/15E148 Safari/604.1", .webkit),
-        ("Mozilla/5.0 (iPhone; CPU iPhone OS 17_0 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) FxiOS/131.0 Mobile/15E148 Safari/605.1.15", .webkit),
+        (
+            "Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.0 Safari/605.1.15",
+            .webkit
+        ),
+        (
+            "Mozilla/5.0 (iPhone; CPU iPhone OS 17_0 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Mobile/15E148",
+            .webkit
+        ),
+        (
+            "Mozilla/5.0 (iPhone; CPU iPhone OS 17_0 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) CriOS/131.0 Mobile/15E148 Safari/604.1",
+            .webkit
+        ),
+        (
+            "Mozilla/5.0 (iPhone; CPU iPhone OS 17_0 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) FxiOS/131.0 Mobile/15E148 Safari/605.1.15",
+            .webkit
+        ),
         ("curl/8.14.1", nil), ("python-requests/2.32", nil),
     ])
     func theEngineIsReadFromTheUserAgent(_ agent: String, _ engine: CookieJar.Profile.Engine?) {

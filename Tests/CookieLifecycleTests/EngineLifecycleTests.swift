@@ -62,7 +62,8 @@ import Testing
         let visit = client.request(
             Self.request(3, "https://b.test/", at: 200, .sameSite, document: true), cookieHeader: nil)
         #expect(visit.isEmpty, "\(visit)")
-        _ = client.request(Self.request(4, "https://site-a.test/", at: 300, .sameSite, document: true), cookieHeader: nil)
+        _ = client.request(
+            Self.request(4, "https://site-a.test/", at: 300, .sameSite, document: true), cookieHeader: nil)
         let framed = client.request(
             Self.request(5, "https://b.test/frame", at: 400, .crossSiteSubresource), cookieHeader: Self.header("p=1"))
         #expect(framed.map(\.kind) == [.sentAsExpected])

@@ -40,7 +40,7 @@ import Testing
     static func small(_ engine: CookieJar.Profile.Engine) -> CookieJar.Profile {
         var p = CookieJar.Profile.of(engine)
         if p.bucketLimit != nil { (p.bucketLimit, p.bucketPurgedTo) = (7, engine == .rfc6265bis ? 7 : 5) }
-        if p.priorityQuotas != nil { p.priorityQuotas = [1, 2, 2] }
+        if p.priorityQuotas != nil { p.eviction = .priorityRounds([1, 2, 2]) }
         if p.partitionLimit != nil { p.partitionLimit = .init(count: 1, bytes: 10_240) }
         (p.totalLimit, p.totalPurgedTo) = (12, 10)
         p.totalPurgeMinimumIdle = p.totalPurgeMinimumIdle.map { _ in 30 }

@@ -21,17 +21,18 @@ import Testing
     }
 
     /// (Set-Cookie lines, verdicts, --fail-on, fails)
-    @Test(arguments: [
-        ([String](), [CookieVerdict.Kind](), Set<FindingsReport.FailOn>([.rejects, .warnings, .verdicts]), false),
-        (["a=1; SameSite=None"], [], [.rejects], true),
-        (["a=1; SameSite=None"], [], [.warnings], true),
-        (["a=1; SameSite=None"], [], [.verdicts], false),
-        (["a=1; Domain=other.test"], [], [.rejects], true),
-        ([], [.expectedNotSent], [.verdicts], true),
-        ([], [.expectedNotSent], [.rejects, .warnings], false),
-        ([], [.sentAsExpected], [.verdicts], false),
-        (["a=1; Path=/"], [.sentAsExpected], [.rejects, .warnings, .verdicts], false),
-    ] as [([String], [CookieVerdict.Kind], Set<FindingsReport.FailOn>, Bool)])
+    @Test(
+        arguments: [
+            ([String](), [CookieVerdict.Kind](), Set<FindingsReport.FailOn>([.rejects, .warnings, .verdicts]), false),
+            (["a=1; SameSite=None"], [], [.rejects], true),
+            (["a=1; SameSite=None"], [], [.warnings], true),
+            (["a=1; SameSite=None"], [], [.verdicts], false),
+            (["a=1; Domain=other.test"], [], [.rejects], true),
+            ([], [.expectedNotSent], [.verdicts], true),
+            ([], [.expectedNotSent], [.rejects, .warnings], false),
+            ([], [.sentAsExpected], [.verdicts], false),
+            (["a=1; Path=/"], [.sentAsExpected], [.rejects, .warnings, .verdicts], false),
+        ] as [([String], [CookieVerdict.Kind], Set<FindingsReport.FailOn>, Bool)])
     func failOnMeetsTheConditionsAsked(
         _ lines: [String], _ verdicts: [CookieVerdict.Kind], _ failOn: Set<FindingsReport.FailOn>, _ fails: Bool
     ) {

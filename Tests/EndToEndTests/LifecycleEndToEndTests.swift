@@ -164,7 +164,9 @@ import Testing
         let entries = try #require((har["log"] as? [String: Any])?["entries"] as? [[String: Any]])
         let extra = try #require(entries.last?["_cookieProxy"] as? [String: Any])
         #expect((extra["verdicts"] as? [[String: Any]])?.first?["verdict"] as? String == "expected-not-sent")
-        #expect((extra["client"] as? String)?.hasPrefix("127.0.0.1 curl/") == true && extra["engine"] as? String == "rfc6265bis")
+        #expect(
+            (extra["client"] as? String)?.hasPrefix("127.0.0.1 curl/") == true
+                && extra["engine"] as? String == "rfc6265bis")
 
         // The inspector's own HAR, audited offline, gives the verdicts the proxy gave (the values in it are the
         // log's keyed hashes, the same on both sides of each comparison).
@@ -211,7 +213,8 @@ import Testing
         #expect(records.map { $0["client"] as? String } == ["phone"])
         #expect(records.first.flatMap { ($0["verdicts"] as? [[String: Any]])?.first?["cookie"] as? String } == "sid")
         let bad = try run(Paths.binary, ["run", "--client-by", "cookie:x"])
-        #expect(bad.status != 0 && bad.stderr.contains("--client-by must be auto, address or header:NAME"), "\(bad.stderr)")
+        #expect(
+            bad.status != 0 && bad.stderr.contains("--client-by must be auto, address or header:NAME"), "\(bad.stderr)")
     }
 }
 

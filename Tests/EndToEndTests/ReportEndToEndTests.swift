@@ -30,7 +30,9 @@ import Testing
             ] + failOn.flatMap { ["--fail-on", $0] }, environment: ["COOKIE_PROXY_HOME": dir])
         let origin = "http://app.site.test:\(upstream.port)"
         let line = problems ? "bad=1; SameSite=None" : "good=1; Path=/"
-        _ = try curl(["-s", "-o", "/dev/null", "-x", proxy.url, origin + "/setcookie?c=" + InterceptionEndToEndTests.enc(line)])
+        _ = try curl([
+            "-s", "-o", "/dev/null", "-x", proxy.url, origin + "/setcookie?c=" + InterceptionEndToEndTests.enc(line),
+        ])
         _ = try curl(["-s", "-o", "/dev/null", "-x", proxy.url, "-b", problems ? "ghost=1" : "good=1", origin + "/"])
         // SIGUSR1 writes the reports while the proxy runs.
         proxy.process.signal(SIGUSR1)
@@ -76,7 +78,8 @@ import Testing
                 print(json.dumps({"counts": counts, "rules": sorted(r["Code"] for r in records)}))
                 """, dir + "/report.sarif",
             ])
-        let read = try #require(try JSONSerialization.jsonObject(with: sarif.stdout) as? [String: Any], "\(sarif.stderr)")
+        let read = try #require(
+            try JSONSerialization.jsonObject(with: sarif.stdout) as? [String: Any], "\(sarif.stderr)")
         let counts = read["counts"] as? [String: Int] ?? [:]
         let rules = read["rules"] as? [String] ?? []
         if problems {
