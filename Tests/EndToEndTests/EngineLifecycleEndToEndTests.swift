@@ -19,7 +19,7 @@ import Testing
         let (home, ca) = try (InterceptionEndToEndTests.home(), TestCA())
         defer { InterceptionEndToEndTests.remove(home, ca) }
         let upstream = try Upstream(tls: (ca.cert, ca.key))
-        let hosts = ["a.site.test", "app.site.test", "widget.other.test"]
+        let hosts = ["a.site.test", "app.site.test", "widget.other.test", "lax.test"]
         let proxy = try Proxy(
             ["--log", home + "/log.jsonl", "--ui", "127.0.0.1:0", "--intercept-all", "--engine", engine]
                 + hosts.flatMap { ["--resolve", "\($0):127.0.0.1", "--insecure-upstream", $0] },
@@ -37,6 +37,15 @@ import Testing
             try readBack(browser, proxy, ui, sets: sets, read: site + "/read")
             return
         }
+        // A cookie without SameSite, then a cross-site top-level POST to its site within seconds: Chromium sends
+        // it (Lax-allowing-unsafe, two minutes); the draft's jar does not.
+        let lax = "https://lax.test:\(upstream.port)"
+        // And a Max-Age=2 cookie read 1.6 s later: expired in a jar that rounds its set time down to the second
+        // (when the set was past .4 s), not in Chromium's nor in the replayed jar, which count milliseconds.
+        let laxSteps = [
+            lax + "/setcookie?c=" + enc("d=1; Path=/"), widget + "/form?action=" + enc(lax + "/read"),
+            lax + "/setcookie?c=" + enc("m=1; Max-Age=2; Path=/read/m"), "sleep:1600", lax + "/read/m",
+        ]
         let har = home + "/chromium.har"
         let result = try run(
             HTTP2EndToEndTests.python,
@@ -44,7 +53,7 @@ import Testing
                 Paths.fixtures + "/chromium_visits.py", proxy.url, har,
             ] + sets + [
                 site + "/read", "https://app.site.test:\(upstream.port)/frame?src=" + enc(framed), widget + "/read",
-            ],
+            ] + laxSteps,
             timeout: 120)
         try #require(result.status == 0, "\(result.stderr)")
 
@@ -64,6 +73,8 @@ import Testing
         // Chromium purges 181 down to 150, then keeps the 19 after: 169, from k31 (net::CookieMonster).
         #expect(siteSent.count == 169 && siteSent.contains("k31=1") && !siteSent.contains("k30=1"), "\(siteSent.count)")
         #expect(sent("widget.other.test:\(upstream.port)/read").isEmpty)
+        #expect(sent("lax.test:\(upstream.port)/read") == ["d=1"], "Chromium's Lax-allowing-unsafe")
+        #expect(sent("lax.test:\(upstream.port)/read/m") == ["m=1", "d=1"])
 
         // What the proxy made of it: the inspector's rows for the two reads.
         let rows = try #require(try ui.json("/api/exchanges") as? [[String: Any]])
@@ -78,6 +89,10 @@ import Testing
         // The Partitioned cookie is the app.site.test partition's: not expected on widget.other.test itself.
         let widgetVerdicts = verdicts("widget.other.test:\(upstream.port)/read")
         #expect((widgetVerdicts["expected-not-sent"] ?? 0) == 0, "\(widgetVerdicts)")
+        #expect(verdicts("lax.test:\(upstream.port)/read/m").filter { $0.value > 0 } == ["sent-as-expected": 2])
+        let laxVerdicts = verdicts("lax.test:\(upstream.port)/read")
+        #expect(laxVerdicts["sent-as-expected"] == (chromium ? 1 : 0), "\(laxVerdicts)")
+        #expect((laxVerdicts["sent-not-set"] ?? 0) == (chromium ? 0 : 1), "\(laxVerdicts)")
         let clients = try #require(try ui.json("/api/clients") as? [String])
         #expect(clients == ["127.0.0.1 Chromium"])
 
@@ -90,7 +105,8 @@ import Testing
             // Every cookie as expected: nothing to record.
             #expect(records.isEmpty, "\(records)")
         } else {
-            let record = try #require(records.first { ($0["url"] as? String)?.hasSuffix("/read") == true })
+            let record = try #require(
+                records.first { ($0["url"] as? String)?.hasSuffix("a.site.test:\(upstream.port)/read") == true })
             #expect(record["engine"] as? String == "rfc6265bis" && record["client"] as? String == "127.0.0.1 Chromium")
             let evicted = (record["verdicts"] as? [[String: Any]] ?? []).filter {
                 ($0["reason"] as? [String: Any])?["code"] as? String == "evicted"

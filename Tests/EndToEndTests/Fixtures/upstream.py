@@ -133,6 +133,15 @@ def handle(conn):
                 src = parse_qs(urlparse(path).query)["src"][0]
                 payload = ('<html><body><iframe id=f src="%s"></iframe></body></html>' % html.escape(src)).encode()
                 conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nCache-Control: no-store\r\nContent-Length: %d\r\n\r\n" % len(payload) + payload)
+            elif path.startswith("/form"):
+                # /form?action=<url>: a page whose form POSTs itself to <url> at once (a cross-site top-level POST
+                # when <url> is another site).
+                from urllib.parse import urlparse, parse_qs
+                import html
+                action = parse_qs(urlparse(path).query)["action"][0]
+                payload = ('<html><body><form id=f method=post action="%s"><input name=x value=1></form>'
+                           '<script>document.getElementById("f").submit()</script></body></html>' % html.escape(action)).encode()
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nCache-Control: no-store\r\nContent-Length: %d\r\n\r\n" % len(payload) + payload)
             elif path.startswith("/read"):
                 cookie = b""
                 for line in head.split(b"\r\n")[1:]:
