@@ -8,7 +8,7 @@ enum HeadRewrite {
     /// The head to send upstream for a request that is not a CONNECT.
     static func request(
         _ request: RequestHead, route: RequestRoute, connection: ConnectionOptions, framing: BodyFraming,
-        wantsUpgrade: Bool, via: UpstreamHop?, configuration: ProxyConfiguration,
+        wantsUpgrade: Bool, via: UpstreamHop?, configuration: ProxyConfiguration, clientAddress: String = "",
         storage: consuming OutgoingHead.Storage = OutgoingHead.Storage()
     ) -> OutgoingHead {
         var out = OutgoingHead(request.head, storage: storage)
@@ -35,9 +35,102 @@ enum HeadRewrite {
                 out.append(name: "Host", value: authority.hostFieldValue(defaultPort: defaultPort), known: .host)
             }
         }
+        if route.routeIndex != nil && configuration.addForwarded {
+            addForwarded(&out, route: route, clientAddress: clientAddress)
+        }
         if wantsUpgrade { out.append(name: "Connection", value: upgradeToken, known: .connection) }
         if configuration.addVia { addVia(&out, version: request.version, pseudonym: configuration.viaPseudonym) }
         return out
+    }
+
+    /// `X-Forwarded-For`, `-Proto` and `-Host` towards a route's upstream (the de facto fields nginx, Caddy and
+    /// http-proxy-middleware set; RFC 7239's `Forwarded` says the same, and fewer frameworks read it). The client's
+    /// own are replaced, as Caddy does with no trusted proxies: this proxy is where the client is known.
+    static func addForwarded(_ out: inout OutgoingHead, route: RequestRoute, clientAddress: String) {
+        for name in ["x-forwarded-for", "x-forwarded-proto", "x-forwarded-host"] where out.contains(name) {
+            out.removeAll(name)
+        }
+        out.append(name: "X-Forwarded-For", value: clientAddress)
+        out.append(name: "X-Forwarded-Proto", value: route.scheme)
+        if let named = route.named {
+            out.append(
+                name: "X-Forwarded-Host", value: named.hostFieldValue(defaultPort: route.scheme == "https" ? 443 : 80))
+        }
+    }
+
+    /// nginx's `proxy_redirect default` for a reverse route: a redirect to the upstream's own URL would take the
+    /// browser off the one origin it is served from (and away from its cookies); it is pointed back at the URL
+    /// the client used, the route's prefix in place of the upstream's path.
+    struct Redirects: Sendable, Hashable {
+        /// `https://api.example/` (the upstream's origin and the route's URL path).
+        var from: [UInt8]
+        /// `http://app.localhost:5173/api/` (the client's origin and the route's prefix).
+        var to: [UInt8]
+
+        /// Nil when the client named no host (nothing to point back at).
+        init?(_ route: ReverseRoute, _ request: RequestRoute) {
+            guard let named = request.named else { return nil }
+            let clientOrigin =
+                request.scheme + "://"
+                + String(
+                    decoding: named.hostFieldValue(defaultPort: request.scheme == "https" ? 443 : 80), as: UTF8.self)
+            if let path = route.path {
+                from = Array((route.upstreamOrigin + path).utf8)
+                to = Array((clientOrigin + route.prefix).utf8)
+            } else {
+                from = Array((route.upstreamOrigin + "/").utf8)
+                to = Array((clientOrigin + "/").utf8)
+            }
+        }
+
+        /// `Location`, `Content-Location`, and the URL of `Refresh` (`5; url=…`), when they point at the upstream.
+        func rewrite(_ out: inout OutgoingHead) {
+            for index in 0..<out.count {
+                let isRefresh = out.name(at: index, is: "refresh")
+                guard isRefresh || out.name(at: index, is: "location") || out.name(at: index, is: "content-location")
+                else { continue }
+                let value = out.value(at: index)
+                var start = 0
+                if isRefresh {
+                    // `delay; url=URL` (HTML's refresh syntax): the URL after `url=`, any case, maybe quoted.
+                    guard let at = Self.urlStart(value) else { continue }
+                    start = at
+                }
+                guard let rewritten = map(value[start...]) else { continue }
+                out.replaceValue(at: index, with: Array(value[..<start]) + rewritten)
+            }
+        }
+
+        /// The URL with `from` replaced by `to` (scheme and host compared without case); `from` without its last
+        /// `/` is the upstream's bare origin, mapped to `to` without its last `/`. Nil when it is not the upstream's.
+        func map(_ url: ArraySlice<UInt8>) -> [UInt8]? {
+            func startsWith(_ prefix: ArraySlice<UInt8>) -> Bool {
+                url.count >= prefix.count && zip(url, prefix).allSatisfy { ByteClass.lower($0) == ByteClass.lower($1) }
+            }
+            if startsWith(from[...]) { return to + url.dropFirst(from.count) }
+            let bare = from.dropLast()
+            if from.last == 0x2F,
+                url.count == bare.count
+                    || (url.count > bare.count && [0x3F, 0x23].contains(url[url.startIndex + bare.count])),
+                startsWith(bare)
+            {
+                return Array(to.dropLast()) + url.dropFirst(bare.count)
+            }
+            return nil
+        }
+
+        static func urlStart(_ value: [UInt8]) -> Int? {
+            let lower = value.map(ByteClass.lower)
+            let key: [UInt8] = Array("url=".utf8)
+            guard
+                let at = (0...max(0, lower.count - key.count)).first(where: {
+                    lower[$0..<min(lower.count, $0 + key.count)].elementsEqual(key)
+                }), lower.count >= key.count
+            else { return nil }
+            var start = at + key.count
+            if start < value.count, value[start] == 0x27 || value[start] == 0x22 { start += 1 }
+            return start
+        }
     }
 
     /// `method SP [http://authority]target SP HTTP/1.1` as `out`'s start line. Its own function: a head captured by

@@ -13,8 +13,17 @@ public struct ProxyConfiguration: Sendable {
     /// Add `Via: 1.1 cookie-proxy` to requests and responses (RFC 9110 §7.6.3).
     public var addVia = true
     public var viaPseudonym = "cookie-proxy"
-    /// Reverse mode: origin-form requests all go here (`--reverse http://localhost:3000`).
-    public var reverseUpstream: Origin? = nil
+    /// Reverse mode (`--route`, `--reverse`): requests go by these routes; empty: a forward proxy.
+    public var routes = RouteTable([])
+    /// Reverse mode with one route, everything to `upstream`, the client's Host kept.
+    public var reverseUpstream: Origin? {
+        get { routes.routes.first?.upstream }
+        set { routes = RouteTable(newValue.map { [ReverseRoute(upstream: $0, preserveHost: true)] } ?? []) }
+    }
+    public var isReverse: Bool { !routes.isEmpty }
+    /// Towards a route's upstream, `X-Forwarded-For`, `-Proto` and `-Host` say who asked for what (the client's own
+    /// ones are replaced: a client cannot pass itself off as another).
+    public var addForwarded = true
     /// Upstream proxies to go through (`--upstream-proxy`), and the hosts that bypass them.
     public var upstreamProxies: UpstreamProxyRoutes? = nil
     /// The proxy's own listening ports; requests addressed to them on a local address are refused.

@@ -38,7 +38,8 @@ extension ProxyConnectionMachine {
         requestCount += 1
         let route: RequestRoute
         do {
-            route = try RequestRoute.route(request, configuration: configuration, interceptedOrigin: interceptedOrigin)
+            route = try RequestRoute.route(
+                request, configuration: configuration, interceptedOrigin: interceptedOrigin, listenerTLS: listenerTLS)
         } catch {
             if error.addressesTheProxy, let page = configuration.forwardProxyPage,
                 request.method == "GET" || request.method == "HEAD",
@@ -66,7 +67,7 @@ extension ProxyConnectionMachine {
             host: addressed.host, port: addressed.port, target: route.target, status: nil,
             protocols: clientSpeaksHTTP2 ? .clientHTTP2 : [])
         let wantsUpgrade = !route.isConnect && connection.upgrade && request.head.values(.upgrade).count == 1
-        let secure = route.isConnect || interceptedOrigin != nil
+        let secure = route.isConnect || route.upstreamTLS
         let via = configuration.upstreamProxies?.proxy(for: origin.host, secure: secure).map {
             UpstreamHop(proxy: $0, tunnel: secure)
         }
@@ -75,7 +76,7 @@ extension ProxyConnectionMachine {
         if !route.isConnect {
             var out = HeadRewrite.request(
                 request, route: route, connection: connection, framing: framing, wantsUpgrade: wantsUpgrade, via: via,
-                configuration: configuration, storage: headStorage.takeOutgoing())
+                configuration: configuration, clientAddress: clientAddress, storage: headStorage.takeOutgoing())
             hooks.willForwardRequest(&out, context: context)
             headBytes.reserveCapacity(request.head.bytes.count + 64)
             out.serialize(into: &headBytes)
@@ -87,6 +88,10 @@ extension ProxyConnectionMachine {
             requestHeadBytes: headBytes, clientVersion: request.version, clientKeepAlive: keepAlive,
             response: ResponseReader(limits: configuration.parserLimits))
         exchange.via = via
+        exchange.upstreamTLS = route.upstreamTLS
+        if let index = route.routeIndex {
+            exchange.redirects = HeadRewrite.Redirects(configuration.routes.routes[index], route)
+        }
         swap(&exchange.response.input, &spareUpstreamIn)
         state = .connecting
         // A tunnel gets a connection of its own: an idle keep-alive connection to the same host and port is

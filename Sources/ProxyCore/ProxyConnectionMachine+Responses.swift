@@ -105,6 +105,7 @@ extension ProxyConnectionMachine {
         var out = HeadRewrite.finalResponse(
             response, connection: connection, framing: framing, dechunk: exchange.dechunk, client: clientConnection,
             configuration: configuration, storage: headStorage.takeOutgoing())
+        if let redirects = exchange.redirects { redirects.rewrite(&out) }
         forwardResponseHead(&out, &io)
         headStorage.keep(out)
         var rest: [UInt8] = []

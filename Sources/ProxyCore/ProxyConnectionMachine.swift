@@ -61,6 +61,11 @@ public struct ProxyConnectionMachine {
         var upstreamReusable = true
         /// The upstream proxy this exchange goes through.
         var via: UpstreamHop?
+        /// The connection to the upstream is TLS (an intercepted tunnel's origin, an `https://` route).
+        var upstreamTLS = false
+        /// A reverse route's redirect rewriting: a `Location`, `Content-Location` or `Refresh` URL that starts with
+        /// `from` (the upstream's URL) starts with `to` (the client's) instead.
+        var redirects: HeadRewrite.Redirects? = nil
 
         /// No exchange (before the first; what a machine holds when it has none is never read).
         @inline(__always)
@@ -110,6 +115,10 @@ public struct ProxyConnectionMachine {
     /// The client speaks HTTP/2, not the HTTP/1.x of the requests this machine reads (the shell gives it each
     /// stream's request as HTTP/1.1); in each exchange's context for the log and the inspector.
     public var clientSpeaksHTTP2 = false
+    /// The client reached a TLS listener (`--listen https://…`): its requests are https URLs.
+    public var listenerTLS = false
+    /// The connection to the exchange's upstream is TLS (read by the shell on `connect`).
+    public var upstreamTLS: Bool { exchange.upstreamTLS }
 
     /// The upstream of the exchange in flight speaks HTTP/2 (the shell translates): its context says so.
     public mutating func noteUpstreamHTTP2() { exchange.context.protocols.insert(.upstreamHTTP2) }

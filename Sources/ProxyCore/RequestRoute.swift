@@ -30,6 +30,10 @@ public struct RequestRoute: Sendable, Hashable {
     /// Whether the request's one Host field already is ``authority``'s Host value (the usual case): the rewrite
     /// then leaves it as it is without comparing it again.
     var hostFieldIsAuthority = false
+    /// The reverse route that matched (its index in the configuration's ``RouteTable``).
+    public var routeIndex: Int? = nil
+    /// The connection to ``origin`` is TLS: inside an intercepted tunnel, or a route to an `https://` upstream.
+    public var upstreamTLS = false
 
     /// Why a request is refused: the status and a one-line reason.
     public struct Refusal: Error, Sendable, Hashable {
@@ -58,13 +62,17 @@ public struct RequestRoute: Sendable, Hashable {
     ///   valid without another parse.
     /// - In forward mode, a request addressed to the proxy's own listening ports on one of its own addresses is
     ///   refused: it would loop.
+    /// - In reverse mode, the route for the Host and path (``RouteTable/match(host:target:)``): its upstream, the
+    ///   target with the route's path, Host the upstream's authority unless the route keeps it; `404` naming the
+    ///   routes when none matches. `listenerTLS`: the client reached a TLS listener (its URLs are https).
     public static func route(
-        _ request: RequestHead, configuration: ProxyConfiguration, interceptedOrigin: Origin?
+        _ request: RequestHead, configuration: ProxyConfiguration, interceptedOrigin: Origin?, listenerTLS: Bool = false
     ) throws(Refusal) -> RequestRoute {
         var route = try target(
             request, reverseUpstream: configuration.reverseUpstream, interceptedOrigin: interceptedOrigin
         ).get()
-        let reverse = configuration.reverseUpstream != nil
+        let reverse = configuration.isReverse
+        if listenerTLS && interceptedOrigin == nil { route.scheme = "https" }
         let head = request.head
         // Towards a fixed upstream the client's Host is what it addressed, unless the target names an authority.
         let namesByHost = reverse && interceptedOrigin == nil && !route.isConnect
@@ -95,7 +103,29 @@ public struct RequestRoute: Sendable, Hashable {
             throw Refusal(400, "refusing a request addressed to the proxy itself (\(route.origin))")
         }
         if namesByHost, let authority = route.authority { route.named = authority }
+        if interceptedOrigin != nil { route.upstreamTLS = true }
+        if namesByHost { try choose(&route, configuration.routes) }
         return route
+    }
+
+    /// The reverse route for `route`'s host and target, carried into it.
+    static func choose(_ route: inout RequestRoute, _ table: RouteTable) throws(Refusal) {
+        let host = route.named?.host
+        guard let (index, target) = table.match(host: host, target: route.target) else {
+            throw Refusal(
+                404, "no route for \(host ?? "this host")\(route.target.prefix(200)); the routes: \(table.summary)")
+        }
+        let chosen = table.routes[index]
+        route.routeIndex = index
+        route.origin = chosen.upstream
+        route.target = target
+        route.upstreamTLS = chosen.scheme == .https
+        if !chosen.preserveHost {
+            // RFC 9110 §7.2: Host names the upstream, as a virtual host behind it expects.
+            route.authority = chosen.upstream
+            route.authorityDefaultPort = chosen.scheme == .https ? 443 : 80
+            route.hostFieldIsAuthority = false
+        }
     }
 
     /// Whether `origin` is the proxy itself: one of its ports on a loopback, unspecified or own address.

@@ -110,8 +110,13 @@ extension ClientConnection {
             let upstream = UpstreamConnection(fd: ufd, origin: origin, loop: loop)
             upstream.connecting = inProgress
             upstream.remainingAddresses = remaining
-            if upstreamIsTLS, let tlsSetup = loop.server.interception {
-                // Intercepted: the upstream is https too, verified against the system store (or --upstream-ca).
+            if upstreamIsTLS {
+                // Intercepted, or an https route: verified against the system store (or --upstream-ca).
+                guard let tlsSetup = loop.server.interception else {
+                    Sys.close(ufd)
+                    machine.upstreamFailed(.failed(origin, reason: "TLS towards upstreams is not set up"), &io)
+                    return
+                }
                 do {
                     // HTTP/2 is offered to the origin when the client speaks it: the upstream hears the protocol the
                     // client chose (and gRPC, which needs HTTP/2 end to end, works).

@@ -233,6 +233,8 @@ final class ClientConnection: LoopHandler {
     private func execute(_ command: ConnectionIO.Command) {
         switch command {
         case .connect(let origin, let fresh, let via):
+            // Per exchange: a route may go to an https upstream, the next one to an http one.
+            upstreamIsTLS = machine.upstreamTLS
             startConnect(origin, fresh: fresh, via: via)
         case .releaseUpstream(let reusable):
             detachUpstream(reusable: reusable)

@@ -374,7 +374,10 @@ import Testing
             ),
         ] as [(String, String)])
     func reverseModeSendsEveryRequestToItsUpstream(_ request: String, _ forwarded: String) {
-        var w = Wire { $0.reverseUpstream = Self.upstream }
+        var w = Wire {
+            $0.reverseUpstream = Self.upstream
+            $0.addForwarded = false
+        }
         w.client(request)
         #expect(w.connects == [Self.upstream])
         w.connected()
@@ -393,7 +396,10 @@ import Testing
     }
 
     @Test func reverseModeRefusesConnectWith405() {
-        var w = Wire { $0.reverseUpstream = Self.upstream }
+        var w = Wire {
+            $0.reverseUpstream = Self.upstream
+            $0.addForwarded = false
+        }
         w.client("CONNECT evil.example:443 HTTP/1.1\r\nHost: evil.example:443\r\n\r\n")
         #expect(w.clientText.hasPrefix("HTTP/1.1 405 Method Not Allowed\r\n"))
         #expect(w.clientText.contains("\r\nAllow: GET, HEAD, POST"))

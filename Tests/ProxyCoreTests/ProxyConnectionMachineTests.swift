@@ -506,6 +506,7 @@ import Testing
         var t = Transcript {
             $0.reverseUpstream = upstream
             $0.addVia = false
+            $0.addForwarded = false
         }
         t.client("GET /app HTTP/1.1\r\nHost: localhost:8080\r\n\r\n")
         #expect(t.commands == [.connect(upstream, fresh: false)])

@@ -1,0 +1,152 @@
+import HTTPGrammar
+
+/// One route of a reverse proxy (`--route [HOST]/PREFIX=URL`): the requests for `host` (any host when nil) whose
+/// path starts with `prefix` go to `upstream`. The URL's path has nginx's `proxy_pass` meaning: with one, the
+/// matched prefix is replaced by it (`/api/=https://api.example/` sends `/api/users` as `/users`); without one, the
+/// target goes as it came. Pure: parsed once at start-up, matched for every request (``RouteTable``).
+public struct ReverseRoute: Sendable, Hashable, CustomStringConvertible {
+    public enum Scheme: String, Sendable, Hashable {
+        case http
+        /// TLS to the upstream, verified as intercepted origins are (system store, `--upstream-ca`,
+        /// `--insecure-upstream HOST`); SNI from the URL's host.
+        case https
+        /// HTTP/2 with prior knowledge, without TLS (RFC 9113 §3.3).
+        case h2c
+    }
+
+    /// Lowercase, no port; nil: every host.
+    public var host: String?
+    /// Starts with `/`.
+    public var prefix: String
+    public var upstream: Origin
+    public var scheme: Scheme
+    /// The URL's path (starting with `/`), when it has one: what replaces `prefix`.
+    public var path: String?
+    /// The client's Host goes upstream as it came (nginx's `proxy_set_header Host $host`); by default Host becomes
+    /// the upstream's authority, as a virtual host behind it expects.
+    public var preserveHost: Bool
+
+    public init(
+        host: String? = nil, prefix: String = "/", upstream: Origin, scheme: Scheme = .http, path: String? = nil,
+        preserveHost: Bool = false
+    ) {
+        (self.host, self.prefix, self.upstream, self.scheme) = (host, prefix, upstream, scheme)
+        (self.path, self.preserveHost) = (path, preserveHost)
+    }
+
+    /// `app.test/api/ → https://api.example:443/`.
+    public var description: String {
+        let defaultPort = scheme == .https ? 443 : 80
+        let authority = upstream.port == defaultPort ? HostPort.bracketed(upstream.host) : upstream.description
+        return (host ?? "") + prefix + " → \(scheme.rawValue)://\(authority)\(path ?? "")"
+            + (preserveHost ? " (Host kept)" : "")
+    }
+
+    /// The upstream's origin as URLs name it (`https://api.example`, the port only when it is not the scheme's).
+    public var upstreamOrigin: String {
+        let defaultPort = scheme == .https ? 443 : 80
+        let authority = upstream.port == defaultPort ? HostPort.bracketed(upstream.host) : upstream.description
+        return (scheme == .https ? "https" : "http") + "://" + authority
+    }
+
+    /// Reads `[HOST]/PREFIX=URL[,preserve-host]`; nil with the reason when it is not one.
+    public static func parse(_ text: String) -> Result<ReverseRoute, RouteError> {
+        var spec = Substring(text)
+        var preserveHost = false
+        if spec.hasSuffix(",preserve-host") {
+            preserveHost = true
+            spec = spec.dropLast(",preserve-host".count)
+        }
+        guard let equals = spec.firstIndex(of: "=") else {
+            return .failure(RouteError("'\(text)' must be [HOST]/PREFIX=URL, e.g. /api/=https://api.example/"))
+        }
+        let left = spec[..<equals]
+        guard let slash = left.firstIndex(of: "/") else {
+            return .failure(RouteError("'\(text)': the prefix must start with '/', e.g. /api/ or app.test/"))
+        }
+        let host = left[..<slash].lowercased()
+        if !host.isEmpty {
+            guard HostName.kind(host) == .dnsName else {
+                return .failure(RouteError("'\(text)': '\(host)' is not a host name"))
+            }
+        }
+        let prefix = String(left[slash...])
+        guard prefix.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F && $0 != 0x3F && $0 != 0x23 }) else {
+            return .failure(RouteError("'\(text)': the prefix '\(prefix)' may not hold spaces, '?' or '#'"))
+        }
+        return upstream(String(spec[spec.index(after: equals)...])).map { (scheme, origin, path) in
+            ReverseRoute(
+                host: host.isEmpty ? nil : host, prefix: prefix, upstream: origin, scheme: scheme, path: path,
+                preserveHost: preserveHost)
+        }
+    }
+
+    /// `http://`, `https://` or `h2c://` `host[:port]` and an optional path (no query or fragment).
+    public static func upstream(_ url: String) -> Result<(Scheme, Origin, String?), RouteError> {
+        let lower = url.lowercased()
+        let scheme: Scheme
+        let rest: Substring
+        if lower.hasPrefix("http://") {
+            (scheme, rest) = (.http, url.dropFirst(7))
+        } else if lower.hasPrefix("https://") {
+            (scheme, rest) = (.https, url.dropFirst(8))
+        } else if lower.hasPrefix("h2c://") {
+            (scheme, rest) = (.h2c, url.dropFirst(6))
+        } else {
+            return .failure(
+                RouteError("'\(url)' must be an http://, https:// or h2c:// URL such as http://localhost:3000"))
+        }
+        let authority = rest.prefix { $0 != "/" }
+        guard !authority.contains("@"),
+            let origin = Authority.parse(authority, defaultPort: scheme == .https ? 443 : 80),
+            !origin.host.isEmpty
+        else {
+            return .failure(RouteError("'\(url)': '\(authority)' is not host[:port]"))
+        }
+        let path = rest.dropFirst(authority.count)
+        guard !path.contains("?"), !path.contains("#"), !path.contains(" ") else {
+            return .failure(RouteError("'\(url)': an upstream URL has a path at most (no query or fragment)"))
+        }
+        return .success((scheme, origin, path.isEmpty ? nil : String(path)))
+    }
+
+    public struct RouteError: Error, Sendable, Hashable, CustomStringConvertible {
+        public var description: String
+        init(_ description: String) { self.description = description }
+    }
+}
+
+/// The routes in the order they are tried: routes for a host before routes for any host, then longer prefixes
+/// first (Caddy's and nginx's longest-prefix match); the first whose host and prefix match wins.
+public struct RouteTable: Sendable, Hashable {
+    public private(set) var routes: [ReverseRoute]
+
+    public init(_ routes: [ReverseRoute]) {
+        // A stable order: as given among equals.
+        self.routes = routes.enumerated().sorted { a, b in
+            let (x, y) = (a.element, b.element)
+            if (x.host != nil) != (y.host != nil) { return x.host != nil }
+            if x.prefix.utf8.count != y.prefix.utf8.count { return x.prefix.utf8.count > y.prefix.utf8.count }
+            return a.offset < b.offset
+        }.map(\.element)
+    }
+
+    public var isEmpty: Bool { routes.isEmpty }
+
+    /// The route for a request to `host` (as the client named it, lowercase, no port) with `target` (origin-form or
+    /// `*`), and the target to send: nil when none matches.
+    public func match(host: String?, target: String) -> (index: Int, target: String)? {
+        // `OPTIONS *` is for the server as a whole: the route of `/`.
+        let path = target == "*" ? "/" : target
+        for (i, route) in routes.enumerated() {
+            if let wanted = route.host, wanted != host { continue }
+            guard path.hasPrefix(route.prefix) else { continue }
+            guard let replacement = route.path, target != "*" else { return (i, target) }
+            return (i, replacement + path.dropFirst(route.prefix.utf8.count))
+        }
+        return nil
+    }
+
+    /// The routes as a `404` lists them.
+    public var summary: String { routes.map(\.description).joined(separator: "; ") }
+}
