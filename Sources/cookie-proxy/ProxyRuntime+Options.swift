@@ -193,13 +193,13 @@ extension ProxyRuntime {
     /// Sets up TLS interception when something asks for it (or a CA already exists): loads the CA, creating it
     /// on first use, and says so. Returns nil when every CONNECT is to be tunnelled.
     static func interception(
-        args: ParsedArguments, hooks: RulesHooks, command: String, http2: HTTP2Mode = .off
+        args: ParsedArguments, hooks: RulesHooks, command: String, http2: HTTP2Mode = .off, required: Bool = false
     ) throws(UsageError)
         -> (ProxyServer.Interception, String, CertificateAuthority)?
     {
         let environment = ProcessInfo.processInfo.environment
         let directory = CertificateAuthority.defaultDirectory(environment: environment)
-        guard hooks.wantsInterception else {
+        guard hooks.wantsInterception || required else {
             return nil
         }
         var note = ""

@@ -63,10 +63,8 @@ extension RunCommand {
             config.listenHost == "0.0.0.0" ? "127.0.0.1" : config.listenHost == "::" ? "[::1]" : address
         let proxyURL = "http://\(localAddress):\(server.boundPort)"
         var banner = ""
-        if let reverse = config.proxy.reverseUpstream {
-            let scheme = config.h2cUpstreams.contains(reverse) ? "h2c" : "http"
-            banner += "  reverse mode: every request goes to \(scheme)://\(reverse)\n"
-            banner += "  open \(proxyURL)/ in a browser or app\n"
+        if config.proxy.isReverse {
+            banner += routesBanner(config, url: proxyURL)
         } else {
             banner += "  curl:         curl -x \(proxyURL) http://example.com/\n"
             banner += "  environment:  export http_proxy=\(proxyURL) https_proxy=\(proxyURL)\n"
@@ -123,7 +121,7 @@ extension RunCommand {
             banner += "  inspector:    http://\(shown):\(server.localServicePort)/?token=\(service.token)\n"
         }
         banner += runtime.banner
-        if config.proxy.reverseUpstream != nil {
+        if config.proxy.isReverse {
             // A reverse proxy opens no tunnels: CONNECT is answered 405 (RequestRoute).
             banner += "  https:        none (a reverse proxy answers CONNECT with 405)\n"
         } else {

@@ -30,8 +30,8 @@ enum RunCommand {
         static let reverse = OptionSpec(
             names: ["--reverse"], value: "url",
             help:
-                "Reverse mode: send origin-form requests to this upstream, e.g. http://localhost:3000 (h2c://… for"
-                + " an upstream that speaks HTTP/2 without TLS, e.g. a gRPC server).")
+                "Reverse mode: send every request to this upstream, e.g. http://localhost:3000 (https://…, or h2c://…"
+                + " for an upstream that speaks HTTP/2 without TLS, e.g. a gRPC server); the same as --route /=URL.")
         static let allow = OptionSpec(
             names: ["--allow"], value: "cidr", help: "Also accept clients from this network (loopback always).",
             repeatable: true)
@@ -124,6 +124,8 @@ enum RunCommand {
             Option.listen,
             Option.rules,
             Option.reverse,
+            RouteOption.route,
+            RouteOption.noForwarded,
             Option.allow,
             Option.allowLoopbackUpstream,
             Option.upstreamProxy,
@@ -189,7 +191,8 @@ enum RunCommand {
         signal(SIGPIPE, SIG_IGN)
 
         let interception = try ProxyRuntime.interception(
-            args: args, hooks: runtime.hooks, command: spec.name, http2: settings.config.http2)
+            args: args, hooks: runtime.hooks, command: spec.name, http2: settings.config.http2,
+            required: routesNeedTLS(settings.config))
         let service = try inspectorService(
             args, store: store, runtime: runtime, ca: interception?.2, enabled: uiAddress != nil)
         // With --ui off the service still answers cookie-proxy.local (onboarding), on a free loopback port.
@@ -199,7 +202,7 @@ enum RunCommand {
             settings.config.proxy.upstreamProxies = UpstreamProxyRoutes(
                 http: routes.http, https: routes.https, bypass: routes.bypass + [onboarding])
         }
-        if settings.config.proxy.reverseUpstream == nil {
+        if !settings.config.proxy.isReverse {
             settings.config.proxy.forwardProxyPage = forwardProxyPage(
                 inspector: uiAddress, onboarding: settings.config.onboardingHost)
         }
@@ -263,18 +266,7 @@ enum RunCommand {
             config.listenHost = host
             config.listenPort = port
         }
-        if let reverse = args.value(Option.reverse) {
-            // h2c://: the same origin, spoken to in HTTP/2 with prior knowledge.
-            let h2c = reverse.lowercased().hasPrefix("h2c://")
-            guard let origin = parseUpstreamURL(h2c ? "http://" + reverse.dropFirst(6) : reverse) else {
-                throw UsageError(
-                    message:
-                        "--reverse '\(reverse)' must be an http:// or h2c:// URL such as http://localhost:3000",
-                    command: spec.name)
-            }
-            config.proxy.reverseUpstream = origin
-            if h2c { config.h2cUpstreams = [origin] }
-        }
+        try routes(args, into: &config)
         for cidr in args.all(Option.allow) {
             guard let c = CIDR(cidr) else {
                 throw UsageError(
@@ -492,22 +484,5 @@ enum RunCommand {
         guard let portText else { return HostPort.port(host).map { ("127.0.0.1", $0) } }
         guard let port = HostPort.port(portText) else { return nil }
         return (host == "localhost" ? "127.0.0.1" : String(host), port)
-    }
-
-    static func parseUpstreamURL(_ s: String) -> Origin? {
-        guard s.lowercased().hasPrefix("http://") else { return nil }
-        let rest = s.dropFirst(7)
-        let authority = rest.prefix { $0 != "/" }
-        guard let (host, port) = parseHostPortDefault(String(authority), defaultPort: 80) else { return nil }
-        return Origin(host: host.lowercased(), port: port)
-    }
-
-    /// An upstream's `host[:port]`: `localhost` stays a name (the connection tries both of its addresses, and
-    /// development servers often listen on only one of them).
-    static func parseHostPortDefault(_ s: String, defaultPort: Int) -> (String, Int)? {
-        guard let (host, portText) = HostPort.split(s[...]), !host.isEmpty else { return nil }
-        guard let portText else { return (String(host), defaultPort) }
-        guard let port = HostPort.port(portText) else { return nil }
-        return (String(host), port)
     }
 }

@@ -8,13 +8,27 @@ import Testing
 
 /// The real binary between real clients (curl, raw sockets, openssl) and a real upstream.
 @Suite(.serialized) struct ProxyEndToEndTests {
-    /// A reverse proxy's banner says where requests go, in the upstream's own scheme, and that it opens no tunnel
-    /// (CONNECT gets a 405), where it used to describe the forward proxy's CONNECT handling.
-    @Test(arguments: [("http://127.0.0.1:9", "http://127.0.0.1:9"), ("h2c://127.0.0.1:9", "h2c://127.0.0.1:9")])
-    func theReverseBannerSaysWhatReverseModeDoes(_ upstream: String, _ shown: String) throws {
-        let proxy = try Proxy(["--reverse", upstream, "--log", "none"])
+    /// A reverse proxy's banner lists its routes in the order they are tried, each with its upstream's own scheme,
+    /// and says that it opens no tunnel (CONNECT gets a 405).
+    @Test(arguments: [
+        (["--reverse", "http://127.0.0.1:9"], ["/ → http://127.0.0.1:9"]),
+        (["--reverse", "h2c://127.0.0.1:9"], ["/ → h2c://127.0.0.1:9"]),
+        (
+            [
+                "--route", "/=http://127.0.0.1:9", "--route", "/api/=https://localhost:9/v1/", "--route",
+                "a.test/=http://[::1]:9",
+            ],
+            ["a.test/ → http://[::1]:9", "/api/ → https://localhost:9/v1/", "/ → http://127.0.0.1:9"]
+        ),
+    ])
+    func theReverseBannerSaysWhatReverseModeDoes(_ options: [String], _ routes: [String]) throws {
+        let home = try InterceptionEndToEndTests.home()
+        defer { try? FileManager.default.removeItem(atPath: home) }
+        let proxy = try Proxy(options + ["--log", "none"], environment: ["COOKIE_PROXY_HOME": home])
         let banner = proxy.process.stderr
-        #expect(banner.contains("  reverse mode: every request goes to \(shown)\n"), "\(banner)")
+        #expect(
+            banner.contains("the routes, in the order they are tried:\n" + routes.map { "    \($0)\n" }.joined()),
+            "\(banner)")
         #expect(banner.contains("  https:        none (a reverse proxy answers CONNECT with 405)\n"), "\(banner)")
         #expect(!banner.contains("tunnelled"), "\(banner)")
         let connect = try curl([

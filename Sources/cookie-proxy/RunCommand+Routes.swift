@@ -1,0 +1,56 @@
+import ProxyCore
+import ProxyServer
+
+/// `run --route [HOST]/PREFIX=URL` (and `--reverse URL`, the one-route shorthand): one origin in front of several
+/// upstreams, as a local dev setup needs (the frontend's dev server and an https API), docs/local-development.md.
+extension RunCommand {
+    enum RouteOption {
+        static let route = OptionSpec(
+            names: ["--route"], value: "[HOST]/PREFIX=URL",
+            help:
+                "Reverse mode: requests for HOST (any when left out) whose path starts with PREFIX go to URL"
+                + " (http://, https:// or h2c://); a path in URL replaces PREFIX, as nginx's proxy_pass. The longest"
+                + " prefix wins, a host's routes first. ',preserve-host' keeps the client's Host.",
+            repeatable: true)
+        static let noForwarded = OptionSpec(
+            names: ["--no-forwarded-headers"], value: nil,
+            help: "Towards routes, add no X-Forwarded-For, X-Forwarded-Proto and X-Forwarded-Host.")
+    }
+
+    /// The routes of `--reverse` and `--route` into `config` (h2c upstreams noted for the shell).
+    static func routes(_ args: ParsedArguments, into config: inout ServerConfiguration) throws(UsageError) {
+        var routes: [ReverseRoute] = []
+        if let reverse = args.value(Option.reverse) {
+            switch ReverseRoute.parse("/=" + reverse) {
+            case .success(let route): routes.append(route)
+            case .failure:
+                throw UsageError(
+                    message:
+                        "--reverse '\(reverse)' must be an http://, https:// or h2c:// URL such as http://localhost:3000",
+                    command: spec.name)
+            }
+        }
+        for text in args.all(RouteOption.route) {
+            switch ReverseRoute.parse(text) {
+            case .success(let route): routes.append(route)
+            case .failure(let error): throw UsageError(message: "--route \(error)", command: spec.name)
+            }
+        }
+        config.proxy.routes = RouteTable(routes)
+        for route in routes where route.scheme == .h2c { config.h2cUpstreams.insert(route.upstream) }
+        if args.flag(RouteOption.noForwarded) { config.proxy.addForwarded = false }
+    }
+
+    /// Whether TLS must be set up though nothing is intercepted: an https route needs the client context.
+    static func routesNeedTLS(_ config: ServerConfiguration) -> Bool {
+        config.proxy.routes.routes.contains { $0.scheme == .https }
+    }
+
+    /// The banner's lines for reverse mode: each route, in the order they are tried.
+    static func routesBanner(_ config: ServerConfiguration, url: String) -> String {
+        var banner = "  reverse mode: open \(url)/ in a browser or app; the routes, in the order they are tried:\n"
+        for route in config.proxy.routes.routes { banner += "    \(route)\n" }
+        if config.proxy.addForwarded { banner += "  forwarded:    X-Forwarded-For, -Proto and -Host added\n" }
+        return banner
+    }
+}
