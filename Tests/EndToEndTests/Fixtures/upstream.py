@@ -158,6 +158,9 @@ def handle(conn):
                 if path.startswith("/conn-close"):
                     conn.close()
                     return
+            elif path.startswith("/head"):
+                # The request head as this origin received it (what crossed the proxy).
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: %d\r\n\r\n" % len(head) + head)
             elif path.startswith("/path"):
                 payload = ("%s %s" % (method, path)).encode()
                 conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % len(payload) + payload)

@@ -2,9 +2,10 @@
 """WebSocket peers for SlowPeerEndToEndTests.
 
   wsecho.py server                 a real `websockets` echo server on 127.0.0.1 (frames up to 64 MiB); prints "PORT <n>"
-  wsecho.py client PROXY_PORT ORIGIN_PORT forward|reverse SIZE COUNT
+  wsecho.py client PROXY_PORT ORIGIN_PORT forward|reverse SIZE COUNT [PATH]
                                    opens a WebSocket through the proxy (forward: an absolute-form request to
-                                   ws://127.0.0.1:ORIGIN_PORT/; reverse: an origin-form one to the proxy), sends COUNT
+                                   ws://127.0.0.1:ORIGIN_PORT/; reverse: an origin-form one to the proxy, for PATH
+                                   when given), sends COUNT
                                    binary frames of SIZE bytes (masked, RFC 6455 §5.3) and reads each echo; prints
                                    "OK <count> <size>" (exit 0) or "FAIL <why>" (exit 1)
 """
@@ -35,11 +36,11 @@ def recv_exact(conn, n, buf):
         buf += chunk
     return buf[:n], buf[n:]
 
-def client(proxy_port, origin_port, mode, size, count):
+def client(proxy_port, origin_port, mode, size, count, path="/"):
     conn = socket.create_connection(("127.0.0.1", proxy_port))
     conn.settimeout(60)
     key = base64.b64encode(os.urandom(16)).decode()
-    target = f"http://127.0.0.1:{origin_port}/" if mode == "forward" else "/"
+    target = f"http://127.0.0.1:{origin_port}/" if mode == "forward" else path
     conn.sendall((f"GET {target} HTTP/1.1\r\nHost: 127.0.0.1:{origin_port}\r\nUpgrade: websocket\r\n"
                   f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n").encode())
     buf = b""
@@ -86,7 +87,7 @@ if __name__ == "__main__":
     else:
         a = sys.argv[2:]
         try:
-            result = client(int(a[0]), int(a[1]), a[2], int(a[3]), int(a[4]))
+            result = client(int(a[0]), int(a[1]), a[2], int(a[3]), int(a[4]), *a[5:6])
         except (OSError, EOFError) as e:
             result = f"FAIL {e}"
         print(result, flush=True)

@@ -1,0 +1,126 @@
+import Foundation
+import TestSupport
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// One origin in front of several upstreams (`--route`), through the binary with real upstreams: a plain one, an
+/// https one (the test CA, trusted with --upstream-ca), a WebSocket echo server; curl as the browser.
+@Suite(.serialized) struct RouteEndToEndTests {
+    struct Setup {
+        let home: String
+        let ca: TestCA
+        let plain: Upstream
+        let secure: Upstream
+        let proxy: Proxy
+        var origin: String { "http://127.0.0.1:\(proxy.port)" }
+    }
+
+    static func setup(_ extra: [String] = []) throws -> Setup {
+        let (home, ca) = try (InterceptionEndToEndTests.home(), TestCA(names: ["api.test"]))
+        let plain = try Upstream()
+        let secure = try Upstream(tls: (ca.cert, ca.key))
+        let proxy = try Proxy(
+            [
+                "--log", "none", "--route", "/=http://127.0.0.1:\(plain.port)", "--route",
+                "/api/=https://api.test:\(secure.port)/", "--route",
+                "admin.test/admin/=http://127.0.0.1:\(plain.port)/",
+                "--resolve", "api.test:127.0.0.1", "--upstream-ca", ca.caCert,
+            ] + extra, environment: ["COOKIE_PROXY_HOME": home])
+        return Setup(home: home, ca: ca, plain: plain, secure: secure, proxy: proxy)
+    }
+
+    /// (Host the client sends, path, what the upstream received: its request line and these fields)
+    @Test(arguments: [
+        (
+            "app.localhost", "/head?x=1", "GET /head?x=1 HTTP/1.1",
+            ["Host: 127.0.0.1:PLAIN", "X-Forwarded-Host: app.localhost:PROXY"]
+        ),
+        ("app.localhost", "/api/head", "GET /head HTTP/1.1", ["Host: api.test:SECURE", "X-Forwarded-Proto: http"]),
+        ("admin.test", "/admin/head", "GET /head HTTP/1.1", ["Host: 127.0.0.1:PLAIN", "X-Forwarded-For: 127.0.0.1"]),
+    ])
+    func eachRequestGoesToItsRoutesUpstreamAsNginxWouldSendIt(
+        _ host: String, _ path: String, _ requestLine: String, _ fields: [String]
+    ) throws {
+        let s = try Self.setup()
+        defer { InterceptionEndToEndTests.remove(s.home, s.ca) }
+        let port = host == "app.localhost" ? ":\(s.proxy.port)" : ""
+        let result = try curl(["-s", "-H", "Host: \(host)\(port)", "-H", "X-Forwarded-For: 6.6.6.6", s.origin + path])
+        let lines = result.text.components(separatedBy: "\r\n")
+        #expect(lines.first == requestLine, "\(result.text)")
+        for field in fields {
+            let expected = field.replacingOccurrences(of: "PLAIN", with: "\(s.plain.port)")
+                .replacingOccurrences(of: "SECURE", with: "\(s.secure.port)")
+                .replacingOccurrences(of: "PROXY", with: "\(s.proxy.port)")
+            #expect(lines.contains(expected), "\(expected) in \(result.text)")
+        }
+        #expect(!result.text.contains("6.6.6.6"), "the client's own X-Forwarded-For is replaced")
+    }
+
+    /// A redirect to the https API's own URL comes back as the one origin's, under the route's prefix.
+    @Test func aRedirectToTheUpstreamStaysOnTheOneOrigin() throws {
+        let s = try Self.setup()
+        defer { InterceptionEndToEndTests.remove(s.home, s.ca) }
+        let target = InterceptionEndToEndTests.enc("https://api.test:\(s.secure.port)/login?next=/")
+        let result = try curl([
+            "-s", "-o", "/dev/null", "-w", "%{redirect_url}", "-H", "Host: app.localhost:\(s.proxy.port)",
+            s.origin + "/api/setcookie?c=sid%3D1&location=\(target)",
+        ])
+        #expect(result.text == "http://app.localhost:\(s.proxy.port)/api/login?next=/", "\(result.text)")
+    }
+
+    /// Bad input: no route is a 404 naming the routes; an unreachable upstream a 502 naming it; an upstream whose
+    /// certificate does not verify a 502 naming --upstream-ca and --insecure-upstream; a malformed --route is
+    /// refused at start with the reason.
+    @Test func badInputGetsAClearAnswer() throws {
+        let home = try InterceptionEndToEndTests.home()
+        defer { try? FileManager.default.removeItem(atPath: home) }
+        let untrusted = try TestCA(names: ["api.test"])
+        defer { try? FileManager.default.removeItem(atPath: untrusted.dir) }
+        let secure = try Upstream(tls: (untrusted.cert, untrusted.key))
+        let proxy = try Proxy(
+            [
+                "--log", "none", "--route", "/api/=https://api.test:\(secure.port)/", "--route",
+                "/down/=http://127.0.0.1:9",
+                "--resolve", "api.test:127.0.0.1",
+            ], environment: ["COOKIE_PROXY_HOME": home])
+        let origin = "http://127.0.0.1:\(proxy.port)"
+        let none = try curl(["-s", "-w", "\n%{http_code}", origin + "/other"])
+        #expect(
+            none.text.hasSuffix("\n404") && none.text.contains("/api/ → https://api.test:\(secure.port)/"),
+            "\(none.text)")
+        let down = try curl(["-s", "-w", "\n%{http_code}", origin + "/down/x"])
+        #expect(down.text.hasSuffix("\n502") && down.text.contains("127.0.0.1:9"), "\(down.text)")
+        let certificate = try curl(["-s", "-w", "\n%{http_code}", origin + "/api/head"])
+        #expect(certificate.text.hasSuffix("\n502"), "\(certificate.text)")
+        #expect(certificate.text.contains("--upstream-ca") && certificate.text.contains("--insecure-upstream"))
+        for (route, reason) in [
+            ("/api", "must be [HOST]/PREFIX=URL"), ("/=ftp://x", "must be an http://, https:// or h2c:// URL"),
+        ] {
+            let refused = try run(Paths.binary, ["run", "--listen", "127.0.0.1:0", "--route", route])
+            #expect(refused.status != 0 && refused.stderr.contains(reason), "\(refused.stderr)")
+        }
+    }
+
+    /// A dev server's hot reload: a WebSocket through its route, frames both ways.
+    @Test func aWebSocketCrossesItsRoute() throws {
+        let python = Paths.root + "/.build/test-python/bin/python"
+        let echo = try TestProcess(python, ["-u", Paths.fixtures + "/wsecho.py", "server"])
+        let echoPort = Int(try echo.waitForLine(startingWith: "PORT ").dropFirst(5))!
+        let upstream = try Upstream()
+        let proxy = try Proxy([
+            "--quiet", "--route", "/=http://127.0.0.1:\(upstream.port)", "--route",
+            "/ws/=http://127.0.0.1:\(echoPort)/",
+        ])
+        let result = try run(
+            python,
+            [
+                Paths.fixtures + "/wsecho.py", "client", "\(proxy.port)", "\(echoPort)", "reverse", "65536", "3",
+                "/ws/hmr",
+            ],
+            timeout: 60)
+        #expect(result.text == "OK 3 65536\n", "\(result.text) \(result.stderr)")
+    }
+}
