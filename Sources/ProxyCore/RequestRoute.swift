@@ -72,7 +72,8 @@ public struct RequestRoute: Sendable, Hashable {
             request, reverseUpstream: configuration.reverseUpstream, interceptedOrigin: interceptedOrigin
         ).get()
         let reverse = configuration.isReverse
-        if listenerTLS && interceptedOrigin == nil { route.scheme = "https" }
+        // Behind a TLS listener a route's URLs are https (a forward proxy over TLS reads the scheme from the target).
+        if listenerTLS && reverse && interceptedOrigin == nil { route.scheme = "https" }
         let head = request.head
         // Towards a fixed upstream the client's Host is what it addressed, unless the target names an authority.
         let namesByHost = reverse && interceptedOrigin == nil && !route.isConnect

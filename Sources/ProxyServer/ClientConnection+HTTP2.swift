@@ -68,6 +68,7 @@ extension ClientConnection {
                 interceptedOrigin: machine.interceptedOrigin)
             exchange.stream = StreamLink(connection: self, id: id)
             exchange.machine.clientSpeaksHTTP2 = true
+            exchange.machine.listenerTLS = machine.listenerTLS
             http2.exchanges[id] = exchange
             exchange.machine.clientData(head[...], &exchange.io)
             exchange.apply()

@@ -157,6 +157,22 @@ final class ClientConnection: LoopHandler {
         }
     }
 
+    /// A TLS listener's connection (`--listen https://…`): TLS from the first byte, ended here with a leaf the local
+    /// CA mints for the name the client asks for (SNI), `fallbackHost` without one; its requests are https URLs.
+    func startListenerTLS(fallbackHost: String) {
+        machine.listenerTLS = true
+        guard let setup = loop.server.interception else {
+            closeNow()
+            return
+        }
+        do {
+            clientTLS = try TLSEngine(server: setup.listener, connectHost: fallbackHost)
+        } catch {
+            loop.server.noteTLSFailure("client TLS on the https listener: \(error)")
+            closeNow()
+        }
+    }
+
     /// Advances the client-side TLS engine: handshake, then decrypted bytes into the machine.
     private func clientTLSProgress(_ tls: TLSEngine) {
         if !tls.handshakeComplete {

@@ -87,7 +87,7 @@ final class EventLoop: @unchecked Sendable {
     private var localList: [ObjectIdentifier: LocalConnection] = [:]
     private var localListener: Listener?
     private let inbox = Locked<[@Sendable () -> Void]>([])
-    private var listener: Listener?
+    private var listeners: [Listener] = []
     var draining = false
     /// Rounds of events so far (one `wait` and what follows it).
     private(set) var rounds = 0
@@ -137,9 +137,10 @@ final class EventLoop: @unchecked Sendable {
 
     // MARK: Running
 
-    func start(listenFD: Int32) {
-        let listener = Listener(fd: listenFD, loop: self, local: false)
-        self.listener = listener
+    /// `tlsHost`: a TLS listener's, the name its leaf is minted for when a client sends no SNI.
+    func start(listenFD: Int32, tlsHost: String? = nil) {
+        let listener = Listener(fd: listenFD, loop: self, local: false, tlsHost: tlsHost)
+        listeners.append(listener)
         register(listener, fd: listenFD, events: Poller.readable)
     }
 
@@ -213,10 +214,8 @@ final class EventLoop: @unchecked Sendable {
     /// Stop accepting; let connections finish their exchange in flight.
     func beginDrain() {
         draining = true
-        if let listener {
-            unregisterAndClose(listener, fd: listener.fd)
-            self.listener = nil
-        }
+        for listener in listeners { unregisterAndClose(listener, fd: listener.fd) }
+        listeners.removeAll()
         if let localListener {
             unregisterAndClose(localListener, fd: localListener.fd)
             self.localListener = nil
@@ -234,7 +233,7 @@ final class EventLoop: @unchecked Sendable {
 
     // MARK: Clients
 
-    func accepted(fd: Int32, address: String, loopback: Bool) {
+    func accepted(fd: Int32, address: String, loopback: Bool, tlsHost: String? = nil) {
         let allowed = loopback || configuration.allowed.contains { $0.contains(address) }
         if !allowed || draining || server.activeConnections.load() >= configuration.maximumConnections {
             let (status, reason) =
@@ -254,6 +253,7 @@ final class EventLoop: @unchecked Sendable {
         clientList.append(client)
         server.activeConnections.add(1)
         register(client, fd: fd, events: Poller.readable)
+        if let tlsHost { client.startListenerTLS(fallbackHost: tlsHost) }
     }
 
     /// A connection to the local service: the same admission as the proxy's (loopback, `--allow`).
@@ -352,10 +352,13 @@ final class Listener: LoopHandler {
     unowned(unsafe) let loop: EventLoop
     /// The local service's socket rather than the proxy's.
     let local: Bool
-    init(fd: Int32, loop: EventLoop, local: Bool) {
+    /// A TLS listener's (`--listen https://…`): the name its leaf is minted for when a client sends no SNI.
+    let tlsHost: String?
+    init(fd: Int32, loop: EventLoop, local: Bool, tlsHost: String? = nil) {
         self.fd = fd
         self.loop = loop
         self.local = local
+        self.tlsHost = tlsHost
     }
     /// The loop's round when the socket was last readable.
     private var lastRound = -2
@@ -374,7 +377,7 @@ final class Listener: LoopHandler {
             if local {
                 loop.acceptedLocal(fd: c, address: address, loopback: loopback)
             } else {
-                loop.accepted(fd: c, address: address, loopback: loopback)
+                loop.accepted(fd: c, address: address, loopback: loopback, tlsHost: tlsHost)
             }
         }
     }

@@ -113,6 +113,8 @@ public final class ProxyServer: @unchecked Sendable {
     private let finished = DispatchGroup()
     /// The port actually bound (useful with port 0).
     public private(set) var boundPort = 0
+    /// Every listener's bound port, in ``ServerConfiguration/listeners``' order.
+    public private(set) var boundPorts: [Int] = []
 
     public struct StartError: Error, CustomStringConvertible {
         public let description: String
@@ -124,10 +126,17 @@ public final class ProxyServer: @unchecked Sendable {
         public var server: TLSServerContext
         public var client: TLSClientContext
         public var insecureHosts: Set<String>
-        public init(server: TLSServerContext, client: TLSClientContext, insecureHosts: Set<String>) {
+        /// A TLS listener's: the same leaves, `h2` preferred as any https origin's (interception prefers what the
+        /// origin would: `--http2`'s mode).
+        public var listener: TLSServerContext
+        public init(
+            server: TLSServerContext, client: TLSClientContext, insecureHosts: Set<String>,
+            listener: TLSServerContext? = nil
+        ) {
             self.server = server
             self.client = client
             self.insecureHosts = insecureHosts
+            self.listener = listener ?? server
         }
     }
     let interception: Interception?
@@ -157,29 +166,23 @@ public final class ProxyServer: @unchecked Sendable {
 
     /// Binds the listening sockets and starts the loops' threads.
     public func start() throws(StartError) {
-        var port = configuration.listenPort
-        var fds: [Int32] = []
-        let perLoop = configuration.poller.listenerPerLoop
-        if perLoop && port != 0 {
-            // Sockets bound with SO_REUSEPORT share a port with any other such socket of the same user: a second
-            // proxy would silently take half of the first one's connections. A socket bound without it first
-            // fails with EADDRINUSE when anything listens there; it is closed before the loops' sockets bind.
-            let probe = Sys.listen(host: configuration.listenHost, port: port, reusePort: false)
-            if probe >= 0 { Sys.close(probe) } else { throw Self.listenError(probe, configuration.listenHost, port) }
-        }
-        for index in 0..<max(1, configuration.loops) {
-            let fd =
-                perLoop || index == 0
-                ? Sys.listen(host: configuration.listenHost, port: port, reusePort: perLoop)
-                : Sys.duplicate(fds[0])
-            if fd < 0 {
-                for f in fds { Sys.close(f) }
-                throw Self.listenError(fd, configuration.listenHost, port)
+        // Per listener, a socket for each loop.
+        var sockets: [[Int32]] = []
+        var ports: [Int] = []
+        for listen in configuration.listeners {
+            do {
+                let (fds, port) = try bind(listen)
+                sockets.append(fds)
+                ports.append(port)
+            } catch {
+                for f in sockets.joined() { Sys.close(f) }
+                throw error
             }
-            if port == 0 { port = Sys.localPort(fd) }
-            fds.append(fd)
         }
+        let fds = sockets[0]
+        let port = ports[0]
         boundPort = port
+        boundPorts = ports
         var localFD: Int32 = -1
         if localService != nil, let address = configuration.localServiceAddress {
             localFD = Sys.listen(host: address.host, port: address.port, reusePort: false)
@@ -187,7 +190,7 @@ public final class ProxyServer: @unchecked Sendable {
                 localFD = Sys.listen(host: address.host, port: 0, reusePort: false)
             }
             if localFD < 0 {
-                for f in fds { Sys.close(f) }
+                for f in sockets.joined() { Sys.close(f) }
                 let reason =
                     localFD == -EADDRINUSE
                     ? "the address is in use (pick another with --ui HOST:PORT)" : Sys.errorText(localFD)
@@ -198,11 +201,19 @@ public final class ProxyServer: @unchecked Sendable {
             // Requests through the proxy to the service's own port are refused as addressed to the proxy itself.
             configuration.proxy.ownPorts.insert(localServicePort)
         }
-        // Requests addressed to the port actually bound are the proxy's own (set before any loop runs).
-        configuration.proxy.ownPorts.insert(port)
-        for fd in fds {
+        // Requests addressed to the ports actually bound are the proxy's own (set before any loop runs).
+        for (listen, bound) in zip(configuration.listeners, ports) {
+            configuration.proxy.ownPorts.insert(bound)
+            configuration.proxy.ownHosts.insert(listen.host)
+        }
+        // A TLS listener's leaf for a client without SNI: its address's, `localhost` for every address.
+        let tlsHosts = configuration.listeners.map { listen -> String? in
+            guard listen.tls else { return nil }
+            return HostName.isUnspecified(listen.host) ? "localhost" : listen.host
+        }
+        for (index, _) in fds.enumerated() {
             let loop = EventLoop(server: self)
-            loop.start(listenFD: fd)
+            for (k, listener) in sockets.enumerated() { loop.start(listenFD: listener[index], tlsHost: tlsHosts[k]) }
             if loops.isEmpty && localFD >= 0 { loop.startLocal(listenFD: localFD) }
             loops.append(loop)
         }
@@ -219,6 +230,33 @@ public final class ProxyServer: @unchecked Sendable {
             thread.stackSize = 1 << 20
             thread.start()
         }
+    }
+
+    /// One listener's sockets, one per loop (SO_REUSEPORT) or one shared, and the port bound.
+    private func bind(_ listen: ServerConfiguration.Listen) throws(StartError) -> ([Int32], Int) {
+        var port = listen.port
+        var fds: [Int32] = []
+        let perLoop = configuration.poller.listenerPerLoop
+        if perLoop && port != 0 {
+            // Sockets bound with SO_REUSEPORT share a port with any other such socket of the same user: a second
+            // proxy would silently take half of the first one's connections. A socket bound without it first
+            // fails with EADDRINUSE when anything listens there; it is closed before the loops' sockets bind.
+            let probe = Sys.listen(host: listen.host, port: port, reusePort: false)
+            if probe >= 0 { Sys.close(probe) } else { throw Self.listenError(probe, listen.host, port) }
+        }
+        for index in 0..<max(1, configuration.loops) {
+            let fd =
+                perLoop || index == 0
+                ? Sys.listen(host: listen.host, port: port, reusePort: perLoop)
+                : Sys.duplicate(fds[0])
+            if fd < 0 {
+                for f in fds { Sys.close(f) }
+                throw Self.listenError(fd, listen.host, port)
+            }
+            if port == 0 { port = Sys.localPort(fd) }
+            fds.append(fd)
+        }
+        return (fds, port)
     }
 
     private static func listenError(_ error: Int32, _ host: String, _ port: Int) -> StartError {

@@ -9,6 +9,19 @@ public struct ServerConfiguration: Sendable {
     /// Numeric address to listen on (loopback by default: never an open proxy).
     public var listenHost = "127.0.0.1"
     public var listenPort = 8080
+    /// The listener speaks TLS (`--listen https://…`): each connection's TLS ends here, with a leaf the local CA
+    /// mints for the name the client asks for (SNI; the listen address without one), ALPN `h2` and `http/1.1`.
+    public var listenTLS = false
+    /// More listeners (`--listen` given more than once), plain or TLS.
+    public var moreListeners: [Listen] = []
+    public struct Listen: Sendable, Hashable {
+        public var host: String
+        public var port: Int
+        public var tls: Bool
+        public init(host: String, port: Int, tls: Bool) { (self.host, self.port, self.tls) = (host, port, tls) }
+    }
+    /// Every listener, the first one first.
+    public var listeners: [Listen] { [Listen(host: listenHost, port: listenPort, tls: listenTLS)] + moreListeners }
     /// Clients allowed besides loopback (`--allow CIDR`).
     public var allowed: [CIDR] = []
     /// Whether a client from the network (admitted by `allowed`) may reach this machine's loopback addresses

@@ -212,7 +212,9 @@ extension ProxyRuntime {
                 note =
                     "  created a local CA in \(directory) (trust \(ca.certificatePath); see docs/https.md, \"Trusting the CA\")\n"
             }
-            let server = try TLSServerContext(leaves: try LeafCache(ca: ca), http2: http2)
+            let leaves = try LeafCache(ca: ca)
+            let server = try TLSServerContext(leaves: leaves, http2: http2)
+            let listener = try TLSServerContext(leaves: leaves, http2: http2 == .off ? .off : .on)
             let client = try TLSClientContext(extraCAFile: args.value(Option.upstreamCa))
             let insecure = Set(args.all(Option.insecureUpstream).map { $0.lowercased() })
             for host in insecure.sorted() {
@@ -220,7 +222,11 @@ extension ProxyRuntime {
             }
             note += "  https:        intercepting \(hooks.interceptDescription) with the CA \(ca.certificatePath);"
             note += " every other CONNECT is tunnelled untouched\n"
-            return (ProxyServer.Interception(server: server, client: client, insecureHosts: insecure), note, ca)
+            return (
+                ProxyServer.Interception(server: server, client: client, insecureHosts: insecure, listener: listener),
+                note,
+                ca
+            )
         } catch {
             throw UsageError(message: "cannot set up https interception: \(error)", command: command, exitStatus: 1)
         }

@@ -61,7 +61,7 @@ extension RunCommand {
         // Listening on every address: this machine's own clients use loopback.
         let localAddress =
             config.listenHost == "0.0.0.0" ? "127.0.0.1" : config.listenHost == "::" ? "[::1]" : address
-        let proxyURL = "http://\(localAddress):\(server.boundPort)"
+        let proxyURL = "\(config.listenTLS ? "https" : "http")://\(localAddress):\(server.boundPort)"
         var banner = ""
         if config.proxy.isReverse {
             banner += routesBanner(config, url: proxyURL)
@@ -123,7 +123,13 @@ extension RunCommand {
         banner += runtime.banner
         if config.proxy.isReverse {
             // A reverse proxy opens no tunnels: CONNECT is answered 405 (RequestRoute).
-            banner += "  https:        none (a reverse proxy answers CONNECT with 405)\n"
+            if config.listeners.contains(where: \.tls) {
+                banner +=
+                    "  https:        the https listener's certificates come from the local CA: trust it once with"
+                    + " `cookie-proxy ca install` (docs/https.md); CONNECT is answered 405\n"
+            } else {
+                banner += "  https:        none (a reverse proxy answers CONNECT with 405)\n"
+            }
         } else {
             banner +=
                 https

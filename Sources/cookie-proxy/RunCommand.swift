@@ -23,8 +23,11 @@ enum RunCommand {
     /// of a value use these (a misspelt option is a compile error).
     enum Option {
         static let listen = OptionSpec(
-            names: ["--listen", "-l"], value: "host:port", help: "Address to listen on (numeric).",
-            defaultValue: "127.0.0.1:8080")
+            names: ["--listen", "-l"], value: "host:port",
+            help:
+                "Address to listen on (numeric); https://HOST:PORT ends TLS there with leaves the local CA mints for"
+                + " the name asked (a local https origin for --route). Repeatable.",
+            defaultValue: "127.0.0.1:8080", repeatable: true)
         static let rules = OptionSpec(
             names: ["--rules", "-r"], value: "path", help: "Rules file, or a folder of *.rules files.")
         static let reverse = OptionSpec(
@@ -192,7 +195,7 @@ enum RunCommand {
 
         let interception = try ProxyRuntime.interception(
             args: args, hooks: runtime.hooks, command: spec.name, http2: settings.config.http2,
-            required: routesNeedTLS(settings.config))
+            required: routesNeedTLS(settings.config) || settings.config.listeners.contains(where: \.tls))
         let service = try inspectorService(
             args, store: store, runtime: runtime, ca: interception?.2, enabled: uiAddress != nil)
         // With --ui off the service still answers cookie-proxy.local (onboarding), on a free loopback port.
@@ -232,7 +235,11 @@ enum RunCommand {
         }
         defer { metrics?.stop() }
         // The banner and status on stderr: stdout carries only the log when the log goes there (`run | jq`).
-        Console.err("cookie-proxy listening on http://\(HostPort.bracketed(config.listenHost)):\(server.boundPort)")
+        for (listen, port) in zip(config.listeners, server.boundPorts) {
+            Console.err(
+                "cookie-proxy listening on \(listen.tls ? "https" : "http")://\(HostPort.bracketed(listen.host)):\(port)"
+            )
+        }
         if !quiet {
             Console.err(
                 banner(
@@ -258,13 +265,22 @@ enum RunCommand {
         case .success(let kind): config.poller = kind
         case .failure(let error): throw UsageError(message: error.description, command: spec.name)
         }
-        if let listen = args.value(Option.listen) {
-            guard let (host, port) = parseHostPort(listen) else {
+        for (index, listen) in args.all(Option.listen).enumerated() {
+            // `https://HOST:PORT`: a TLS listener; `http://HOST:PORT` or `HOST:PORT`: plain.
+            let lower = listen.lowercased()
+            let tls = lower.hasPrefix("https://")
+            let address =
+                tls ? String(listen.dropFirst(8)) : lower.hasPrefix("http://") ? String(listen.dropFirst(7)) : listen
+            guard let (host, port) = parseHostPort(address) else {
                 throw UsageError(
-                    message: "--listen '\(listen)' must be HOST:PORT, e.g. 127.0.0.1:8080", command: spec.name)
+                    message: "--listen '\(listen)' must be HOST:PORT or https://HOST:PORT, e.g. 127.0.0.1:8080",
+                    command: spec.name)
             }
-            config.listenHost = host
-            config.listenPort = port
+            if index == 0 {
+                (config.listenHost, config.listenPort, config.listenTLS) = (host, port, tls)
+            } else {
+                config.moreListeners.append(.init(host: host, port: port, tls: tls))
+            }
         }
         try routes(args, into: &config)
         for cidr in args.all(Option.allow) {

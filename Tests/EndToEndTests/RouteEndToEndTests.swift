@@ -123,4 +123,38 @@ import Testing
             timeout: 60)
         #expect(result.text == "OK 3 65536\n", "\(result.text) \(result.stderr)")
     }
+
+    /// `--listen https://…`: TLS ended at the proxy with a leaf the local CA mints for the name the client asks for
+    /// (curl trusts the CA: verified, not ignored), HTTP/1.1 and h2 by ALPN, a route behind it seeing
+    /// `X-Forwarded-Proto: https`, and a redirect back on the https origin.
+    @Test(arguments: [
+        ("app.localhost", "--http1.1", "1.1"), ("app.localhost", "--http2", "2"), ("127.0.0.1", "--http2", "2"),
+    ])
+    func aTLSListenerServesTheRoutesOverHTTPSWithLocalCertificates(
+        _ name: String, _ version: String, _ spoken: String
+    ) throws {
+        let home = try InterceptionEndToEndTests.home()
+        defer { try? FileManager.default.removeItem(atPath: home) }
+        let upstream = try Upstream()
+        let proxy = try Proxy(
+            ["--log", "none", "--listen", "https://127.0.0.1:0", "--route", "/=http://127.0.0.1:\(upstream.port)"],
+            environment: ["COOKIE_PROXY_HOME": home])
+        let line = try #require(
+            proxy.process.stderr.split(separator: "\n").first { $0.hasPrefix("cookie-proxy listening on https://") })
+        let port = Int(line.split(separator: ":").last!)!
+        let url = "https://\(name):\(port)"
+        let result = try curl([
+            "-s", version, "--cacert", home + "/ca-cert.pem", "--resolve", "app.localhost:\(port):127.0.0.1",
+            "-w", "\n%{http_version}", url + "/head",
+        ])
+        #expect(result.text.hasSuffix("\n" + spoken), "\(result.text)")
+        #expect(result.text.contains("X-Forwarded-Proto: https\r\n"), "\(result.text)")
+        #expect(result.text.contains("X-Forwarded-Host: \(name):\(port)\r\n"), "\(result.text)")
+        let location = InterceptionEndToEndTests.enc("http://127.0.0.1:\(upstream.port)/next")
+        let redirect = try curl([
+            "-s", version, "--cacert", home + "/ca-cert.pem", "--resolve", "app.localhost:\(port):127.0.0.1", "-o",
+            "/dev/null", "-w", "%{redirect_url}", url + "/setcookie?c=a%3D1&location=\(location)",
+        ])
+        #expect(redirect.text == url + "/next", "\(redirect.text)")
+    }
 }
