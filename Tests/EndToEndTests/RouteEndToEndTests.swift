@@ -158,3 +158,59 @@ import Testing
         #expect(redirect.text == url + "/next", "\(redirect.text)")
     }
 }
+
+/// The local dev setup of docs/local-development.md in real browsers: one https origin (a TLS listener) in front of
+/// a frontend and an https API whose login sets `session=…; Domain=staging.test; Secure; SameSite=None; HttpOnly`
+/// and redirects to its own URL; `rules/localhost-dev.rules` removes the Domain (the origin is localhost) and keeps
+/// Secure. The browser follows the redirect on the one origin, sends the cookie to the next API call (the origin
+/// echoes what it got), and the lifecycle calls it sent as expected.
+@Suite(.serialized) struct LocalDevelopmentBrowserTests {
+    @Test(arguments: ["chromium", "webkit"])
+    func aLoginThroughOneOriginSticks(_ browser: String) throws {
+        let (home, ca) = try (InterceptionEndToEndTests.home(), TestCA(names: ["api.staging.test"]))
+        defer { InterceptionEndToEndTests.remove(home, ca) }
+        let frontend = try Upstream()
+        let api = try Upstream(tls: (ca.cert, ca.key))
+        let proxy = try Proxy(
+            [
+                "--log", "none", "--ui", "127.0.0.1:0", "--listen", "https://127.0.0.1:0", "--rules",
+                Paths.root + "/rules/localhost-dev.rules", "--route", "/=http://127.0.0.1:\(frontend.port)", "--route",
+                "/api/=https://api.staging.test:\(api.port)/", "--resolve", "api.staging.test:127.0.0.1",
+                "--upstream-ca", ca.caCert,
+            ], environment: ["COOKIE_PROXY_HOME": home])
+        let ui = try InspectorEndToEndTests.UI(proxy)
+        let line = try #require(
+            proxy.process.stderr.split(separator: "\n").first { $0.hasPrefix("cookie-proxy listening on https://") })
+        let port = Int(line.split(separator: ":").last!)!
+        // WebKitGTK's resolver knows localhost, not its subdomains; Chromium resolves *.localhost itself.
+        let origin = "https://\(browser == "webkit" ? "localhost" : "app.localhost"):\(port)"
+        let enc = InterceptionEndToEndTests.enc
+        let cookie = "session=abc; Domain=staging.test; Secure; SameSite=None; HttpOnly; Path=/"
+        let login =
+            origin + "/api/setcookie?c=" + enc(cookie) + "&location="
+            + enc("https://api.staging.test:\(api.port)/read")
+        let result =
+            browser == "chromium"
+            ? try run(
+                HTTP2EndToEndTests.python,
+                [Paths.fixtures + "/chromium_visits.py", "-", home + "/c.har", login, origin + "/api/read"],
+                timeout: 120)
+            : try run(
+                "/usr/bin/xvfb-run",
+                [
+                    "-a", HTTP2EndToEndTests.python, Paths.fixtures + "/webkit_visits.py", "-", login,
+                    origin + "/api/read",
+                ],
+                timeout: 180)
+        try #require(result.status == 0, "\(result.stderr)")
+        let out = try #require(try JSONSerialization.jsonObject(with: result.stdout) as? [String: Any])
+        let text = (out["text"] as? String) ?? (out["texts"] as? [String])?.last ?? ""
+        #expect(text.contains("COOKIE[session=abc]"), "\(out)")
+        #expect(
+            (out["url"] as? String)?.hasPrefix(origin + "/api/read") == true, "the redirect stays on the origin: \(out)"
+        )
+        let rows = try #require(try ui.json("/api/exchanges") as? [[String: Any]])
+        let read = rows.last { ($0["url"] as? String)?.hasSuffix("/read") == true }
+        #expect((read?["verdicts"] as? [String: Int])?["sent-as-expected"] == 1, "\(String(describing: read))")
+    }
+}

@@ -4,7 +4,8 @@ navigation that returns once the page and its frames have loaded (a /form page o
 landed); writes what Chromium really sent and received
 as a HAR built from the DevTools protocol (devtools_har.py) and prints {"entries": N}.
 
-usage: chromium_visits.py PROXY_URL HAR_OUT URL...   (a `sleep:MS` in the list waits that long)
+usage: chromium_visits.py PROXY_URL HAR_OUT URL...   (a `sleep:MS` in the list waits that long; PROXY_URL "-":
+no proxy, the URLs are the proxy's own)
 Third-party cookies are allowed (Chrome's default); certificate errors are ignored (the proxy's CA is not in
 Chromium's store)."""
 import json, sys, time
@@ -29,6 +30,7 @@ try:
     har = devtools_har.har(driver)
     with open(har_out, "w") as f:
         json.dump(har, f, indent=1)
-    print(json.dumps({"entries": len(har["log"]["entries"])}))
+    print(json.dumps({"entries": len(har["log"]["entries"]), "url": driver.current_url,
+                      "text": driver.find_element("tag name", "body").text}))
 finally:
     driver.quit()

@@ -8,13 +8,13 @@ from selenium.webdriver.chrome.service import Service
 
 
 def driver(proxy, block_third_party=False):
-    """Headless Chromium through `proxy`, certificate errors ignored (the proxy's CA is not in its store), the
-    performance log on, Chrome's "Block third-party cookies" setting as asked (this Chromium's own default blocks
-    them)."""
+    """Headless Chromium through `proxy` ("-": none, the proxy being the origin), certificate errors ignored (the
+    proxy's CA is not in its store), the performance log on, Chrome's "Block third-party cookies" setting as asked
+    (this Chromium's own default blocks them)."""
     options = webdriver.ChromeOptions()
     options.binary_location = "/usr/bin/chromium"
-    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run", "--ignore-certificate-errors",
-                 "--proxy-server=" + proxy):
+    flags = ["--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run", "--ignore-certificate-errors"]
+    for flag in flags + ([] if proxy == "-" else ["--proxy-server=" + proxy]):
         options.add_argument(flag)
     options.add_experimental_option(
         "prefs", {"profile.block_third_party_cookies": block_third_party,

@@ -3,7 +3,7 @@
 mode) through a proxy, and prints, as JSON, each page's text: what WebKit's own cookie store sent is what the test
 origin's /read page shows. Needs a display (run under xvfb-run) and, as root, WebKit's sandbox off.
 
-usage: webkit_visits.py PROXY_URL URL...
+usage: webkit_visits.py PROXY_URL URL...   (PROXY_URL "-": no proxy, the URLs are the proxy's own)
 Certificate errors are accepted (the proxy's CA is not in WebKit's store)."""
 import json, os, socket, subprocess, sys, time, urllib.request
 
@@ -13,8 +13,9 @@ s.bind(("127.0.0.1", 0))
 port = s.getsockname()[1]
 s.close()
 # https goes to a proxy only by the environment (GLib's resolver); the driver itself is reached over loopback.
-env = dict(os.environ, WEBKIT_DISABLE_SANDBOX_THIS_IS_DANGEROUS="1", https_proxy=proxy, http_proxy=proxy,
-           no_proxy="127.0.0.1,localhost")
+env = dict(os.environ, WEBKIT_DISABLE_SANDBOX_THIS_IS_DANGEROUS="1")
+if proxy != "-":
+    env.update(https_proxy=proxy, http_proxy=proxy, no_proxy="127.0.0.1,localhost")
 driver = subprocess.Popen(["WebKitWebDriver", "--port=%d" % port], env=env, stdout=subprocess.DEVNULL,
                           stderr=subprocess.DEVNULL)
 
@@ -46,8 +47,9 @@ try:
         call("POST", "/session/%s/url" % session, {"url": url})
         texts.append(call("POST", "/session/%s/execute/sync" % session,
                           {"script": "return document.body ? document.body.innerText : ''", "args": []}))
+    current = call("GET", "/session/%s/url" % session)
     call("DELETE", "/session/%s" % session, timeout=10)
-    print(json.dumps({"texts": texts}))
+    print(json.dumps({"texts": texts, "url": current}))
 finally:
     driver.terminate()
     try:
