@@ -63,14 +63,14 @@ public struct TransformationRecord: Sendable {
             writeExchangeFields(
                 stamp: stamp, requestID: exchange.requestID, client: exchange.clientAddress, method: exchange.method,
                 url: url, status: exchange.status ?? 0, clientProtocol: exchange.clientProtocol,
-                upstreamProtocol: exchange.upstreamProtocol, to: &out)
+                upstreamProtocol: exchange.upstreamProtocol, route: exchange.route, to: &out)
         }
     }
 
     static func writeExchangeFields(
         stamp: UnsafeBufferPointer<UInt8>, requestID: UInt64, client: String, method: String,
         url: UnsafeBufferPointer<UInt8>, status: Int, clientProtocol: StaticString?, upstreamProtocol: StaticString?,
-        to out: inout JSONWriter
+        route: String? = nil, to out: inout JSONWriter
     ) {
         out.raw("{\"time\":\"")
         out.raw(stamp)
@@ -94,6 +94,10 @@ public struct TransformationRecord: Sendable {
             out.raw(",\"upstreamProtocol\":\"")
             out.raw(upstreamProtocol)
             out.raw(0x22)
+        }
+        if let route {
+            out.raw(",\"route\":")
+            out.string(route)
         }
     }
 

@@ -19,6 +19,9 @@ public struct ExchangeContext: Sendable {
     /// an h2c origin); a side not in it spoke HTTP/1.x. Flags, not strings: the context is copied with every
     /// exchange.
     public var protocols: Protocols
+    /// The reverse route that served the exchange, as the banner names it (`/api/ → https://api.example/`); nil
+    /// for a forward proxy's.
+    public var route: String? = nil
     /// `HTTP/2` when the client spoke it; nil for HTTP/1.x (whose version is in the request line).
     public var clientProtocol: StaticString? { protocols.contains(.clientHTTP2) ? "HTTP/2" : nil }
     /// `HTTP/2` when the upstream spoke it; nil for HTTP/1.1.

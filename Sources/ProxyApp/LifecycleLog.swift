@@ -122,6 +122,10 @@ package enum LifecycleLog {
                 out.raw(p)
                 out.raw(0x22)
             }
+            if let route = c.route {
+                out.raw(",\"route\":")
+                out.string(route)
+            }
         }
     }
 }

@@ -62,10 +62,11 @@ extension ProxyConnectionMachine {
         let connection = request.head.connectionOptions()
         let keepAlive = request.version.minor >= 1 ? !connection.close : connection.keepAlive
         let addressed = route.addressed
-        let context = ExchangeContext(
+        var context = ExchangeContext(
             requestID: nextRequestID(), clientAddress: clientAddress, method: request.method, scheme: route.scheme,
-            host: addressed.host, port: addressed.port, target: route.target, status: nil,
+            host: addressed.host, port: addressed.port, target: route.clientTarget ?? route.target, status: nil,
             protocols: clientSpeaksHTTP2 ? .clientHTTP2 : [])
+        if let index = route.routeIndex { context.route = configuration.routes.names[index] }
         let wantsUpgrade = !route.isConnect && connection.upgrade && request.head.values(.upgrade).count == 1
         let secure = route.isConnect || route.upstreamTLS
         let via = configuration.upstreamProxies?.proxy(for: origin.host, secure: secure).map {

@@ -32,6 +32,9 @@ public struct RequestRoute: Sendable, Hashable {
     var hostFieldIsAuthority = false
     /// The reverse route that matched (its index in the configuration's ``RouteTable``).
     public var routeIndex: Int? = nil
+    /// The target as the client sent it, when the route's path replaced it in ``target`` (what cookies, rules and
+    /// the log see: the browser's URL).
+    public var clientTarget: String? = nil
     /// The connection to ``origin`` is TLS: inside an intercepted tunnel, or a route to an `https://` upstream.
     public var upstreamTLS = false
 
@@ -119,6 +122,7 @@ public struct RequestRoute: Sendable, Hashable {
         let chosen = table.routes[index]
         route.routeIndex = index
         route.origin = chosen.upstream
+        if target != route.target { route.clientTarget = route.target }
         route.target = target
         route.upstreamTLS = chosen.scheme == .https
         if !chosen.preserveHost {

@@ -120,6 +120,8 @@ public struct ReverseRoute: Sendable, Hashable, CustomStringConvertible {
 /// first (Caddy's and nginx's longest-prefix match); the first whose host and prefix match wins.
 public struct RouteTable: Sendable, Hashable {
     public private(set) var routes: [ReverseRoute]
+    /// Each route's ``ReverseRoute/description``, made once (an exchange's context carries its route's).
+    public private(set) var names: [String]
 
     public init(_ routes: [ReverseRoute]) {
         // A stable order: as given among equals.
@@ -129,6 +131,7 @@ public struct RouteTable: Sendable, Hashable {
             if x.prefix.utf8.count != y.prefix.utf8.count { return x.prefix.utf8.count > y.prefix.utf8.count }
             return a.offset < b.offset
         }.map(\.element)
+        names = self.routes.map(\.description)
     }
 
     public var isEmpty: Bool { routes.isEmpty }

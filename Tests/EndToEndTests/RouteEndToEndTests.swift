@@ -18,17 +18,18 @@ import Testing
         var origin: String { "http://127.0.0.1:\(proxy.port)" }
     }
 
-    static func setup(_ extra: [String] = []) throws -> Setup {
+    static func setup(_ extra: [String] = ["--log", "none"]) throws -> Setup {
         let (home, ca) = try (InterceptionEndToEndTests.home(), TestCA(names: ["api.test"]))
         let plain = try Upstream()
         let secure = try Upstream(tls: (ca.cert, ca.key))
         let proxy = try Proxy(
             [
-                "--log", "none", "--route", "/=http://127.0.0.1:\(plain.port)", "--route",
+                "--route", "/=http://127.0.0.1:\(plain.port)", "--route",
                 "/api/=https://api.test:\(secure.port)/", "--route",
                 "admin.test/admin/=http://127.0.0.1:\(plain.port)/",
                 "--resolve", "api.test:127.0.0.1", "--upstream-ca", ca.caCert,
-            ] + extra, environment: ["COOKIE_PROXY_HOME": home])
+            ] + extra.map { $0.replacingOccurrences(of: "{HOME}", with: home) },
+            environment: ["COOKIE_PROXY_HOME": home])
         return Setup(home: home, ca: ca, plain: plain, secure: secure, proxy: proxy)
     }
 
@@ -57,6 +58,28 @@ import Testing
             #expect(lines.contains(expected), "\(expected) in \(result.text)")
         }
         #expect(!result.text.contains("6.6.6.6"), "the client's own X-Forwarded-For is replaced")
+    }
+
+    /// The log says which route served an exchange, and its URL is the browser's (the route's prefix kept, the
+    /// host the client named): what cookie paths and rules' conditions are about.
+    @Test func theLogNamesTheRouteAndTheBrowsersURL() throws {
+        let s = try Self.setup(["--log", "{HOME}/log.jsonl", "--rules", Paths.root + "/rules/localhost-dev.rules"])
+        defer { InterceptionEndToEndTests.remove(s.home, s.ca) }
+        let line = InterceptionEndToEndTests.enc("sid=1; Domain=staging.example; Path=/api")
+        _ = try curl([
+            "-s", "-o", "/dev/null", "-H", "Host: app.localhost:\(s.proxy.port)", s.origin + "/api/setcookie?c=\(line)",
+        ])
+        s.proxy.process.signal(SIGTERM)
+        #expect(s.proxy.process.waitForExit() == 0)
+        let record = try #require(
+            try String(contentsOfFile: s.home + "/log.jsonl", encoding: .utf8).split(separator: "\n").compactMap {
+                try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+            }.first { $0["cookie"] as? String == "sid" })
+        #expect(record["route"] as? String == "/api/ → https://api.test:\(s.secure.port)/", "\(record)")
+        #expect(
+            (record["url"] as? String)?.hasPrefix("http://app.localhost:\(s.proxy.port)/api/setcookie") == true,
+            "\(record)")
+        #expect((record["after"] as? String)?.hasSuffix("; Path=/api") == true, "Domain removed: \(record)")
     }
 
     /// A redirect to the https API's own URL comes back as the one origin's, under the route's prefix.
