@@ -55,6 +55,8 @@ public struct Condition: Sendable {
         case cookieDomain([HostPattern])
         /// The request's site context (RFC 6265bis §5.2, as ``RequestSite`` reads it from the request's headers).
         case site(Set<RequestSite.Kind>)
+        /// The host of the reverse route's upstream (`--route`) the exchange went to; never for a forward proxy's.
+        case upstream([HostPattern])
     }
 
     var isCookieCondition: Bool {

@@ -116,7 +116,7 @@ struct RuleBuilder {
     private mutating func condition(_ d: Directive) throws(RulesError) -> Condition.Test {
         let (keyword, args, fail) = (d.keyword, d.args, d.fail)
         switch keyword {
-        case "host", "cookie-domain":
+        case "host", "cookie-domain", "upstream":
             try d.needArgs("one or more host names (example.com, *.example.com)")
             var patterns: [HostPattern] = []
             for a in args {
@@ -137,6 +137,8 @@ struct RuleBuilder {
             if keyword == "cookie-domain" {
                 cookieConditionAt = d.place
                 return .cookieDomain(patterns)
+            } else if keyword == "upstream" {
+                return .upstream(patterns)
             } else {
                 return .host(patterns)
             }

@@ -446,6 +446,8 @@ public final class RuleEngine: Sendable {
             case .method(let methods): result = methods.contains(context.method)
             case .scheme(let schemes): result = schemes.contains(context.scheme)
             case .site(let kinds): result = kinds.contains(context.site ?? .unknown)
+            case .upstream(let patterns):
+                result = context.exchange.upstreamHost.map { host in patterns.contains { $0.matches(host) } } ?? false
             case .status(let patterns):
                 if ignoringStatus { return true }
                 guard let status = context.status else { return condition.negated }

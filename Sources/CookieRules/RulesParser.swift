@@ -4,7 +4,7 @@ import CookieKit
 /// `file:line:column`, the line and a caret, and a "did you mean" for near-miss directives and values.
 public enum RulesParser {
     static let conditionKeywords = [
-        "host", "path", "method", "scheme", "status", "cookie", "cookie-domain", "where", "site",
+        "host", "path", "method", "scheme", "status", "cookie", "cookie-domain", "where", "site", "upstream",
     ]
     static let actionKeywords = [
         "domain", "cookie-path", "secure", "httponly", "partitioned", "samesite", "max-age", "expires", "session",

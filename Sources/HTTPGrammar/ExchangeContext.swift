@@ -22,6 +22,8 @@ public struct ExchangeContext: Sendable {
     /// The reverse route that served the exchange, as the banner names it (`/api/ → https://api.example/`); nil
     /// for a forward proxy's.
     public var route: String? = nil
+    /// The host of that route's upstream (what a rule's `upstream` condition reads).
+    public var upstreamHost: String? = nil
     /// `HTTP/2` when the client spoke it; nil for HTTP/1.x (whose version is in the request line).
     public var clientProtocol: StaticString? { protocols.contains(.clientHTTP2) ? "HTTP/2" : nil }
     /// `HTTP/2` when the upstream spoke it; nil for HTTP/1.1.

@@ -66,7 +66,10 @@ extension ProxyConnectionMachine {
             requestID: nextRequestID(), clientAddress: clientAddress, method: request.method, scheme: route.scheme,
             host: addressed.host, port: addressed.port, target: route.clientTarget ?? route.target, status: nil,
             protocols: clientSpeaksHTTP2 ? .clientHTTP2 : [])
-        if let index = route.routeIndex { context.route = configuration.routes.names[index] }
+        if let index = route.routeIndex {
+            context.route = configuration.routes.names[index]
+            context.upstreamHost = route.origin.host
+        }
         let wantsUpgrade = !route.isConnect && connection.upgrade && request.head.values(.upgrade).count == 1
         let secure = route.isConnect || route.upstreamTLS
         let via = configuration.upstreamProxies?.proxy(for: origin.host, secure: secure).map {

@@ -232,6 +232,7 @@ enum RuleDescription {
         let text: String
         switch c.test {
         case .host(let hs): text = "the host is " + hosts(hs, any: "any host")
+        case .upstream(let hs): text = "the route's upstream is " + hosts(hs, any: "any upstream")
         case .path(let ps):
             text =
                 "the path "

@@ -200,6 +200,25 @@ import Testing
         #expect(engine.responseHeaderActions(other).isEmpty)
     }
 
+    /// `upstream`: behind `--route`, the host of the route's upstream, so a rule can target one backend; a
+    /// request of a forward proxy (no route) never matches it, and `not upstream` then holds.
+    @Test(
+        arguments: [
+            ("api.staging.example", "upstream api.staging.example", true),
+            ("api.staging.example", "upstream *.example", true),
+            ("localhost", "upstream api.staging.example", false), (nil, "upstream *", false),
+            (nil, "not upstream api.staging.example", true),
+            ("api.staging.example", "not upstream api.staging.example", false),
+        ] as [(String?, String, Bool)])
+    func anUpstreamConditionTargetsOneBackend(_ upstream: String?, _ condition: String, _ applies: Bool) throws {
+        var context = Self.context
+        context.exchange.upstreamHost = upstream
+        context.exchange.route = upstream.map { "/api/ → https://\($0)/" }
+        let t = try Self.run(
+            Self.rule("    \(condition)\n    domain remove"), "sid=1; Domain=example.com", context: context)
+        #expect((t.result?.description == "sid=1") == applies, "\(String(describing: t.result))")
+    }
+
     @Test func redactionKeepsValuesOutOfTheLogButRecognisable() {
         let redaction = Redaction(showValues: false, key: Array(0..<16))
         let a = redaction.text(SetCookie("sid=s3cr3t; Path=/"))
