@@ -58,17 +58,7 @@ NGINX_WORKER=$(pgrep -P "$(cat "$T/proxy/nginx.pid")" | head -1)
 wait_port 18191
 
 run() {  # port pid conns [scheme] -> "req/s p99ms cpu_us"
-  local port=$1 pid=$2 c=$3 url="${4:-http}://127.0.0.1:$1/"
-  taskset -c 1 h2load -c "$c" -m 10 -D 1 "$url" > /dev/null 2>&1
-  local before; before=$(awk '{print $14 + $15}' /proc/"$pid"/stat)
-  local out; out=$(taskset -c 1 h2load -c "$c" -m 10 -D "$DUR" --log-file="$T/times" "$url" 2>&1)
-  local after; after=$(awk '{print $14 + $15}' /proc/"$pid"/stat)
-  # Every answer must be the origin's 200: a proxy that refuses the requests would look fast.
-  local bad; bad=$(echo "$out" | awk '/^status codes:/ {print $5 + $7 + $9} /^requests:/ {print $10 + $12}' | paste -sd+ | bc)
-  local n; n=$(echo "$out" | awk '/^requests:/ {print $8}')
-  if [ "${bad:-1}" -ne 0 ] || [ "${n:-0}" -eq 0 ]; then echo "127.0.0.1:$port: $out" >&2; exit 1; fi
-  local p99; p99=$(awk '{print $3}' "$T/times" | sort -n | awk '{a[NR]=$1} END {printf "%.3f", a[int(NR*0.99)]/1000}')
-  echo "$n $p99 $before $after" | awk -v d="$DUR" '{printf "%.0f %s %.2f\n", $1/d, $2, ($4-$3)*10000/$1}'
+  h2_measure "$2" "$3" "${4:-http}://127.0.0.1:$1/"
 }
 
 echo "# HTTP/2 (h2c, 10 streams per connection): cookie-proxy vs nginx${MITM:+ and mitmproxy}, same rewriting, ${ROUNDS} rounds × ${DUR}s (medians; ratios are medians of per-round ratios)"

@@ -125,3 +125,23 @@ callgrind_instructions() {
   grep -q "Failed requests:        0" "$T/ab.out" || { echo "ab reported failures" >&2; cat "$T/ab.out" >&2; }
   awk '/Collected/ {print $4}' "$T/vg.err" | tr -d ','
 }
+
+# h2_measure PID CONNS URL...: h2load (on CPU 1, c CONNS × 10 streams, the URLs in turn) for DUR seconds after a
+# second of warm-up; prints "req/s p99ms cpu_us" (p99 from h2load's per-request log, CPU the process PID's own user
+# + system time per request, from /proc). Every answer must be a 2xx: a proxy that refused the requests would look
+# fast. H2_MUST_SPEAK=h2 also requires h2 by ALPN. Needs T and DUR.
+h2_measure() {
+  local pid=$1 c=$2; shift 2
+  taskset -c 1 h2load -c "$c" -m 10 -D 1 "$@" > /dev/null 2>&1
+  local before; before=$(awk '{print $14 + $15}' /proc/"$pid"/stat)
+  local out; out=$(taskset -c 1 h2load -c "$c" -m 10 -D "$DUR" --log-file="$T/times" "$@" 2>&1)
+  local after; after=$(awk '{print $14 + $15}' /proc/"$pid"/stat)
+  if [ -n "${H2_MUST_SPEAK:-}" ] && ! echo "$out" | grep -q "Application protocol: $H2_MUST_SPEAK"; then
+    echo "$1 did not speak $H2_MUST_SPEAK: $out" >&2; exit 1
+  fi
+  local bad; bad=$(echo "$out" | awk '/^status codes:/ {print $5 + $7 + $9} /^requests:/ {print $10 + $12}' | paste -sd+ | bc)
+  local n; n=$(echo "$out" | awk '/^requests:/ {print $8}')
+  if [ "${bad:-1}" -ne 0 ] || [ "${n:-0}" -eq 0 ]; then echo "$1: $out" >&2; exit 1; fi
+  local p99; p99=$(awk '{print $3}' "$T/times" | sort -n | awk '{a[NR]=$1} END {printf "%.3f", a[int(NR*0.99)]/1000}')
+  echo "$n $p99 $before $after" | awk -v d="$DUR" '{printf "%.0f %s %.2f\n", $1/d, $2, ($4-$3)*10000/$1}'
+}

@@ -61,19 +61,8 @@ sleep 0.3
 NGINX_WORKER=$(pgrep -P "$(cat "$T/proxy/nginx.pid")" | head -1)
 wait_port 18194
 
-run() {  # port pid conns -> "req/s p99ms cpu_us"
-  local port=$1 pid=$2 c=$3 urls=("https://127.0.0.1:$1/" "https://127.0.0.1:$1/api/")
-  taskset -c 1 h2load -c "$c" -m 10 -D 1 "${urls[@]}" > /dev/null 2>&1
-  local before; before=$(awk '{print $14 + $15}' /proc/"$pid"/stat)
-  local out; out=$(taskset -c 1 h2load -c "$c" -m 10 -D "$DUR" --log-file="$T/times" "${urls[@]}" 2>&1)
-  local after; after=$(awk '{print $14 + $15}' /proc/"$pid"/stat)
-  # Every answer must be the origin's 200 over h2: a proxy that refuses the requests would look fast.
-  echo "$out" | grep -q "Application protocol: h2" || { echo "127.0.0.1:$port did not speak h2: $out" >&2; exit 1; }
-  local bad; bad=$(echo "$out" | awk '/^status codes:/ {print $5 + $7 + $9} /^requests:/ {print $10 + $12}' | paste -sd+ | bc)
-  local n; n=$(echo "$out" | awk '/^requests:/ {print $8}')
-  if [ "${bad:-1}" -ne 0 ] || [ "${n:-0}" -eq 0 ]; then echo "127.0.0.1:$port: $out" >&2; exit 1; fi
-  local p99; p99=$(awk '{print $3}' "$T/times" | sort -n | awk '{a[NR]=$1} END {printf "%.3f", a[int(NR*0.99)]/1000}')
-  echo "$n $p99 $before $after" | awk -v d="$DUR" '{printf "%.0f %s %.2f\n", $1/d, $2, ($4-$3)*10000/$1}'
+run() {  # port pid conns -> "req/s p99ms cpu_us": both routes' URLs in turn, h2 by ALPN required
+  H2_MUST_SPEAK=h2 h2_measure "$2" "$3" "https://127.0.0.1:$1/" "https://127.0.0.1:$1/api/"
 }
 
 echo "# An https listener with two routes: cookie-proxy vs nginx, same rewriting, h2 over TLS, ${ROUNDS} rounds × ${DUR}s (medians; ratios are medians of per-round ratios)"
