@@ -22,7 +22,7 @@ public struct InspectorViews: Sendable {
             // What each side spoke (the client's HTTP/1.x version is its request line's).
             ("protocol", .string(e.context.clientProtocol.map(String.init) ?? Self.requestVersion(e))),
             ("upstreamProtocol", .string(e.context.upstreamProtocol.map(String.init) ?? "HTTP/1.1")),
-            ("route", JSONValue(e.context.route)),
+            ("route", JSONValue(e.context.route?.name)),
         ]
     }
 

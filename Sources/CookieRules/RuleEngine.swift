@@ -447,7 +447,7 @@ public final class RuleEngine: Sendable {
             case .scheme(let schemes): result = schemes.contains(context.scheme)
             case .site(let kinds): result = kinds.contains(context.site ?? .unknown)
             case .upstream(let patterns):
-                result = context.exchange.upstreamHost.map { host in patterns.contains { $0.matches(host) } } ?? false
+                result = context.exchange.route.map { r in patterns.contains { $0.matches(r.upstreamHost) } } ?? false
             case .status(let patterns):
                 if ignoringStatus { return true }
                 guard let status = context.status else { return condition.negated }

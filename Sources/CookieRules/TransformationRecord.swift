@@ -63,7 +63,7 @@ public struct TransformationRecord: Sendable {
             writeExchangeFields(
                 stamp: stamp, requestID: exchange.requestID, client: exchange.clientAddress, method: exchange.method,
                 url: url, status: exchange.status ?? 0, clientProtocol: exchange.clientProtocol,
-                upstreamProtocol: exchange.upstreamProtocol, route: exchange.route, to: &out)
+                upstreamProtocol: exchange.upstreamProtocol, route: exchange.route?.name, to: &out)
         }
     }
 

@@ -1,3 +1,13 @@
+/// A reverse route as the exchanges it serves carry it: its name as the banner lists it (`/api/ → https://api.example/`)
+/// and its upstream's host (what a rule's `upstream` condition reads).
+public final class RouteFacts: Sendable {
+    public let name: String
+    public let upstreamHost: String
+    public init(name: String, upstreamHost: String) { (self.name, self.upstreamHost) = (name, upstreamHost) }
+    /// No route (a forward proxy's exchange).
+    public static let none = RouteFacts(name: "", upstreamHost: "")
+}
+
 /// The facts of one request and its response, as the proxy has them: the one record of them that every module
 /// reads (the connection machine makes it; the rules, the log, the inspector, the lifecycle and the command line's
 /// `try` and `audit` read it). What is worked out from it lives beside its readers: the cookie URL (CookieKit's
@@ -7,23 +17,46 @@ public struct ExchangeContext: Sendable {
     public var requestID: UInt64
     public var clientAddress: String
     public var method: String
-    /// `http` or `https` (intercepted).
-    public var scheme: String
+    /// `http` or `https` (intercepted, or behind a TLS listener). Kept as a flag: one reference fewer to count in
+    /// each copy of the context (made with every exchange, and held by the hooks, the log and the inspector).
+    public var scheme: String {
+        @inlinable get { isHTTPS ? "https" : "http" }
+        @inlinable set { isHTTPS = Self.isSecure(newValue) }
+    }
+    @usableFromInline var isHTTPS: Bool
+
+    /// `https` (or `wss`, its WebSocket form).
+    @inlinable static func isSecure(_ scheme: String) -> Bool {
+        // By length first: the proxy's own are `http` and `https` (a count is read without comparing).
+        switch scheme.utf8.count {
+        case 5: return scheme.utf8.first == 0x68 && scheme.utf8.last == 0x73  // https
+        case 3: return scheme == "wss"
+        default: return false
+        }
+    }
     public var host: String
     public var port: Int
     /// Path and query as requested.
     public var target: String
-    /// The response status, once known.
-    public var status: Int?
+    /// The response status, once known. Kept in two bytes (0: not known): the context is copied with every
+    /// exchange, and small enough it is copied without memcpy.
+    public var status: Int? {
+        @inlinable get { statusCode == 0 ? nil : Int(statusCode) }
+        @inlinable set { statusCode = newValue.map { UInt16(clamping: $0) } ?? 0 }
+    }
+    @usableFromInline var statusCode: UInt16 = 0
     /// Which side spoke HTTP/2: the client (the exchange is one of its streams) and the upstream (ALPN chose h2, or
     /// an h2c origin); a side not in it spoke HTTP/1.x. Flags, not strings: the context is copied with every
     /// exchange.
     public var protocols: Protocols
-    /// The reverse route that served the exchange, as the banner names it (`/api/ → https://api.example/`); nil
-    /// for a forward proxy's.
-    public var route: String? = nil
-    /// The host of that route's upstream (what a rule's `upstream` condition reads).
-    public var upstreamHost: String? = nil
+    /// The reverse route that served the exchange; nil for a forward proxy's. A reference made once per route (the
+    /// context is copied with every exchange: one pointer, not two strings), never nil inside (``RouteFacts/none``:
+    /// copying an optional reference took Swift's outlined copy of the whole context, several times dearer).
+    public var route: RouteFacts? {
+        @inlinable get { routeFacts === RouteFacts.none ? nil : routeFacts }
+        @inlinable set { routeFacts = newValue ?? RouteFacts.none }
+    }
+    @usableFromInline var routeFacts: RouteFacts
     /// `HTTP/2` when the client spoke it; nil for HTTP/1.x (whose version is in the request line).
     public var clientProtocol: StaticString? { protocols.contains(.clientHTTP2) ? "HTTP/2" : nil }
     /// `HTTP/2` when the upstream spoke it; nil for HTTP/1.1.
@@ -40,11 +73,14 @@ public struct ExchangeContext: Sendable {
     @inlinable
     public init(
         requestID: UInt64, clientAddress: String, method: String, scheme: String, host: String, port: Int,
-        target: String, status: Int?, protocols: Protocols = []
+        target: String, status: Int?, protocols: Protocols = [], route: RouteFacts? = nil
     ) {
-        (self.requestID, self.clientAddress, self.method, self.scheme) = (requestID, clientAddress, method, scheme)
-        (self.host, self.port, self.target, self.status) = (host, port, target, status)
+        (self.requestID, self.clientAddress, self.method) = (requestID, clientAddress, method)
+        self.isHTTPS = Self.isSecure(scheme)
+        (self.host, self.port, self.target) = (host, port, target)
+        self.statusCode = status.map { UInt16(clamping: $0) } ?? 0
         self.protocols = protocols
+        self.routeFacts = route ?? RouteFacts.none
     }
 
     /// A context with nothing in it, for a machine without an exchange (empty strings: making one retains nothing).

@@ -124,7 +124,7 @@ package enum LifecycleLog {
             }
             if let route = c.route {
                 out.raw(",\"route\":")
-                out.string(route)
+                out.string(route.name)
             }
         }
     }

@@ -14,7 +14,10 @@ enum HeadRewrite {
         var out = OutgoingHead(request.head, storage: storage)
         // RFC 9112 §3.2.2: to a proxy, the absolute form.
         let absolute = via.flatMap { $0.tunnel ? nil : route.origin.hostFieldValue(defaultPort: 80) } ?? []
-        writeRequestLine(&out, method: request.method, absolute: absolute, target: route.target)
+        // A reverse route's path replaces its prefix in what goes upstream.
+        let target =
+            route.routeIndex.map { configuration.routes.upstreamTarget($0, route.target) } ?? route.target
+        writeRequestLine(&out, method: request.method, absolute: absolute, target: target)
         removeHopByHop(&out, connection: connection, keepUpgrade: wantsUpgrade)
         // The client's credentials were for this proxy; the next one gets its own, if any. (No line is written
         // before this one: the received head says whether there is any.)
@@ -60,12 +63,13 @@ enum HeadRewrite {
 
     /// nginx's `proxy_redirect default` for a reverse route: a redirect to the upstream's own URL would take the
     /// browser off the one origin it is served from (and away from its cookies); it is pointed back at the URL
-    /// the client used, the route's prefix in place of the upstream's path.
-    struct Redirects: Sendable, Hashable {
+    /// the client used, the route's prefix in place of the upstream's path. A reference: the exchange carries a
+    /// pointer, not two arrays.
+    final class Redirects: Sendable {
         /// `https://api.example/` (the upstream's origin and the route's URL path).
-        var from: [UInt8]
+        let from: [UInt8]
         /// `http://app.localhost:5173/api/` (the client's origin and the route's prefix).
-        var to: [UInt8]
+        let to: [UInt8]
 
         /// Nil when the client named no host (nothing to point back at).
         init?(_ route: ReverseRoute, _ request: RequestRoute) {

@@ -62,14 +62,12 @@ extension ProxyConnectionMachine {
         let connection = request.head.connectionOptions()
         let keepAlive = request.version.minor >= 1 ? !connection.close : connection.keepAlive
         let addressed = route.addressed
-        var context = ExchangeContext(
+        // Made whole at once (a context changed after it is made is copied by the calls that take it).
+        let context = ExchangeContext(
             requestID: nextRequestID(), clientAddress: clientAddress, method: request.method, scheme: route.scheme,
-            host: addressed.host, port: addressed.port, target: route.clientTarget ?? route.target, status: nil,
-            protocols: clientSpeaksHTTP2 ? .clientHTTP2 : [])
-        if let index = route.routeIndex {
-            context.route = configuration.routes.names[index]
-            context.upstreamHost = route.origin.host
-        }
+            host: addressed.host, port: addressed.port, target: route.target, status: nil,
+            protocols: clientSpeaksHTTP2 ? .clientHTTP2 : [],
+            route: route.routeIndex.map { configuration.routes.facts[$0] })
         let wantsUpgrade = !route.isConnect && connection.upgrade && request.head.values(.upgrade).count == 1
         let secure = route.isConnect || route.upstreamTLS
         let via = configuration.upstreamProxies?.proxy(for: origin.host, secure: secure).map {
@@ -92,7 +90,7 @@ extension ProxyConnectionMachine {
             requestHeadBytes: headBytes, clientVersion: request.version, clientKeepAlive: keepAlive,
             response: ResponseReader(limits: configuration.parserLimits))
         exchange.via = via
-        exchange.upstreamTLS = route.upstreamTLS
+        upstreamTLS = route.upstreamTLS
         if let index = route.routeIndex {
             exchange.redirects = HeadRewrite.Redirects(configuration.routes.routes[index], route)
         }

@@ -61,8 +61,6 @@ public struct ProxyConnectionMachine {
         var upstreamReusable = true
         /// The upstream proxy this exchange goes through.
         var via: UpstreamHop?
-        /// The connection to the upstream is TLS (an intercepted tunnel's origin, an `https://` route).
-        var upstreamTLS = false
         /// A reverse route's redirect rewriting: a `Location`, `Content-Location` or `Refresh` URL that starts with
         /// `from` (the upstream's URL) starts with `to` (the client's) instead.
         var redirects: HeadRewrite.Redirects? = nil
@@ -117,8 +115,9 @@ public struct ProxyConnectionMachine {
     public var clientSpeaksHTTP2 = false
     /// The client reached a TLS listener (`--listen https://…`): its requests are https URLs.
     public var listenerTLS = false
-    /// The connection to the exchange's upstream is TLS (read by the shell on `connect`).
-    public var upstreamTLS: Bool { exchange.upstreamTLS }
+    /// The connection to the exchange's upstream is TLS: an intercepted tunnel's origin, an `https://` route (read
+    /// by the shell on `connect`; stored, so that reading it from the shell copies nothing).
+    public internal(set) var upstreamTLS = false
 
     /// The upstream of the exchange in flight speaks HTTP/2 (the shell translates): its context says so.
     public mutating func noteUpstreamHTTP2() { exchange.context.protocols.insert(.upstreamHTTP2) }

@@ -26,15 +26,24 @@ public struct RequestRoute: Sendable, Hashable {
     /// The authority of an absolute-form target and its scheme's default port: the Host the upstream must see
     /// (RFC 9112 §3.2.2). Nil for origin-form to a fixed upstream (the client's Host goes on as it is).
     public var authority: Origin?
-    public var authorityDefaultPort: Int
+    /// 80 or 443. Small fields, as the next ones: the route is copied a few times per request, and kept under the
+    /// size Swift copies with memcpy.
+    public var authorityDefaultPort: Int {
+        get { Int(defaultPort) }
+        set { defaultPort = UInt16(truncatingIfNeeded: newValue) }
+    }
+    var defaultPort: UInt16 = 80
     /// Whether the request's one Host field already is ``authority``'s Host value (the usual case): the rewrite
     /// then leaves it as it is without comparing it again.
     var hostFieldIsAuthority = false
-    /// The reverse route that matched (its index in the configuration's ``RouteTable``).
-    public var routeIndex: Int? = nil
-    /// The target as the client sent it, when the route's path replaced it in ``target`` (what cookies, rules and
-    /// the log see: the browser's URL).
-    public var clientTarget: String? = nil
+    /// The reverse route that matched (its index in the configuration's ``RouteTable``). Its path, if any, replaces
+    /// the prefix of ``target`` (the target as the client sent it: what cookies, rules and the log see) only in the
+    /// request line sent upstream (``RouteTable/upstreamTarget(_:_:)``).
+    public var routeIndex: Int? {
+        get { routeNumber == 0 ? nil : Int(routeNumber) - 1 }
+        set { routeNumber = newValue.map { UInt16(truncatingIfNeeded: $0 + 1) } ?? 0 }
+    }
+    var routeNumber: UInt16 = 0
     /// The connection to ``origin`` is TLS: inside an intercepted tunnel, or a route to an `https://` upstream.
     public var upstreamTLS = false
 
@@ -115,15 +124,13 @@ public struct RequestRoute: Sendable, Hashable {
     /// The reverse route for `route`'s host and target, carried into it.
     static func choose(_ route: inout RequestRoute, _ table: RouteTable) throws(Refusal) {
         let host = route.named?.host
-        guard let (index, target) = table.match(host: host, target: route.target) else {
+        guard let (index, _) = table.match(host: host, target: route.target) else {
             throw Refusal(
                 404, "no route for \(host ?? "this host")\(route.target.prefix(200)); the routes: \(table.summary)")
         }
         let chosen = table.routes[index]
         route.routeIndex = index
         route.origin = chosen.upstream
-        if target != route.target { route.clientTarget = route.target }
-        route.target = target
         route.upstreamTLS = chosen.scheme == .https
         if !chosen.preserveHost {
             // RFC 9110 §7.2: Host names the upstream, as a virtual host behind it expects.
@@ -247,7 +254,7 @@ public struct RequestRoute: Sendable, Hashable {
         self.target = target
         self.isConnect = isConnect
         self.authority = authority
-        self.authorityDefaultPort = authorityDefaultPort
+        self.defaultPort = UInt16(truncatingIfNeeded: authorityDefaultPort)
     }
 
     public enum SchemePrefix: Sendable { case http, https, other }

@@ -120,8 +120,8 @@ public struct ReverseRoute: Sendable, Hashable, CustomStringConvertible {
 /// first (Caddy's and nginx's longest-prefix match); the first whose host and prefix match wins.
 public struct RouteTable: Sendable, Hashable {
     public private(set) var routes: [ReverseRoute]
-    /// Each route's ``ReverseRoute/description``, made once (an exchange's context carries its route's).
-    public private(set) var names: [String]
+    /// Each route's name and upstream host, made once (an exchange's context carries its route's).
+    public private(set) var facts: [RouteFacts]
 
     public init(_ routes: [ReverseRoute]) {
         // A stable order: as given among equals.
@@ -131,10 +131,13 @@ public struct RouteTable: Sendable, Hashable {
             if x.prefix.utf8.count != y.prefix.utf8.count { return x.prefix.utf8.count > y.prefix.utf8.count }
             return a.offset < b.offset
         }.map(\.element)
-        names = self.routes.map(\.description)
+        facts = self.routes.map { RouteFacts(name: $0.description, upstreamHost: $0.upstream.host) }
     }
 
     public var isEmpty: Bool { routes.isEmpty }
+
+    public static func == (a: RouteTable, b: RouteTable) -> Bool { a.routes == b.routes }
+    public func hash(into hasher: inout Hasher) { hasher.combine(routes) }
 
     /// The route for a request to `host` (as the client named it, lowercase, no port) with `target` (origin-form or
     /// `*`), and the target to send: nil when none matches.
@@ -144,10 +147,17 @@ public struct RouteTable: Sendable, Hashable {
         for (i, route) in routes.enumerated() {
             if let wanted = route.host, wanted != host { continue }
             guard path.hasPrefix(route.prefix) else { continue }
-            guard let replacement = route.path, target != "*" else { return (i, target) }
-            return (i, replacement + path.dropFirst(route.prefix.utf8.count))
+            return (i, upstreamTarget(i, target))
         }
         return nil
+    }
+
+    /// The target to send to route `index`'s upstream for the client's `target` (the route matched it): the
+    /// route's path in place of its prefix, or the target as it came.
+    public func upstreamTarget(_ index: Int, _ target: String) -> String {
+        let route = routes[index]
+        guard let path = route.path, target != "*" else { return target }
+        return path + target.dropFirst(route.prefix.utf8.count)
     }
 
     /// The routes as a `404` lists them.

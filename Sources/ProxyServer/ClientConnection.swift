@@ -246,6 +246,7 @@ final class ClientConnection: LoopHandler {
         updateInterest(status)
     }
 
+    @inline(__always)
     private func execute(_ command: ConnectionIO.Command) {
         switch command {
         case .connect(let origin, let fresh, let via):

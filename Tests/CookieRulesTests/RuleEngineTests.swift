@@ -212,8 +212,7 @@ import Testing
         ] as [(String?, String, Bool)])
     func anUpstreamConditionTargetsOneBackend(_ upstream: String?, _ condition: String, _ applies: Bool) throws {
         var context = Self.context
-        context.exchange.upstreamHost = upstream
-        context.exchange.route = upstream.map { "/api/ → https://\($0)/" }
+        context.exchange.route = upstream.map { RouteFacts(name: "/api/ → https://\($0)/", upstreamHost: $0) }
         let t = try Self.run(
             Self.rule("    \(condition)\n    domain remove"), "sid=1; Domain=example.com", context: context)
         #expect((t.result?.description == "sid=1") == applies, "\(String(describing: t.result))")
