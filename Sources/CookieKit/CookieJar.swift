@@ -495,6 +495,11 @@ public struct CookieRejection: Error, Sendable, Hashable, CustomStringConvertibl
         self.code = code
         self.reason = reason
     }
+    /// An engine's own refusal, named by its lint finding (the code is the finding's).
+    public init(engine: String, finding: String, _ message: String) {
+        code = Code(rawValue: finding)
+        reason = "\(engine) does not store it: \(message)"
+    }
     public var description: String { reason }
 }
 

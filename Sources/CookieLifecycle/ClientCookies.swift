@@ -225,6 +225,27 @@ public struct ClientCookies: Sendable {
         return events
     }
 
+    /// Why the client's engine does not store a line the draft's jar would (its lint finding of that engine's:
+    /// WebKit refusing Secure from http://localhost, Chromium a name with a tab, …, docs/browser-differences.md),
+    /// for a client judged in an engine's profile; nil otherwise.
+    func engineDrops(_ line: SetCookie, _ url: RequestURL) -> CookieRejection? {
+        let engine: EngineVerdict.Engine
+        switch jar.profile.engine {
+        case .rfc6265bis: return nil
+        case .chromium: engine = .chromium
+        case .firefox: engine = .firefox
+        case .webkit: engine = .webkit
+        }
+        let findings = CookieLint.findings(for: line, from: url, now: clock.now / 1000, suffixes: suffixes)
+        guard
+            findings.contains(where: { $0.severity != .info && $0.code.hasPrefix(engine.rawValue.lowercased() + "-") }),
+            let verdict = EngineVerdict.of(findings).first(where: { $0.engine == engine }), !verdict.stores,
+            !findings.contains(where: { $0.severity == .rejects })
+        else { return nil }
+        let finding = findings.first { $0.code.hasPrefix(engine.rawValue.lowercased() + "-") }!
+        return CookieRejection(engine: engine.rawValue, finding: finding.code, finding.message)
+    }
+
     mutating func replay(_ request: Request, _ lines: SetLines, times: Int = 1, wanted: Bool = true) -> [Event] {
         clock.now = request.time
         if let repeated = repeatLastReplay(request, lines, times: times, wanted: wanted) { return repeated }
@@ -253,7 +274,10 @@ public struct ClientCookies: Sendable {
             let otherPartitioning = jar.allCookies().contains {
                 $0.nameBytes.elementsEqual(sent.nameBytes) && $0.partitioned != sent.attributes.partitioned
             }
-            switch jar.receive(sent, from: url, context: jarContext(request)) {
+            let outcome: Result<StoredCookie, CookieRejection> =
+                engineDrops(sent, url).map { .failure($0) }
+                ?? jar.receive(sent, from: url, context: jarContext(request))
+            switch outcome {
             case .failure(let rejection):
                 e.kind = .rejected
                 e.why = .rejection(rejection)

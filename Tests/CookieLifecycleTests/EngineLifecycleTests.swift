@@ -92,4 +92,16 @@ import Testing
         #expect(verdicts.map(\.kind) == [verdict])
         if verdict == .sentNotSet { #expect(verdicts.first?.reason?.code == .withheld) }
     }
+
+    /// A line the client's engine does not store (its lint finding says so) is refused in that engine's jar, with
+    /// the finding as the reason; the draft's jar keeps it (WebKit refuses Secure from http://localhost).
+    @Test(arguments: [(CookieJar.Profile.Engine.webkit, true), (.rfc6265bis, false), (.chromium, false)])
+    func aLineTheEngineRefusesIsRefusedInItsJar(_ engine: CookieJar.Profile.Engine, _ refused: Bool) throws {
+        var client = ClientCookies(keepsCookies: true, profile: .of(engine))
+        let events = client.response(
+            Self.request(1, "http://localhost:8080/login", at: 0, .sameSite), lines: Self.lines(["s=1; Secure"]))
+        let event = try #require(events.first)
+        #expect(event.kind == (refused ? .rejected : .stored))
+        #expect((event.detail?.hasPrefix("webkit-rejects-secure-from-loopback") ?? false) == refused, "\(event)")
+    }
 }

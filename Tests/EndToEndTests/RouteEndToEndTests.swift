@@ -236,4 +236,35 @@ import Testing
         let read = rows.last { ($0["url"] as? String)?.hasSuffix("/read") == true }
         #expect((read?["verdicts"] as? [String: Int])?["sent-as-expected"] == 1, "\(String(describing: read))")
     }
+
+    /// The same API on an http listener, without the rules: WebKit (as every WKWebView) refuses a Secure cookie
+    /// set over http://localhost, so the next call goes without it; the lifecycle, judging WebKit's client in WebKit's
+    /// jar, expects nothing and says why the Set-Cookie was not kept (the WebKit finding), where the draft's jar
+    /// would call it expected and not sent.
+    @Test func onAnHTTPListenerWebKitRefusesTheSecureCookieAndTheLifecycleSaysSo() throws {
+        let (home, ca) = try (InterceptionEndToEndTests.home(), TestCA(names: ["api.staging.test"]))
+        defer { InterceptionEndToEndTests.remove(home, ca) }
+        let api = try Upstream(tls: (ca.cert, ca.key))
+        let proxy = try Proxy(
+            [
+                "--log", home + "/log.jsonl", "--ui", "127.0.0.1:0", "--route",
+                "/api/=https://api.staging.test:\(api.port)/", "--resolve", "api.staging.test:127.0.0.1",
+                "--upstream-ca", ca.caCert,
+            ], environment: ["COOKIE_PROXY_HOME": home])
+        let ui = try InspectorEndToEndTests.UI(proxy)
+        let origin = "http://localhost:\(proxy.port)"
+        let login = origin + "/api/setcookie?c=" + InterceptionEndToEndTests.enc("session=abc; Secure; Path=/")
+        let result = try run(
+            "/usr/bin/xvfb-run",
+            ["-a", HTTP2EndToEndTests.python, Paths.fixtures + "/webkit_visits.py", "-", login, origin + "/api/read"],
+            timeout: 180)
+        try #require(result.status == 0, "\(result.stderr)")
+        let out = try #require(try JSONSerialization.jsonObject(with: result.stdout) as? [String: Any])
+        #expect((out["texts"] as? [String])?.last?.contains("COOKIE[]") == true, "WebKit kept it: \(out)")
+        let rows = try #require(try ui.json("/api/exchanges") as? [[String: Any]])
+        let read = rows.last { ($0["url"] as? String)?.hasSuffix("/read") == true }
+        #expect(((read?["verdicts"] as? [String: Int]) ?? [:]).values.reduce(0, +) == 0, "\(String(describing: read))")
+        let set = try #require(rows.first { ($0["url"] as? String)?.contains("/setcookie") == true })
+        #expect((set["findings"] as? [String])?.contains("webkit-rejects-secure-from-loopback") == true, "\(set)")
+    }
 }
