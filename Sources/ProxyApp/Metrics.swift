@@ -15,6 +15,8 @@ package struct Metrics: Sendable {
     package var closings: [(ProxyServer.Closing, Int)]
     /// Nil without a log.
     package var logRecords: (written: Int, dropped: Int)?
+    package var transformations: [(rule: String, action: String, count: Int)]
+    package var verdicts: [(verdict: String, reason: String, count: Int)]
     package var startTime: Double
 
     /// The process's counters now.
@@ -28,6 +30,8 @@ package struct Metrics: Sendable {
         let counted = Dictionary(uniqueKeysWithValues: server.closingCounts.map { ($0.0.rawValue, $0.1) })
         closings = ProxyServer.Closing.allCases.map { ($0, counted[$0.rawValue] ?? 0) }
         logRecords = log.map { ($0.writtenCount, $0.droppedCount) }
+        transformations = hooks.counts?.transformationSamples ?? []
+        verdicts = hooks.lifecycle ? hooks.counts?.verdictSamples ?? [] : []
         self.startTime = startTime
     }
 
@@ -36,6 +40,20 @@ package struct Metrics: Sendable {
         String(describing: closing).reduce(into: "") { out, c in
             if c.isUppercase { out += "_" + c.lowercased() } else { out.append(c) }
         }
+    }
+
+    /// A label value as the exposition format writes it: backslash, double quote and line feed escaped.
+    static func escaped(_ value: String) -> String {
+        var out = ""
+        for c in value {
+            switch c {
+            case "\\": out += "\\\\"
+            case "\"": out += "\\\""
+            case "\n": out += "\\n"
+            default: out.append(c)
+            }
+        }
+        return out
     }
 
     /// The exposition: `# HELP` and `# TYPE` before each family, one sample per line, a line end after the last.
@@ -69,6 +87,16 @@ package struct Metrics: Sendable {
         family(
             "cookie_proxy_set_cookie_lines_changed_total", "counter",
             "Set-Cookie lines a rule rewrote or dropped.", [("", "\(setCookieLinesChanged)")])
+        family(
+            "cookie_proxy_cookie_transformations_total", "counter",
+            "Set-Cookie lines the rules rewrote or dropped, by rule (a line counts for each rule that matched it).",
+            transformations.map { ("{rule=\"\(Self.escaped($0.rule))\",action=\"\($0.action)\"}", "\($0.count)") })
+        if !verdicts.isEmpty {
+            family(
+                "cookie_proxy_lifecycle_verdicts_total", "counter",
+                "Cookies judged against each client's replayed jar, by verdict and reason (docs/lifecycle.md).",
+                verdicts.map { ("{verdict=\"\($0.verdict)\",reason=\"\($0.reason)\"}", "\($0.count)") })
+        }
         family(
             "cookie_proxy_closings_total", "counter",
             "Exchanges or connections the proxy ended early, by reason (a deadline, or a client gone mid-request).",

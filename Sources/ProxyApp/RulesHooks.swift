@@ -23,6 +23,8 @@ package final class RulesHooks: ProxyHooks, Sendable {
     package let observed = AtomicCounter()
     /// `run --report`: findings and verdicts for CI (nil without it).
     package let report: RunReport?
+    /// Transformations by rule and verdicts by kind and reason, for the metrics (nil without `--metrics`).
+    package let counts: CookieCounts?
     /// Responses by protocol, mode and status class, for the metrics (nil without `--metrics`).
     package let responses: ResponseCounts?
 
@@ -38,6 +40,7 @@ package final class RulesHooks: ProxyHooks, Sendable {
     ) {
         self.engine = Locked(engine)
         self.responses = responses
+        self.counts = responses == nil ? nil : CookieCounts()
         self.report = report
         self.lifecycle = lifecycle
         self.tracker = tracker
@@ -107,6 +110,7 @@ package final class RulesHooks: ProxyHooks, Sendable {
                 let r = tracker.request(head: head.source, context: context, site: s, time: time)
                 judgedClient = r.client
                 report?.judged(r.verdicts, context: context, time: time)
+                counts?.judged(r.verdicts)
                 if let sink, r.verdicts.contains(where: { $0.kind != .sentAsExpected }) {
                     sink.submit(
                         records: LifecycleLog.record(r, context: context, time: time, redaction: sink.redaction),
@@ -241,6 +245,9 @@ package final class RulesHooks: ProxyHooks, Sendable {
                                 rulesBeyond64: rules.high)
                         }
                     }
+                }
+                if let counts, changed, !dryRun {
+                    counts.transformed(rules: engine.ruleNames(edit), dropped: edit.dropped)
                 }
                 if let report {
                     // The line as the client got it (a dropped one it never saw).

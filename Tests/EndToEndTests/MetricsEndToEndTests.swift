@@ -29,8 +29,10 @@ import Testing
         #expect(
             proxy.process.stderr.contains("  metrics:      http://127.0.0.1:\(metricsPort)/metrics"),
             "\(proxy.process.stderr)")
-        for _ in 0..<5 {
-            let result = try curl(["-x", proxy.url, "http://127.0.0.1:\(upstream.port)/cookies/same"])
+        for i in 0..<5 {
+            // The last request sends a cookie no response set: the lifecycle judges it (sent-not-set, not-seen).
+            let cookie = i == 4 ? ["-b", "x=1"] : []
+            let result = try curl(["-x", proxy.url] + cookie + ["http://127.0.0.1:\(upstream.port)/cookies/same"])
             #expect(result.text == "ok")
         }
         let token = try String(contentsOfFile: dir + "/home/inspector-token", encoding: .utf8)
@@ -42,6 +44,17 @@ import Testing
         #expect(Self.value(scraped, "cookie_proxy_set_cookie_lines_changed_total") == 15, "\(scraped)")
         #expect(Self.value(scraped, "cookie_proxy_set_cookie_lines_examined_total") == 15)
         #expect(Self.value(scraped, "cookie_proxy_closings_total{reason=\"header_timeout\"}") == 0)
+        // Each changed line counts for the rule that changed it; the cookie sent and never set, once.
+        #expect(
+            Self.value(scraped, "cookie_proxy_cookie_transformations_total{rule=\"harden\",action=\"rewrite\"}") == 15,
+            "\(scraped)")
+        #expect(Self.value(scraped, "cookie_proxy_cookie_transformations_total{rule=\"harden\",action=\"drop\"}") == 0)
+        #expect(
+            Self.value(scraped, "cookie_proxy_lifecycle_verdicts_total{verdict=\"sent-not-set\",reason=\"not-seen\"}")
+                == 1, "\(scraped)")
+        #expect(
+            Self.value(scraped, "cookie_proxy_lifecycle_verdicts_total{verdict=\"sent-as-expected\",reason=\"none\"}")
+                == 0)
         #expect(
             Self.value(
                 scraped, "cookie_proxy_upstream_responses_total{protocol=\"HTTP/1.1\",mode=\"forward\",code=\"2xx\"}")
@@ -96,9 +109,12 @@ import Testing
         #expect(try query("cookie_proxy_requests_total") == "5")
         proxy.process.signal(SIGTERM)
         #expect(proxy.process.waitForExit() == 0)
-        // The counter agrees with the records the log wrote.
-        let records = try String(contentsOfFile: dir + "/log.jsonl", encoding: .utf8).split(separator: "\n").count
+        // The counters agree with the records the log wrote: a transformation record per changed line, one
+        // cookies-sent record for the request whose cookie was not as expected.
+        let lines = try String(contentsOfFile: dir + "/log.jsonl", encoding: .utf8).split(separator: "\n")
+        let records = lines.filter { !$0.contains("\"record\":\"cookies-sent\"") }.count
         #expect(records == 15)
+        #expect(lines.count - records == 1)
         #expect(changed == "\(records)")
     }
 }
