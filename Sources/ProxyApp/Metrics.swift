@@ -16,6 +16,8 @@ package struct Metrics: Sendable {
     /// Nil without a log.
     package var logRecords: (written: Int, dropped: Int)?
     package var transformations: [(rule: String, action: String, count: Int)]
+    /// Nil without per-response counting.
+    package var upstreamResponse: (cumulative: [Int], sum: Double, count: Int)?
     package var verdicts: [(verdict: String, reason: String, count: Int)]
     package var startTime: Double
 
@@ -31,6 +33,7 @@ package struct Metrics: Sendable {
         closings = ProxyServer.Closing.allCases.map { ($0, counted[$0.rawValue] ?? 0) }
         logRecords = log.map { ($0.writtenCount, $0.droppedCount) }
         transformations = hooks.counts?.transformationSamples ?? []
+        upstreamResponse = hooks.responses?.histogram
         verdicts = hooks.lifecycle ? hooks.counts?.verdictSamples ?? [] : []
         self.startTime = startTime
     }
@@ -73,6 +76,16 @@ package struct Metrics: Sendable {
                 responses.map {
                     ("{protocol=\"\($0.protocol)\",mode=\"\($0.mode.rawValue)\",code=\"\($0.class)\"}", "\($0.count)")
                 })
+        }
+        if let (cumulative, sum, count) = upstreamResponse {
+            let bounds = ResponseCounts.bounds.map { String($0) } + ["+Inf"]
+            out += "# HELP cookie_proxy_upstream_response_seconds Time from a request's head sent upstream to its final"
+            out += " response's head.\n# TYPE cookie_proxy_upstream_response_seconds histogram\n"
+            for (bound, n) in zip(bounds, cumulative) {
+                out += "cookie_proxy_upstream_response_seconds_bucket{le=\"\(bound)\"} \(n)\n"
+            }
+            out += "cookie_proxy_upstream_response_seconds_sum \(String(format: "%.6f", sum))\n"
+            out += "cookie_proxy_upstream_response_seconds_count \(count)\n"
         }
         family(
             "cookie_proxy_open_connections", "gauge", "Client connections open now.",

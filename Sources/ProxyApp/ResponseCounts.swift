@@ -1,6 +1,12 @@
 import HTTPGrammar
 import Locking
 
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
 /// Responses forwarded from upstreams, by the client's protocol, the proxy's mode and the status class: the metrics'
 /// one per-response counter, kept only when `--metrics` is on (one atomic add a response).
 package final class ResponseCounts: Sendable {
@@ -14,6 +20,55 @@ package final class ResponseCounts: Sendable {
     package init(reverse: Bool) {
         self.reverse = reverse
         counters = (0..<(Self.protocols.count * Mode.allCases.count * Self.classes.count)).map { _ in AtomicCounter() }
+        started = (0..<Self.ring).map { _ in AtomicCounter() }
+        buckets = (0...Self.bounds.count).map { _ in AtomicCounter() }
+    }
+
+    // MARK: Upstream response time
+
+    /// The histogram's upper bounds, in seconds (Prometheus' defaults, with two below a millisecond: a loopback
+    /// origin answers in tens of microseconds).
+    package static let bounds: [Double] = [
+        0.0001, 0.0005, 0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10,
+    ]
+    static let ring = 4096
+    /// When each request in flight went upstream (monotonic nanoseconds), by its id modulo the ring.
+    private let started: [AtomicCounter]
+    /// Per bucket (the last one: past every bound), not cumulative.
+    private let buckets: [AtomicCounter]
+    private let sumNanoseconds = AtomicCounter()
+    private let observations = AtomicCounter()
+
+    static func nanoseconds() -> Int {
+        var ts = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &ts)
+        return ts.tv_sec * 1_000_000_000 + ts.tv_nsec
+    }
+
+    /// A request's head went upstream.
+    func requestForwarded(_ id: UInt64) { started[Int(id % UInt64(Self.ring))].store(Self.nanoseconds()) }
+
+    /// Its final response's head arrived: the time since, observed once.
+    func responseArrived(_ id: UInt64) {
+        let slot = started[Int(id % UInt64(Self.ring))]
+        let start = slot.load()
+        guard start > 0 else { return }
+        slot.store(0)
+        let elapsed = max(0, Self.nanoseconds() - start)
+        let seconds = Double(elapsed) / 1e9
+        buckets[Self.bounds.firstIndex { seconds <= $0 } ?? Self.bounds.count].add(1)
+        sumNanoseconds.add(elapsed)
+        observations.add(1)
+    }
+
+    /// Cumulative counts per bound (the last one `+Inf`), the sum in seconds and the count.
+    package var histogram: (cumulative: [Int], sum: Double, count: Int) {
+        var total = 0
+        let cumulative = buckets.map { counter -> Int in
+            total += counter.load()
+            return total
+        }
+        return (cumulative, Double(sumNanoseconds.load()) / 1e9, observations.load())
     }
 
     private static func index(protocol p: Int, mode m: Int, class c: Int) -> Int {
@@ -23,6 +78,7 @@ package final class ResponseCounts: Sendable {
     /// Counts the response of `context` (its status read; an interim or unknown status is not counted).
     func count(_ context: ExchangeContext) {
         guard let status = context.status, (100..<600).contains(status) else { return }
+        if status >= 200 { responseArrived(context.requestID) }
         let mode = reverse ? 1 : context.scheme == "https" ? 2 : 0
         let p = context.protocols.contains(.clientHTTP2) ? 1 : 0
         counters[Self.index(protocol: p, mode: mode, class: status / 100 - 1)].add(1)

@@ -92,6 +92,7 @@ package final class RulesHooks: ProxyHooks, Sendable {
     }
 
     package func willForwardRequest(_ head: inout OutgoingHead, context: ExchangeContext) {
+        responses?.requestForwarded(context.requestID)
         let engine = current
         let time = inspector != nil || lifecycle || sink != nil ? Self.wallMilliseconds() : 0
         if let inspector {

@@ -44,6 +44,10 @@ import Testing
         #expect(Self.value(scraped, "cookie_proxy_set_cookie_lines_changed_total") == 15, "\(scraped)")
         #expect(Self.value(scraped, "cookie_proxy_set_cookie_lines_examined_total") == 15)
         #expect(Self.value(scraped, "cookie_proxy_closings_total{reason=\"header_timeout\"}") == 0)
+        // Every response's upstream time observed once, in buckets that add up.
+        #expect(Self.value(scraped, "cookie_proxy_upstream_response_seconds_count") == 5, "\(scraped)")
+        #expect(Self.value(scraped, "cookie_proxy_upstream_response_seconds_bucket{le=\"+Inf\"}") == 5)
+        #expect(Self.value(scraped, "cookie_proxy_upstream_response_seconds_bucket{le=\"10.0\"}") == 5)
         // Each changed line counts for the rule that changed it; the cookie sent and never set, once.
         #expect(
             Self.value(scraped, "cookie_proxy_cookie_transformations_total{rule=\"harden\",action=\"rewrite\"}") == 15,
