@@ -112,7 +112,7 @@ let package = Package(
             exclude: ["golden"]),
         .testTarget(
             name: "ProxyAppTests",
-            dependencies: ["ProxyApp", "CookieRules", "ProxyCore", "CookieInspector", "HTTPGrammar"]),
+            dependencies: ["ProxyApp", "CookieRules", "ProxyCore", "CookieInspector", "CookieLifecycle", "HTTPGrammar"]),
         // End-to-end: the built binary between real clients and a real upstream (started by the tests).
         .testTarget(
             name: "EndToEndTests", dependencies: ["cookie-proxy", "TestSupport", "Locking"], exclude: ["Fixtures"]),

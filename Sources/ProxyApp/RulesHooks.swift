@@ -25,6 +25,8 @@ package final class RulesHooks: ProxyHooks, Sendable {
     package let report: RunReport?
     /// Transformations by rule and verdicts by kind and reason, for the metrics (nil without `--metrics`).
     package let counts: CookieCounts?
+    /// What is told each line's outcome and each request's verdicts: the report, the counts, and `observers`.
+    let observers: [any CookieObserver]
     /// Responses by protocol, mode and status class, for the metrics (nil without `--metrics`).
     package let responses: ResponseCounts?
 
@@ -36,11 +38,13 @@ package final class RulesHooks: ProxyHooks, Sendable {
     package init(
         engine: RuleEngine, dryRun: Bool, sink: LogSink?, intercept: HostPatternList,
         inspector: InspectorStore? = nil, lifecycle: Bool = false, tracker: LifecycleTracker = LifecycleTracker(),
-        responses: ResponseCounts? = nil, report: RunReport? = nil
+        responses: ResponseCounts? = nil, report: RunReport? = nil, observers: [any CookieObserver] = []
     ) {
         self.engine = Locked(engine)
         self.responses = responses
-        self.counts = responses == nil ? nil : CookieCounts()
+        let counts = responses == nil ? nil : CookieCounts()
+        self.counts = counts
+        self.observers = [report as (any CookieObserver)?, counts].compactMap { $0 } + observers
         self.report = report
         self.lifecycle = lifecycle
         self.tracker = tracker
@@ -110,8 +114,7 @@ package final class RulesHooks: ProxyHooks, Sendable {
                 // log gets the requests where something was not as expected (all of their verdicts).
                 let r = tracker.request(head: head.source, context: context, site: s, time: time)
                 judgedClient = r.client
-                report?.judged(r.verdicts, context: context, time: time)
-                counts?.judged(r.verdicts)
+                for observer in observers { observer.observe(judged: r, context: context, time: time) }
                 if let sink, r.verdicts.contains(where: { $0.kind != .sentAsExpected }) {
                     sink.submit(
                         records: LifecycleLog.record(r, context: context, time: time, redaction: sink.redaction),
@@ -192,9 +195,9 @@ package final class RulesHooks: ProxyHooks, Sendable {
             scratch.inspected.reset()
             if scratch.inspectedEngine !== engine { scratch.inspectedEngine = engine }
         }
-        guard dryRun || lifecycle || report != nil || !plan.isEmpty else { return }
-        // The report lints each line in the request's site context (read once per response).
-        let reportSite = report == nil ? nil : tracker.site(of: context.requestID)?.kind
+        guard dryRun || lifecycle || !observers.isEmpty || !plan.isEmpty else { return }
+        // The observers get each line in the request's site context (read once per response).
+        let observedSite = observers.isEmpty ? nil : tracker.site(of: context.requestID)?.kind
         var nowMS: Int64 = 0
         var changedCount = 0
         var seenCount = 0
@@ -247,19 +250,15 @@ package final class RulesHooks: ProxyHooks, Sendable {
                         }
                     }
                 }
-                if let counts, changed, !dryRun {
-                    counts.transformed(rules: engine.ruleNames(edit), dropped: edit.dropped)
-                }
-                if let report {
-                    // The line as the client got it (a dropped one it never saw).
+                if !observers.isEmpty {
                     let rules = edit.matchedAny ? engine.ruleNames(edit) : []
-                    if dryRun || !changed {
-                        report.line(original, rules: rules, context: context, site: reportSite, time: nowMS)
-                    } else if !edit.dropped {
-                        scratch.rewrite.withOutput {
-                            report.line($0, rules: rules, context: context, site: reportSite, time: nowMS)
-                        }
+                    func hand(_ rewritten: UnsafeBufferPointer<UInt8>?) {
+                        let outcome = LineOutcome(
+                            received: original, rewritten: rewritten, dropped: edit.dropped, dryRun: dryRun,
+                            rules: rules, context: context, site: observedSite, time: nowMS)
+                        for observer in observers { observer.observe(outcome) }
                     }
+                    if edit.rewritten && !edit.dropped { scratch.rewrite.withOutput { hand($0) } } else { hand(nil) }
                 }
                 guard let sink, changed || edit.logRequested || dryRun else { return }
                 if recorder == nil {

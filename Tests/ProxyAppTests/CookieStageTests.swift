@@ -1,4 +1,5 @@
 import CookieInspector
+import CookieLifecycle
 import CookieRules
 import Foundation
 import HTTPGrammar
@@ -63,6 +64,49 @@ import Testing
         }
         #expect(hooks.observed.load() == (line.lowercased().hasPrefix("set-cookie") ? 1 : 0))
         #expect(hooks.rewritten.load() == (expected == line ? 0 : 1))
+    }
+
+    /// An observer of the stage's own, added with no other change: it is handed every line's outcome (and the rules
+    /// that matched), and what it is handed for a changed line is what the log writes for it.
+    final class Recording: CookieObserver, @unchecked Sendable {
+        private let lock = NSLock()
+        private var seen: [(cookie: String, after: String?, rules: [String])] = []
+        var lines: [(cookie: String, after: String?, rules: [String])] { lock.withLock { seen } }
+        func observe(_ line: LineOutcome) {
+            let name = String(decoding: line.received.prefix { $0 != 0x3D }, as: UTF8.self)
+            let after = line.forwarded.map { String(decoding: $0, as: UTF8.self) }
+            lock.withLock { seen.append((name, after, line.rules)) }
+        }
+        func observe(judged: RequestJudgement, context: ExchangeContext, time: Int64) {}
+    }
+
+    @Test func anObserverIsHandedEveryLinesOutcomeAsTheLogWritesIt() throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("cp-obs-\(UUID().uuidString).jsonl")
+            .path
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let sink = try LogSink(destination: .file(path), redaction: Redaction(showValues: true, key: []))
+        let recording = Recording()
+        let hooks = RulesHooks(
+            engine: try Self.engine(Self.rules), dryRun: false, sink: sink, intercept: HostPatternList(),
+            observers: [recording])
+        _ = try Self.forward(
+            hooks,
+            [
+                "Set-Cookie: Bin-Auth-Token=abc; Domain=bin.example.com", "Set-Cookie: track=1",
+                "Set-Cookie: untouched=2",
+            ])
+        sink.close()
+        let records = try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n").map {
+            try #require(try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any])
+        }
+        #expect(recording.lines.map(\.cookie) == ["Bin-Auth-Token", "track", "untouched"])
+        #expect(recording.lines[2].after == "untouched=2" && recording.lines[2].rules.isEmpty)
+        #expect(records.count == 2)
+        for record in records {
+            let seen = try #require(recording.lines.first { $0.cookie == record["cookie"] as? String })
+            #expect(seen.after == record["after"] as? String, "\(record)")
+            #expect(seen.rules == record["rules"] as? [String], "\(record)")
+        }
     }
 
     /// `--dry-run`: the head goes out as received, and the log says what the rules would have done.
