@@ -4,6 +4,12 @@ import HTTPGrammar
 import Locking
 import ProxyCore
 
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
 /// Every client's cookies across its requests (``ClientCookies``): the requests' site contexts and Cookie headers
 /// go in as the proxy forwards them, the responses' Set-Cookie lines as it forwards them, and each request's
 /// verdicts come out (for the log and the inspector). A client is its address, or with `--client-by header:NAME`
@@ -93,11 +99,10 @@ package final class LifecycleTracker: Sendable {
             guard let field = head.fields.first(where: { head.field($0, is: name) }) else { return address }
             return head.value(field)
         case .automatic:
-            guard Self.isLoopback(address), let field = head.fields.first(where: { head.field($0, is: "user-agent") })
-            else { return address }
+            guard Self.isLoopback(address), let field = Self.userAgentField(head) else { return address }
             let agent = head.valueBytes(field)
             let known = lastAgent.withLock { last in
-                last.flatMap { $0.address == address && $0.agent.elementsEqual(agent) ? $0.key : nil }
+                last.flatMap { $0.address == address && Self.sameBytes($0.agent, agent) ? $0.key : nil }
             }
             if let known { return known }
             let key = address + " " + Self.agentLabel(String(decoding: agent, as: UTF8.self))
@@ -106,12 +111,40 @@ package final class LifecycleTracker: Sendable {
         }
     }
 
-    func userAgent(_ head: HTTPHead) -> String? {
-        head.fields.first(where: { head.field($0, is: "user-agent") }).map { head.value($0) }
+    func userAgent(_ head: HTTPHead) -> String? { Self.userAgentField(head).map { head.value($0) } }
+
+    /// The first `User-Agent` field: names of another length are not compared, and the one that has it is compared
+    /// byte by byte without case (`| 0x20` maps only the letters, and `-`, to themselves here).
+    static func userAgentField(_ head: HTTPHead) -> HTTPHead.Field? {
+        let wanted: StaticString = "user-agent"
+        return head.bytes.withUnsafeBufferPointer { b in
+            head.fields.first { f in
+                guard f.name.count == 10 else { return false }
+                let w = wanted.utf8Start
+                for k in 0..<10 where b[f.name.lowerBound + k] | 0x20 != w[k] { return false }
+                return true
+            }
+        }
     }
 
+    /// Two runs of bytes, compared with memcmp (a generic element-by-element comparison cost hundreds of
+    /// instructions per request).
+    static func sameBytes(_ a: [UInt8], _ b: ArraySlice<UInt8>) -> Bool {
+        a.count == b.count
+            && a.withUnsafeBufferPointer { x in
+                b.withUnsafeBufferPointer { y in x.count == 0 || memcmp(x.baseAddress!, y.baseAddress!, x.count) == 0 }
+            }
+    }
+
+    /// 127.0.0.0/8, ::1 and ::ffff:127.x, read as bytes (String's hasPrefix is a generic search).
     static func isLoopback(_ address: String) -> Bool {
-        address.hasPrefix("127.") || address == "::1" || address.hasPrefix("::ffff:127.")
+        var text = address
+        return text.withUTF8 { a in
+            func starts(_ p: StaticString) -> Bool {
+                a.count >= p.utf8CodeUnitCount && memcmp(a.baseAddress!, p.utf8Start, p.utf8CodeUnitCount) == 0
+            }
+            return starts("127.") || (a.count == 3 && starts("::1")) || starts("::ffff:127.")
+        }
     }
 
     /// A `User-Agent` in a word: its engine, or its first product (`curl/8.5.0`), at most 40 characters.
