@@ -99,7 +99,7 @@ package final class LifecycleTracker: Sendable {
             guard let field = head.fields.first(where: { head.field($0, is: name) }) else { return address }
             return head.value(field)
         case .automatic:
-            guard Self.isLoopback(address), let field = Self.userAgentField(head) else { return address }
+            guard HostName.isLoopback(address), let field = Self.userAgentField(head) else { return address }
             let agent = head.valueBytes(field)
             let known = lastAgent.withLock { last in
                 last.flatMap { $0.address == address && Self.sameBytes($0.agent, agent) ? $0.key : nil }
@@ -113,17 +113,11 @@ package final class LifecycleTracker: Sendable {
 
     func userAgent(_ head: HTTPHead) -> String? { Self.userAgentField(head).map { head.value($0) } }
 
-    /// The first `User-Agent` field: names of another length are not compared, and the one that has it is compared
-    /// byte by byte without case (`| 0x20` maps only the letters, and `-`, to themselves here).
+    /// The first `User-Agent` field (compared on the buffer: the generic comparison of names cost hundreds of
+    /// instructions per request).
     static func userAgentField(_ head: HTTPHead) -> HTTPHead.Field? {
-        let wanted: StaticString = "user-agent"
-        return head.bytes.withUnsafeBufferPointer { b in
-            head.fields.first { f in
-                guard f.name.count == 10 else { return false }
-                let w = wanted.utf8Start
-                for k in 0..<10 where b[f.name.lowerBound + k] | 0x20 != w[k] { return false }
-                return true
-            }
+        head.bytes.withUnsafeBufferPointer { b in
+            head.fields.first { ByteClass.equalsLowercase(b, $0.name.lowerBound, $0.name.upperBound, "user-agent") }
         }
     }
 
@@ -134,17 +128,6 @@ package final class LifecycleTracker: Sendable {
             && a.withUnsafeBufferPointer { x in
                 b.withUnsafeBufferPointer { y in x.count == 0 || memcmp(x.baseAddress!, y.baseAddress!, x.count) == 0 }
             }
-    }
-
-    /// 127.0.0.0/8, ::1 and ::ffff:127.x, read as bytes (String's hasPrefix is a generic search).
-    static func isLoopback(_ address: String) -> Bool {
-        var text = address
-        return text.withUTF8 { a in
-            func starts(_ p: StaticString) -> Bool {
-                a.count >= p.utf8CodeUnitCount && memcmp(a.baseAddress!, p.utf8Start, p.utf8CodeUnitCount) == 0
-            }
-            return starts("127.") || (a.count == 3 && starts("::1")) || starts("::ffff:127.")
-        }
     }
 
     /// A `User-Agent` in a word: its engine, or its first product (`curl/8.5.0`), at most 40 characters.

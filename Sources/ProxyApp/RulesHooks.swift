@@ -114,9 +114,7 @@ package final class RulesHooks: ProxyHooks, Sendable {
                 // log gets the requests where something was not as expected (all of their verdicts).
                 let r = tracker.request(head: head.source, context: context, site: s, time: time)
                 judgedClient = r.client
-                if !observers.isEmpty {
-                    for observer in observers { observer.observe(judged: r, context: context, time: time) }
-                }
+                for observer in observers { observer.observe(judged: r, context: context, time: time) }
                 if let sink, r.verdicts.contains(where: { $0.kind != .sentAsExpected }) {
                     sink.submit(
                         records: LifecycleLog.record(r, context: context, time: time, redaction: sink.redaction),
