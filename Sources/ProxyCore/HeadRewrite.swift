@@ -63,21 +63,20 @@ enum HeadRewrite {
 
     /// nginx's `proxy_redirect default` for a reverse route: a redirect to the upstream's own URL would take the
     /// browser off the one origin it is served from (and away from its cookies); it is pointed back at the URL
-    /// the client used, the route's prefix in place of the upstream's path. A reference: the exchange carries a
-    /// pointer, not two arrays.
-    final class Redirects: Sendable {
+    /// the client used, the route's prefix in place of the upstream's path. Made only for a response that has one of
+    /// those fields: most have none.
+    struct Redirects {
         /// `https://api.example/` (the upstream's origin and the route's URL path).
         let from: [UInt8]
         /// `http://app.localhost:5173/api/` (the client's origin and the route's prefix).
         let to: [UInt8]
 
-        /// Nil when the client named no host (nothing to point back at).
-        init?(_ route: ReverseRoute, _ request: RequestRoute) {
-            guard let named = request.named else { return nil }
+        /// `client`: the exchange as the client addressed it (its scheme, and the host and port it named).
+        init(_ route: ReverseRoute, client: ExchangeContext) {
+            let named = Origin(host: client.host, port: client.port)
+            let defaultPort = client.scheme == "https" ? 443 : 80
             let clientOrigin =
-                request.scheme + "://"
-                + String(
-                    decoding: named.hostFieldValue(defaultPort: request.scheme == "https" ? 443 : 80), as: UTF8.self)
+                client.scheme + "://" + String(decoding: named.hostFieldValue(defaultPort: defaultPort), as: UTF8.self)
             if let path = route.path {
                 from = Array((route.upstreamOrigin + path).utf8)
                 to = Array((clientOrigin + route.prefix).utf8)
@@ -87,8 +86,10 @@ enum HeadRewrite {
             }
         }
 
-        /// `Location`, `Content-Location`, and the URL of `Refresh` (`5; url=…`), when they point at the upstream.
-        func rewrite(_ out: inout OutgoingHead) {
+        /// `Location`, `Content-Location`, and the URL of `Refresh` (`5; url=…`) of `out`, when they point at
+        /// `route`'s upstream.
+        static func rewrite(_ out: inout OutgoingHead, route: ReverseRoute, client: ExchangeContext) {
+            var redirects: Redirects? = nil
             for index in 0..<out.count {
                 let isRefresh = out.name(at: index, is: "refresh")
                 guard isRefresh || out.name(at: index, is: "location") || out.name(at: index, is: "content-location")
@@ -97,10 +98,11 @@ enum HeadRewrite {
                 var start = 0
                 if isRefresh {
                     // `delay; url=URL` (HTML's refresh syntax): the URL after `url=`, any case, maybe quoted.
-                    guard let at = Self.urlStart(value) else { continue }
+                    guard let at = urlStart(value) else { continue }
                     start = at
                 }
-                guard let rewritten = map(value[start...]) else { continue }
+                if redirects == nil { redirects = Redirects(route, client: client) }
+                guard let rewritten = redirects!.map(value[start...]) else { continue }
                 out.replaceValue(at: index, with: Array(value[..<start]) + rewritten)
             }
         }
@@ -123,17 +125,16 @@ enum HeadRewrite {
             return nil
         }
 
+        /// Where the URL of a `Refresh` value starts: after its first `url=` (any case), and a quote if one opens it.
         static func urlStart(_ value: [UInt8]) -> Int? {
-            let lower = value.map(ByteClass.lower)
-            let key: [UInt8] = Array("url=".utf8)
-            guard
-                let at = (0...max(0, lower.count - key.count)).first(where: {
-                    lower[$0..<min(lower.count, $0 + key.count)].elementsEqual(key)
-                }), lower.count >= key.count
-            else { return nil }
-            var start = at + key.count
-            if start < value.count, value[start] == 0x27 || value[start] == 0x22 { start += 1 }
-            return start
+            value.withUnsafeBufferPointer { b in
+                guard
+                    let at = (0..<max(0, b.count - 3)).first(where: { ByteClass.equalsLowercase(b, $0, $0 + 4, "url=") }
+                    )
+                else { return nil }
+                let start = at + 4
+                return start < b.count && (b[start] == 0x27 || b[start] == 0x22) ? start + 1 : start
+            }
         }
     }
 

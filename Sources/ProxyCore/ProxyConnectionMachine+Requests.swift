@@ -91,8 +91,8 @@ extension ProxyConnectionMachine {
             response: ResponseReader(limits: configuration.parserLimits))
         exchange.via = via
         upstreamTLS = route.upstreamTLS
-        if let index = route.routeIndex {
-            exchange.redirects = HeadRewrite.Redirects(configuration.routes.routes[index], route)
+        if let index = route.routeIndex, route.named != nil {
+            exchange.redirectRoute = UInt16(truncatingIfNeeded: index + 1)
         }
         swap(&exchange.response.input, &spareUpstreamIn)
         state = .connecting

@@ -105,7 +105,10 @@ extension ProxyConnectionMachine {
         var out = HeadRewrite.finalResponse(
             response, connection: connection, framing: framing, dechunk: exchange.dechunk, client: clientConnection,
             configuration: configuration, storage: headStorage.takeOutgoing())
-        if let redirects = exchange.redirects { redirects.rewrite(&out) }
+        if exchange.redirectRoute != 0 {
+            HeadRewrite.Redirects.rewrite(
+                &out, route: configuration.routes.routes[Int(exchange.redirectRoute) - 1], client: exchange.context)
+        }
         forwardResponseHead(&out, &io)
         headStorage.keep(out)
         var rest: [UInt8] = []

@@ -61,9 +61,9 @@ public struct ProxyConnectionMachine {
         var upstreamReusable = true
         /// The upstream proxy this exchange goes through.
         var via: UpstreamHop?
-        /// A reverse route's redirect rewriting: a `Location`, `Content-Location` or `Refresh` URL that starts with
-        /// `from` (the upstream's URL) starts with `to` (the client's) instead.
-        var redirects: HeadRewrite.Redirects? = nil
+        /// The reverse route (its index + 1; 0: none, or the client named no host) whose redirects the response's
+        /// head points back at the client's origin (``HeadRewrite/Redirects``).
+        var redirectRoute: UInt16 = 0
 
         /// No exchange (before the first; what a machine holds when it has none is never read).
         @inline(__always)

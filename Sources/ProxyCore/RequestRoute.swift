@@ -124,7 +124,7 @@ public struct RequestRoute: Sendable, Hashable {
     /// The reverse route for `route`'s host and target, carried into it.
     static func choose(_ route: inout RequestRoute, _ table: RouteTable) throws(Refusal) {
         let host = route.named?.host
-        guard let (index, _) = table.match(host: host, target: route.target) else {
+        guard let index = table.match(host: host, target: route.target) else {
             throw Refusal(
                 404, "no route for \(host ?? "this host")\(route.target.prefix(200)); the routes: \(table.summary)")
         }

@@ -34,19 +34,18 @@ public struct ReverseRoute: Sendable, Hashable, CustomStringConvertible {
         (self.path, self.preserveHost) = (path, preserveHost)
     }
 
-    /// `app.test/api/ → https://api.example:443/`.
+    /// `app.test/api/ → https://api.example:8443/`.
     public var description: String {
-        let defaultPort = scheme == .https ? 443 : 80
-        let authority = upstream.port == defaultPort ? HostPort.bracketed(upstream.host) : upstream.description
-        return (host ?? "") + prefix + " → \(scheme.rawValue)://\(authority)\(path ?? "")"
+        (host ?? "") + prefix + " → \(scheme.rawValue)://\(upstreamAuthority)\(path ?? "")"
             + (preserveHost ? " (Host kept)" : "")
     }
 
     /// The upstream's origin as URLs name it (`https://api.example`, the port only when it is not the scheme's).
-    public var upstreamOrigin: String {
-        let defaultPort = scheme == .https ? 443 : 80
-        let authority = upstream.port == defaultPort ? HostPort.bracketed(upstream.host) : upstream.description
-        return (scheme == .https ? "https" : "http") + "://" + authority
+    public var upstreamOrigin: String { (scheme == .https ? "https" : "http") + "://" + upstreamAuthority }
+
+    /// `host[:port]`, the port only when it is not the scheme's.
+    var upstreamAuthority: String {
+        upstream.port == (scheme == .https ? 443 : 80) ? HostPort.bracketed(upstream.host) : upstream.description
     }
 
     /// Reads `[HOST]/PREFIX=URL[,preserve-host]`; nil with the reason when it is not one.
@@ -139,17 +138,15 @@ public struct RouteTable: Sendable, Hashable {
     public static func == (a: RouteTable, b: RouteTable) -> Bool { a.routes == b.routes }
     public func hash(into hasher: inout Hasher) { hasher.combine(routes) }
 
-    /// The route for a request to `host` (as the client named it, lowercase, no port) with `target` (origin-form or
-    /// `*`), and the target to send: nil when none matches.
-    public func match(host: String?, target: String) -> (index: Int, target: String)? {
+    /// The index of the route for a request to `host` (as the client named it, lowercase, no port) with `target`
+    /// (origin-form or `*`): nil when none matches. What it sends upstream is ``upstreamTarget(_:_:)``'s, made
+    /// where the request line is written.
+    public func match(host: String?, target: String) -> Int? {
         // `OPTIONS *` is for the server as a whole: the route of `/`.
         let path = target == "*" ? "/" : target
-        for (i, route) in routes.enumerated() {
-            if let wanted = route.host, wanted != host { continue }
-            guard path.hasPrefix(route.prefix) else { continue }
-            return (i, upstreamTarget(i, target))
+        return routes.firstIndex { route in
+            (route.host == nil || route.host == host) && path.hasPrefix(route.prefix)
         }
-        return nil
     }
 
     /// The target to send to route `index`'s upstream for the client's `target` (the route matched it): the
@@ -161,5 +158,5 @@ public struct RouteTable: Sendable, Hashable {
     }
 
     /// The routes as a `404` lists them.
-    public var summary: String { routes.map(\.description).joined(separator: "; ") }
+    public var summary: String { facts.map(\.name).joined(separator: "; ") }
 }

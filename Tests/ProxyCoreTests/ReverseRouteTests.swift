@@ -54,7 +54,7 @@ import Testing
         ] as [(String, String, String?)])
     func theLongestPrefixForTheHostWins(_ host: String, _ target: String, _ expected: String?) {
         let match = Self.table.match(host: host, target: target)
-        #expect(match.map { "\(Self.table.routes[$0.index].upstream) \($0.target)" } == expected)
+        #expect(match.map { "\(Self.table.routes[$0].upstream) \(Self.table.upstreamTarget($0, target))" } == expected)
     }
 
     @Test func withoutACatchAllAnUnmatchedRequestIsA404NamingTheRoutes() {
