@@ -231,7 +231,7 @@ extension CookieJar {
             var cookies = cookies(inBucket: bucket(of: cookie.domain)) { !partitionsApart || $0.partitionKey == nil }
             if cookies.count > limit {
                 cookies.sort(by: Self.lessRecentlyUsed)
-                remove(bucketVictims(cookies, adding: cookie, limit: limit))
+                remove(bucketVictims(cookies, adding: cookie))
             }
         }
         if count > profile.totalLimit {
@@ -245,9 +245,9 @@ extension CookieJar {
         }
     }
 
-    /// Which of a bucket's cookies (least recently used first) go now that `added` made it hold more than `limit`
+    /// Which of a bucket's cookies (least recently used first) go now that `added` made it hold more than its limit
     /// (the profile's ``Profile/Eviction``).
-    func bucketVictims(_ sorted: [StoredCookie], adding added: StoredCookie, limit: Int) -> [StoredCookie] {
+    func bucketVictims(_ sorted: [StoredCookie], adding added: StoredCookie) -> [StoredCookie] {
         if case .staleInsecure = profile.eviction {
             let older = sorted.filter { !$0.sameIdentity(added) }
             let room = sorted.count - profile.bucketPurgedTo

@@ -108,7 +108,7 @@ public struct CookieJar: Sendable {
         // The partition (CHIPS): the top-level site, for a Partitioned cookie, or for any cookie of a third-party
         // context in an engine that partitions them all.
         if cookie.partitioned || (profile.partitionsThirdParty && context.isThirdParty) {
-            cookie.partitionKey = context.topLevelSite ?? RequestSite.Site(url, suffixes).description
+            cookie.partitionKey = context.topLevelSite ?? url.site(suffixes)
         } else if profile.blocksThirdParty && context.isThirdParty {
             return .failure(
                 CookieRejection(
@@ -335,7 +335,7 @@ public struct CookieJar: Sendable {
                 if let key = cookie.partitionKey {
                     // CHIPS: a partitioned cookie goes only under the top-level site it was set under.
                     if partition == nil {
-                        partition = context.topLevelSite ?? RequestSite.Site(url, suffixes).description
+                        partition = context.topLevelSite ?? url.site(suffixes)
                     }
                     guard key == partition else { continue }
                 } else if context.isThirdParty && (profile.blocksThirdParty || profile.partitionsThirdParty) {

@@ -175,7 +175,10 @@ extension ClientCookies {
             let unsafeNavigation = kind == .crossSiteNavigation && !r.site.isSafeMethod
             guard kind == .crossSiteSubresource || unsafeNavigation else { break }
             let which = c.sameSite == .lax ? "SameSite=Lax" : "no SameSite (Lax by default)"
-            if c.sameSite == .default && unsafeNavigation && clock.now - c.creationTime <= 120_000 {
+            // The window is Chromium's profile's (this jar's own, when it is Chromium's, already sent it).
+            if c.sameSite == .default && unsafeNavigation,
+                let window = CookieJar.Profile.chromium.laxAllowingUnsafe, clock.now - c.creationTime <= window * 1000
+            {
                 return .init(
                     .withheld, engines: ["Chromium"],
                     "\(which), and this request is a cross-site top-level \(r.method): the draft's jar withholds it, but Chromium sends a cookie without SameSite on such a request within two minutes of its creation (Lax-allowing-unsafe, RFC 6265bis §5.6.7.1), and this one is \((clock.now - c.creationTime) / 1000) s old"

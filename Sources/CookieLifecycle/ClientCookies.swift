@@ -237,12 +237,12 @@ public struct ClientCookies: Sendable {
         case .webkit: engine = .webkit
         }
         let findings = CookieLint.findings(for: line, from: url, now: clock.now / 1000, suffixes: suffixes)
-        guard
-            findings.contains(where: { $0.severity != .info && $0.code.hasPrefix(engine.rawValue.lowercased() + "-") }),
-            let verdict = EngineVerdict.of(findings).first(where: { $0.engine == engine }), !verdict.stores,
-            !findings.contains(where: { $0.severity == .rejects })
+        let prefix = engine.rawValue.lowercased() + "-"
+        guard findings.contains(where: { $0.severity != .info && $0.code.hasPrefix(prefix) }),
+            !findings.contains(where: { $0.severity == .rejects }),
+            EngineVerdict.of(findings).contains(where: { $0.engine == engine && !$0.stores }),
+            let finding = findings.first(where: { $0.code.hasPrefix(prefix) })
         else { return nil }
-        let finding = findings.first { $0.code.hasPrefix(engine.rawValue.lowercased() + "-") }!
         return CookieRejection(engine: engine.rawValue, finding: finding.code, finding.message)
     }
 
