@@ -29,8 +29,8 @@ extension CookieJar {
             /// sparing its priority's quota (`kDomainCookiesQuota{Low,Medium,High}`: Low, Medium, High here).
             case priorityRounds([Int])
             /// Firefox's `FindStaleCookies`: when a cookie is added to a full bucket, its least recently used
-            /// insecure cookies go, down to ``bucketPurgedTo`` with the newcomer counted (Firefox ESR 153 keeps 169
-            /// of 200, as Chromium: ``EngineLifecycleEndToEndTests``); only when it has none, and the newcomer is
+            /// insecure cookies go, down to ``bucketPurgedTo`` with the newcomer counted (as Firefox itself does,
+            /// measured in ``EngineLifecycleEndToEndTests``: docs/architecture.md); only when it has none, and the newcomer is
             /// secure, secure ones; otherwise the newcomer is not kept.
             case staleInsecure
         }
@@ -124,8 +124,8 @@ extension CookieJar {
         /// Electron apps carry `Chrome/`.
         public static func engine(userAgent: String) -> Engine? {
             var text = userAgent
-            // Searched as bytes: read on every request of a loopback client (String's `contains` is a generic
-            // search costing tens of thousands of instructions per call).
+            // Searched as bytes: read for every new loopback client (String's `contains` is a generic search, far
+            // dearer: docs/architecture.md).
             return text.withUTF8 { ua in
                 func has(_ word: StaticString) -> Bool { Self.contains(ua, word) }
                 if has("CriOS/") || has("FxiOS/") || has("EdgiOS/") { return .webkit }

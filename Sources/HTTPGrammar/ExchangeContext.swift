@@ -51,7 +51,7 @@ public struct ExchangeContext: Sendable {
     public var protocols: Protocols
     /// The reverse route that served the exchange; nil for a forward proxy's. A reference made once per route (the
     /// context is copied with every exchange: one pointer, not two strings), never nil inside (``RouteFacts/none``:
-    /// copying an optional reference took Swift's outlined copy of the whole context, several times dearer).
+    /// an optional reference made Swift copy the whole context through an outlined copy: docs/architecture.md).
     public var route: RouteFacts? {
         @inlinable get { routeFacts === RouteFacts.none ? nil : routeFacts }
         @inlinable set { routeFacts = newValue ?? RouteFacts.none }

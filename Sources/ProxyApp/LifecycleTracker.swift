@@ -113,16 +113,16 @@ package final class LifecycleTracker: Sendable {
 
     func userAgent(_ head: HTTPHead) -> String? { Self.userAgentField(head).map { head.value($0) } }
 
-    /// The first `User-Agent` field (compared on the buffer: the generic comparison of names cost hundreds of
-    /// instructions per request).
+    /// The first `User-Agent` field, compared on the buffer (the generic comparison of names is dearer on this
+    /// per-request path: docs/architecture.md).
     static func userAgentField(_ head: HTTPHead) -> HTTPHead.Field? {
         head.bytes.withUnsafeBufferPointer { b in
             head.fields.first { ByteClass.equalsLowercase(b, $0.name.lowerBound, $0.name.upperBound, "user-agent") }
         }
     }
 
-    /// Two runs of bytes, compared with memcmp (a generic element-by-element comparison cost hundreds of
-    /// instructions per request).
+    /// Two runs of bytes, compared with memcmp (a generic element-by-element comparison is dearer on this
+    /// per-request path: docs/architecture.md).
     static func sameBytes(_ a: [UInt8], _ b: ArraySlice<UInt8>) -> Bool {
         a.count == b.count
             && a.withUnsafeBufferPointer { x in
