@@ -1,9 +1,10 @@
-// libFuzzer target: the HTTP/2 session (nghttp2 and the translation to HTTP/1.1). The input is a list of frames,
+// libFuzzer target: the HTTP/2 session (nghttp2 and the typed requests it makes). The input is a list of frames,
 // each a type, flags, a stream and a payload; a HEADERS payload is written as HPACK literals from fuzzed fields,
-// the names picked from the pseudo-headers and the fields the translation treats apart, or taken as raw bytes, so
-// that the fuzzer reaches requests nghttp2 accepts. Whatever the frames: no crash, and every request the session
-// passes on (head, body parts and end, as the connection machine would read them) has one reading (the strict
-// and the lenient reader of Tests/ProxyCoreTests/TwoReadings.swift agree) and parses with the proxy's parser.
+// the names picked from the pseudo-headers and the fields the session treats apart, or taken as raw bytes, so
+// that the fuzzer reaches requests nghttp2 accepts. Each request the session passes on goes, with its body parts,
+// end and trailers, through a connection machine towards an HTTP/1.1 upstream, as the proxy sends it. Whatever the
+// frames: no crash, and every request forwarded whole has one reading (the strict and the lenient reader of
+// Tests/ProxyCoreTests/TwoReadings.swift agree).
 import ProxyCore
 import ProxyHTTP2
 
@@ -25,24 +26,40 @@ public func fuzzHTTP2Session(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32
         + fuzzFrames(input, from: 0, names: names, values: values, maximumFields: 12) {
             UInt8($0 % 8) * 2 + ($0 & 0x80 != 0 ? 0 : 1)
         }
-    let session = HTTP2ServerSession(absoluteTargets: input.first.map { $0 & 1 == 1 } ?? false)
+    let absolute = input.first.map { $0 & 1 == 1 } ?? false
+    let session = HTTP2ServerSession(absoluteTargets: absolute)
     _ = session.receive(wire[...])
-    var messages: [Int32: [UInt8]] = [:]
+    var configuration = ProxyConfiguration()
+    if !absolute { configuration.reverseUpstream = Origin(host: "127.0.0.1", port: 3000) }
+    // Each stream's exchange: its machine, what it sent upstream, whether it forwarded the request.
+    var machines: [Int32: (machine: ProxyConnectionMachine, sent: [UInt8], connected: Bool)] = [:]
+    func step(_ id: Int32, _ event: (inout ProxyConnectionMachine, inout ConnectionIO) -> Void) {
+        guard var exchange = machines[id] else { return }
+        var io = ConnectionIO()
+        event(&exchange.machine, &io)
+        if !exchange.connected, io.commands.contains(where: { if case .connect = $0 { true } else { false } }) {
+            exchange.connected = true
+            exchange.machine.upstreamConnected(reused: false, &io)
+        }
+        exchange.sent += io.toUpstream
+        machines[id] = exchange
+    }
     for event in session.events {
         switch event {
-        case .request(let stream, let head, _):
-            guard (try? HTTPHeadParser().parseRequest(head)) != nil else {
-                fatalError("a request head the proxy cannot parse: \(String(decoding: head, as: UTF8.self))")
+        case .request(let stream, let head, let framing):
+            var machine = ProxyConnectionMachine(
+                configuration: configuration, clientAddress: "127.0.0.1", requestIDs: { 1 })
+            machine.clientSpeaksHTTP2 = true
+            machines[stream] = (machine, [], false)
+            step(stream) { $0.clientRequest(head, framing: framing, &$1) }
+        case .body(let stream, let bytes):
+            step(stream) { $0.clientBody(bytes[...], &$1) }
+            session.consume(stream, bytes.count)
+        case .requestEnded(let stream, let trailers):
+            step(stream) { $0.clientEnded(trailers: trailers, &$1) }
+            if let exchange = machines[stream], exchange.connected, let difference = readingsDiffer(exchange.sent) {
+                fatalError(difference)
             }
-            messages[stream] = head
-            session.respond(
-                stream, Array("HTTP/1.1 200 OK\r\nSet-Cookie: a=1\r\nContent-Length: 2\r\n\r\nok".utf8)[...])
-        case .body(let stream, let bytes, let flowed):
-            messages[stream, default: []] += bytes
-            session.consume(stream, flowed)
-        case .requestEnded(let stream, let bytes):
-            messages[stream, default: []] += bytes
-            if let message = messages[stream], let difference = readingsDiffer(message) { fatalError(difference) }
         case .closed, .refused: break
         }
     }

@@ -72,7 +72,11 @@ public final class InspectorStore: Sendable {
         let setsCookies = head.source.fields.contains { $0.known == .setCookie }
         let sendsCookies = request.head.fields.contains { $0.known == .cookie }
         guard setsCookies || sendsCookies || !(judgement?.verdicts.isEmpty ?? true) else { return }
-        let record = Exchange.Record(request: request.head, response: head, forwarded: bytes, edits: edits)
+        // A client that reads typed messages (an HTTP/2 stream) got the head's fields, not bytes: its lines are kept.
+        var written: [UInt8] = []
+        if bytes.isEmpty { head.serialize(into: &written) }
+        let record = Exchange.Record(
+            request: request.head, response: head, forwarded: bytes.isEmpty ? written[...] : bytes, edits: edits)
         // The outcomes the compact form cannot hold (none, usually).
         let rest = edits.rest
         let wake = state.withLock { s -> Wake? in

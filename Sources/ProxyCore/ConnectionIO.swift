@@ -4,6 +4,9 @@
 public struct ConnectionIO: Sendable {
     public var toClient: [UInt8] = []
     public var toUpstream: [UInt8] = []
+    /// For a client that reads typed messages (an HTTP/2 stream, ``ProxyConnectionMachine/clientSpeaksHTTP2``): the
+    /// response's heads and end; its body's payload is in `toClient`.
+    public var toClientParts: [ResponsePart] = []
     public var commands: [Command] = []
     public init() {}
 

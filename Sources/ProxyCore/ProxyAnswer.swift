@@ -34,9 +34,18 @@ public struct ProxyAnswer: Sendable, Hashable {
     /// browser. `head`: the answer to HEAD, without the body.
     public static func page(_ html: String, head: Bool) -> [UInt8] {
         let body = Array(html.utf8)
-        var text = "HTTP/1.1 200 OK\r\nContent-Type: text/html; charset=utf-8\r\nContent-Length: \(body.count)\r\n"
-        text += "Cache-Control: no-store\r\nConnection: close\r\n\r\n"
+        var text = "HTTP/1.1 200 OK\r\n"
+        for field in pageFields(length: body.count) { text += "\(field.name): \(field.value)\r\n" }
+        text += "Connection: close\r\n\r\n"
         return Array(text.utf8) + (head ? [] : body)
+    }
+
+    /// The fields of ``page(_:head:)`` for a body of `length` bytes.
+    public static func pageFields(length: Int) -> [Field] {
+        [
+            Field("Content-Type", "text/html; charset=utf-8"), Field("Content-Length", String(length)),
+            Field("Cache-Control", "no-store"),
+        ]
     }
 
     /// What a listener without HTTP/2 writes to a connection that opened with HTTP/2's preface (RFC 9113 §3.4):
@@ -55,14 +64,10 @@ public struct ProxyAnswer: Sendable, Hashable {
 
     /// The whole response: status line, fields, body.
     public var bytes: [UInt8] {
-        let body = reason + "\n"
         var text = "HTTP/1.1 \(status) \(Self.reasonPhrase(status))\r\n"
-        text += "Content-Type: text/plain; charset=utf-8\r\nContent-Length: \(body.utf8.count)\r\n"
-        for field in fields { text += "\(field.name): \(field.value)\r\n" }
-        if let via { text += "Via: 1.1 \(via)\r\n" }
+        for field in typedFields { text += "\(field.name): \(field.value)\r\n" }
         text += close ? "Connection: close\r\n\r\n" : "\r\n"
-        text += body
-        return Array(text.utf8)
+        return Array(text.utf8) + body
     }
 
     /// The reason phrase this proxy writes for a status it answers with, or for a status line it makes of an

@@ -45,7 +45,13 @@ extension ProxyConnectionMachine {
                 request.method == "GET" || request.method == "HEAD",
                 request.head.listElements("accept").contains(where: { $0.lowercased().hasPrefix("text/html") })
             {
-                io.toClient.append(contentsOf: ProxyAnswer.page(page, head: request.method == "HEAD"))
+                if clientSpeaksHTTP2 {
+                    let body = request.method == "HEAD" ? [] : Array(page.utf8)
+                    io.toClientParts.append(
+                        .own(status: 200, fields: ProxyAnswer.pageFields(length: page.utf8.count), body: body))
+                } else {
+                    io.toClient.append(contentsOf: ProxyAnswer.page(page, head: request.method == "HEAD"))
+                }
                 close(&io)
                 return
             }
@@ -119,6 +125,7 @@ extension ProxyConnectionMachine {
         case .connecting: return  // the body waits in the client half until the upstream is there
         case .idle, .tunnel, .closed: return unexpected("a request body to forward", &io)
         }
+        if clientSpeaksHTTP2 { return client.readTypedBody(into: &io.toUpstream) }
         switch client.readBody(into: &io.toUpstream) {
         case .nothing, .read: break
         case .invalid(let reason):

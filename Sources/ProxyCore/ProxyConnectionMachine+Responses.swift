@@ -35,7 +35,11 @@ extension ProxyConnectionMachine {
         } else if (100..<200).contains(response.status) {
             // Interim responses (100 Continue, 103 Early Hints) go to 1.1 clients as parsed (line ends
             // normalised); the final response follows (RFC 9110 §15.2).
-            if exchange.clientVersion.minor >= 1 { io.toClient.append(contentsOf: response.head.bytes) }
+            if clientSpeaksHTTP2 {
+                io.toClientParts.append(.head(status: response.status, OutgoingHead(response.head)))
+            } else if exchange.clientVersion.minor >= 1 {
+                io.toClient.append(contentsOf: response.head.bytes)
+            }
             return true
         } else {
             forwardFinalHead(response, framing, &io)
@@ -94,14 +98,18 @@ extension ProxyConnectionMachine {
             // both is not trusted with the next exchange on this connection.
             exchange.upstreamReusable = false
         }
-        exchange.dechunk = framing == .chunked && exchange.clientVersion.minor == 0
+        // A typed client (an HTTP/2 stream) gets the payload; its codec frames it (DATA) and sends the trailers.
+        exchange.dechunk = framing == .chunked && (exchange.clientVersion.minor == 0 || clientSpeaksHTTP2)
         // A client that closed its sending side after pipelined requests gets each of them answered (RFC 9112 §9.6):
-        // the connection closes after the response to the last one received.
+        // the connection closes after the response to the last one received. A typed client's stream carries one
+        // exchange.
         exchange.closeClientAfter =
             !exchange.clientKeepAlive || closeAfterExchange || (client.eof && bufferedClientBytes == 0)
-            || framing == .untilClose || exchange.dechunk
+            || framing == .untilClose || exchange.dechunk || clientSpeaksHTTP2
         let clientConnection: HeadRewrite.ClientConnection =
-            exchange.closeClientAfter ? .close : exchange.clientVersion.minor == 0 ? .keepAlive : .persistent
+            clientSpeaksHTTP2
+            ? .persistent
+            : exchange.closeClientAfter ? .close : exchange.clientVersion.minor == 0 ? .keepAlive : .persistent
         var out = HeadRewrite.finalResponse(
             response, connection: connection, framing: framing, dechunk: exchange.dechunk, client: clientConnection,
             configuration: configuration, storage: headStorage.takeOutgoing())
@@ -125,6 +133,12 @@ extension ProxyConnectionMachine {
     @inline(__always)
     func forwardResponseHead(_ out: inout OutgoingHead, _ io: inout ConnectionIO) {
         hooks.willForwardResponse(&out, context: exchange.context, storage: headStorage.hookStorage)
+        if clientSpeaksHTTP2 {
+            // The head goes as it is (its codec writes its fields); the hooks see no bytes of it.
+            io.toClientParts.append(.head(status: exchange.context.status ?? 0, out))
+            hooks.didForwardResponse(out, bytes: [], context: exchange.context, storage: headStorage.hookStorage)
+            return
+        }
         let headStart = io.toClient.count
         out.serialize(into: &io.toClient)
         hooks.didForwardResponse(
@@ -136,7 +150,9 @@ extension ProxyConnectionMachine {
         guard case .exchanging = state, exchange.response.readingBody else {
             return unexpected("response body bytes", &io)
         }
-        switch exchange.response.readBody(bytes, dechunk: exchange.dechunk, into: &io.toClient) {
+        switch exchange.response.readBody(
+            bytes, dechunk: exchange.dechunk, keepTrailers: clientSpeaksHTTP2, into: &io.toClient)
+        {
         case .partial: break
         case .complete(let trailing):
             if trailing { exchange.upstreamReusable = false }  // bytes after the body: the upstream is confused
@@ -155,6 +171,8 @@ extension ProxyConnectionMachine {
 
     mutating func finishExchange(_ io: inout ConnectionIO) {
         guard case .exchanging = state else { return unexpected("the end of an exchange", &io) }
+        // The response is whole, whatever becomes of the request (a typed client's stream ends with it).
+        if clientSpeaksHTTP2 { io.toClientParts.append(.end(trailers: exchange.response.trailers)) }
         if !client.body.isComplete {
             // The response came before the whole request body: the rest cannot be sent any more.
             abortExchange(&io)
@@ -209,10 +227,15 @@ extension ProxyConnectionMachine {
     mutating func answer(
         _ status: Int, _ reason: String, _ io: inout ConnectionIO, keepAlive: Bool, fields: [ProxyAnswer.Field] = []
     ) {
-        let keep = keepAlive && !client.eof
+        // A typed client's stream carries one exchange.
+        let keep = keepAlive && !client.eof && !clientSpeaksHTTP2
         let via = configuration.addVia ? configuration.viaPseudonym : nil
-        io.toClient.append(
-            contentsOf: ProxyAnswer(status: status, reason: reason, fields: fields, via: via, close: !keep).bytes)
+        let answer = ProxyAnswer(status: status, reason: reason, fields: fields, via: via, close: !keep)
+        if clientSpeaksHTTP2 {
+            io.toClientParts.append(.own(status: status, fields: answer.typedFields, body: answer.body))
+        } else {
+            io.toClient.append(contentsOf: answer.bytes)
+        }
         if keep {
             exchange = Exchange()  // as at the end of an exchange: nothing of it stays with an idle connection
             state = .idle

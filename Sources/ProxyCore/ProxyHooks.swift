@@ -18,7 +18,8 @@ public protocol ProxyHooks: Sendable {
     /// The response head as it will go to the client (hop-by-hop fields already removed); `storage`, the loop's
     /// (``makeLoopStorage()``; nil for a machine without a loop).
     func willForwardResponse(_ head: inout OutgoingHead, context: ExchangeContext, storage: AnyObject?)
-    /// The response head as it was written for the client: the head after every edit, and its bytes.
+    /// The response head as it was written for the client: the head after every edit, and its bytes (empty for a
+    /// client that reads typed messages, an HTTP/2 stream: its codec writes the head's fields).
     /// `storage` is the loop's, as handed to ``willForwardResponse(_:context:storage:)`` just before (what the hooks
     /// noted there for this response is still in it).
     func didForwardResponse(

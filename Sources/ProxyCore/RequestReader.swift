@@ -36,6 +36,10 @@ struct RequestReader {
     private var parser: HTTPHeadParser
     /// The body of the request in flight, as far as it has been read (a reader of no body between requests).
     var body = BodyReader(.none)
+    /// A typed client's request (``ProxyConnectionMachine/clientRequest(_:framing:_:)``) has ended: what is in the
+    /// input is the last of its body, and ``trailers`` its trailer field lines.
+    var streamEnded = false
+    var trailers: [UInt8] = []
 
     init(limits: HTTPParserLimits) { parser = HTTPHeadParser(limits: limits) }
 
@@ -103,11 +107,40 @@ struct RequestReader {
         return .read
     }
 
+    /// Moves what has arrived of a typed client's request body (payload, no framing) to the end of `out`, in the
+    /// framing its outgoing head declares: as it is within a declared length, chunked (RFC 9112 §7.1) when the
+    /// length was not declared (``BodyFraming/untilClose``: until the client ends the stream), the client's
+    /// trailers then in the last chunk's trailer section (RFC 9110 §6.5). Trailers beside a declared length have
+    /// no place in HTTP/1.1 and are not sent (RFC 9110 §6.5.1 lets a recipient discard them).
+    mutating func readTypedBody(into out: inout [UInt8]) {
+        guard !body.isComplete else { return }
+        let chunked = body.framing == .untilClose
+        if start < input.count {
+            // A DATA frame past a declared length is refused by nghttp2 (RFC 9113 §8.1.1): the reader takes it all.
+            let n = (try? body.consume(input[start...])) ?? 0
+            if chunked {
+                out.append(contentsOf: String(n, radix: 16).utf8)
+                out += [0x0D, 0x0A]
+                out.append(contentsOf: input[start..<(start + n)])
+                out += [0x0D, 0x0A]
+            } else {
+                out.append(contentsOf: input[start..<(start + n)])
+            }
+            start += n
+        }
+        if streamEnded && start == input.count && chunked {
+            _ = body.endOfStream()
+            out += [0x30, 0x0D, 0x0A]
+            out += trailers
+            out += [0x0D, 0x0A]
+        }
+    }
+
     /// Whether the whole request body has arrived: read already, or waiting in the input while the upstream
     /// connection is made (worked out on a copy of the body's reader: nothing is taken).
     var bodyArrived: Bool {
         var reader = body
-        if reader.isComplete { return true }
+        if reader.isComplete || streamEnded { return true }
         guard (try? reader.consume(input[start...])) != nil else { return false }
         return reader.isComplete
     }

@@ -15,27 +15,25 @@ import ProxyCore
 /// (answered `501`; extended CONNECT, RFC 8441, is refused by nghttp2 itself because
 /// SETTINGS_ENABLE_CONNECT_PROTOCOL is never sent).
 ///
-/// Each request becomes the bytes of one HTTP/1.1 request (RFC 9113 §8.3.1): the request line from `:method`
-/// and `:path` (or the absolute form when the proxy routes by it), `Host` from `:authority`, the `cookie`
-/// crumbs joined with `"; "` into one field (§8.2.3), every other field as received, and a body of undeclared
-/// length sent chunked. The connection machine then reads it exactly as a request from an HTTP/1.1 client, so
-/// the rules, the log and the inspector see one kind of exchange. Its response is read back with the proxy's
-/// own strict parser and framing: status and fields become HEADERS (connection-specific fields dropped,
-/// RFC 9113 §8.2.2; each `set-cookie` its own field, never folded, and never indexed in HPACK so that no
-/// compression oracle can recover a cookie value, RFC 7541 §7.1.3), the body DATA.
+/// Each request becomes a typed request for the connection machine (``Stream/request(absolute:ended:)``: a head
+/// made field by field, nothing parsed; RFC 9113 §8.3.1), its body's payload and its end with any trailers; the
+/// machine reads it as it reads an HTTP/1.1 client's request, so the rules, the log and the inspector see one kind
+/// of exchange. Its response comes back typed (``respond(_:parts:body:)``): each head's fields become HEADERS
+/// (connection-specific fields dropped, RFC 9113 §8.2.2; each `set-cookie` its own field, never folded, and never
+/// indexed in HPACK so that no compression oracle can recover a cookie value, RFC 7541 §7.1.3), the payload DATA,
+/// the end END_STREAM or trailers.
 ///
 /// Flow control (RFC 9113 §5.2): the window of what the client sends is given back only as the machine takes
 /// the bytes (``consume(_:_:)``), and a response body is pulled into DATA frames as the client's window allows,
 /// so memory per stream is bounded by the windows and the shell's high-water mark.
 public final class HTTP2ServerSession: HTTP2Connection {
     public enum Event: Sendable {
-        /// A request's head as HTTP/1.1 bytes; `ended`: it has no body.
-        case request(stream: Int32, head: [UInt8], ended: Bool)
-        /// Request body bytes as HTTP/1.1 frames them (chunked when the length was not declared); `flowed` is
-        /// what they count against the flow-control windows (``consume(_:_:)``).
-        case body(stream: Int32, bytes: [UInt8], flowed: Int)
-        /// The request is complete; `bytes` ends its framing (the last chunk), possibly empty.
-        case requestEnded(stream: Int32, bytes: [UInt8])
+        /// A request's head and how its body is delimited (`.none`: it ended with its head).
+        case request(stream: Int32, head: RequestHead, framing: BodyFraming)
+        /// Payload of the request's body (each byte counts against the flow-control windows, ``consume(_:_:)``).
+        case body(stream: Int32, bytes: [UInt8])
+        /// The request is complete; its trailer field lines (`name: value` CRLF each), maybe empty.
+        case requestEnded(stream: Int32, trailers: [UInt8])
         /// The stream is closed: its response went out whole (`errorCode` 0), or it was reset.
         case closed(stream: Int32, errorCode: UInt32)
         /// A request refused before any of it was passed on (the stream was reset): why.
@@ -104,65 +102,65 @@ public final class HTTP2ServerSession: HTTP2Connection {
         _ = nghttp2_session_consume(session, stream, count)
     }
 
-    /// Response bytes of the stream, as an HTTP/1.1 connection machine writes them to its client: heads (any
-    /// interim ones, then the final one) and the body in its HTTP/1.1 framing.
-    public func respond(_ id: Int32, _ bytes: ArraySlice<UInt8>) {
+    /// The stream's response as the machine gives it: `parts` (heads, an answer of its own, the end) in order, and
+    /// `body`, payload that follows the final head and comes before the end. The final head is submitted once the
+    /// rest of what came with it is in: a response whose end comes with its head (gRPC's Trailers-Only error, a
+    /// 204, a HEAD's answer) is one HEADERS frame with END_STREAM (RFC 9113 §8.1), not HEADERS and an empty DATA
+    /// a gRPC client takes for a removed stream.
+    public func respond(_ id: Int32, parts: [ResponsePart], body: ArraySlice<UInt8>) {
         guard let stream = streams[id], !stream.reset else { return }
-        stream.responseIn.append(contentsOf: bytes)
-        var failure: String? = nil
-        // The final head goes out after the body bytes that came with it are read: a response whose body is
-        // already whole and empty (gRPC's Trailers-Only error, a 204 or a HEAD's answer) ends in its HEADERS
-        // (END_STREAM on them, RFC 9113 §8.1), rather than in an empty DATA frame a gRPC client takes for a
-        // removed stream.
-        var finalHead: ResponseHead? = nil
-        while failure == nil {
-            if stream.responseHead == nil {
-                guard let head = stream.takeResponseHead(&failure) else { break }
-                if (100..<200).contains(head.status) {
+        for part in parts {
+            switch part {
+            case .head(let status, let head):
+                var fields = FieldList(status: status)
+                let options = head.source.connectionOptions()
+                head.forEachField { name, value, known in
+                    // RFC 9113 §8.2.2: connection-specific fields (and those `Connection` names) are not sent.
+                    if known.isConnectionSpecific || options.names(name) { return }
+                    fields.append(name: name, value: value, neverIndexed: known == .setCookie)
+                }
+                if (100..<200).contains(status) {
                     // An interim response (100 Continue, 103 Early Hints): HEADERS without END_STREAM. 101 cannot
                     // happen: an upgrade is not passed on from HTTP/2.
-                    if head.status != 101 { submitHeaders(id, head, final: false) }
-                    continue
+                    if status != 101 { fields.withNameValues { submitHeaders(id, $0) } }
+                } else {
+                    stream.finalHead = fields
                 }
-                do {
-                    let framing = try BodyFraming.forResponse(
-                        head.head, status: head.status, requestMethod: stream.method, version: head.version)
-                    // Trailers kept: a chunked response's trailer section becomes HTTP/2 trailers (gRPC's status).
-                    stream.responseBody = BodyReader(framing)
-                } catch {
-                    stream.responseIn.removeAll()
-                    return reset(id, "its response's framing: \(error.description)")
+            case .own(let status, let answerFields, let answerBody):
+                var fields = FieldList(status: status)
+                for field in answerFields {
+                    fields.append(name: field.name.utf8, value: field.value.utf8, neverIndexed: false)
                 }
-                stream.responseHead = head
-                finalHead = head
-                continue
-            }
-            guard !stream.responseBody.isComplete, stream.responseIn.count > stream.responseInStart else { break }
-            var body = stream.responseBody
-            do throws(HTTPParseError) {
-                let n = try body.consume(
-                    stream.responseIn[stream.responseInStart...], payload: &stream.out, trailers: &stream.trailers)
-                stream.responseBody = body
-                stream.responseInStart += n
-                if n == 0 { break }
-            } catch {
-                failure = "its response body: \(error.description)"
+                stream.finalHead = fields
+                stream.out += answerBody
+                stream.ended = true
+            case .end(let trailers):
+                stream.ended = true
+                stream.trailers = trailers
             }
         }
-        if stream.responseInStart == stream.responseIn.count {
-            stream.responseIn.removeAll(keepingCapacity: true)
-            stream.responseInStart = 0
+        stream.out.append(contentsOf: body)
+        if let head = stream.finalHead, !stream.headSent {
+            stream.headSent = true
+            stream.finalHead = nil
+            let endsInHead = stream.ended && stream.outStart == stream.out.count && stream.trailers.isEmpty
+            head.withNameValues { nva in
+                if endsInHead {
+                    _ = nghttp2_submit_response(session, id, nva.baseAddress, nva.count, nil)
+                } else {
+                    var provider = bodyProvider
+                    _ = nghttp2_submit_response(session, id, nva.baseAddress, nva.count, &provider)
+                }
+            }
         }
-        if let failure { return reset(id, failure) }
-        if let finalHead { submitHeaders(id, finalHead, final: true) }
         resumeData(id)
     }
 
-    /// The machine's side of the stream is finished (its connection closed): a body read until the close is
-    /// complete now; a response cut short, or none at all, resets the stream.
+    /// The machine's side of the stream is finished (its exchange closed): a response it did not end resets the
+    /// stream.
     public func finish(_ id: Int32) {
         guard let stream = streams[id], !stream.reset else { return }
-        if stream.responseHead != nil && stream.responseBody.endOfStream() {
+        if stream.headSent && stream.ended {
             resumeData(id)
             return
         }
@@ -178,7 +176,7 @@ public final class HTTP2ServerSession: HTTP2Connection {
     /// Whether the stream's response has gone out whole (its END_STREAM is sent or queued).
     public func responseComplete(_ id: Int32) -> Bool {
         guard let stream = streams[id] else { return true }
-        return stream.responseHead != nil && stream.responseBody.isComplete && stream.outStart == stream.out.count
+        return stream.headSent && stream.ended && stream.outStart == stream.out.count
     }
 
     /// Resets a stream (RST_STREAM INTERNAL_ERROR): its exchange failed part way.
@@ -193,32 +191,9 @@ public final class HTTP2ServerSession: HTTP2Connection {
         _ = nghttp2_session_resume_data(session, id)
     }
 
-    /// HEADERS for a response head: `:status`, then its fields as HTTP/2 writes them.
-    private func submitHeaders(_ id: Int32, _ head: ResponseHead, final: Bool) {
-        var fields = FieldList(status: head.status)
-        let options = head.head.connectionOptions()
-        for field in head.head.fields {
-            let name = head.head.bytes[field.name]
-            // RFC 9113 §8.2.2: connection-specific fields (and those `Connection` names) are not sent in HTTP/2.
-            if field.known.isConnectionSpecific || options.names(name) { continue }
-            fields.append(name: name, value: head.head.bytes[field.value], neverIndexed: field.known == .setCookie)
-        }
-        fields.withNameValues { nva in
-            if final {
-                let stream = streams[id]!
-                let endsInHead =
-                    stream.responseBody.isComplete && stream.outStart == stream.out.count && stream.trailers.isEmpty
-                if !endsInHead {
-                    var provider = bodyProvider
-                    _ = nghttp2_submit_response(session, id, nva.baseAddress, nva.count, &provider)
-                } else {
-                    _ = nghttp2_submit_response(session, id, nva.baseAddress, nva.count, nil)
-                }
-            } else {
-                _ = nghttp2_submit_headers(
-                    session, UInt8(NGHTTP2_FLAG_NONE.rawValue), id, nil, nva.baseAddress, nva.count, nil)
-            }
-        }
+    /// HEADERS without END_STREAM: an interim response.
+    private func submitHeaders(_ id: Int32, _ nva: UnsafeMutableBufferPointer<nghttp2_nv>) {
+        _ = nghttp2_submit_headers(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), id, nil, nva.baseAddress, nva.count, nil)
     }
 
     // MARK: From nghttp2's callbacks
@@ -230,9 +205,16 @@ public final class HTTP2ServerSession: HTTP2Connection {
     override func header(
         _ frame: UnsafePointer<nghttp2_frame>, _ name: UnsafeBufferPointer<UInt8>, _ value: UnsafeBufferPointer<UInt8>
     ) {
-        // Request heads only: trailers of a request body are not passed on (an HTTP/1.1 upstream seldom reads them).
-        guard Self.isRequestHeaders(frame) else { return }
-        streams[frame.pointee.hd.stream_id]?.addField(name, value)
+        let id = frame.pointee.hd.stream_id
+        if Self.isRequestHeaders(frame) { return streams[id]?.addField(name, value) ?? () }
+        // The request's trailers (a HEADERS frame after its body, RFC 9113 §8.1).
+        guard frame.pointee.hd.type == UInt8(NGHTTP2_HEADERS.rawValue), let stream = streams[id], stream.passedOn,
+            !stream.reset
+        else { return }
+        if !stream.addTrailer(name, value) {
+            events.append(.refused(stream: id, reason: "the request's trailers are \(stream.trailerList.overrun)"))
+            reset(id, nil)
+        }
     }
 
     override func invalidHeader(_ frame: UnsafePointer<nghttp2_frame>, _ name: UnsafeBufferPointer<UInt8>) {
@@ -260,9 +242,9 @@ public final class HTTP2ServerSession: HTTP2Connection {
 
     private func requestHeadReceived(_ id: Int32, endStream: Bool) {
         guard let stream = streams[id] else { return }
-        let head: [UInt8]
-        switch stream.requestHead(absolute: absoluteTargets, ended: endStream) {
-        case .success(let bytes): head = bytes
+        let request: (head: RequestHead, framing: BodyFraming)
+        switch stream.request(absolute: absoluteTargets, ended: endStream) {
+        case .success(let made): request = made
         case .failure(let refusal):
             events.append(.refused(stream: id, reason: refusal.reason))
             // Said once: the stream's close (after the reset or the answer goes out) is not a second refusal.
@@ -276,13 +258,14 @@ public final class HTTP2ServerSession: HTTP2Connection {
             return
         }
         stream.passedOn = true
-        events.append(.request(stream: id, head: head, ended: endStream))
+        events.append(.request(stream: id, head: request.head, framing: request.framing))
     }
 
     /// A response of the proxy's own to a request it does not pass on (`501` for CONNECT), made as every answer of
     /// the proxy's own is, and read back like any response.
     private func answerLocally(_ id: Int32, status: Int, _ reason: String) {
-        respond(id, ProxyAnswer(status: status, reason: "cookie-proxy: \(reason)", close: false).bytes[...])
+        let answer = ProxyAnswer(status: status, reason: "cookie-proxy: \(reason)", close: false)
+        respond(id, parts: [.own(status: status, fields: answer.typedFields, body: answer.body)], body: [])
     }
 
     override func dataReceived(_ id: Int32, _ data: UnsafeBufferPointer<UInt8>) {
@@ -291,21 +274,12 @@ public final class HTTP2ServerSession: HTTP2Connection {
             consume(id, data.count)
             return
         }
-        var bytes: [UInt8] = []
-        if stream.chunked {
-            bytes.reserveCapacity(data.count + 12)
-            bytes += Array(String(data.count, radix: 16).utf8) + [0x0D, 0x0A]
-            bytes += data
-            bytes += [0x0D, 0x0A]
-        } else {
-            bytes = Array(data)
-        }
-        events.append(.body(stream: id, bytes: bytes, flowed: data.count))
+        events.append(.body(stream: id, bytes: Array(data)))
     }
 
     private func requestEnded(_ id: Int32) {
         guard let stream = streams[id], stream.passedOn, !stream.reset else { return }
-        events.append(.requestEnded(stream: id, bytes: stream.chunked ? Stream.lastChunk : []))
+        events.append(.requestEnded(stream: id, trailers: stream.requestTrailers))
     }
 
     override func streamClosed(_ id: Int32, _ errorCode: UInt32) {
@@ -334,7 +308,7 @@ public final class HTTP2ServerSession: HTTP2Connection {
                 stream.outStart = 0
             }
         }
-        if stream.responseBody.isComplete && stream.outStart == stream.out.count {
+        if stream.ended && stream.outStart == stream.out.count {
             flags.pointee |= NGHTTP2_DATA_FLAG_EOF.rawValue
             let trailers = stream.trailers
             if !trailers.isEmpty {

@@ -2,9 +2,9 @@ internal import CNGHTTP2
 import HTTPGrammar
 import ProxyCore
 
-/// One stream of an ``HTTP2ServerSession``: its request as received (pseudo-headers and fields), how its body is
-/// framed for HTTP/1.1, and its response on the way back (the HTTP/1.1 bytes not yet read, the head, the body
-/// waiting for the client's window). A class: the session's table holds it and its callbacks change it in place.
+/// One stream of an ``HTTP2ServerSession``: its request as received (pseudo-headers, fields, trailers), and its
+/// response on the way back (the final head waiting to be submitted, the body waiting for the client's window, the
+/// end and its trailers). A class: the session's table holds it and its callbacks change it in place.
 final class Stream {
     var method = ""
     var scheme: [UInt8]? = nil
@@ -12,8 +12,6 @@ final class Stream {
     var path: [UInt8]? = nil
     var connectProtocol = false
     var fields: [(name: [UInt8], value: [UInt8])] = []
-    /// The body is sent chunked (its length was not declared).
-    var chunked = false
     /// The request went to the machine (an event); the stream then ends with a ``HTTP2ServerSession/Event/closed``.
     var passedOn = false
     var refusal: String? = nil
@@ -23,20 +21,29 @@ final class Stream {
     /// The request's header block as it is decoded; once over, nothing more of it is kept.
     var headerList: HeaderListBudget
     var headerListTooLarge: Bool { headerList.isOver }
+    /// The request's trailer field lines (`name: value` CRLF each), as the machine takes them; the block is held to
+    /// the same limits as the head's.
+    var requestTrailers: [UInt8] = []
+    var trailerList: HeaderListBudget
 
-    var responseIn: [UInt8] = []
-    var responseInStart = 0
-    var responseHead: ResponseHead? = nil
-    var responseBody = BodyReader(.none)
-    /// A chunked response's trailer field lines: its HTTP/2 trailers.
+    /// The final response head, made and waiting to be submitted until the parts handed over with it are in: a
+    /// response whose end comes with its head goes as one HEADERS frame with END_STREAM.
+    var finalHead: FieldList? = nil
+    var headSent = false
+    /// The machine's response is whole (``ResponsePart/end(trailers:)``, or an answer of its own).
+    var ended = false
+    /// The response's trailer field lines: its HTTP/2 trailers.
     var trailers: [UInt8] = []
-    /// The response body, decoded, waiting for DATA frames.
+    /// The response body's payload, waiting for DATA frames.
     var out: [UInt8] = []
     var outStart = 0
     /// The DATA source said "nothing yet" (NGHTTP2_ERR_DEFERRED): resumed when bytes come.
     var dataDeferred = false
 
-    init(limits: HTTPParserLimits) { headerList = HeaderListBudget(limits) }
+    init(limits: HTTPParserLimits) {
+        headerList = HeaderListBudget(limits)
+        trailerList = HeaderListBudget(limits)
+    }
 
     func addField(_ name: UnsafeBufferPointer<UInt8>, _ value: UnsafeBufferPointer<UInt8>) {
         guard !headerListTooLarge else { return }
@@ -60,14 +67,29 @@ final class Stream {
         fields.append((Array(name), Array(value)))
     }
 
+    /// A trailer field of the request (RFC 9113 §8.1: nghttp2 has refused pseudo-headers and invalid fields in
+    /// them); false once the trailers are over the limits (the stream is then reset).
+    func addTrailer(_ name: UnsafeBufferPointer<UInt8>, _ value: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard trailerList.admit(name: name.count, value: value.count, pseudo: false) else { return false }
+        // `te` is about the connection (RFC 9110 §7.6.1): not a trailer to pass on.
+        if name.elementsEqual("te".utf8) { return true }
+        requestTrailers.append(contentsOf: name)
+        requestTrailers += [0x3A, 0x20]
+        requestTrailers.append(contentsOf: value)
+        requestTrailers += [0x0D, 0x0A]
+        return true
+    }
+
     struct Refusal: Error {
         /// A response of the proxy's own (`501`), or nil for a stream reset with PROTOCOL_ERROR.
         var status: Int?
         var reason: String
     }
 
-    /// The request as HTTP/1.1 bytes (RFC 9113 §8.3.1). `absolute`: the target in absolute form. Sets ``chunked``.
-    func requestHead(absolute: Bool, ended: Bool) -> Result<[UInt8], Refusal> {
+    /// The request as the machine takes it (RFC 9113 §8.3.1): the target from `:path` (in absolute form from
+    /// `:scheme` and `:authority` when `absolute`), `Host` from `:authority`, the `cookie` crumbs joined into one
+    /// field (§8.2.3), every other field as received; and how its body is delimited (``BodyFraming/forTypedRequest(_:ended:)``).
+    func request(absolute: Bool, ended: Bool) -> Result<(RequestHead, BodyFraming), Refusal> {
         if headerListTooLarge {
             // RFC 6585 §5, as an HTTP/1.1 head over the limit is answered.
             return .failure(Refusal(status: 431, reason: "the request's header list is \(headerList.overrun)"))
@@ -88,8 +110,8 @@ final class Stream {
         for field in fields where field.value.contains(where: { $0 == 0 || $0 == 0x0D || $0 == 0x0A }) {
             return .failure(Refusal(reason: "a field value with CR, LF or NUL"))
         }
-        // An HTTP/1.1 request-target and Host are visible ASCII (RFC 9112 §3.2, RFC 3986): anything else would be a
-        // 400 from the machine, so it is a malformed request here.
+        // A request-target and Host are visible ASCII (RFC 9112 §3.2, RFC 3986), as the routing and an HTTP/1.1
+        // upstream read them.
         for part in [authority, path ?? []] where part.contains(where: { $0 <= 0x20 || $0 >= 0x7F }) {
             return .failure(Refusal(reason: "a space, control or non-ASCII byte in :authority or :path"))
         }
@@ -98,72 +120,49 @@ final class Stream {
             return .failure(Refusal(reason: "a :scheme other than http or https"))
         }
         guard let path, !path.isEmpty else { return .failure(Refusal(reason: "a request without :path")) }
-        var out: [UInt8] = []
-        out.reserveCapacity(
-            64 + method.utf8.count + 2 * authority.count + path.count
-                + fields.reduce(0) { $0 + $1.name.count + $1.value.count + 4 })
-        out.append(contentsOf: method.utf8)
-        out.append(0x20)
+        var target: [UInt8] = []
         if absolute && !(path.count == 1 && path[0] == 0x2A) {
-            if let scheme { out.append(contentsOf: scheme) } else { out.append(contentsOf: "http".utf8) }
-            out.append(contentsOf: "://".utf8)
-            out.append(contentsOf: authority)
+            target = scheme ?? Array("http".utf8)
+            target += Array("://".utf8) + authority
         }
-        out.append(contentsOf: path)
-        out.append(contentsOf: " HTTP/1.1\r\nHost: ".utf8)
-        out.append(contentsOf: authority)
-        out.append(contentsOf: [0x0D, 0x0A])
+        target += path
+        // RFC 9113 §8.2.3: crumbs are joined with "; " into one field before any HTTP/1.1 hop, and before the rules
+        // and the log read them. It goes where the first crumb was.
         var cookie: [UInt8]? = nil
-        var cookieAt = 0
         var declaredLength = false
+        var size = authority.count + 8
+        for field in fields {
+            size += field.name.count + field.value.count + 4
+            if Self.equals(field.name, "content-length") { declaredLength = true }
+            guard Self.equals(field.name, "cookie") else { continue }
+            if cookie == nil {
+                cookie = field.value
+            } else {
+                cookie! += [0x3B, 0x20] + field.value
+            }
+        }
+        var builder = HeadBuilder.request(method: method, target: target, capacity: size + 24)
+        builder.append(name: "Host".utf8, value: authority)
+        var cookieWritten = false
         for field in fields {
             // `te` (only ever `trailers`: nghttp2 refuses any other) is hop-by-hop in HTTP/1.1.
             if Self.equals(field.name, "host") || Self.equals(field.name, "te") { continue }
             if Self.equals(field.name, "cookie") {
-                // RFC 9113 §8.2.3: crumbs are joined with "; " into one field before any HTTP/1.1 hop, and before
-                // the rules and the log read them. It goes where the first crumb was.
-                if cookie == nil {
-                    cookie = field.value
-                    cookieAt = out.count
-                } else {
-                    cookie!.append(contentsOf: [0x3B, 0x20])
-                    cookie!.append(contentsOf: field.value)
-                }
+                if !cookieWritten, let cookie { builder.append(name: field.name, value: cookie) }
+                cookieWritten = true
                 continue
             }
-            if Self.equals(field.name, "content-length") { declaredLength = true }
-            out.append(contentsOf: field.name)
-            out.append(contentsOf: [0x3A, 0x20])
-            out.append(contentsOf: field.value)
-            out.append(contentsOf: [0x0D, 0x0A])
+            builder.append(name: field.name, value: field.value)
         }
-        if let cookie { out.insert(contentsOf: Array("cookie: ".utf8) + cookie + [0x0D, 0x0A], at: cookieAt) }
-        if !ended && !declaredLength {
-            chunked = true
-            out.append(contentsOf: "transfer-encoding: chunked\r\n".utf8)
-        } else if ended && !declaredLength && (method == "POST" || method == "PUT" || method == "PATCH") {
+        if ended && !declaredLength && (method == "POST" || method == "PUT" || method == "PATCH") {
             // RFC 9110 §8.6: a request of these methods without a body says so, as an HTTP/1.1 client would.
-            out.append(contentsOf: "content-length: 0\r\n".utf8)
+            builder.append(name: "content-length".utf8, value: [0x30])
         }
-        out += [0x0D, 0x0A]
-        return .success(out)
-    }
-
-    /// The last chunk of a chunked body (RFC 9112 §7.1).
-    static let lastChunk = Array("0\r\n\r\n".utf8)
-
-    /// The next response head from the machine's bytes, if it is all there; `error` when it is not HTTP.
-    func takeResponseHead(_ failure: inout String?) -> ResponseHead? {
-        var parser = HTTPHeadParser(limits: HTTPParserLimits(maximumHeadBytes: 256 * 1024, maximumFieldCount: 10_000))
-        let pending = responseIn[responseInStart...]
+        let head = builder.requestHead(method: method)
         do {
-            guard let length = try parser.headLength(pending) else { return nil }
-            let head = try parser.parseResponse(Array(pending.prefix(length)))
-            responseInStart += length
-            return head
+            return .success((head, try BodyFraming.forTypedRequest(head.head, ended: ended)))
         } catch {
-            failure = "its response head: \(error.description)"
-            return nil
+            return .failure(Refusal(reason: "its content-length: \(error.description)"))
         }
     }
 
@@ -188,7 +187,7 @@ struct FieldList {
             neverIndexed: false)
     }
 
-    mutating func append<Name: Collection<UInt8>>(name: Name, value: ArraySlice<UInt8>, neverIndexed: Bool) {
+    mutating func append(name: some Collection<UInt8>, value: some Collection<UInt8>, neverIndexed: Bool) {
         let n = storage.count
         storage += name.map(ByteClass.lower)
         let v = storage.count
@@ -224,7 +223,7 @@ extension KnownField {
 extension ConnectionOptions {
     /// Whether the field `name` is one `Connection` names (and so goes no further), compared on the bytes: no string
     /// is made, and a head whose Connection names none (nearly all) compares nothing.
-    func names(_ name: ArraySlice<UInt8>) -> Bool {
+    func names(_ name: some Collection<UInt8>) -> Bool {
         !fieldNames.isEmpty && fieldNames.contains { ByteClass.equalsLowercase(name, $0.utf8) }
     }
 }

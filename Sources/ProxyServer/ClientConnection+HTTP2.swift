@@ -25,9 +25,10 @@ struct StreamLink {
 }
 
 /// HTTP/2 with the client: after ALPN chose `h2` on an intercepted connection, or the client opened with the
-/// connection preface (h2c with prior knowledge, RFC 9113 §3.3). Each stream's request is an HTTP/1.1 exchange
-/// for a machine of its own (``HTTP2ServerSession``), in a connection without a socket: the same routing, rules,
-/// upstream pool, deadlines and log as a request of an HTTP/1.1 client.
+/// connection preface (h2c with prior knowledge, RFC 9113 §3.3). Each stream's request is a typed exchange for a
+/// machine of its own (``HTTP2ServerSession`` makes it; ProxyConnectionMachine+Typed.swift takes it), in a
+/// connection without a socket: the same routing, rules, upstream pool, deadlines and log as a request of an
+/// HTTP/1.1 client.
 extension ClientConnection {
     /// From here on the client's bytes go to an HTTP/2 session, starting with `leftover`.
     func startHTTP2(leftover: [UInt8]) {
@@ -62,7 +63,7 @@ extension ClientConnection {
 
     private func handle(_ event: HTTP2ServerSession.Event, _ http2: HTTP2Client) {
         switch event {
-        case .request(let id, let head, _):
+        case .request(let id, let head, let framing):
             let exchange = ClientConnection(
                 fd: -1, address: address, fromNetwork: fromNetwork, loop: loop,
                 interceptedOrigin: machine.interceptedOrigin)
@@ -70,20 +71,20 @@ extension ClientConnection {
             exchange.machine.clientSpeaksHTTP2 = true
             exchange.machine.listenerTLS = machine.listenerTLS
             http2.exchanges[id] = exchange
-            exchange.machine.clientData(head[...], &exchange.io)
+            exchange.machine.clientRequest(head, framing: framing, &exchange.io)
             exchange.apply()
-        case .body(let id, let bytes, let flowed):
+        case .body(let id, let bytes):
             guard let exchange = http2.exchanges[id] else {
-                http2.session.consume(id, flowed)
+                http2.session.consume(id, bytes.count)
                 return
             }
-            exchange.stream!.unconsumed += flowed
+            exchange.stream!.unconsumed += bytes.count
             exchange.lastActivity = loop.now
-            exchange.machine.clientData(bytes[...], &exchange.io)
+            exchange.machine.clientBody(bytes[...], &exchange.io)
             exchange.apply()
-        case .requestEnded(let id, let bytes):
-            guard let exchange = http2.exchanges[id], !bytes.isEmpty else { return }
-            exchange.machine.clientData(bytes[...], &exchange.io)
+        case .requestEnded(let id, let trailers):
+            guard let exchange = http2.exchanges[id] else { return }
+            exchange.machine.clientEnded(trailers: trailers, &exchange.io)
             exchange.apply()
         case .closed(let id, _):
             // The response went out whole, or the client reset the stream: either way its exchange is over (a
@@ -119,12 +120,13 @@ extension ClientConnection {
         loop.deferredFlushes.append(self)
     }
 
-    /// An exchange's bytes for its client go to the session as the stream's response.
+    /// An exchange's response for its client goes to the session: its parts, and the payload that came with them.
     func passToStream(_ stream: StreamLink) {
         let connection = stream.connection
         guard let http2 = connection.http2, !connection.closed else { return }
-        if toClient.sent < io.toClient.count {
-            http2.session.respond(stream.id, io.toClient[toClient.sent...])
+        if toClient.sent < io.toClient.count || !io.toClientParts.isEmpty {
+            http2.session.respond(stream.id, parts: io.toClientParts, body: io.toClient[toClient.sent...])
+            io.toClientParts.removeAll(keepingCapacity: true)
             io.toClient.removeAll(keepingCapacity: io.toClient.capacity <= 4096)
             toClient.sent = 0
             lastActivity = loop.now

@@ -123,8 +123,8 @@ struct ServerFrames {
     }
 }
 
-/// The HTTP/2 session without I/O: frames in, the HTTP/1.1 request bytes a connection machine reads out; an
-/// HTTP/1.1 response in, HEADERS and DATA out.
+/// The HTTP/2 session without I/O: frames in, typed requests for a connection machine out (a head made field by
+/// field, its framing, payload, the end and its trailers); a typed response in, HEADERS, DATA and trailers out.
 struct HTTP2ServerSessionTests {
     static func session(
         _ frames: [UInt8]..., absolute: Bool = false, limits: HTTPParserLimits = HTTPParserLimits()
@@ -136,58 +136,75 @@ struct HTTP2ServerSessionTests {
 
     static func text(_ bytes: [UInt8]) -> String { String(decoding: bytes, as: UTF8.self) }
 
-    /// RFC 9113 §8.3.1 and §8.2.3: the request line from the pseudo-headers, Host from `:authority`, the crumbs of
-    /// `cookie` one field where the first was, `te: trailers` dropped, a body of unknown length chunked.
+    /// RFC 9113 §8.3.1 and §8.2.3: the target from the pseudo-headers, Host from `:authority`, the crumbs of
+    /// `cookie` one field where the first was, `te: trailers` dropped; the body delimited by its declared length,
+    /// by the head (nothing), or by the end of the stream. The head's lines are what an HTTP/1.1 upstream gets for
+    /// the fields no one edits.
     @Test(arguments: [
         (
             ClientFrames.get("/p?q=1", [("cookie", "a=1"), ("x-mid", "m"), ("cookie", "b=2")]), true, false,
-            "GET /p?q=1 HTTP/1.1\r\nHost: a.example\r\ncookie: a=1; b=2\r\nx-mid: m\r\n\r\n"
+            "GET /p?q=1 HTTP/1.1\r\nHost: a.example\r\ncookie: a=1; b=2\r\nx-mid: m\r\n\r\n", BodyFraming.none
         ),
         (
             ClientFrames.get("/p", [("te", "trailers"), ("accept", "*/*")]), true, true,
-            "GET https://a.example/p HTTP/1.1\r\nHost: a.example\r\naccept: */*\r\n\r\n"
+            "GET https://a.example/p HTTP/1.1\r\nHost: a.example\r\naccept: */*\r\n\r\n", .none
         ),
         (
-            ClientFrames.get("/up", method: "POST"), false, false,
-            "POST /up HTTP/1.1\r\nHost: a.example\r\ntransfer-encoding: chunked\r\n\r\n"
+            ClientFrames.get("/up", method: "POST"), false, false, "POST /up HTTP/1.1\r\nHost: a.example\r\n\r\n",
+            .untilClose
         ),
         (
             ClientFrames.get("/up", [("content-length", "5")], method: "PUT"), false, false,
-            "PUT /up HTTP/1.1\r\nHost: a.example\r\ncontent-length: 5\r\n\r\n"
+            "PUT /up HTTP/1.1\r\nHost: a.example\r\ncontent-length: 5\r\n\r\n", .contentLength(5)
         ),
         (
             ClientFrames.get("/empty", method: "POST"), true, false,
-            "POST /empty HTTP/1.1\r\nHost: a.example\r\ncontent-length: 0\r\n\r\n"
+            "POST /empty HTTP/1.1\r\nHost: a.example\r\ncontent-length: 0\r\n\r\n", .contentLength(0)
         ),
         (
             ClientFrames.get("/h", [("host", "A.Example")]), true, false,
-            "GET /h HTTP/1.1\r\nHost: a.example\r\n\r\n"
+            "GET /h HTTP/1.1\r\nHost: a.example\r\n\r\n", .none
         ),
     ])
-    func aRequestBecomesOneHTTP1Head(_ fields: [(String, String)], _ ended: Bool, _ absolute: Bool, _ head: String) {
+    func aRequestBecomesATypedHead(
+        _ fields: [(String, String)], _ ended: Bool, _ absolute: Bool, _ lines: String, _ framing: BodyFraming
+    ) {
         let session = Self.session(ClientFrames.headers(1, fields, endStream: ended), absolute: absolute)
-        guard case .request(1, let bytes, let end) = session.events.first else {
+        guard case .request(1, let head, let made) = session.events.first else {
             Issue.record("no request: \(session.events)")
             return
         }
-        #expect(Self.text(bytes) == head)
-        #expect(end == ended)
+        #expect(Self.text(head.head.bytes) == lines)
+        #expect(head.method == fields.first { $0.0 == ":method" }?.1)
+        #expect(head.target == (absolute ? "https://a.example" : "") + (fields.first { $0.0 == ":path" }?.1 ?? ""))
+        #expect(made == framing)
+        // Classified as a parsed head's fields are (the machine and the rules read the classification).
+        #expect(head.head.has(.host))
+        #expect(head.head.has(.cookie) == fields.contains { $0.0 == "cookie" })
     }
 
-    /// DATA of a body without a declared length is chunked (RFC 9112 §7.1), and its end is the last chunk; each
-    /// part counts its payload only against the windows.
-    @Test func anUndeclaredBodyIsChunkedAndEnded() {
+    /// DATA is the body's payload, as it came (each byte counts against the windows); the end of the stream ends the
+    /// request, with the trailers of a HEADERS frame after the body (RFC 9113 §8.1), `te` not among them.
+    @Test(arguments: [
+        ([(String, String)](), ""),
+        ([("x-checksum", "abc"), ("te", "trailers"), ("grpc-x", "1")], "x-checksum: abc\r\ngrpc-x: 1\r\n"),
+    ])
+    func aBodyIsPayloadAndItsEndCarriesTheTrailers(_ trailers: [(String, String)], _ lines: String) {
+        let end =
+            trailers.isEmpty
+            ? ClientFrames.data(1, "!", endStream: true)
+            : ClientFrames.data(1, "!", endStream: false) + ClientFrames.headers(1, trailers, endStream: true)
         let session = Self.session(
             ClientFrames.headers(1, ClientFrames.get("/up", method: "POST"), endStream: false),
-            ClientFrames.data(1, "hello", endStream: false), ClientFrames.data(1, "!", endStream: true))
+            ClientFrames.data(1, "hello", endStream: false), end)
         let events = session.events.dropFirst().map { event -> String in
             switch event {
-            case .body(_, let bytes, let flowed): "body \(flowed) \(Self.text(bytes).debugDescription)"
-            case .requestEnded(_, let bytes): "end \(Self.text(bytes).debugDescription)"
+            case .body(_, let bytes): "body \(Self.text(bytes))"
+            case .requestEnded(_, let trailers): "end \(Self.text(trailers).debugDescription)"
             default: "\(event)"
             }
         }
-        #expect(events == ["body 5 \"5\\r\\nhello\\r\\n\"", "body 1 \"1\\r\\n!\\r\\n\"", "end \"0\\r\\n\\r\\n\""])
+        #expect(events == ["body hello", "body !", "end \(lines.debugDescription)"])
     }
 
     /// Requests that are refused before they become an event: reset (PROTOCOL_ERROR), or CONNECT answered 501.
@@ -234,24 +251,33 @@ struct HTTP2ServerSessionTests {
         #expect(Self.text(frames.data).contains("CONNECT over HTTP/2 is not supported"))
     }
 
-    /// RFC 9113 §8.2.2 and §8.2.3, RFC 7541 §7.1.3: a response's connection-specific fields are dropped, names are
-    /// lowercase, each Set-Cookie is its own field and never indexed; a chunked body is DATA without its framing,
-    /// and the stream ends with it.
-    @Test func anHTTP1ResponseBecomesHeadersAndData() {
-        let session = Self.session(ClientFrames.headers(1, ClientFrames.get("/"), endStream: true))
-        session.events.removeAll()
-        let response =
-            "HTTP/1.1 200 OK\r\nConnection: keep-alive, X-Hop\r\nX-Hop: 1\r\nKeep-Alive: timeout=5\r\n"
-            + "Set-Cookie: a=1; Path=/\r\nSet-Cookie: b=2\r\nContent-Type: text/plain\r\n"
-            + "Transfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n7\r\n, world\r\n0\r\n\r\n"
-        // In pieces, as an upstream's bytes come.
-        let bytes = Array(response.utf8)
-        for start in stride(from: 0, to: bytes.count, by: 7) {
-            session.respond(1, bytes[start..<min(bytes.count, start + 7)])
-        }
+    /// A response head as the machine hands it over: the upstream's, through no rewrite.
+    static func head(_ text: String) -> (Int, OutgoingHead) {
+        let response = try! HTTPHeadParser().parseResponse(Array(text.utf8))
+        return (response.status, OutgoingHead(response.head))
+    }
+
+    static func frames(_ session: HTTP2ServerSession) -> ServerFrames {
         var out: [UInt8] = []
         session.send(into: &out)
-        let frames = ServerFrames(out)
+        return ServerFrames(out)
+    }
+
+    /// RFC 9113 §8.2.2 and §8.2.3, RFC 7541 §7.1.3: a response's connection-specific fields (and those its
+    /// Connection names) are dropped, names are lowercase, each Set-Cookie is its own field and never indexed; the
+    /// payload is DATA, and the stream ends with it.
+    @Test func aResponseBecomesHeadersAndData() {
+        let session = Self.session(ClientFrames.headers(1, ClientFrames.get("/"), endStream: true))
+        session.events.removeAll()
+        let (status, head) = Self.head(
+            "HTTP/1.1 200 OK\r\nConnection: keep-alive, X-Hop\r\nX-Hop: 1\r\nKeep-Alive: timeout=5\r\n"
+                + "Set-Cookie: a=1; Path=/\r\nSet-Cookie: b=2\r\nContent-Type: text/plain\r\n"
+                + "Transfer-Encoding: chunked\r\n\r\n")
+        // In pieces, as an upstream's bytes come.
+        session.respond(1, parts: [.head(status: status, head)], body: Array("hello".utf8)[...])
+        session.respond(1, parts: [], body: Array(", world".utf8)[...])
+        session.respond(1, parts: [.end(trailers: [])], body: [])
+        let frames = Self.frames(session)
         let fields = frames.headers.first ?? []
         #expect(
             fields.map { "\($0.name): \($0.value)" } == [
@@ -263,31 +289,47 @@ struct HTTP2ServerSessionTests {
         #expect(session.responseComplete(1))
     }
 
-    /// A response cut short by its upstream resets the stream (INTERNAL_ERROR); one read until the close ends it.
-    @Test(arguments: [
-        ("HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc", [UInt32(2)], false),
-        ("HTTP/1.1 200 OK\r\n\r\nuntil close", [], true),
-    ])
-    func theMachineClosingFinishesOrResetsTheStream(_ response: String, _ resets: [UInt32], _ ended: Bool) {
+    /// An exchange that closes before its response's end resets the stream (INTERNAL_ERROR); one that ended it
+    /// leaves it whole.
+    @Test(arguments: [(false, [UInt32(2)], false), (true, [], true)])
+    func theMachineClosingFinishesOrResetsTheStream(_ ended: Bool, _ resets: [UInt32], _ endStream: Bool) {
         let session = Self.session(ClientFrames.headers(1, ClientFrames.get("/"), endStream: true))
-        session.respond(1, Array(response.utf8)[...])
+        let (status, head) = Self.head("HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n")
+        session.respond(
+            1, parts: [.head(status: status, head)] + (ended ? [.end(trailers: [])] : []),
+            body: Array("abc".utf8)[...])
         session.finish(1)
-        var out: [UInt8] = []
-        session.send(into: &out)
-        let frames = ServerFrames(out)
+        let frames = Self.frames(session)
         #expect(frames.resets == resets)
-        #expect(frames.endStream == ended)
+        #expect(frames.endStream == endStream)
     }
 
     /// 100 Continue is an interim HEADERS (RFC 9113 §8.1), the final response follows on the same stream.
     @Test func anInterimResponseComesBeforeTheFinalOne() {
         let session = Self.session(
             ClientFrames.headers(1, ClientFrames.get("/", [("content-length", "2")], method: "POST"), endStream: false))
-        session.respond(1, Array("HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 204 No Content\r\n\r\n".utf8)[...])
-        var out: [UInt8] = []
-        session.send(into: &out)
-        let statuses = ServerFrames(out).headers.map { $0.first { $0.name == ":status" }?.value }
+        let interim = Self.head("HTTP/1.1 100 Continue\r\n\r\n")
+        let final = Self.head("HTTP/1.1 204 No Content\r\n\r\n")
+        session.respond(
+            1, parts: [.head(status: interim.0, interim.1), .head(status: final.0, final.1), .end(trailers: [])],
+            body: [])
+        let statuses = Self.frames(session).headers.map { $0.first { $0.name == ":status" }?.value }
         #expect(statuses == ["100", "204"])
+    }
+
+    /// An answer of the proxy's own is a whole response: its status and fields, its body as DATA, the end.
+    @Test func anAnswerOfTheProxysOwnIsWhole() {
+        let session = Self.session(ClientFrames.headers(1, ClientFrames.get("/"), endStream: true))
+        let answer = ProxyAnswer(status: 502, reason: "upstream x:80 refused", via: "cookie-proxy", close: true)
+        session.respond(1, parts: [.own(status: 502, fields: answer.typedFields, body: answer.body)], body: [])
+        let frames = Self.frames(session)
+        #expect(
+            (frames.headers.first ?? []).map { "\($0.name): \($0.value)" } == [
+                ":status: 502", "content-type: text/plain; charset=utf-8", "content-length: 22",
+                "via: 1.1 cookie-proxy",
+            ])
+        #expect(Self.text(frames.data) == "upstream x:80 refused\n")
+        #expect(frames.endStream)
     }
 
     /// RFC 9113 §6.5.2 and §10.5.1: a request's header list is held to the head limits as it is decoded (each
@@ -329,25 +371,29 @@ struct HTTP2ServerSessionTests {
         #expect(session.failure == nil)
     }
 
-    /// RFC 9113 §8.1: a response that ends in its head (a body already whole and empty: gRPC's Trailers-Only
-    /// answer, chunked or of length 0; a 204) is one HEADERS frame with END_STREAM and no DATA; one with a body
-    /// has its DATA, and one with trailers ends in a second HEADERS.
+    /// RFC 9113 §8.1: a response that ends in its head (its end handed over with it: gRPC's Trailers-Only answer,
+    /// a 204, an empty body) is one HEADERS frame with END_STREAM and no DATA; one with a body has its DATA, and one
+    /// with trailers ends in a second HEADERS.
     @Test(arguments: [
-        ("HTTP/1.1 200 OK\r\ngrpc-status: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", 1, 0),
-        ("HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n", 1, 0),
-        ("HTTP/1.1 204 No Content\r\n\r\n", 1, 0),
-        ("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nhi", 1, 1),
-        ("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0\r\ngrpc-status: 0\r\n\r\n", 2, 0),
+        ("HTTP/1.1 200 OK\r\ngrpc-status: 5\r\n\r\n", "", "", 1, 0),
+        ("HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n", "", "", 1, 0),
+        ("HTTP/1.1 204 No Content\r\n\r\n", "", "", 1, 0),
+        ("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n", "hi", "", 1, 1),
+        ("HTTP/1.1 200 OK\r\n\r\n", "", "grpc-status: 0\r\n", 2, 0),
+        ("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n", "hi", "grpc-status: 0\r\n", 2, 1),
     ])
-    func aResponseThatEndsInItsHeadIsOneHeadersFrame(_ response: String, _ headersFrames: Int, _ dataFrames: Int) {
+    func aResponseThatEndsInItsHeadIsOneHeadersFrame(
+        _ response: String, _ body: String, _ trailers: String, _ headersFrames: Int, _ dataFrames: Int
+    ) {
         let session = Self.session(ClientFrames.headers(1, ClientFrames.get("/"), endStream: true))
-        session.respond(1, Array(response.utf8)[...])
-        var out: [UInt8] = []
-        session.send(into: &out)
-        let frames = ServerFrames(out)
+        let (status, head) = Self.head(response)
+        session.respond(
+            1, parts: [.head(status: status, head), .end(trailers: Array(trailers.utf8))], body: Array(body.utf8)[...])
+        let frames = Self.frames(session)
         #expect(frames.headers.count == headersFrames)
         #expect(frames.dataFrames == dataFrames)
         #expect(frames.endStream)
+        if !trailers.isEmpty { #expect(frames.headers.last?.map(\.name) == ["grpc-status"]) }
         #expect(session.responseComplete(1))
     }
 

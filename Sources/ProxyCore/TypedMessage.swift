@@ -1,0 +1,132 @@
+import HTTPGrammar
+
+/// A message head made field by field by a codec that reads no HTTP/1.1 text (HTTP/2's, from nghttp2's header
+/// callbacks), for the machine to take as a received head: nothing is parsed. Its storage is the head's lines, the
+/// form ``OutgoingHead`` forwards received fields from unchanged, so a field no one edits leaves for an HTTP/1.1
+/// upstream as one copy, as a field received from an HTTP/1.1 client does.
+///
+/// The codec has checked what it appends (RFC 9113 §8.2.1: names lowercase tokens, values without CR, LF or NUL);
+/// the builder writes it as given.
+public struct HeadBuilder {
+    private var bytes: [UInt8]
+    private var fields: [HTTPHead.Field] = []
+    private var known: UInt64 = 0
+    private let startLine: Range<Int>
+
+    /// A head whose start line is `line` (without its line end); `capacity`: the bytes its fields will take.
+    public init(startLine line: some Collection<UInt8>, capacity: Int) {
+        bytes = []
+        bytes.reserveCapacity(line.count + capacity + 4)
+        bytes.append(contentsOf: line)
+        startLine = 0..<bytes.count
+        bytes += [0x0D, 0x0A]
+    }
+
+    /// The field `name: value`, after those appended before it.
+    public mutating func append(name: some Collection<UInt8>, value: some Collection<UInt8>) {
+        let start = bytes.count
+        bytes.append(contentsOf: name)
+        let nameEnd = bytes.count
+        bytes += [0x3A, 0x20]
+        bytes.append(contentsOf: value)
+        let valueEnd = bytes.count
+        bytes += [0x0D, 0x0A]
+        let kind = bytes.withUnsafeBufferPointer { KnownField.classify($0, start, nameEnd) }
+        known |= kind.bit
+        fields.append(
+            HTTPHead.Field(line: start..<bytes.count, name: start..<nameEnd, value: nameEnd + 2..<valueEnd, known: kind)
+        )
+    }
+
+    /// Bytes the fields take so far.
+    public var count: Int { bytes.count }
+
+    /// The head, ended.
+    public consuming func head() -> HTTPHead {
+        bytes += [0x0D, 0x0A]
+        return HTTPHead(bytes: bytes, startLine: startLine, fields: fields, knownFields: known)
+    }
+
+    /// A request head: `method`, `target` (its range in the start line), HTTP/1.1's semantics.
+    public static func request(method: String, target: some Collection<UInt8>, capacity: Int) -> Self {
+        var line = Array(method.utf8)
+        line.append(0x20)
+        line.append(contentsOf: target)
+        line.append(contentsOf: HeadRewrite.http11Suffix)
+        return HeadBuilder(startLine: line, capacity: capacity)
+    }
+
+    /// The request head made, with its target where ``request(method:target:capacity:)`` put it.
+    public consuming func requestHead(method: String) -> RequestHead {
+        let head = head()
+        let targetStart = method.utf8.count + 1
+        return RequestHead(
+            head: head, method: method, targetRange: targetStart..<head.startLine.upperBound - 9, version: .http1_1)
+    }
+}
+
+/// What goes to a client that reads typed messages rather than HTTP/1.1 bytes (an HTTP/2 stream): the heads of the
+/// response and its end, in ``ConnectionIO/toClientParts``. The body's payload, without framing, is in
+/// ``ConnectionIO/toClient``: it follows the final head and comes before the end.
+public enum ResponsePart: Sendable {
+    /// A response head as the hooks left it: interim (1xx) or final.
+    case head(status: Int, OutgoingHead)
+    /// A response of the proxy's own, whole (head and body): an answer, or the forward proxy's page.
+    case own(status: Int, fields: [ProxyAnswer.Field], body: [UInt8])
+    /// The response is whole: its trailer field lines (`name: value` CRLF each, as the chunked decoder keeps
+    /// them; empty for none).
+    case end(trailers: [UInt8])
+}
+
+extension OutgoingHead {
+    /// Each field as it goes out, in order, its name and value in place for the duration of `body`: what a codec
+    /// that writes fields rather than lines (HTTP/2's) reads.
+    public func forEachField(_ body: (UnsafeBufferPointer<UInt8>, UnsafeBufferPointer<UInt8>, KnownField) -> Void) {
+        source.bytes.withUnsafeBufferPointer { bytes in
+            withEditedBytes { edited in
+                for line in lines {
+                    switch line {
+                    case .original(let i):
+                        let field = source.fields[i]
+                        body(
+                            UnsafeBufferPointer(rebasing: bytes[field.name]),
+                            UnsafeBufferPointer(rebasing: bytes[field.value]), field.known)
+                    case .written(let line, let n, let known):
+                        body(
+                            UnsafeBufferPointer(rebasing: edited[line.lowerBound..<line.lowerBound + n]),
+                            UnsafeBufferPointer(rebasing: edited[line.lowerBound + n + 2..<line.upperBound - 2]), known)
+                    case .edited(let i, let line):
+                        let field = source.fields[i]
+                        body(
+                            UnsafeBufferPointer(rebasing: bytes[field.name]),
+                            UnsafeBufferPointer(rebasing: edited[editedValue(i, line)]), field.known)
+                    }
+                }
+            }
+        }
+    }
+}
+
+extension ProxyAnswer {
+    /// The answer's fields, without `Connection` (a client that reads typed messages has its own way of ending a
+    /// stream; the HTTP/1.1 bytes add it, ``bytes``).
+    public var typedFields: [Field] {
+        var out = [Field("Content-Type", "text/plain; charset=utf-8"), Field("Content-Length", String(body.count))]
+        out += fields
+        if let via { out.append(Field("Via", "1.1 \(via)")) }
+        return out
+    }
+
+    /// The body: the reason and LF.
+    public var body: [UInt8] { Array((reason + "\n").utf8) }
+}
+
+extension BodyFraming {
+    /// How a typed client's request body is delimited (HTTP/2: RFC 9113 §8.1, §8.1.1): by its declared
+    /// `content-length` (which nghttp2 holds the DATA to), not at all when the request ended with its head, else by
+    /// the end of the stream (``untilClose``).
+    public static func forTypedRequest(_ head: HTTPHead, ended: Bool) throws(HTTPParseError) -> BodyFraming {
+        if let length = try contentLength(head) { return .contentLength(length) }
+        return ended ? .none : .untilClose
+    }
+}
