@@ -113,7 +113,10 @@ public final class HTTP2ClientSession: HTTP2Connection {
                 continue
             }
             var reader = exchange.requestBody!
-            guard let n = try? reader.consume(exchange.requestIn[...], payload: &exchange.body) else {
+            guard
+                let n = try? reader.consume(
+                    exchange.requestIn[...], payload: &exchange.body, trailers: &exchange.requestTrailers)
+            else {
                 return exchange.fail("the request body's framing")
             }
             exchange.requestIn.removeFirst(n)
@@ -264,7 +267,14 @@ public final class HTTP2ClientSession: HTTP2Connection {
         _ id: Int32, _ buffer: UnsafeMutablePointer<UInt8>, _ length: Int, _ flags: UnsafeMutablePointer<UInt32>
     ) -> Int {
         guard let exchange = streams[id] else { return Int(NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue) }
-        return exchange.readBody(buffer, length, flags)
+        let n = exchange.readBody(buffer, length, flags)
+        if flags.pointee & NGHTTP2_DATA_FLAG_EOF.rawValue != 0 && !exchange.requestTrailers.isEmpty {
+            // RFC 9113 §8.1: the request's trailers (a chunked body's trailer section) end the stream after its DATA.
+            flags.pointee |= NGHTTP2_DATA_FLAG_NO_END_STREAM.rawValue
+            submitTrailers(id, exchange.requestTrailers)
+            exchange.requestTrailers = []
+        }
+        return n
     }
 }
 
@@ -282,6 +292,8 @@ public final class UpstreamExchange {
     var requestMethod = ""
     /// Request body bytes waiting for the upstream's window.
     var body: [UInt8] = []
+    /// The request's trailer field lines (a chunked body's trailer section), sent after its DATA.
+    var requestTrailers: [UInt8] = []
     var bodyStart = 0
     var bodyDeferred = false
     /// HTTP/1.1 response bytes not yet taken.
@@ -318,6 +330,7 @@ public final class UpstreamExchange {
         inTrailers = false
         body.removeAll(keepingCapacity: true)
         bodyStart = 0
+        requestTrailers = []
     }
 
     /// A response head (interim, final) or trailers, whole.

@@ -324,24 +324,6 @@ public final class HTTP2ServerSession: HTTP2Connection {
         return n
     }
 
-    /// The field lines of a trailer section (`name: value` CRLF, as the chunked decoder kept them) as trailers.
-    private func submitTrailers(_ id: Int32, _ section: [UInt8]) {
-        var fields = FieldList(status: nil)
-        var start = 0
-        while let end = section[start...].firstIndex(of: 0x0A) {
-            let line = section[start..<(end > start && section[end - 1] == 0x0D ? end - 1 : end)]
-            start = end + 1
-            guard let colon = line.firstIndex(of: 0x3A) else { continue }
-            let name = line[..<colon]
-            let value = line[(colon + 1)...].drop { $0 == 0x20 || $0 == 0x09 }
-            let trimmed = value.reversed().drop { $0 == 0x20 || $0 == 0x09 }.count
-            let known = Array(name).withUnsafeBufferPointer { KnownField.classify($0, 0, $0.count) }
-            if known.isConnectionSpecific || known == .te { continue }
-            fields.append(name: name, value: value.prefix(trimmed), neverIndexed: false)
-        }
-        fields.withNameValues { nva in _ = nghttp2_submit_trailer(session, id, nva.baseAddress, nva.count) }
-    }
-
     /// Streams whose buffered response shrank in the last ``send(into:)``: their upstreams may be read again.
     public var drained: [Int32] = []
 }

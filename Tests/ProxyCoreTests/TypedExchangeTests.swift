@@ -1,0 +1,161 @@
+import ProxyCore
+import Testing
+
+/// The machine with a client that hands it typed messages (an HTTP/2 stream's codec): a head made field by field,
+/// payload, the end with trailers in; typed parts out. No sockets, no HTTP/2 library: the machine's side alone.
+struct TypedExchangeTests {
+    /// What the machine sent each way, the client's side as a list of parts.
+    struct Run {
+        var machine: ProxyConnectionMachine
+        var io = ConnectionIO()
+        var upstream = ""
+        var parts: [String] = []
+        var payload = ""
+        var commands: [ConnectionIO.Command] = []
+
+        init() {
+            var configuration = ProxyConfiguration()
+            configuration.reverseUpstream = Origin(host: "127.0.0.1", port: 3000)
+            configuration.addForwarded = false
+            machine = ProxyConnectionMachine(
+                configuration: configuration, clientAddress: "127.0.0.1", requestIDs: { 1 })
+            machine.clientSpeaksHTTP2 = true
+        }
+
+        mutating func collect() {
+            upstream += String(decoding: io.toUpstream, as: UTF8.self)
+            payload += String(decoding: io.toClient, as: UTF8.self)
+            for part in io.toClientParts {
+                switch part {
+                case .head(let status, let head):
+                    var fields: [String] = []
+                    head.forEachField { name, value, _ in
+                        fields.append(
+                            String(decoding: name, as: UTF8.self) + ": " + String(decoding: value, as: UTF8.self))
+                    }
+                    parts.append("head \(status) " + fields.joined(separator: ", "))
+                case .own(let status, _, let body):
+                    parts.append("own \(status) " + String(decoding: body, as: UTF8.self))
+                case .end(let trailers):
+                    parts.append("end " + String(decoding: trailers, as: UTF8.self).debugDescription)
+                }
+            }
+            commands += io.commands
+            io = ConnectionIO()
+        }
+
+        /// A request as the HTTP/2 codec makes it: `fields` after Host.
+        mutating func request(_ method: String, _ path: String, _ fields: [(String, String)], ended: Bool) {
+            var builder = HeadBuilder.request(method: method, target: Array(path.utf8), capacity: 256)
+            builder.append(name: Array("Host".utf8), value: Array("a.example".utf8))
+            for (name, value) in fields { builder.append(name: Array(name.utf8), value: Array(value.utf8)) }
+            let head = builder.requestHead(method: method)
+            let framing = try! BodyFraming.forTypedRequest(head.head, ended: ended)
+            machine.clientRequest(head, framing: framing, &io)
+            collect()
+        }
+        mutating func body(_ text: String) {
+            machine.clientBody(Array(text.utf8)[...], &io)
+            collect()
+        }
+        mutating func end(_ trailers: String = "") {
+            machine.clientEnded(trailers: Array(trailers.utf8), &io)
+            collect()
+        }
+        mutating func connected() {
+            machine.upstreamConnected(reused: false, &io)
+            collect()
+        }
+        mutating func response(_ text: String) {
+            machine.upstreamData(Array(text.utf8)[...], &io)
+            collect()
+        }
+    }
+
+    /// A request body goes to an HTTP/1.1 upstream in the framing its head declares: as it is within a declared
+    /// length (trailers beside a length have no place in HTTP/1.1), chunked without one, the trailers in the last
+    /// chunk's section (RFC 9112 §7.1.2), whether the body came before or after the upstream connection.
+    @Test(arguments: [
+        (
+            [("content-length", "5")], true,
+            "POST /up HTTP/1.1\r\nHost: a.example\r\ncontent-length: 5\r\nVia: 1.1 cookie-proxy\r\n\r\nhello"
+        ),
+        (
+            [("content-length", "5")], false,
+            "POST /up HTTP/1.1\r\nHost: a.example\r\ncontent-length: 5\r\nVia: 1.1 cookie-proxy\r\n\r\nhello"
+        ),
+        (
+            [], true,
+            "POST /up HTTP/1.1\r\nHost: a.example\r\nTransfer-Encoding: chunked\r\nVia: 1.1 cookie-proxy\r\n\r\n"
+                + "3\r\nhel\r\n2\r\nlo\r\n0\r\nx-sum: 9\r\n\r\n"
+        ),
+        (
+            [], false,
+            "POST /up HTTP/1.1\r\nHost: a.example\r\nTransfer-Encoding: chunked\r\nVia: 1.1 cookie-proxy\r\n\r\n"
+                + "5\r\nhello\r\n0\r\nx-sum: 9\r\n\r\n"
+        ),
+    ])
+    func aRequestBodyTakesTheFramingItsHeadDeclares(
+        _ fields: [(String, String)], _ connectedFirst: Bool, _ upstream: String
+    ) {
+        var run = Run()
+        run.request("POST", "/up", fields, ended: false)
+        if connectedFirst {
+            run.connected()
+            run.body("hel")
+            run.body("lo")
+        } else {
+            run.body("hello")
+        }
+        run.end("x-sum: 9\r\n")
+        if !connectedFirst { run.connected() }
+        #expect(run.upstream == upstream)
+        #expect(readingsDiffer(Array(run.upstream.utf8)) == nil)
+    }
+
+    /// The response goes back typed: its head's fields as the hooks left them (no Connection of the proxy's own: the
+    /// stream ends the exchange), the payload without framing, the end with the trailers of a chunked body; an
+    /// interim head before the final one. A body that is whole with its head ends with it.
+    @Test(arguments: [
+        (
+            "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nTransfer-Encoding: chunked\r\n\r\n"
+                + "5\r\nhello\r\n0\r\ngrpc-status: 5\r\ngrpc-message: gone\r\n\r\n",
+            [
+                "head 200 Content-Type: text/plain, Via: 1.1 cookie-proxy",
+                "end \"grpc-status: 5\\r\\ngrpc-message: gone\\r\\n\"",
+            ], "hello"
+        ),
+        (
+            "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nhi",
+            ["head 100 ", "head 200 Content-Length: 2, Via: 1.1 cookie-proxy", "end \"\""], "hi"
+        ),
+        (
+            "HTTP/1.1 204 No Content\r\ngrpc-status: 0\r\n\r\n",
+            ["head 204 grpc-status: 0, Via: 1.1 cookie-proxy", "end \"\""], ""
+        ),
+    ])
+    func theResponseGoesBackTyped(_ response: String, _ parts: [String], _ payload: String) {
+        var run = Run()
+        run.request("GET", "/", [], ended: true)
+        run.connected()
+        run.response(response)
+        #expect(run.parts == parts)
+        #expect(run.payload == payload)
+        #expect(run.commands.contains(.releaseUpstream(reusable: true)))
+    }
+
+    /// An answer of the proxy's own is one typed part (its status, fields and body whole), and the stream's exchange
+    /// ends with it: body that still arrives is dropped, nothing is read as another request.
+    @Test func anAnswerIsOnePartAndEndsTheExchange() {
+        var run = Run()
+        run.request("POST", "/", [], ended: false)
+        run.machine.upstreamFailed(.failed(Origin(host: "127.0.0.1", port: 3000), reason: "refused"), &run.io)
+        run.collect()
+        run.body("GET / HTTP/1.1\r\nHost: b\r\n\r\n")
+        run.end()
+        #expect(run.parts.count == 1)
+        #expect(run.parts.first?.hasPrefix("own 502 ") == true)
+        #expect(run.commands.filter { $0 == .closeClient }.count == 1)
+        #expect(run.upstream.isEmpty)
+    }
+}
