@@ -1,9 +1,9 @@
-// libFuzzer target: the HTTP/2 session towards upstreams (nghttp2 and the translation to HTTP/1.1). The input is
+// libFuzzer target: the HTTP/2 session towards upstreams (nghttp2 and the typed responses it makes). The input is
 // what an upstream sends: frames, each a type, flags, a stream and a payload, a HEADERS payload written as HPACK
-// literals from fuzzed fields (names from the pseudo-headers and the fields framing depends on, or raw bytes).
-// Whatever the upstream sends: no crash, and once the response is whole, the HTTP/1.1 bytes the connection
-// machine reads parse and have one reading (the strict and the lenient reader of
-// Tests/ProxyCoreTests/TwoReadings.swift agree).
+// literals from fuzzed fields (names from the pseudo-headers and the fields framing depends on, or raw bytes). What
+// the session delivers goes through a connection machine to an HTTP/1.1 client, as the proxy relays it. Whatever
+// the upstream sends: no crash, and once the exchange has finished, the bytes the client got parse and have one
+// reading (the strict and the lenient reader of Tests/ProxyCoreTests/TwoReadings.swift agree).
 import ProxyCore
 import ProxyHTTP2
 
@@ -30,11 +30,21 @@ public func fuzzHTTP2ClientSession(_ data: UnsafePointer<UInt8>, _ size: Int) ->
         [0, 0, 0, 4, 0, 0, 0, 0, 0]
         + fuzzFrames(input, from: 1, names: names, values: values, maximumFields: 8) { $0 % 4 == 0 ? 0 : 1 }
     let ok = session.receive(wire[...])
-    var response: [UInt8] = []
-    exchange.takeResponse(into: &response)
+    var configuration = ProxyConfiguration()
+    configuration.reverseUpstream = Origin(host: "127.0.0.1", port: 3000)
+    var machine = ProxyConnectionMachine(configuration: configuration, clientAddress: "127.0.0.1", requestIDs: { 1 })
+    var io = ConnectionIO()
+    machine.clientData(Array("\(method) / HTTP/1.1\r\nHost: a\r\n\r\n".utf8)[...], &io)
+    machine.upstreamConnected(reused: false, &io)
+    io.toClient = []
+    let delivery = exchange.takeResponse()
+    for (head, framing) in delivery.heads { machine.upstreamResponse(head, framing: framing, &io) }
+    if !delivery.payload.isEmpty { machine.upstreamBody(delivery.payload[...], &io) }
+    if let trailers = delivery.end { machine.upstreamEnded(trailers: trailers, &io) }
     session.send(into: &out)
-    if ok && exchange.responseDone && exchange.failure == nil && !response.isEmpty,
-        let difference = readingsDiffer(response, responsesTo: [method])
+    // Finished whole: the client's connection waits for its next request.
+    if ok && exchange.responseDone && exchange.failure == nil && machine.phase == .idle,
+        let difference = readingsDiffer(io.toClient, responsesTo: [method])
     {
         fatalError(difference)
     }

@@ -96,6 +96,9 @@ extension ProxyConnectionMachine {
             requestHeadBytes: headBytes, clientVersion: request.version, clientKeepAlive: keepAlive,
             response: ResponseReader(limits: configuration.parserLimits))
         exchange.via = via
+        if request.head.has(.te) {
+            exchange.clientAcceptsTrailers = request.head.listElements(.te).contains("trailers")
+        }
         upstreamTLS = route.upstreamTLS
         if let index = route.routeIndex, route.named != nil {
             exchange.redirectRoute = UInt16(truncatingIfNeeded: index + 1)

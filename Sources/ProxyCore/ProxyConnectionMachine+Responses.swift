@@ -100,12 +100,19 @@ extension ProxyConnectionMachine {
         }
         // A typed client (an HTTP/2 stream) gets the payload; its codec frames it (DATA) and sends the trailers.
         exchange.dechunk = framing == .chunked && (exchange.clientVersion.minor == 0 || clientSpeaksHTTP2)
+        // A typed upstream's body that ends with its stream: an HTTP/1.1 client reads it chunked, not until a close;
+        // one of declared length too when the client accepts trailers, which may follow it (RFC 9113 §8.1).
+        var declared = false
+        if case .contentLength = framing { declared = true }
+        exchange.rechunk =
+            exchange.typedUpstream && !clientSpeaksHTTP2 && exchange.clientVersion.minor >= 1
+            && (framing == .untilClose || (declared && exchange.clientAcceptsTrailers))
         // A client that closed its sending side after pipelined requests gets each of them answered (RFC 9112 §9.6):
         // the connection closes after the response to the last one received. A typed client's stream carries one
         // exchange.
         exchange.closeClientAfter =
             !exchange.clientKeepAlive || closeAfterExchange || (client.eof && bufferedClientBytes == 0)
-            || framing == .untilClose || exchange.dechunk || clientSpeaksHTTP2
+            || (framing == .untilClose && !exchange.rechunk) || exchange.dechunk || clientSpeaksHTTP2
         let clientConnection: HeadRewrite.ClientConnection =
             clientSpeaksHTTP2
             ? .persistent
@@ -113,6 +120,10 @@ extension ProxyConnectionMachine {
         var out = HeadRewrite.finalResponse(
             response, connection: connection, framing: framing, dechunk: exchange.dechunk, client: clientConnection,
             configuration: configuration, storage: headStorage.takeOutgoing())
+        if exchange.rechunk {
+            out.removeAll(.contentLength)
+            out.append(name: "Transfer-Encoding", value: HeadRewrite.chunkedToken, known: .transferEncoding)
+        }
         if exchange.redirectRoute != 0 {
             HeadRewrite.Redirects.rewrite(
                 &out, route: configuration.routes.routes[Int(exchange.redirectRoute) - 1], client: exchange.context)
@@ -123,7 +134,7 @@ extension ProxyConnectionMachine {
         exchange.response.startBody(framing, rest: &rest)
         if !rest.isEmpty {
             forwardResponseBody(rest[...], &io)
-        } else if exchange.response.bodyComplete {
+        } else if exchange.response.bodyComplete && !exchange.typedUpstream {
             finishExchange(&io)
         }
         Self.keep(&rest, as: &spareUpstreamIn)
@@ -150,10 +161,18 @@ extension ProxyConnectionMachine {
         guard case .exchanging = state, exchange.response.readingBody else {
             return unexpected("response body bytes", &io)
         }
-        switch exchange.response.readBody(
+        if exchange.rechunk {
+            guard !bytes.isEmpty else { return }  // (an empty chunk would be the last one)
+            io.toClient.append(contentsOf: String(bytes.count, radix: 16).utf8)
+            io.toClient += [0x0D, 0x0A]
+        }
+        let read = exchange.response.readBody(
             bytes, dechunk: exchange.dechunk, keepTrailers: clientSpeaksHTTP2, into: &io.toClient)
-        {
+        if exchange.rechunk { io.toClient += [0x0D, 0x0A] }
+        switch read {
         case .partial: break
+        // A typed upstream's response ends with its stream (trailers may follow a declared length).
+        case .complete where exchange.typedUpstream: break
         case .complete(let trailing):
             if trailing { exchange.upstreamReusable = false }  // bytes after the body: the upstream is confused
             finishExchange(&io)

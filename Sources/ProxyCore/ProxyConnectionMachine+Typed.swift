@@ -30,4 +30,47 @@ extension ProxyConnectionMachine {
         client.trailers = trailers
         if case .exchanging = state { forwardRequestBody(&io) }
     }
+
+    // MARK: A typed upstream
+
+    /// A response head from an upstream whose codec reads its own protocol (an HTTP/2 stream of a shared
+    /// connection), made without parsing, and its framing (``BodyFraming/forResponse(_:status:requestMethod:version:)``:
+    /// `.untilClose` is until the stream ends). The end comes as ``upstreamEnded(trailers:_:)`` whatever the
+    /// framing: trailers may follow a body of declared length (RFC 9113 §8.1).
+    public mutating func upstreamResponse(_ response: ResponseHead, framing: BodyFraming, _ io: inout ConnectionIO) {
+        guard acceptsUpstreamEvent else { return }
+        guard case .exchanging = state, !exchange.response.readingBody else {
+            return unexpected("a typed response head", &io)
+        }
+        exchange.typedUpstream = true
+        exchange.response.noteHead()
+        _ = forward(response, framing, &io)
+    }
+
+    /// Payload of the response's body.
+    public mutating func upstreamBody(_ bytes: ArraySlice<UInt8>, _ io: inout ConnectionIO) {
+        guard acceptsUpstreamEvent else { return }
+        guard case .exchanging = state, exchange.response.readingBody else {
+            return unexpected("typed response body bytes", &io)
+        }
+        forwardResponseBody(bytes, &io)
+    }
+
+    /// The response ended; `trailers`: its trailer field lines, maybe empty. A body shorter than its declared length
+    /// is cut short: the client's connection closes (as for an HTTP/1.1 upstream's).
+    public mutating func upstreamEnded(trailers: [UInt8], _ io: inout ConnectionIO) {
+        guard acceptsUpstreamEvent else { return }
+        guard case .exchanging = state, exchange.response.readingBody else {
+            return unexpected("the end of a typed response", &io)
+        }
+        guard exchange.response.endOfStream() else { return abortExchange(&io) }
+        if exchange.rechunk {
+            // RFC 9112 §7.1.2: the last chunk, and the trailers in its section.
+            io.toClient += [0x30, 0x0D, 0x0A]
+            io.toClient += trailers
+            io.toClient += [0x0D, 0x0A]
+        }
+        exchange.response.trailers = trailers
+        finishExchange(&io)
+    }
 }

@@ -57,6 +57,14 @@ public struct ProxyConnectionMachine {
         var response: ResponseReader
         var reusedUpstream = false
         var dechunk = false
+        /// The upstream's codec hands the response typed (``upstreamResponse(_:framing:_:)``): its end is
+        /// ``upstreamEnded(trailers:_:)``, not the last byte of a declared length.
+        var typedUpstream = false
+        /// A typed upstream's body goes to an HTTP/1.1 client chunked (RFC 9112 §7.1): one of undeclared length,
+        /// and one of declared length when the client accepts trailers (``clientAcceptsTrailers``).
+        var rechunk = false
+        /// The client's request said `TE: trailers` (RFC 9110 §10.1.4): trailers reach it in a chunked body.
+        var clientAcceptsTrailers = false
         var closeClientAfter = false
         var upstreamReusable = true
         /// The upstream proxy this exchange goes through.

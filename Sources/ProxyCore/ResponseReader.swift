@@ -41,6 +41,9 @@ struct ResponseReader {
 
     init(limits: HTTPParserLimits) { parser = HTTPHeadParser(limits: limits) }
 
+    /// A typed upstream's head arrived (its codec read it): the response has begun.
+    mutating func noteHead() { bytesSeen = true }
+
     /// Whether the final head has been read (the body is being relayed).
     var readingBody: Bool { body != nil }
 

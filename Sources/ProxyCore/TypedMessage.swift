@@ -65,6 +65,13 @@ public struct HeadBuilder {
     }
 }
 
+extension ResponseHead {
+    /// A response head made by a codec (``HeadBuilder``), with HTTP/1.1's semantics.
+    public init(status: Int, head: HTTPHead) {
+        self.init(head: head, version: .http1_1, status: status)
+    }
+}
+
 /// What goes to a client that reads typed messages rather than HTTP/1.1 bytes (an HTTP/2 stream): the heads of the
 /// response and its end, in ``ConnectionIO/toClientParts``. The body's payload, without framing, is in
 /// ``ConnectionIO/toClient``: it follows the final head and comes before the end.

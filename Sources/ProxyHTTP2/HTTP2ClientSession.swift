@@ -4,16 +4,18 @@ import ProxyCore
 
 /// The client side of one HTTP/2 connection to an upstream (RFC 9113), without I/O, shared by the exchanges that
 /// go to that origin at once: each opens an ``UpstreamExchange`` (``open()``), writes its HTTP/1.1 request into it
-/// (``request(_:_:)``) as its connection machine writes to any upstream, and reads back an HTTP/1.1 response
-/// (``UpstreamExchange/takeResponse(into:)``); the session speaks HTTP/2 on the wire (``receive(_:)``,
+/// (``request(_:_:)``) as its connection machine writes to any upstream, and takes back its response typed
+/// (``UpstreamExchange/takeResponse()``); the session speaks HTTP/2 on the wire (``receive(_:)``,
 /// ``send(into:)``), one stream per exchange, at most as many at once as the upstream's
 /// SETTINGS_MAX_CONCURRENT_STREAMS allows (``canOpen``).
 ///
 /// A request (RFC 9113 §8.3.1): `:method`, `:scheme`, `:authority` from Host, `:path` from the origin-form target;
 /// the fields with lowercase names, without those about one connection (§8.2.2), and `te: trailers` (gRPC servers
-/// require it); its body unframed into DATA. A response: the status line and fields as an HTTP/1.1 head, its body
-/// chunked unless it declared its length, and the trailers of an HTTP/2 response (gRPC's `grpc-status`) as the
-/// chunked body's trailer section, which the proxy relays as received.
+/// require it); its body unframed into DATA, a chunked body's trailer section as trailers. A response: each head a
+/// typed `ResponseHead` made field by field (``HeadBuilder``: nothing is parsed) with its framing
+/// (``BodyFraming/forResponse(_:status:requestMethod:version:)``: a declared length, none, or until the stream
+/// ends), the DATA payload, and the end with the trailers (gRPC's `grpc-status`), whether or not a length was
+/// declared.
 ///
 /// Flow control (§5.2): a response's window is given back only as its exchange takes the bytes (``consume(_:_:)``),
 /// so one slow client holds its own stream, not the connection the others share.
@@ -278,8 +280,18 @@ public final class HTTP2ClientSession: HTTP2Connection {
     }
 }
 
+/// What a stream's response has given since its exchange last took it (``UpstreamExchange/takeResponse()``): heads
+/// (interim ones, then the final one with its framing), payload that follows the final head, and the end.
+public struct ResponseDelivery {
+    public var heads: [(head: ResponseHead, framing: BodyFraming)] = []
+    public var payload: [UInt8] = []
+    /// The response ended: its trailer field lines (`name: value` CRLF each), maybe empty.
+    public var end: [UInt8]? = nil
+    public var isEmpty: Bool { heads.isEmpty && payload.isEmpty && end == nil }
+}
+
 /// One exchange's stream on an ``HTTP2ClientSession``: its request on the way in (the HTTP/1.1 bytes not yet
-/// read, the body waiting for the upstream's window) and its response on the way out, as HTTP/1.1.
+/// read, the body waiting for the upstream's window) and its response on the way out, typed.
 public final class UpstreamExchange {
     /// Its stream, once its head is submitted.
     public internal(set) var stream: Int32 = -1
@@ -296,11 +308,10 @@ public final class UpstreamExchange {
     var requestTrailers: [UInt8] = []
     var bodyStart = 0
     var bodyDeferred = false
-    /// HTTP/1.1 response bytes not yet taken.
-    var response: [UInt8] = []
+    /// The response as made so far and not yet taken.
+    var delivery = ResponseDelivery()
     var responseFields: [(name: [UInt8], value: [UInt8])] = []
     var responseStatus = 0
-    var responseChunked = false
     var inTrailers = false
     /// The header block being decoded (each HEADERS block is counted on its own).
     var headerList = HeaderListBudget(HTTPParserLimits())
@@ -312,11 +323,11 @@ public final class UpstreamExchange {
     /// Request body bytes waiting for the upstream's window.
     public var bufferedRequestBody: Int { body.count - bodyStart }
 
-    /// Moves the HTTP/1.1 response bytes made so far to `out`.
-    public func takeResponse(into out: inout [UInt8]) {
-        guard !response.isEmpty else { return }
-        out.append(contentsOf: response)
-        response.removeAll(keepingCapacity: true)
+    /// What the response has given since the last call, taken.
+    public func takeResponse() -> ResponseDelivery {
+        var taken = ResponseDelivery()
+        swap(&taken, &delivery)
+        return taken
     }
 
     func fail(_ why: String) {
@@ -336,57 +347,48 @@ public final class UpstreamExchange {
     /// A response head (interim, final) or trailers, whole.
     func headersReceived(endStream: Bool) {
         if inTrailers {
-            // RFC 9112 §7.1.2: the trailer section after the last chunk (a body of declared length has none to
-            // carry them: they are dropped).
-            if responseChunked {
-                response.append(contentsOf: "0\r\n".utf8)
-                appendFields()
-                response.append(contentsOf: "\r\n".utf8)
+            var lines: [UInt8] = []
+            for field in responseFields {
+                lines += field.name
+                lines += [0x3A, 0x20]
+                lines += field.value
+                lines += [0x0D, 0x0A]
             }
             responseFields = []
+            delivery.end = lines
             responseDone = true
             return
         }
         let status = responseStatus
-        response.append(contentsOf: "HTTP/1.1 \(status) \(ProxyAnswer.reasonPhrase(status))\r\n".utf8)
-        let interim = (100..<200).contains(status)
-        let declared = responseFields.contains { $0.name.elementsEqual("content-length".utf8) }
-        let bodiless = interim || status == 204 || status == 304 || requestMethod == "HEAD"
-        responseChunked = !bodiless && !declared
-        appendFields()
-        if responseChunked { response.append(contentsOf: "transfer-encoding: chunked\r\n".utf8) }
-        response.append(contentsOf: "\r\n".utf8)
+        var builder = HeadBuilder(
+            startLine: Array("HTTP/1.1 \(status) \(ProxyAnswer.reasonPhrase(status))".utf8),
+            capacity: responseFields.reduce(0) { $0 + $1.name.count + $1.value.count + 4 })
+        for field in responseFields { builder.append(name: field.name, value: field.value) }
         responseFields = []
-        if interim { return }
+        let head = ResponseHead(status: status, head: builder.head())
+        if (100..<200).contains(status) {
+            delivery.heads.append((head, .none))
+            return
+        }
+        do {
+            let framing = try BodyFraming.forResponse(
+                head.head, status: status, requestMethod: requestMethod, version: .http1_1)
+            delivery.heads.append((head, framing))
+        } catch {
+            return fail("the upstream's response: \(error.description)")
+        }
         inTrailers = true
         if endStream { streamEnded() }
     }
 
-    private func appendFields() {
-        for field in responseFields {
-            response.append(contentsOf: field.name)
-            response.append(contentsOf: ": ".utf8)
-            response.append(contentsOf: field.value)
-            response.append(contentsOf: "\r\n".utf8)
-        }
-        responseFields = []
-    }
-
     func dataReceived(_ data: UnsafeBufferPointer<UInt8>) {
         unconsumed += data.count
-        if responseChunked {
-            response.append(contentsOf: String(data.count, radix: 16).utf8)
-            response.append(contentsOf: "\r\n".utf8)
-            response.append(contentsOf: data)
-            response.append(contentsOf: "\r\n".utf8)
-        } else {
-            response.append(contentsOf: data)
-        }
+        delivery.payload.append(contentsOf: data)
     }
 
     func streamEnded() {
         guard !responseDone else { return }
-        if responseChunked { response.append(contentsOf: "0\r\n\r\n".utf8) }
+        delivery.end = []
         responseDone = true
     }
 

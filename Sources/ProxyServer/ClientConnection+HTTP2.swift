@@ -160,8 +160,9 @@ extension ClientConnection {
 
 /// HTTP/2 with upstreams: an origin that chose `h2` by ALPN (offered when the client speaks HTTP/2), or an h2c
 /// origin (`--reverse h2c://…`). The upstream connection is shared by the exchanges that go to that origin at once
-/// (UpstreamConnection+HTTP2.swift), each with a stream of its own (``upstreamExchange``): the machine writes and
-/// reads HTTP/1.1 as with any upstream, and the connection's ``HTTP2ClientSession`` translates.
+/// (UpstreamConnection+HTTP2.swift), each with a stream of its own (``upstreamExchange``): the machine writes
+/// HTTP/1.1 as to any upstream, which the connection's ``HTTP2ClientSession`` translates, and takes the response
+/// typed (``ProxyConnectionMachine/upstreamResponse(_:framing:_:)``).
 extension ClientConnection {
     /// What waits for an HTTP/2 upstream: the machine's bytes not yet translated, the request body waiting for
     /// the stream's window.
@@ -193,15 +194,16 @@ extension ClientConnection {
         upstream.flushShared()
     }
 
-    /// The stream's response grew, ended or failed: its bytes, as HTTP/1.1, to the machine.
+    /// The stream's response grew, ended or failed: its parts, typed, to the machine.
     func sharedResponse(_ upstream: UpstreamConnection, _ exchange: UpstreamExchange) {
-        var response: [UInt8] = []
-        exchange.takeResponse(into: &response)
-        if !response.isEmpty {
+        let delivery = exchange.takeResponse()
+        if !delivery.isEmpty {
             lastActivity = loop.now
             upstreamReadSince = loop.now
             machine.noteUpstreamHTTP2()
-            machine.upstreamData(response[...], &io)
+            for (head, framing) in delivery.heads { machine.upstreamResponse(head, framing: framing, &io) }
+            if !delivery.payload.isEmpty { machine.upstreamBody(delivery.payload[...], &io) }
+            if let trailers = delivery.end { machine.upstreamEnded(trailers: trailers, &io) }
         }
         if let failure = exchange.failure, self.upstream === upstream, upstreamExchange === exchange {
             machine.upstreamFailed(.failed(upstream.origin, reason: "HTTP/2: \(failure)"), &io)

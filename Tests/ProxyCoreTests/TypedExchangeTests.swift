@@ -158,4 +158,42 @@ struct TypedExchangeTests {
         #expect(run.commands.filter { $0 == .closeClient }.count == 1)
         #expect(run.upstream.isEmpty)
     }
+
+    /// A typed upstream's response (an HTTP/2 origin's, made by its codec) to an HTTP/1.1 client: a body that ends
+    /// with its stream goes chunked (keep-alive holds), its trailers in the last chunk; a declared length stays
+    /// as it is, unless the client accepts trailers (`TE: trailers`), which then come in a chunked body.
+    @Test(arguments: [
+        (
+            "", [(String, String)](),
+            "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nhi\r\n0\r\nx-t: 1\r\n\r\n"
+        ),
+        ("", [("content-length", "2")], "HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nhi"),
+        (
+            "TE: trailers\r\n", [("content-length", "2")],
+            "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nhi\r\n0\r\nx-t: 1\r\n\r\n"
+        ),
+    ])
+    func aTypedUpstreamsResponseReachesAnHTTP1Client(
+        _ te: String, _ fields: [(String, String)], _ expected: String
+    ) throws {
+        var configuration = ProxyConfiguration()
+        configuration.reverseUpstream = Origin(host: "127.0.0.1", port: 3000)
+        configuration.addVia = false
+        var machine = ProxyConnectionMachine(
+            configuration: configuration, clientAddress: "127.0.0.1", requestIDs: { 1 })
+        var io = ConnectionIO()
+        machine.clientData(Array("GET / HTTP/1.1\r\nHost: a\r\n\(te)\r\n".utf8)[...], &io)
+        machine.upstreamConnected(reused: false, &io)
+        io = ConnectionIO()
+        var builder = HeadBuilder(startLine: Array("HTTP/1.1 200 OK".utf8), capacity: 64)
+        for (name, value) in fields { builder.append(name: Array(name.utf8), value: Array(value.utf8)) }
+        let head = ResponseHead(status: 200, head: builder.head())
+        let framing = try BodyFraming.forResponse(head.head, status: 200, requestMethod: "GET")
+        machine.upstreamResponse(head, framing: framing, &io)
+        machine.upstreamBody(Array("hi".utf8)[...], &io)
+        machine.upstreamEnded(trailers: Array("x-t: 1\r\n".utf8), &io)
+        #expect(String(decoding: io.toClient, as: UTF8.self) == expected)
+        #expect(machine.phase == .idle)
+        #expect(readingsDiffer(io.toClient) == nil)
+    }
 }

@@ -3,12 +3,14 @@
 HTTP/2 (the h2 library, h2c with prior knowledge).
 
 usage: trailers_peer.py origin h1|h2        prints PORT n, then serves until killed
-       trailers_peer.py client h1|h2 PORT   one POST /t through the proxy, prints one JSON line
+       trailers_peer.py client h1|h2 PORT [PATH]   one POST (to PATH, /t by default) through the proxy,
+                                                    prints one JSON line
 
 The client sends a body of 5 bytes, "hello", of undeclared length (HTTP/1.1: chunked; HTTP/2: no content-length)
 followed by the trailer x-request-trailer: q1, and asks for trailers (te: trailers). The origin answers 200 with the
 request's trailers as its body ("x-request-trailer=q1", one per line; "none" without any), of undeclared length, and
-the trailers x-response-trailer: r1 and grpc-status: 0. The client prints {"status", "body", "trailers": {...}}."""
+the trailers x-response-trailer: r1 and grpc-status: 0; a path with "length" in it gets a content-length (HTTP/2
+origin only: HTTP/1.1 has no place for trailers beside a length). The client prints {"status", "body", "trailers": {...}}."""
 import json, socket, sys, threading
 
 import h2.config, h2.connection, h2.events
@@ -86,7 +88,7 @@ def serve_h2(conn):
     h2c = h2.connection.H2Connection(config=h2.config.H2Configuration(client_side=False))
     h2c.initiate_connection()
     conn.sendall(h2c.data_to_send())
-    trailers = {}
+    trailers, paths = {}, {}
     with conn:
         while True:
             data = conn.recv(65536)
@@ -97,9 +99,12 @@ def serve_h2(conn):
                     h2c.acknowledge_received_data(event.flow_controlled_length, event.stream_id)
                 elif isinstance(event, h2.events.TrailersReceived):
                     trailers[event.stream_id] = {k.decode(): v.decode() for k, v in event.headers}
+                elif isinstance(event, h2.events.RequestReceived):
+                    paths[event.stream_id] = dict(event.headers)[b":path"]
                 elif isinstance(event, h2.events.StreamEnded):
                     body = echo(trailers.pop(event.stream_id, {}))
-                    h2c.send_headers(event.stream_id, [(":status", "200"), ("content-type", "text/plain")])
+                    length = [("content-length", str(len(body)))] if b"length" in paths.pop(event.stream_id) else []
+                    h2c.send_headers(event.stream_id, [(":status", "200"), ("content-type", "text/plain")] + length)
                     h2c.send_data(event.stream_id, body)
                     h2c.send_headers(event.stream_id, RESPONSE_TRAILERS, end_stream=True)
             conn.sendall(h2c.data_to_send())
@@ -117,9 +122,9 @@ def origin(version):
         threading.Thread(target=serve, args=(conn,), daemon=True).start()
 
 
-def client_h1(port):
+def client_h1(port, path):
     sock = socket.create_connection(("127.0.0.1", port), timeout=10)
-    sock.sendall(b"POST /t HTTP/1.1\r\nHost: 127.0.0.1\r\nTE: trailers\r\nTransfer-Encoding: chunked\r\n"
+    sock.sendall(b"POST " + path.encode() + b" HTTP/1.1\r\nHost: 127.0.0.1\r\nTE: trailers\r\nTransfer-Encoding: chunked\r\n"
                  b"Connection: close\r\n\r\n5\r\nhello\r\n0\r\nx-request-trailer: q1\r\n\r\n")
     head, buffer = read_until(sock, b"", b"\r\n\r\n")
     status = int(head.split(b" ")[1])
@@ -134,12 +139,12 @@ def client_h1(port):
     return {"status": status, "body": body.decode(), "trailers": trailers}
 
 
-def client_h2(port):
+def client_h2(port, path):
     sock = socket.create_connection(("127.0.0.1", port), timeout=10)
     h2c = h2.connection.H2Connection(config=h2.config.H2Configuration(client_side=True))
     h2c.initiate_connection()
     stream = h2c.get_next_available_stream_id()
-    h2c.send_headers(stream, [(":method", "POST"), (":scheme", "http"), (":path", "/t"),
+    h2c.send_headers(stream, [(":method", "POST"), (":scheme", "http"), (":path", path),
                               (":authority", "127.0.0.1"), ("te", "trailers")])
     h2c.send_data(stream, b"hello")
     h2c.send_headers(stream, [("x-request-trailer", "q1")], end_stream=True)
@@ -170,5 +175,6 @@ if __name__ == "__main__":
     if sys.argv[1] == "origin":
         origin(sys.argv[2])
     else:
-        print(json.dumps(client_h1(int(sys.argv[3])) if sys.argv[2] == "h1" else client_h2(int(sys.argv[3]))),
-              flush=True)
+        path = sys.argv[4] if len(sys.argv) > 4 else "/t"
+        client = client_h1 if sys.argv[2] == "h1" else client_h2
+        print(json.dumps(client(int(sys.argv[3]), path)), flush=True)
