@@ -46,6 +46,16 @@ def read_chunked(sock, buffer):
         trailers[name.decode().lower()] = value.strip().decode()
 
 
+def read_body(sock, buffer, fields):
+    """The body after a head with these fields: (payload, trailers as a dict, rest)."""
+    if fields.get("transfer-encoding") == "chunked":
+        return read_chunked(sock, buffer)
+    length = int(fields.get("content-length", "0"))
+    while len(buffer) < length:
+        buffer += sock.recv(65536)
+    return buffer[:length], {}, buffer[length:]
+
+
 def head_fields(head):
     fields = {}
     for line in head.split(b"\r\n")[1:]:
@@ -70,14 +80,7 @@ def serve_h1(conn):
                 head, buffer = read_until(conn, buffer, b"\r\n\r\n")
             except EOFError:
                 return
-            fields = head_fields(head)
-            if fields.get("transfer-encoding") == "chunked":
-                _, trailers, buffer = read_chunked(conn, buffer)
-            else:
-                length = int(fields.get("content-length", "0"))
-                while len(buffer) < length:
-                    buffer += conn.recv(65536)
-                buffer, trailers = buffer[length:], {}
+            _, trailers, buffer = read_body(conn, buffer, head_fields(head))
             body = echo(trailers)
             conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nTransfer-Encoding: chunked\r\n\r\n"
                          + b"%x\r\n" % len(body) + body + b"\r\n0\r\n"
@@ -128,14 +131,7 @@ def client_h1(port, path):
                  b"Connection: close\r\n\r\n5\r\nhello\r\n0\r\nx-request-trailer: q1\r\n\r\n")
     head, buffer = read_until(sock, b"", b"\r\n\r\n")
     status = int(head.split(b" ")[1])
-    fields = head_fields(head)
-    if fields.get("transfer-encoding") == "chunked":
-        body, trailers, _ = read_chunked(sock, buffer)
-    else:
-        length = int(fields.get("content-length", "0"))
-        while len(buffer) < length:
-            buffer += sock.recv(65536)
-        body, trailers = buffer[:length], {}
+    body, trailers, _ = read_body(sock, buffer, head_fields(head))
     return {"status": status, "body": body.decode(), "trailers": trailers}
 
 
