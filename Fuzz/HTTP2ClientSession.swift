@@ -22,7 +22,16 @@ public func fuzzHTTP2ClientSession(_ data: UnsafePointer<UInt8>, _ size: Int) ->
     let method = input.first.map { $0 & 1 == 0 ? "GET" : "HEAD" } ?? "GET"
     let session = HTTP2ClientSession(scheme: "http")
     let exchange = session.open()
-    session.request(exchange, Array("\(method) / HTTP/1.1\r\nHost: a\r\n\r\n".utf8)[...])
+    // The request as the machine hands it to an h2c route's upstream (typed), and the response back through it to
+    // an HTTP/1.1 client.
+    var configuration = ProxyConfiguration()
+    configuration.routes = RouteTable([ReverseRoute(upstream: Origin(host: "127.0.0.1", port: 3000), scheme: .h2c)])
+    var machine = ProxyConnectionMachine(configuration: configuration, clientAddress: "127.0.0.1", requestIDs: { 1 })
+    var io = ConnectionIO()
+    machine.clientData(Array("\(method) / HTTP/1.1\r\nHost: a\r\n\r\n".utf8)[...], &io)
+    machine.upstreamConnected(reused: false, http2: true, &io)
+    session.request(exchange, parts: io.toUpstreamParts, body: io.toUpstream[...])
+    io = ConnectionIO()
     var out: [UInt8] = []
     session.send(into: &out)
     // The upstream's empty SETTINGS, then the fuzzed frames on stream 1 (the request's) or 0.
@@ -30,13 +39,6 @@ public func fuzzHTTP2ClientSession(_ data: UnsafePointer<UInt8>, _ size: Int) ->
         [0, 0, 0, 4, 0, 0, 0, 0, 0]
         + fuzzFrames(input, from: 1, names: names, values: values, maximumFields: 8) { $0 % 4 == 0 ? 0 : 1 }
     let ok = session.receive(wire[...])
-    var configuration = ProxyConfiguration()
-    configuration.reverseUpstream = Origin(host: "127.0.0.1", port: 3000)
-    var machine = ProxyConnectionMachine(configuration: configuration, clientAddress: "127.0.0.1", requestIDs: { 1 })
-    var io = ConnectionIO()
-    machine.clientData(Array("\(method) / HTTP/1.1\r\nHost: a\r\n\r\n".utf8)[...], &io)
-    machine.upstreamConnected(reused: false, &io)
-    io.toClient = []
     let delivery = exchange.takeResponse()
     for (head, framing) in delivery.heads { machine.upstreamResponse(head, framing: framing, &io) }
     if !delivery.payload.isEmpty { machine.upstreamBody(delivery.payload[...], &io) }

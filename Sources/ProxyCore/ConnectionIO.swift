@@ -7,6 +7,9 @@ public struct ConnectionIO: Sendable {
     /// For a client that reads typed messages (an HTTP/2 stream, ``ProxyConnectionMachine/clientSpeaksHTTP2``): the
     /// response's heads and end; its body's payload is in `toClient`.
     public var toClientParts: [ResponsePart] = []
+    /// For an upstream that reads typed messages (an HTTP/2 stream, ``ProxyConnectionMachine/upstreamConnected(reused:http2:_:)``):
+    /// the request's head and end; its body's payload is in `toUpstream`.
+    public var toUpstreamParts: [RequestPart] = []
     public var commands: [Command] = []
     public init() {}
 

@@ -81,14 +81,20 @@ extension ProxyConnectionMachine {
         }
         var headBytes: [UInt8] = []
         swap(&headBytes, &spareRequestHead)
+        var keptHead: OutgoingHead? = nil
         if !route.isConnect {
             var out = HeadRewrite.request(
                 request, route: route, connection: connection, framing: framing, wantsUpgrade: wantsUpgrade, via: via,
                 configuration: configuration, clientAddress: clientAddress, storage: headStorage.takeOutgoing())
             hooks.willForwardRequest(&out, context: context)
-            headBytes.reserveCapacity(request.head.bytes.count + 64)
-            out.serialize(into: &headBytes)
-            headStorage.keep(out)
+            if clientSpeaksHTTP2 || route.routeIndex.map({ configuration.routes.routes[$0].scheme == .h2c }) == true {
+                // The upstream may read typed messages: which, the connection says (``upstreamConnected``).
+                keptHead = out
+            } else {
+                headBytes.reserveCapacity(request.head.bytes.count + 64)
+                out.serialize(into: &headBytes)
+                headStorage.keep(out)
+            }
         }
         client.body = BodyReader(route.isConnect ? .none : framing)
         exchange = Exchange(
@@ -96,6 +102,12 @@ extension ProxyConnectionMachine {
             requestHeadBytes: headBytes, clientVersion: request.version, clientKeepAlive: keepAlive,
             response: ResponseReader(limits: configuration.parserLimits))
         exchange.via = via
+        if let keptHead {
+            exchange.requestHead = keptHead
+            exchange.requestTarget = Array(
+                (route.routeIndex.map { configuration.routes.upstreamTarget($0, route.target) } ?? route.target).utf8)
+        }
+        client.trailers = []
         if request.head.has(.te) {
             exchange.clientAcceptsTrailers = request.head.listElements(.te).contains("trailers")
         }
@@ -128,7 +140,8 @@ extension ProxyConnectionMachine {
         case .connecting: return  // the body waits in the client half until the upstream is there
         case .idle, .tunnel, .closed: return unexpected("a request body to forward", &io)
         }
-        if clientSpeaksHTTP2 { return client.readTypedBody(into: &io.toUpstream) }
+        if exchange.typedRequest { return forwardRequestPayload(&io) }
+        if clientSpeaksHTTP2 { return client.readTypedBody(into: &io.toUpstream, chunked: true) }
         switch client.readBody(into: &io.toUpstream) {
         case .nothing, .read: break
         case .invalid(let reason):
@@ -138,4 +151,17 @@ extension ProxyConnectionMachine {
         }
     }
 
+    /// The request body to an upstream that reads typed messages: its payload (a chunked body's framing taken off,
+    /// its trailers kept), then the end with the trailers once the body is whole.
+    mutating func forwardRequestPayload(_ io: inout ConnectionIO) {
+        if clientSpeaksHTTP2 {
+            client.readTypedBody(into: &io.toUpstream, chunked: false)
+        } else if case .invalid(let reason) = client.readPayload(into: &io.toUpstream) {
+            return failExchange(status: 400, message: reason, &io)
+        }
+        if client.body.isComplete && !exchange.requestEndSent {
+            exchange.requestEndSent = true
+            io.toUpstreamParts.append(.end(trailers: client.trailers))
+        }
+    }
 }

@@ -65,6 +65,14 @@ public struct ProxyConnectionMachine {
         var rechunk = false
         /// The client's request said `TE: trailers` (RFC 9110 §10.1.4): trailers reach it in a chunked body.
         var clientAcceptsTrailers = false
+        /// The request head, kept as it is while the upstream may read typed messages (the client speaks HTTP/2 and
+        /// the origin may choose it by ALPN, or the route is h2c): written as HTTP/1.1 or handed over typed once the
+        /// connection says which (``upstreamConnected(reused:http2:_:)``), with its target in origin form.
+        var requestHead: OutgoingHead? = nil
+        var requestTarget: [UInt8] = []
+        /// The upstream takes the request typed (``RequestPart``); whether its end has gone.
+        var typedRequest = false
+        var requestEndSent = false
         var closeClientAfter = false
         var upstreamReusable = true
         /// The upstream proxy this exchange goes through.
@@ -126,6 +134,11 @@ public struct ProxyConnectionMachine {
     /// The connection to the exchange's upstream is TLS: an intercepted tunnel's origin, an `https://` route (read
     /// by the shell on `connect`; stored, so that reading it from the shell copies nothing).
     public internal(set) var upstreamTLS = false
+
+    /// The exchange in flight keeps its request head as it is until its upstream connection is made: that upstream
+    /// may read typed messages (an HTTP/2 stream: ``upstreamConnected(reused:http2:_:)`` with `http2`). Only then
+    /// may the shell give it one.
+    public var requestMayGoTyped: Bool { exchange.requestHead != nil }
 
     /// The upstream of the exchange in flight speaks HTTP/2 (the shell translates): its context says so.
     public mutating func noteUpstreamHTTP2() { exchange.context.protocols.insert(.upstreamHTTP2) }
@@ -258,7 +271,8 @@ public struct ProxyConnectionMachine {
         }
     }
 
-    public mutating func upstreamConnected(reused: Bool, _ io: inout ConnectionIO) {
+    /// `http2`: the upstream reads typed messages (an HTTP/2 stream of a shared connection).
+    public mutating func upstreamConnected(reused: Bool, http2: Bool = false, _ io: inout ConnectionIO) {
         guard acceptsUpstreamEvent else { return }
         guard case .connecting = state else { return unexpected("upstreamConnected", &io) }
         exchange.reusedUpstream = reused
@@ -268,7 +282,19 @@ public struct ProxyConnectionMachine {
             if client.eof { clientClosed(&io) }
             return
         }
-        io.toUpstream.append(contentsOf: exchange.requestHeadBytes)
+        if let head = exchange.requestHead {
+            if http2 {
+                exchange.typedRequest = true
+                exchange.requestEndSent = false
+                io.toUpstreamParts.append(.head(method: exchange.context.method, target: exchange.requestTarget, head))
+            } else {
+                if exchange.requestHeadBytes.isEmpty { head.serialize(into: &exchange.requestHeadBytes) }
+                exchange.typedRequest = false
+                io.toUpstream.append(contentsOf: exchange.requestHeadBytes)
+            }
+        } else {
+            io.toUpstream.append(contentsOf: exchange.requestHeadBytes)
+        }
         state = .exchanging
         forwardRequestBody(&io)
     }

@@ -112,9 +112,9 @@ struct RequestReader {
     /// length was not declared (``BodyFraming/untilClose``: until the client ends the stream), the client's
     /// trailers then in the last chunk's trailer section (RFC 9110 §6.5). Trailers beside a declared length have
     /// no place in HTTP/1.1 and are not sent (RFC 9110 §6.5.1 lets a recipient discard them).
-    mutating func readTypedBody(into out: inout [UInt8]) {
+    mutating func readTypedBody(into out: inout [UInt8], chunked frame: Bool) {
         guard !body.isComplete else { return }
-        let chunked = body.framing == .untilClose
+        let chunked = frame && body.framing == .untilClose
         if start < input.count {
             // A DATA frame past a declared length is refused by nghttp2 (RFC 9113 §8.1.1): the reader takes it all.
             let n = (try? body.consume(input[start...])) ?? 0
@@ -128,12 +128,33 @@ struct RequestReader {
             }
             start += n
         }
-        if streamEnded && start == input.count && chunked {
+        if streamEnded && start == input.count && body.framing == .untilClose {
             _ = body.endOfStream()
+            guard chunked else { return }
             out += [0x30, 0x0D, 0x0A]
             out += trailers
             out += [0x0D, 0x0A]
         }
+    }
+
+    /// Moves what has arrived of the request body in flight to the end of `out` as payload: a chunked body's
+    /// framing taken off (RFC 9112 §7.1.3), its trailer field lines kept in ``trailers`` (for an upstream that sends
+    /// them in its own form: HTTP/2's trailers).
+    mutating func readPayload(into out: inout [UInt8]) -> BodyEvent {
+        guard !body.isComplete, start < input.count else { return .nothing }
+        let n: Int
+        do {
+            n = try withUnsafeMutablePointer(to: &out) { payload in
+                try withUnsafeMutablePointer(to: &trailers) {
+                    try body.consume(input[start...], payload: payload, trailers: $0)
+                }
+            }
+        } catch {
+            // (The closures lose the typed throw: `error` is an HTTPParseError, its description the reason.)
+            return .invalid("bad request body: \(error)")
+        }
+        start += n
+        return .read
     }
 
     /// Whether the whole request body has arrived: read already, or waiting in the input while the upstream

@@ -72,6 +72,17 @@ extension ResponseHead {
     }
 }
 
+/// What goes to an upstream whose codec reads typed messages (an HTTP/2 stream of a shared connection): the request's
+/// head and its end, in ``ConnectionIO/toUpstreamParts``. The body's payload, without framing, is in
+/// ``ConnectionIO/toUpstream``: it follows the head and comes before the end.
+public enum RequestPart: Sendable {
+    /// The head as the hooks left it, with its method and its target in origin form (HTTP/2's `:method`, `:path`;
+    /// `:authority` is its Host field).
+    case head(method: String, target: [UInt8], OutgoingHead)
+    /// The request is whole: its trailer field lines (`name: value` CRLF each; empty for none).
+    case end(trailers: [UInt8])
+}
+
 /// What goes to a client that reads typed messages rather than HTTP/1.1 bytes (an HTTP/2 stream): the heads of the
 /// response and its end, in ``ConnectionIO/toClientParts``. The body's payload, without framing, is in
 /// ``ConnectionIO/toClient``: it follows the final head and comes before the end.

@@ -3,15 +3,15 @@ import HTTPGrammar
 import ProxyCore
 
 /// The client side of one HTTP/2 connection to an upstream (RFC 9113), without I/O, shared by the exchanges that
-/// go to that origin at once: each opens an ``UpstreamExchange`` (``open()``), writes its HTTP/1.1 request into it
-/// (``request(_:_:)``) as its connection machine writes to any upstream, and takes back its response typed
+/// go to that origin at once: each opens an ``UpstreamExchange`` (``open()``), hands its request over typed
+/// (``request(_:parts:body:)``), and takes back its response typed
 /// (``UpstreamExchange/takeResponse()``); the session speaks HTTP/2 on the wire (``receive(_:)``,
 /// ``send(into:)``), one stream per exchange, at most as many at once as the upstream's
 /// SETTINGS_MAX_CONCURRENT_STREAMS allows (``canOpen``).
 ///
 /// A request (RFC 9113 §8.3.1): `:method`, `:scheme`, `:authority` from Host, `:path` from the origin-form target;
 /// the fields with lowercase names, without those about one connection (§8.2.2), and `te: trailers` (gRPC servers
-/// require it); its body unframed into DATA, a chunked body's trailer section as trailers. A response: each head a
+/// require it); its payload into DATA, its trailers after it. Nothing of it is parsed. A response: each head a
 /// typed `ResponseHead` made field by field (``HeadBuilder``: nothing is parsed) with its framing
 /// (``BodyFraming/forResponse(_:status:requestMethod:version:)``: a declared length, none, or until the stream
 /// ends), the DATA payload, and the end with the trailers (gRPC's `grpc-status`), whether or not a length was
@@ -97,61 +97,54 @@ public final class HTTP2ClientSession: HTTP2Connection {
         exchange.unconsumed = 0
     }
 
-    /// Bytes of HTTP/1.1 requests, as the exchange's machine writes them to its upstream.
-    public func request(_ exchange: UpstreamExchange, _ bytes: ArraySlice<UInt8>) {
+    /// The exchange's request as its machine hands it over: `parts` (its head, its end) in order, and `body`,
+    /// payload that follows the head and comes before the end. The head is submitted once what came with it is in:
+    /// a request that ends with its head (a GET) is one HEADERS frame with END_STREAM.
+    public func request(_ exchange: UpstreamExchange, parts: [RequestPart], body: ArraySlice<UInt8>) {
         if let failure { return exchange.fail(failure) }
-        exchange.requestIn.append(contentsOf: bytes)
-        while exchange.failure == nil && !exchange.requestIn.isEmpty {
-            if exchange.requestBody == nil {
-                guard let length = try? exchange.requestParser.headLength(exchange.requestIn[...]) else { return }
-                guard let head = try? exchange.requestParser.parseRequest(Array(exchange.requestIn[..<length])),
-                    let framing = try? BodyFraming.forRequest(head.head, version: head.version)
-                else { return exchange.fail("the request head did not parse") }
-                exchange.requestIn.removeFirst(length)
-                let reader = BodyReader(framing)
-                exchange.requestBody = reader.isComplete ? nil : reader
-                exchange.requestMethod = head.method
-                submit(exchange, head, hasBody: !reader.isComplete)
-                continue
+        var head: (method: String, target: [UInt8], fields: OutgoingHead)? = nil
+        for part in parts {
+            switch part {
+            case .head(let method, let target, let fields):
+                exchange.startResponse()
+                head = (method, target, fields)
+            case .end(let trailers):
+                exchange.requestEnded = true
+                exchange.requestTrailers = trailers
             }
-            var reader = exchange.requestBody!
-            guard
-                let n = try? reader.consume(
-                    exchange.requestIn[...], payload: &exchange.body, trailers: &exchange.requestTrailers)
-            else {
-                return exchange.fail("the request body's framing")
-            }
-            exchange.requestIn.removeFirst(n)
-            exchange.requestBody = reader.isComplete ? nil : reader
-            if exchange.bodyDeferred && exchange.stream > 0 {
-                exchange.bodyDeferred = false
-                _ = nghttp2_session_resume_data(session, exchange.stream)
-            }
-            if n == 0 { return }
+        }
+        exchange.body.append(contentsOf: body)
+        if let head {
+            exchange.requestMethod = head.method
+            let endsInHead = exchange.requestEnded && exchange.body.isEmpty && exchange.requestTrailers.isEmpty
+            submit(exchange, method: head.method, target: head.target, head.fields, hasBody: !endsInHead)
+        } else if exchange.bodyDeferred && exchange.stream > 0 {
+            exchange.bodyDeferred = false
+            _ = nghttp2_session_resume_data(session, exchange.stream)
         }
     }
 
-    /// HEADERS for an HTTP/1.1 request head (RFC 9113 §8.3.1).
-    private func submit(_ exchange: UpstreamExchange, _ request: RequestHead, hasBody: Bool) {
-        let head = request.head
-        var host: ArraySlice<UInt8> = []
-        for field in head.fields where field.known == .host { host = head.bytes[field.value] }
-        var fields = FieldList(status: nil)
-        fields.append(":method", Array(request.method.utf8)[...])
-        fields.append(":scheme", Array(scheme.utf8)[...])
-        fields.append(":authority", host)
-        fields.append(":path", head.bytes[request.targetRange])
-        let options = head.connectionOptions()
-        for field in head.fields {
-            let name = head.bytes[field.name]
-            if field.known == .host || field.known == .te || field.known.isConnectionSpecific { continue }
-            if options.names(name) { continue }
-            fields.append(name: name, value: head.bytes[field.value], neverIndexed: field.known == .cookie)
+    /// HEADERS for a request head (RFC 9113 §8.3.1): the pseudo-headers from its method, target and Host, its
+    /// fields with lowercase names and without those about one connection (§8.2.2), the cookie never indexed.
+    private func submit(
+        _ exchange: UpstreamExchange, method: String, target: [UInt8], _ head: OutgoingHead, hasBody: Bool
+    ) {
+        var host: [UInt8] = []
+        head.forEachField { _, value, known in
+            if known == .host && host.isEmpty { host = Array(value) }
         }
-        // The one TE an HTTP/2 request may carry (§8.2.2), and a true one: trailers are passed on (as the chunked
-        // body's trailer section).
+        var fields = FieldList(status: nil)
+        fields.append(":method", Array(method.utf8)[...])
+        fields.append(":scheme", Array(scheme.utf8)[...])
+        fields.append(":authority", host[...])
+        fields.append(":path", target[...])
+        let options = head.source.connectionOptions()
+        head.forEachField { name, value, known in
+            if known == .host || known == .te || known.isConnectionSpecific || options.names(name) { return }
+            fields.append(name: name, value: value, neverIndexed: known == .cookie)
+        }
+        // The one TE an HTTP/2 request may carry (§8.2.2), and a true one: trailers are passed on.
         fields.append("te", Array("trailers".utf8)[...])
-        exchange.startResponse()
         var id: Int32 = -1
         fields.withNameValues { nva in
             if hasBody {
@@ -290,18 +283,17 @@ public struct ResponseDelivery {
     public var isEmpty: Bool { heads.isEmpty && payload.isEmpty && end == nil }
 }
 
-/// One exchange's stream on an ``HTTP2ClientSession``: its request on the way in (the HTTP/1.1 bytes not yet
-/// read, the body waiting for the upstream's window) and its response on the way out, typed.
+/// One exchange's stream on an ``HTTP2ClientSession``: its request on the way in (the body waiting for the
+/// upstream's window, its trailers) and its response on the way out, typed.
 public final class UpstreamExchange {
     /// Its stream, once its head is submitted.
     public internal(set) var stream: Int32 = -1
     /// Why this exchange failed (its stream reset, a GOAWAY before it was taken, the connection failed).
     public internal(set) var failure: String?
     var closed = false
-    var requestParser = HTTPHeadParser()
-    var requestIn: [UInt8] = []
-    var requestBody: BodyReader? = nil
     var requestMethod = ""
+    /// The request's end has been handed over (its body is whole once ``body`` is sent).
+    var requestEnded = false
     /// Request body bytes waiting for the upstream's window.
     var body: [UInt8] = []
     /// The request's trailer field lines (a chunked body's trailer section), sent after its DATA.
@@ -342,6 +334,7 @@ public final class UpstreamExchange {
         body.removeAll(keepingCapacity: true)
         bodyStart = 0
         requestTrailers = []
+        requestEnded = false
     }
 
     /// A response head (interim, final) or trailers, whole.
@@ -402,7 +395,7 @@ public final class UpstreamExchange {
                 bodyStart = 0
             }
         }
-        if requestBody == nil && bodyStart == body.count {
+        if requestEnded && bodyStart == body.count {
             flags.pointee |= NGHTTP2_DATA_FLAG_EOF.rawValue
         } else if n == 0 {
             bodyDeferred = true

@@ -22,13 +22,13 @@ extension ClientConnection {
         dial.hop = via
         // A stream on the origin's shared HTTP/2 connection, when there is one with room: for a client that speaks
         // HTTP/2 (the upstream hears the protocol the client chose), or to an h2c origin.
-        if !loop.http2Upstreams.isEmpty, !fresh, via == nil, machine.clientSpeaksHTTP2 || !upstreamIsTLS,
+        if !loop.http2Upstreams.isEmpty, !fresh, via == nil, machine.requestMayGoTyped,
             let shared = loop.http2Upstreams[EventLoop.PoolKey(origin: origin, tls: upstreamIsTLS)],
             let session = shared.http2, session.canOpen
         {
             releaseParked()
             joinHTTP2(shared, session)
-            machine.upstreamConnected(reused: true, &io)
+            machine.upstreamConnected(reused: true, http2: true, &io)
             return
         }
         if let parked = unpark() {
@@ -122,7 +122,7 @@ extension ClientConnection {
                     // client chose (and gRPC, which needs HTTP/2 end to end, works).
                     upstream.tls = try TLSEngine(
                         client: tlsSetup.client, host: origin.host,
-                        insecure: tlsSetup.insecureHosts.contains(origin.host), offerHTTP2: machine.clientSpeaksHTTP2)
+                        insecure: tlsSetup.insecureHosts.contains(origin.host), offerHTTP2: machine.requestMayGoTyped)
                 } catch {
                     Sys.close(ufd)
                     machine.upstreamFailed(.failed(origin, reason: "TLS: \(error)"), &io)
@@ -204,9 +204,12 @@ extension ClientConnection {
             upstreamTLSProgress(upstream, tls)
         } else {
             // An h2c origin (`--reverse h2c://…`): HTTP/2 with prior knowledge (RFC 9113 §3.3), shared.
-            if loop.configuration.h2cUpstreams.contains(upstream.origin) {
+            // (A route that is not h2c to the same origin speaks HTTP/1.1 to it, as configured.)
+            if loop.configuration.h2cUpstreams.contains(upstream.origin) && machine.requestMayGoTyped {
                 upstream.becomeShared(
                     HTTP2ClientSession(scheme: "http", limits: loop.configuration.proxy.parserLimits), firstUser: self)
+                machine.upstreamConnected(reused: false, http2: true, &io)
+                return
             }
             machine.upstreamConnected(reused: false, &io)
         }

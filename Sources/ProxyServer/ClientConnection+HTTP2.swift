@@ -160,9 +160,10 @@ extension ClientConnection {
 
 /// HTTP/2 with upstreams: an origin that chose `h2` by ALPN (offered when the client speaks HTTP/2), or an h2c
 /// origin (`--reverse h2c://…`). The upstream connection is shared by the exchanges that go to that origin at once
-/// (UpstreamConnection+HTTP2.swift), each with a stream of its own (``upstreamExchange``): the machine writes
-/// HTTP/1.1 as to any upstream, which the connection's ``HTTP2ClientSession`` translates, and takes the response
-/// typed (``ProxyConnectionMachine/upstreamResponse(_:framing:_:)``).
+/// (UpstreamConnection+HTTP2.swift), each with a stream of its own (``upstreamExchange``): the machine hands its
+/// request over typed (``RequestPart``, after `upstreamConnected(reused:http2:_:)` with `http2`), which the
+/// connection's ``HTTP2ClientSession`` submits, and takes the response typed
+/// (``ProxyConnectionMachine/upstreamResponse(_:framing:_:)``).
 extension ClientConnection {
     /// What waits for an HTTP/2 upstream: the machine's bytes not yet translated, the request body waiting for
     /// the stream's window.
@@ -211,11 +212,12 @@ extension ClientConnection {
         apply()
     }
 
-    /// The machine's request bytes into the stream, the connection's frames onto the socket.
+    /// The machine's request parts and payload into the stream, the connection's frames onto the socket.
     func flushHTTP2Upstream(_ upstream: UpstreamConnection, _ http2: HTTP2ClientSession) {
         guard let exchange = upstreamExchange else { return }
-        if !io.toUpstream.isEmpty {
-            http2.request(exchange, io.toUpstream[...])
+        if !io.toUpstream.isEmpty || !io.toUpstreamParts.isEmpty {
+            http2.request(exchange, parts: io.toUpstreamParts, body: io.toUpstream[...])
+            io.toUpstreamParts.removeAll(keepingCapacity: true)
             io.toUpstream.removeAll(keepingCapacity: io.toUpstream.capacity <= 64 * 1024)
             lastActivity = loop.now
         }

@@ -25,7 +25,7 @@ extension ClientConnection {
                 // too).
                 upstream.becomeShared(
                     HTTP2ClientSession(scheme: "https", limits: loop.configuration.proxy.parserLimits), firstUser: self)
-                machine.upstreamConnected(reused: false, &io)
+                machine.upstreamConnected(reused: false, http2: true, &io)
                 upstream.readShared(fed: true)
                 return
             }

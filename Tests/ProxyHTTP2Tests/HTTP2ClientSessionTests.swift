@@ -9,39 +9,61 @@ import Testing
 struct HTTP2ClientSessionTests {
     static let serverPreface = ClientFrames.settings
 
-    /// RFC 9113 §8.3.1: pseudo-headers from the request line and Host, connection-specific fields dropped, the
-    /// cookie never indexed, `te: trailers`, the body unframed into DATA ending the stream.
+    /// A typed request as the machine hands it over: its head (`fields`, Host first, as HeadRewrite left them), the
+    /// payload in pieces, the end with `trailers`.
+    static func request(
+        _ session: HTTP2ClientSession, _ exchange: UpstreamExchange, _ method: String, _ target: String,
+        _ fields: [(String, String)], body: [String] = [], trailers: String = ""
+    ) {
+        var builder = HeadBuilder.request(method: method, target: Array(target.utf8), capacity: 256)
+        for (name, value) in fields { builder.append(name: Array(name.utf8), value: Array(value.utf8)) }
+        let head = OutgoingHead(builder.requestHead(method: method).head)
+        let pieces = body.isEmpty ? [""] : body
+        for (i, piece) in pieces.enumerated() {
+            let parts: [RequestPart] =
+                (i == 0 ? [.head(method: method, target: Array(target.utf8), head)] : [])
+                + (i == pieces.count - 1 ? [.end(trailers: Array(trailers.utf8))] : [])
+            session.request(exchange, parts: parts, body: Array(piece.utf8)[...])
+        }
+    }
+
+    static func get(_ session: HTTP2ClientSession, _ exchange: UpstreamExchange, _ target: String) {
+        request(session, exchange, "GET", target, [("Host", "a")])
+    }
+
+    /// RFC 9113 §8.3.1: pseudo-headers from the method, target and Host, connection-specific fields (and those the
+    /// Connection field names, and TE) dropped, the cookie never indexed, `te: trailers`, the payload into DATA
+    /// ending the stream, or followed by the trailers (§8.1); a request that ends with its head is one HEADERS frame.
     @Test(arguments: [
-        "POST /p?q=1 HTTP/1.1\r\nHost: a.example\r\nConnection: keep-alive, X-Hop\r\nX-Hop: 1\r\nTE: gzip\r\n"
-            + "Cookie: a=1\r\nContent-Length: 5\r\n\r\nhello",
-        "POST /p?q=1 HTTP/1.1\r\nHost: a.example\r\nConnection: keep-alive, X-Hop\r\nX-Hop: 1\r\nTE: gzip\r\n"
-            + "Cookie: a=1\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nhe\r\n3\r\nllo\r\n0\r\n\r\n",
-        "POST /p?q=1 HTTP/1.1\r\nHost: a.example\r\nConnection: keep-alive, X-Hop\r\nX-Hop: 1\r\nTE: gzip\r\n"
-            + "Cookie: a=1\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nhe\r\n3\r\nllo\r\n0\r\nx-sum: 9\r\n\r\n",
+        ([("Content-Length", "5")], ["hello"], ""),
+        ([], ["he", "llo"], ""),
+        ([], ["he", "llo"], "x-sum: 9\r\n"),
+        ([], [], ""),
     ])
-    func anHTTP1RequestBecomesHeadersAndData(_ request: String) {
+    func aTypedRequestBecomesHeadersAndData(_ extra: [(String, String)], _ body: [String], _ trailers: String) {
         let session = HTTP2ClientSession(scheme: "https")
         let exchange = session.open()
-        // In pieces, as the machine writes them.
-        let bytes = Array(request.utf8)
-        for start in stride(from: 0, to: bytes.count, by: 9) {
-            session.request(exchange, bytes[start..<min(bytes.count, start + 9)])
-        }
+        let fields =
+            [
+                ("Host", "a.example"), ("Connection", "keep-alive, X-Hop"), ("X-Hop", "1"), ("TE", "gzip"),
+                ("Cookie", "a=1"),
+            ]
+            + extra
+        Self.request(session, exchange, "POST", "/p?q=1", fields, body: body, trailers: trailers)
         var out: [UInt8] = []
         session.send(into: &out)
         #expect(out.starts(with: ClientFrames.preface))
         let frames = ServerFrames(Array(out.dropFirst(ClientFrames.preface.count)))
-        let fields = frames.headers.first ?? []
-        // A declared length goes with the request (nghttp2 checks the DATA against it); chunked framing does not.
-        let length = request.contains("Content-Length") ? ["content-length: 5"] : []
+        let sent = frames.headers.first ?? []
         #expect(
-            fields.map { "\($0.name): \($0.value)" } == [
+            sent.map { "\($0.name): \($0.value)" } == [
                 ":method: POST", ":scheme: https", ":authority: a.example", ":path: /p?q=1", "cookie: a=1",
-            ] + length + ["te: trailers"])
-        #expect(fields.first { $0.name == "cookie" }?.neverIndexed == true)
-        #expect(String(decoding: frames.data, as: UTF8.self) == "hello")
-        // A chunked body's trailer section: trailers after the DATA, ending the stream (RFC 9113 §8.1).
-        if request.contains("x-sum") { #expect(frames.headers.last.map { $0.map(\.name) } == ["x-sum"]) }
+            ] + (extra.isEmpty ? [] : ["content-length: 5"]) + ["te: trailers"])
+        #expect(sent.first { $0.name == "cookie" }?.neverIndexed == true)
+        #expect(String(decoding: frames.data, as: UTF8.self) == body.joined())
+        if body.isEmpty { #expect(frames.dataFrames == 0) }
+        #expect(frames.headers.count == (trailers.isEmpty ? 1 : 2))
+        if !trailers.isEmpty { #expect(frames.headers.last.map { $0.map(\.name) } == ["x-sum"]) }
         #expect(frames.endStream)
         #expect(session.failure == nil)
     }
@@ -77,7 +99,7 @@ struct HTTP2ClientSessionTests {
     func aResponseComesOutTypedWithItsTrailers(_ fields: [(String, String)], _ head: String) {
         let session = HTTP2ClientSession(scheme: "http")
         let exchange = session.open()
-        session.request(exchange, Array("GET / HTTP/1.1\r\nHost: a\r\n\r\n".utf8)[...])
+        Self.get(session, exchange, "/")
         var out: [UInt8] = []
         session.send(into: &out)
         let server =
@@ -97,7 +119,7 @@ struct HTTP2ClientSessionTests {
     @Test func aDeclaredLengthIsKeptAndAResetFailsOneExchange() {
         let session = HTTP2ClientSession(scheme: "http")
         let first = session.open()
-        session.request(first, Array("GET /a HTTP/1.1\r\nHost: a\r\n\r\n".utf8)[...])
+        Self.get(session, first, "/a")
         var out: [UInt8] = []
         session.send(into: &out)
         let ok =
@@ -112,8 +134,8 @@ struct HTTP2ClientSessionTests {
         // Two exchanges at once: streams 3 and 5 on the same connection; the upstream resets 3 only.
         let second = session.open()
         let third = session.open()
-        session.request(second, Array("GET /b HTTP/1.1\r\nHost: a\r\n\r\n".utf8)[...])
-        session.request(third, Array("GET /c HTTP/1.1\r\nHost: a\r\n\r\n".utf8)[...])
+        Self.get(session, second, "/b")
+        Self.get(session, third, "/c")
         session.send(into: &out)
         #expect((second.stream, third.stream) == (3, 5))
         let frames =
@@ -131,7 +153,7 @@ struct HTTP2ClientSessionTests {
     @Test func anHPACKBombFromTheUpstreamFailsItsExchangeOnly() {
         let session = HTTP2ClientSession(scheme: "http")
         let exchange = session.open()
-        session.request(exchange, Array("GET / HTTP/1.1\r\nHost: a\r\n\r\n".utf8)[...])
+        Self.get(session, exchange, "/")
         var out: [UInt8] = []
         session.send(into: &out)
         let frames = Self.serverPreface + ClientFrames.bomb(1, [(":status", "200")], frames: 5, endStream: true)
@@ -152,7 +174,7 @@ struct HTTP2ClientSessionTests {
     func aStatusThatIsNoStatusFailsTheExchange(_ status: String) {
         let session = HTTP2ClientSession(scheme: "http")
         let exchange = session.open()
-        session.request(exchange, Array("GET / HTTP/1.1\r\nHost: a\r\n\r\n".utf8)[...])
+        Self.get(session, exchange, "/")
         var out: [UInt8] = []
         session.send(into: &out)
         let frames = Self.serverPreface + ClientFrames.headers(1, [(":status", status)], endStream: true)
