@@ -103,9 +103,11 @@ extension ProxyConnectionMachine {
             response: ResponseReader(limits: configuration.parserLimits))
         exchange.via = via
         if let keptHead {
-            exchange.requestHead = keptHead
-            exchange.requestTarget = Array(
-                (route.routeIndex.map { configuration.routes.upstreamTarget($0, route.target) } ?? route.target).utf8)
+            exchange.typed = TypedState(
+                head: keptHead,
+                target: Array(
+                    (route.routeIndex.map { configuration.routes.upstreamTarget($0, route.target) } ?? route.target)
+                        .utf8))
         }
         client.trailers = []
         if request.head.has(.te) {

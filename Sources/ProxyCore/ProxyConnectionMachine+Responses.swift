@@ -166,8 +166,13 @@ extension ProxyConnectionMachine {
             io.toClient.append(contentsOf: String(bytes.count, radix: 16).utf8)
             io.toClient += [0x0D, 0x0A]
         }
-        let read = exchange.response.readBody(
-            bytes, dechunk: exchange.dechunk, keepTrailers: clientSpeaksHTTP2, into: &io.toClient)
+        // A typed client's trailers are kept for its end (`typed` is there for every typed client's exchange).
+        let read =
+            if clientSpeaksHTTP2, let typed = exchange.typed {
+                exchange.response.readBody(bytes, trailers: &typed.responseTrailers, into: &io.toClient)
+            } else {
+                exchange.response.readBody(bytes, dechunk: exchange.dechunk, into: &io.toClient)
+            }
         if exchange.rechunk { io.toClient += [0x0D, 0x0A] }
         switch read {
         case .partial: break
@@ -191,7 +196,7 @@ extension ProxyConnectionMachine {
     mutating func finishExchange(_ io: inout ConnectionIO) {
         guard case .exchanging = state else { return unexpected("the end of an exchange", &io) }
         // The response is whole, whatever becomes of the request (a typed client's stream ends with it).
-        if clientSpeaksHTTP2 { io.toClientParts.append(.end(trailers: exchange.response.trailers)) }
+        if clientSpeaksHTTP2 { io.toClientParts.append(.end(trailers: exchange.typed?.responseTrailers ?? [])) }
         if !client.body.isComplete {
             // The response came before the whole request body: the rest cannot be sent any more.
             abortExchange(&io)

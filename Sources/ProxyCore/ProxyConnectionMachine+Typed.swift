@@ -70,7 +70,7 @@ extension ProxyConnectionMachine {
             io.toClient += trailers
             io.toClient += [0x0D, 0x0A]
         }
-        exchange.response.trailers = trailers
+        exchange.typed?.responseTrailers = trailers
         finishExchange(&io)
     }
 }

@@ -65,11 +65,9 @@ public struct ProxyConnectionMachine {
         var rechunk = false
         /// The client's request said `TE: trailers` (RFC 9110 §10.1.4): trailers reach it in a chunked body.
         var clientAcceptsTrailers = false
-        /// The request head, kept as it is while the upstream may read typed messages (the client speaks HTTP/2 and
-        /// the origin may choose it by ALPN, or the route is h2c): written as HTTP/1.1 or handed over typed once the
-        /// connection says which (``upstreamConnected(reused:http2:_:)``), with its target in origin form.
-        var requestHead: OutgoingHead? = nil
-        var requestTarget: [UInt8] = []
+        /// What an exchange that may be typed on either side keeps (nil for the rest: one reference, so that an
+        /// HTTP/1.1 exchange copies and frees nothing more for it).
+        var typed: TypedState? = nil
         /// The upstream takes the request typed (``RequestPart``); whether its end has gone.
         var typedRequest = false
         var requestEndSent = false
@@ -138,7 +136,7 @@ public struct ProxyConnectionMachine {
     /// The exchange in flight keeps its request head as it is until its upstream connection is made: that upstream
     /// may read typed messages (an HTTP/2 stream: ``upstreamConnected(reused:http2:_:)`` with `http2`). Only then
     /// may the shell give it one.
-    public var requestMayGoTyped: Bool { exchange.requestHead != nil }
+    public var requestMayGoTyped: Bool { exchange.typed != nil }
 
     /// The upstream of the exchange in flight speaks HTTP/2 (the shell translates): its context says so.
     public mutating func noteUpstreamHTTP2() { exchange.context.protocols.insert(.upstreamHTTP2) }
@@ -282,13 +280,13 @@ public struct ProxyConnectionMachine {
             if client.eof { clientClosed(&io) }
             return
         }
-        if let head = exchange.requestHead {
+        if let typed = exchange.typed {
             if http2 {
                 exchange.typedRequest = true
                 exchange.requestEndSent = false
-                io.toUpstreamParts.append(.head(method: exchange.context.method, target: exchange.requestTarget, head))
+                io.toUpstreamParts.append(.head(method: exchange.context.method, target: typed.target, typed.head))
             } else {
-                if exchange.requestHeadBytes.isEmpty { head.serialize(into: &exchange.requestHeadBytes) }
+                if exchange.requestHeadBytes.isEmpty { typed.head.serialize(into: &exchange.requestHeadBytes) }
                 exchange.typedRequest = false
                 io.toUpstream.append(contentsOf: exchange.requestHeadBytes)
             }
@@ -466,4 +464,19 @@ public struct ProxyConnectionMachine {
         }
     }
 
+}
+
+/// What an exchange keeps while it may be typed on either side (a client that speaks HTTP/2, an h2c route): the
+/// request head as the hooks left it, until the upstream connection says whether it is written as HTTP/1.1 or handed
+/// over typed (``ProxyConnectionMachine/upstreamConnected(reused:http2:_:)``), with its target in origin form; and
+/// the response's trailers for a client or from an upstream that carries them in its own form.
+final class TypedState {
+    let head: OutgoingHead
+    let target: [UInt8]
+    var responseTrailers: [UInt8] = []
+
+    init(head: OutgoingHead, target: [UInt8]) {
+        self.head = head
+        self.target = target
+    }
 }

@@ -35,9 +35,6 @@ struct ResponseReader {
     private(set) var body: BodyReader? = nil
     /// Whether any byte of a response has arrived (so, too, while its body is read: the body follows a head).
     private(set) var bytesSeen = false
-    /// A chunked body's trailer field lines, kept when the body is relayed without its framing to a typed client
-    /// (``readBody(_:dechunk:into:)`` with `keepTrailers`), which sends them in its own form (HTTP/2's trailers).
-    var trailers: [UInt8] = []
 
     init(limits: HTTPParserLimits) { parser = HTTPHeadParser(limits: limits) }
 
@@ -90,22 +87,36 @@ struct ResponseReader {
     /// (RFC 9112 §7.1.3, for an HTTP/1.0 client).
     @inline(__always)
     mutating func readBody(
-        _ bytes: ArraySlice<UInt8>, dechunk: Bool, keepTrailers: Bool = false, into out: inout [UInt8]
+        _ bytes: ArraySlice<UInt8>, dechunk: Bool, into out: inout [UInt8]
     ) -> BodyEvent {
         guard var reader = body else { return .invalid }
         let n: Int
         do {
-            if keepTrailers {
-                n = try withUnsafeMutablePointer(to: &out) { payload in
-                    try withUnsafeMutablePointer(to: &trailers) {
-                        try reader.consume(bytes, payload: payload, trailers: $0)
-                    }
-                }
-            } else if dechunk {
+            if dechunk {
                 n = try withUnsafeMutablePointer(to: &out) { try reader.consume(bytes, payload: $0) }
             } else {
                 n = try reader.consume(bytes)
                 out.append(contentsOf: bytes.prefix(n))
+            }
+        } catch {
+            return .invalid
+        }
+        body = reader
+        return reader.isComplete ? .complete(trailing: n < bytes.count) : .partial
+    }
+
+    /// ``readBody(_:dechunk:into:)`` for a client that carries trailers in its own form (HTTP/2's): the payload,
+    /// without framing, to `out` and a chunked body's trailer field lines to `trailers`.
+    mutating func readBody(
+        _ bytes: ArraySlice<UInt8>, trailers: inout [UInt8], into out: inout [UInt8]
+    ) -> BodyEvent {
+        guard var reader = body else { return .invalid }
+        let n: Int
+        do {
+            n = try withUnsafeMutablePointer(to: &out) { payload in
+                try withUnsafeMutablePointer(to: &trailers) {
+                    try reader.consume(bytes, payload: payload, trailers: $0)
+                }
             }
         } catch {
             return .invalid
