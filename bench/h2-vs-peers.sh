@@ -11,11 +11,12 @@
 # h2load on CPU 1; origin and the proxies on CPU 0, each proxy one thread.
 # Only 127.0.0.1 is used; everything started is stopped.
 # Usage: bench/h2-vs-peers.sh [seconds=2] [rounds=5]   Env: LOADS (default "1 16 64"), MITM (a mitmdump binary; by
-# default bench/peers.sh's venv; "none" leaves mitmproxy out).
+# default bench/peers.sh's venv; "none" leaves mitmproxy out), BIN (the cookie-proxy to measure; an earlier build
+# for a before-and-after pair of runs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DUR=${1:-2}; ROUNDS=${2:-5}
-BIN=.build/release/cookie-proxy
+BIN=${BIN:-.build/release/cookie-proxy}
 [ -x "$BIN" ] || swift build -c release --product cookie-proxy >&2
 command -v h2load >/dev/null && command -v nginx >/dev/null || {
   echo "needs h2load and nginx (apt-get install -y nghttp2-client nginx)" >&2; exit 1; }
