@@ -112,7 +112,11 @@ let package = Package(
             exclude: ["golden"]),
         .testTarget(
             name: "ProxyAppTests",
-            dependencies: ["ProxyApp", "CookieRules", "ProxyCore", "CookieInspector", "CookieLifecycle", "HTTPGrammar"]),
+            dependencies: [
+                "ProxyApp", "CookieRules", "ProxyCore", "CookieInspector", "CookieLifecycle", "HTTPGrammar",
+                "ProxyServer",
+                "TestSupport",
+            ]),
         // End-to-end: the built binary between real clients and a real upstream (started by the tests).
         .testTarget(
             name: "EndToEndTests", dependencies: ["cookie-proxy", "TestSupport", "Locking"], exclude: ["Fixtures"]),

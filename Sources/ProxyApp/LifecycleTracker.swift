@@ -17,8 +17,8 @@ import ProxyCore
 /// loopback address is told apart by its `User-Agent` too (on one machine every browser, curl and script is
 /// 127.0.0.1). Each client's jar follows its engine's profile (from its `User-Agent`, or `--engine`). Bounded: the
 /// least recently seen client goes past ``maximumClients``; verdicts are kept for the last ``keptRequests``.
-package final class LifecycleTracker: Sendable {
-    package enum ClientKey: Sendable, Equatable {
+public final class LifecycleTracker: Sendable {
+    public enum ClientKey: Sendable, Equatable {
         /// The address; on loopback, with the `User-Agent`'s engine or product (`127.0.0.1 Chromium`).
         case automatic
         case address

@@ -10,13 +10,13 @@ import Locking
 /// record on the way. Records wait in a bounded buffer; when the writer falls behind, the event loop that submits
 /// waits for room (backpressure: the proxy reads no more requests until the log has caught up), so no record is
 /// lost and memory stays bounded. `--log-overflow drop` drops and counts a response's records instead.
-package final class LogSink: Sendable {
-    package enum Destination: Sendable {
+public final class LogSink: Sendable {
+    public enum Destination: Sendable {
         case standardOutput(compact: Bool, color: Bool)
         case file(String)
     }
 
-    package enum Overflow: String, Sendable {
+    public enum Overflow: String, Sendable {
         /// The submitting loop waits for room.
         case block
         /// The records that find no room are dropped and counted.

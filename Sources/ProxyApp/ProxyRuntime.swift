@@ -8,7 +8,6 @@ import ProxyServer
 /// What `run` adds around the server: the rules (hot-reloaded), the transformation log, audit mode.
 package final class ProxyRuntime {
     package let hooks: RulesHooks
-    package let banner: String
     package let rulesPath: String?
     /// Rules appended after the files' at every load (`--emulate`).
     package let extraRules: [Rule]
@@ -17,10 +16,9 @@ package final class ProxyRuntime {
     /// The last reload: time, whether it took, and what was said (null until one happens).
     package let reloadStatus = Locked<JSONValue>(.null)
 
-    package init(hooks: RulesHooks, banner: String, rulesPath: String?, sink: LogSink?, extraRules: [Rule] = []) {
+    package init(hooks: RulesHooks, rulesPath: String?, sink: LogSink?, extraRules: [Rule] = []) {
         self.hooks = hooks
         self.extraRules = extraRules
-        self.banner = banner
         self.rulesPath = rulesPath
         self.sink = sink
         self.fingerprint = rulesPath.map(RulesFiles.fingerprint) ?? ""

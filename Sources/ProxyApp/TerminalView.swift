@@ -3,7 +3,7 @@ import Locking
 
 /// The terminal when log lines and the live status line share it: the status line stays the last line. Each
 /// print clears it, writes the lines above it and draws it again, under one lock.
-package final class TerminalView: Sendable {
+public final class TerminalView: Sendable {
     private let status = Locked<String>("")
 
     package init() {}

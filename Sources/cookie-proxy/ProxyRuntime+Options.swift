@@ -74,38 +74,37 @@ extension ProxyRuntime {
         Option.clientBy, Option.engine, Option.emulate,
     ]
 
-    /// `terminal`: the shared view of stdout and stderr when both are a terminal with a live status line.
-    static func make(
-        args: ParsedArguments, command: String, terminal: TerminalView? = nil, inspector: InspectorStore? = nil
-    ) throws(UsageError) -> ProxyRuntime {
+    /// What the runtime's options say, into `c` (rules, log, interception, lifecycle), and the banner's lines for
+    /// them. `terminal`: the shared view of stdout and stderr when both are a terminal with a live status line.
+    static func apply(
+        _ args: ParsedArguments, command: String, terminal: TerminalView? = nil, to c: inout ProxyApp.Configuration
+    ) throws(UsageError) -> String {
         let rulesPath = args.value(RunCommand.Option.rules)
-        var ruleSet = RuleSet.empty
         if let rulesPath {
             do {
-                ruleSet = try RulesFiles.load(rulesPath)
+                c.rules = try RulesFiles.load(rulesPath)
             } catch let error as RulesError {
                 throw UsageError(message: "invalid rules\n\(error)", command: command, exitStatus: 2, kind: .input)
             } catch {
                 throw UsageError(message: "\(error)", command: command, exitStatus: 2)
             }
         }
-        var extraRules: [Rule] = []
+        c.rulesPath = rulesPath
         if let name = args.value(Option.emulate) {
             do {
                 guard let preset = try Presets.rules(name) else {
                     throw UsageError(
                         message: "--emulate must be one of \(Presets.names.joined(separator: ", "))", command: command)
                 }
-                extraRules = preset
+                c.extraRules = preset
             } catch let error as UsageError {
                 throw error
             } catch {
                 throw UsageError(message: "\(error)", command: command, exitStatus: 2)
             }
-            ruleSet.rules += extraRules
         }
-        let dryRun = args.flag(Option.dryRun)
-        let sink: LogSink?
+        c.dryRun = args.flag(Option.dryRun)
+        c.showValues = args.flag(Option.logValues)
         guard let overflow = LogSink.Overflow(rawValue: args.value(orDefault: Option.logOverflow) ?? "") else {
             throw UsageError(message: "--log-overflow must be block or drop", command: command)
         }
@@ -113,67 +112,54 @@ extension ProxyRuntime {
         guard let queue = Int(queueText), queue >= 1 else {
             throw UsageError(message: "--log-queue must be a positive number of records", command: command)
         }
-        do {
-            if args.value(Option.log) == "none" {
-                sink = nil
+        if args.value(Option.log) != "none" {
+            var log: ProxyApp.Configuration.Log
+            if let file = args.value(Option.log) {
+                log = .init(destination: .file(file))
             } else {
-                let key = try LogKey.load(
-                    directory: CertificateAuthority.defaultDirectory(environment: ProcessInfo.processInfo.environment))
-                let redaction = Redaction(showValues: args.flag(Option.logValues), key: key)
-                if let file = args.value(Option.log) {
-                    sink = try LogSink(
-                        destination: .file(file), redaction: redaction, overflow: overflow, capacity: queue)
-                } else {
-                    let format = args.value(Option.logFormat) ?? (isatty(1) != 0 ? "line" : "json")
-                    guard format == "json" || format == "line" else {
-                        throw UsageError(message: "--log-format must be json or line", command: command)
-                    }
-                    sink = try LogSink(
-                        destination: .standardOutput(
-                            compact: format == "line", color: format == "line" && isatty(1) != 0),
-                        redaction: redaction, overflow: overflow, capacity: queue, terminal: terminal)
+                let format = args.value(Option.logFormat) ?? (isatty(1) != 0 ? "line" : "json")
+                guard format == "json" || format == "line" else {
+                    throw UsageError(message: "--log-format must be json or line", command: command)
                 }
+                log = .init(
+                    destination: .standardOutput(compact: format == "line", color: format == "line" && isatty(1) != 0))
+                log.terminal = terminal
             }
-        } catch let error as UsageError {
-            throw error
-        } catch {
-            throw UsageError(message: "\(error)", command: command)
+            log.overflow = overflow
+            log.capacity = queue
+            c.log = log
         }
-        var intercept = HostPatternList()
         for host in args.all(Option.intercept) {
-            guard intercept.add(host) else {
+            guard c.intercept.add(host) else {
                 throw UsageError(message: "--intercept '\(host)' must be a host name or *.suffix", command: command)
             }
         }
-        if args.flag(Option.interceptAll) { intercept.all = true }
+        if args.flag(Option.interceptAll) { c.intercept.all = true }
+        c.tls.upstreamCAFile = args.value(Option.upstreamCa)
+        c.tls.insecureHosts = Set(args.all(Option.insecureUpstream).map { $0.lowercased() })
+        c.tls.commonName = CACommand.commonName()
         let lifecycleText = args.value(orDefault: Option.lifecycle) ?? ""
         guard lifecycleText == "on" || lifecycleText == "off" else {
             throw UsageError(message: "--lifecycle must be on or off", command: command)
         }
+        c.lifecycle = lifecycleText == "on"
         guard let clientKey = LifecycleTracker.parseClientKey(args.value(orDefault: Option.clientBy) ?? "") else {
             throw UsageError(message: "--client-by must be auto, address or header:NAME", command: command)
         }
+        c.clientKey = clientKey
         let engineText = args.value(orDefault: Option.engine) ?? "auto"
-        let engine = CookieJar.Profile.Engine(rawValue: engineText)
-        guard engine != nil || engineText == "auto" else {
+        c.engine = CookieJar.Profile.Engine(rawValue: engineText)
+        guard c.engine != nil || engineText == "auto" else {
             throw UsageError(
                 message: "--engine must be auto, "
                     + CookieJar.Profile.Engine.allCases.map(\.rawValue).joined(separator: ", "),
                 command: command)
         }
-        // Judged only when something reads the verdicts: the log, the inspector or a report.
-        let reports = try RunCommand.reportSettings(args)
-        let lifecycle = lifecycleText == "on" && (sink != nil || inspector != nil || !reports.isEmpty)
-        let hooks = RulesHooks(
-            engine: RuleEngine(ruleSet), dryRun: dryRun, sink: sink, intercept: intercept, inspector: inspector,
-            lifecycle: lifecycle, tracker: LifecycleTracker(clientKey: clientKey, engine: engine),
-            responses: args.value(RunCommand.Option.metrics) == nil
-                ? nil : ResponseCounts(reverse: args.value(RunCommand.Option.reverse) != nil),
-            report: reports.isEmpty ? nil : RunReport())
+        let dryRun = c.dryRun
         var banner = ""
         if let rulesPath {
             banner +=
-                "  rules:        \(ruleSet.rules.count) from \(rulesPath)\(dryRun ? " (dry run: nothing is changed)" : "")"
+                "  rules:        \(c.rules.rules.count + c.extraRules.count) from \(rulesPath)\(dryRun ? " (dry run: nothing is changed)" : "")"
             banner += " — reloaded on change or SIGHUP\n"
         } else {
             banner +=
@@ -184,51 +170,6 @@ extension ProxyRuntime {
         if let name = args.value(Option.emulate) {
             banner += "  emulate:      \(name) (its rules follow yours; see rules/README.md)\n"
         }
-        return ProxyRuntime(hooks: hooks, banner: banner, rulesPath: rulesPath, sink: sink, extraRules: extraRules)
-    }
-
-}
-
-extension ProxyRuntime {
-    /// Sets up TLS interception when something asks for it (or a CA already exists): loads the CA, creating it
-    /// on first use, and says so. Returns nil when every CONNECT is to be tunnelled.
-    static func interception(
-        args: ParsedArguments, hooks: RulesHooks, command: String, http2: HTTP2Mode = .off, required: Bool = false
-    ) throws(UsageError)
-        -> (ProxyServer.Interception, String, CertificateAuthority)?
-    {
-        let environment = ProcessInfo.processInfo.environment
-        let directory = CertificateAuthority.defaultDirectory(environment: environment)
-        guard hooks.wantsInterception || required else {
-            return nil
-        }
-        var note = ""
-        let ca: CertificateAuthority
-        do {
-            if CertificateAuthority.exists(in: directory) {
-                ca = try CertificateAuthority.load(from: directory)
-            } else {
-                ca = try CertificateAuthority.create(in: directory, force: false, commonName: CACommand.commonName())
-                note =
-                    "  created a local CA in \(directory) (trust \(ca.certificatePath); see docs/https.md, \"Trusting the CA\")\n"
-            }
-            let leaves = try LeafCache(ca: ca)
-            let server = try TLSServerContext(leaves: leaves, http2: http2)
-            let listener = try TLSServerContext(leaves: leaves, http2: http2 == .off ? .off : .on)
-            let client = try TLSClientContext(extraCAFile: args.value(Option.upstreamCa))
-            let insecure = Set(args.all(Option.insecureUpstream).map { $0.lowercased() })
-            for host in insecure.sorted() {
-                note += "  WARNING: upstream certificates of \(host) are NOT verified (--insecure-upstream)\n"
-            }
-            note += "  https:        intercepting \(hooks.interceptDescription) with the CA \(ca.certificatePath);"
-            note += " every other CONNECT is tunnelled untouched\n"
-            return (
-                ProxyServer.Interception(server: server, client: client, insecureHosts: insecure, listener: listener),
-                note,
-                ca
-            )
-        } catch {
-            throw UsageError(message: "cannot set up https interception: \(error)", command: command, exitStatus: 1)
-        }
+        return banner
     }
 }

@@ -54,9 +54,10 @@ extension RunCommand {
 
     /// What the proxy tells a person who just started it: how to point clients at it, and what it will do.
     static func banner(
-        _ config: ServerConfiguration, server: ProxyServer, service: InspectorService, runtime: ProxyRuntime,
-        uiAddress: (String, Int)?, https: String?, pslGiven: Bool
+        _ config: ServerConfiguration, proxy: RunningProxy, runtimeBanner: String, uiAddress: (String, Int)?,
+        https: String?, pslGiven: Bool
     ) -> String {
+        let server = proxy.server
         let address = HostPort.bracketed(config.listenHost)
         // Listening on every address: this machine's own clients use loopback.
         let localAddress =
@@ -118,9 +119,9 @@ extension RunCommand {
         }
         if let (host, _) = uiAddress {
             let shown = host == "0.0.0.0" ? "127.0.0.1" : host == "::" ? "[::1]" : HostPort.bracketed(host)
-            banner += "  inspector:    http://\(shown):\(server.localServicePort)/?token=\(service.token)\n"
+            banner += "  inspector:    http://\(shown):\(server.localServicePort)/?token=\(proxy.token)\n"
         }
-        banner += runtime.banner
+        banner += runtimeBanner
         if config.proxy.isReverse {
             // A reverse proxy opens no tunnels: CONNECT is answered 405 (RequestRoute).
             if config.listeners.contains(where: \.tls) {

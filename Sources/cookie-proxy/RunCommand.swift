@@ -182,60 +182,48 @@ enum RunCommand {
     }
 
     static func run(_ args: ParsedArguments) throws(UsageError) -> Int32 {
-        var settings = try settings(args)
+        let settings = try settings(args)
         let quiet = args.flag(Option.quiet)
         let statusLine = !quiet && isatty(2) != 0
         let terminal = statusLine && isatty(1) != 0 ? TerminalView() : nil
         let uiAddress = settings.uiAddress
-        let store = uiAddress == nil ? nil : InspectorStore(capacity: settings.uiHistory)
-        let runtime = try ProxyRuntime.make(args: args, command: spec.name, terminal: terminal, inspector: store)
-        // Signals are taken synchronously on this thread; loops inherit the blocked mask.
-        var signals = BlockedSignals([SIGINT, SIGTERM, SIGHUP, SIGUSR1])
-        signal(SIGPIPE, SIG_IGN)
-
-        let interception = try ProxyRuntime.interception(
-            args: args, hooks: runtime.hooks, command: spec.name, http2: settings.config.http2,
-            required: routesNeedTLS(settings.config) || settings.config.listeners.contains(where: \.tls))
-        let service = try inspectorService(
-            args, store: store, runtime: runtime, ca: interception?.2, enabled: uiAddress != nil)
-        // With --ui off the service still answers cookie-proxy.local (onboarding), on a free loopback port.
-        settings.config.localServiceAddress = uiAddress ?? ("127.0.0.1", 0)
-        settings.config.localServiceAnyPortIfTaken = args.value(Option.ui) == nil
-        if let routes = settings.config.proxy.upstreamProxies, let onboarding = settings.config.onboardingHost {
-            settings.config.proxy.upstreamProxies = UpstreamProxyRoutes(
+        var configuration = ProxyApp.Configuration(
+            server: settings.config,
+            home: CertificateAuthority.defaultDirectory(environment: ProcessInfo.processInfo.environment))
+        let runtimeBanner = try ProxyRuntime.apply(args, command: spec.name, terminal: terminal, to: &configuration)
+        let reports = try reportSettings(args)
+        configuration.report = !reports.isEmpty
+        configuration.inspector = uiAddress.map {
+            .init(host: $0.0, port: $0.1, capacity: settings.uiHistory, anyPortIfTaken: args.value(Option.ui) == nil)
+        }
+        configuration.metrics = settings.metricsAddress
+        configuration.tls.required = routesNeedTLS(settings.config) || settings.config.listeners.contains(where: \.tls)
+        if let routes = configuration.server.proxy.upstreamProxies, let onboarding = settings.config.onboardingHost {
+            configuration.server.proxy.upstreamProxies = UpstreamProxyRoutes(
                 http: routes.http, https: routes.https, bypass: routes.bypass + [onboarding])
         }
         if !settings.config.proxy.isReverse {
-            settings.config.proxy.forwardProxyPage = forwardProxyPage(
+            configuration.server.proxy.forwardProxyPage = forwardProxyPage(
                 inspector: uiAddress, onboarding: settings.config.onboardingHost)
         }
-        let config = settings.config
-        let server = ProxyServer(
-            configuration: config, hooks: runtime.hooks, interception: interception?.0, localService: service)
+        // Signals are taken synchronously on this thread; loops inherit the blocked mask.
+        var signals = BlockedSignals([SIGINT, SIGTERM, SIGHUP, SIGUSR1])
+        signal(SIGPIPE, SIG_IGN)
+        let proxy: RunningProxy
         do {
-            try server.start()
+            proxy = try ProxyApp.start(configuration)
         } catch {
-            Console.err("error: \(error)")
-            return 1
-        }
-        if let (host, _) = uiAddress { service.bound(host: host, port: server.localServicePort) }
-        var metrics: MetricsServer? = nil
-        if let (host, port) = settings.metricsAddress {
-            let started = Date().timeIntervalSince1970
-            do {
-                let (hooks, log) = (runtime.hooks, runtime.logSink)
-                metrics = try MetricsServer(host: host, port: port, token: service.token) {
-                    Metrics(server: server, hooks: hooks, log: log, startTime: started)
-                }
-            } catch {
-                Console.err("error: --metrics: cannot listen on \(HostPort.format(host, port)): \(error)")
-                server.shutdown(deadline: 0)
+            switch error.stage {
+            case .log: throw UsageError(message: error.description, command: spec.name)
+            case .setup: throw UsageError(message: error.description, command: spec.name, exitStatus: 1)
+            case .listen:
+                Console.err("error: \(error.description)")
                 return 1
             }
         }
-        defer { metrics?.stop() }
+        let config = configuration.server
         // The banner and status on stderr: stdout carries only the log when the log goes there (`run | jq`).
-        for (listen, port) in zip(config.listeners, server.boundPorts) {
+        for (listen, port) in zip(config.listeners, proxy.listenerPorts) {
             Console.err(
                 "cookie-proxy listening on \(listen.tls ? "https" : "http")://\(HostPort.bracketed(listen.host)):\(port)"
             )
@@ -243,16 +231,16 @@ enum RunCommand {
         if !quiet {
             Console.err(
                 banner(
-                    config, server: server, service: service, runtime: runtime, uiAddress: uiAddress,
-                    https: interception?.1, pslGiven: args.value(OptionSpec.psl) != nil)
-                    + (metrics.map { m in
-                        "\n  metrics:      http://\(HostPort.format(settings.metricsAddress!.0, m.port))/metrics"
+                    config, proxy: proxy, runtimeBanner: runtimeBanner, uiAddress: uiAddress, https: proxy.tls?.note,
+                    pslGiven: args.value(OptionSpec.psl) != nil)
+                    + (proxy.metricsPort.map { port in
+                        "\n  metrics:      http://\(HostPort.format(settings.metricsAddress!.0, port))/metrics"
                             + " (Authorization: Bearer, the inspector's token)"
                     } ?? ""))
         }
         return serve(
-            server, runtime: runtime, signals: &signals, drain: settings.drain, terminal: terminal,
-            statusLine: statusLine, reports: try reportSettings(args))
+            proxy, signals: &signals, drain: settings.drain, terminal: terminal, statusLine: statusLine,
+            reports: reports)
     }
 
     /// The options that configure the server, checked.
@@ -360,8 +348,9 @@ enum RunCommand {
 
     /// What the server noted since the last look: closings (on stderr and in the log), TLS failures with clients,
     /// refused HTTP/2 streams.
-    static func reportEvents(_ server: ProxyServer, _ runtime: ProxyRuntime) {
-        for note in server.takeClosingNotes() { runtime.report(note) }
+    static func reportEvents(_ proxy: RunningProxy) {
+        let server = proxy.server
+        for note in server.takeClosingNotes() { proxy.runtime.report(note) }
         for failure in server.takeTLSFailures() {
             Console.err("cookie-proxy: \(failure) (does the client trust the CA? cookie-proxy ca path)")
         }
@@ -371,28 +360,27 @@ enum RunCommand {
     /// Until SIGINT or SIGTERM: SIGHUP reloads the rules, SIGUSR1 reopens the log, and once a second the rules
     /// files are looked at and the status line redrawn. Then the server drains and the log is flushed.
     static func serve(
-        _ server: ProxyServer, runtime: ProxyRuntime, signals: inout BlockedSignals, drain: Double,
-        terminal: TerminalView?,
+        _ proxy: RunningProxy, signals: inout BlockedSignals, drain: Double, terminal: TerminalView?,
         statusLine: Bool, reports: ReportSettings
     ) -> Int32 {
+        let (server, runtime) = (proxy.server, proxy.runtime)
         while true {
             let sig = signals.wait(milliseconds: 1000)
             if sig == SIGHUP {
-                runtime.reload(reason: "SIGHUP")
+                proxy.reload(reason: "SIGHUP")
                 continue
             }
             if sig == SIGUSR1 {
-                runtime.reopenLog()
+                proxy.reopenLog()
                 writeReports(runtime.hooks.report, reports)
                 continue
             }
             if sig == SIGINT || sig == SIGTERM {
                 if let terminal { terminal.finish() } else if statusLine { Console.errRaw("\n") }
                 Console.err("cookie-proxy: stopping (finishing exchanges in flight, up to \(seconds(drain)))")
-                server.shutdown(deadline: drain)
                 // The last closings go to the log before it is closed.
-                reportEvents(server, runtime)
-                runtime.finish()
+                proxy.stop(drain: drain)
+                reportEvents(proxy)
                 let socketErrors = server.clientSocketErrorCounts
                 if !socketErrors.isEmpty {
                     Console.err(
@@ -413,8 +401,8 @@ enum RunCommand {
                 writeReports(runtime.hooks.report, reports)
                 return reportStatus(runtime.hooks.report, reports)
             }
-            runtime.poll()
-            reportEvents(server, runtime)
+            proxy.poll()
+            reportEvents(proxy)
             if statusLine {
                 let text = "\(server.connections) connections · \(server.requests) requests · \(runtime.statusSummary)"
                 if let terminal { terminal.setStatus(text) } else { Console.errRaw("\r\u{1B}[2K\(text)") }
@@ -457,29 +445,6 @@ enum RunCommand {
         let noProxy = variable("NO_PROXY").map { $0.value.split(separator: ",").map(String.init) } ?? []
         return UpstreamProxyRoutes(
             http: http, https: https, bypass: (noProxy + bypass).map { $0.trimmingCharacters(in: .whitespaces) })
-    }
-
-    /// The inspector's service: its token (next to the CA, mode 0600), the log's redaction, and the CA the
-    /// onboarding pages offer when https is intercepted.
-    static func inspectorService(
-        _ args: ParsedArguments, store: InspectorStore?, runtime: ProxyRuntime, ca: CertificateAuthority?, enabled: Bool
-    ) throws(UsageError) -> InspectorService {
-        let directory = CertificateAuthority.defaultDirectory(environment: ProcessInfo.processInfo.environment)
-        do {
-            let key = try LogKey.load(directory: directory)
-            let token = try LogKey.inspectorToken(directory: directory)
-            var certificate: (pem: [UInt8], der: [UInt8], name: String)? = nil
-            if let ca { certificate = (try ca.certificatePEM(), try ca.certificateDER(), try ca.commonName()) }
-            let hooks = runtime.hooks
-            let reload = runtime.reloadStatus
-            return InspectorService(
-                store: store ?? InspectorStore(capacity: 1),
-                redaction: Redaction(showValues: args.flag(ProxyRuntime.Option.logValues), key: key), token: token,
-                rules: { hooks.current.ruleSet }, reloadStatus: { reload.withLock { $0 } }, caCertificate: certificate,
-                inspectorEnabled: enabled, lifecycle: hooks.lifecycle ? hooks.tracker : nil)
-        } catch {
-            throw UsageError(message: "cannot set up the inspector: \(error)", command: spec.name, exitStatus: 1)
-        }
     }
 
     /// A `--resolve HOST:ADDRESS` entry (as curl's, without the port): the host lowercased and a numeric address.

@@ -16,7 +16,7 @@ import Testing
         try "rule \"one\" {\n    secure\n}\n".write(toFile: path, atomically: true, encoding: .utf8)
         let hooks = RulesHooks(
             engine: RuleEngine(try RulesFiles.load(path)), dryRun: false, sink: nil, intercept: HostPatternList())
-        let runtime = ProxyRuntime(hooks: hooks, banner: "", rulesPath: path, sink: nil)
+        let runtime = ProxyRuntime(hooks: hooks, rulesPath: path, sink: nil)
         #expect(hooks.current.ruleSet.rules.map(\.name) == ["one"])
 
         try "rule \"two\" {\n    secure on off\n}\n".write(toFile: path, atomically: true, encoding: .utf8)

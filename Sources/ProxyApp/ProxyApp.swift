@@ -1,0 +1,256 @@
+import CookieInspector
+import CookieKit
+import CookieRules
+import Foundation
+import HTTPGrammar
+import Locking
+import ProxyCore
+import ProxyServer
+import ProxyTLS
+
+/// The proxy as a library: a configuration value in, a running proxy out (``start(_:)``). The executable parses its
+/// arguments into a ``Configuration``, starts it, prints what it got and waits for signals; a test starts one the
+/// same way, without the executable.
+public enum ProxyApp {
+    /// Everything a running proxy is made of, decided before it starts. Values only: the log, the inspector, the
+    /// lifecycle, TLS and the metrics are made by ``start(_:)``.
+    public struct Configuration {
+        /// Listeners, routes, limits, deadlines, HTTP/2.
+        public var server: ServerConfiguration
+        /// Where the CA, the log's key and the inspector's token live (mode 0600; made on first use).
+        public var home: String
+        /// The rules in force, and the file they came from (watched and reloaded; nil: none).
+        public var rules: RuleSet = .empty
+        public var rulesPath: String? = nil
+        /// Rules that follow the file's and stay across reloads (`--emulate`).
+        public var extraRules: [Rule] = []
+        /// Change nothing; log what the rules would do.
+        public var dryRun = false
+        /// The transformation log; nil for none.
+        public var log: Log? = nil
+        /// Hosts whose https is intercepted (the hosts the rules target are added to them).
+        public var intercept = HostPatternList()
+        public var tls = TLS()
+        /// Each client's cookies replayed and its requests judged (only when the log, the inspector or a report
+        /// reads the verdicts).
+        public var lifecycle = true
+        public var clientKey: LifecycleTracker.ClientKey = .automatic
+        /// Whose cookie store the lifecycle replays; nil: each client's, by its User-Agent.
+        public var engine: CookieJar.Profile.Engine? = nil
+        /// The inspector; nil: off (the local service still answers the onboarding host, on a free loopback port).
+        public var inspector: Inspector? = nil
+        /// Cookie values shown in the log and the inspector (a short keyed hash of each by default).
+        public var showValues = false
+        /// `/metrics` for Prometheus; nil: off.
+        public var metrics: (host: String, port: Int)? = nil
+        /// Findings and verdicts are gathered for a CI report (``RunningProxy/report``).
+        public var report = false
+
+        public struct Inspector {
+            public var host: String
+            public var port: Int
+            /// Exchanges held.
+            public var capacity: Int
+            /// The port is the default one, not asked for: another free one is taken when it is in use.
+            public var anyPortIfTaken: Bool
+            public init(host: String, port: Int, capacity: Int, anyPortIfTaken: Bool) {
+                (self.host, self.port, self.capacity, self.anyPortIfTaken) = (host, port, capacity, anyPortIfTaken)
+            }
+        }
+
+        public struct Log {
+            public var destination: LogSink.Destination
+            public var overflow: LogSink.Overflow = .block
+            public var capacity = 10_000
+            /// The live status line's view of stdout, when there is one.
+            public var terminal: TerminalView? = nil
+            public init(destination: LogSink.Destination) { self.destination = destination }
+        }
+
+        /// TLS interception and listeners: set up when the rules or the intercept list ask for it, `required`, or
+        /// always when a CA exists already.
+        public struct TLS {
+            /// A TLS listener or an https route needs the local CA whatever the rules say.
+            public var required = false
+            /// Also trusted for upstream certificates.
+            public var upstreamCAFile: String? = nil
+            /// Upstreams whose certificates are not verified.
+            public var insecureHosts: Set<String> = []
+            /// The common name of a CA made on first use.
+            public var commonName = "cookie-proxy local CA"
+            public init() {}
+        }
+
+        public init(server: ServerConfiguration, home: String) {
+            self.server = server
+            self.home = home
+        }
+    }
+
+    /// Why the proxy did not start, as one line for a person, and at which stage.
+    public struct StartError: Error, CustomStringConvertible {
+        public var description: String
+        public var stage: Stage
+        public enum Stage: Sendable {
+            /// The log (a file that cannot be opened, the log's key).
+            case log
+            /// TLS or the local service (the CA, the inspector's token).
+            case setup
+            /// A listener or the metrics endpoint could not be bound.
+            case listen
+        }
+    }
+
+    /// What ``start(_:)`` set up for TLS: the contexts the server uses, what to tell a person, and the CA.
+    public struct TLSSetup {
+        public var interception: ProxyServer.Interception
+        /// Lines for the banner (a CA just made, hosts not verified, what is intercepted).
+        public var note: String
+        public var ca: CertificateAuthority
+    }
+
+    /// Starts the proxy: the log, the rules' hooks, TLS when asked for, the local service, the listeners, and the
+    /// metrics endpoint; returns once every listener is bound.
+    public static func start(_ configuration: Configuration) throws(StartError) -> RunningProxy {
+        let c = configuration
+        let store = c.inspector.map { InspectorStore(capacity: $0.capacity) }
+        let key: [UInt8]
+        let sink: LogSink?
+        do {
+            key = try LogKey.load(directory: c.home)
+            sink = try c.log.map {
+                try LogSink(
+                    destination: $0.destination, redaction: Redaction(showValues: c.showValues, key: key),
+                    overflow: $0.overflow, capacity: $0.capacity, terminal: $0.terminal)
+            }
+        } catch {
+            throw StartError(description: "\(error)", stage: .log)
+        }
+        var rules = c.rules
+        rules.rules += c.extraRules
+        let hooks = RulesHooks(
+            engine: RuleEngine(rules), dryRun: c.dryRun, sink: sink, intercept: c.intercept, inspector: store,
+            lifecycle: c.lifecycle && (sink != nil || store != nil || c.report),
+            tracker: LifecycleTracker(clientKey: c.clientKey, engine: c.engine),
+            responses: c.metrics == nil ? nil : ResponseCounts(reverse: c.server.proxy.isReverse),
+            report: c.report ? RunReport() : nil)
+        let runtime = ProxyRuntime(hooks: hooks, rulesPath: c.rulesPath, sink: sink, extraRules: c.extraRules)
+        let tls = try tlsSetup(c, wanted: hooks.wantsInterception, described: hooks.interceptDescription)
+        let service: InspectorService
+        do {
+            let token = try LogKey.inspectorToken(directory: c.home)
+            var certificate: (pem: [UInt8], der: [UInt8], name: String)? = nil
+            if let ca = tls?.ca {
+                certificate = (try ca.certificatePEM(), try ca.certificateDER(), try ca.commonName())
+            }
+            let reload = runtime.reloadStatus
+            service = InspectorService(
+                store: store ?? InspectorStore(capacity: 1),
+                redaction: Redaction(showValues: c.showValues, key: key), token: token,
+                rules: { hooks.current.ruleSet }, reloadStatus: { reload.withLock { $0 } }, caCertificate: certificate,
+                inspectorEnabled: store != nil, lifecycle: hooks.lifecycle ? hooks.tracker : nil)
+        } catch {
+            throw StartError(description: "cannot set up the inspector: \(error)", stage: .setup)
+        }
+        var server = c.server
+        // Without the inspector the service still answers the onboarding host, on a free loopback port.
+        server.localServiceAddress = c.inspector.map { ($0.host, $0.port) } ?? ("127.0.0.1", 0)
+        server.localServiceAnyPortIfTaken = c.inspector?.anyPortIfTaken ?? true
+        let proxy = ProxyServer(
+            configuration: server, hooks: hooks, interception: tls?.interception, localService: service)
+        do {
+            try proxy.start()
+        } catch {
+            throw StartError(description: "\(error)", stage: .listen)
+        }
+        if let inspector = c.inspector { service.bound(host: inspector.host, port: proxy.localServicePort) }
+        var metrics: MetricsServer? = nil
+        if let (host, port) = c.metrics {
+            let started = Date().timeIntervalSince1970
+            do {
+                metrics = try MetricsServer(host: host, port: port, token: service.token) {
+                    Metrics(server: proxy, hooks: hooks, log: sink, startTime: started)
+                }
+            } catch {
+                proxy.shutdown(deadline: 0)
+                throw StartError(
+                    description: "--metrics: cannot listen on \(HostPort.format(host, port)): \(error)", stage: .listen)
+            }
+        }
+        return RunningProxy(server: proxy, runtime: runtime, service: service, metrics: metrics, tls: tls)
+    }
+
+    /// The CA (made on first use), the leaves' contexts for interception and TLS listeners, and the upstream side's
+    /// trust; nil when nothing asks for TLS.
+    static func tlsSetup(_ c: Configuration, wanted: Bool, described: String) throws(StartError) -> TLSSetup? {
+        guard wanted || c.tls.required else { return nil }
+        var note = ""
+        do {
+            let ca: CertificateAuthority
+            if CertificateAuthority.exists(in: c.home) {
+                ca = try CertificateAuthority.load(from: c.home)
+            } else {
+                ca = try CertificateAuthority.create(in: c.home, force: false, commonName: c.tls.commonName)
+                note =
+                    "  created a local CA in \(c.home) (trust \(ca.certificatePath); see docs/https.md, \"Trusting the CA\")\n"
+            }
+            let leaves = try LeafCache(ca: ca)
+            let http2 = c.server.http2
+            let server = try TLSServerContext(leaves: leaves, http2: http2)
+            let listener = try TLSServerContext(leaves: leaves, http2: http2 == .off ? .off : .on)
+            let client = try TLSClientContext(extraCAFile: c.tls.upstreamCAFile)
+            for host in c.tls.insecureHosts.sorted() {
+                note += "  WARNING: upstream certificates of \(host) are NOT verified (--insecure-upstream)\n"
+            }
+            note += "  https:        intercepting \(described) with the CA \(ca.certificatePath);"
+            note += " every other CONNECT is tunnelled untouched\n"
+            let interception = ProxyServer.Interception(
+                server: server, client: client, insecureHosts: c.tls.insecureHosts, listener: listener)
+            return TLSSetup(interception: interception, note: note, ca: ca)
+        } catch {
+            throw StartError(description: "cannot set up https interception: \(error)", stage: .setup)
+        }
+    }
+}
+
+/// A started proxy: its addresses, and what a running one is asked to do (reload its rules, reopen its log, stop).
+public final class RunningProxy {
+    public let server: ProxyServer
+    package let runtime: ProxyRuntime
+    package let service: InspectorService
+    let metrics: MetricsServer?
+    /// What TLS was set up (nil: none).
+    public let tls: ProxyApp.TLSSetup?
+
+    init(
+        server: ProxyServer, runtime: ProxyRuntime, service: InspectorService, metrics: MetricsServer?,
+        tls: ProxyApp.TLSSetup?
+    ) {
+        (self.server, self.runtime, self.service, self.metrics, self.tls) = (server, runtime, service, metrics, tls)
+    }
+
+    /// Each listener's port (as configured, in order; a port 0 resolved).
+    public var listenerPorts: [Int] { server.boundPorts }
+    /// The local service's port (the inspector, the onboarding pages).
+    public var servicePort: Int { server.localServicePort }
+    /// The metrics endpoint's port, when there is one.
+    public var metricsPort: Int? { metrics?.port }
+    /// The inspector's token (the local pages' and `/metrics`' bearer).
+    public var token: String { service.token }
+
+    /// Reads the rules file again; an invalid file leaves the last good rules in force (and says so).
+    public func reload(reason: String) { runtime.reload(reason: reason) }
+    /// Reopens the log file (after a rotation).
+    public func reopenLog() { runtime.reopenLog() }
+    /// Once a second: the rules file looked at (reloaded when it changed).
+    public func poll() { runtime.poll() }
+
+    /// Stops taking connections, lets the exchanges in flight finish for up to `drain` seconds, logs the last
+    /// closings, then flushes and closes the log.
+    public func stop(drain: Double) {
+        server.shutdown(deadline: drain)
+        for note in server.takeClosingNotes() { runtime.report(note) }
+        runtime.finish()
+        metrics?.stop()
+    }
+}

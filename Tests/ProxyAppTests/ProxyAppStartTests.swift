@@ -1,0 +1,76 @@
+import CookieRules
+import Foundation
+import ProxyApp
+import ProxyServer
+import TestSupport
+import Testing
+
+/// The proxy started as a library (``ProxyApp/start(_:)``), without the executable: a real upstream (the end-to-end
+/// tests' Fixtures/upstream.py) and a real client (curl) on either side.
+@Suite(.serialized) struct ProxyAppStartTests {
+    /// Start, one exchange with the rules applied, a reload that changes them, another exchange, stop: the log has
+    /// a record of each exchange under the rule in force, and nothing listens any more.
+    @Test func aProxyStartedByOneCallServesReloadsAndStops() throws {
+        let home = NSTemporaryDirectory() + "cp-app-\(UUID().uuidString.prefix(8))"
+        try FileManager.default.createDirectory(atPath: home, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: home) }
+        let rules = home + "/a.rules"
+        try "rule \"lock\" {\n    cookie lower\n    httponly\n}\n".write(
+            toFile: rules, atomically: true, encoding: .utf8)
+        let python = ["/usr/bin/python3", "/usr/local/bin/python3"].first {
+            FileManager.default.fileExists(atPath: $0)
+        }!
+        let origin = try Subprocess(
+            python, ["-u", BuiltBinary.repositoryRoot + "/Tests/EndToEndTests/Fixtures/upstream.py", "0"], stdin: .open)
+        defer { origin.terminate() }
+        var originPort = 0
+        for _ in 0..<500 where originPort == 0 {
+            let text = String(decoding: origin.standardOutput, as: UTF8.self)
+            if let line = text.split(separator: "\n").first(where: { $0.hasPrefix("PORT ") }), text.hasSuffix("\n") {
+                originPort = Int(line.dropFirst(5)) ?? 0
+            } else {
+                usleep(20_000)
+            }
+        }
+        try #require(originPort > 0, "the origin did not start")
+
+        var server = ServerConfiguration()
+        server.listenPort = 0
+        var configuration = ProxyApp.Configuration(server: server, home: home)
+        configuration.rules = try RulesFiles.load(rules)
+        configuration.rulesPath = rules
+        configuration.log = .init(destination: .file(home + "/log.jsonl"))
+        let proxy = try ProxyApp.start(configuration)
+        let port = try #require(proxy.listenerPorts.first)
+        #expect(port > 0)
+
+        func fetch() throws -> String {
+            let result = try run(
+                "/usr/bin/curl",
+                [
+                    "-s", "-D", "-", "-o", "/dev/null", "-x", "http://127.0.0.1:\(port)",
+                    "http://127.0.0.1:\(originPort)/cookies",
+                ],
+                timeout: 20)
+            return String(decoding: result.stdout, as: UTF8.self)
+        }
+        let first = try fetch()
+        #expect(first.contains("set-cookie: lower=case;path=/p;; HttpOnly\r\n"), "\(first)")
+
+        try "rule \"secure\" {\n    cookie lower\n    secure\n}\n".write(
+            toFile: rules, atomically: true, encoding: .utf8)
+        proxy.reload(reason: "test")
+        let second = try fetch()
+        #expect(second.contains("set-cookie: lower=case;path=/p;; Secure\r\n"), "\(second)")
+
+        proxy.stop(drain: 1)
+        let log = try String(contentsOfFile: home + "/log.jsonl", encoding: .utf8)
+        #expect(log.contains("\"lock\""), "\(log)")
+        #expect(log.contains("\"secure\""), "\(log)")
+        let after = try run(
+            "/usr/bin/curl",
+            ["-s", "-o", "/dev/null", "-x", "http://127.0.0.1:\(port)", "http://127.0.0.1:\(originPort)/"],
+            timeout: 20)
+        #expect(after.status != 0, "the proxy still answers after stop")
+    }
+}
