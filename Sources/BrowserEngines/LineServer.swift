@@ -10,7 +10,7 @@ import ProxyTLS
 /// anything else without it), then closes. http and https on one port, reached directly (an engine whose resolver
 /// maps every name here) or as the engine's proxy: a `CONNECT` is answered 200 and the tunnel is this server's own
 /// TLS, an absolute-form request is answered as any other (the Host field names the host either way).
-final class LineServer: @unchecked Sendable {
+final class LineServer: Sendable {
     let port: Int
     private let listener: Int32
     /// The same port on ::1 when it is free there (so that a URL of `[::1]` reaches the server too).

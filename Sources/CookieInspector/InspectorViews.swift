@@ -1,4 +1,5 @@
 import HTTPGrammar
+import Locking
 import CookieKit
 import CookieRules
 import ProxyCore
@@ -176,13 +177,13 @@ public struct InspectorViews: Sendable {
         // The jar's clock is each exchange's time while it is replayed (Max-Age counts from when the cookie came),
         // then now, for what it holds and sends.
         // In the client's engine's jar (the lifecycle's judgement says which), to the millisecond.
-        let clock = ReplayClock(now)
+        let clock = AtomicCounter(Int(now))
         let mine = exchanges.filter { $0.client == client }
         let engine = mine.last(where: { $0.judgement != nil })?.judgement?.engine ?? .rfc6265bis
-        var jar = CookieJar(profile: .of(engine), unit: .milliseconds, clock: { clock.now })
+        var jar = CookieJar(profile: .of(engine), unit: .milliseconds, clock: { Int64(clock.load()) })
         var rejected: [JSONValue] = []
         for e in mine {
-            clock.now = e.responseTime
+            clock.store(Int(e.responseTime))
             let from = e.requestURL
             // What the client got: the forwarded head's Set-Cookie lines, in order (a dry run forwards them as
             // received).
@@ -198,7 +199,7 @@ public struct InspectorViews: Sendable {
                 }
             }
         }
-        clock.now = now
+        clock.store(Int(now))
         let held = jar.allCookies().sorted { ($0.domain, $0.path, $0.name) < ($1.domain, $1.path, $1.name) }
         var fields: [(String, JSONValue)] = [
             ("client", .string(client)),
@@ -234,11 +235,6 @@ public struct InspectorViews: Sendable {
     public static func clients(_ exchanges: [Exchange]) -> [String] {
         var seen: Set<String> = []
         return exchanges.compactMap { seen.insert($0.client).inserted ? $0.client : nil }
-    }
-
-    final class ReplayClock: @unchecked Sendable {
-        var now: Int64
-        init(_ now: Int64) { self.now = now }
     }
 
     // MARK: Rules

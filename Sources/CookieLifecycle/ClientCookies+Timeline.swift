@@ -3,7 +3,7 @@ import CookieKit
 /// A cookie name's events: what each Set-Cookie did with it and what each request made of it, repeats counted.
 extension ClientCookies {
     /// One name's events, changed in place (a repeat counted into it is no dictionary update).
-    final class Timeline: @unchecked Sendable {
+    final class Timeline {
         var events: [Event] = []
         var touched: UInt64 = 0
     }

@@ -4,7 +4,7 @@ import CookieKit
 /// the client was sent, in the order it was sent, and for each request the jar's prediction of its `Cookie` header
 /// (§5.8.3) compared with the header the client sent (``request(_:cookieHeader:)``), with a timeline per cookie
 /// name. Sans I/O: times come with each call.
-public struct ClientCookies: Sendable {
+public struct ClientCookies {
     /// How much is kept: events per cookie name, and names per client (the least recently touched name goes).
     public static let eventsPerCookie = 64
     public static let namesPerClient = 256

@@ -12,16 +12,10 @@ import HTTPGrammar
 @usableFromInline
 struct RuleMatches: Sendable {
     @usableFromInline var low: UInt64 = 0
-    /// The rules past the first 64, in a box made only when one matches: a line's matches are copied and dropped
-    /// on every line, and an empty array is still retained and released each time.
-    @usableFromInline private(set) var beyond: Beyond? = nil
-    /// Written only while one set of matches holds it (copied first otherwise), so it is sendable as they are.
-    @usableFromInline
-    final class Beyond: @unchecked Sendable {
-        var indices: [Int]
-        init(_ indices: [Int]) { self.indices = indices }
-    }
-    var high: [Int] { beyond?.indices ?? [] }
+    /// The rules past the first 64, made only when one matches: a line's matches are copied and dropped on every
+    /// line, and nil is nothing to retain or release (an empty array still is).
+    @usableFromInline private(set) var beyond: [Int]? = nil
+    var high: [Int] { beyond ?? [] }
 
     var isEmpty: Bool { low == 0 && beyond == nil }
     /// Whether a rule past the first 64 matched (no array is retained to tell).
@@ -33,12 +27,7 @@ struct RuleMatches: Sendable {
     }
 
     private mutating func insertBeyond64(_ index: Int) {
-        if beyond == nil {
-            beyond = Beyond([index])
-        } else {
-            if !isKnownUniquelyReferenced(&beyond!) { beyond = Beyond(beyond!.indices) }
-            beyond!.indices.append(index)
-        }
+        if beyond == nil { beyond = [index] } else { beyond!.append(index) }
     }
 
     /// The indices in increasing (file) order.
@@ -48,7 +37,7 @@ struct RuleMatches: Sendable {
             body(bits.trailingZeroBitCount)
             bits &= bits &- 1
         }
-        if let beyond { for index in beyond.indices { body(index) } }
+        if let beyond { for index in beyond { body(index) } }
     }
 
     func names<T>(_ all: [T]) -> [T] {

@@ -9,7 +9,8 @@ import CAtomics
 // A lock and an atomic counter of the package's own. Swift's Synchronization module (Mutex, Atomic) needs macOS 15;
 // these need only POSIX threads and C11 atomics, so the package builds for macOS 13, and Linux runs the same code.
 
-/// A value guarded by a POSIX mutex: touched only inside ``withLock(_:)``.
+/// A value guarded by a POSIX mutex: touched only inside ``withLock(_:)``. `@unchecked`: the mutex is what makes it
+/// safe, which the compiler cannot see (Swift's own `Mutex` is the same promise).
 public final class Locked<State>: @unchecked Sendable {
     @usableFromInline let mutex: UnsafeMutablePointer<pthread_mutex_t>
     @usableFromInline var state: State
@@ -36,7 +37,8 @@ public final class Locked<State>: @unchecked Sendable {
     }
 }
 
-/// An integer (64 bits) updated atomically (relaxed: counters and flags that order nothing else).
+/// An integer (64 bits) updated atomically (relaxed: counters and flags that order nothing else). `@unchecked`: the
+/// value is touched only through C11 atomics (CAtomics), which the compiler cannot see.
 public final class AtomicCounter: @unchecked Sendable {
     @usableFromInline let value: UnsafeMutablePointer<Int64>
 

@@ -12,7 +12,7 @@ import ProxyServer
 /// (for requests through the proxy to `cookie-proxy.local`) the onboarding pages. Every inspector request needs
 /// the installation's token and must name the inspector's own address in Host (DNS rebinding); the onboarding
 /// pages need neither, and serve only the CA certificate, never a key.
-package final class InspectorService: LocalService, @unchecked Sendable {
+package final class InspectorService: LocalService {
     package static let version = cookieProxyVersion
     package static let cookieName = "cookie-proxy-inspector"
 
@@ -227,7 +227,7 @@ package final class InspectorService: LocalService, @unchecked Sendable {
 
     /// Pushes a row per new exchange to every open event stream (Server-Sent Events), from a thread of its own:
     /// the analysis (parse, diff, lint) is done here, not on the event loops, and only while someone listens.
-    package final class Feed: @unchecked Sendable {
+    package final class Feed: Sendable {
         let store: InspectorStore
         let views: InspectorViews
         private let subscribers = Locked<[LocalStream]>([])
@@ -236,14 +236,15 @@ package final class InspectorService: LocalService, @unchecked Sendable {
         /// costs the proxy one atomic load here, and a burst of exchanges wakes the thread once.
         private let listening = AtomicCounter()
         private let wakePending = AtomicCounter()
-        private var last: UInt64
+        /// The newest exchange when the feed was made: its thread sends what comes after.
+        private let first: UInt64
         /// Rows pushed in one round, at most.
         static let batch = 50
 
         init(store: InspectorStore, views: InspectorViews) {
             self.store = store
             self.views = views
-            last = store.newestSequence
+            first = store.newestSequence
             let (signal, listening, wakePending) = (self.signal, self.listening, self.wakePending)
             store.onRecord {
                 if listening.load() > 0 && wakePending.add(1) == 1 { signal.signal() }
@@ -264,6 +265,7 @@ package final class InspectorService: LocalService, @unchecked Sendable {
         }
 
         private func run() {
+            var last = first
             while true {
                 let woke = signal.wait(timeout: .now() + 15) == .success
                 wakePending.store(0)

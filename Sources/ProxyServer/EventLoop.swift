@@ -25,7 +25,8 @@ class LoopHandler {
 
 /// One event loop: a thread, a poller, its own listening socket (SO_REUSEPORT) or descriptor of a shared one, the client
 /// connections it accepted and their upstream connections, an upstream pool, and coarse timers.
-/// Everything here is touched only by the loop's thread, except `post`, which any thread may call.
+/// Everything here is touched only by the loop's thread, except `post`, which any thread may call. `@unchecked`:
+/// that confinement is the loop's design, which the compiler cannot see (the posted work crosses through a lock).
 final class EventLoop: @unchecked Sendable {
     unowned(unsafe) let server: ProxyServer
     let poller: Poller

@@ -6,7 +6,9 @@ import ProxyTLS
 import Locking
 
 /// The proxy server: one event loop per configured thread, all listening on the same address through
-/// SO_REUSEPORT. Start with ``start()``, stop with ``shutdown(deadline:)``.
+/// SO_REUSEPORT. Start with ``start()``, stop with ``shutdown(deadline:)``. `@unchecked`: what it changes after
+/// being made (its loops, bound ports, configuration) is written by ``start()`` before any loop or other thread sees
+/// the server, and every later change goes through an atomic counter or a lock.
 public final class ProxyServer: @unchecked Sendable {
     public private(set) var configuration: ServerConfiguration
     let hooks: any ProxyHooks

@@ -10,7 +10,7 @@ import Locking
 
 /// The local CA that signs leaf certificates for intercepted hosts: an EC P-256 key (mode 0600 on disk) and a
 /// self-signed certificate, in the configuration folder.
-public final class CertificateAuthority: @unchecked Sendable {
+public final class CertificateAuthority: Sendable {
     let key: PrivateKey
     let certificate: Certificate
     public let directory: String

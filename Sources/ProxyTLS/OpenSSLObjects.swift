@@ -25,11 +25,20 @@ public struct TLSError: Error, Sendable, CustomStringConvertible {
     init(message: String) { description = message }
 }
 
-/// The one owner of an `EVP_PKEY`.
-final class PrivateKey: @unchecked Sendable {
-    let pointer: OpaquePointer
+/// A pointer to an OpenSSL object this module made and no longer changes (a key, a certificate, an `SSL_CTX` once
+/// set up): OpenSSL (1.1.0 and later) makes using such objects from several threads at once safe, locking what it
+/// changes inside them itself (reference counts, a context's session cache). The one place ProxyTLS vouches for
+/// sendability instead of the compiler; every owner below holds its pointer in one.
+struct OpenSSLPointer: @unchecked Sendable {
+    let raw: OpaquePointer
+}
 
-    init(owning pointer: OpaquePointer) { self.pointer = pointer }
+/// The one owner of an `EVP_PKEY`.
+final class PrivateKey: Sendable {
+    private let owned: OpenSSLPointer
+    var pointer: OpaquePointer { owned.raw }
+
+    init(owning pointer: OpaquePointer) { owned = OpenSSLPointer(raw: pointer) }
     deinit { EVP_PKEY_free(pointer) }
 
     /// A new EC P-256 key (about 20 µs).
@@ -56,10 +65,11 @@ final class PrivateKey: @unchecked Sendable {
 }
 
 /// The one owner of an `X509`.
-final class Certificate: @unchecked Sendable {
-    let pointer: OpaquePointer
+final class Certificate: Sendable {
+    private let owned: OpenSSLPointer
+    var pointer: OpaquePointer { owned.raw }
 
-    init(owning pointer: OpaquePointer) { self.pointer = pointer }
+    init(owning pointer: OpaquePointer) { owned = OpenSSLPointer(raw: pointer) }
     deinit { X509_free(pointer) }
 
     static func fromPEM(_ pem: [UInt8]) throws(TLSError) -> Certificate {

@@ -2,15 +2,16 @@ internal import COpenSSL
 
 /// The server side of interception: one `SSL_CTX` whose certificate callback picks (or mints) the leaf for the
 /// SNI host name, falling back to the CONNECT host; TLS 1.2 and 1.3; ALPN `http/1.1`, and `h2` as `http2` says.
-public final class TLSServerContext: @unchecked Sendable {
-    let context: OpaquePointer
+public final class TLSServerContext: Sendable {
+    private let owned: OpenSSLPointer
+    var context: OpaquePointer { owned.raw }
     public let leaves: LeafCache
     public let http2: HTTP2Mode
 
     public init(leaves: LeafCache, http2: HTTP2Mode = .off) throws(TLSError) {
         self.http2 = http2
         guard let ctx = SSL_CTX_new(TLS_server_method()) else { throw TLSError("SSL_CTX_new failed") }
-        context = ctx
+        owned = OpenSSLPointer(raw: ctx)
         self.leaves = leaves
         _ = COpenSSL_CTX_set_min_proto_version(ctx, COpenSSL_TLS1_2_VERSION())
         _ = COpenSSL_CTX_set_mode(ctx, COpenSSL_MODE_RELEASE_BUFFERS())
@@ -24,12 +25,13 @@ public final class TLSServerContext: @unchecked Sendable {
 
 /// The client side towards upstreams: the system trust store (plus `--upstream-ca`), host-name verification,
 /// SNI, ALPN `http/1.1`.
-public final class TLSClientContext: @unchecked Sendable {
-    let context: OpaquePointer
+public final class TLSClientContext: Sendable {
+    private let owned: OpenSSLPointer
+    var context: OpaquePointer { owned.raw }
 
     public init(extraCAFile: String?) throws(TLSError) {
         guard let ctx = SSL_CTX_new(TLS_client_method()) else { throw TLSError("SSL_CTX_new failed") }
-        context = ctx
+        owned = OpenSSLPointer(raw: ctx)
         _ = COpenSSL_CTX_set_min_proto_version(ctx, COpenSSL_TLS1_2_VERSION())
         _ = COpenSSL_CTX_set_mode(ctx, COpenSSL_MODE_RELEASE_BUFFERS())
         SSL_CTX_set_default_verify_paths(ctx)
