@@ -341,7 +341,8 @@ public final class UpstreamExchange {
     func headersReceived(endStream: Bool) {
         if inTrailers {
             var lines: [UInt8] = []
-            for field in responseFields {
+            for field in responseFields
+            where !field.name.withUnsafeBufferPointer({ KnownField.classify($0, 0, $0.count) }).isForbiddenInTrailers {
                 lines += field.name
                 lines += [0x3A, 0x20]
                 lines += field.value

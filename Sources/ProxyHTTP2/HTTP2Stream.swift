@@ -71,8 +71,7 @@ final class Stream {
     /// them); false once the trailers are over the limits (the stream is then reset).
     func addTrailer(_ name: UnsafeBufferPointer<UInt8>, _ value: UnsafeBufferPointer<UInt8>) -> Bool {
         guard trailerList.admit(name: name.count, value: value.count, pseudo: false) else { return false }
-        // `te` is about the connection (RFC 9110 §7.6.1): not a trailer to pass on.
-        if name.elementsEqual("te".utf8) { return true }
+        if KnownField.classify(name, 0, name.count).isForbiddenInTrailers { return true }
         requestTrailers.append(contentsOf: name)
         requestTrailers += [0x3A, 0x20]
         requestTrailers.append(contentsOf: value)
@@ -211,6 +210,13 @@ struct FieldList {
 }
 
 extension KnownField {
+    /// Fields a trailer section must not carry, dropped when one is passed on (RFC 9110 §6.5.1: framing, routing,
+    /// the connection's own; nghttp2 refuses some of them itself, not `host`): an HTTP/1.1 recipient that merges
+    /// trailers into the head would otherwise read a second Host or a length.
+    var isForbiddenInTrailers: Bool {
+        isConnectionSpecific || self == .host || self == .te || self == .contentLength
+    }
+
     /// Fields that are about one connection and are never sent in HTTP/2 (RFC 9113 §8.2.2).
     var isConnectionSpecific: Bool {
         switch self {

@@ -107,9 +107,10 @@ struct HTTP2ClientSessionTests {
             + ClientFrames.headers(
                 1, [(":status", "200"), ("set-cookie", "a=1"), ("set-cookie", "b=2")] + fields, endStream: false)
             + ClientFrames.data(1, "hi", endStream: false)
-            + ClientFrames.headers(1, [("grpc-status", "0")], endStream: true)
+            + ClientFrames.headers(1, [("grpc-status", "0"), ("host", "b.example")], endStream: true)
         #expect(session.receive(server[...]))
         #expect(session.touched.contains { $0 === exchange })
+        // (`host` is no trailer, RFC 9110 §6.5.1: not passed on.)
         #expect(Self.delivered(exchange) == head + "payload: hi\nend: grpc-status: 0\r\n")
         #expect(exchange.responseDone)
     }

@@ -184,10 +184,14 @@ struct HTTP2ServerSessionTests {
     }
 
     /// DATA is the body's payload, as it came (each byte counts against the windows); the end of the stream ends the
-    /// request, with the trailers of a HEADERS frame after the body (RFC 9113 §8.1), `te` not among them.
+    /// request, with the trailers of a HEADERS frame after the body (RFC 9113 §8.1), without those a trailer section
+    /// must not carry (RFC 9110 §6.5.1: `host` routes, `te` is about the connection).
     @Test(arguments: [
         ([(String, String)](), ""),
-        ([("x-checksum", "abc"), ("te", "trailers"), ("grpc-x", "1")], "x-checksum: abc\r\ngrpc-x: 1\r\n"),
+        (
+            [("x-checksum", "abc"), ("te", "trailers"), ("host", "b.example"), ("grpc-x", "1")],
+            "x-checksum: abc\r\ngrpc-x: 1\r\n"
+        ),
     ])
     func aBodyIsPayloadAndItsEndCarriesTheTrailers(_ trailers: [(String, String)], _ lines: String) {
         let end =
