@@ -18,6 +18,7 @@ package struct Metrics: Sendable {
     package var transformations: [(rule: String, action: String, count: Int)]
     /// Nil without per-response counting.
     package var upstreamResponse: (cumulative: [Int], sum: Double, count: Int)?
+    package var requestDuration: (cumulative: [Int], sum: Double, count: Int)?
     package var verdicts: [(verdict: String, reason: String, count: Int)]
     package var startTime: Double
 
@@ -33,7 +34,8 @@ package struct Metrics: Sendable {
         closings = ProxyServer.Closing.allCases.map { ($0, counted[$0.rawValue] ?? 0) }
         logRecords = log.map { ($0.writtenCount, $0.droppedCount) }
         transformations = hooks.counts?.transformationSamples ?? []
-        upstreamResponse = hooks.responses?.histogram
+        upstreamResponse = hooks.responses?.upstreamResponse.snapshot
+        requestDuration = hooks.responses?.requestDuration.snapshot
         verdicts = hooks.lifecycle ? hooks.counts?.verdictSamples ?? [] : []
         self.startTime = startTime
     }
@@ -77,15 +79,23 @@ package struct Metrics: Sendable {
                     ("{protocol=\"\($0.protocol)\",mode=\"\($0.mode.rawValue)\",code=\"\($0.class)\"}", "\($0.count)")
                 })
         }
-        if let (cumulative, sum, count) = upstreamResponse {
+        func histogram(_ name: String, _ help: String, _ h: (cumulative: [Int], sum: Double, count: Int)) {
             let bounds = ResponseCounts.bounds.map { String($0) } + ["+Inf"]
-            out += "# HELP cookie_proxy_upstream_response_seconds Time from a request's head sent upstream to its final"
-            out += " response's head.\n# TYPE cookie_proxy_upstream_response_seconds histogram\n"
-            for (bound, n) in zip(bounds, cumulative) {
-                out += "cookie_proxy_upstream_response_seconds_bucket{le=\"\(bound)\"} \(n)\n"
-            }
-            out += "cookie_proxy_upstream_response_seconds_sum \(String(format: "%.6f", sum))\n"
-            out += "cookie_proxy_upstream_response_seconds_count \(count)\n"
+            out += "# HELP \(name) \(help)\n# TYPE \(name) histogram\n"
+            for (bound, n) in zip(bounds, h.cumulative) { out += "\(name)_bucket{le=\"\(bound)\"} \(n)\n" }
+            out += "\(name)_sum \(String(format: "%.6f", h.sum))\n"
+            out += "\(name)_count \(h.count)\n"
+        }
+        if let upstreamResponse {
+            histogram(
+                "cookie_proxy_upstream_response_seconds",
+                "Time from a request's head sent upstream to its final response's head.", upstreamResponse)
+        }
+        if let requestDuration {
+            histogram(
+                "cookie_proxy_request_duration_seconds",
+                "Time from a request's head sent upstream to the last byte of its response relayed to the client.",
+                requestDuration)
         }
         family(
             "cookie_proxy_open_connections", "gauge", "Client connections open now.",

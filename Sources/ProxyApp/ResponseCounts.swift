@@ -20,24 +20,27 @@ package final class ResponseCounts: Sendable {
     package init(reverse: Bool) {
         self.reverse = reverse
         counters = (0..<(Self.protocols.count * Mode.allCases.count * Self.classes.count)).map { _ in AtomicCounter() }
-        started = (0..<Self.ring).map { _ in AtomicCounter() }
-        buckets = (0...Self.bounds.count).map { _ in AtomicCounter() }
+        sentUpstream = (0..<Self.ring).map { _ in AtomicCounter() }
+        forwarded = (0..<Self.ring).map { _ in AtomicCounter() }
     }
 
-    // MARK: Upstream response time
+    // MARK: Durations
 
-    /// The histogram's upper bounds, in seconds (Prometheus' defaults, with two below a millisecond: a loopback
+    /// The histograms' upper bounds, in seconds (Prometheus' defaults, with two below a millisecond: a loopback
     /// origin answers in tens of microseconds).
     package static let bounds: [Double] = [
         0.0001, 0.0005, 0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10,
     ]
     static let ring = 4096
-    /// When each request in flight went upstream (monotonic nanoseconds), by its id modulo the ring.
-    private let started: [AtomicCounter]
-    /// Per bucket (the last one: past every bound), not cumulative.
-    private let buckets: [AtomicCounter]
-    private let sumNanoseconds = AtomicCounter()
-    private let observations = AtomicCounter()
+    /// When each request in flight went upstream (monotonic nanoseconds), by its id modulo the ring: cleared when its
+    /// response's head arrives, for the upstream's time.
+    private let sentUpstream: [AtomicCounter]
+    /// The same, cleared when its exchange ends, for the whole exchange's.
+    private let forwarded: [AtomicCounter]
+    /// From a request's head sent upstream to its final response's head.
+    package let upstreamResponse = DurationHistogram()
+    /// From a request's head sent upstream to the last byte of its response relayed.
+    package let requestDuration = DurationHistogram()
 
     static func nanoseconds() -> Int {
         var ts = timespec()
@@ -46,29 +49,23 @@ package final class ResponseCounts: Sendable {
     }
 
     /// A request's head went upstream.
-    func requestForwarded(_ id: UInt64) { started[Int(id % UInt64(Self.ring))].store(Self.nanoseconds()) }
+    func requestForwarded(_ id: UInt64) {
+        let now = Self.nanoseconds()
+        sentUpstream[Int(id % UInt64(Self.ring))].store(now)
+        forwarded[Int(id % UInt64(Self.ring))].store(now)
+    }
 
     /// Its final response's head arrived: the time since, observed once.
-    func responseArrived(_ id: UInt64) {
-        let slot = started[Int(id % UInt64(Self.ring))]
+    func responseArrived(_ id: UInt64) { Self.observe(sentUpstream[Int(id % UInt64(Self.ring))], in: upstreamResponse) }
+
+    /// Its response was relayed whole: the exchange's time, observed once.
+    func exchangeFinished(_ id: UInt64) { Self.observe(forwarded[Int(id % UInt64(Self.ring))], in: requestDuration) }
+
+    private static func observe(_ slot: AtomicCounter, in histogram: DurationHistogram) {
         let start = slot.load()
         guard start > 0 else { return }
         slot.store(0)
-        let elapsed = max(0, Self.nanoseconds() - start)
-        let seconds = Double(elapsed) / 1e9
-        buckets[Self.bounds.firstIndex { seconds <= $0 } ?? Self.bounds.count].add(1)
-        sumNanoseconds.add(elapsed)
-        observations.add(1)
-    }
-
-    /// Cumulative counts per bound (the last one `+Inf`), the sum in seconds and the count.
-    package var histogram: (cumulative: [Int], sum: Double, count: Int) {
-        var total = 0
-        let cumulative = buckets.map { counter -> Int in
-            total += counter.load()
-            return total
-        }
-        return (cumulative, Double(sumNanoseconds.load()) / 1e9, observations.load())
+        histogram.observe(nanoseconds: max(0, nanoseconds() - start))
     }
 
     private static func index(protocol p: Int, mode m: Int, class c: Int) -> Int {
@@ -95,5 +92,30 @@ package final class ResponseCounts: Sendable {
             }
         }
         return out
+    }
+}
+
+/// Durations in the buckets of ``ResponseCounts/bounds``: one atomic add per bucket and for the sum and count.
+package final class DurationHistogram: Sendable {
+    /// Per bucket (the last one: past every bound), not cumulative.
+    private let buckets = (0...ResponseCounts.bounds.count).map { _ in AtomicCounter() }
+    private let sumNanoseconds = AtomicCounter()
+    private let observations = AtomicCounter()
+
+    func observe(nanoseconds: Int) {
+        let seconds = Double(nanoseconds) / 1e9
+        buckets[ResponseCounts.bounds.firstIndex { seconds <= $0 } ?? ResponseCounts.bounds.count].add(1)
+        sumNanoseconds.add(nanoseconds)
+        observations.add(1)
+    }
+
+    /// Cumulative counts per bound (the last one `+Inf`), the sum in seconds and the count.
+    package var snapshot: (cumulative: [Int], sum: Double, count: Int) {
+        var total = 0
+        let cumulative = buckets.map { counter -> Int in
+            total += counter.load()
+            return total
+        }
+        return (cumulative, Double(sumNanoseconds.load()) / 1e9, observations.load())
     }
 }

@@ -176,6 +176,8 @@ package final class RulesHooks: ProxyHooks, Sendable {
     /// The loop's ``CookieScratch``.
     package func makeLoopStorage() -> AnyObject? { CookieScratch() }
 
+    package func exchangeFinished(_ requestID: UInt64) { responses?.exchangeFinished(requestID) }
+
     package func willForwardResponse(_ head: inout OutgoingHead, context: ExchangeContext, storage: AnyObject?) {
         responses?.count(context)
         let engine = current

@@ -24,6 +24,8 @@ public protocol ProxyHooks: Sendable {
     /// noted there for this response is still in it).
     func didForwardResponse(
         _ head: OutgoingHead, bytes: ArraySlice<UInt8>, context: ExchangeContext, storage: AnyObject?)
+    /// The exchange's response was relayed whole (its last byte is with the client's connection).
+    func exchangeFinished(_ requestID: UInt64)
 }
 
 extension ProxyHooks {
@@ -31,6 +33,7 @@ extension ProxyHooks {
     public func didForwardResponse(
         _ head: OutgoingHead, bytes: ArraySlice<UInt8>, context: ExchangeContext, storage: AnyObject?
     ) {}
+    public func exchangeFinished(_ requestID: UInt64) {}
 }
 
 public struct NoHooks: ProxyHooks {

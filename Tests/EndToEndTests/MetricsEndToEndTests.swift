@@ -16,6 +16,12 @@ import Testing
         }
     }
 
+    static func number(_ exposition: String, _ sample: String) -> Double? {
+        exposition.split(separator: "\n").first { $0.hasPrefix(sample + " ") }.flatMap {
+            Double($0.split(separator: " ")[1])
+        }
+    }
+
     @Test func prometheusScrapesCountersThatAgreeWithTheTrafficAndTheLog() throws {
         let dir = try LogEndToEndTests.folder()
         defer { try? FileManager.default.removeItem(atPath: dir) }
@@ -48,6 +54,14 @@ import Testing
         #expect(Self.value(scraped, "cookie_proxy_upstream_response_seconds_count") == 5, "\(scraped)")
         #expect(Self.value(scraped, "cookie_proxy_upstream_response_seconds_bucket{le=\"+Inf\"}") == 5)
         #expect(Self.value(scraped, "cookie_proxy_upstream_response_seconds_bucket{le=\"10.0\"}") == 5)
+        // And each exchange's whole time, once it ended; never shorter than its upstream's time.
+        #expect(Self.value(scraped, "cookie_proxy_request_duration_seconds_count") == 5, "\(scraped)")
+        #expect(Self.value(scraped, "cookie_proxy_request_duration_seconds_bucket{le=\"+Inf\"}") == 5)
+        let sums = (
+            Self.number(scraped, "cookie_proxy_request_duration_seconds_sum"),
+            Self.number(scraped, "cookie_proxy_upstream_response_seconds_sum")
+        )
+        #expect(sums.0 != nil && sums.1 != nil && sums.0! >= sums.1!, "\(sums)")
         // Each changed line counts for the rule that changed it; the cookie sent and never set, once.
         #expect(
             Self.value(scraped, "cookie_proxy_cookie_transformations_total{rule=\"harden\",action=\"rewrite\"}") == 15,
