@@ -4,7 +4,7 @@ import ProxyHTTP2
 /// A client connection that speaks HTTP/2 (RFC 9113): its session, and the exchange of each open stream.
 final class HTTP2Client {
     let session: HTTP2ServerSession
-    var exchanges: [Int32: ClientConnection] = [:]
+    var exchanges: [Int32: StreamExchange] = [:]
     /// The session's events are being handled: frames go out once, after all of them.
     var handlingEvents = false
     /// Frames are being made (nghttp2 pulls response bodies meanwhile): not again from inside.
@@ -15,20 +15,60 @@ final class HTTP2Client {
     init(session: HTTP2ServerSession) { self.session = session }
 }
 
-/// What an exchange of a stream knows of its place: the client connection and the stream.
-struct StreamLink {
+/// One stream's exchange of an HTTP/2 client (RFC 9113 §5): its machine takes the stream's request typed and
+/// answers typed, and what it has for the client goes to the connection's session, not to a socket. Reading its
+/// client is its stream's flow-control window, given back as the machine takes the bytes.
+final class StreamExchange: ExchangeDriver {
     /// The connection holds its exchanges and closes them before it goes.
     unowned(unsafe) let connection: ClientConnection
     let id: Int32
     /// Body bytes the machine was given that the stream's window has not been given back for.
     var unconsumed = 0
+
+    init(connection: ClientConnection, id: Int32) {
+        self.connection = connection
+        self.id = id
+        super.init(
+            address: connection.address, fromNetwork: connection.fromNetwork, loop: connection.loop,
+            interceptedOrigin: connection.machine.interceptedOrigin)
+        machine.clientSpeaksHTTP2 = true
+        machine.listenerTLS = connection.machine.listenerTLS
+    }
+
+    /// What it has given the session that waits for the client's window.
+    override var pendingToClient: Int { connection.http2?.session.buffered(id) ?? 0 }
+
+    /// The machine's response for the client goes to the session: its parts, and the payload that came with them.
+    override func flushClient() {
+        guard let http2 = connection.http2, !connection.closed else { return }
+        if !io.toClient.isEmpty || !io.toClientParts.isEmpty {
+            http2.session.respond(id, parts: io.toClientParts, body: io.toClient[...])
+            io.toClientParts.removeAll(keepingCapacity: true)
+            io.toClient.removeAll(keepingCapacity: io.toClient.capacity <= 4096)
+            lastActivity = loop.now
+            clientWriteSince = loop.now
+        }
+        connection.scheduleHTTP2Send()
+    }
+
+    /// No socket: reading the stream is its flow-control window, given back as the machine takes bytes
+    /// (WINDOW_UPDATE).
+    override func setClientInterest(_ wanted: UInt32) {
+        interest = wanted
+        guard wanted & Poller.readable != 0 && unconsumed > 0, let http2 = connection.http2 else { return }
+        http2.session.consume(id, unconsumed)
+        unconsumed = 0
+        connection.scheduleHTTP2Send()
+    }
+
+    /// Its stream ends: whole, if the response was; reset otherwise.
+    override func closeClient(socketError: Int32?, reset: Bool) { connection.exchangeEnded(id, reset: reset) }
 }
 
 /// HTTP/2 with the client: after ALPN chose `h2` on an intercepted connection, or the client opened with the
 /// connection preface (h2c with prior knowledge, RFC 9113 §3.3). Each stream's request is a typed exchange for a
-/// machine of its own (``HTTP2ServerSession`` makes it; ProxyConnectionMachine+Typed.swift takes it), in a
-/// connection without a socket: the same routing, rules, upstream pool, deadlines and log as a request of an
-/// HTTP/1.1 client.
+/// machine of its own (``HTTP2ServerSession`` makes it; ProxyConnectionMachine+Typed.swift takes it), driven by a
+/// ``StreamExchange``: the same routing, rules, upstream pool, deadlines and log as a request of an HTTP/1.1 client.
 extension ClientConnection {
     /// From here on the client's bytes go to an HTTP/2 session, starting with `leftover`.
     func startHTTP2(leftover: [UInt8]) {
@@ -64,12 +104,7 @@ extension ClientConnection {
     private func handle(_ event: HTTP2ServerSession.Event, _ http2: HTTP2Client) {
         switch event {
         case .request(let id, let head, let framing):
-            let exchange = ClientConnection(
-                fd: -1, address: address, fromNetwork: fromNetwork, loop: loop,
-                interceptedOrigin: machine.interceptedOrigin)
-            exchange.stream = StreamLink(connection: self, id: id)
-            exchange.machine.clientSpeaksHTTP2 = true
-            exchange.machine.listenerTLS = machine.listenerTLS
+            let exchange = StreamExchange(connection: self, id: id)
             http2.exchanges[id] = exchange
             exchange.machine.clientRequest(head, framing: framing, &exchange.io)
             exchange.apply()
@@ -78,7 +113,7 @@ extension ClientConnection {
                 http2.session.consume(id, bytes.count)
                 return
             }
-            exchange.stream!.unconsumed += bytes.count
+            exchange.unconsumed += bytes.count
             exchange.lastActivity = loop.now
             exchange.machine.clientBody(bytes[...], &exchange.io)
             exchange.apply()
@@ -120,34 +155,11 @@ extension ClientConnection {
         loop.deferredFlushes.append(self)
     }
 
-    /// An exchange's response for its client goes to the session: its parts, and the payload that came with them.
-    func passToStream(_ stream: StreamLink) {
-        let connection = stream.connection
-        guard let http2 = connection.http2, !connection.closed else { return }
-        if toClient.sent < io.toClient.count || !io.toClientParts.isEmpty {
-            http2.session.respond(stream.id, parts: io.toClientParts, body: io.toClient[toClient.sent...])
-            io.toClientParts.removeAll(keepingCapacity: true)
-            io.toClient.removeAll(keepingCapacity: io.toClient.capacity <= 4096)
-            toClient.sent = 0
-            lastActivity = loop.now
-            clientWriteSince = loop.now
-        }
-        connection.scheduleHTTP2Send()
-    }
-
-    /// The machine took the stream's bytes: the client may send as much again (WINDOW_UPDATE).
-    func giveBackWindow(_ stream: StreamLink) {
-        self.stream!.unconsumed = 0
-        guard let http2 = stream.connection.http2 else { return }
-        http2.session.consume(stream.id, stream.unconsumed)
-        stream.connection.scheduleHTTP2Send()
-    }
-
     /// An exchange closed: its stream ends (whole, if the response was; reset otherwise).
     func exchangeEnded(_ id: Int32, reset: Bool) {
         guard let http2, let exchange = http2.exchanges.removeValue(forKey: id) else { return }
         // What the machine was given and never took frees the connection's window.
-        if let unconsumed = exchange.stream?.unconsumed, unconsumed > 0 { http2.session.consume(id, unconsumed) }
+        if exchange.unconsumed > 0 { http2.session.consume(id, exchange.unconsumed) }
         if closed { return }
         if reset {
             http2.session.reset(id, nil)
@@ -155,85 +167,5 @@ extension ClientConnection {
             http2.session.finish(id)
         }
         scheduleHTTP2Send()
-    }
-}
-
-/// HTTP/2 with upstreams: an origin that chose `h2` by ALPN (offered when the client speaks HTTP/2), or an h2c
-/// origin (`--reverse h2c://…`). The upstream connection is shared by the exchanges that go to that origin at once
-/// (UpstreamConnection+HTTP2.swift), each with a stream of its own (``upstreamExchange``): the machine hands its
-/// request over typed (``RequestPart``, after `upstreamConnected(reused:http2:_:)` with `http2`), which the
-/// connection's ``HTTP2ClientSession`` submits, and takes the response typed
-/// (``ProxyConnectionMachine/upstreamResponse(_:framing:_:)``).
-extension ClientConnection {
-    /// What waits for an HTTP/2 upstream: the machine's bytes not yet translated, the request body waiting for
-    /// the stream's window.
-    @inline(never)
-    func pendingThroughHTTP2() -> Int {
-        io.toUpstream.count + (upstreamExchange?.bufferedRequestBody ?? 0)
-    }
-
-    /// Takes a stream on `upstream`, an HTTP/2 connection to the origin (just made, or shared already).
-    func joinHTTP2(_ upstream: UpstreamConnection, _ http2: HTTP2ClientSession) {
-        let exchange = http2.open()
-        self.upstream = upstream
-        upstreamExchange = exchange
-        upstream.users[ObjectIdentifier(exchange)] = self
-        upstreamReadSince = loop.now
-    }
-
-    /// Leaves the shared connection: a stream whose response is not whole is cancelled.
-    func leaveHTTP2(_ upstream: UpstreamConnection) {
-        self.upstream = nil
-        io.toUpstream.removeAll(keepingCapacity: io.toUpstream.capacity <= 4096)
-        guard let exchange = upstreamExchange else { return }
-        upstreamExchange = nil
-        upstream.users[ObjectIdentifier(exchange)] = nil
-        // Idle from the moment its last stream goes, however it goes (the loop's timer closes it after the pool's
-        // idle timeout).
-        if upstream.users.isEmpty { upstream.pooledAt = loop.now }
-        upstream.http2?.close(exchange)
-        upstream.flushShared()
-    }
-
-    /// The stream's response grew, ended or failed: its parts, typed, to the machine.
-    func sharedResponse(_ upstream: UpstreamConnection, _ exchange: UpstreamExchange) {
-        let delivery = exchange.takeResponse()
-        if !delivery.isEmpty {
-            lastActivity = loop.now
-            upstreamReadSince = loop.now
-            machine.noteUpstreamHTTP2()
-            for (head, framing) in delivery.heads { machine.upstreamResponse(head, framing: framing, &io) }
-            if !delivery.payload.isEmpty { machine.upstreamBody(delivery.payload[...], &io) }
-            if let trailers = delivery.end { machine.upstreamEnded(trailers: trailers, &io) }
-        }
-        if let failure = exchange.failure, self.upstream === upstream, upstreamExchange === exchange {
-            machine.upstreamFailed(.failed(upstream.origin, reason: "HTTP/2: \(failure)"), &io)
-        }
-        apply()
-    }
-
-    /// The machine's request parts and payload into the stream, the connection's frames onto the socket.
-    func flushHTTP2Upstream(_ upstream: UpstreamConnection, _ http2: HTTP2ClientSession) {
-        guard let exchange = upstreamExchange else { return }
-        if !io.toUpstream.isEmpty || !io.toUpstreamParts.isEmpty {
-            http2.request(exchange, parts: io.toUpstreamParts, body: io.toUpstream[...])
-            io.toUpstreamParts.removeAll(keepingCapacity: true)
-            io.toUpstream.removeAll(keepingCapacity: io.toUpstream.capacity <= 64 * 1024)
-            lastActivity = loop.now
-        }
-        upstream.flushShared()
-        if let failure = exchange.failure, self.upstream === upstream {
-            machine.upstreamFailed(.failed(upstream.origin, reason: "HTTP/2: \(failure)"), &io)
-        }
-    }
-
-    /// The stream's flow control: the response bytes the machine took are given back to the stream's window
-    /// while the client keeps up (the connection is read all the time for the other streams).
-    func http2UpstreamInterest(_ upstream: UpstreamConnection) {
-        guard let exchange = upstreamExchange, exchange.unconsumed > 0,
-            pendingToClient < loop.configuration.highWater
-        else { return }
-        upstream.http2?.consume(exchange)
-        upstream.flushShared()
     }
 }

@@ -48,7 +48,7 @@ final class EventLoop: @unchecked Sendable {
     /// origin) takes a stream on one rather than a connection of its own (UpstreamConnection+HTTP2.swift).
     var http2Upstreams: [PoolKey: UpstreamConnection] = [:]
     /// Connections whose upstream bytes wait for the end of the current batch of events.
-    var deferredFlushes: [ClientConnection] = []
+    var deferredFlushes: [ExchangeDriver] = []
     /// Closed connections' buffers, emptied, for the next connections accepted (``keepBuffers(_:_:)``).
     var spareBuffers: [SpareBuffers] = []
     /// Where this loop's connections parse and rewrite heads, one head at a time.
@@ -171,7 +171,7 @@ final class EventLoop: @unchecked Sendable {
             }
             // Until none is left: a flush can add one (a stream's response for its HTTP/2 connection's frames).
             while !deferredFlushes.isEmpty {
-                var batch: [ClientConnection] = []
+                var batch: [ExchangeDriver] = []
                 swap(&batch, &deferredFlushes)
                 for client in batch { client.flushDeferred() }
                 if deferredFlushes.isEmpty {

@@ -10,7 +10,7 @@ import ProxyHTTP2
 extension UpstreamConnection {
     /// The connection speaks HTTP/2 from now on (`session`): the exchange of `client` takes the first stream, and
     /// the loop offers it to the next exchanges to the origin.
-    func becomeShared(_ session: HTTP2ClientSession, firstUser client: ClientConnection) {
+    func becomeShared(_ session: HTTP2ClientSession, firstUser client: ExchangeDriver) {
         http2 = session
         owner = nil
         let key = EventLoop.PoolKey(origin: origin, tls: tls != nil)

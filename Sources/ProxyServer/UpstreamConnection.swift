@@ -20,7 +20,7 @@ final class UpstreamConnection: LoopHandler {
     /// `upstream` or `parked`) and is in its loop's table, and a client lets go of both before it leaves the table
     /// (``ClientConnection/closeNow(socketError:)``), so the client outlives the reference. Not `weak`: a weak
     /// reference gives every client a side table, allocated on its first upstream and freed with it.
-    unowned(unsafe) var owner: ClientConnection?
+    unowned(unsafe) var owner: ExchangeDriver?
     var connecting = false
     var remainingAddresses: [String] = []
     var interest: UInt32 = 0
@@ -38,7 +38,7 @@ final class UpstreamConnection: LoopHandler {
     /// and the wire, and its frames not yet sent (``out`` indexes them instead of the machine's buffer).
     var http2: HTTP2ClientSession? { didSet { isHTTP2 = http2 != nil } }
     /// Through HTTP/2: the exchanges with a stream on it, by their ``UpstreamExchange`` (none since ``pooledAt``).
-    var users: [ObjectIdentifier: ClientConnection] = [:]
+    var users: [ObjectIdentifier: ExchangeDriver] = [:]
     /// ``flushShared()`` is running (it wakes users, who may flush again).
     var flushingShared = false
     /// ``http2`` is set: a flag the per-request paths read without touching the session's reference count.

@@ -16,7 +16,7 @@ struct Dial {
 
 /// Making upstream connections: a kept or pooled one, else resolve (``Connector`` decides what is known without
 /// DNS), try the addresses in order, CONNECT through an upstream proxy, TLS towards an intercepted origin.
-extension ClientConnection {
+extension ExchangeDriver {
     func startConnect(_ origin: Origin, fresh: Bool, via: UpstreamHop?) {
         dial.generation += 1
         dial.hop = via

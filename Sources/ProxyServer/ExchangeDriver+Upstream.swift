@@ -4,7 +4,7 @@ import ProxyTLS
 
 /// The upstream side of a client connection: reading its upstream (through TLS and HTTP/2 when it speaks them),
 /// taking one (kept for the client's next request, pooled, or closed), and the one kept between requests.
-extension ClientConnection {
+extension ExchangeDriver {
     /// Advances an upstream TLS engine: handshake (then the machine hears "connected"), then decrypted bytes.
     func upstreamTLSProgress(_ upstream: UpstreamConnection, _ tls: TLSEngine) {
         if !tls.handshakeComplete {
