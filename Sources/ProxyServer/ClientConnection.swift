@@ -223,15 +223,10 @@ final class ClientConnection: ExchangeDriver {
         }
         guard let http2 else { return checkExchangeDeadlines() }
         for exchange in Array(http2.exchanges.values) { exchange.checkExchangeDeadlines() }
-        let c = loop.configuration
-        if interest & Poller.writable != 0 && now - clientWriteSince >= Self.milliseconds(c.clientWriteTimeout) {
-            note(
-                .clientWriteTimeout,
-                "the client took no byte for \(Self.seconds(c.clientWriteTimeout)); both sides closed")
-            closeNow(reset: true)
-            return
+        if closedForClientWriteTimeout() { return }
+        if http2.exchanges.isEmpty && now - lastActivity >= Self.milliseconds(loop.configuration.idleTimeout) {
+            closeNow()
         }
-        if http2.exchanges.isEmpty && now - lastActivity >= Self.milliseconds(c.idleTimeout) { closeNow() }
     }
 
     func drain() {

@@ -260,15 +260,7 @@ class ExchangeDriver: LoopHandler {
         let now = loop.now
         if let parked, now - parked.pooledAt >= Self.milliseconds(c.poolIdleTimeout) { dropParked() }
         let phase = machine.phase
-        if interest & Poller.writable != 0 && now - clientWriteSince >= Self.milliseconds(c.clientWriteTimeout) {
-            note(
-                .clientWriteTimeout,
-                "the client took no byte for \(Self.seconds(c.clientWriteTimeout)); both sides closed")
-            // With a reset (nginx's `reset_timedout_connection`): an orderly close would leave the unsent bytes in
-            // the kernel until the client reads them, which it does not.
-            closeNow(reset: true)
-            return
-        }
+        if closedForClientWriteTimeout() { return }
         if phase == .streaming, let upstream, upstream.interest & Poller.readable != 0,
             now - max(upstreamReadSince, phaseStart) >= Self.milliseconds(c.upstreamReadTimeout)
         {
@@ -299,6 +291,19 @@ class ExchangeDriver: LoopHandler {
             machine.timedOut(&io)
             apply()
         }
+    }
+
+    /// Bytes for the client have waited longer than `--client-write-timeout`: noted, and closed with a reset
+    /// (nginx's `reset_timedout_connection`: an orderly close would leave the unsent bytes in the kernel until the
+    /// client reads them, which it does not). True when it closed.
+    final func closedForClientWriteTimeout() -> Bool {
+        let timeout = loop.configuration.clientWriteTimeout
+        guard interest & Poller.writable != 0 && loop.now - clientWriteSince >= Self.milliseconds(timeout) else {
+            return false
+        }
+        note(.clientWriteTimeout, "the client took no byte for \(Self.seconds(timeout)); both sides closed")
+        closeNow(reset: true)
+        return true
     }
 
     static func milliseconds(_ seconds: Double) -> Int64 { Int64(seconds * 1000) }
