@@ -14,7 +14,7 @@ public struct HeadBuilder {
     private let startLine: Range<Int>
 
     /// A head whose start line is `line` (without its line end); `capacity`: the bytes its fields will take.
-    public init(startLine line: some Collection<UInt8>, capacity: Int) {
+    public init(startLine line: [UInt8], capacity: Int) {
         bytes = []
         bytes.reserveCapacity(line.count + capacity + 4)
         bytes.append(contentsOf: line)
@@ -23,7 +23,13 @@ public struct HeadBuilder {
     }
 
     /// The field `name: value`, after those appended before it.
-    public mutating func append(name: some Collection<UInt8>, value: some Collection<UInt8>) {
+    public mutating func append(name: [UInt8], value: [UInt8]) {
+        name.withUnsafeBufferPointer { n in value.withUnsafeBufferPointer { append(name: n, value: $0) } }
+    }
+
+    /// The same, from bytes in place: the one implementation (concrete, so that a codec in another module calls it
+    /// specialised rather than through generic witnesses).
+    public mutating func append(name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>) {
         let start = bytes.count
         bytes.append(contentsOf: name)
         let nameEnd = bytes.count
@@ -48,7 +54,7 @@ public struct HeadBuilder {
     }
 
     /// A request head: `method`, `target` (its range in the start line), HTTP/1.1's semantics.
-    public static func request(method: String, target: some Collection<UInt8>, capacity: Int) -> Self {
+    public static func request(method: String, target: [UInt8], capacity: Int) -> Self {
         var line = Array(method.utf8)
         line.append(0x20)
         line.append(contentsOf: target)

@@ -133,7 +133,7 @@ public final class HTTP2ClientSession: HTTP2Connection {
         head.forEachField { _, value, known in
             if known == .host && host.isEmpty { host = Array(value) }
         }
-        var fields = FieldList(status: nil)
+        var fields = FieldList(status: nil, capacity: (head.source.bytes.count + 64, head.source.fields.count + 6))
         fields.append(":method", Array(method.utf8)[...])
         fields.append(":scheme", Array(scheme.utf8)[...])
         fields.append(":authority", host[...])

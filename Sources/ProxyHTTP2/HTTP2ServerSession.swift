@@ -112,7 +112,8 @@ public final class HTTP2ServerSession: HTTP2Connection {
         for part in parts {
             switch part {
             case .head(let status, let head):
-                var fields = FieldList(status: status)
+                var fields = FieldList(
+                    status: status, capacity: (head.source.bytes.count + 64, head.source.fields.count + 4))
                 let options = head.source.connectionOptions()
                 head.forEachField { name, value, known in
                     // RFC 9113 §8.2.2: connection-specific fields (and those `Connection` names) are not sent.

@@ -141,7 +141,7 @@ final class Stream {
             }
         }
         var builder = HeadBuilder.request(method: method, target: target, capacity: size + 24)
-        builder.append(name: "Host".utf8, value: authority)
+        builder.append(name: Self.hostName, value: authority)
         var cookieWritten = false
         for field in fields {
             // `te` (only ever `trailers`: nghttp2 refuses any other) is hop-by-hop in HTTP/1.1.
@@ -155,7 +155,7 @@ final class Stream {
         }
         if ended && !declaredLength && (method == "POST" || method == "PUT" || method == "PATCH") {
             // RFC 9110 §8.6: a request of these methods without a body says so, as an HTTP/1.1 client would.
-            builder.append(name: "content-length".utf8, value: [0x30])
+            builder.append(name: Self.contentLengthName, value: [0x30])
         }
         let head = builder.requestHead(method: method)
         do {
@@ -166,6 +166,8 @@ final class Stream {
     }
 
     static func equals(_ name: [UInt8], _ lowercase: String) -> Bool { name.elementsEqual(lowercase.utf8) }
+    static let hostName = Array("Host".utf8)
+    static let contentLengthName = Array("content-length".utf8)
 }
 
 /// Fields as nghttp2 takes them (`nghttp2_nv`): names lowercase (RFC 9113 §8.2.2), values as received, in one
@@ -174,8 +176,11 @@ struct FieldList {
     var storage: [UInt8] = []
     var entries: [(name: Range<Int>, value: Range<Int>, neverIndexed: Bool)] = []
 
-    /// `status`: `:status` first (a response head), or nil (trailers, a request's fields).
-    init(status: Int?) {
+    /// `status`: `:status` first (a response head), or nil (trailers, a request's fields). `capacity`: the bytes and
+    /// the fields it will hold, about.
+    init(status: Int?, capacity: (bytes: Int, fields: Int) = (0, 0)) {
+        storage.reserveCapacity(capacity.bytes)
+        entries.reserveCapacity(capacity.fields)
         if let status { append(":status", Array(String(status).utf8)[...]) }
     }
 
@@ -188,7 +193,11 @@ struct FieldList {
 
     mutating func append(name: some Collection<UInt8>, value: some Collection<UInt8>, neverIndexed: Bool) {
         let n = storage.count
-        storage += name.map(ByteClass.lower)
+        storage.append(contentsOf: name)
+        // Lowercased in place (HTTP/2's names are, RFC 9113 §8.2.1): no array of its own per name.
+        storage.withUnsafeMutableBufferPointer { b in
+            for i in n..<b.count where b[i] &- 0x41 < 26 { b[i] |= 0x20 }
+        }
         let v = storage.count
         storage += value
         entries.append((n..<v, v..<storage.count, neverIndexed))

@@ -11,8 +11,17 @@ final class HTTP2Client {
     var sending = false
     /// The connection is in the loop's list for the end of its batch of events (``ClientConnection/scheduleHTTP2Send()``).
     var sendScheduled = false
+    /// What every stream's exchange starts from: the intercepted origin its requests go to, whether the client came
+    /// through a TLS listener (read from the connection's machine once, not per stream: reading a property of a
+    /// machine held by a class copies the machine).
+    let interceptedOrigin: Origin?
+    let listenerTLS: Bool
 
-    init(session: HTTP2ServerSession) { self.session = session }
+    init(session: HTTP2ServerSession, interceptedOrigin: Origin?, listenerTLS: Bool) {
+        self.session = session
+        self.interceptedOrigin = interceptedOrigin
+        self.listenerTLS = listenerTLS
+    }
 }
 
 /// One stream's exchange of an HTTP/2 client (RFC 9113 §5): its machine takes the stream's request typed and
@@ -25,14 +34,14 @@ final class StreamExchange: ExchangeDriver {
     /// Body bytes the machine was given that the stream's window has not been given back for.
     var unconsumed = 0
 
-    init(connection: ClientConnection, id: Int32) {
+    init(connection: ClientConnection, id: Int32, http2: HTTP2Client) {
         self.connection = connection
         self.id = id
         super.init(
             address: connection.address, fromNetwork: connection.fromNetwork, loop: connection.loop,
-            interceptedOrigin: connection.machine.interceptedOrigin)
+            interceptedOrigin: http2.interceptedOrigin)
         machine.clientSpeaksHTTP2 = true
-        machine.listenerTLS = connection.machine.listenerTLS
+        machine.listenerTLS = http2.listenerTLS
     }
 
     /// What it has given the session that waits for the client's window.
@@ -72,9 +81,11 @@ final class StreamExchange: ExchangeDriver {
 extension ClientConnection {
     /// From here on the client's bytes go to an HTTP/2 session, starting with `leftover`.
     func startHTTP2(leftover: [UInt8]) {
-        let absolute = machine.interceptedOrigin == nil && loop.configuration.proxy.reverseUpstream == nil
+        let (origin, listenerTLS) = (machine.interceptedOrigin, machine.listenerTLS)
+        let absolute = origin == nil && loop.configuration.proxy.reverseUpstream == nil
         let http2 = HTTP2Client(
-            session: HTTP2ServerSession(limits: loop.configuration.proxy.parserLimits, absoluteTargets: absolute))
+            session: HTTP2ServerSession(limits: loop.configuration.proxy.parserLimits, absoluteTargets: absolute),
+            interceptedOrigin: origin, listenerTLS: listenerTLS)
         self.http2 = http2
         if leftover.isEmpty {
             sendHTTP2()
@@ -104,7 +115,7 @@ extension ClientConnection {
     private func handle(_ event: HTTP2ServerSession.Event, _ http2: HTTP2Client) {
         switch event {
         case .request(let id, let head, let framing):
-            let exchange = StreamExchange(connection: self, id: id)
+            let exchange = StreamExchange(connection: self, id: id, http2: http2)
             http2.exchanges[id] = exchange
             exchange.machine.clientRequest(head, framing: framing, &exchange.io)
             exchange.apply()
