@@ -178,6 +178,31 @@ public struct BodyReader: Sendable {
     }
 }
 
+/// The chunked coding's framing written around a body the proxy frames itself (RFC 9112 §7.1): a typed peer's body
+/// of undeclared length for an HTTP/1.1 one, and the trailers that end it.
+enum ChunkedEncoder {
+    /// One chunk: its size line, the bytes, CRLF. Nothing for no bytes (an empty chunk is the last one).
+    static func writeChunk(_ bytes: ArraySlice<UInt8>, into out: inout [UInt8]) {
+        guard !bytes.isEmpty else { return }
+        writeSizeLine(bytes.count, into: &out)
+        out.append(contentsOf: bytes)
+        out += [0x0D, 0x0A]
+    }
+
+    /// A chunk's size line (hexadecimal, CRLF): its `size` bytes and a CRLF follow.
+    static func writeSizeLine(_ size: Int, into out: inout [UInt8]) {
+        out.append(contentsOf: String(size, radix: 16).utf8)
+        out += [0x0D, 0x0A]
+    }
+
+    /// The last chunk, the trailer section (field lines, each with its CRLF) and the CRLF that ends the body.
+    static func writeLastChunk(trailers: [UInt8], into out: inout [UInt8]) {
+        out += [0x30, 0x0D, 0x0A]
+        out += trailers
+        out += [0x0D, 0x0A]
+    }
+}
+
 /// The chunked transfer coding (RFC 9112 §7.1) as a state machine over bytes, strict about every line:
 ///
 ///     chunked-body   = *chunk last-chunk trailer-section CRLF

@@ -158,7 +158,7 @@ extension ProxyConnectionMachine {
     mutating func forwardRequestPayload(_ io: inout ConnectionIO) {
         if clientSpeaksHTTP2 {
             client.readTypedBody(into: &io.toUpstream, chunked: false)
-        } else if case .invalid(let reason) = client.readPayload(into: &io.toUpstream) {
+        } else if case .invalid(let reason) = client.readBody(into: &io.toUpstream, payload: true) {
             return failExchange(status: 400, message: reason, &io)
         }
         if client.body.isComplete && !exchange.requestEndSent {

@@ -161,19 +161,22 @@ extension ProxyConnectionMachine {
         guard case .exchanging = state, exchange.response.readingBody else {
             return unexpected("response body bytes", &io)
         }
+        let read: ResponseReader.BodyEvent
         if exchange.rechunk {
-            guard !bytes.isEmpty else { return }  // (an empty chunk would be the last one)
-            io.toClient.append(contentsOf: String(bytes.count, radix: 16).utf8)
+            // A typed upstream's payload as one chunk (its reader takes all of it: nghttp2 refuses DATA past a
+            // declared length). No bytes, no chunk: an empty one would be the last.
+            guard !bytes.isEmpty else { return }
+            ChunkedEncoder.writeSizeLine(bytes.count, into: &io.toClient)
+            read = exchange.response.readBody(bytes, dechunk: false, into: &io.toClient)
             io.toClient += [0x0D, 0x0A]
-        }
-        // A typed client's trailers are kept for its end (`typed` is there for every typed client's exchange).
-        let read =
-            if clientSpeaksHTTP2, let typed = exchange.typed {
-                exchange.response.readBody(bytes, trailers: &typed.responseTrailers, into: &io.toClient)
-            } else {
-                exchange.response.readBody(bytes, dechunk: exchange.dechunk, into: &io.toClient)
+        } else if clientSpeaksHTTP2, let typed = exchange.typed {
+            // A typed client's trailers are kept for its end (`typed` is there for every typed client's exchange).
+            read = withUnsafeMutablePointer(to: &typed.responseTrailers) {
+                exchange.response.readBody(bytes, dechunk: exchange.dechunk, trailers: $0, into: &io.toClient)
             }
-        if exchange.rechunk { io.toClient += [0x0D, 0x0A] }
+        } else {
+            read = exchange.response.readBody(bytes, dechunk: exchange.dechunk, into: &io.toClient)
+        }
         switch read {
         case .partial: break
         // A typed upstream's response ends with its stream (trailers may follow a declared length).

@@ -64,12 +64,8 @@ extension ProxyConnectionMachine {
             return unexpected("the end of a typed response", &io)
         }
         guard exchange.response.endOfStream() else { return abortExchange(&io) }
-        if exchange.rechunk {
-            // RFC 9112 §7.1.2: the last chunk, and the trailers in its section.
-            io.toClient += [0x30, 0x0D, 0x0A]
-            io.toClient += trailers
-            io.toClient += [0x0D, 0x0A]
-        }
+        // RFC 9112 §7.1.2: the last chunk, and the trailers in its section.
+        if exchange.rechunk { ChunkedEncoder.writeLastChunk(trailers: trailers, into: &io.toClient) }
         exchange.typed?.responseTrailers = trailers
         finishExchange(&io)
     }

@@ -92,17 +92,27 @@ struct RequestReader {
         }
     }
 
-    /// Moves what has arrived of the request body in flight to the end of `out`.
+    /// Moves what has arrived of the request body in flight to the end of `out`: as it came, or as `payload`, its
+    /// chunked framing taken off (RFC 9112 §7.1.3) and its trailer field lines kept in ``trailers`` (for an upstream
+    /// that sends them in its own form: HTTP/2's trailers).
     @inline(__always)
-    mutating func readBody(into out: inout [UInt8]) -> BodyEvent {
+    mutating func readBody(into out: inout [UInt8], payload: Bool = false) -> BodyEvent {
         guard !body.isComplete, start < input.count else { return .nothing }
         let n: Int
-        do {
-            n = try body.consume(input[start...])
+        do throws(HTTPParseError) {
+            if payload {
+                n = try withUnsafeMutablePointer(to: &out) { out throws(HTTPParseError) in
+                    try withUnsafeMutablePointer(to: &trailers) { trailers throws(HTTPParseError) in
+                        try body.consume(input[start...], payload: out, trailers: trailers)
+                    }
+                }
+            } else {
+                n = try body.consume(input[start...])
+                out.append(contentsOf: input[start..<(start + n)])
+            }
         } catch {
             return .invalid("bad request body: \(error.description)")
         }
-        out.append(contentsOf: input[start..<(start + n)])
         start += n
         return .read
     }
@@ -119,10 +129,7 @@ struct RequestReader {
             // A DATA frame past a declared length is refused by nghttp2 (RFC 9113 §8.1.1): the reader takes it all.
             let n = (try? body.consume(input[start...])) ?? 0
             if chunked {
-                out.append(contentsOf: String(n, radix: 16).utf8)
-                out += [0x0D, 0x0A]
-                out.append(contentsOf: input[start..<(start + n)])
-                out += [0x0D, 0x0A]
+                ChunkedEncoder.writeChunk(input[start..<(start + n)], into: &out)
             } else {
                 out.append(contentsOf: input[start..<(start + n)])
             }
@@ -130,31 +137,8 @@ struct RequestReader {
         }
         if streamEnded && start == input.count && body.framing == .untilClose {
             _ = body.endOfStream()
-            guard chunked else { return }
-            out += [0x30, 0x0D, 0x0A]
-            out += trailers
-            out += [0x0D, 0x0A]
+            if chunked { ChunkedEncoder.writeLastChunk(trailers: trailers, into: &out) }
         }
-    }
-
-    /// Moves what has arrived of the request body in flight to the end of `out` as payload: a chunked body's
-    /// framing taken off (RFC 9112 §7.1.3), its trailer field lines kept in ``trailers`` (for an upstream that sends
-    /// them in its own form: HTTP/2's trailers).
-    mutating func readPayload(into out: inout [UInt8]) -> BodyEvent {
-        guard !body.isComplete, start < input.count else { return .nothing }
-        let n: Int
-        do {
-            n = try withUnsafeMutablePointer(to: &out) { payload in
-                try withUnsafeMutablePointer(to: &trailers) {
-                    try body.consume(input[start...], payload: payload, trailers: $0)
-                }
-            }
-        } catch {
-            // (The closures lose the typed throw: `error` is an HTTPParseError, its description the reason.)
-            return .invalid("bad request body: \(error)")
-        }
-        start += n
-        return .read
     }
 
     /// Whether the whole request body has arrived: read already, or waiting in the input while the upstream

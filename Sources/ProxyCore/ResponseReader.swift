@@ -84,39 +84,23 @@ struct ResponseReader {
     }
 
     /// Relays body bytes to the end of `out`: as they are, or without the chunked framing when `dechunk`
-    /// (RFC 9112 §7.1.3, for an HTTP/1.0 client).
+    /// (RFC 9112 §7.1.3, for an HTTP/1.0 client, or a typed one), a chunked body's trailer field lines then to
+    /// `trailers` when given (a typed client sends them in its own form: HTTP/2's trailers).
     @inline(__always)
     mutating func readBody(
-        _ bytes: ArraySlice<UInt8>, dechunk: Bool, into out: inout [UInt8]
+        _ bytes: ArraySlice<UInt8>, dechunk: Bool, trailers: UnsafeMutablePointer<[UInt8]>? = nil,
+        into out: inout [UInt8]
     ) -> BodyEvent {
         guard var reader = body else { return .invalid }
         let n: Int
         do {
             if dechunk {
-                n = try withUnsafeMutablePointer(to: &out) { try reader.consume(bytes, payload: $0) }
+                n = try withUnsafeMutablePointer(to: &out) {
+                    try reader.consume(bytes, payload: $0, trailers: trailers)
+                }
             } else {
                 n = try reader.consume(bytes)
                 out.append(contentsOf: bytes.prefix(n))
-            }
-        } catch {
-            return .invalid
-        }
-        body = reader
-        return reader.isComplete ? .complete(trailing: n < bytes.count) : .partial
-    }
-
-    /// ``readBody(_:dechunk:into:)`` for a client that carries trailers in its own form (HTTP/2's): the payload,
-    /// without framing, to `out` and a chunked body's trailer field lines to `trailers`.
-    mutating func readBody(
-        _ bytes: ArraySlice<UInt8>, trailers: inout [UInt8], into out: inout [UInt8]
-    ) -> BodyEvent {
-        guard var reader = body else { return .invalid }
-        let n: Int
-        do {
-            n = try withUnsafeMutablePointer(to: &out) { payload in
-                try withUnsafeMutablePointer(to: &trailers) {
-                    try reader.consume(bytes, payload: payload, trailers: $0)
-                }
             }
         } catch {
             return .invalid
