@@ -138,11 +138,8 @@ public final class HTTP2ClientSession: HTTP2Connection {
         fields.append(":scheme", Array(scheme.utf8)[...])
         fields.append(":authority", host[...])
         fields.append(":path", target[...])
-        let options = head.source.connectionOptions()
-        head.forEachField { name, value, known in
-            if known == .host || known == .te || known.isConnectionSpecific || options.names(name) { return }
-            fields.append(name: name, value: value, neverIndexed: known == .cookie)
-        }
+        // Host is `:authority` already; `te` is the proxy's own, below.
+        fields.append(fieldsOf: head, skipping: { $0 == .host || $0 == .te }, neverIndexed: .cookie)
         // The one TE an HTTP/2 request may carry (§8.2.2), and a true one: trailers are passed on.
         fields.append("te", Array("trailers".utf8)[...])
         var id: Int32 = -1
@@ -343,10 +340,7 @@ public final class UpstreamExchange {
             var lines: [UInt8] = []
             for field in responseFields
             where !field.name.withUnsafeBufferPointer({ KnownField.classify($0, 0, $0.count) }).isForbiddenInTrailers {
-                lines += field.name
-                lines += [0x3A, 0x20]
-                lines += field.value
-                lines += [0x0D, 0x0A]
+                FieldList.appendLine(name: field.name, value: field.value, to: &lines)
             }
             responseFields = []
             delivery.end = lines

@@ -114,12 +114,7 @@ public final class HTTP2ServerSession: HTTP2Connection {
             case .head(let status, let head):
                 var fields = FieldList(
                     status: status, capacity: (head.source.bytes.count + 64, head.source.fields.count + 4))
-                let options = head.source.connectionOptions()
-                head.forEachField { name, value, known in
-                    // RFC 9113 §8.2.2: connection-specific fields (and those `Connection` names) are not sent.
-                    if known.isConnectionSpecific || options.names(name) { return }
-                    fields.append(name: name, value: value, neverIndexed: known == .setCookie)
-                }
+                fields.append(fieldsOf: head, neverIndexed: .setCookie)
                 if (100..<200).contains(status) {
                     // An interim response (100 Continue, 103 Early Hints): HEADERS without END_STREAM. 101 cannot
                     // happen: an upgrade is not passed on from HTTP/2.

@@ -72,10 +72,7 @@ final class Stream {
     func addTrailer(_ name: UnsafeBufferPointer<UInt8>, _ value: UnsafeBufferPointer<UInt8>) -> Bool {
         guard trailerList.admit(name: name.count, value: value.count, pseudo: false) else { return false }
         if KnownField.classify(name, 0, name.count).isForbiddenInTrailers { return true }
-        requestTrailers.append(contentsOf: name)
-        requestTrailers += [0x3A, 0x20]
-        requestTrailers.append(contentsOf: value)
-        requestTrailers += [0x0D, 0x0A]
+        FieldList.appendLine(name: name, value: value, to: &requestTrailers)
         return true
     }
 
@@ -201,6 +198,30 @@ struct FieldList {
         let v = storage.count
         storage += value
         entries.append((n..<v, v..<storage.count, neverIndexed))
+    }
+
+    /// `head`'s fields as HTTP/2 sends them (RFC 9113 §8.2.2): without the connection-specific ones, those its
+    /// `Connection` names and those `skipping` says; `neverIndexed` is kept out of HPACK's table (RFC 7541 §7.1.3:
+    /// a cookie's value is not to be recoverable by a compression oracle).
+    mutating func append(
+        fieldsOf head: OutgoingHead, skipping: (KnownField) -> Bool = { _ in false }, neverIndexed: KnownField
+    ) {
+        let options = head.source.connectionOptions()
+        head.forEachField { name, value, known in
+            if known.isConnectionSpecific || skipping(known) || options.names(name) { return }
+            append(name: name, value: value, neverIndexed: known == neverIndexed)
+        }
+    }
+
+    /// A field line (`name: value` CRLF) at the end of `lines`: a trailer section as the machine and the chunked
+    /// coding carry it.
+    static func appendLine(
+        name: some Collection<UInt8>, value: some Collection<UInt8>, to lines: inout [UInt8]
+    ) {
+        lines.append(contentsOf: name)
+        lines += [0x3A, 0x20]
+        lines.append(contentsOf: value)
+        lines += [0x0D, 0x0A]
     }
 
     func withNameValues(_ body: (UnsafeMutableBufferPointer<nghttp2_nv>) -> Void) {
