@@ -242,14 +242,22 @@ public final class RunningProxy {
     public func reload(reason: String) { runtime.reload(reason: reason) }
     /// Reopens the log file (after a rotation).
     public func reopenLog() { runtime.reopenLog() }
-    /// Once a second: the rules file looked at (reloaded when it changed).
-    public func poll() { runtime.poll() }
+    /// Once a second: the rules file looked at (reloaded when it changed), the exchanges a deadline closed logged.
+    public func poll() {
+        runtime.poll()
+        logClosings()
+    }
+
+    /// The exchanges a deadline (or a client gone) closed since the last look, into the log.
+    private func logClosings() {
+        for note in server.takeClosingNotes() { runtime.report(note) }
+    }
 
     /// Stops taking connections, lets the exchanges in flight finish for up to `drain` seconds, logs the last
     /// closings, then flushes and closes the log.
     public func stop(drain: Double) {
         server.shutdown(deadline: drain)
-        for note in server.takeClosingNotes() { runtime.report(note) }
+        logClosings()
         runtime.finish()
         metrics?.stop()
     }

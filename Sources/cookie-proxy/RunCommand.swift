@@ -348,9 +348,10 @@ enum RunCommand {
 
     /// What the server noted since the last look: closings (on stderr and in the log), TLS failures with clients,
     /// refused HTTP/2 streams.
+    /// What the server noted for a person since the last look (the log's closings are the running proxy's:
+    /// ``RunningProxy/poll()``).
     static func reportEvents(_ proxy: RunningProxy) {
         let server = proxy.server
-        for note in server.takeClosingNotes() { proxy.runtime.report(note) }
         for failure in server.takeTLSFailures() {
             Console.err("cookie-proxy: \(failure) (does the client trust the CA? cookie-proxy ca path)")
         }
@@ -378,7 +379,7 @@ enum RunCommand {
             if sig == SIGINT || sig == SIGTERM {
                 if let terminal { terminal.finish() } else if statusLine { Console.errRaw("\n") }
                 Console.err("cookie-proxy: stopping (finishing exchanges in flight, up to \(seconds(drain)))")
-                // The last closings go to the log before it is closed.
+                // (It logs the last closings before the log is closed.)
                 proxy.stop(drain: drain)
                 reportEvents(proxy)
                 let socketErrors = server.clientSocketErrorCounts
