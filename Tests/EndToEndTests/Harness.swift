@@ -23,17 +23,7 @@ final class TestProcess: @unchecked Sendable {
 
     /// Waits until stdout (or stderr) contains a line starting with `prefix`; returns that line.
     func waitForLine(startingWith prefix: String, onStderr: Bool = false, timeout: Double = 20) throws -> String {
-        let deadline = Date().addingTimeInterval(timeout)
-        while Date() < deadline {
-            // Only complete lines: output can arrive in pieces ("PORT " now, the number a moment later).
-            let text = onStderr ? stderr : stdout
-            let complete =
-                text.hasSuffix("\n") ? Substring(text) : text[..<(text.lastIndex(of: "\n") ?? text.startIndex)]
-            if let line = complete.split(separator: "\n").first(where: { $0.hasPrefix(prefix) }) { return String(line) }
-            if !process.isRunning { break }
-            usleep(20_000)
-        }
-        throw HarnessError("no line starting with '\(prefix)'; stdout: \(stdout) stderr: \(stderr)")
+        try process.waitForLine(startingWith: prefix, onStderr: onStderr, timeout: timeout)
     }
 
     func signal(_ sig: Int32) { process.signal(sig) }

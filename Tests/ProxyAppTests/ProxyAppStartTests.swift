@@ -23,16 +23,7 @@ import Testing
         let origin = try Subprocess(
             python, ["-u", BuiltBinary.repositoryRoot + "/Tests/EndToEndTests/Fixtures/upstream.py", "0"], stdin: .open)
         defer { origin.terminate() }
-        var originPort = 0
-        for _ in 0..<500 where originPort == 0 {
-            let text = String(decoding: origin.standardOutput, as: UTF8.self)
-            if let line = text.split(separator: "\n").first(where: { $0.hasPrefix("PORT ") }), text.hasSuffix("\n") {
-                originPort = Int(line.dropFirst(5)) ?? 0
-            } else {
-                usleep(20_000)
-            }
-        }
-        try #require(originPort > 0, "the origin did not start")
+        let originPort = try #require(Int(try origin.waitForLine(startingWith: "PORT ").dropFirst(5)))
 
         var server = ServerConfiguration()
         server.listenPort = 0

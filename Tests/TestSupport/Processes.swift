@@ -172,6 +172,26 @@ public final class Subprocess: @unchecked Sendable {
     public var standardOutput: Data { state.withLock { $0.stdout } }
     public var standardError: Data { state.withLock { $0.stderr } }
 
+    /// Waits until stdout (or stderr) has a whole line starting with `prefix` (a fixture's `PORT n`); returns that
+    /// line. Throws when the child exits first or `timeout` seconds pass, with what it printed.
+    public func waitForLine(startingWith prefix: String, onStderr: Bool = false, timeout: Double = 20) throws -> String
+    {
+        let deadline = Date().addingTimeInterval(timeout)
+        func text(_ data: Data) -> String { String(decoding: data, as: UTF8.self) }
+        while Date() < deadline {
+            // Only complete lines: output can arrive in pieces ("PORT " now, the number a moment later).
+            let printed = text(onStderr ? standardError : standardOutput)
+            let complete =
+                printed.hasSuffix("\n")
+                ? Substring(printed) : printed[..<(printed.lastIndex(of: "\n") ?? printed.startIndex)]
+            if let line = complete.split(separator: "\n").first(where: { $0.hasPrefix(prefix) }) { return String(line) }
+            if !isRunning { break }
+            usleep(20_000)
+        }
+        throw SubprocessError(
+            "no line starting with '\(prefix)'; stdout: \(text(standardOutput)) stderr: \(text(standardError))")
+    }
+
     /// Sends `sig` to the child, or to its whole process group.
     public func signal(_ sig: Int32, group: Bool = false) {
         guard isRunning else { return }
