@@ -50,9 +50,22 @@ public struct LineEdits: Sendable {
     public mutating func append(field: Int, edit: borrowing RuleEngine.Edit, wouldBe: [UInt8]?) {
         let full = edit.matchedRulesBeyond64 || !edit.notes.isEmpty || wouldBe != nil
         if full { appendRest(edit, wouldBe) }
-        let line = LineEdit(
-            field: field, matchedLow: edit.matchedRulesLow, dropped: edit.dropped, logRequested: edit.logRequested,
-            hasRest: full)
+        append(
+            LineEdit(
+                field: field, matchedLow: edit.matchedRulesLow, dropped: edit.dropped,
+                logRequested: edit.logRequested, hasRest: full))
+    }
+
+    /// Notes an outcome of rules among the first 64 without notes (the common case), from its parts.
+    @inlinable @inline(__always)
+    public mutating func append(field: Int, matchedLow: UInt64, dropped: Bool, logRequested: Bool) {
+        append(
+            LineEdit(field: field, matchedLow: matchedLow, dropped: dropped, logRequested: logRequested, hasRest: false)
+        )
+    }
+
+    @inlinable @inline(__always)
+    mutating func append(_ line: LineEdit) {
         // Written over the last response's entries (an assignment, not a removal and an append).
         if noted < lines.count { lines[noted] = line } else { lines.append(line) }
         noted += 1

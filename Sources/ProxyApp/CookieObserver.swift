@@ -4,47 +4,200 @@ import CookieRules
 import HTTPGrammar
 import ProxyCore
 
-/// One Set-Cookie line of a response as the cookie stage decided it, lent for the length of the call: what an
-/// observer reads of it (the line as received, what the rules made of it, the rules that matched, the exchange),
-/// without parsing the response again or running the rules again.
-package struct LineOutcome {
+/// A response as the cookie stage handles it, lent to the observers for the length of each call: the exchange, the
+/// rule set its lines were decided under, the plan they ran, the mode and the time. It is a view: the exchange's
+/// context is the stage's own (borrowed, not copied: a copy per response cost more than an observer's work), which
+/// is why it is noncopyable and only ever lent.
+package struct ResponseOutcome: ~Copyable {
+    private let exchange: UnsafePointer<ExchangeContext>
+    /// The plan the rules ran; its message is the request as the rules and the lint read it.
+    package let plan: RuleEngine.CookiePlan
+    /// The rule set the lines were decided under (a reload during the response does not rename what matched).
+    package let engine: RuleEngine
+    /// Nothing is changed: the client gets each line as received.
+    package let dryRun: Bool
+    /// Milliseconds since the epoch (read once per response with Set-Cookie lines; 0 for one without).
+    package let time: Int64
+
+    init(
+        exchange: UnsafePointer<ExchangeContext>, plan: consuming RuleEngine.CookiePlan, engine: RuleEngine,
+        dryRun: Bool, time: Int64
+    ) {
+        (self.exchange, self.plan, self.engine, self.dryRun, self.time) = (exchange, plan, engine, dryRun, time)
+    }
+
+    package var context: ExchangeContext { unsafeAddress { exchange } }
+    /// The request as the rules and the lint read it: its URL and, when the lifecycle or a `site` condition
+    /// worked it out, its site context (RFC 6265bis §5.2). Made when a rule or an observer reads it
+    /// (``LoopCookieObserver/readsRequest``); empty otherwise.
+    package var message: MessageContext { _read { yield plan.context } }
+    package var site: RequestSite.Kind? { plan.context.site }
+}
+
+/// One Set-Cookie line of a response as the cookie stage decided it, lent for the length of the call: the line as
+/// received, what the rules made of it, which rules matched, and what is worked out from those at most once
+/// whichever observers ask (the parsed cookies, the attribute changes, the lint's findings: ``LineFacts``). A view
+/// like ``ResponseOutcome``: the bytes lie in the head and the rewrite, the outcome is the stage's.
+package struct LineOutcome: ~Copyable {
     /// The line as the upstream sent it.
     package let received: UnsafeBufferPointer<UInt8>
     /// What the rules made of it when they changed it (in a dry run, what they would have sent); nil when they did
     /// not change it or dropped it.
     package let rewritten: UnsafeBufferPointer<UInt8>?
-    package let dropped: Bool
+    /// The received head's field the line is (nil: a line a header action added).
+    package let field: Int?
     /// Nothing was changed: the client got ``received``.
     package let dryRun: Bool
-    /// The rules that matched, in file order.
-    package let rules: [String]
-    package let context: ExchangeContext
-    package let site: RequestSite.Kind?
-    /// Milliseconds since the epoch.
-    package let time: Int64
+    /// A rule dropped the line (in a dry run: would have).
+    package let dropped: Bool
+    /// A rule asked for the line to be logged.
+    package let logRequested: Bool
+    /// The rules among the first 64 that matched, as bits (rule `k`: bit `k`).
+    package let matchedRulesLow: UInt64
+    /// ``edit`` says more than the fields above: a rule past the 64th matched, or a rule left notes.
+    package let hasMore: Bool
+    private let decided: UnsafePointer<RuleEngine.Edit>
+    unowned(unsafe) let facts: LineFacts
 
+    init(
+        received: UnsafeBufferPointer<UInt8>, rewritten: UnsafeBufferPointer<UInt8>?,
+        edit: UnsafePointer<RuleEngine.Edit>, field: Int?, dryRun: Bool, facts: LineFacts
+    ) {
+        (self.received, self.rewritten, self.decided, self.field, self.dryRun) =
+            (received, rewritten, edit, field, dryRun)
+        // The plain parts read once here: each read through the outcome would copy it (its arrays counted).
+        (dropped, logRequested, matchedRulesLow) =
+            (edit.pointee.dropped, edit.pointee.logRequested, edit.pointee.matchedRulesLow)
+        hasMore = edit.pointee.matchedRulesBeyond64 || !edit.pointee.notes.isEmpty
+        self.facts = facts
+    }
+
+    /// The whole of what the rules decided: which matched (by index into the engine's names), a drop, `log`, notes.
+    package var edit: RuleEngine.Edit { unsafeAddress { decided } }
+    /// A rule changed or dropped the line (in a dry run: would have).
+    package var changed: Bool { dropped || rewritten != nil }
+    /// The line as the rules left it: nil when a rule dropped it (in a dry run, what they would have sent).
+    package var edited: UnsafeBufferPointer<UInt8>? { dropped ? nil : rewritten ?? received }
     /// The line as the client got it: nil when a rule dropped it.
-    package var forwarded: UnsafeBufferPointer<UInt8>? {
-        if dryRun { return received }
-        if dropped { return nil }
-        return rewritten ?? received
+    package var forwarded: UnsafeBufferPointer<UInt8>? { dryRun ? received : edited }
+
+    /// The names of the rules that matched, in file order.
+    package func rules(_ response: borrowing ResponseOutcome) -> [String] {
+        matchedRulesLow != 0 || hasMore ? response.engine.ruleNames(edit) : []
+    }
+
+    /// What the rules did, attribute by attribute (``Transformation/changes``), with the rules' names and places.
+    package func transformation(_ response: borrowing ResponseOutcome) -> Transformation {
+        if let made = facts.transformation { return made }
+        let received = facts.receivedCookie(self.received)
+        let edited = rewritten.map { SetCookie(bytes: Array($0)) } ?? received
+        let made = response.engine.transformation(received: received, edited: edited, edit)
+        facts.transformation = made
+        return made
+    }
+
+    /// The lint of the line as the rules left it (of the received line when dropped), at the request's URL and
+    /// site: what the log shows with the line's record.
+    package func findings(_ response: borrowing ResponseOutcome) -> [LintFinding] {
+        if let made = facts.editedFindings { return made }
+        let t = transformation(response)
+        let made = Self.lint(t.result ?? t.received, response)
+        facts.editedFindings = made
+        return made
+    }
+
+    /// The lint of the line as the client got it (nil when dropped): what a report of the run holds.
+    package func forwardedFindings(_ response: borrowing ResponseOutcome) -> [LintFinding]? {
+        if !dryRun || rewritten == nil { return dropped && !dryRun ? nil : findings(response) }
+        if let made = facts.receivedFindings { return made }
+        let made = Self.lint(facts.receivedCookie(received), response)
+        facts.receivedFindings = made
+        return made
+    }
+
+    /// The cookie as received, parsed.
+    package var receivedCookie: SetCookie { facts.receivedCookie(received) }
+
+    /// The cookie as the client got it, parsed (nil when dropped).
+    package func forwardedCookie(_ response: borrowing ResponseOutcome) -> SetCookie? {
+        if dryRun || rewritten == nil { return dryRun || !dropped ? receivedCookie : nil }
+        return transformation(response).result
+    }
+
+    static func lint(_ cookie: SetCookie, _ response: borrowing ResponseOutcome) -> [LintFinding] {
+        CookieLint.findings(for: cookie, from: response.message.requestURL, now: response.time / 1000)
+            + CookieLint.siteFindings(for: cookie, site: response.site)
+    }
+}
+
+/// What is worked out from one line's outcome when an observer first asks, kept for the others until the next line
+/// (one per event loop's stage, emptied for each line): a line is parsed, diffed and linted at most once.
+package final class LineFacts {
+    var received: SetCookie? = nil
+    var transformation: Transformation? = nil
+    var editedFindings: [LintFinding]? = nil
+    var receivedFindings: [LintFinding]? = nil
+    /// Whether anything was worked out (most lines: nothing, and nothing to empty).
+    private var filled = false
+
+    func reset() {
+        guard filled else { return }
+        (received, transformation, editedFindings, receivedFindings, filled) = (nil, nil, nil, nil, false)
+    }
+
+    func receivedCookie(_ bytes: UnsafeBufferPointer<UInt8>) -> SetCookie {
+        filled = true
+        if let received { return received }
+        let made = SetCookie(bytes: Array(bytes))
+        received = made
+        return made
     }
 }
 
 /// What is told what became of cookies, line by line and request by request (mitmproxy's addons, hummingbird's
-/// middleware are the pictures): the run report, the metrics' counts, and any other reader, added to the cookie
-/// stage's list without touching its loop.
+/// middleware are the pictures): the log, the inspector, the lifecycle, the run report, the metrics' counts, and
+/// any other reader, added to the cookie stage's list without touching its loop.
 package protocol CookieObserver: Sendable {
-    /// One Set-Cookie line of a forwarded response.
-    func observe(_ line: LineOutcome)
-    /// A request's cookies judged against the client's jar (with the lifecycle on).
+    /// This observer's part for one event loop, which is handed that loop's responses (what it keeps across them,
+    /// a cache or a response's notes, is its own and only that loop's thread reads it). Nil: it reads no line.
+    func makeLoopObserver() -> (any LoopCookieObserver)?
+}
+
+/// An observer that is also told each request's cookies judged against the client's jar (with the lifecycle on).
+package protocol JudgementObserver: CookieObserver {
     func observe(judged: RequestJudgement, context: ExchangeContext, time: Int64)
 }
 
-extension RunReport: CookieObserver {
-    package func observe(_ line: LineOutcome) {
-        guard let forwarded = line.forwarded else { return }
-        self.line(forwarded, rules: line.rules, context: line.context, site: line.site, time: line.time)
+/// An observer's part on one event loop: each response's Set-Cookie lines, in order, between ``begin(_:)`` and
+/// ``end(_:)`` (called for every response the stage reads, with lines or none), then the head as the client got it.
+package protocol LoopCookieObserver: AnyObject {
+    /// Whether it reads ``ResponseOutcome/message`` (the request's URL and site context: the lint does).
+    var readsRequest: Bool { get }
+    func begin(_ response: borrowing ResponseOutcome)
+    func observe(_ line: borrowing LineOutcome, of response: borrowing ResponseOutcome)
+    func end(_ response: borrowing ResponseOutcome)
+    /// The head as it was written for the client (its bytes; empty for an HTTP/2 client).
+    func forwarded(_ head: OutgoingHead, bytes: ArraySlice<UInt8>, context: ExchangeContext)
+}
+
+extension LoopCookieObserver {
+    package var readsRequest: Bool { false }
+    package func begin(_ response: borrowing ResponseOutcome) {}
+    package func end(_ response: borrowing ResponseOutcome) {}
+    package func forwarded(_ head: OutgoingHead, bytes: ArraySlice<UInt8>, context: ExchangeContext) {}
+}
+
+extension RunReport: JudgementObserver, LoopCookieObserver {
+    package func makeLoopObserver() -> (any LoopCookieObserver)? { self }
+    /// It lints each line at the request's URL.
+    package var readsRequest: Bool { true }
+
+    package func observe(_ line: borrowing LineOutcome, of response: borrowing ResponseOutcome) {
+        guard let findings = line.forwardedFindings(response), findings.contains(where: { $0.severity != .info })
+        else { return }
+        self.findings(
+            findings, cookie: line.forwardedCookie(response)?.name ?? "", rules: line.rules(response),
+            context: response.context, time: response.time)
     }
 
     package func observe(judged: RequestJudgement, context: ExchangeContext, time: Int64) {
@@ -52,10 +205,12 @@ extension RunReport: CookieObserver {
     }
 }
 
-extension CookieCounts: CookieObserver {
-    package func observe(_ line: LineOutcome) {
-        guard !line.dryRun, line.dropped || line.rewritten != nil else { return }
-        transformed(rules: line.rules, dropped: line.dropped)
+extension CookieCounts: JudgementObserver, LoopCookieObserver {
+    package func makeLoopObserver() -> (any LoopCookieObserver)? { self }
+
+    package func observe(_ line: borrowing LineOutcome, of response: borrowing ResponseOutcome) {
+        guard !line.dryRun, line.changed else { return }
+        transformed(rules: line.rules(response), dropped: line.dropped)
     }
 
     package func observe(judged: RequestJudgement, context: ExchangeContext, time: Int64) {

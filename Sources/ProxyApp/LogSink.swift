@@ -350,10 +350,13 @@ extension LogSink {
     /// One event loop's record formatting: the response's lines (handed over by ``LogSink/submit(_:)``), the
     /// fields its records share, and a cache of the rest of a record (`,"cookie":` to the end) for cookies seen
     /// before, so that a repeated cookie is neither parsed, diffed, linted nor escaped again. Used by one thread
-    /// only (the per-thread ``CookieScratch``).
+    /// only (its loop's part of the log as an observer of the cookie stage).
     package final class Recorder {
+        let sink: LogSink
         /// This response's lines (handed over whole by ``LogSink/submit(_:)``, which puts an empty one here).
         var chunk = Chunk()
+        /// This response's first record is written (its shared fields are set).
+        var started = false
         private var fragment = JSONWriter(capacity: 4096)
         /// The fields every record of this response shares (written at its first record).
         private var exchangeFields = JSONWriter(capacity: 1024)
@@ -361,9 +364,8 @@ extension LogSink {
         /// all of it is equal (so a collision costs a miss, never a wrong record).
         private var fragments = [Fragment?](repeating: nil, count: 1 << Recorder.cacheBits)
         private static let cacheBits = 12
-        /// The cache holds records of this engine (and sink) only; another empties it.
+        /// The cache holds records of this engine only; another empties it.
         private var engine: RuleEngine? = nil
-        private var sink: ObjectIdentifier? = nil
 
         /// The response's time (milliseconds since the epoch) and mode.
         private var time: Int64 = 0
@@ -374,35 +376,33 @@ extension LogSink {
         private var compact: (on: Bool, color: Bool) = (false, false)
         private var redaction = Redaction(showValues: false, key: [])
 
-        /// Starts a response's records.
-        func begin(sink: LogSink, engine: RuleEngine, time: Int64, dryRun: Bool) {
+        init(sink: LogSink) {
+            self.sink = sink
+            if case .standardOutput(let on, let color) = sink.destination { compact = (on, color) }
+            redaction = sink.redaction
+        }
+
+        /// Starts a response's records (at its first).
+        func start(_ response: borrowing ResponseOutcome) {
+            started = true
             chunk.bytes.removeAll()
             chunk.records = 0
             exchangeFields.removeAll()
-            (self.time, self.dryRun) = (time, dryRun)
-            if case .standardOutput(let on, let color) = sink.destination {
-                compact = (on, color)
-            } else {
-                compact = (false, false)
-            }
-            redaction = sink.redaction
-            if self.engine !== engine || self.sink != ObjectIdentifier(sink) {
+            (time, dryRun) = (response.time, response.dryRun)
+            if engine !== response.engine {
                 for i in fragments.indices { fragments[i] = nil }
-                (self.engine, self.sink) = (engine, ObjectIdentifier(sink))
+                engine = response.engine
             }
         }
 
-        /// Adds a record: the line as received and as forwarded (nil: dropped).
-        func add(
-            original: UnsafeBufferPointer<UInt8>, result: UnsafeBufferPointer<UInt8>?, edit: RuleEngine.Edit,
-            context: borrowing ExchangeContext,
-            message: borrowing MessageContext
-        ) {
+        /// Adds the line's record: the line as received and as the rules left it, the rules that matched, the
+        /// changes and the findings (the stage's, worked out once: ``LineOutcome``).
+        func add(_ line: borrowing LineOutcome, of response: borrowing ResponseOutcome) {
             chunk.records += 1
             if compact.on {
-                let full = record(original: Array(original), result: result.map { Array($0) }, edit, context, message)
-                var line = Array(full.line(showValues: redaction.showValues, color: compact.color).utf8)
-                line.withUnsafeMutableBufferPointer { chunk.bytes.raw(UnsafeBufferPointer($0)) }
+                let full = record(line, response)
+                var text = Array(full.line(showValues: redaction.showValues, color: compact.color).utf8)
+                text.withUnsafeMutableBufferPointer { chunk.bytes.raw(UnsafeBufferPointer($0)) }
                 chunk.bytes.raw(0x0A)
                 return
             }
@@ -410,47 +410,39 @@ extension LogSink {
                 // Written once per response, into storage kept across responses (no allocation per response).
                 stamp.set(time)
                 stamp.bytes.withUnsafeBufferPointer { stamp in
-                    TransformationRecord.writeExchangeFields(of: context, stamp: stamp, to: &exchangeFields)
+                    TransformationRecord.writeExchangeFields(of: response.context, stamp: stamp, to: &exchangeFields)
                 }
             }
             exchangeFields.withBytes { chunk.bytes.raw($0) }
-            let digest = Fragment.digest(original, result, rules: edit.matchedRulesLow, second: time / 1000)
+            let (original, result) = (line.received, line.edited)
+            let digest = Fragment.digest(original, result, rules: line.matchedRulesLow, second: time / 1000)
             let slot = Int(truncatingIfNeeded: digest >> UInt64(64 - Self.cacheBits))
             if let cached = fragments[slot], cached.digest == digest,
-                cached.matches(original, result, edit, message, second: time / 1000, dryRun: dryRun)
+                cached.matches(line, response.message, second: time / 1000, dryRun: dryRun)
             {
                 cached.json.withBytes { chunk.bytes.raw($0) }
                 chunk.bytes.raw(0x0A)
                 return
             }
-            let lines = (original: Array(original), result: result.map { Array($0) })
-            let full = record(original: lines.original, result: lines.result, edit, context, message)
+            let full = record(line, response)
             fragment.removeAll()
             full.writeCookiePart(to: &fragment, redaction: redaction, changes: full.outcome.changes)
             fragment.withBytes { chunk.bytes.raw($0) }
             chunk.bytes.raw(0x0A)
             fragments[slot] = fragment.withBytes { json in
                 Fragment(
-                    digest: digest, lines: lines, rules: edit.matchedRules, message, second: time / 1000,
-                    dryRun: dryRun, json: json)
+                    digest: digest, lines: (Array(original), result.map { Array($0) }), rules: line.edit.matchedRules,
+                    response.message, second: time / 1000, dryRun: dryRun, json: json)
             }
         }
 
-        /// The whole record, built the slow way (a cache miss, the terminal's compact line).
-        private func record(
-            original: [UInt8], result: [UInt8]?, _ edit: RuleEngine.Edit, _ c: borrowing ExchangeContext,
-            _ message: borrowing MessageContext
-        ) -> TransformationRecord {
-            let originalCookie = SetCookie(bytes: original)
-            let outcome = engine!.transformation(
-                received: originalCookie, edited: result.map { SetCookie(bytes: $0) } ?? originalCookie, edit)
-            var record = TransformationRecord(
-                time: time, exchange: copy c, outcome: outcome, findings: [], dryRun: dryRun)
-            let judged = outcome.result ?? outcome.received
-            record.findings =
-                CookieLint.findings(for: judged, from: message.requestURL, now: time / 1000)
-                + CookieLint.siteFindings(for: judged, site: message.site)
-            return record
+        /// The whole record (a cache miss, the terminal's compact line).
+        private func record(_ line: borrowing LineOutcome, _ response: borrowing ResponseOutcome)
+            -> TransformationRecord
+        {
+            TransformationRecord(
+                time: time, exchange: response.context, outcome: line.transformation(response),
+                findings: line.findings(response), dryRun: dryRun)
         }
     }
 
@@ -489,13 +481,14 @@ extension LogSink {
 
         /// Whether this entry was made for this cookie of this response (the lines compared with memcmp).
         func matches(
-            _ original: UnsafeBufferPointer<UInt8>, _ result: UnsafeBufferPointer<UInt8>?,
-            _ edit: borrowing RuleEngine.Edit, _ m: borrowing MessageContext, second: Int64, dryRun: Bool
+            _ line: borrowing LineOutcome, _ m: borrowing MessageContext, second: Int64, dryRun: Bool
         ) -> Bool {
-            guard self.second == second, self.dryRun == dryRun, rulesLow == edit.matchedRulesLow,
-                (self.result == nil) == (result == nil), Self.same(self.original, original),
+            let result = line.edited
+            guard self.second == second, self.dryRun == dryRun, rulesLow == line.matchedRulesLow,
+                (self.result == nil) == (result == nil), Self.same(original, line.received),
                 result.map({ Self.same(self.result!, $0) }) ?? true,
-                rulesHigh.isEmpty ? !edit.matchedRulesBeyond64 : rulesHigh == edit.matchedRules.high
+                rulesHigh.isEmpty
+                    ? !(line.hasMore && line.edit.matchedRulesBeyond64) : rulesHigh == line.edit.matchedRules.high
             else { return false }
             return port == m.port && site == m.site && host == m.host && path == m.path && scheme == m.scheme
         }

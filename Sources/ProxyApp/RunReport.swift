@@ -5,26 +5,21 @@ import HTTPGrammar
 import Locking
 
 /// `run --report`: the run's findings and verdicts, collected as the proxy forwards (``FindingsReport``), read when a
-/// report is written (at exit, and on SIGUSR1). Each forwarded Set-Cookie line is linted here (only with a report
-/// asked for: the log lints the lines it records on its own thread).
+/// report is written (at exit, and on SIGUSR1). An observer of the cookie stage: each forwarded line's findings are
+/// the stage's (``LineOutcome/forwardedFindings(_:)``), worked out once for every observer that reads them.
 package final class RunReport: Sendable {
     private let state = Locked(FindingsReport())
-    private let suffixes: PublicSuffixList
 
-    package init(suffixes: PublicSuffixList = .system) { self.suffixes = suffixes }
+    package init() {}
 
-    /// A Set-Cookie line as the client got it, with the rules that matched it.
-    package func line(
-        _ bytes: UnsafeBufferPointer<UInt8>, rules: [String], context: ExchangeContext, site: RequestSite.Kind?,
-        time: Int64
+    /// A forwarded Set-Cookie line's findings, with the rules that matched it.
+    package func findings(
+        _ findings: [LintFinding], cookie: String, rules: [String], context: ExchangeContext, time: Int64
     ) {
-        let line = SetCookie(bytes: Array(bytes))
-        let findings =
-            CookieLint.findings(for: line, from: context.requestURL, now: time / 1000, suffixes: suffixes)
-            + CookieLint.siteFindings(for: line, site: site)
-        guard findings.contains(where: { $0.severity != .info }) else { return }
         let (host, url) = (context.host, context.url)
-        state.withLock { $0.add(findings: findings, cookie: line.name, host: host, url: url, time: time, rules: rules) }
+        state.withLock {
+            $0.add(findings: findings, cookie: cookie, host: host, url: url, time: time, rules: rules)
+        }
     }
 
     /// A request's verdicts.

@@ -15,9 +15,18 @@ public final class HeadStorage {
     static let maximumBytes = 16384
     static let maximumEntries = 256
 
-    /// The hooks' working storage for this loop (``ProxyHooks/makeLoopStorage()``), handed to them with every response
-    /// head parsed here.
-    public var hookStorage: AnyObject? = nil
+    /// The hooks' response stage for this loop (``ProxyHooks/makeResponseStage()``), which every response head parsed
+    /// here goes through; made at the first response when the loop did not set it.
+    public var responseStage: (any ResponseStage)? = nil
+
+    /// ``responseStage``, made by `hooks` if need be.
+    @inline(__always)
+    func stage(_ hooks: any ProxyHooks) -> any ResponseStage {
+        if let responseStage { return responseStage }
+        let made = hooks.makeResponseStage()
+        responseStage = made
+        return made
+    }
 
     public init() {}
 

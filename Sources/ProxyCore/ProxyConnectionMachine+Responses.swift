@@ -143,17 +143,17 @@ extension ProxyConnectionMachine {
     /// The hooks (the rules) see the head, then it is written to the client and they see the bytes sent.
     @inline(__always)
     func forwardResponseHead(_ out: inout OutgoingHead, _ io: inout ConnectionIO) {
-        hooks.willForwardResponse(&out, context: exchange.context, storage: headStorage.hookStorage)
+        let stage = headStorage.stage(hooks)
+        stage.willForward(&out, context: exchange.context)
         if clientSpeaksHTTP2 {
             // The head goes as it is (its codec writes its fields); the hooks see no bytes of it.
             io.toClientParts.append(.head(status: exchange.context.status ?? 0, out))
-            hooks.didForwardResponse(out, bytes: [], context: exchange.context, storage: headStorage.hookStorage)
+            stage.didForward(out, bytes: [], context: exchange.context)
             return
         }
         let headStart = io.toClient.count
         out.serialize(into: &io.toClient)
-        hooks.didForwardResponse(
-            out, bytes: io.toClient[headStart...], context: exchange.context, storage: headStorage.hookStorage)
+        stage.didForward(out, bytes: io.toClient[headStart...], context: exchange.context)
     }
 
     /// Body bytes from the upstream half, relayed in the response's framing.

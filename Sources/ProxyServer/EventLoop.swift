@@ -99,7 +99,7 @@ final class EventLoop: @unchecked Sendable {
         self.server = server
         poller = Poller(kind: server.configuration.poller)
         parkLimit = server.configuration.poolPerOrigin
-        headStorage.hookStorage = server.hooks.makeLoopStorage()
+        headStorage.responseStage = server.hooks.makeResponseStage()
     }
 
     // MARK: Slots

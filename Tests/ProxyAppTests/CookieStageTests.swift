@@ -19,14 +19,16 @@ import Testing
         target: "/login", status: 200)
 
     /// `lines` as a response head through the hooks' response stage; the head's bytes as the client would get them.
-    /// `storage`: the loop's (``RulesHooks/makeLoopStorage()``), kept across responses as a loop keeps it; nil, a
-    /// response without a loop.
-    static func forward(_ hooks: RulesHooks, _ lines: [String], storage: AnyObject? = nil) throws -> String {
+    /// `stage`: the loop's (``RulesHooks/makeResponseStage()``), kept across responses as a loop keeps it; nil, a
+    /// stage of the response's own.
+    static func forward(_ hooks: RulesHooks, _ lines: [String], stage: (any ResponseStage)? = nil) throws -> String {
         let response = "HTTP/1.1 200 OK\r\n" + lines.map { $0 + "\r\n" }.joined() + "Content-Length: 0\r\n\r\n"
         var head = OutgoingHead(try HTTPHeadParser().parseResponse(Array(response.utf8)).head)
-        hooks.willForwardResponse(&head, context: context, storage: storage)
+        let stage = stage ?? hooks.makeResponseStage()
+        stage.willForward(&head, context: context)
         var bytes: [UInt8] = []
         head.serialize(into: &bytes)
+        stage.didForward(head, bytes: bytes[...], context: context)
         return String(decoding: bytes, as: UTF8.self)
     }
 
@@ -66,18 +68,33 @@ import Testing
         #expect(hooks.rewritten.load() == (expected == line ? 0 : 1))
     }
 
-    /// An observer of the stage's own, added with no other change: it is handed every line's outcome (and the rules
-    /// that matched), and what it is handed for a changed line is what the log writes for it.
-    final class Recording: CookieObserver, @unchecked Sendable {
-        private let lock = NSLock()
-        private var seen: [(cookie: String, after: String?, rules: [String])] = []
-        var lines: [(cookie: String, after: String?, rules: [String])] { lock.withLock { seen } }
-        func observe(_ line: LineOutcome) {
-            let name = String(decoding: line.received.prefix { $0 != 0x3D }, as: UTF8.self)
-            let after = line.forwarded.map { String(decoding: $0, as: UTF8.self) }
-            lock.withLock { seen.append((name, after, line.rules)) }
+    /// An observer of the stage's own, added with no other change: it is handed every line's outcome (the rules
+    /// that matched, the attribute changes, the findings, the field), and what it is handed for a changed line is
+    /// what the log writes for it.
+    final class Recording: CookieObserver, LoopCookieObserver, @unchecked Sendable {
+        struct Seen {
+            var cookie: String
+            var after: String?
+            var rules: [String]
+            var changes: [String]
+            var findings: [String]
+            var field: Int?
         }
-        func observe(judged: RequestJudgement, context: ExchangeContext, time: Int64) {}
+        private let lock = NSLock()
+        private var seen: [Seen] = []
+        private var ended = 0
+        var lines: [Seen] { lock.withLock { seen } }
+        var responses: Int { lock.withLock { ended } }
+        func makeLoopObserver() -> (any LoopCookieObserver)? { self }
+        func observe(_ line: borrowing LineOutcome, of response: borrowing ResponseOutcome) {
+            let t = line.transformation(response)
+            let entry = Seen(
+                cookie: line.receivedCookie.name, after: line.forwarded.map { String(decoding: $0, as: UTF8.self) },
+                rules: line.rules(response), changes: t.changes.map { "\($0.op.rawValue) \($0.attribute)" },
+                findings: line.findings(response).map(\.code), field: line.field)
+            lock.withLock { seen.append(entry) }
+        }
+        func end(_ response: borrowing ResponseOutcome) { lock.withLock { ended += 1 } }
     }
 
     @Test func anObserverIsHandedEveryLinesOutcomeAsTheLogWritesIt() throws {
@@ -93,19 +110,27 @@ import Testing
             hooks,
             [
                 "Set-Cookie: Bin-Auth-Token=abc; Domain=bin.example.com", "Set-Cookie: track=1",
-                "Set-Cookie: untouched=2",
+                "Set-Cookie: untouched=2; SameSite=None",
             ])
         sink.close()
         let records = try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n").map {
             try #require(try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any])
         }
+        #expect(recording.responses == 1)
         #expect(recording.lines.map(\.cookie) == ["Bin-Auth-Token", "track", "untouched"])
-        #expect(recording.lines[2].after == "untouched=2" && recording.lines[2].rules.isEmpty)
+        // The received head's fields: the status line is not one, so the lines are fields 0, 1 and 2.
+        #expect(recording.lines.map(\.field) == [0, 1, 2])
+        #expect(recording.lines[2].after == "untouched=2; SameSite=None" && recording.lines[2].rules.isEmpty)
+        #expect(recording.lines[2].findings.contains("samesite-none-insecure"))
         #expect(records.count == 2)
         for record in records {
             let seen = try #require(recording.lines.first { $0.cookie == record["cookie"] as? String })
             #expect(seen.after == record["after"] as? String, "\(record)")
             #expect(seen.rules == record["rules"] as? [String], "\(record)")
+            let changes = try #require(record["changes"] as? [[String: Any]])
+            #expect(seen.changes == changes.map { "\($0["op"]!) \($0["attribute"]!)" }, "\(record)")
+            let findings = try #require(record["findings"] as? [[String: Any]])
+            #expect(seen.findings == findings.map { $0["code"] as! String }, "\(record)")
         }
     }
 
@@ -146,7 +171,7 @@ import Testing
         let hooks = RulesHooks(
             engine: try Self.engine(Self.rules), dryRun: dryRun, sink: nil, intercept: HostPatternList(),
             inspector: store)
-        let storage = hooks.makeLoopStorage()
+        let stage = hooks.makeResponseStage()
         let request = try HTTPHeadParser().parseRequest(
             Array("GET /login HTTP/1.1\r\nHost: bin.example.com\r\n\r\n".utf8))
         store.requestForwarded(id: Self.context.requestID, head: request.head, time: 0)
@@ -156,12 +181,12 @@ import Testing
         ]
         let response = "HTTP/1.1 200 OK\r\n" + lines.map { $0 + "\r\n" }.joined() + "Content-Length: 0\r\n\r\n"
         var head = OutgoingHead(try HTTPHeadParser().parseResponse(Array(response.utf8)).head)
-        hooks.willForwardResponse(&head, context: Self.context, storage: storage)
+        stage.willForward(&head, context: Self.context)
         var bytes: [UInt8] = []
         head.serialize(into: &bytes)
         // A reload between the response and its viewing does not change what the rules did to it.
         hooks.replace(try Self.engine("rule \"other\" {\n    secure\n}\n"))
-        hooks.didForwardResponse(head, bytes: bytes[...], context: Self.context, storage: storage)
+        stage.didForward(head, bytes: bytes[...], context: Self.context)
         let cookies = try #require(store.exchanges().first?.analysis.cookies)
         #expect(cookies.map(\.rules) == [["share login with subdomains"], ["drop tracking"], []])
         #expect(cookies[0].transformation.ruleLocations.map(\.line) == [1])
@@ -190,9 +215,9 @@ import Testing
             destination: .file(path), redaction: Redaction(showValues: false, key: Array("k".utf8)), capacity: 4)
         let hooks = RulesHooks(
             engine: try Self.engine(Self.rules), dryRun: false, sink: sink, intercept: HostPatternList())
-        let storage = hooks.makeLoopStorage()
+        let stage = hooks.makeResponseStage()
         for n in 0..<50 {
-            _ = try Self.forward(hooks, ["Set-Cookie: Bin-Auth-Token=v\(n); Domain=bin.example.com"], storage: storage)
+            _ = try Self.forward(hooks, ["Set-Cookie: Bin-Auth-Token=v\(n); Domain=bin.example.com"], stage: stage)
         }
         sink.close()
         #expect(sink.writtenCount == 50 && sink.droppedCount == 0)

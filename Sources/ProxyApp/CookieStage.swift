@@ -1,0 +1,118 @@
+import CookieKit
+import CookieRules
+import HTTPGrammar
+import ProxyCore
+
+/// The cookie stage of one event loop (``RulesHooks/makeResponseStage()``): each response's Set-Cookie lines run
+/// through the rules, and each line's outcome handed to the observers' parts for this loop. One parser, one rewrite
+/// and one shape cache for every line of every response of the loop: their storage is reused (the head copies what
+/// it keeps). Only the loop's thread uses it.
+package final class CookieStage: ResponseStage {
+    let hooks: RulesHooks
+    var parser = SetCookieParser()
+    var rewrite = SetCookieRewrite()
+    var shapes = CookieShapeCache()
+    /// This loop's part of each of the hooks' observers, which are told each line's outcome.
+    let parts: [any LoopCookieObserver]
+    /// The same, as references the loop calls without counting them (``parts`` holds them): a response's lines
+    /// are handed to each part in turn, and counting a reference at each call cost more than the calls.
+    let observers: [Unretained]
+    struct Unretained {
+        unowned(unsafe) let o: any LoopCookieObserver
+    }
+    /// What observers work out from a line (its parsed cookies, its lint), once for all of them.
+    let facts = LineFacts()
+    /// Whether an observer reads the request's URL and site context (the message is made for it).
+    let readsRequest: Bool
+
+    init(hooks: RulesHooks) {
+        self.hooks = hooks
+        parts = hooks.observers.compactMap { $0.makeLoopObserver() }
+        observers = parts.map { Unretained(o: $0) }
+        readsRequest = parts.contains { $0.readsRequest }
+    }
+
+    package func willForward(_ head: inout OutgoingHead, context: ExchangeContext) {
+        withUnsafePointer(to: context) { forward(&head, context: $0) }
+    }
+
+    private func forward(_ head: inout OutgoingHead, context: UnsafePointer<ExchangeContext>) {
+        hooks.responses?.count(context.pointee)
+        let engine = hooks.current
+        let observing = !observers.isEmpty
+        let readsRequest = observing && self.readsRequest
+        // The message's context lives in the plan (one copy of its strings per response, not two); it is built
+        // only when the rules or an observer read it, with the request's site context (noted by the tracker) for
+        // `site` conditions and, with the lifecycle on, the observers' cross-site findings.
+        let message: MessageContext =
+            engine.readsSite || (readsRequest && hooks.lifecycle)
+            ? MessageContext(context.pointee, site: hooks.tracker.site(of: context.pointee.requestID)?.kind)
+            : engine.readsMessageContext || readsRequest ? MessageContext(context.pointee) : .unread
+        let plan = engine.cookiePlan(consume message)
+        let dryRun = hooks.dryRun
+        let actions = dryRun ? [] : engine.responseHeaderActions(plan.context)
+        if !actions.isEmpty { RulesHooks.applyHeaderActions(actions, to: &head) }
+        guard dryRun || observing || !plan.isEmpty else { return }
+        // The clock is read once, for a response with Set-Cookie lines (received, or added by a header action).
+        let time = head.source.has(.setCookie) || !actions.isEmpty ? RulesHooks.wallMilliseconds() : 0
+        let response = ResponseOutcome(
+            exchange: context, plan: consume plan, engine: engine, dryRun: dryRun, time: time)
+        let observers = self.observers
+        let facts = self.facts
+        for observer in observers { observer.o.begin(response) }
+        var changedCount = 0
+        var seenCount = 0
+        var droppedLines: [Int] = []
+        for index in 0..<head.count where head.name(at: index, is: .setCookie) {
+            seenCount += 1
+            var changed = false
+            var dropped = false
+            // The received field the line is (read here: inside the borrow of the head below, reading the head
+            // again copied it whole for every line).
+            var field: Int? = nil
+            if observing, case .original(let f) = head.lines[index] { field = f }
+            // The line is parsed where it lies in the head (nothing copied); the rules' result is written by the
+            // rewrite, and put into the head after this borrow of it ends.
+            head.withValueBytes(at: index) { original in
+                var edit = engine.apply(
+                    response.plan, line: original, now: time / 1000, parser: &parser, rewrite: &rewrite,
+                    shapes: &shapes)
+                (changed, dropped) = (edit.dropped || edit.rewritten, edit.dropped)
+                guard observing else { return }
+                facts.reset()
+                // Each observer is lent the line's outcome in turn.
+                withUnsafePointer(to: &edit) { edit in
+                    if edit.pointee.rewritten && !edit.pointee.dropped {
+                        rewrite.withOutput { out in
+                            let line = LineOutcome(
+                                received: original, rewritten: out, edit: edit, field: field, dryRun: dryRun,
+                                facts: facts)
+                            for observer in observers { observer.o.observe(line, of: response) }
+                        }
+                    } else {
+                        let line = LineOutcome(
+                            received: original, rewritten: nil, edit: edit, field: field, dryRun: dryRun,
+                            facts: facts)
+                        for observer in observers { observer.o.observe(line, of: response) }
+                    }
+                }
+            }
+            if changed && !dryRun {
+                changedCount += 1
+                if dropped {
+                    droppedLines.append(index)
+                } else {
+                    rewrite.withOutput { head.replaceValue(at: index, with: $0) }
+                }
+            }
+        }
+        for observer in observers { observer.o.end(response) }
+        if seenCount > 0 { hooks.observed.add(seenCount) }
+        if changedCount > 0 { hooks.rewritten.add(changedCount) }
+        for index in droppedLines.reversed() { head.remove(at: index) }
+    }
+
+    package func didForward(_ head: OutgoingHead, bytes: ArraySlice<UInt8>, context: ExchangeContext) {
+        for observer in observers { observer.o.forwarded(head, bytes: bytes, context: context) }
+    }
+}
