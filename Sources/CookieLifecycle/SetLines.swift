@@ -81,21 +81,24 @@ public struct SetLinesBuilder: Sendable {
 
     /// Starts a response's lines; `ruleNames`: the rule set's names, which the rules' bits index.
     public mutating func reset(ruleNames: [String]) {
-        bytes.removeAll(keepingCapacity: true)
-        lines.removeAll(keepingCapacity: true)
+        // Emptied only when something is in them: a response that repeats the previous one left them empty.
+        if !bytes.isEmpty { bytes.removeAll(keepingCapacity: true) }
+        if !lines.isEmpty { lines.removeAll(keepingCapacity: true) }
         if !beyond64.isEmpty { beyond64.removeAll() }
-        if let p = previous, !Self.sameTable(p.ruleNames, ruleNames) { previous = nil }
-        self.ruleNames = ruleNames
+        // The same rule set's table (most responses): nothing to compare or keep again.
+        if !Self.sameStorage(self.ruleNames, ruleNames) {
+            if let p = previous, !Self.sameTable(p.ruleNames, ruleNames) { previous = nil }
+            self.ruleNames = ruleNames
+        }
         matched = 0
         matching = previous != nil
     }
 
-    static func sameTable(_ a: [String], _ b: [String]) -> Bool {
-        let sameStorage = a.withUnsafeBufferPointer { x in
-            b.withUnsafeBufferPointer { y in x.baseAddress == y.baseAddress }
-        }
-        return sameStorage || a == b
+    static func sameStorage(_ a: [String], _ b: [String]) -> Bool {
+        a.withUnsafeBufferPointer { x in b.withUnsafeBufferPointer { y in x.baseAddress == y.baseAddress } }
     }
+
+    static func sameTable(_ a: [String], _ b: [String]) -> Bool { sameStorage(a, b) || a == b }
 
     @inline(__always)
     static func equal(_ a: UnsafeBufferPointer<UInt8>, _ b: UnsafeBufferPointer<UInt8>) -> Bool {

@@ -12,14 +12,9 @@ package final class CookieStage: ResponseStage {
     var parser = SetCookieParser()
     var rewrite = SetCookieRewrite()
     var shapes = CookieShapeCache()
-    /// This loop's part of each of the hooks' observers, which are told each line's outcome.
-    let parts: [any LoopCookieObserver]
-    /// The same, as references the loop calls without counting them (``parts`` holds them): a response's lines
-    /// are handed to each part in turn, and counting a reference at each call cost more than the calls.
-    let observers: [Unretained]
-    struct Unretained {
-        unowned(unsafe) let o: any LoopCookieObserver
-    }
+    /// This loop's part of each of the hooks' observers, which are told each line's outcome: a chain, each link
+    /// handing on to the next (nil: no observer).
+    let observers: Observers?
     /// What observers work out from a line (its parsed cookies, its lint), once for all of them.
     let facts = LineFacts()
     /// Whether an observer reads the request's URL and site context (the message is made for it).
@@ -27,8 +22,8 @@ package final class CookieStage: ResponseStage {
 
     init(hooks: RulesHooks) {
         self.hooks = hooks
-        parts = hooks.observers.compactMap { $0.makeLoopObserver() }
-        observers = parts.map { Unretained(o: $0) }
+        let parts = hooks.observers.compactMap { $0.makeLoopObserver() }
+        observers = parts.reversed().reduce(nil) { next, part in Observers(part, next: next) }
         readsRequest = parts.contains { $0.readsRequest }
     }
 
@@ -39,7 +34,7 @@ package final class CookieStage: ResponseStage {
     private func forward(_ head: inout OutgoingHead, context: UnsafePointer<ExchangeContext>) {
         hooks.responses?.count(context.pointee)
         let engine = hooks.current
-        let observing = !observers.isEmpty
+        let observing = observers != nil
         let readsRequest = observing && self.readsRequest
         // The message's context lives in the plan (one copy of its strings per response, not two); it is built
         // only when the rules or an observer read it, with the request's site context (noted by the tracker) for
@@ -59,7 +54,7 @@ package final class CookieStage: ResponseStage {
             exchange: context, plan: consume plan, engine: engine, dryRun: dryRun, time: time)
         let observers = self.observers
         let facts = self.facts
-        for observer in observers { observer.o.begin(response) }
+        observers?.begin(response)
         var changedCount = 0
         var seenCount = 0
         var droppedLines: [Int] = []
@@ -87,13 +82,13 @@ package final class CookieStage: ResponseStage {
                             let line = LineOutcome(
                                 received: original, rewritten: out, edit: edit, field: field, dryRun: dryRun,
                                 facts: facts)
-                            for observer in observers { observer.o.observe(line, of: response) }
+                            observers?.observe(line, of: response)
                         }
                     } else {
                         let line = LineOutcome(
                             received: original, rewritten: nil, edit: edit, field: field, dryRun: dryRun,
                             facts: facts)
-                        for observer in observers { observer.o.observe(line, of: response) }
+                        observers?.observe(line, of: response)
                     }
                 }
             }
@@ -106,13 +101,43 @@ package final class CookieStage: ResponseStage {
                 }
             }
         }
-        for observer in observers { observer.o.end(response) }
+        observers?.end(response)
         if seenCount > 0 { hooks.observed.add(seenCount) }
         if changedCount > 0 { hooks.rewritten.add(changedCount) }
         for index in droppedLines.reversed() { head.remove(at: index) }
     }
 
     package func didForward(_ head: OutgoingHead, bytes: ArraySlice<UInt8>, context: ExchangeContext) {
-        for observer in observers { observer.o.forwarded(head, bytes: bytes, context: context) }
+        observers?.forwarded(head, bytes: bytes, context: context)
+    }
+}
+
+/// The observers' parts of one loop as a chain: each link calls its part, then the next link. Links and parts are
+/// immutable, so handing a line down the chain counts no reference (a loop over an array of parts counted each part
+/// at each call: more than the calls themselves cost).
+final class Observers {
+    let part: any LoopCookieObserver
+    let next: Observers?
+
+    init(_ part: any LoopCookieObserver, next: Observers?) { (self.part, self.next) = (part, next) }
+
+    func begin(_ response: borrowing ResponseOutcome) {
+        part.begin(response)
+        next?.begin(response)
+    }
+
+    func observe(_ line: borrowing LineOutcome, of response: borrowing ResponseOutcome) {
+        part.observe(line, of: response)
+        next?.observe(line, of: response)
+    }
+
+    func end(_ response: borrowing ResponseOutcome) {
+        part.end(response)
+        next?.end(response)
+    }
+
+    func forwarded(_ head: OutgoingHead, bytes: ArraySlice<UInt8>, context: ExchangeContext) {
+        part.forwarded(head, bytes: bytes, context: context)
+        next?.forwarded(head, bytes: bytes, context: context)
     }
 }

@@ -480,6 +480,7 @@ extension LogSink {
         }
 
         /// Whether this entry was made for this cookie of this response (the lines compared with memcmp).
+        @inline(__always)
         func matches(
             _ line: borrowing LineOutcome, _ m: borrowing MessageContext, second: Int64, dryRun: Bool
         ) -> Bool {
