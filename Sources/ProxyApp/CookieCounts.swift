@@ -1,3 +1,4 @@
+import CookieKit
 import CookieLifecycle
 import Locking
 
@@ -9,6 +10,8 @@ package final class CookieCounts: Sendable {
     /// One atomic counter per (kind, reason): a verdict costs one add, no lock.
     private let verdicts: [AtomicCounter]
     private let transformations = Locked<[String: (rewritten: Int, dropped: Int)]>([:])
+    /// Lint findings of forwarded lines, by code and severity (the lint's own codes: a bounded set).
+    private let findings = Locked<[String: (rejects: Int, warning: Int)]>([:])
 
     package init() {
         verdicts = (0..<(CookieVerdict.Kind.allCases.count * Self.reasons.count)).map { _ in AtomicCounter() }
@@ -30,6 +33,27 @@ package final class CookieCounts: Sendable {
                 var c = counts[rule] ?? (0, 0)
                 if dropped { c.dropped += 1 } else { c.rewritten += 1 }
                 counts[rule] = c
+            }
+        }
+    }
+
+    /// Findings of forwarded lines (rejects and warnings; informational ones are not counted).
+    package func found(_ list: [(code: String, severity: LintFinding.Severity)]) {
+        findings.withLock { counts in
+            for (code, severity) in list {
+                var c = counts[code] ?? (0, 0)
+                if severity == .rejects { c.rejects += 1 } else { c.warning += 1 }
+                counts[code] = c
+            }
+        }
+    }
+
+    package var findingSamples: [(code: String, severity: String, count: Int)] {
+        findings.withLock { counts in
+            counts.keys.sorted().flatMap { code in
+                [(code, "rejects", counts[code]!.rejects), (code, "warning", counts[code]!.warning)].filter {
+                    $0.2 > 0
+                }
             }
         }
     }

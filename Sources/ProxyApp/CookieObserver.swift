@@ -100,17 +100,22 @@ package struct LineOutcome: ~Copyable {
     /// site: what the log shows with the line's record.
     package func findings(_ response: borrowing ResponseOutcome) -> [LintFinding] {
         if let made = facts.editedFindings { return made }
-        let t = transformation(response)
-        let made = Self.lint(t.result ?? t.received, response)
+        let judged = edited ?? received
+        let made =
+            facts.lint.cached(judged, response)
+            ?? facts.lint.keep(judged, response, Self.lint(transformation(response).result ?? receivedCookie, response))
         facts.editedFindings = made
         return made
     }
 
-    /// The lint of the line as the client got it (nil when dropped): what a report of the run holds.
+    /// The lint of the line as the client got it (nil when dropped): what a report of the run holds, and the
+    /// metrics count.
     package func forwardedFindings(_ response: borrowing ResponseOutcome) -> [LintFinding]? {
         if !dryRun || rewritten == nil { return dropped && !dryRun ? nil : findings(response) }
         if let made = facts.receivedFindings { return made }
-        let made = Self.lint(facts.receivedCookie(received), response)
+        let made =
+            facts.lint.cached(received, response)
+            ?? facts.lint.keep(received, response, Self.lint(receivedCookie, response))
         facts.receivedFindings = made
         return made
     }
@@ -133,24 +138,84 @@ package struct LineOutcome: ~Copyable {
 /// What is worked out from one line's outcome when an observer first asks, kept for the others until the next line
 /// (one per event loop's stage, emptied for each line): a line is parsed, diffed and linted at most once.
 package final class LineFacts {
-    var received: SetCookie? = nil
-    var transformation: Transformation? = nil
-    var editedFindings: [LintFinding]? = nil
-    var receivedFindings: [LintFinding]? = nil
+    /// Lines linted before, kept across lines and responses.
+    let lint = LintCache()
+    var received: SetCookie? = nil { didSet { filled = true } }
+    var transformation: Transformation? = nil { didSet { filled = true } }
+    var editedFindings: [LintFinding]? = nil { didSet { filled = true } }
+    var receivedFindings: [LintFinding]? = nil { didSet { filled = true } }
     /// Whether anything was worked out (most lines: nothing, and nothing to empty).
     private var filled = false
 
     func reset() {
         guard filled else { return }
-        (received, transformation, editedFindings, receivedFindings, filled) = (nil, nil, nil, nil, false)
+        (received, transformation, editedFindings, receivedFindings) = (nil, nil, nil, nil)
+        filled = false
     }
 
     func receivedCookie(_ bytes: UnsafeBufferPointer<UInt8>) -> SetCookie {
-        filled = true
         if let received { return received }
         let made = SetCookie(bytes: Array(bytes))
         received = made
         return made
+    }
+}
+
+/// The lint's findings for lines seen before (one per event loop's stage): a server that sets the same cookies on
+/// every response has each linted once a second per URL, not once per response. The findings are a function of the
+/// line's bytes, the request's URL and site context and the second (an `Expires` is judged against it): all of it
+/// is the key and compared exactly, so a collision costs a miss, never a wrong finding. Direct-mapped by a digest.
+final class LintCache {
+    final class Entry {
+        let digest: UInt64
+        let line: [UInt8]
+        let scheme: String
+        let host: String
+        let port: Int
+        let path: String
+        let site: RequestSite.Kind?
+        let second: Int64
+        let findings: [LintFinding]
+
+        init(_ digest: UInt64, _ line: [UInt8], _ m: borrowing MessageContext, _ second: Int64, _ f: [LintFinding]) {
+            (self.digest, self.line, self.second, findings) = (digest, line, second, f)
+            (scheme, host, port, path, site) = (m.scheme, m.host, m.port, m.path, m.site)
+        }
+
+        func isFor(_ m: borrowing MessageContext) -> Bool {
+            port == m.port && site == m.site && host == m.host && path == m.path && scheme == m.scheme
+        }
+    }
+
+    private static let slotBits = 8
+    private var entries = [Entry?](repeating: nil, count: 1 << LintCache.slotBits)
+
+    private static func digest(_ line: UnsafeBufferPointer<UInt8>, second: Int64) -> UInt64 {
+        let h =
+            (WordHash.hash(UnsafeRawBufferPointer(line), seed: 0x2545_F491_4F6C_DD1D) ^ UInt64(bitPattern: second))
+            &* 0x9E37_79B9_7F4A_7C15
+        return h ^ (h >> 31)
+    }
+
+    /// The findings kept for `line` in `response`'s request and second, if any.
+    func cached(_ line: UnsafeBufferPointer<UInt8>, _ response: borrowing ResponseOutcome) -> [LintFinding]? {
+        let second = response.time / 1000
+        let digest = Self.digest(line, second: second)
+        guard let e = entries[Int(truncatingIfNeeded: digest >> UInt64(64 - Self.slotBits))], e.digest == digest,
+            e.second == second, LogSink.Fragment.same(e.line, line), e.isFor(response.message)
+        else { return nil }
+        return e.findings
+    }
+
+    /// Keeps `findings` for `line` in `response`'s request and second; returns them.
+    func keep(
+        _ line: UnsafeBufferPointer<UInt8>, _ response: borrowing ResponseOutcome, _ findings: [LintFinding]
+    ) -> [LintFinding] {
+        let second = response.time / 1000
+        let digest = Self.digest(line, second: second)
+        entries[Int(truncatingIfNeeded: digest >> UInt64(64 - Self.slotBits))] = Entry(
+            digest, Array(line), response.message, second, findings)
+        return findings
     }
 }
 
@@ -205,15 +270,35 @@ extension RunReport: JudgementObserver, LoopCookieObserver {
     }
 }
 
-extension CookieCounts: JudgementObserver, LoopCookieObserver {
-    package func makeLoopObserver() -> (any LoopCookieObserver)? { self }
-
-    package func observe(_ line: borrowing LineOutcome, of response: borrowing ResponseOutcome) {
-        guard !line.dryRun, line.changed else { return }
-        transformed(rules: line.rules(response), dropped: line.dropped)
-    }
+extension CookieCounts: JudgementObserver {
+    package func makeLoopObserver() -> (any LoopCookieObserver)? { Part(self) }
 
     package func observe(judged: RequestJudgement, context: ExchangeContext, time: Int64) {
         self.judged(judged.verdicts)
+    }
+
+    /// One loop's counting: the lines the rules changed, by rule, and the findings of each line as the client got
+    /// it, by code (gathered over a response and added under one lock at its end).
+    final class Part: LoopCookieObserver {
+        let counts: CookieCounts
+        var findings: [(code: String, severity: LintFinding.Severity)] = []
+
+        init(_ counts: CookieCounts) { self.counts = counts }
+
+        /// The lint reads the request's URL.
+        var readsRequest: Bool { true }
+
+        func observe(_ line: borrowing LineOutcome, of response: borrowing ResponseOutcome) {
+            if !line.dryRun, line.changed { counts.transformed(rules: line.rules(response), dropped: line.dropped) }
+            for f in line.forwardedFindings(response) ?? [] where f.severity != .info {
+                findings.append((f.code, f.severity))
+            }
+        }
+
+        func end(_ response: borrowing ResponseOutcome) {
+            guard !findings.isEmpty else { return }
+            counts.found(findings)
+            findings.removeAll(keepingCapacity: true)
+        }
     }
 }

@@ -16,6 +16,7 @@ package struct Metrics: Sendable {
     /// Nil without a log.
     package var logRecords: (written: Int, dropped: Int)?
     package var transformations: [(rule: String, action: String, count: Int)]
+    package var findings: [(code: String, severity: String, count: Int)]
     /// Nil without per-response counting.
     package var upstreamResponse: (cumulative: [Int], sum: Double, count: Int)?
     package var requestDuration: (cumulative: [Int], sum: Double, count: Int)?
@@ -34,6 +35,7 @@ package struct Metrics: Sendable {
         closings = ProxyServer.Closing.allCases.map { ($0, counted[$0.rawValue] ?? 0) }
         logRecords = log.map { ($0.writtenCount, $0.droppedCount) }
         transformations = hooks.counts?.transformationSamples ?? []
+        findings = hooks.counts?.findingSamples ?? []
         upstreamResponse = hooks.responses?.upstreamResponse.snapshot
         requestDuration = hooks.responses?.requestDuration.snapshot
         verdicts = hooks.lifecycle ? hooks.counts?.verdictSamples ?? [] : []
@@ -114,6 +116,10 @@ package struct Metrics: Sendable {
             "cookie_proxy_cookie_transformations_total", "counter",
             "Set-Cookie lines the rules rewrote or dropped, by rule (a line counts for each rule that matched it).",
             transformations.map { ("{rule=\"\(Self.escaped($0.rule))\",action=\"\($0.action)\"}", "\($0.count)") })
+        family(
+            "cookie_proxy_lint_findings_total", "counter",
+            "Findings of the Set-Cookie lines clients were sent, by lint code and severity (rejects: browsers do not keep the cookie; warning).",
+            findings.map { ("{code=\"\(Self.escaped($0.code))\",severity=\"\($0.severity)\"}", "\($0.count)") })
         if !verdicts.isEmpty {
             family(
                 "cookie_proxy_lifecycle_verdicts_total", "counter",

@@ -134,5 +134,23 @@ import Testing
         #expect(records == 15)
         #expect(lines.count - records == 1)
         #expect(changed == "\(records)")
+        // Every line was changed, so each line the clients got has a record: its findings, counted by code and
+        // severity, are the metric's (informational ones are not counted).
+        var logged: [String: Int] = [:]
+        for line in lines where !line.contains("\"record\":\"cookies-sent\"") {
+            let record = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+            for finding in try #require(record["findings"] as? [[String: Any]]) {
+                let severity = try #require(finding["severity"] as? String)
+                guard severity != "info" else { continue }
+                logged["{code=\"\(finding["code"]!)\",severity=\"\(severity)\"}", default: 0] += 1
+            }
+        }
+        #expect(!logged.isEmpty, "the test's lines have findings to count")
+        let counted = scraped.split(separator: "\n").filter { $0.hasPrefix("cookie_proxy_lint_findings_total{") }
+        #expect(counted.count == logged.count, "\(counted) \(logged)")
+        for (labels, n) in logged {
+            #expect(
+                Self.value(scraped, "cookie_proxy_lint_findings_total" + labels) == n, "\(labels) \(logged) \(counted)")
+        }
     }
 }

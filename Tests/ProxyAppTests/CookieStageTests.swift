@@ -134,6 +134,44 @@ import Testing
         }
     }
 
+    /// A line's findings are its own when the lint's cache answers (the second response of a stage, the same lines
+    /// in the same second): what one line worked out is never handed to the next.
+    final class FindingsOnly: CookieObserver, LoopCookieObserver, @unchecked Sendable {
+        var lines: [[String]] = []
+        func makeLoopObserver() -> (any LoopCookieObserver)? { self }
+        var readsRequest: Bool { true }
+        func observe(_ line: borrowing LineOutcome, of response: borrowing ResponseOutcome) {
+            lines.append(line.findings(response).map(\.code))
+        }
+    }
+
+    @Test func eachLinesFindingsAreItsOwnWhenTheLintCacheAnswers() throws {
+        // An observer that reads nothing but the findings (as the metrics do), alone on its stage; and one that
+        // reads everything (the line's cookies parsed, its changes), on another.
+        let findingsOnly = FindingsOnly()
+        let recording = Recording()
+        let lines = [
+            "Set-Cookie: plain=1; Path=/", "Set-Cookie: none=2; SameSite=None", "Set-Cookie: host=3; Domain=127.0.0.1",
+            "Set-Cookie: other=4",
+        ]
+        for observer in [findingsOnly, recording] as [any CookieObserver] {
+            let hooks = RulesHooks(
+                engine: try Self.engine(Self.rules), dryRun: false, sink: nil, intercept: HostPatternList(),
+                observers: [observer])
+            let stage = hooks.makeResponseStage()
+            _ = try Self.forward(hooks, lines, stage: stage)
+            _ = try Self.forward(hooks, lines, stage: stage)
+        }
+        let seen = recording.lines
+        #expect(seen.count == 8 && recording.responses == 2)
+        #expect(seen[1].findings.contains("samesite-none-insecure"))
+        #expect(
+            !seen[3].findings.contains("samesite-none-insecure") && !seen[0].findings.contains("samesite-none-insecure")
+        )
+        #expect(seen[4...].map(\.findings) == seen[..<4].map(\.findings))
+        #expect(findingsOnly.lines == seen.map(\.findings))
+    }
+
     /// `--dry-run`: the head goes out as received, and the log says what the rules would have done.
     @Test func aDryRunChangesNothingAndLogsWhatTheRulesWouldDo() throws {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("cp-stage-\(UUID().uuidString).jsonl")
