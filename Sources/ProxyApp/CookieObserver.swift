@@ -2,6 +2,7 @@ import CookieKit
 import CookieLifecycle
 import CookieRules
 import HTTPGrammar
+import Locking
 import ProxyCore
 
 /// A response as the cookie stage handles it, lent to the observers for the length of each call: the exchange, the
@@ -98,25 +99,28 @@ package struct LineOutcome: ~Copyable {
 
     /// The lint of the line as the rules left it (of the received line when dropped), at the request's URL and
     /// site: what the log shows with the line's record.
-    package func findings(_ response: borrowing ResponseOutcome) -> [LintFinding] {
-        if let made = facts.editedFindings { return made }
+    package func findings(_ response: borrowing ResponseOutcome) -> [LintFinding] { lint(response).findings }
+
+    /// The same, with the findings' keys for counting (``Linted``).
+    package func lint(_ response: borrowing ResponseOutcome) -> Linted {
+        if let made = facts.editedLint { return made }
         let judged = edited ?? received
         let made =
             facts.lint.cached(judged, response)
             ?? facts.lint.keep(judged, response, Self.lint(transformation(response).result ?? receivedCookie, response))
-        facts.editedFindings = made
+        facts.editedLint = made
         return made
     }
 
     /// The lint of the line as the client got it (nil when dropped): what a report of the run holds, and the
     /// metrics count.
-    package func forwardedFindings(_ response: borrowing ResponseOutcome) -> [LintFinding]? {
-        if !dryRun || rewritten == nil { return dropped && !dryRun ? nil : findings(response) }
-        if let made = facts.receivedFindings { return made }
+    package func forwardedLint(_ response: borrowing ResponseOutcome) -> Linted? {
+        if !dryRun || rewritten == nil { return dropped && !dryRun ? nil : lint(response) }
+        if let made = facts.receivedLint { return made }
         let made =
             facts.lint.cached(received, response)
             ?? facts.lint.keep(received, response, Self.lint(receivedCookie, response))
-        facts.receivedFindings = made
+        facts.receivedLint = made
         return made
     }
 
@@ -142,14 +146,14 @@ package final class LineFacts {
     let lint = LintCache()
     var received: SetCookie? = nil { didSet { filled = true } }
     var transformation: Transformation? = nil { didSet { filled = true } }
-    var editedFindings: [LintFinding]? = nil { didSet { filled = true } }
-    var receivedFindings: [LintFinding]? = nil { didSet { filled = true } }
+    var editedLint: Linted? = nil { didSet { filled = true } }
+    var receivedLint: Linted? = nil { didSet { filled = true } }
     /// Whether anything was worked out (most lines: nothing, and nothing to empty).
     private var filled = false
 
     func reset() {
         guard filled else { return }
-        (received, transformation, editedFindings, receivedFindings) = (nil, nil, nil, nil)
+        (received, transformation, editedLint, receivedLint) = (nil, nil, nil, nil)
         filled = false
     }
 
@@ -158,64 +162,6 @@ package final class LineFacts {
         let made = SetCookie(bytes: Array(bytes))
         received = made
         return made
-    }
-}
-
-/// The lint's findings for lines seen before (one per event loop's stage): a server that sets the same cookies on
-/// every response has each linted once a second per URL, not once per response. The findings are a function of the
-/// line's bytes, the request's URL and site context and the second (an `Expires` is judged against it): all of it
-/// is the key and compared exactly, so a collision costs a miss, never a wrong finding. Direct-mapped by a digest.
-final class LintCache {
-    final class Entry {
-        let digest: UInt64
-        let line: [UInt8]
-        let scheme: String
-        let host: String
-        let port: Int
-        let path: String
-        let site: RequestSite.Kind?
-        let second: Int64
-        let findings: [LintFinding]
-
-        init(_ digest: UInt64, _ line: [UInt8], _ m: borrowing MessageContext, _ second: Int64, _ f: [LintFinding]) {
-            (self.digest, self.line, self.second, findings) = (digest, line, second, f)
-            (scheme, host, port, path, site) = (m.scheme, m.host, m.port, m.path, m.site)
-        }
-
-        func isFor(_ m: borrowing MessageContext) -> Bool {
-            port == m.port && site == m.site && host == m.host && path == m.path && scheme == m.scheme
-        }
-    }
-
-    private static let slotBits = 8
-    private var entries = [Entry?](repeating: nil, count: 1 << LintCache.slotBits)
-
-    private static func digest(_ line: UnsafeBufferPointer<UInt8>, second: Int64) -> UInt64 {
-        let h =
-            (WordHash.hash(UnsafeRawBufferPointer(line), seed: 0x2545_F491_4F6C_DD1D) ^ UInt64(bitPattern: second))
-            &* 0x9E37_79B9_7F4A_7C15
-        return h ^ (h >> 31)
-    }
-
-    /// The findings kept for `line` in `response`'s request and second, if any.
-    func cached(_ line: UnsafeBufferPointer<UInt8>, _ response: borrowing ResponseOutcome) -> [LintFinding]? {
-        let second = response.time / 1000
-        let digest = Self.digest(line, second: second)
-        guard let e = entries[Int(truncatingIfNeeded: digest >> UInt64(64 - Self.slotBits))], e.digest == digest,
-            e.second == second, LogSink.Fragment.same(e.line, line), e.isFor(response.message)
-        else { return nil }
-        return e.findings
-    }
-
-    /// Keeps `findings` for `line` in `response`'s request and second; returns them.
-    func keep(
-        _ line: UnsafeBufferPointer<UInt8>, _ response: borrowing ResponseOutcome, _ findings: [LintFinding]
-    ) -> [LintFinding] {
-        let second = response.time / 1000
-        let digest = Self.digest(line, second: second)
-        entries[Int(truncatingIfNeeded: digest >> UInt64(64 - Self.slotBits))] = Entry(
-            digest, Array(line), response.message, second, findings)
-        return findings
     }
 }
 
@@ -258,7 +204,8 @@ extension RunReport: JudgementObserver, LoopCookieObserver {
     package var readsRequest: Bool { true }
 
     package func observe(_ line: borrowing LineOutcome, of response: borrowing ResponseOutcome) {
-        guard let findings = line.forwardedFindings(response), findings.contains(where: { $0.severity != .info })
+        guard let findings = line.forwardedLint(response)?.findings,
+            findings.contains(where: { $0.severity != .info })
         else { return }
         self.findings(
             findings, cookie: line.forwardedCookie(response)?.name ?? "", rules: line.rules(response),
@@ -278,27 +225,47 @@ extension CookieCounts: JudgementObserver {
     }
 
     /// One loop's counting: the lines the rules changed, by rule, and the findings of each line as the client got
-    /// it, by code (gathered over a response and added under one lock at its end).
+    /// it, by code and severity (``FindingKeys``), gathered over a response and added to the loop's tally under one
+    /// (uncontended) lock at its end.
     final class Part: LoopCookieObserver {
         let counts: CookieCounts
-        var findings: [(code: String, severity: LintFinding.Severity)] = []
+        let tally: Locked<CookieCounts.Tally>
+        var changed: [(low: UInt64, high: [Int], dropped: Bool)] = []
+        /// Findings by key, this response's.
+        var found: [Int] = []
+        var foundAny = false
 
-        init(_ counts: CookieCounts) { self.counts = counts }
+        init(_ counts: CookieCounts) { (self.counts, tally) = (counts, counts.tally()) }
 
         /// The lint reads the request's URL.
         var readsRequest: Bool { true }
 
         func observe(_ line: borrowing LineOutcome, of response: borrowing ResponseOutcome) {
-            if !line.dryRun, line.changed { counts.transformed(rules: line.rules(response), dropped: line.dropped) }
-            for f in line.forwardedFindings(response) ?? [] where f.severity != .info {
-                findings.append((f.code, f.severity))
+            if !line.dryRun, line.changed {
+                let high = line.hasMore && line.edit.matchedRulesBeyond64 ? line.edit.matchedRules.high : []
+                changed.append((line.matchedRulesLow, high, line.dropped))
             }
+            guard let linted = line.forwardedLint(response), !linted.counted.isEmpty else { return }
+            for key in linted.counted {
+                while found.count <= key { found.append(0) }
+                found[key] += 1
+            }
+            foundAny = true
         }
 
         func end(_ response: borrowing ResponseOutcome) {
-            guard !findings.isEmpty else { return }
-            counts.found(findings)
-            findings.removeAll(keepingCapacity: true)
+            guard !changed.isEmpty || foundAny else { return }
+            let names = response.engine.cookieRuleNameTable
+            tally.withLock { t in
+                if !SetLinesBuilder.sameStorage(t.names, names) { counts.retire(&t, names: names) }
+                for c in changed { t.transformed(low: c.low, high: c.high, dropped: c.dropped) }
+                if foundAny { t.add(found: found) }
+            }
+            if !changed.isEmpty { changed.removeAll(keepingCapacity: true) }
+            if foundAny {
+                for k in found.indices { found[k] = 0 }
+                foundAny = false
+            }
         }
     }
 }
