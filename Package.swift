@@ -16,15 +16,17 @@ let package = Package(
     ],
     dependencies: [],
     targets: [
-        // Pure: the byte grammar of HTTP shared by the codec and the TLS layer (tchar, hex, host names, IP literals),
-        // and the facts of one exchange (ExchangeContext), which the machine makes and every reader above shares.
+        // Pure: the byte grammar of HTTP shared by the codec and the TLS layer (tchar, hex, host names, IP literals).
         .target(name: "HTTPGrammar"),
+        // Pure: the facts of one exchange (ExchangeContext: who asked what of whom, which route, which protocols),
+        // which the machine makes and every reader above it shares.
+        .target(name: "ExchangeFacts"),
         // Pure: Set-Cookie model, parse, serialise, dates, domain/path match, PSL, jar, lint.
-        .target(name: "CookieKit", dependencies: ["HTTPGrammar"]),
+        .target(name: "CookieKit", dependencies: ["HTTPGrammar", "ExchangeFacts"]),
         // The bridge to Foundation's HTTPCookie (FoundationNetworking on Linux).
         .target(name: "CookieFoundation", dependencies: ["CookieKit"]),
         // Pure: the rules language → validated rule set → two-phase application → list of changes.
-        .target(name: "CookieRules", dependencies: ["CookieKit", "HTTPGrammar"]),
+        .target(name: "CookieRules", dependencies: ["ExchangeFacts", "CookieKit", "HTTPGrammar"]),
         // libcurl through a system-library target; typed, non-variadic shims in its shim.h.
         .systemLibrary(
             name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"]), .brew(["curl"])]),
@@ -32,14 +34,16 @@ let package = Package(
         .target(name: "CookieAudit", dependencies: ["CookieKit", "CookieRules", "CCurl"]),
         // Pure: each client's cookies across requests (the jar replayed from what the client was sent, its Cookie
         // headers judged against it, a timeline per cookie) and the site context of a request.
-        .target(name: "CookieLifecycle", dependencies: ["CookieKit", "HTTPGrammar"], swiftSettings: hotPath),
+        .target(
+            name: "CookieLifecycle", dependencies: ["ExchangeFacts", "CookieKit", "HTTPGrammar"], swiftSettings: hotPath
+        ),
         // Pure: what a run or an audit found (cookie-line findings, lifecycle verdicts), as CI reads it: JUnit XML and
         // SARIF 2.1.0.
         .target(name: "CookieReports", dependencies: ["CookieKit", "CookieLifecycle"]),
         // Runs the scenario corpora of conformance/ against the jar (tests and `cookie-proxy conformance`).
         .target(name: "CookieConformance", dependencies: ["CookieKit"]),
         // Sans-I/O HTTP/1.1 codec and the per-connection proxy state machine.
-        .target(name: "ProxyCore", dependencies: ["HTTPGrammar"], swiftSettings: hotPath),
+        .target(name: "ProxyCore", dependencies: ["ExchangeFacts", "HTTPGrammar"], swiftSettings: hotPath),
         // libnghttp2 through a system-library target (HPACK, frames, flow control, RFC 9113's request checks).
         .systemLibrary(
             name: "CNGHTTP2", pkgConfig: "libnghttp2", providers: [.apt(["libnghttp2-dev"]), .brew(["nghttp2"])]),
@@ -68,13 +72,16 @@ let package = Package(
         // records on the proxy's path.
         .target(
             name: "CookieInspector",
-            dependencies: ["CookieKit", "CookieRules", "CookieLifecycle", "ProxyCore", "Locking", "HTTPGrammar"],
+            dependencies: [
+                "ExchangeFacts", "CookieKit", "CookieRules", "CookieLifecycle", "ProxyCore", "Locking", "HTTPGrammar",
+            ],
             swiftSettings: hotPath),
         // The application on the proxy's hooks: the cookie stage (rules on every Set-Cookie), the log (writer, record
         // format, reopen), the inspector's service, the rules files. The executable is its command line.
         .target(
             name: "ProxyApp",
             dependencies: [
+                "ExchangeFacts",
                 "CookieKit", "CookieRules", "CookieInspector", "CookieLifecycle", "CookieReports", "ProxyCore",
                 "ProxyServer", "Locking", "HTTPGrammar",
             ], swiftSettings: hotPath),
@@ -99,20 +106,22 @@ let package = Package(
         .testTarget(name: "CookieKitTests", dependencies: ["CookieKit", "CookieFoundation", "CookieConformance"]),
         .testTarget(name: "CookieLifecycleTests", dependencies: ["CookieLifecycle", "CookieKit"]),
         .testTarget(name: "CookieReportsTests", dependencies: ["CookieReports", "CookieLifecycle", "CookieKit"]),
-        .testTarget(name: "ProxyCoreTests", dependencies: ["ProxyCore", "HTTPGrammar"]),
+        .testTarget(name: "ProxyCoreTests", dependencies: ["ExchangeFacts", "ProxyCore", "HTTPGrammar"]),
         .testTarget(name: "ProxyServerTests", dependencies: ["ProxyServer", "ProxyCore", "Locking", "HTTPGrammar"]),
         .testTarget(name: "HTTPGrammarTests", dependencies: ["HTTPGrammar"]),
         .testTarget(name: "ProxyTLSTests", dependencies: ["ProxyTLS"]),
         .testTarget(name: "ProxyHTTP2Tests", dependencies: ["ProxyHTTP2", "CNGHTTP2"]),
         .testTarget(
             name: "CookieInspectorTests",
-            dependencies: ["CookieInspector", "CookieKit", "CookieRules", "ProxyCore", "HTTPGrammar"]),
+            dependencies: ["ExchangeFacts", "CookieInspector", "CookieKit", "CookieRules", "ProxyCore", "HTTPGrammar"]),
         .testTarget(
-            name: "CookieRulesTests", dependencies: ["CookieRules", "CookieKit", "CookieConformance", "HTTPGrammar"],
+            name: "CookieRulesTests",
+            dependencies: ["ExchangeFacts", "CookieRules", "CookieKit", "CookieConformance", "HTTPGrammar"],
             exclude: ["golden"]),
         .testTarget(
             name: "ProxyAppTests",
             dependencies: [
+                "ExchangeFacts",
                 "ProxyApp", "CookieRules", "ProxyCore", "CookieInspector", "CookieLifecycle", "HTTPGrammar",
                 "ProxyServer",
                 "TestSupport",

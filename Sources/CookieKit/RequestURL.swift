@@ -1,3 +1,4 @@
+import ExchangeFacts
 import HTTPGrammar
 
 /// The parts of a request URL that cookies care about: scheme, canonical host, port and path

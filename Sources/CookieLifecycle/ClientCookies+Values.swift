@@ -1,4 +1,5 @@
 import CookieKit
+import ExchangeFacts
 import HTTPGrammar
 
 /// What the lifecycle is told and what it keeps: requests, Set-Cookie lines, and the events of a timeline.

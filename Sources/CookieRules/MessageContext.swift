@@ -1,4 +1,5 @@
 import CookieKit
+import ExchangeFacts
 import HTTPGrammar
 
 /// The request and response a Set-Cookie arrived with, as the rules see them: the exchange's facts (its one record,

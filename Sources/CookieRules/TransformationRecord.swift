@@ -1,4 +1,5 @@
 import CookieKit
+import ExchangeFacts
 import HTTPGrammar
 
 /// One log record: a cookie the rules transformed (or, in audit mode, observed). Keys are stable and

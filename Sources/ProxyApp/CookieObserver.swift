@@ -1,6 +1,7 @@
 import CookieKit
 import CookieLifecycle
 import CookieRules
+import ExchangeFacts
 import HTTPGrammar
 import Locking
 import ProxyCore

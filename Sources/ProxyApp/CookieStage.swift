@@ -1,5 +1,6 @@
 import CookieKit
 import CookieRules
+import ExchangeFacts
 import HTTPGrammar
 import ProxyCore
 

@@ -1,6 +1,7 @@
 import CookieKit
 import CookieLifecycle
 import CookieRules
+import ExchangeFacts
 import HTTPGrammar
 
 /// The log's records of the lifecycle (one per request the client's jar judged: rules/README.md, "Cookie

@@ -1,5 +1,6 @@
 import CookieKit
 import CookieLifecycle
+import ExchangeFacts
 import HTTPGrammar
 import Locking
 import ProxyCore

@@ -1,3 +1,4 @@
+import ExchangeFacts
 import HTTPGrammar
 import Locking
 

@@ -1,6 +1,7 @@
 import CookieKit
 import CookieLifecycle
 import CookieReports
+import ExchangeFacts
 import HTTPGrammar
 import Locking
 

@@ -2,6 +2,7 @@ import CookieInspector
 import CookieKit
 import CookieLifecycle
 import CookieRules
+import ExchangeFacts
 import HTTPGrammar
 import ProxyCore
 

@@ -1,3 +1,4 @@
+import ExchangeFacts
 import HTTPGrammar
 
 /// What the proxy changes in a head it forwards, and nothing else (RFC 9110 §7.6, RFC 9112 §3.2, §6, §9.6):

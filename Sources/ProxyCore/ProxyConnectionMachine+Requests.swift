@@ -1,3 +1,4 @@
+import ExchangeFacts
 import HTTPGrammar
 
 /// Requests: parsing them, routing, the request head rewritten and the body forwarded.

@@ -1,3 +1,4 @@
+import ExchangeFacts
 import HTTPGrammar
 
 /// The per-client-connection state machine of the proxy (sans-I/O): events in, bytes and commands out.

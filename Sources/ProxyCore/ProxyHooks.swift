@@ -1,3 +1,4 @@
+import ExchangeFacts
 import HTTPGrammar
 
 #if canImport(Glibc)

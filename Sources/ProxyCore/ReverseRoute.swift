@@ -1,3 +1,4 @@
+import ExchangeFacts
 import HTTPGrammar
 
 /// One route of a reverse proxy (`--route [HOST]/PREFIX=URL`): the requests for `host` (any host when nil) whose

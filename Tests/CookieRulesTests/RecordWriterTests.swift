@@ -1,5 +1,6 @@
 @testable import CookieKit
 @testable import CookieRules
+import ExchangeFacts
 import Foundation
 import HTTPGrammar
 import Testing

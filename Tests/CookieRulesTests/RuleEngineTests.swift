@@ -1,5 +1,6 @@
 import CookieKit
 @testable import CookieRules
+import ExchangeFacts
 import HTTPGrammar
 import Testing
 

@@ -1,6 +1,7 @@
 import CookieInspector
 import CookieLifecycle
 import CookieRules
+import ExchangeFacts
 import Foundation
 import HTTPGrammar
 import ProxyApp

@@ -1,4 +1,5 @@
 @testable import ProxyCore
+import ExchangeFacts
 import HTTPGrammar
 import Testing
 
