@@ -102,7 +102,7 @@ let package = Package(
         .target(name: "CBenchSupport"),
         .executableTarget(name: "cookie-bench", dependencies: ["CookieKit", "CookieFoundation", "CBenchSupport"]),
         // Shared by the test targets that run the built binary (where it and the repository are).
-        .target(name: "TestSupport", dependencies: ["CProxyShims"], path: "Tests/TestSupport"),
+        .target(name: "TestSupport", dependencies: ["CProxyShims", "CookieConformance"], path: "Tests/TestSupport"),
         .testTarget(name: "CookieKitTests", dependencies: ["CookieKit", "CookieFoundation", "CookieConformance"]),
         .testTarget(name: "CookieLifecycleTests", dependencies: ["CookieLifecycle", "CookieKit"]),
         .testTarget(name: "CookieReportsTests", dependencies: ["CookieReports", "CookieLifecycle", "CookieKit"]),
@@ -116,16 +116,17 @@ let package = Package(
             dependencies: ["ExchangeFacts", "CookieInspector", "CookieKit", "CookieRules", "ProxyCore", "HTTPGrammar"]),
         .testTarget(
             name: "CookieRulesTests",
-            dependencies: ["ExchangeFacts", "CookieRules", "CookieKit", "CookieConformance", "HTTPGrammar"],
-            exclude: ["golden"]),
+            dependencies: [
+                "ExchangeFacts", "CookieRules", "CookieKit", "CookieConformance", "HTTPGrammar", "TestSupport",
+            ]),
         .testTarget(
             name: "ProxyAppTests",
             dependencies: [
                 "ExchangeFacts",
                 "ProxyApp", "CookieRules", "ProxyCore", "CookieInspector", "CookieLifecycle", "HTTPGrammar",
-                "ProxyServer",
+                "ProxyServer", "CookieKit",
                 "TestSupport",
-            ]),
+            ], exclude: ["golden"]),
         // End-to-end: the built binary between real clients and a real upstream (started by the tests).
         .testTarget(
             name: "EndToEndTests", dependencies: ["cookie-proxy", "TestSupport", "Locking"], exclude: ["Fixtures"]),

@@ -2,6 +2,7 @@ import CookieConformance
 import CookieKit
 import Foundation
 import Testing
+import TestSupport
 
 @testable import CookieRules
 
@@ -10,22 +11,6 @@ import Testing
 /// the same outcome — rules matched, dropped, logged, rewritten, and the edited bytes — whether it was worked out
 /// or taken from the cache, under rule sets whose plans allow the cache and under ones that must bypass it.
 @Suite struct CookieShapeCacheTests {
-    /// Every `Set-Cookie` line of the corpora (the http-state and WPT cases, read by the conformance runner),
-    /// once each.
-    static func corpusLines() throws -> [[UInt8]] {
-        let folder = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().appendingPathComponent("conformance").path
-        var seen = Set<[UInt8]>()
-        var lines: [[UInt8]] = []
-        for corpus in ["http-state.json", "wpt.json"] {
-            for c in try ConformanceSuite(contentsOf: "\(folder)/\(corpus)").cases {
-                for case .set(_, _, let headers) in c.steps {
-                    for line in headers where seen.insert(line).inserted { lines.append(line) }
-                }
-            }
-        }
-        return lines
-    }
 
     /// The line with other pairs before the same cookie-avs: another name and value, a value only, an empty
     /// pair (ignored by user agents), a pair with a tab and one with a control character, an over-long value.
@@ -149,7 +134,7 @@ import Testing
         var fullParser = SetCookieParser()
         var fullRewrite = SetCookieRewrite()
         var lines = 0
-        for line in try Self.corpusLines().flatMap(Self.variants) {
+        for line in try Corpora.setCookieLines().flatMap(Self.variants) {
             try line.withUnsafeBufferPointer { b in
                 let expected = Self.outcome(
                     engine.apply(plan, to: fullParser.parse(b), now: 1_700_000_000, rewrite: &fullRewrite),

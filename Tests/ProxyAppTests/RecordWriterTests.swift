@@ -1,9 +1,11 @@
 @testable import CookieKit
 @testable import CookieRules
+import ProxyApp
 import ExchangeFacts
 import Foundation
 import HTTPGrammar
 import Testing
+import TestSupport
 
 /// The log's record writer (``TransformationRecord/writeJSON(to:redaction:changes:)``), the one way a record becomes
 /// text: every change kind, finding and option against golden bytes, and every corpus line read back.
@@ -96,7 +98,7 @@ import Testing
         let context = MessageContext(
             scheme: "https", host: "app.example.com", port: 443, path: "/", method: "GET", status: 200)
         let redaction = Redaction(showValues: true, key: [])
-        let lines = try CookieShapeCacheTests.corpusLines()
+        let lines = try Corpora.setCookieLines()
         #expect(lines.count > 1000)
         for bytes in lines {
             let cookie = SetCookie(bytes[...])

@@ -1,4 +1,5 @@
 import CookieKit
+import CookieRules
 import ExchangeFacts
 import HTTPGrammar
 
