@@ -63,10 +63,15 @@ let package = Package(
             name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"]), .brew(["openssl@3"])]),
         // Swift owners of OpenSSL objects; the local CA and leaf minting; TLS engines over memory BIOs.
         .target(name: "ProxyTLS", dependencies: ["COpenSSL", "HTTPGrammar", "Locking"]),
+        // The system calls behind the C shims (sockets, blocking descriptors, child processes, signals), for the
+        // I/O shell and for the commands that run browsers.
+        .target(name: "ProxyPlatform", dependencies: ["CProxyShims"], swiftSettings: hotPath),
         // The I/O shell: event loops, sockets, upstream pool, resolver, timers, TLS interception plumbing.
         .target(
             name: "ProxyServer",
-            dependencies: ["HTTPGrammar", "ProxyCore", "ProxyHTTP2", "CProxyShims", "ProxyTLS", "Locking"],
+            dependencies: [
+                "HTTPGrammar", "ProxyCore", "ProxyHTTP2", "CProxyShims", "ProxyPlatform", "ProxyTLS", "Locking",
+            ],
             swiftSettings: hotPath),
         // Pure: what the inspector holds and shows (exchanges, the jar a browser would build, HAR, its web page); it
         // records on the proxy's path.
@@ -89,7 +94,7 @@ let package = Package(
         // they store for a line served by a local server.
         .target(
             name: "BrowserEngines",
-            dependencies: ["CookieKit", "HTTPGrammar", "ProxyCore", "ProxyServer", "ProxyTLS", "Locking"]),
+            dependencies: ["CookieKit", "HTTPGrammar", "ProxyCore", "ProxyPlatform", "ProxyTLS", "Locking"]),
         .executableTarget(
             name: "cookie-proxy",
             dependencies: [
@@ -107,7 +112,9 @@ let package = Package(
         .testTarget(name: "CookieLifecycleTests", dependencies: ["CookieLifecycle", "CookieKit"]),
         .testTarget(name: "CookieReportsTests", dependencies: ["CookieReports", "CookieLifecycle", "CookieKit"]),
         .testTarget(name: "ProxyCoreTests", dependencies: ["ExchangeFacts", "ProxyCore", "HTTPGrammar"]),
-        .testTarget(name: "ProxyServerTests", dependencies: ["ProxyServer", "ProxyCore", "Locking", "HTTPGrammar"]),
+        .testTarget(
+            name: "ProxyServerTests",
+            dependencies: ["ProxyServer", "ProxyPlatform", "ProxyCore", "Locking", "HTTPGrammar"]),
         .testTarget(name: "HTTPGrammarTests", dependencies: ["HTTPGrammar"]),
         .testTarget(name: "ProxyTLSTests", dependencies: ["ProxyTLS"]),
         .testTarget(name: "ProxyHTTP2Tests", dependencies: ["ProxyHTTP2", "CNGHTTP2"]),

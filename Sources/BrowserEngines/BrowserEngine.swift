@@ -1,6 +1,6 @@
 import CookieKit
 import Foundation
-import ProxyServer
+import ProxyPlatform
 
 /// A browser engine asked what it stores for one Set-Cookie line (`parse --browser`): each runs with a fresh
 /// profile for the life of the value, every host name it is sent to answered by a local ``LineServer`` with that

@@ -1,9 +1,9 @@
 import CookieKit
 import Foundation
 import ProxyCore
+import ProxyPlatform
 import ProxyTLS
 import Locking
-import ProxyServer
 
 /// `parse --browser chromium`: what the machine's own Chromium stores for a Set-Cookie line.
 ///

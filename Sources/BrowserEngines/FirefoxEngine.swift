@@ -1,6 +1,6 @@
 import CookieKit
 import Foundation
-import ProxyServer
+import ProxyPlatform
 
 /// `parse --browser firefox`: what the machine's Firefox stores for a Set-Cookie line.
 ///

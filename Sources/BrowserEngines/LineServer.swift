@@ -3,7 +3,7 @@ import Foundation
 import HTTPGrammar
 import Locking
 import ProxyCore
-import ProxyServer
+import ProxyPlatform
 import ProxyTLS
 
 /// The local server behind every host name: answers a request for the current host with the current line (and

@@ -1,6 +1,6 @@
 import CookieKit
 import Foundation
-import ProxyServer
+import ProxyPlatform
 
 /// `parse --browser webkit`: what WebKitGTK stores for a Set-Cookie line.
 ///

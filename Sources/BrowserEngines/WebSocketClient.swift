@@ -1,6 +1,6 @@
 import Foundation
 import ProxyCore
-import ProxyServer
+import ProxyPlatform
 
 /// A blocking WebSocket client (RFC 6455) for one loopback automation endpoint: Firefox's WebDriver BiDi. Text
 /// messages only; a ping is answered, a close or a broken frame ends it with a failure.

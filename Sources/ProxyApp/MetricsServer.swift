@@ -2,6 +2,7 @@ import Foundation
 import HTTPGrammar
 import Locking
 import ProxyCore
+import ProxyPlatform
 import ProxyServer
 
 /// `run --metrics HOST:PORT`: `GET /metrics` in the Prometheus text format (``Metrics``), on a listener and a

@@ -2,6 +2,7 @@ import Dispatch
 import HTTPGrammar
 import ProxyCore
 import ProxyHTTP2
+import ProxyPlatform
 import ProxyTLS
 
 #if canImport(Glibc)

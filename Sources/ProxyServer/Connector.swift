@@ -1,5 +1,6 @@
 import HTTPGrammar
 import ProxyCore
+import ProxyPlatform
 
 #if canImport(Glibc)
     import Glibc

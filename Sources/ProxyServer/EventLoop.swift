@@ -2,6 +2,7 @@ import Dispatch
 import HTTPGrammar
 import ProxyCore
 import Locking
+import ProxyPlatform
 
 #if canImport(Glibc)
     import Glibc

@@ -1,6 +1,7 @@
 import HTTPGrammar
 import ProxyCore
 import ProxyHTTP2
+import ProxyPlatform
 import ProxyTLS
 
 /// The state of the upstream connection a client connection is making: which attempt it is (an answer for an

@@ -1,5 +1,6 @@
 import ProxyCore
 import ProxyHTTP2
+import ProxyPlatform
 import ProxyTLS
 
 /// The upstream side of a client connection: reading its upstream (through TLS and HTTP/2 when it speaks them),

@@ -1,5 +1,6 @@
 import ProxyCore
 import ProxyHTTP2
+import ProxyPlatform
 
 /// The I/O shell around one ``ProxyConnectionMachine``: carries out the machine's commands, makes and reads its
 /// upstream connections (ExchangeDriver+Connect.swift, +Upstream.swift, +HTTP2.swift), applies backpressure and

@@ -1,6 +1,7 @@
 import HTTPGrammar
 import ProxyCore
 import Locking
+import ProxyPlatform
 
 #if canImport(Glibc)
     import Glibc
@@ -254,10 +255,10 @@ final class LocalConnection: LoopHandler {
     }
 
     private func flush() {
-        // The proxy's one send loop (``Outbound/send(_:_:_:_:)``): a failed send closes, a whole one empties the
+        // The proxy's one send loop (``Sys/send(_:_:_:_:)``): a failed send closes, a whole one empties the
         // buffer.
         var progress = false
-        if Outbound.send(fd, &output, &sent, &progress) != nil {
+        if Sys.send(fd, &output, &sent, &progress) != nil {
             close()
             return
         }

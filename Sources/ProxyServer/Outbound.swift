@@ -1,3 +1,4 @@
+import ProxyPlatform
 import ProxyTLS
 
 /// What one socket has yet to take, in one direction: the cleartext the connection machine wrote (its buffer in
@@ -27,7 +28,7 @@ struct Outbound {
     @inline(__always)
     mutating func flush(_ plain: inout [UInt8], to fd: Int32, tls: TLSEngine?, progress: inout Bool) -> Int32? {
         if let tls { return flush(&plain, to: fd, through: tls, progress: &progress) }
-        if let error = Self.send(fd, &plain, &sent, &progress) { return error }
+        if let error = Sys.send(fd, &plain, &sent, &progress) { return error }
         if plain.isEmpty && !recordsPending { shutdownIfAsked(fd) }
         return nil
     }
@@ -43,7 +44,7 @@ struct Outbound {
         }
         if shutdownPending && !writeShut && plain.isEmpty { tls.close() }
         tls.drainCiphertext(into: &records)
-        if let error = Self.send(fd, &records, &recordsSent, &progress) { return error }
+        if let error = Sys.send(fd, &records, &recordsSent, &progress) { return error }
         if records.isEmpty && plain.isEmpty { shutdownIfAsked(fd) }
         return nil
     }
@@ -53,30 +54,5 @@ struct Outbound {
             writeShut = true
             Sys.shutdownWrite(fd)
         }
-    }
-
-    /// Sends `buffer[sent...]` on `fd`; the errno when the socket failed. A buffer sent whole is emptied (its
-    /// storage kept); one sent far into is compacted.
-    static func send(_ fd: Int32, _ buffer: inout [UInt8], _ sent: inout Int, _ progress: inout Bool) -> Int32? {
-        while sent < buffer.count {
-            let s = sent
-            let n = buffer.withUnsafeBytes { Sys.send(fd, UnsafeRawBufferPointer(rebasing: $0[s...])) }
-            if n > 0 {
-                sent += n
-                progress = true
-            } else if Int32(-n) == Sys.EAGAIN || Int32(-n) == Sys.EINTR {
-                break
-            } else {
-                return Int32(-n)
-            }
-        }
-        if sent == buffer.count {
-            buffer.removeAll(keepingCapacity: true)
-            sent = 0
-        } else if sent > 256 * 1024 {
-            buffer.removeFirst(sent)
-            sent = 0
-        }
-        return nil
     }
 }

@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import HTTPGrammar
 import ProxyCore
+import ProxyPlatform
 import ProxyTLS
 import Locking
 

@@ -1,5 +1,6 @@
 import Dispatch
 import Locking
+import ProxyPlatform
 
 /// Name resolution off the event loops (getaddrinfo blocks), with a small cache.
 final class Resolver: Sendable {

@@ -2,6 +2,7 @@ internal import CProxyShims
 import HTTPGrammar
 import Foundation
 import ProxyCore
+import ProxyPlatform
 import ProxyTLS
 
 /// Settings of the server shell; every default is shown by `cookie-proxy run --help`.

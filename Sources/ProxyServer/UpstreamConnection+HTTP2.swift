@@ -1,5 +1,6 @@
 import ProxyCore
 import ProxyHTTP2
+import ProxyPlatform
 
 /// An upstream connection that speaks HTTP/2 is shared: the exchanges that go to its origin at once each have a
 /// stream on it (``users``, by their ``UpstreamExchange``), as many as the origin's

@@ -1,4 +1,5 @@
 import Foundation
+import ProxyPlatform
 import ProxyServer
 
 /// `cookie-proxy ca install|uninstall`: puts the local CA into (or takes it out of) the trust stores clients use,

@@ -1,4 +1,4 @@
-import ProxyServer
+import BrowserEngines
 
 /// A GET to a loopback HTTP server (the inspector): its status and its body as text.
 enum LoopbackHTTP {

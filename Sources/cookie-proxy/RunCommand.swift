@@ -5,6 +5,7 @@ import Foundation
 import CookieKit
 import CookieRules
 import Locking
+import ProxyPlatform
 import ProxyTLS
 import ProxyCore
 import ProxyServer

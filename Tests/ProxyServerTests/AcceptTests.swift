@@ -1,6 +1,7 @@
 import HTTPGrammar
 import Testing
 
+@testable import ProxyPlatform
 @testable import ProxyServer
 
 #if canImport(Glibc)

@@ -8,7 +8,7 @@ internal import CProxyShims
 
 /// Blocking waits and whole reads and writes on a descriptor, for the commands' helper threads (a browser's pipe,
 /// a loopback client, the line server); the proxy's own sockets go through the event loops instead. Built on the
-/// shell's socket calls (``Sys``) and its one send loop (``Outbound/send(_:_:_:_:)``).
+/// shell's socket calls (``Sys``) and its one send loop (``Sys/send(_:_:_:_:)``).
 public enum Descriptors {
     /// Whether `fd` is readable (or closed) within `milliseconds`.
     public static func waitReadable(_ fd: Int32, milliseconds: Int) -> Bool {
@@ -47,7 +47,7 @@ public enum Descriptors {
         var sent = 0
         var progress = false
         while true {
-            if let error = Outbound.send(fd, &buffer, &sent, &progress) { return SocketError(errno: error) }
+            if let error = Sys.send(fd, &buffer, &sent, &progress) { return SocketError(errno: error) }
             if buffer.isEmpty { return nil }
             guard waitWritable(fd, milliseconds: milliseconds) else {
                 return SocketError(errno: Sys.EAGAIN, text: "the peer took nothing in time")
@@ -92,7 +92,7 @@ public enum Descriptors {
 public struct SocketError: Error, CustomStringConvertible {
     public let errno: Int32
     public let description: String
-    init(errno: Int32, text: String? = nil) {
+    package init(errno: Int32, text: String? = nil) {
         self.errno = errno
         self.description = text ?? Sys.errorText(-errno)
     }

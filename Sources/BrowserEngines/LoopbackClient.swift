@@ -1,4 +1,5 @@
 import ProxyCore
+import ProxyPlatform
 
 #if canImport(Glibc)
     import Glibc
