@@ -23,6 +23,7 @@ module() {  # name, sources...: a static library and its module, instrumented fo
 }
 : > "$OUT/build.log"
 module HTTPGrammar Sources/HTTPGrammar/*.swift
+module ExchangeFacts Sources/ExchangeFacts/*.swift
 module ProxyCore Sources/ProxyCore/*.swift
 module CookieKit Sources/CookieKit/*.swift
 module CookieRules Sources/CookieRules/*.swift
@@ -30,12 +31,13 @@ module ProxyHTTP2 Sources/ProxyHTTP2/*.swift
 module CookieLifecycle Sources/CookieLifecycle/*.swift
 for t in "${TARGETS[@]}"; do
   case $t in
-    SetCookieRoundTrip | CookieHeaderEdit) libs=(-lCookieKit -lHTTPGrammar); extra=() ;;
-    HARAudit) libs=(-lCookieLifecycle -lCookieKit -lHTTPGrammar); extra=() ;;
-    RulesParser | ShapeCache) libs=(-lCookieRules -lCookieKit -lHTTPGrammar); extra=() ;;
+    SetCookieRoundTrip | CookieHeaderEdit) libs=(-lCookieKit -lExchangeFacts -lHTTPGrammar); extra=() ;;
+    HARAudit) libs=(-lCookieLifecycle -lCookieKit -lExchangeFacts -lHTTPGrammar); extra=() ;;
+    RulesParser | ShapeCache) libs=(-lCookieRules -lCookieKit -lExchangeFacts -lHTTPGrammar); extra=() ;;
     HTTP2Session | HTTP2ClientSession)
-      libs=(-lProxyHTTP2 -lProxyCore -lHTTPGrammar -lnghttp2); extra=(Tests/ProxyCoreTests/TwoReadings.swift Fuzz/H2FuzzFrames.swift) ;;
-    *) libs=(-lProxyCore -lHTTPGrammar); extra=(Tests/ProxyCoreTests/TwoReadings.swift) ;;
+      libs=(-lProxyHTTP2 -lProxyCore -lExchangeFacts -lHTTPGrammar -lnghttp2)
+      extra=(Tests/ProxyCoreTests/TwoReadings.swift Fuzz/H2FuzzFrames.swift) ;;
+    *) libs=(-lProxyCore -lExchangeFacts -lHTTPGrammar); extra=(Tests/ProxyCoreTests/TwoReadings.swift) ;;
   esac
   # (ld.gold warns about every ASan helper symbol: the warnings go to the build log)
   swiftc "${FLAGS[@]}" "Fuzz/$t.swift" "${extra[@]}" "${libs[@]}" -module-name "Fuzz$t" -o "$OUT/fuzz-$t" \
