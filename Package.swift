@@ -30,12 +30,16 @@ let package = Package(
         // libcurl through a system-library target; typed, non-variadic shims in its shim.h.
         .systemLibrary(
             name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"]), .brew(["curl"])]),
+        // Pure: a pull JSON reader over blocks of bytes (a HAR of any size read in bounded memory), values as
+        // CookieKit's JSONValue.
+        .target(name: "JSONStream", dependencies: ["CookieKit"]),
         // `cookie-proxy audit`: fetch, follow redirects, carry cookies in our jar, lint every Set-Cookie.
         .target(name: "CookieAudit", dependencies: ["CookieKit", "CookieRules", "CCurl"]),
         // Pure: each client's cookies across requests (the jar replayed from what the client was sent, its Cookie
         // headers judged against it, a timeline per cookie) and the site context of a request.
         .target(
-            name: "CookieLifecycle", dependencies: ["ExchangeFacts", "CookieKit", "HTTPGrammar"], swiftSettings: hotPath
+            name: "CookieLifecycle", dependencies: ["ExchangeFacts", "CookieKit", "HTTPGrammar", "JSONStream"],
+            swiftSettings: hotPath
         ),
         // Pure: what a run or an audit found (cookie-line findings, lifecycle verdicts), as CI reads it: JUnit XML and
         // SARIF 2.1.0.
@@ -98,6 +102,7 @@ let package = Package(
         .executableTarget(
             name: "cookie-proxy",
             dependencies: [
+                "JSONStream",
                 "BrowserEngines",
                 "CookieKit", "CookieFoundation", "CookieConformance", "CookieRules", "CookieAudit", "ProxyCore",
                 "ProxyServer", "ProxyTLS", "Locking", "CookieInspector", "HTTPGrammar", "ProxyApp", "CookieLifecycle",
@@ -109,7 +114,7 @@ let package = Package(
         // Shared by the test targets that run the built binary (where it and the repository are).
         .target(name: "TestSupport", dependencies: ["CProxyShims", "CookieConformance"], path: "Tests/TestSupport"),
         .testTarget(name: "CookieKitTests", dependencies: ["CookieKit", "CookieFoundation", "CookieConformance"]),
-        .testTarget(name: "CookieLifecycleTests", dependencies: ["CookieLifecycle", "CookieKit"]),
+        .testTarget(name: "CookieLifecycleTests", dependencies: ["CookieLifecycle", "CookieKit", "JSONStream"]),
         .testTarget(name: "CookieReportsTests", dependencies: ["CookieReports", "CookieLifecycle", "CookieKit"]),
         .testTarget(name: "ProxyCoreTests", dependencies: ["ExchangeFacts", "ProxyCore", "HTTPGrammar"]),
         .testTarget(

@@ -4,6 +4,7 @@
 // cookie by cookie, no verdict without a name.
 import CookieKit
 import CookieLifecycle
+import JSONStream
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzHARAudit(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {

@@ -28,11 +28,12 @@ module ProxyCore Sources/ProxyCore/*.swift
 module CookieKit Sources/CookieKit/*.swift
 module CookieRules Sources/CookieRules/*.swift
 module ProxyHTTP2 Sources/ProxyHTTP2/*.swift
+module JSONStream Sources/JSONStream/*.swift
 module CookieLifecycle Sources/CookieLifecycle/*.swift
 for t in "${TARGETS[@]}"; do
   case $t in
     SetCookieRoundTrip | CookieHeaderEdit) libs=(-lCookieKit -lExchangeFacts -lHTTPGrammar); extra=() ;;
-    HARAudit) libs=(-lCookieLifecycle -lCookieKit -lExchangeFacts -lHTTPGrammar); extra=() ;;
+    HARAudit) libs=(-lCookieLifecycle -lJSONStream -lCookieKit -lExchangeFacts -lHTTPGrammar); extra=() ;;
     RulesParser | ShapeCache) libs=(-lCookieRules -lCookieKit -lExchangeFacts -lHTTPGrammar); extra=() ;;
     HTTP2Session | HTTP2ClientSession)
       libs=(-lProxyHTTP2 -lProxyCore -lExchangeFacts -lHTTPGrammar -lnghttp2)

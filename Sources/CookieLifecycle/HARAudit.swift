@@ -1,4 +1,5 @@
 import CookieKit
+import JSONStream
 
 /// The lifecycle over a HAR file (HAR 1.2, as Chrome, Firefox and Safari DevTools, Charles, Proxyman, mitmproxy
 /// and cookie-proxy's inspector export it): entries are read one at a time from a ``JSONReader`` (a 200 MB file is

@@ -3,6 +3,7 @@ import CookieKit
 import CookieLifecycle
 import CookieRules
 import Foundation
+import JSONStream
 import ProxyApp
 
 /// `cookie-proxy audit --har FILE`: the lifecycle over a recorded session.

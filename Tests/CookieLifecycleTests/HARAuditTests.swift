@@ -1,4 +1,5 @@
 import CookieKit
+import JSONStream
 import Testing
 
 @testable import CookieLifecycle

@@ -10,6 +10,9 @@ public struct JSONReader {
         public var offset: Int
         public var message: String
         public var description: String { "\(path.isEmpty ? "$" : path) (byte \(offset)): \(message)" }
+        public init(path: String, offset: Int, message: String) {
+            (self.path, self.offset, self.message) = (path, offset, message)
+        }
     }
 
     /// Fills the buffer it is given; returns how many bytes it wrote, 0 at the end.
@@ -73,7 +76,10 @@ public struct JSONReader {
         return b
     }
 
-    func fail(_ path: String, _ message: String) -> Failure { Failure(path: path, offset: offset, message: message) }
+    /// A failure at the current offset (for a reader of a structure that finds what it read is not what it expects).
+    public func fail(_ path: String, _ message: String) -> Failure {
+        Failure(path: path, offset: offset, message: message)
+    }
 
     private mutating func skipSpace() {
         while let b = peek(), b == 0x20 || b == 0x0A || b == 0x0D || b == 0x09 { start += 1 }
