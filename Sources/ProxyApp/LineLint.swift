@@ -37,6 +37,24 @@ package final class FindingKeys: Sendable {
     }
 }
 
+/// What the lint reads of a request besides the line (its URL and site context), kept with what was worked out for
+/// it (a cached lint, a cached record) and compared exactly before that is used again.
+struct LintPlace {
+    let scheme: String
+    let host: String
+    let port: Int
+    let path: String
+    let site: RequestSite.Kind?
+
+    init(_ m: borrowing MessageContext) {
+        (scheme, host, port, path, site) = (m.scheme, m.host, m.port, m.path, m.site)
+    }
+
+    func isFor(_ m: borrowing MessageContext) -> Bool {
+        port == m.port && site == m.site && host == m.host && path == m.path && scheme == m.scheme
+    }
+}
+
 /// The lint's findings for lines seen before (one per event loop's stage): a server that sets the same cookies on
 /// every response has each linted once a second per URL, not once per response. The findings are a function of the
 /// line's bytes, the request's URL and site context and the second (an `Expires` is judged against it): all of it
@@ -45,21 +63,13 @@ final class LintCache {
     final class Entry {
         let digest: UInt64
         let line: [UInt8]
-        let scheme: String
-        let host: String
-        let port: Int
-        let path: String
-        let site: RequestSite.Kind?
+        let place: LintPlace
         let second: Int64
         let linted: Linted
 
         init(_ digest: UInt64, _ line: [UInt8], _ m: borrowing MessageContext, _ second: Int64, _ linted: Linted) {
             (self.digest, self.line, self.second, self.linted) = (digest, line, second, linted)
-            (scheme, host, port, path, site) = (m.scheme, m.host, m.port, m.path, m.site)
-        }
-
-        func isFor(_ m: borrowing MessageContext) -> Bool {
-            port == m.port && site == m.site && host == m.host && path == m.path && scheme == m.scheme
+            place = LintPlace(m)
         }
     }
 
@@ -78,7 +88,7 @@ final class LintCache {
         let second = response.time / 1000
         let digest = Self.digest(line, second: second)
         guard let e = entries[Int(truncatingIfNeeded: digest >> UInt64(64 - Self.slotBits))], e.digest == digest,
-            e.second == second, LogSink.Fragment.same(e.line, line), e.isFor(response.message)
+            e.second == second, LogSink.Fragment.same(e.line, line), e.place.isFor(response.message)
         else { return nil }
         return e.linted
     }

@@ -454,11 +454,7 @@ extension LogSink {
         let result: [UInt8]?
         let rulesLow: UInt64
         let rulesHigh: [Int]
-        let scheme: String
-        let host: String
-        let port: Int
-        let path: String
-        let site: RequestSite.Kind?
+        let place: LintPlace
         let second: Int64
         let dryRun: Bool
         /// The record's cookie part (held without reference counting: a hit copies it out without a retain).
@@ -471,7 +467,7 @@ extension LogSink {
             self.digest = digest
             (original, result) = lines
             (rulesLow, rulesHigh) = rules
-            (scheme, host, port, path, site) = (m.scheme, m.host, m.port, m.path, m.site)
+            place = LintPlace(m)
             self.second = second
             self.dryRun = dryRun
             var copy = JSONWriter(capacity: json.count)
@@ -491,7 +487,7 @@ extension LogSink {
                 rulesHigh.isEmpty
                     ? !(line.hasMore && line.edit.matchedRulesBeyond64) : rulesHigh == line.edit.matchedRules.high
             else { return false }
-            return port == m.port && site == m.site && host == m.host && path == m.path && scheme == m.scheme
+            return place.isFor(m)
         }
 
         static func same(_ x: [UInt8], _ b: UnsafeBufferPointer<UInt8>) -> Bool {
