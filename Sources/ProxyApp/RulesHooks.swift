@@ -8,8 +8,9 @@ import HTTPGrammar
 import Locking
 import ProxyCore
 
-/// The rules and the log, plugged into the proxy's message heads. The rule set can be swapped at any time
-/// (hot reload); each message uses the set that was current when its head arrived.
+/// The rules plugged into the proxy's message heads: the request side here, the response side in each event loop's
+/// ``CookieStage`` (made by ``makeResponseStage()``), and the observers both tell what happened to cookies. The rule
+/// set can be swapped at any time (hot reload); each message uses the set that was current when its head arrived.
 package final class RulesHooks: ProxyHooks, Sendable {
     private let engine: Locked<RuleEngine>
     package let dryRun: Bool
@@ -48,11 +49,11 @@ package final class RulesHooks: ProxyHooks, Sendable {
         self.responses = responses
         let counts = responses == nil ? nil : CookieCounts()
         self.counts = counts
-        let stage: [(any CookieObserver)?] = [
+        let builtIn: [(any CookieObserver)?] = [
             sink, inspector.map { InspectorObserver(store: $0, tracker: lifecycle ? tracker : nil) },
             lifecycle ? LifecycleObserver(tracker: tracker) : nil, report, counts,
         ]
-        self.observers = stage.compactMap { $0 } + observers
+        self.observers = builtIn.compactMap { $0 } + observers
         judges = self.observers.compactMap { $0 as? any JudgementObserver }
         self.report = report
         self.lifecycle = lifecycle
