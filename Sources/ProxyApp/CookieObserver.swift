@@ -107,8 +107,10 @@ package struct LineOutcome: ~Copyable {
         if let made = facts.editedLint { return made }
         let judged = edited ?? received
         let made =
-            facts.lint.cached(judged, response)
-            ?? facts.lint.keep(judged, response, Self.lint(transformation(response).result ?? receivedCookie, response))
+            facts.lint.cached(judged, digest(second: response.time / 1000), response)
+            ?? facts.lint.keep(
+                judged, digest(second: response.time / 1000), response,
+                Self.lint(transformation(response).result ?? receivedCookie, response))
         facts.editedLint = made
         return made
     }
@@ -119,14 +121,28 @@ package struct LineOutcome: ~Copyable {
         if !dryRun || rewritten == nil { return dropped && !dryRun ? nil : lint(response) }
         if let made = facts.receivedLint { return made }
         let made =
-            facts.lint.cached(received, response)
-            ?? facts.lint.keep(received, response, Self.lint(receivedCookie, response))
+            facts.lint.cached(received, digest(second: response.time / 1000) &+ 1, response)
+            ?? facts.lint.keep(
+                received, digest(second: response.time / 1000) &+ 1, response, Self.lint(receivedCookie, response))
         facts.receivedLint = made
         return made
     }
 
     /// The cookie as received, parsed.
     package var receivedCookie: SetCookie { facts.receivedCookie(received) }
+
+    /// A digest of what the line's records and lint depend on besides the request: the received line hashed eight
+    /// bytes at a time (``WordHash``, once per line whichever caches ask; the standard library's byte-by-byte
+    /// hashing of arrays costs more than the rest of a record), the edited line's length, the rules and the
+    /// second. The edited line is a function of the rest but for the request's context, so a cache leaves its
+    /// bytes to an exact comparison: a cookie rewritten two ways (for two hosts) shares a slot at worst.
+    package func digest(second: Int64) -> UInt64 {
+        var h = facts.receivedHash(received)
+        h = (h ^ UInt64(edited.map { $0.count + 1 } ?? 0)) &* 0xD6E8_FEB8_6659_FD93
+        h = (h ^ matchedRulesLow) &* 0xFF51_AFD7_ED55_8CCD
+        h = (h ^ UInt64(bitPattern: second)) &* 0xC4CE_B9FE_1A85_EC53
+        return h ^ (h >> 29)
+    }
 
     /// The cookie as the client got it, parsed (nil when dropped).
     package func forwardedCookie(_ response: borrowing ResponseOutcome) -> SetCookie? {
@@ -151,8 +167,19 @@ package final class LineFacts {
     var receivedLint: Linted? = nil { didSet { filled = true } }
     /// Whether anything was worked out (most lines: nothing, and nothing to empty).
     private var filled = false
+    /// The received line's ``WordHash`` (``LineOutcome/digest(second:)``), once worked out for this line.
+    private var hash: UInt64 = 0
+    private var hashed = false
+
+    func receivedHash(_ bytes: UnsafeBufferPointer<UInt8>) -> UInt64 {
+        if !hashed {
+            (hash, hashed) = (WordHash.hash(UnsafeRawBufferPointer(bytes), seed: 0x9E37_79B9_7F4A_7C15), true)
+        }
+        return hash
+    }
 
     func reset() {
+        hashed = false
         guard filled else { return }
         (received, transformation, editedLint, receivedLint) = (nil, nil, nil, nil)
         filled = false

@@ -50,6 +50,7 @@ struct LintPlace {
         (scheme, host, port, path, site) = (m.scheme, m.host, m.port, m.path, m.site)
     }
 
+    @inline(__always)
     func isFor(_ m: borrowing MessageContext) -> Bool {
         port == m.port && site == m.site && host == m.host && path == m.path && scheme == m.scheme
     }
@@ -71,37 +72,43 @@ final class LintCache {
             (self.digest, self.line, self.second, self.linted) = (digest, line, second, linted)
             place = LintPlace(m)
         }
+
+        /// Whether it was made for this line, request and second.
+        func isFor(
+            _ digest: UInt64, _ line: UnsafeBufferPointer<UInt8>, _ second: Int64, _ m: borrowing MessageContext
+        ) -> Bool {
+            self.digest == digest && self.second == second && LogSink.Fragment.same(self.line, line) && place.isFor(m)
+        }
     }
 
     private static let slotBits = 8
+
+    /// The slot: the digest mixed once more (the log's record cache takes its top bits as they are; two caches
+    /// indexed by the same bits would miss together).
+    private static func slot(_ digest: UInt64) -> Int {
+        Int(truncatingIfNeeded: (digest &* 0x9E37_79B9_7F4A_7C15) >> UInt64(64 - slotBits))
+    }
     private var entries = [Entry?](repeating: nil, count: 1 << LintCache.slotBits)
 
-    private static func digest(_ line: UnsafeBufferPointer<UInt8>, second: Int64) -> UInt64 {
-        let h =
-            (WordHash.hash(UnsafeRawBufferPointer(line), seed: 0x2545_F491_4F6C_DD1D) ^ UInt64(bitPattern: second))
-            &* 0x9E37_79B9_7F4A_7C15
-        return h ^ (h >> 31)
-    }
-
-    /// The lint kept for `line` in `response`'s request and second, if any.
-    func cached(_ line: UnsafeBufferPointer<UInt8>, _ response: borrowing ResponseOutcome) -> Linted? {
+    /// The lint kept for `line` in `response`'s request and second, if any (`digest`: the line's, which picks the
+    /// slot; what is compared is the whole key).
+    func cached(_ line: UnsafeBufferPointer<UInt8>, _ digest: UInt64, _ response: borrowing ResponseOutcome) -> Linted?
+    {
         let second = response.time / 1000
-        let digest = Self.digest(line, second: second)
-        guard let e = entries[Int(truncatingIfNeeded: digest >> UInt64(64 - Self.slotBits))], e.digest == digest,
-            e.second == second, LogSink.Fragment.same(e.line, line), e.place.isFor(response.message)
+        guard let e = entries[Self.slot(digest)],
+            e.isFor(digest, line, second, response.message)
         else { return nil }
         return e.linted
     }
 
     /// Keeps `findings` for `line` in `response`'s request and second; returns them with their keys.
     func keep(
-        _ line: UnsafeBufferPointer<UInt8>, _ response: borrowing ResponseOutcome, _ findings: [LintFinding]
+        _ line: UnsafeBufferPointer<UInt8>, _ digest: UInt64, _ response: borrowing ResponseOutcome,
+        _ findings: [LintFinding]
     ) -> Linted {
-        let second = response.time / 1000
-        let digest = Self.digest(line, second: second)
         let linted = Linted(findings)
-        entries[Int(truncatingIfNeeded: digest >> UInt64(64 - Self.slotBits))] = Entry(
-            digest, Array(line), response.message, second, linted)
+        entries[Self.slot(digest)] = Entry(
+            digest, Array(line), response.message, response.time / 1000, linted)
         return linted
     }
 }

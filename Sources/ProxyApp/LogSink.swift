@@ -415,7 +415,7 @@ extension LogSink {
             }
             exchangeFields.withBytes { chunk.bytes.raw($0) }
             let (original, result) = (line.received, line.edited)
-            let digest = Fragment.digest(original, result, rules: line.matchedRulesLow, second: time / 1000)
+            let digest = line.digest(second: time / 1000)
             let slot = Int(truncatingIfNeeded: digest >> UInt64(64 - Self.cacheBits))
             if let cached = fragments[slot], cached.digest == digest,
                 cached.matches(line, response.message, second: time / 1000, dryRun: dryRun)
@@ -493,20 +493,6 @@ extension LogSink {
         static func same(_ x: [UInt8], _ b: UnsafeBufferPointer<UInt8>) -> Bool {
             x.count == b.count
                 && x.withUnsafeBytes { p in p.count == 0 || memcmp(p.baseAddress!, b.baseAddress!, p.count) == 0 }
-        }
-
-        /// The digest: the received line hashed eight bytes at a time (``WordHash``; the standard library's byte-by-byte
-        /// hashing of arrays costs more than the rest of a record), the result's length, the rules and the second.
-        /// The result is a function of the rest but for the request's context, so its bytes are left to the
-        /// exact comparison: a cookie rewritten two ways (for two hosts) shares a slot at worst.
-        static func digest(
-            _ original: UnsafeBufferPointer<UInt8>, _ result: UnsafeBufferPointer<UInt8>?, rules: UInt64, second: Int64
-        ) -> UInt64 {
-            var h = WordHash.hash(UnsafeRawBufferPointer(original), seed: 0x9E37_79B9_7F4A_7C15)
-            h = (h ^ UInt64(result.map { $0.count + 1 } ?? 0)) &* 0xD6E8_FEB8_6659_FD93
-            h = (h ^ rules) &* 0xFF51_AFD7_ED55_8CCD
-            h = (h ^ UInt64(bitPattern: second)) &* 0xC4CE_B9FE_1A85_EC53
-            return h ^ (h >> 29)
         }
     }
 }
