@@ -1,6 +1,8 @@
 import ProxyApp
 import HTTPGrammar
+import CookieKit
 import Foundation
+import JSONStream
 import ProxyServer
 import ProxyCore
 import ProxyTLS
@@ -58,21 +60,25 @@ enum MCPCommand {
 
         /// One incoming message; the reply to send, or nil for a notification.
         func handle(_ line: String) -> String? {
-            guard let message = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] else {
+            guard let message = Self.read(line), case .object = message else {
                 return Self.encode([
                     "jsonrpc": "2.0", "id": NSNull(), "error": ["code": -32700, "message": "parse error"],
                 ])
             }
-            let id = message["id"]
-            guard let method = message["method"] as? String else {
+            // The id is echoed as it came (a number or a string).
+            let id: Any? = message["id"].map { value -> Any in
+                if let n = value.int { return Int(n) }
+                return value.string ?? NSNull()
+            }
+            guard let method = message["method"]?.string else {
                 return id == nil ? nil : Self.error(id, -32600, "invalid request: no method")
             }
-            let params = message["params"] as? [String: Any] ?? [:]
+            let params = message["params"] ?? .object([])
             // Notifications (no id) get no reply.
             guard let id else { return nil }
             switch method {
             case "initialize":
-                let asked = params["protocolVersion"] as? String
+                let asked = params["protocolVersion"]?.string
                 return Self.result(
                     id,
                     [
@@ -87,15 +93,22 @@ enum MCPCommand {
             case "tools/list":
                 return Self.result(id, ["tools": Tools.definitions])
             case "tools/call":
-                guard let name = params["name"] as? String else {
+                guard let name = params["name"]?.string else {
                     return Self.error(id, -32602, "tools/call needs a name")
                 }
-                let arguments = params["arguments"] as? [String: Any] ?? [:]
+                let arguments = params["arguments"] ?? .object([])
                 let (text, failed) = Tools.call(name, arguments, server: self)
                 return Self.result(id, ["content": [["type": "text", "text": text]], "isError": failed])
             default:
                 return Self.error(id, -32601, "method not found: \(method)")
             }
+        }
+
+        /// A JSON text read whole (the project's pull reader, ``JSONReader``); nil when it is not one.
+        static func read(_ text: String) -> JSONValue? {
+            var reader = JSONReader(bytes: Array(text.utf8))
+            guard let value = try? reader.readValue(""), (try? reader.finish()) != nil else { return nil }
+            return value
         }
 
         static func result(_ id: Any, _ result: [String: Any]) -> String {
@@ -203,54 +216,54 @@ enum MCPCommand {
             ]
         }
 
-        static func call(_ name: String, _ a: [String: Any], server: Server) -> (String, Bool) {
-            func strings(_ key: String) -> [String] { a[key] as? [String] ?? (a[key] as? String).map { [$0] } ?? [] }
+        static func call(_ name: String, _ a: JSONValue, server: Server) -> (String, Bool) {
+            func strings(_ key: String) -> [String] {
+                a[key]?.array?.compactMap(\.string) ?? a[key]?.string.map { [$0] } ?? []
+            }
             switch name {
             case "parse_set_cookie":
                 let values = strings("values")
                 guard !values.isEmpty else { return ("give at least one value in 'values'", true) }
                 var args = ["parse", "--format", "json"]
-                if let url = a["url"] as? String { args += ["--url", url] }
+                if let url = a["url"]?.string { args += ["--url", url] }
                 return own(args + ["--"] + values)
             case "try_rules":
-                guard let rules = a["rules"] as? String, let url = a["url"] as? String else {
+                guard let rules = a["rules"]?.string, let url = a["url"]?.string else {
                     return ("'rules' and 'url' are required", true)
                 }
                 var args = ["try", "--rules", rules, "--url", url, "--format", "json"]
-                if let status = a["status"] as? Int { args += ["--status", String(status)] }
-                if let method = a["method"] as? String { args += ["--method", method] }
+                if let status = a["status"]?.int { args += ["--status", String(status)] }
+                if let method = a["method"]?.string { args += ["--method", method] }
                 return own(args + ["--"] + strings("values"))
             case "check_rules":
-                guard let rules = a["rules"] as? String else { return ("'rules' is required", true) }
+                guard let rules = a["rules"]?.string else { return ("'rules' is required", true) }
                 return own(["check", rules])
             case "audit_url":
-                guard let url = a["url"] as? String else { return ("'url' is required", true) }
+                guard let url = a["url"]?.string else { return ("'url' is required", true) }
                 var args = ["audit", "--format", "json"]
-                if let rules = a["rules"] as? String { args += ["--rules", rules] }
-                if a["insecure"] as? Bool == true { args.append("--insecure") }
+                if let rules = a["rules"]?.string { args += ["--rules", rules] }
+                if a["insecure"] == .bool(true) { args.append("--insecure") }
                 return own(args + [url])
             case "recent_exchanges":
                 let (body, failed) = server.inspectorGet("/api/exchanges")
-                guard !failed, let rows = try? JSONSerialization.jsonObject(with: Data(body.utf8)) as? [[String: Any]]
-                else { return (body, true) }
-                let host = a["host"] as? String
-                let cookie = a["cookie"] as? String
-                let limit = a["limit"] as? Int ?? 20
+                guard !failed, let rows = Server.read(body)?.array else { return (body, true) }
+                let host = a["host"]?.string
+                let cookie = a["cookie"]?.string
+                let limit = a["limit"]?.int.map { Int($0) } ?? 20
                 let kept = rows.filter { row in
-                    (host.map { (row["host"] as? String ?? "").contains($0) } ?? true)
+                    (host.map { (row["host"]?.string ?? "").contains($0) } ?? true)
                         && (cookie.map { c in
-                            ((row["setCookies"] as? [String] ?? []) + (row["sentCookies"] as? [String] ?? [])).contains(
-                                c)
+                            ((row["setCookies"]?.array ?? []) + (row["sentCookies"]?.array ?? [])).contains(.string(c))
                         } ?? true)
                 }.suffix(max(0, limit))
-                return (Server.encodeArray(Array(kept)), false)
+                return (JSONValue.array(Array(kept)).serialized, false)
             case "exchange_detail":
-                guard let seq = a["seq"] as? Int else { return ("'seq' is required", true) }
+                guard let seq = a["seq"]?.int else { return ("'seq' is required", true) }
                 return server.inspectorGet("/api/exchanges/\(seq)")
             case "browser_jar":
                 var query: [String] = []
-                if let client = a["client"] as? String { query.append("client=" + escape(client)) }
-                if let url = a["url"] as? String { query.append("url=" + escape(url)) }
+                if let client = a["client"]?.string { query.append("client=" + escape(client)) }
+                if let url = a["url"]?.string { query.append("url=" + escape(url)) }
                 return server.inspectorGet("/api/jar" + (query.isEmpty ? "" : "?" + query.joined(separator: "&")))
             default:
                 return ("no tool named '\(name)'", true)
@@ -272,12 +285,5 @@ enum MCPCommand {
                 return ("\(error)", true)
             }
         }
-    }
-}
-
-extension MCPCommand.Server {
-    static func encodeArray(_ array: [[String: Any]]) -> String {
-        let data = (try? JSONSerialization.data(withJSONObject: array, options: [.sortedKeys])) ?? Data("[]".utf8)
-        return String(decoding: data, as: UTF8.self)
     }
 }
