@@ -95,7 +95,7 @@ public struct SetLinesBuilder: Sendable {
     }
 
     /// Whether two tables are the same array (one rule set's), without comparing their names.
-    public static func sameStorage(_ a: [String], _ b: [String]) -> Bool {
+    static func sameStorage(_ a: [String], _ b: [String]) -> Bool {
         a.withUnsafeBufferPointer { x in b.withUnsafeBufferPointer { y in x.baseAddress == y.baseAddress } }
     }
 

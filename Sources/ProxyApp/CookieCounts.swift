@@ -1,5 +1,6 @@
 import CookieKit
 import CookieLifecycle
+import CookieRules
 import Locking
 
 /// What happened to cookies, for the metrics (kept only with `--metrics`): Set-Cookie lines the rules rewrote or
@@ -38,22 +39,25 @@ package final class CookieCounts: Sendable {
         return t
     }
 
-    /// One loop's counts: by rule index in its rule set (``names``), and by lint code.
+    /// One loop's counts: by rule index in its rule set (``engine``'s cookie rules), and by lint code.
     struct Tally: Sendable {
-        var names: [String] = []
+        var engine: RuleEngine? = nil
         var rewritten: [Int] = []
         var dropped: [Int] = []
         var findings: [Int] = []
 
         /// Counts a changed line for each rule that matched it (rule `k`: bit `k` of `low`, or in `high`).
         mutating func transformed(low: UInt64, high: [Int], dropped isDrop: Bool) {
+            func count(_ k: Int) {
+                guard k < rewritten.count else { return }
+                if isDrop { dropped[k] += 1 } else { rewritten[k] += 1 }
+            }
             var bits = low
             while bits != 0 {
-                let k = bits.trailingZeroBitCount
-                if k < rewritten.count { if isDrop { dropped[k] += 1 } else { rewritten[k] += 1 } }
+                count(bits.trailingZeroBitCount)
                 bits &= bits - 1
             }
-            for k in high where k < rewritten.count { if isDrop { dropped[k] += 1 } else { rewritten[k] += 1 } }
+            for k in high { count(k) }
         }
 
         /// Findings counted by ``FindingKeys`` key.
@@ -61,39 +65,30 @@ package final class CookieCounts: Sendable {
             while findings.count < found.count { findings.append(0) }
             for (k, n) in found.enumerated() where n > 0 { findings[k] += n }
         }
-    }
 
-    /// A loop's tally moves to a new rule set: what it counted under the old one is kept by rule name.
-    func retire(_ t: inout Tally, names: [String]) {
-        if t.rewritten.contains(where: { $0 > 0 }) || t.dropped.contains(where: { $0 > 0 }) {
-            let counted = t
-            retired.withLock { r in
-                for (k, name) in counted.names.enumerated() {
-                    var c = r[name] ?? (0, 0)
-                    c.rewritten += counted.rewritten[k]
-                    c.dropped += counted.dropped[k]
-                    r[name] = c
-                }
+        /// Adds what it counted to `counts`, by rule name.
+        func add(to counts: inout [String: (rewritten: Int, dropped: Int)]) {
+            guard let names = engine?.cookieRuleNameTable else { return }
+            for (k, name) in names.enumerated() where rewritten[k] > 0 || dropped[k] > 0 {
+                var c = counts[name] ?? (0, 0)
+                (c.rewritten, c.dropped) = (c.rewritten + rewritten[k], c.dropped + dropped[k])
+                counts[name] = c
             }
         }
-        t.names = names
-        t.rewritten = Array(repeating: 0, count: names.count)
-        t.dropped = Array(repeating: 0, count: names.count)
+    }
+
+    /// A loop's tally moves to another rule set: what it counted under the old one is kept by rule name.
+    func retire(_ t: inout Tally, for engine: RuleEngine) {
+        let counted = t
+        retired.withLock { counted.add(to: &$0) }
+        let n = engine.cookieRuleNameTable.count
+        (t.engine, t.rewritten, t.dropped) = (engine, Array(repeating: 0, count: n), Array(repeating: 0, count: n))
     }
 
     /// Every rule's lines rewritten and dropped so far, by name.
     package var transformationSamples: [(rule: String, action: String, count: Int)] {
         var counts = retired.withLock { $0 }
-        for t in tallies.withLock({ $0 }) {
-            t.withLock { t in
-                for (k, name) in t.names.enumerated() where t.rewritten[k] > 0 || t.dropped[k] > 0 {
-                    var c = counts[name] ?? (0, 0)
-                    c.rewritten += t.rewritten[k]
-                    c.dropped += t.dropped[k]
-                    counts[name] = c
-                }
-            }
-        }
+        for t in tallies.withLock({ $0 }) { t.withLock { $0.add(to: &counts) } }
         return counts.keys.sorted().flatMap { rule in
             [(rule, "rewrite", counts[rule]!.rewritten), (rule, "drop", counts[rule]!.dropped)]
         }

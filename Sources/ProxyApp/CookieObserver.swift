@@ -76,6 +76,8 @@ package struct LineOutcome: ~Copyable {
 
     /// The whole of what the rules decided: which matched (by index into the engine's names), a drop, `log`, notes.
     package var edit: RuleEngine.Edit { unsafeAddress { decided } }
+    /// The rules past the 64th that matched, by index (empty for nearly every line: read without copying the edit).
+    package var rulesBeyond64: [Int] { hasMore && edit.matchedRulesBeyond64 ? edit.matchedRules.high : [] }
     /// A rule changed or dropped the line (in a dry run: would have).
     package var changed: Bool { dropped || rewritten != nil }
     /// The line as the rules left it: nil when a rule dropped it (in a dry run, what they would have sent).
@@ -106,11 +108,11 @@ package struct LineOutcome: ~Copyable {
     package func lint(_ response: borrowing ResponseOutcome) -> Linted {
         if let made = facts.editedLint { return made }
         let judged = edited ?? received
+        let key = digest(second: response.time / 1000)
         let made =
-            facts.lint.cached(judged, digest(second: response.time / 1000), response)
+            facts.lint.cached(judged, key, response)
             ?? facts.lint.keep(
-                judged, digest(second: response.time / 1000), response,
-                Self.lint(transformation(response).result ?? receivedCookie, response))
+                judged, key, response, Self.lint(transformation(response).result ?? receivedCookie, response))
         facts.editedLint = made
         return made
     }
@@ -120,10 +122,11 @@ package struct LineOutcome: ~Copyable {
     package func forwardedLint(_ response: borrowing ResponseOutcome) -> Linted? {
         if !dryRun || rewritten == nil { return dropped && !dryRun ? nil : lint(response) }
         if let made = facts.receivedLint { return made }
+        // Keyed apart from the edited line's lint of the same line.
+        let key = digest(second: response.time / 1000) &+ 1
         let made =
-            facts.lint.cached(received, digest(second: response.time / 1000) &+ 1, response)
-            ?? facts.lint.keep(
-                received, digest(second: response.time / 1000) &+ 1, response, Self.lint(receivedCookie, response))
+            facts.lint.cached(received, key, response)
+            ?? facts.lint.keep(received, key, response, Self.lint(receivedCookie, response))
         facts.receivedLint = made
         return made
     }
@@ -270,8 +273,7 @@ extension CookieCounts: JudgementObserver {
 
         func observe(_ line: borrowing LineOutcome, of response: borrowing ResponseOutcome) {
             if !line.dryRun, line.changed {
-                let high = line.hasMore && line.edit.matchedRulesBeyond64 ? line.edit.matchedRules.high : []
-                changed.append((line.matchedRulesLow, high, line.dropped))
+                changed.append((line.matchedRulesLow, line.rulesBeyond64, line.dropped))
             }
             guard let linted = line.forwardedLint(response), !linted.counted.isEmpty else { return }
             for key in linted.counted {
@@ -283,9 +285,8 @@ extension CookieCounts: JudgementObserver {
 
         func end(_ response: borrowing ResponseOutcome) {
             guard !changed.isEmpty || foundAny else { return }
-            let names = response.engine.cookieRuleNameTable
             tally.withLock { t in
-                if !SetLinesBuilder.sameStorage(t.names, names) { counts.retire(&t, names: names) }
+                if t.engine !== response.engine { counts.retire(&t, for: response.engine) }
                 for c in changed { t.transformed(low: c.low, high: c.high, dropped: c.dropped) }
                 if foundAny { t.add(found: found) }
             }

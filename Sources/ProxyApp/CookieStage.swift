@@ -36,7 +36,6 @@ package final class CookieStage: ResponseStage {
         hooks.responses?.count(context.pointee)
         let engine = hooks.current
         let observing = observers != nil
-        let readsRequest = observing && self.readsRequest
         // The message's context lives in the plan (one copy of its strings per response, not two); it is built
         // only when the rules or an observer read it, with the request's site context (noted by the tracker) for
         // `site` conditions and, with the lifecycle on, the observers' cross-site findings.

@@ -367,9 +367,6 @@ extension LogSink {
         /// The cache holds records of this engine only; another empties it.
         private var engine: RuleEngine? = nil
 
-        /// The response's time (milliseconds since the epoch) and mode.
-        private var time: Int64 = 0
-        private var dryRun = false
         /// The last response's time as text.
         private var stamp = TransformationRecord.Timestamp()
         /// The sink's: the terminal's compact lines instead of JSON (and in color), and how values are shown.
@@ -388,7 +385,6 @@ extension LogSink {
             chunk.bytes.removeAll()
             chunk.records = 0
             exchangeFields.removeAll()
-            (time, dryRun) = (response.time, response.dryRun)
             if engine !== response.engine {
                 for i in fragments.indices { fragments[i] = nil }
                 engine = response.engine
@@ -408,17 +404,18 @@ extension LogSink {
             }
             if exchangeFields.count == 0 {
                 // Written once per response, into storage kept across responses (no allocation per response).
-                stamp.set(time)
+                stamp.set(response.time)
                 stamp.bytes.withUnsafeBufferPointer { stamp in
                     TransformationRecord.writeExchangeFields(of: response.context, stamp: stamp, to: &exchangeFields)
                 }
             }
             exchangeFields.withBytes { chunk.bytes.raw($0) }
             let (original, result) = (line.received, line.edited)
-            let digest = line.digest(second: time / 1000)
+            let second = response.time / 1000
+            let digest = line.digest(second: second)
             let slot = Int(truncatingIfNeeded: digest >> UInt64(64 - Self.cacheBits))
             if let cached = fragments[slot], cached.digest == digest,
-                cached.matches(line, response.message, second: time / 1000, dryRun: dryRun)
+                cached.matches(line, response.message, second: second, dryRun: response.dryRun)
             {
                 cached.json.withBytes { chunk.bytes.raw($0) }
                 chunk.bytes.raw(0x0A)
@@ -432,7 +429,7 @@ extension LogSink {
             fragments[slot] = fragment.withBytes { json in
                 Fragment(
                     digest: digest, lines: (Array(original), result.map { Array($0) }), rules: line.edit.matchedRules,
-                    response.message, second: time / 1000, dryRun: dryRun, json: json)
+                    response.message, second: second, dryRun: response.dryRun, json: json)
             }
         }
 
@@ -441,8 +438,8 @@ extension LogSink {
             -> TransformationRecord
         {
             TransformationRecord(
-                time: time, exchange: response.context, outcome: line.transformation(response),
-                findings: line.findings(response), dryRun: dryRun)
+                time: response.time, exchange: response.context, outcome: line.transformation(response),
+                findings: line.findings(response), dryRun: response.dryRun)
         }
     }
 
@@ -484,8 +481,7 @@ extension LogSink {
             guard self.second == second, self.dryRun == dryRun, rulesLow == line.matchedRulesLow,
                 (self.result == nil) == (result == nil), Self.same(original, line.received),
                 result.map({ Self.same(self.result!, $0) }) ?? true,
-                rulesHigh.isEmpty
-                    ? !(line.hasMore && line.edit.matchedRulesBeyond64) : rulesHigh == line.edit.matchedRules.high
+                rulesHigh == line.rulesBeyond64
             else { return false }
             return place.isFor(m)
         }

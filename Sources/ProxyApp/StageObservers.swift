@@ -53,7 +53,6 @@ final class InspectorObserver: CookieObserver {
         /// The rule set the outcomes were decided under (a reload in between does not rename them).
         var engine: RuleEngine? = nil
         var dryRun = false
-        var time: Int64 = 0
 
         init(store: InspectorStore, tracker: LifecycleTracker?) { (self.store, self.tracker) = (store, tracker) }
 
@@ -108,11 +107,10 @@ final class LifecycleObserver: CookieObserver {
         func observe(_ line: borrowing LineOutcome, of response: borrowing ResponseOutcome) {
             // The bytes only: the lifecycle parses them if and when it replays them. The rules past the 64th only
             // when there are some (their array is not retained otherwise).
-            let beyond = line.hasMore && line.edit.matchedRulesBeyond64 ? line.edit.matchedRules.high : []
             let unchanged = line.dryRun || !line.changed
             lines.add(
                 received: line.received, forwarded: unchanged ? line.received : line.edited, unchanged: unchanged,
-                rules: line.matchedRulesLow, rulesBeyond64: beyond)
+                rules: line.matchedRulesLow, rulesBeyond64: line.rulesBeyond64)
         }
 
         func end(_ response: borrowing ResponseOutcome) {
