@@ -37,26 +37,76 @@ public final class Locked<State>: @unchecked Sendable {
     }
 }
 
-/// An integer (64 bits) updated atomically (relaxed: counters and flags that order nothing else). `@unchecked`: the
-/// value is touched only through C11 atomics (CAtomics), which the compiler cannot see.
-public final class AtomicCounter: @unchecked Sendable {
-    @usableFromInline let value: UnsafeMutablePointer<Int64>
+/// Integers (64 bits each) updated atomically (relaxed: counters and flags that order nothing else), a row of them
+/// in one allocation: a set of counters indexed by small integers (a rule's, a code's) costs one object, and adding
+/// to one touches no reference count. `@unchecked`: the values are touched only through C11 atomics (CAtomics),
+/// which the compiler cannot see.
+public final class AtomicCounters: @unchecked Sendable {
+    @usableFromInline let values: UnsafeMutablePointer<Int64>
+    public let count: Int
 
-    public init(_ initial: Int = 0) {
-        value = .allocate(capacity: 1)
-        value.initialize(to: Int64(initial))
+    public init(count: Int, initial: Int = 0) {
+        self.count = count
+        values = .allocate(capacity: max(count, 1))
+        values.initialize(repeating: Int64(initial), count: max(count, 1))
     }
 
-    deinit { value.deallocate() }
+    deinit { values.deallocate() }
+
+    /// Adds `delta` to counter `i`; the new value.
+    @inlinable @discardableResult
+    public func add(_ i: Int, _ delta: Int) -> Int {
+        precondition(i >= 0 && i < count, "counter index out of range")
+        return Int(CAtomics_add(values + i, Int64(delta)))
+    }
+
+    @inlinable
+    public func load(_ i: Int) -> Int {
+        precondition(i >= 0 && i < count, "counter index out of range")
+        return Int(CAtomics_load(values + i))
+    }
+
+    @inlinable
+    public func store(_ i: Int, _ newValue: Int) {
+        precondition(i >= 0 && i < count, "counter index out of range")
+        CAtomics_store(values + i, Int64(newValue))
+    }
+}
+
+extension AtomicCounters {
+    /// The same counters as a value that holds no reference (a loop's hot path adds through it without counting
+    /// references): valid only while the object lives, which whoever keeps the view must also keep.
+    public var unretained: Unretained { Unretained(values: values, count: count) }
+
+    public struct Unretained {
+        @usableFromInline let values: UnsafeMutablePointer<Int64>
+        public let count: Int
+
+        /// Adds `delta` to counter `i`.
+        @inlinable
+        public func add(_ i: Int, _ delta: Int) {
+            precondition(i >= 0 && i < count, "counter index out of range")
+            CAtomics_add(values + i, Int64(delta))
+        }
+    }
+}
+
+/// One integer updated atomically: a row of one ``AtomicCounters``.
+public final class AtomicCounter: Sendable {
+    @usableFromInline let row: AtomicCounters
+
+    public init(_ initial: Int = 0) { row = AtomicCounters(count: 1, initial: initial) }
 
     /// Adds `delta`; the new value.
-    @discardableResult
-    public func add(_ delta: Int) -> Int { Int(CAtomics_add(value, Int64(delta))) }
+    @inlinable @discardableResult
+    public func add(_ delta: Int) -> Int { Int(CAtomics_add(row.values, Int64(delta))) }
 
-    @discardableResult
-    public func subtract(_ delta: Int) -> Int { Int(CAtomics_add(value, -Int64(delta))) }
+    @inlinable @discardableResult
+    public func subtract(_ delta: Int) -> Int { Int(CAtomics_add(row.values, -Int64(delta))) }
 
-    public func load() -> Int { Int(CAtomics_load(value)) }
+    @inlinable
+    public func load() -> Int { Int(CAtomics_load(row.values)) }
 
-    public func store(_ newValue: Int) { CAtomics_store(value, Int64(newValue)) }
+    @inlinable
+    public func store(_ newValue: Int) { CAtomics_store(row.values, Int64(newValue)) }
 }

@@ -8,19 +8,25 @@ import Locking
 /// reason. Bounded labels: the rules' names (the configuration's own), the lint's codes and two enumerations; never
 /// a cookie name, a value or a host.
 ///
-/// Lines are counted where they are decided, by each event loop's ``Tally`` (the rules by their index, the codes in a
-/// short list: a dictionary keyed by strings cost more per line than everything else the metrics do), and added up
-/// when the metrics are read.
+/// Lines are counted where they are decided, into each event loop's ``LoopCounts`` (the rules by their index, the
+/// codes by a small integer: a dictionary keyed by strings cost more per line than everything else the metrics do),
+/// and added up when the metrics are read.
 package final class CookieCounts: Sendable {
     private static let reasons: [CookieVerdict.Reason.Code?] = [nil] + CookieVerdict.Reason.Code.allCases
     /// One atomic counter per (kind, reason): a verdict costs one add, no lock.
-    private let verdicts: [AtomicCounter]
-    /// Each loop's tally, and what tallies of earlier rule sets counted (by rule name).
-    private let tallies = Locked<[Locked<Tally>]>([])
-    private let retired = Locked<[String: (rewritten: Int, dropped: Int)]>([:])
+    private let verdicts: AtomicCounters
+    /// Each loop's counts, and what counts since replaced had counted (by rule name, and by finding key): a scrape
+    /// and a replacement each hold the lock, so every line is read once.
+    private let state = Locked<Counted>(Counted())
+
+    struct Counted {
+        var loops: [LoopCounts] = []
+        var rules: [String: (rewritten: Int, dropped: Int)] = [:]
+        var findings: [Int] = []
+    }
 
     package init() {
-        verdicts = (0..<(CookieVerdict.Kind.allCases.count * Self.reasons.count)).map { _ in AtomicCounter() }
+        verdicts = AtomicCounters(count: CookieVerdict.Kind.allCases.count * Self.reasons.count)
     }
 
     private static func index(_ kind: CookieVerdict.Kind, _ reason: CookieVerdict.Reason.Code?) -> Int {
@@ -29,66 +35,80 @@ package final class CookieCounts: Sendable {
     }
 
     package func judged(_ verdicts: [CookieVerdict]) {
-        for v in verdicts { self.verdicts[Self.index(v.kind, v.reason?.code)].add(1) }
+        for v in verdicts { self.verdicts.add(Self.index(v.kind, v.reason?.code), 1) }
     }
 
-    /// A new loop's tally, read with the others.
-    func tally() -> Locked<Tally> {
-        let t = Locked(Tally())
-        tallies.withLock { $0.append(t) }
-        return t
-    }
+    /// One loop's counts under one rule set: its rules' changed lines by index in the set
+    /// (``RuleEngine/cookieRuleNameTable``), and findings by ``FindingKeys`` key. Only that loop's thread adds to
+    /// them (relaxed atomic adds: no lock, nothing gathered per response); a scrape reads them.
+    final class LoopCounts: Sendable {
+        let engine: RuleEngine
+        let rewritten: AtomicCounters
+        let dropped: AtomicCounters
+        let findings: AtomicCounters
 
-    /// One loop's counts: by rule index in its rule set (``engine``'s cookie rules), and by lint code.
-    struct Tally: Sendable {
-        var engine: RuleEngine? = nil
-        var rewritten: [Int] = []
-        var dropped: [Int] = []
-        var findings: [Int] = []
+        init(engine: RuleEngine, findingKeys: Int) {
+            self.engine = engine
+            let n = engine.cookieRuleNameTable.count
+            (rewritten, dropped) = (AtomicCounters(count: n), AtomicCounters(count: n))
+            findings = AtomicCounters(count: findingKeys)
+        }
 
         /// Counts a changed line for each rule that matched it (rule `k`: bit `k` of `low`, or in `high`).
-        mutating func transformed(low: UInt64, high: [Int], dropped isDrop: Bool) {
-            func count(_ k: Int) {
-                guard k < rewritten.count else { return }
-                if isDrop { dropped[k] += 1 } else { rewritten[k] += 1 }
-            }
+        @inline(__always)
+        func transformed(low: UInt64, high: [Int], dropped isDrop: Bool) {
+            let counters = isDrop ? dropped : rewritten
             var bits = low
             while bits != 0 {
-                count(bits.trailingZeroBitCount)
+                let k = bits.trailingZeroBitCount
+                if k < counters.count { counters.add(k, 1) }
                 bits &= bits - 1
             }
-            for k in high { count(k) }
+            for k in high where k < counters.count { counters.add(k, 1) }
         }
 
-        /// Findings counted by ``FindingKeys`` key.
-        mutating func add(found: [Int]) {
-            while findings.count < found.count { findings.append(0) }
-            for (k, n) in found.enumerated() where n > 0 { findings[k] += n }
-        }
-
-        /// Adds what it counted to `counts`, by rule name.
-        func add(to counts: inout [String: (rewritten: Int, dropped: Int)]) {
-            guard let names = engine?.cookieRuleNameTable else { return }
-            for (k, name) in names.enumerated() where rewritten[k] > 0 || dropped[k] > 0 {
-                var c = counts[name] ?? (0, 0)
-                (c.rewritten, c.dropped) = (c.rewritten + rewritten[k], c.dropped + dropped[k])
-                counts[name] = c
+        /// Adds what it counted to `counted`'s totals by rule name and by finding key.
+        func add(to counted: inout Counted) {
+            for (k, name) in engine.cookieRuleNameTable.enumerated() {
+                let (r, d) = (rewritten.load(k), dropped.load(k))
+                guard r > 0 || d > 0 else { continue }
+                var c = counted.rules[name] ?? (0, 0)
+                (c.rewritten, c.dropped) = (c.rewritten + r, c.dropped + d)
+                counted.rules[name] = c
             }
+            while counted.findings.count < findings.count { counted.findings.append(0) }
+            for k in 0..<findings.count { counted.findings[k] += findings.load(k) }
         }
     }
 
-    /// A loop's tally moves to another rule set: what it counted under the old one is kept by rule name.
-    func retire(_ t: inout Tally, for engine: RuleEngine) {
-        let counted = t
-        retired.withLock { counted.add(to: &$0) }
-        let n = engine.cookieRuleNameTable.count
-        (t.engine, t.rewritten, t.dropped) = (engine, Array(repeating: 0, count: n), Array(repeating: 0, count: n))
+    /// A loop's counts for `engine` with room for `findingKeys` keys, in place of `old` (its rule set changed, or a
+    /// finding's key is past its room), whose counts are kept by name. Called by the loop whose counts they are, so
+    /// nothing is added to `old` after.
+    func replace(_ old: LoopCounts?, engine: RuleEngine, findingKeys: Int) -> LoopCounts {
+        let made = LoopCounts(engine: engine, findingKeys: findingKeys)
+        state.withLock { s in
+            if let old, let i = s.loops.firstIndex(where: { $0 === old }) {
+                old.add(to: &s)
+                s.loops[i] = made
+            } else {
+                s.loops.append(made)
+            }
+        }
+        return made
+    }
+
+    /// Everything counted so far: the loops' counts added to what replaced counts had counted.
+    private var counted: Counted {
+        state.withLock { s in
+            var all = Counted(rules: s.rules, findings: s.findings)
+            for loop in s.loops { loop.add(to: &all) }
+            return all
+        }
     }
 
     /// Every rule's lines rewritten and dropped so far, by name.
     package var transformationSamples: [(rule: String, action: String, count: Int)] {
-        var counts = retired.withLock { $0 }
-        for t in tallies.withLock({ $0 }) { t.withLock { $0.add(to: &counts) } }
+        let counts = counted.rules
         return counts.keys.sorted().flatMap { rule in
             [(rule, "rewrite", counts[rule]!.rewritten), (rule, "drop", counts[rule]!.dropped)]
         }
@@ -101,7 +121,7 @@ package final class CookieCounts: Sendable {
             for reason in Self.reasons {
                 // sent-as-expected has no reason; the other kinds always have one.
                 guard (kind == .sentAsExpected) == (reason == nil) else { continue }
-                out.append((kind.rawValue, reason?.rawValue ?? "none", verdicts[Self.index(kind, reason)].load()))
+                out.append((kind.rawValue, reason?.rawValue ?? "none", verdicts.load(Self.index(kind, reason))))
             }
         }
         return out
@@ -109,14 +129,7 @@ package final class CookieCounts: Sendable {
 
     /// Findings of forwarded lines so far (rejects and warnings; informational ones are not counted).
     package var findingSamples: [(code: String, severity: String, count: Int)] {
-        var counts: [Int] = []
-        for t in tallies.withLock({ $0 }) {
-            t.withLock { t in
-                while counts.count < t.findings.count { counts.append(0) }
-                for (k, n) in t.findings.enumerated() { counts[k] += n }
-            }
-        }
-        return counts.enumerated().filter { $0.element > 0 }.map { key, n in
+        counted.findings.enumerated().filter { $0.element > 0 }.map { key, n in
             let (code, severity) = FindingKeys.shared.name(key)
             return (code, severity.rawValue, n)
         }.sorted { ($0.code, $0.severity) < ($1.code, $1.severity) }

@@ -38,7 +38,7 @@ package struct ResponseOutcome: ~Copyable {
 
 /// One Set-Cookie line of a response as the cookie stage decided it, lent for the length of the call: the line as
 /// received, what the rules made of it, which rules matched, and what is worked out from those at most once
-/// whichever observers ask (the parsed cookies, the attribute changes, the lint's findings: ``LineFacts``). A view
+/// whichever observers ask (the parsed cookies, the attribute changes, the lint's findings: ``LineMemo``). A view
 /// like ``ResponseOutcome``: the bytes lie in the head and the rewrite, the outcome is the stage's.
 package struct LineOutcome: ~Copyable {
     /// The line as the upstream sent it.
@@ -58,6 +58,8 @@ package struct LineOutcome: ~Copyable {
     package let matchedRulesLow: UInt64
     /// ``edit`` says more than the fields above: a rule past the 64th matched, or a rule left notes.
     package let hasMore: Bool
+    /// A rule past the 64th matched (``rulesBeyond64`` is not empty).
+    package let beyond64: Bool
     private let decided: UnsafePointer<RuleEngine.Edit>
     unowned(unsafe) let facts: LineFacts
 
@@ -70,14 +72,15 @@ package struct LineOutcome: ~Copyable {
         // The plain parts read once here: each read through the outcome would copy it (its arrays counted).
         (dropped, logRequested, matchedRulesLow) =
             (edit.pointee.dropped, edit.pointee.logRequested, edit.pointee.matchedRulesLow)
-        hasMore = edit.pointee.matchedRulesBeyond64 || !edit.pointee.notes.isEmpty
+        beyond64 = edit.pointee.matchedRulesBeyond64
+        hasMore = beyond64 || !edit.pointee.notes.isEmpty
         self.facts = facts
     }
 
     /// The whole of what the rules decided: which matched (by index into the engine's names), a drop, `log`, notes.
     package var edit: RuleEngine.Edit { unsafeAddress { decided } }
     /// The rules past the 64th that matched, by index (empty for nearly every line: read without copying the edit).
-    package var rulesBeyond64: [Int] { hasMore && edit.matchedRulesBeyond64 ? edit.matchedRules.high : [] }
+    package var rulesBeyond64: [Int] { beyond64 ? edit.matchedRules.high : [] }
     /// A rule changed or dropped the line (in a dry run: would have).
     package var changed: Bool { dropped || rewritten != nil }
     /// The line as the rules left it: nil when a rule dropped it (in a dry run, what they would have sent).
@@ -90,13 +93,18 @@ package struct LineOutcome: ~Copyable {
         matchedRulesLow != 0 || hasMore ? response.engine.ruleNames(edit) : []
     }
 
+    /// What is worked out from the line for the observers (its parsed cookies, the attribute changes, the lint),
+    /// made when one first asks and kept for the next time the same line is decided the same way (``LineMemo``).
+    package func memo(_ response: borrowing ResponseOutcome) -> LineMemo { facts.memo(self, response) }
+
     /// What the rules did, attribute by attribute (``Transformation/changes``), with the rules' names and places.
     package func transformation(_ response: borrowing ResponseOutcome) -> Transformation {
-        if let made = facts.transformation { return made }
-        let received = facts.receivedCookie(self.received)
+        let memo = facts.memo(self, response)
+        if let made = memo.transformation { return made }
+        let received = receivedCookie(response)
         let edited = rewritten.map { SetCookie(bytes: Array($0)) } ?? received
         let made = response.engine.transformation(received: received, edited: edited, edit)
-        facts.transformation = made
+        memo.transformation = made
         return made
     }
 
@@ -106,14 +114,11 @@ package struct LineOutcome: ~Copyable {
 
     /// The same, with the findings' keys for counting (``Linted``).
     package func lint(_ response: borrowing ResponseOutcome) -> Linted {
-        if let made = facts.editedLint { return made }
-        let judged = edited ?? received
-        let key = digest(second: response.time / 1000)
-        let made =
-            facts.lint.cached(judged, key, response)
-            ?? facts.lint.keep(
-                judged, key, response, Self.lint(transformation(response).result ?? receivedCookie, response))
-        facts.editedLint = made
+        if let made = facts.current?.editedLint { return made }
+        let memo = facts.memo(self, response)
+        if let made = memo.editedLint { return made }
+        let made = Linted(Self.lint(transformation(response).result ?? receivedCookie(response), response))
+        memo.editedLint = made
         return made
     }
 
@@ -121,26 +126,40 @@ package struct LineOutcome: ~Copyable {
     /// metrics count.
     package func forwardedLint(_ response: borrowing ResponseOutcome) -> Linted? {
         if !dryRun || rewritten == nil { return dropped && !dryRun ? nil : lint(response) }
-        if let made = facts.receivedLint { return made }
-        // Keyed apart from the edited line's lint of the same line.
-        let key = digest(second: response.time / 1000) &+ 1
-        let made =
-            facts.lint.cached(received, key, response)
-            ?? facts.lint.keep(received, key, response, Self.lint(receivedCookie, response))
-        facts.receivedLint = made
+        if let made = facts.current?.receivedLint { return made }
+        let memo = facts.memo(self, response)
+        if let made = memo.receivedLint { return made }
+        let made = Linted(Self.lint(receivedCookie(response), response))
+        memo.receivedLint = made
         return made
     }
 
-    /// The cookie as received, parsed.
-    package var receivedCookie: SetCookie { facts.receivedCookie(received) }
+    /// The keys of ``forwardedLint(_:)``'s counted findings (``CountedKeys/none`` when dropped): read from the
+    /// line's memo without counting references once the lint is made.
+    @inline(__always)
+    package func forwardedKeys(_ response: borrowing ResponseOutcome) -> CountedKeys {
+        let forwardedIsEdited = !dryRun || rewritten == nil
+        if forwardedIsEdited && dropped && !dryRun { return .none }
+        if let keys = facts.keys(edited: forwardedIsEdited) { return keys }
+        return forwardedLint(response)?.keys ?? .none
+    }
 
-    /// A digest of what the line's records and lint depend on besides the request: the received line hashed eight
-    /// bytes at a time (``WordHash``, once per line whichever caches ask; the standard library's byte-by-byte
-    /// hashing of arrays costs more than the rest of a record), the edited line's length, the rules and the
-    /// second. The edited line is a function of the rest but for the request's context, so a cache leaves its
-    /// bytes to an exact comparison: a cookie rewritten two ways (for two hosts) shares a slot at worst.
-    package func digest(second: Int64) -> UInt64 {
-        var h = facts.receivedHash(received)
+    /// The cookie as received, parsed.
+    package func receivedCookie(_ response: borrowing ResponseOutcome) -> SetCookie {
+        let memo = facts.memo(self, response)
+        if let made = memo.received { return made }
+        let made = SetCookie(bytes: Array(received))
+        memo.received = made
+        return made
+    }
+
+    /// A digest of what the line's memo depends on besides the request: the received line hashed eight bytes at a
+    /// time (``WordHash``: the standard library's byte-by-byte hashing of arrays costs more than the rest of a
+    /// record), the edited line's length, the rules and the second. The edited line is a function of the rest but
+    /// for the request's context, so the memo leaves its bytes to an exact comparison: a cookie rewritten two ways
+    /// (for two hosts) shares a slot at worst.
+    func digest(second: Int64) -> UInt64 {
+        var h = WordHash.hash(UnsafeRawBufferPointer(received), seed: 0x9E37_79B9_7F4A_7C15)
         h = (h ^ UInt64(edited.map { $0.count + 1 } ?? 0)) &* 0xD6E8_FEB8_6659_FD93
         h = (h ^ matchedRulesLow) &* 0xFF51_AFD7_ED55_8CCD
         h = (h ^ UInt64(bitPattern: second)) &* 0xC4CE_B9FE_1A85_EC53
@@ -149,50 +168,13 @@ package struct LineOutcome: ~Copyable {
 
     /// The cookie as the client got it, parsed (nil when dropped).
     package func forwardedCookie(_ response: borrowing ResponseOutcome) -> SetCookie? {
-        if dryRun || rewritten == nil { return dryRun || !dropped ? receivedCookie : nil }
+        if dryRun || rewritten == nil { return dryRun || !dropped ? receivedCookie(response) : nil }
         return transformation(response).result
     }
 
     static func lint(_ cookie: SetCookie, _ response: borrowing ResponseOutcome) -> [LintFinding] {
         CookieLint.findings(for: cookie, from: response.message.requestURL, now: response.time / 1000)
             + CookieLint.siteFindings(for: cookie, site: response.site)
-    }
-}
-
-/// What is worked out from one line's outcome when an observer first asks, kept for the others until the next line
-/// (one per event loop's stage, emptied for each line): a line is parsed, diffed and linted at most once.
-package final class LineFacts {
-    /// Lines linted before, kept across lines and responses.
-    let lint = LintCache()
-    var received: SetCookie? = nil { didSet { filled = true } }
-    var transformation: Transformation? = nil { didSet { filled = true } }
-    var editedLint: Linted? = nil { didSet { filled = true } }
-    var receivedLint: Linted? = nil { didSet { filled = true } }
-    /// Whether anything was worked out (most lines: nothing, and nothing to empty).
-    private var filled = false
-    /// The received line's ``WordHash`` (``LineOutcome/digest(second:)``), once worked out for this line.
-    private var hash: UInt64 = 0
-    private var hashed = false
-
-    func receivedHash(_ bytes: UnsafeBufferPointer<UInt8>) -> UInt64 {
-        if !hashed {
-            (hash, hashed) = (WordHash.hash(UnsafeRawBufferPointer(bytes), seed: 0x9E37_79B9_7F4A_7C15), true)
-        }
-        return hash
-    }
-
-    func reset() {
-        hashed = false
-        guard filled else { return }
-        (received, transformation, editedLint, receivedLint) = (nil, nil, nil, nil)
-        filled = false
-    }
-
-    func receivedCookie(_ bytes: UnsafeBufferPointer<UInt8>) -> SetCookie {
-        if let received { return received }
-        let made = SetCookie(bytes: Array(bytes))
-        received = made
-        return made
     }
 }
 
@@ -205,7 +187,9 @@ package protocol CookieObserver: Sendable {
     func makeLoopObserver() -> (any LoopCookieObserver)?
 }
 
-/// An observer that is also told each request's cookies judged against the client's jar (with the lifecycle on).
+/// An observer that is also told each request's cookies judged against the client's jar (with the lifecycle on):
+/// each request with one verdict or more (a request without cookies, from a client expected to send none, has
+/// nothing to tell).
 package protocol JudgementObserver: CookieObserver {
     func observe(judged: RequestJudgement, context: ExchangeContext, time: Int64)
 }
@@ -256,45 +240,59 @@ extension CookieCounts: JudgementObserver {
     }
 
     /// One loop's counting: the lines the rules changed, by rule, and the findings of each line as the client got
-    /// it, by code and severity (``FindingKeys``), gathered over a response and added to the loop's tally under one
-    /// (uncontended) lock at its end.
+    /// it, by code and severity (``FindingKeys``), added as each line is seen to the loop's ``LoopCounts``.
     final class Part: LoopCookieObserver {
         let counts: CookieCounts
-        let tally: Locked<CookieCounts.Tally>
-        var changed: [(low: UInt64, high: [Int], dropped: Bool)] = []
-        /// Findings by key, this response's.
-        var found: [Int] = []
-        var foundAny = false
+        /// The loop's counts under the rule set of the response in hand (made at the loop's first response).
+        var current: LoopCounts? = nil
+        /// ``current``'s rows, added to without counting references (``current`` keeps them; before it, an empty
+        /// row).
+        var rewritten = Part.none.unretained
+        var dropped = Part.none.unretained
+        var findings = Part.none.unretained
+        private static let none = AtomicCounters(count: 0)
 
-        init(_ counts: CookieCounts) { (self.counts, tally) = (counts, counts.tally()) }
+        init(_ counts: CookieCounts) { self.counts = counts }
 
         /// The lint reads the request's URL.
         var readsRequest: Bool { true }
 
-        func observe(_ line: borrowing LineOutcome, of response: borrowing ResponseOutcome) {
-            if !line.dryRun, line.changed {
-                changed.append((line.matchedRulesLow, line.rulesBeyond64, line.dropped))
-            }
-            guard let linted = line.forwardedLint(response), !linted.counted.isEmpty else { return }
-            for key in linted.counted {
-                while found.count <= key { found.append(0) }
-                found[key] += 1
-            }
-            foundAny = true
+        /// The loop's counts are replaced: for another rule set, or with room for `findingKeys` keys.
+        private func replace(engine: RuleEngine, findingKeys: Int) {
+            let made = counts.replace(current, engine: engine, findingKeys: findingKeys)
+            (current, rewritten, dropped, findings) =
+                (made, made.rewritten.unretained, made.dropped.unretained, made.findings.unretained)
         }
 
-        func end(_ response: borrowing ResponseOutcome) {
-            guard !changed.isEmpty || foundAny else { return }
-            tally.withLock { t in
-                if t.engine !== response.engine { counts.retire(&t, for: response.engine) }
-                for c in changed { t.transformed(low: c.low, high: c.high, dropped: c.dropped) }
-                if foundAny { t.add(found: found) }
+        func begin(_ response: borrowing ResponseOutcome) {
+            if current?.engine !== response.engine {
+                replace(engine: response.engine, findingKeys: max(findings.count, 64))
             }
-            if !changed.isEmpty { changed.removeAll(keepingCapacity: true) }
-            if foundAny {
-                for k in found.indices { found[k] = 0 }
-                foundAny = false
+        }
+
+        func observe(_ line: borrowing LineOutcome, of response: borrowing ResponseOutcome) {
+            if !line.dryRun, line.changed {
+                let counters = line.dropped ? dropped : rewritten
+                var bits = line.matchedRulesLow
+                while bits != 0 {
+                    let k = bits.trailingZeroBitCount
+                    if k < counters.count { counters.add(k, 1) }
+                    bits &= bits - 1
+                }
+                if line.beyond64 { for k in line.rulesBeyond64 where k < counters.count { counters.add(k, 1) } }
             }
+            let keys = line.forwardedKeys(response)
+            if keys == .overflow {
+                for key in line.forwardedLint(response)?.counted ?? [] { count(key, response) }
+            } else {
+                keys.forEach { count($0, response) }
+            }
+        }
+
+        @inline(__always)
+        private func count(_ key: Int, _ response: borrowing ResponseOutcome) {
+            if key >= findings.count { replace(engine: response.engine, findingKeys: max(key + 1, 2 * findings.count)) }
+            findings.add(key, 1)
         }
     }
 }

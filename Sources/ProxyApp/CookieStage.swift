@@ -29,11 +29,12 @@ package final class CookieStage: ResponseStage {
     }
 
     package func willForward(_ head: inout OutgoingHead, context: ExchangeContext) {
+        // Counted from the borrowed context (through the pointer below it was copied).
+        hooks.responses?.count(context)
         withUnsafePointer(to: context) { forward(&head, context: $0) }
     }
 
     private func forward(_ head: inout OutgoingHead, context: UnsafePointer<ExchangeContext>) {
-        hooks.responses?.count(context.pointee)
         let engine = hooks.current
         let observing = observers != nil
         // The message's context lives in the plan (one copy of its strings per response, not two); it is built

@@ -9,10 +9,45 @@ package final class Linted: Sendable {
     package let findings: [LintFinding]
     /// One ``FindingKeys`` key per finding that is not informational.
     package let counted: [Int]
+    /// The same in one word, when they fit.
+    package let keys: CountedKeys
 
     init(_ findings: [LintFinding]) {
         self.findings = findings
         counted = findings.filter { $0.severity != .info }.map { FindingKeys.shared.key($0.code, $0.severity) }
+        keys = CountedKeys(counted)
+    }
+}
+
+/// The ``FindingKeys`` keys of a line's counted findings in one word, kept with the line's memo so that counting a
+/// line reads a word, not an array (reading a class's array counted references at every line): their number in
+/// the low byte, then up to seven keys below 255, a byte each. A line has a handful of findings; more, or a larger
+/// key, is ``overflow``, and the counter reads ``Linted/counted`` instead.
+package struct CountedKeys: Sendable, Equatable {
+    let word: UInt64
+    package static let none = CountedKeys(word: 0)
+    package static let overflow = CountedKeys(word: .max)
+
+    private init(word: UInt64) { self.word = word }
+
+    package init(_ keys: [Int]) {
+        guard keys.count <= 7, keys.allSatisfy({ $0 >= 0 && $0 < 255 }) else {
+            self = .overflow
+            return
+        }
+        var word = UInt64(keys.count)
+        for (i, key) in keys.enumerated() { word |= UInt64(key) << (8 * (i + 1)) }
+        self.word = word
+    }
+
+    /// Calls `body` with each key, in order (not for ``overflow``).
+    @inline(__always)
+    package func forEach(_ body: (Int) -> Void) {
+        var rest = word >> 8
+        for _ in 0..<Int(word & 0xFF) {
+            body(Int(rest & 0xFF))
+            rest >>= 8
+        }
     }
 }
 
@@ -53,62 +88,5 @@ struct LintPlace {
     @inline(__always)
     func isFor(_ m: borrowing MessageContext) -> Bool {
         port == m.port && site == m.site && host == m.host && path == m.path && scheme == m.scheme
-    }
-}
-
-/// The lint's findings for lines seen before (one per event loop's stage): a server that sets the same cookies on
-/// every response has each linted once a second per URL, not once per response. The findings are a function of the
-/// line's bytes, the request's URL and site context and the second (an `Expires` is judged against it): all of it
-/// is the key and compared exactly, so a collision costs a miss, never a wrong finding. Direct-mapped by a digest.
-final class LintCache {
-    final class Entry {
-        let digest: UInt64
-        let line: [UInt8]
-        let place: LintPlace
-        let second: Int64
-        let linted: Linted
-
-        init(_ digest: UInt64, _ line: [UInt8], _ m: borrowing MessageContext, _ second: Int64, _ linted: Linted) {
-            (self.digest, self.line, self.second, self.linted) = (digest, line, second, linted)
-            place = LintPlace(m)
-        }
-
-        /// Whether it was made for this line, request and second.
-        func isFor(
-            _ digest: UInt64, _ line: UnsafeBufferPointer<UInt8>, _ second: Int64, _ m: borrowing MessageContext
-        ) -> Bool {
-            self.digest == digest && self.second == second && LogSink.Fragment.same(self.line, line) && place.isFor(m)
-        }
-    }
-
-    private static let slotBits = 8
-
-    /// The slot: the digest mixed once more (the log's record cache takes its top bits as they are; two caches
-    /// indexed by the same bits would miss together).
-    private static func slot(_ digest: UInt64) -> Int {
-        Int(truncatingIfNeeded: (digest &* 0x9E37_79B9_7F4A_7C15) >> UInt64(64 - slotBits))
-    }
-    private var entries = [Entry?](repeating: nil, count: 1 << LintCache.slotBits)
-
-    /// The lint kept for `line` in `response`'s request and second, if any (`digest`: the line's, which picks the
-    /// slot; what is compared is the whole key).
-    func cached(_ line: UnsafeBufferPointer<UInt8>, _ digest: UInt64, _ response: borrowing ResponseOutcome) -> Linted?
-    {
-        let second = response.time / 1000
-        guard let e = entries[Self.slot(digest)],
-            e.isFor(digest, line, second, response.message)
-        else { return nil }
-        return e.linted
-    }
-
-    /// Keeps `findings` for `line` in `response`'s request and second; returns them with their keys.
-    func keep(
-        _ line: UnsafeBufferPointer<UInt8>, _ digest: UInt64, _ response: borrowing ResponseOutcome,
-        _ findings: [LintFinding]
-    ) -> Linted {
-        let linted = Linted(findings)
-        entries[Self.slot(digest)] = Entry(
-            digest, Array(line), response.message, response.time / 1000, linted)
-        return linted
     }
 }

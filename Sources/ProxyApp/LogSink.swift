@@ -347,10 +347,10 @@ public final class LogSink: Sendable {
 }
 
 extension LogSink {
-    /// One event loop's record formatting: the response's lines (handed over by ``LogSink/submit(_:)``), the
-    /// fields its records share, and a cache of the rest of a record (`,"cookie":` to the end) for cookies seen
-    /// before, so that a repeated cookie is neither parsed, diffed, linted nor escaped again. Used by one thread
-    /// only (its loop's part of the log as an observer of the cookie stage).
+    /// One event loop's record formatting: the response's lines (handed over by ``LogSink/submit(_:)``) and the
+    /// fields its records share; the rest of a record (`,"cookie":` to the end) is kept with the line's memo
+    /// (``LineMemo``), so that a repeated cookie is neither parsed, diffed, linted nor escaped again. Used by one
+    /// thread only (its loop's part of the log as an observer of the cookie stage).
     package final class Recorder {
         let sink: LogSink
         /// This response's lines (handed over whole by ``LogSink/submit(_:)``, which puts an empty one here).
@@ -360,13 +360,6 @@ extension LogSink {
         private var fragment = JSONWriter(capacity: 4096)
         /// The fields every record of this response shares (written at its first record).
         private var exchangeFields = JSONWriter(capacity: 1024)
-        /// Direct-mapped by the top bits of a digest of what the cookie part depends on; an entry is used only if
-        /// all of it is equal (so a collision costs a miss, never a wrong record).
-        private var fragments = [Fragment?](repeating: nil, count: 1 << Recorder.cacheBits)
-        private static let cacheBits = 12
-        /// The cache holds records of this engine only; another empties it.
-        private var engine: RuleEngine? = nil
-
         /// The last response's time as text.
         private var stamp = TransformationRecord.Timestamp()
         /// The sink's: the terminal's compact lines instead of JSON (and in color), and how values are shown.
@@ -385,10 +378,6 @@ extension LogSink {
             chunk.bytes.removeAll()
             chunk.records = 0
             exchangeFields.removeAll()
-            if engine !== response.engine {
-                for i in fragments.indices { fragments[i] = nil }
-                engine = response.engine
-            }
         }
 
         /// Adds the line's record: the line as received and as the rules left it, the rules that matched, the
@@ -410,27 +399,21 @@ extension LogSink {
                 }
             }
             exchangeFields.withBytes { chunk.bytes.raw($0) }
-            let (original, result) = (line.received, line.edited)
-            let second = response.time / 1000
-            let digest = line.digest(second: second)
-            let slot = Int(truncatingIfNeeded: digest >> UInt64(64 - Self.cacheBits))
-            if let cached = fragments[slot], cached.digest == digest,
-                cached.matches(line, response.message, second: second, dryRun: response.dryRun)
-            {
-                cached.json.withBytes { chunk.bytes.raw($0) }
-                chunk.bytes.raw(0x0A)
-                return
+            // The cookie part, written once for a line decided the same way before (kept with the line's memo).
+            let memo = line.memo(response)
+            if !memo.recorded {
+                let full = record(line, response)
+                fragment.removeAll()
+                full.writeCookiePart(to: &fragment, redaction: redaction, changes: full.outcome.changes)
+                fragment.withBytes { json in
+                    var copy = JSONWriter(capacity: json.count)
+                    copy.raw(json)
+                    memo.record = copy
+                }
+                memo.recorded = true
             }
-            let full = record(line, response)
-            fragment.removeAll()
-            full.writeCookiePart(to: &fragment, redaction: redaction, changes: full.outcome.changes)
-            fragment.withBytes { chunk.bytes.raw($0) }
+            memo.record.withBytes { chunk.bytes.raw($0) }
             chunk.bytes.raw(0x0A)
-            fragments[slot] = fragment.withBytes { json in
-                Fragment(
-                    digest: digest, lines: (Array(original), result.map { Array($0) }), rules: line.edit.matchedRules,
-                    response.message, second: second, dryRun: response.dryRun, json: json)
-            }
         }
 
         /// The whole record (a cache miss, the terminal's compact line).
@@ -440,55 +423,6 @@ extension LogSink {
             TransformationRecord(
                 time: response.time, exchange: response.context, outcome: line.transformation(response),
                 findings: line.findings(response), dryRun: response.dryRun)
-        }
-    }
-
-    /// A cookie's part of its record and everything it depends on besides the engine (the cache's): both lines,
-    /// which rules matched, and what the lint reads besides the line (the URL and the second); so a hit is exact.
-    package final class Fragment {
-        let digest: UInt64
-        let original: [UInt8]
-        let result: [UInt8]?
-        let rulesLow: UInt64
-        let rulesHigh: [Int]
-        let place: LintPlace
-        let second: Int64
-        let dryRun: Bool
-        /// The record's cookie part (held without reference counting: a hit copies it out without a retain).
-        let json: JSONWriter
-
-        init(
-            digest: UInt64, lines: (original: [UInt8], result: [UInt8]?), rules: (low: UInt64, high: [Int]),
-            _ m: borrowing MessageContext, second: Int64, dryRun: Bool, json: UnsafeBufferPointer<UInt8>
-        ) {
-            self.digest = digest
-            (original, result) = lines
-            (rulesLow, rulesHigh) = rules
-            place = LintPlace(m)
-            self.second = second
-            self.dryRun = dryRun
-            var copy = JSONWriter(capacity: json.count)
-            copy.raw(json)
-            self.json = copy
-        }
-
-        /// Whether this entry was made for this cookie of this response (the lines compared with memcmp).
-        @inline(__always)
-        func matches(
-            _ line: borrowing LineOutcome, _ m: borrowing MessageContext, second: Int64, dryRun: Bool
-        ) -> Bool {
-            let result = line.edited
-            guard self.second == second, self.dryRun == dryRun, rulesLow == line.matchedRulesLow,
-                (self.result == nil) == (result == nil), Self.same(original, line.received),
-                result.map({ Self.same(self.result!, $0) }) ?? true,
-                rulesHigh == line.rulesBeyond64
-            else { return false }
-            return place.isFor(m)
-        }
-
-        static func same(_ x: [UInt8], _ b: UnsafeBufferPointer<UInt8>) -> Bool {
-            x.count == b.count
-                && x.withUnsafeBytes { p in p.count == 0 || memcmp(p.baseAddress!, b.baseAddress!, p.count) == 0 }
         }
     }
 }

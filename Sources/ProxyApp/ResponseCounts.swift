@@ -16,13 +16,13 @@ package final class ResponseCounts: Sendable {
     package static let classes = ["1xx", "2xx", "3xx", "4xx", "5xx"]
     /// Reverse mode (`--reverse`): every exchange is the reverse proxy's.
     let reverse: Bool
-    private let counters: [AtomicCounter]
+    private let counters: AtomicCounters
 
     package init(reverse: Bool) {
         self.reverse = reverse
-        counters = (0..<(Self.protocols.count * Mode.allCases.count * Self.classes.count)).map { _ in AtomicCounter() }
-        sentUpstream = (0..<Self.ring).map { _ in AtomicCounter() }
-        forwarded = (0..<Self.ring).map { _ in AtomicCounter() }
+        counters = AtomicCounters(count: Self.protocols.count * Mode.allCases.count * Self.classes.count)
+        sentUpstream = AtomicCounters(count: Self.ring)
+        forwarded = AtomicCounters(count: Self.ring)
     }
 
     // MARK: Durations
@@ -35,9 +35,9 @@ package final class ResponseCounts: Sendable {
     static let ring = 4096
     /// When each request in flight went upstream (monotonic nanoseconds), by its id modulo the ring: cleared when its
     /// response's head arrives, for the upstream's time.
-    private let sentUpstream: [AtomicCounter]
+    private let sentUpstream: AtomicCounters
     /// The same, cleared when its exchange ends, for the whole exchange's.
-    private let forwarded: [AtomicCounter]
+    private let forwarded: AtomicCounters
     /// From a request's head sent upstream to its final response's head.
     package let upstreamResponse = DurationHistogram()
     /// From a request's head sent upstream to the last byte of its response relayed.
@@ -51,21 +51,21 @@ package final class ResponseCounts: Sendable {
 
     /// A request's head went upstream.
     func requestForwarded(_ id: UInt64) {
-        let now = Self.nanoseconds()
-        sentUpstream[Int(id % UInt64(Self.ring))].store(now)
-        forwarded[Int(id % UInt64(Self.ring))].store(now)
+        let (now, slot) = (Self.nanoseconds(), Int(id % UInt64(Self.ring)))
+        sentUpstream.store(slot, now)
+        forwarded.store(slot, now)
     }
 
     /// Its final response's head arrived: the time since, observed once.
-    func responseArrived(_ id: UInt64) { Self.observe(sentUpstream[Int(id % UInt64(Self.ring))], in: upstreamResponse) }
+    func responseArrived(_ id: UInt64) { Self.observe(sentUpstream, Int(id % UInt64(Self.ring)), in: upstreamResponse) }
 
     /// Its response was relayed whole: the exchange's time, observed once.
-    func exchangeFinished(_ id: UInt64) { Self.observe(forwarded[Int(id % UInt64(Self.ring))], in: requestDuration) }
+    func exchangeFinished(_ id: UInt64) { Self.observe(forwarded, Int(id % UInt64(Self.ring)), in: requestDuration) }
 
-    private static func observe(_ slot: AtomicCounter, in histogram: DurationHistogram) {
-        let start = slot.load()
+    private static func observe(_ ring: AtomicCounters, _ slot: Int, in histogram: DurationHistogram) {
+        let start = ring.load(slot)
         guard start > 0 else { return }
-        slot.store(0)
+        ring.store(slot, 0)
         histogram.observe(nanoseconds: max(0, nanoseconds() - start))
     }
 
@@ -79,7 +79,7 @@ package final class ResponseCounts: Sendable {
         if status >= 200 { responseArrived(context.requestID) }
         let mode = reverse ? 1 : context.scheme == "https" ? 2 : 0
         let p = context.protocols.contains(.clientHTTP2) ? 1 : 0
-        counters[Self.index(protocol: p, mode: mode, class: status / 100 - 1)].add(1)
+        counters.add(Self.index(protocol: p, mode: mode, class: status / 100 - 1), 1)
     }
 
     /// Every (protocol, mode, class) with its count, zeros included (a bounded set of 30).
@@ -88,7 +88,7 @@ package final class ResponseCounts: Sendable {
         for (p, name) in Self.protocols.enumerated() {
             for (m, mode) in Mode.allCases.enumerated() {
                 for (c, status) in Self.classes.enumerated() {
-                    out.append((name, mode, status, counters[Self.index(protocol: p, mode: m, class: c)].load()))
+                    out.append((name, mode, status, counters.load(Self.index(protocol: p, mode: m, class: c))))
                 }
             }
         }
@@ -96,27 +96,30 @@ package final class ResponseCounts: Sendable {
     }
 }
 
-/// Durations in the buckets of ``ResponseCounts/bounds``: one atomic add per bucket and for the sum and count.
+/// Durations in the buckets of ``ResponseCounts/bounds``: one atomic add for the bucket and one for the sum (the
+/// count is the buckets' total).
 package final class DurationHistogram: Sendable {
+    /// The bounds in nanoseconds, what a duration is compared with (no conversion per observation).
+    private let bounds = ResponseCounts.bounds.map { Int(($0 * 1e9).rounded()) }
     /// Per bucket (the last one: past every bound), not cumulative.
-    private let buckets = (0...ResponseCounts.bounds.count).map { _ in AtomicCounter() }
-    private let sumNanoseconds = AtomicCounter()
-    private let observations = AtomicCounter()
+    private let buckets = AtomicCounters(count: ResponseCounts.bounds.count + 1)
+    /// The sum of the durations in nanoseconds.
+    private let sum = AtomicCounter()
 
     func observe(nanoseconds: Int) {
-        let seconds = Double(nanoseconds) / 1e9
-        buckets[ResponseCounts.bounds.firstIndex { seconds <= $0 } ?? ResponseCounts.bounds.count].add(1)
-        sumNanoseconds.add(nanoseconds)
-        observations.add(1)
+        var bucket = 0
+        while bucket < bounds.count && nanoseconds > bounds[bucket] { bucket += 1 }
+        buckets.add(bucket, 1)
+        sum.add(nanoseconds)
     }
 
     /// Cumulative counts per bound (the last one `+Inf`), the sum in seconds and the count.
     package var snapshot: (cumulative: [Int], sum: Double, count: Int) {
         var total = 0
-        let cumulative = buckets.map { counter -> Int in
-            total += counter.load()
+        let cumulative = (0..<buckets.count).map { k -> Int in
+            total += buckets.load(k)
             return total
         }
-        return (cumulative, Double(sumNanoseconds.load()) / 1e9, observations.load())
+        return (cumulative, Double(sum.load()) / 1e9, total)
     }
 }

@@ -124,7 +124,9 @@ package final class RulesHooks: ProxyHooks, Sendable {
                 // log gets the requests where something was not as expected (all of their verdicts).
                 let r = tracker.request(head: head.source, context: context, site: s, time: time)
                 judgedClient = r.client
-                for judge in judges { judge.observe(judged: r, context: context, time: time) }
+                if !r.verdicts.isEmpty {
+                    for judge in judges { judge.observe(judged: r, context: context, time: time) }
+                }
             } else {
                 tracker.note(
                     context.requestID, client: tracker.client(of: head.source, address: context.clientAddress), site: s)

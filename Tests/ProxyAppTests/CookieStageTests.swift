@@ -90,7 +90,8 @@ import Testing
         func observe(_ line: borrowing LineOutcome, of response: borrowing ResponseOutcome) {
             let t = line.transformation(response)
             let entry = Seen(
-                cookie: line.receivedCookie.name, after: line.forwarded.map { String(decoding: $0, as: UTF8.self) },
+                cookie: line.receivedCookie(response).name,
+                after: line.forwarded.map { String(decoding: $0, as: UTF8.self) },
                 rules: line.rules(response), changes: t.changes.map { "\($0.op.rawValue) \($0.attribute)" },
                 findings: line.findings(response).map(\.code), field: line.field)
             lock.withLock { seen.append(entry) }
@@ -146,7 +147,7 @@ import Testing
         }
     }
 
-    @Test func eachLinesFindingsAreItsOwnWhenTheLintCacheAnswers() throws {
+    @Test func eachLinesFindingsAreItsOwnWhenItsMemoAnswers() throws {
         // An observer that reads nothing but the findings (as the metrics do), alone on its stage; and one that
         // reads everything (the line's cookies parsed, its changes), on another.
         let findingsOnly = FindingsOnly()
@@ -171,6 +172,53 @@ import Testing
         )
         #expect(seen[4...].map(\.findings) == seen[..<4].map(\.findings))
         #expect(findingsOnly.lines == seen.map(\.findings))
+    }
+
+    /// The metrics' counts (`--metrics`): each changed line once per rule that matched it, under the rule's name also
+    /// after a reload renames the rules; each forwarded line's findings once per finding, by code and severity, equal
+    /// to what an observer reading the findings saw — repeated lines (answered from their memo) included.
+    @Test func theMetricsCountEveryLineByRuleAndFindingAcrossAReload() throws {
+        let recording = Recording()
+        let hooks = RulesHooks(
+            engine: try Self.engine(Self.rules), dryRun: false, sink: nil, intercept: HostPatternList(),
+            responses: ResponseCounts(reverse: false), observers: [recording])
+        let counts = try #require(hooks.counts)
+        let stage = hooks.makeResponseStage()
+        let lines = [
+            "Set-Cookie: Bin-Auth-Token=abc; Domain=bin.example.com", "Set-Cookie: track=1",
+            "Set-Cookie: none=2; SameSite=None", "Set-Cookie: host=3; Domain=127.0.0.1; SameSite=None; Expires=x",
+        ]
+        for _ in 0..<3 { _ = try Self.forward(hooks, lines, stage: stage) }
+        hooks.replace(try Self.engine(Self.rules.replacingOccurrences(of: "drop tracking", with: "no tracking")))
+        _ = try Self.forward(hooks, lines, stage: stage)
+        let samples = Dictionary(
+            counts.transformationSamples.map { ("\($0.rule) \($0.action)", $0.count) }, uniquingKeysWith: +)
+        #expect(samples["share login with subdomains rewrite"] == 4 && samples["share login with subdomains drop"] == 0)
+        #expect(samples["drop tracking drop"] == 3 && samples["no tracking drop"] == 1)
+        #expect(samples["drop tracking rewrite"] == 0)
+        // The findings of the lines the client got (the dropped line has none), rejects and warnings only.
+        var expected: [String: Int] = [:]
+        for (i, line) in recording.lines.enumerated() where i % 4 != 1 {
+            for code in line.findings { expected[code, default: 0] += 1 }
+        }
+        let counted = Dictionary(counts.findingSamples.map { ($0.code, $0.count) }, uniquingKeysWith: +)
+        #expect(!counted.isEmpty)
+        for (code, n) in counted { #expect(expected[code] == n, "\(code)") }
+    }
+
+    /// A line's counted findings in one word: up to seven keys below 255, in order; more, or a larger key, is the
+    /// overflow (the counter then reads the list).
+    @Test(arguments: [
+        ([], false), ([0], false), ([3, 1, 3], false), ([254, 0, 7, 9, 11, 13, 15], false),
+        ([1, 2, 3, 4, 5, 6, 7, 8], true), ([255], true), ([2, 400], true),
+    ])
+    func countedKeysHoldUpToSevenSmallKeysInOrder(keys: [Int], overflows: Bool) {
+        let packed = CountedKeys(keys)
+        #expect((packed == .overflow) == overflows)
+        guard !overflows else { return }
+        var read: [Int] = []
+        packed.forEach { read.append($0) }
+        #expect(read == keys)
     }
 
     /// `--dry-run`: the head goes out as received, and the log says what the rules would have done.

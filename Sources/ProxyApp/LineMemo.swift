@@ -1,0 +1,115 @@
+import CookieKit
+import CookieRules
+import Foundation
+
+/// What the observers work out from a line (its parsed cookies, the attribute changes, the lint's findings, the
+/// log's record of it), kept for the next time the same line is decided the same way: a server sets the same
+/// cookies on every response, so each is parsed, diffed, linted and written as a record once a second per URL,
+/// not once per response and observer. Everything kept is a function of the key (the line as received and as the
+/// rules left it, the rules that matched, the request's URL and site context, the second — an `Expires` is judged
+/// against it — and the dry run) and of the rule set, which empties the table when it changes; the key is compared
+/// exactly, so a collision costs a miss, never a wrong finding or record.
+package final class LineMemo {
+    let digest: UInt64
+    let original: [UInt8]
+    let result: [UInt8]?
+    let rulesLow: UInt64
+    let rulesHigh: [Int]
+    let place: LintPlace
+    let second: Int64
+    let dryRun: Bool
+
+    var received: SetCookie? = nil
+    var transformation: Transformation? = nil
+    /// The lint of the line as the rules left it (of the received line when dropped).
+    var editedLint: Linted? = nil { didSet { editedKeys = editedLint?.keys } }
+    /// The lint of the received line, in a dry run that would have changed it (what the client got).
+    var receivedLint: Linted? = nil { didSet { receivedKeys = receivedLint?.keys } }
+    /// The lints' ``CountedKeys``, read without touching the lints.
+    private(set) var editedKeys: CountedKeys? = nil
+    private(set) var receivedKeys: CountedKeys? = nil
+    /// The log's: the cookie part of the line's record (`,"cookie":` to the end) as its sink writes it, when
+    /// ``recorded``. Held without reference counting: writing it out again copies bytes, counts nothing.
+    package var record = JSONWriter(capacity: 0)
+    package var recorded = false
+
+    init(
+        digest: UInt64, _ line: borrowing LineOutcome, _ m: borrowing MessageContext, second: Int64, dryRun: Bool
+    ) {
+        self.digest = digest
+        original = Array(line.received)
+        result = line.edited.map { Array($0) }
+        (rulesLow, rulesHigh) = (line.matchedRulesLow, line.rulesBeyond64)
+        place = LintPlace(m)
+        (self.second, self.dryRun) = (second, dryRun)
+    }
+
+    /// Whether it was made for this line of this response (the lines compared with memcmp).
+    @inline(__always)
+    func matches(_ line: borrowing LineOutcome, _ m: borrowing MessageContext, second: Int64, dryRun: Bool) -> Bool {
+        let edited = line.edited
+        guard self.second == second, self.dryRun == dryRun, rulesLow == line.matchedRulesLow,
+            (result == nil) == (edited == nil), Self.same(original, line.received),
+            edited.map({ Self.same(result!, $0) }) ?? true,
+            rulesHigh == line.rulesBeyond64
+        else { return false }
+        return place.isFor(m)
+    }
+
+    static func same(_ x: [UInt8], _ b: UnsafeBufferPointer<UInt8>) -> Bool {
+        x.count == b.count
+            && x.withUnsafeBytes { p in p.count == 0 || memcmp(p.baseAddress!, b.baseAddress!, p.count) == 0 }
+    }
+}
+
+/// One event loop's stage's memos (``LineMemo``), direct-mapped by the top bits of the line's digest, and the line
+/// in hand's, looked up when an observer first asks for it (most lines of most configurations: never).
+package final class LineFacts {
+    private static let slotBits = 12
+    private var memos = [LineMemo?](repeating: nil, count: 1 << LineFacts.slotBits)
+    /// The rule set the memos were made under.
+    private var engine: RuleEngine? = nil
+    /// This line's memo, once looked up (held by ``memos``, which replaces a slot's memo only in a lookup, and a
+    /// lookup is made only when this is nil: so it is held and read without counting references).
+    private var held: Unmanaged<LineMemo>? = nil
+
+    /// A new line.
+    @inline(__always)
+    func reset() { held = nil }
+
+    var current: LineMemo? { held?.takeUnretainedValue() }
+
+    /// The current memo's lint keys, read without counting a reference (nil: no memo yet, or no such lint).
+    @inline(__always)
+    func keys(edited: Bool) -> CountedKeys? {
+        held?._withUnsafeGuaranteedRef { edited ? $0.editedKeys : $0.receivedKeys }
+    }
+
+    /// The line's memo: the one kept for it, or a new one in its slot.
+    @inline(__always)
+    func memo(_ line: borrowing LineOutcome, _ response: borrowing ResponseOutcome) -> LineMemo {
+        if let held { return held.takeUnretainedValue() }
+        return lookUp(line, response)
+    }
+
+    @inline(never)
+    private func lookUp(_ line: borrowing LineOutcome, _ response: borrowing ResponseOutcome) -> LineMemo {
+        if engine !== response.engine {
+            for i in memos.indices { memos[i] = nil }
+            engine = response.engine
+        }
+        let second = response.time / 1000
+        let digest = line.digest(second: second)
+        let slot = Int(truncatingIfNeeded: digest >> UInt64(64 - Self.slotBits))
+        if let kept = memos[slot], kept.digest == digest,
+            kept.matches(line, response.message, second: second, dryRun: response.dryRun)
+        {
+            held = Unmanaged.passUnretained(kept)
+            return kept
+        }
+        let made = LineMemo(digest: digest, line, response.message, second: second, dryRun: response.dryRun)
+        memos[slot] = made
+        held = Unmanaged.passUnretained(made)
+        return made
+    }
+}
