@@ -140,7 +140,7 @@ package struct LineOutcome: ~Copyable {
     package func forwardedKeys(_ response: borrowing ResponseOutcome) -> CountedKeys {
         let forwardedIsEdited = !dryRun || rewritten == nil
         if forwardedIsEdited && dropped && !dryRun { return .none }
-        if let keys = facts.keys(edited: forwardedIsEdited) { return keys }
+        if let keys = facts.keys(edited: forwardedIsEdited, self, response) { return keys }
         return forwardedLint(response)?.keys ?? .none
     }
 

@@ -88,12 +88,20 @@ package final class LineFacts {
     /// The line's memo: the one kept for it, or a new one in its slot.
     @inline(__always)
     func memo(_ line: borrowing LineOutcome, _ response: borrowing ResponseOutcome) -> LineMemo {
-        if let held { return held.takeUnretainedValue() }
-        return lookUp(line, response)
+        if held == nil { lookUp(line, response) }
+        return held.unsafelyUnwrapped.takeUnretainedValue()
     }
 
+    /// The current memo's lint keys, the memo looked up first if it was not (nil: no such lint made yet).
+    @inline(__always)
+    func keys(edited: Bool, _ line: borrowing LineOutcome, _ response: borrowing ResponseOutcome) -> CountedKeys? {
+        if held == nil { lookUp(line, response) }
+        return keys(edited: edited)
+    }
+
+    /// Looks the line's memo up (or makes it) and holds it.
     @inline(never)
-    private func lookUp(_ line: borrowing LineOutcome, _ response: borrowing ResponseOutcome) -> LineMemo {
+    private func lookUp(_ line: borrowing LineOutcome, _ response: borrowing ResponseOutcome) {
         if engine !== response.engine {
             for i in memos.indices { memos[i] = nil }
             engine = response.engine
@@ -105,11 +113,10 @@ package final class LineFacts {
             kept.matches(line, response.message, second: second, dryRun: response.dryRun)
         {
             held = Unmanaged.passUnretained(kept)
-            return kept
+            return
         }
         let made = LineMemo(digest: digest, line, response.message, second: second, dryRun: response.dryRun)
         memos[slot] = made
         held = Unmanaged.passUnretained(made)
-        return made
     }
 }
