@@ -1,26 +1,26 @@
 import Foundation
 
 /// Standard output and error without Foundation's buffering surprises.
-package enum Console {
-    package static func out(_ text: String) {
+public enum Console {
+    public static func out(_ text: String) {
         var t = text
         if !t.hasSuffix("\n") { t += "\n" }
         writeAll(1, t)
     }
-    package static func err(_ text: String) {
+    public static func err(_ text: String) {
         var t = text
         if !t.hasSuffix("\n") { t += "\n" }
         writeAll(2, t)
     }
 
     /// Writes to stderr without adding a newline (the live status line).
-    package static func errRaw(_ text: String) { writeAll(2, text) }
+    public static func errRaw(_ text: String) { writeAll(2, text) }
 
-    package static func writeAll(_ fd: Int32, _ text: String) { writeAll(fd, Array(text.utf8)) }
+    public static func writeAll(_ fd: Int32, _ text: String) { writeAll(fd, Array(text.utf8)) }
 
     /// Writes all of `data`; 0, or the errno of the write that failed.
     @discardableResult
-    package static func writeAll(_ fd: Int32, _ data: [UInt8]) -> Int32 {
+    public static func writeAll(_ fd: Int32, _ data: [UInt8]) -> Int32 {
         data.withUnsafeBufferPointer { writeAll(fd, $0) }
     }
 
@@ -28,7 +28,7 @@ package enum Console {
     /// terminal's one write loop (the log's writer has its own, with writev). 0, or the errno of the write that
     /// failed.
     @discardableResult
-    package static func writeAll(_ fd: Int32, _ bytes: UnsafeBufferPointer<UInt8>) -> Int32 {
+    public static func writeAll(_ fd: Int32, _ bytes: UnsafeBufferPointer<UInt8>) -> Int32 {
         var offset = 0
         while offset < bytes.count {
             let n = write(fd, bytes.baseAddress! + offset, bytes.count - offset)
@@ -41,10 +41,10 @@ package enum Console {
         }
         return 0
     }
-    package static var stdoutIsTerminal: Bool { isatty(1) != 0 }
+    public static var stdoutIsTerminal: Bool { isatty(1) != 0 }
 
     /// Lines of standard input.
-    package static func readLines() -> [String] {
+    public static func readLines() -> [String] {
         var lines: [String] = []
         while let line = readLine(strippingNewline: true) { lines.append(line) }
         return lines

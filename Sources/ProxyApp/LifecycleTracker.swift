@@ -83,7 +83,7 @@ public final class LifecycleTracker: Sendable {
     }
 
     /// Reads `--client-by`: `auto`, `address` or `header:NAME`.
-    package static func parseClientKey(_ text: String) -> ClientKey? {
+    public static func parseClientKey(_ text: String) -> ClientKey? {
         if text == "auto" { return .automatic }
         if text == "address" { return .address }
         guard text.hasPrefix("header:") else { return nil }

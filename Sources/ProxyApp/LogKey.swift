@@ -4,12 +4,12 @@ import Foundation
 
 /// The secret of the log's value hashes: 16 random bytes in `log-key` next to the CA (mode 0600), made on first
 /// use, so that the same value hashes the same across runs on one machine and differently on another.
-package enum LogKey {
+public enum LogKey {
     /// The inspector's token, 32 hex digits: what the banner's URL, the page's cookie, `cookie-proxy mcp` and
     /// `Authorization: Bearer` present. `inspector-token` holds it as that text and a line end, so that
     /// `Authorization: Bearer $(cat inspector-token)` works; a file of 16 raw bytes (as earlier versions wrote it)
     /// is read as those bytes in hex, the same token.
-    package static func inspectorToken(directory: String) throws(RulesLoadError) -> String {
+    public static func inspectorToken(directory: String) throws(RulesLoadError) -> String {
         let bytes = try load(directory: directory, name: "inspector-token", text: true)
         return String(decoding: bytes, as: UTF8.self)
     }

@@ -1,7 +1,7 @@
 import CookieRules
 
 /// Rules the binary carries (`run --emulate NAME`), appended after the user's rules and reloaded with them.
-package enum Presets {
+public enum Presets {
     /// What Safari and every WKWebView app do with third-party cookies (WebKit's full third-party cookie blocking),
     /// for a developer testing in Chrome or with curl: in a cross-site subresource or frame (the site context read
     /// from Fetch Metadata, Origin or Referer), an unpartitioned cookie is neither kept nor sent. Which cookies are
@@ -22,10 +22,10 @@ package enum Presets {
 
         """
 
-    package static let names = ["safari"]
+    public static let names = ["safari"]
 
     /// The preset's rules, read as a file named `<emulate NAME>`; nil for an unknown name.
-    package static func rules(_ name: String) throws(RulesError) -> [Rule]? {
+    public static func rules(_ name: String) throws(RulesError) -> [Rule]? {
         switch name {
         case "safari": return try RulesParser.parse(safari, file: "<emulate safari>")
         default: return nil

@@ -1,5 +1,6 @@
 import CookieInspector
 import CookieKit
+import CookieReports
 import CookieRules
 import Foundation
 import HTTPGrammar
@@ -216,8 +217,8 @@ public enum ProxyApp {
 /// A started proxy: its addresses, and what a running one is asked to do (reload its rules, reopen its log, stop).
 public final class RunningProxy {
     public let server: ProxyServer
-    package let runtime: ProxyRuntime
-    package let service: InspectorService
+    let runtime: ProxyRuntime
+    let service: InspectorService
     let metrics: MetricsServer?
     /// What TLS was set up (nil: none).
     public let tls: ProxyApp.TLSSetup?
@@ -240,6 +241,10 @@ public final class RunningProxy {
 
     /// Reads the rules file again; an invalid file leaves the last good rules in force (and says so).
     public func reload(reason: String) { runtime.reload(reason: reason) }
+    /// What `run --report` found so far (nil without it): cookie-line findings and lifecycle verdicts.
+    public var findings: FindingsReport? { runtime.hooks.report?.snapshot }
+    /// The status line's summary: lines examined and changed, log records, the last reload.
+    public var statusSummary: String { runtime.statusSummary }
     /// Reopens the log file (after a rotation).
     public func reopenLog() { runtime.reopenLog() }
     /// Once a second: the rules file looked at (reloaded when it changed), the exchanges a deadline closed logged.

@@ -2,8 +2,8 @@ import CookieRules
 import Foundation
 
 /// Reading rules from disk: a file, or a folder of `*.rules` files in name order.
-package enum RulesFiles {
-    package static func load(_ path: String) throws -> RuleSet {
+public enum RulesFiles {
+    public static func load(_ path: String) throws -> RuleSet {
         try RulesParser.load(
             path: path,
             reader: { try String(contentsOfFile: $0, encoding: .utf8) },

@@ -6,10 +6,10 @@ import Locking
 public final class TerminalView: Sendable {
     private let status = Locked<String>("")
 
-    package init() {}
+    public init() {}
 
     /// Draws the status line (stderr) in place.
-    package func setStatus(_ text: String) {
+    public func setStatus(_ text: String) {
         status.withLock { s in
             s = text
             Console.writeAll(2, "\r\u{1B}[2K\(text)")
@@ -17,7 +17,7 @@ public final class TerminalView: Sendable {
     }
 
     /// Ends the status line (before the last messages).
-    package func finish() {
+    public func finish() {
         status.withLock { s in
             if !s.isEmpty { Console.writeAll(2, "\n") }
             s = ""

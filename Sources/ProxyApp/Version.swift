@@ -1,2 +1,2 @@
 /// The release of cookie-proxy: what `--version`, the inspector's API and the MCP server's `serverInfo` say.
-package let cookieProxyVersion = "0.7"
+public let cookieProxyVersion = "0.7"

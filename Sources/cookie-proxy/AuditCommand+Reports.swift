@@ -2,6 +2,7 @@ import CookieAudit
 import CookieKit
 import CookieLifecycle
 import CookieReports
+import Foundation
 import ProxyApp
 
 extension AuditCommand {
@@ -23,7 +24,7 @@ extension AuditCommand {
     /// `audit URL --format sarif`: each hop's Set-Cookie lines' findings, and the jar's refusals.
     static func sarif(_ r: AuditReport) -> String {
         var report = FindingsReport()
-        let now = RulesHooks.wallMilliseconds()
+        let now = Int64(Date().timeIntervalSince1970 * 1000)
         for hop in r.hops {
             let host = RequestURL(hop.url)?.host ?? hop.url
             for cookie in hop.cookies {
@@ -43,7 +44,7 @@ extension AuditCommand {
     /// `audit --har FILE --format sarif`: the entries' Set-Cookie findings and their verdicts.
     static func sarif(_ entries: [HARAudit.EntryReport]) -> String {
         var report = FindingsReport()
-        let now = RulesHooks.wallMilliseconds()
+        let now = Int64(Date().timeIntervalSince1970 * 1000)
         for e in entries {
             let host = RequestURL(e.url)?.host ?? e.url
             for line in e.setCookies {

@@ -84,7 +84,7 @@ enum MCPCommand {
                     [
                         "protocolVersion": asked ?? MCPCommand.protocolVersion,
                         "capabilities": ["tools": ["listChanged": false]],
-                        "serverInfo": ["name": "cookie-proxy", "version": InspectorService.version],
+                        "serverInfo": ["name": "cookie-proxy", "version": cookieProxyVersion],
                         "instructions":
                             "Tools to see what browsers make of Set-Cookie headers, to run them through cookie-proxy rules, and to read a running cookie-proxy's recent exchanges.",
                     ])

@@ -8,8 +8,9 @@ import ProxyCore
 import ProxyServer
 import ProxyTLS
 
-/// The command line of the runtime: its options, and the runtime and the TLS interception they make.
-extension ProxyRuntime {
+/// The command line of the proxy's runtime (rules, log, interception, lifecycle): its options, and what they put
+/// into the app's configuration.
+enum RuntimeOptions {
     /// The options every proxy-running command reads, declared once (parsing, `--help`, every read of a value).
     enum Option {
         static let dryRun = OptionSpec(

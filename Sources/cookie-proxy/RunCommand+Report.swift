@@ -53,9 +53,8 @@ extension RunCommand {
     }
 
     /// Writes each report (atomically: a reader never sees half of one); failures are said on stderr.
-    static func writeReports(_ report: RunReport?, _ settings: ReportSettings) {
-        guard let report, !settings.files.isEmpty else { return }
-        let snapshot = report.snapshot
+    static func writeReports(_ snapshot: FindingsReport?, _ settings: ReportSettings) {
+        guard let snapshot, !settings.files.isEmpty else { return }
         for (format, path) in settings.files {
             let text =
                 format == "junit"
@@ -70,9 +69,8 @@ extension RunCommand {
     }
 
     /// The exit status the report gives: 1 when it meets a `--fail-on` condition (said on stderr), else 0.
-    static func reportStatus(_ report: RunReport?, _ settings: ReportSettings) -> Int32 {
-        guard let report, !settings.failOn.isEmpty else { return 0 }
-        let snapshot = report.snapshot
+    static func reportStatus(_ snapshot: FindingsReport?, _ settings: ReportSettings) -> Int32 {
+        guard let snapshot, !settings.failOn.isEmpty else { return 0 }
         guard snapshot.fails(settings.failOn) else { return 0 }
         let counts = Dictionary(grouping: snapshot.entries, by: \.level).mapValues { $0.count }
         Console.err(

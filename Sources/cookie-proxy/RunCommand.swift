@@ -155,7 +155,7 @@ enum RunCommand {
             Option.drainTimeout,
             Option.http2,
             Option.quiet,
-        ] + ProxyRuntime.options + [.psl],
+        ] + RuntimeOptions.options + [.psl],
         discussion: """
             Point a client at the proxy:
               curl -x http://127.0.0.1:8080 http://example.com/
@@ -191,7 +191,7 @@ enum RunCommand {
         var configuration = ProxyApp.Configuration(
             server: settings.config,
             home: CertificateAuthority.defaultDirectory(environment: ProcessInfo.processInfo.environment))
-        let runtimeBanner = try ProxyRuntime.apply(args, command: spec.name, terminal: terminal, to: &configuration)
+        let runtimeBanner = try RuntimeOptions.apply(args, command: spec.name, terminal: terminal, to: &configuration)
         let reports = try reportSettings(args)
         configuration.report = !reports.isEmpty
         configuration.inspector = uiAddress.map {
@@ -365,7 +365,7 @@ enum RunCommand {
         _ proxy: RunningProxy, signals: inout BlockedSignals, drain: Double, terminal: TerminalView?,
         statusLine: Bool, reports: ReportSettings
     ) -> Int32 {
-        let (server, runtime) = (proxy.server, proxy.runtime)
+        let server = proxy.server
         while true {
             let sig = signals.wait(milliseconds: 1000)
             if sig == SIGHUP {
@@ -374,7 +374,7 @@ enum RunCommand {
             }
             if sig == SIGUSR1 {
                 proxy.reopenLog()
-                writeReports(runtime.hooks.report, reports)
+                writeReports(proxy.findings, reports)
                 continue
             }
             if sig == SIGINT || sig == SIGTERM {
@@ -400,13 +400,13 @@ enum RunCommand {
                         "cookie-proxy: \(server.unexpectedEventCount) connections were closed on an event their state"
                             + " could not take (a bug in cookie-proxy: please report it)")
                 }
-                writeReports(runtime.hooks.report, reports)
-                return reportStatus(runtime.hooks.report, reports)
+                writeReports(proxy.findings, reports)
+                return reportStatus(proxy.findings, reports)
             }
             proxy.poll()
             reportEvents(proxy)
             if statusLine {
-                let text = "\(server.connections) connections · \(server.requests) requests · \(runtime.statusSummary)"
+                let text = "\(server.connections) connections · \(server.requests) requests · \(proxy.statusSummary)"
                 if let terminal { terminal.setStatus(text) } else { Console.errRaw("\r\u{1B}[2K\(text)") }
             }
         }
