@@ -25,7 +25,7 @@ package final class CookieCounts: Sendable {
         var findings: [Int] = []
     }
 
-    package init() {
+    init() {
         verdicts = AtomicCounters(count: CookieVerdict.Kind.allCases.count * Self.reasons.count)
     }
 
@@ -34,7 +34,7 @@ package final class CookieCounts: Sendable {
         return k * reasons.count + (reasons.firstIndex(of: reason) ?? 0)
     }
 
-    package func judged(_ verdicts: [CookieVerdict]) {
+    func judged(_ verdicts: [CookieVerdict]) {
         for v in verdicts { self.verdicts.add(Self.index(v.kind, v.reason?.code), 1) }
     }
 
@@ -115,7 +115,7 @@ package final class CookieCounts: Sendable {
     }
 
     /// Every (verdict, reason) that can occur, zeros included; `none` for a verdict without a reason.
-    package var verdictSamples: [(verdict: String, reason: String, count: Int)] {
+    var verdictSamples: [(verdict: String, reason: String, count: Int)] {
         var out: [(String, String, Int)] = []
         for kind in CookieVerdict.Kind.allCases {
             for reason in Self.reasons {

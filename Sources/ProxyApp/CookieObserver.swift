@@ -95,7 +95,7 @@ package struct LineOutcome: ~Copyable {
 
     /// What is worked out from the line for the observers (its parsed cookies, the attribute changes, the lint),
     /// made when one first asks and kept for the next time the same line is decided the same way (``LineMemo``).
-    package func memo(_ response: borrowing ResponseOutcome) -> LineMemo { facts.memo(self, response) }
+    func memo(_ response: borrowing ResponseOutcome) -> LineMemo { facts.memo(self, response) }
 
     /// What the rules did, attribute by attribute (``Transformation/changes``), with the rules' names and places.
     package func transformation(_ response: borrowing ResponseOutcome) -> Transformation {

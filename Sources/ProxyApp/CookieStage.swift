@@ -8,7 +8,7 @@ import ProxyCore
 /// through the rules, and each line's outcome handed to the observers' parts for this loop. One parser, one rewrite
 /// and one shape cache for every line of every response of the loop: their storage is reused (the head copies what
 /// it keeps). Only the loop's thread uses it.
-package final class CookieStage: ResponseStage {
+final class CookieStage: ResponseStage {
     let hooks: RulesHooks
     var parser = SetCookieParser()
     var rewrite = SetCookieRewrite()
@@ -28,7 +28,7 @@ package final class CookieStage: ResponseStage {
         readsRequest = parts.contains { $0.readsRequest }
     }
 
-    package func willForward(_ head: inout OutgoingHead, context: ExchangeContext) {
+    func willForward(_ head: inout OutgoingHead, context: ExchangeContext) {
         // Counted from the borrowed context (through the pointer below it was copied).
         hooks.responses?.count(context)
         withUnsafePointer(to: context) { forward(&head, context: $0) }
@@ -108,7 +108,7 @@ package final class CookieStage: ResponseStage {
         for index in droppedLines.reversed() { head.remove(at: index) }
     }
 
-    package func didForward(_ head: OutgoingHead, bytes: ArraySlice<UInt8>, context: ExchangeContext) {
+    func didForward(_ head: OutgoingHead, bytes: ArraySlice<UInt8>, context: ExchangeContext) {
         observers?.forwarded(head, bytes: bytes, context: context)
     }
 }

@@ -12,27 +12,27 @@ import ProxyServer
 /// (for requests through the proxy to `cookie-proxy.local`) the onboarding pages. Every inspector request needs
 /// the installation's token and must name the inspector's own address in Host (DNS rebinding); the onboarding
 /// pages need neither, and serve only the CA certificate, never a key.
-package final class InspectorService: LocalService {
-    package static let version = cookieProxyVersion
-    package static let cookieName = "cookie-proxy-inspector"
+final class InspectorService: LocalService {
+    static let version = cookieProxyVersion
+    static let cookieName = "cookie-proxy-inspector"
 
-    package let store: InspectorStore
-    package let views: InspectorViews
-    package let token: String
+    let store: InspectorStore
+    let views: InspectorViews
+    let token: String
     /// `host:port` spellings a browser may send in Host for the inspector (set once the port is bound).
     private let ownHosts = Locked<Set<String>>([])
     package let rules: @Sendable () -> RuleSet
     package let reloadStatus: @Sendable () -> JSONValue
     /// The CA certificate (PEM, DER) when https interception is on; the onboarding page names no CA otherwise.
-    package let caCertificate: (pem: [UInt8], der: [UInt8], name: String)?
-    package let onboardingHost: String
+    let caCertificate: (pem: [UInt8], der: [UInt8], name: String)?
+    let onboardingHost: String
     /// False with `--ui off`: only the onboarding pages are served.
-    package let inspectorEnabled: Bool
+    let inspectorEnabled: Bool
     private let feed: Feed
     /// Each client's cookies across requests (nil with `--lifecycle off`).
-    package let lifecycle: LifecycleTracker?
+    let lifecycle: LifecycleTracker?
 
-    package init(
+    init(
         store: InspectorStore, redaction: Redaction, token: String, rules: @escaping @Sendable () -> RuleSet,
         reloadStatus: @escaping @Sendable () -> JSONValue, caCertificate: (pem: [UInt8], der: [UInt8], name: String)?,
         onboardingHost: String = "cookie-proxy.local", inspectorEnabled: Bool = true, lifecycle: LifecycleTracker? = nil
@@ -50,7 +50,7 @@ package final class InspectorService: LocalService {
     }
 
     /// The address the inspector answers on: `host` as given (or its loopback spellings) with `port`.
-    package func bound(host: String, port: Int) {
+    func bound(host: String, port: Int) {
         var names: Set<String> = []
         let hosts =
             host == "127.0.0.1" || host == "0.0.0.0"
@@ -61,7 +61,7 @@ package final class InspectorService: LocalService {
         ownHosts.withLock { $0 = names }
     }
 
-    package func respond(_ request: LocalRequest) -> LocalResponse {
+    func respond(_ request: LocalRequest) -> LocalResponse {
         let host = (request.field("host") ?? "").lowercased()
         if host == onboardingHost || host == onboardingHost + ":80" { return onboarding(request) }
         guard inspectorEnabled else { return .text(404, "the inspector is off (--ui off)") }
@@ -100,7 +100,7 @@ package final class InspectorService: LocalService {
         return nil
     }
 
-    package static func constantTimeEqual(_ a: String, _ b: String) -> Bool {
+    static func constantTimeEqual(_ a: String, _ b: String) -> Bool {
         let x = Array(a.utf8)
         let y = Array(b.utf8)
         guard x.count == y.count else { return false }
@@ -109,7 +109,7 @@ package final class InspectorService: LocalService {
         return difference == 0
     }
 
-    package static func json(_ value: JSONValue, status: Int = 200) -> LocalResponse {
+    static func json(_ value: JSONValue, status: Int = 200) -> LocalResponse {
         var response = LocalResponse.ok("application/json; charset=utf-8", Array(value.serialized.utf8))
         response.status = status
         return response
@@ -227,7 +227,7 @@ package final class InspectorService: LocalService {
 
     /// Pushes a row per new exchange to every open event stream (Server-Sent Events), from a thread of its own:
     /// the analysis (parse, diff, lint) is done here, not on the event loops, and only while someone listens.
-    package final class Feed: Sendable {
+    final class Feed: Sendable {
         let store: InspectorStore
         let views: InspectorViews
         private let subscribers = Locked<[LocalStream]>([])

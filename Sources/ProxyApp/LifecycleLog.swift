@@ -7,9 +7,9 @@ import HTTPGrammar
 /// The log's records of the lifecycle (one per request the client's jar judged: rules/README.md, "Cookie
 /// verdicts") and of request-cookie edits (one per edited cookie, in the transformation records' shape with
 /// `"side":"request"`). Values are hashed as in every record unless `--log-values`.
-package enum LifecycleLog {
+enum LifecycleLog {
     /// `{"time","requestId","client","method","url"[,"protocol"],"record":"cookies-sent","engine","site","siteEvidence","verdicts":[…]}`.
-    package static func record(
+    static func record(
         _ r: LifecycleTracker.Request, context: ExchangeContext, time: Int64, redaction: Redaction
     ) -> String {
         var out = JSONWriter(capacity: 512)
@@ -75,7 +75,7 @@ package enum LifecycleLog {
     }
 
     /// One record per request-cookie edit, newline-separated.
-    package static func requestCookieRecords(
+    static func requestCookieRecords(
         _ changes: [RequestCookieChange], context: ExchangeContext, time: Int64, dryRun: Bool, redaction: Redaction
     ) -> String {
         var lines: [String] = []

@@ -26,10 +26,10 @@ public final class LifecycleTracker: Sendable {
         /// A request header's value (lowercase name).
         case header(String)
     }
-    package static let maximumClients = 256
-    package static let keptRequests = 4096
+    static let maximumClients = 256
+    static let keptRequests = 4096
 
-    package let clientKey: ClientKey
+    let clientKey: ClientKey
     private struct State {
         var clients: [String: Client] = [:]
         /// The client looked up last (most exchanges come from the client of the one before).
@@ -59,7 +59,7 @@ public final class LifecycleTracker: Sendable {
                 sentCookies: sent[slot], engine: engines[slot])
         }
     }
-    package typealias Request = RequestJudgement
+    typealias Request = RequestJudgement
     /// One client's cookies, changed in place under the tracker's lock.
     final class Client {
         var cookies: ClientCookies
@@ -69,12 +69,12 @@ public final class LifecycleTracker: Sendable {
     private let state = Locked(State())
     private let suffixes: PublicSuffixList
     /// `--engine`: every client's jar is this engine's; nil: each client's `User-Agent` tells.
-    package let engine: CookieJar.Profile.Engine?
+    let engine: CookieJar.Profile.Engine?
     /// The last loopback client's address, User-Agent and key: most requests come from the client of the one
     /// before, whose key is then neither worked out nor built again.
     private let lastAgent = Locked<(address: String, agent: [UInt8], key: String)?>(nil)
 
-    package init(
+    init(
         clientKey: ClientKey = .automatic, engine: CookieJar.Profile.Engine? = nil, suffixes: PublicSuffixList = .system
     ) {
         self.clientKey = clientKey
@@ -93,7 +93,7 @@ public final class LifecycleTracker: Sendable {
     }
 
     /// The client a request belongs to.
-    package func client(of head: HTTPHead, address: String) -> String {
+    func client(of head: HTTPHead, address: String) -> String {
         switch clientKey {
         case .address: return address
         case .header(let name):
@@ -154,7 +154,7 @@ public final class LifecycleTracker: Sendable {
         kind: .unknown, evidence: "no Sec-Fetch-Site, Origin or Referer", isSafeMethod: false)
 
     /// The site context of a request (RFC 6265bis §5.2, from its Fetch Metadata, Origin or Referer).
-    package func site(of head: HTTPHead, context: ExchangeContext) -> RequestSite {
+    func site(of head: HTTPHead, context: ExchangeContext) -> RequestSite {
         guard head.knownFields & KnownField.siteContext != 0 else {
             // Nothing to read (most non-browser clients): no URL is parsed.
             return ["GET", "HEAD", "OPTIONS", "TRACE"].contains(context.method)
@@ -180,7 +180,7 @@ public final class LifecycleTracker: Sendable {
     /// A request as the client sent it: its verdicts (its Cookie fields joined as one header, as RFC 9113 §8.2.3
     /// joins crumbs).
     @discardableResult
-    package func request(head: HTTPHead, context: ExchangeContext, site: RequestSite, time: Int64) -> Request {
+    func request(head: HTTPHead, context: ExchangeContext, site: RequestSite, time: Int64) -> Request {
         let client = client(of: head, address: context.clientAddress)
         var header: CookieHeader? = nil
         if head.has(.cookie) {
@@ -234,7 +234,7 @@ public final class LifecycleTracker: Sendable {
     }
 
     /// A request's client and site, without judging it (the lifecycle off, a `site` condition on).
-    package func note(_ id: UInt64, client: String, site: RequestSite) {
+    func note(_ id: UInt64, client: String, site: RequestSite) {
         state.withLock { s in
             s.keep(Request(id: id, client: client, site: site, verdicts: [], sentCookies: false))
         }
@@ -242,7 +242,7 @@ public final class LifecycleTracker: Sendable {
 
     /// What the inspector keeps with an exchange: its request's judgement when it judged any cookie, its site and
     /// its client.
-    package func judged(_ id: UInt64) -> (RequestJudgement?, RequestSite.Kind?, client: String?) {
+    func judged(_ id: UInt64) -> (RequestJudgement?, RequestSite.Kind?, client: String?) {
         state.withLock { s in
             let slot = Int(id % UInt64(Self.keptRequests))
             guard s.ids[slot] == id else { return (nil, nil, nil) }
@@ -251,7 +251,7 @@ public final class LifecycleTracker: Sendable {
     }
 
     /// The site context of a request still held.
-    package func site(of id: UInt64) -> RequestSite? {
+    func site(of id: UInt64) -> RequestSite? {
         state.withLock { s in
             let slot = Int(id % UInt64(Self.keptRequests))
             return s.ids[slot] == id ? s.sites[slot] : nil
@@ -259,7 +259,7 @@ public final class LifecycleTracker: Sendable {
     }
 
     /// A response's Set-Cookie lines as received and as forwarded (`lines`), fed to the client's jar.
-    package func response(context: ExchangeContext, lines: SetLines, time: Int64) {
+    func response(context: ExchangeContext, lines: SetLines, time: Int64) {
         guard lines.count > 0 else { return }
         state.withLock { s in
             let slot = Int(context.requestID % UInt64(Self.keptRequests))
@@ -277,7 +277,7 @@ public final class LifecycleTracker: Sendable {
 
     /// The client's cookie named `name` that a request to `context`'s URL would carry, for `where` in
     /// request-cookie rules.
-    package func jarCookie(client: String, context: ExchangeContext, time: Int64)
+    func jarCookie(client: String, context: ExchangeContext, time: Int64)
         -> (ArraySlice<UInt8>) -> StoredCookie?
     {
         let held = state.withLock { s -> [StoredCookie] in
@@ -291,7 +291,7 @@ public final class LifecycleTracker: Sendable {
     }
 
     /// A cookie's timeline for a client (all clients when nil), oldest first.
-    package func timeline(name: String, client: String?) -> [(client: String, event: ClientCookies.Event)] {
+    func timeline(name: String, client: String?) -> [(client: String, event: ClientCookies.Event)] {
         state.withLock { s in
             var out: [(String, ClientCookies.Event)] = []
             for key in Array(s.clients.keys) where client == nil || client == key {

@@ -25,7 +25,7 @@ package final class Linted: Sendable {
 /// key, is ``overflow``, and the counter reads ``Linted/counted`` instead.
 package struct CountedKeys: Sendable, Equatable {
     let word: UInt64
-    package static let none = CountedKeys(word: 0)
+    static let none = CountedKeys(word: 0)
     package static let overflow = CountedKeys(word: .max)
 
     private init(word: UInt64) { self.word = word }
@@ -53,11 +53,11 @@ package struct CountedKeys: Sendable, Equatable {
 
 /// A small integer for each (lint code, severity) seen, for counting by index: the lint's codes are a bounded set,
 /// met once each (a key is made when a line is linted, not when it is counted).
-package final class FindingKeys: Sendable {
-    package static let shared = FindingKeys()
+final class FindingKeys: Sendable {
+    static let shared = FindingKeys()
     private let state = Locked<(keys: [String: Int], names: [(String, LintFinding.Severity)])>(([:], []))
 
-    package func key(_ code: String, _ severity: LintFinding.Severity) -> Int {
+    func key(_ code: String, _ severity: LintFinding.Severity) -> Int {
         let name = "\(severity.rawValue) \(code)"
         return state.withLock { s in
             if let k = s.keys[name] { return k }
@@ -67,7 +67,7 @@ package final class FindingKeys: Sendable {
         }
     }
 
-    package func name(_ key: Int) -> (code: String, severity: LintFinding.Severity) {
+    func name(_ key: Int) -> (code: String, severity: LintFinding.Severity) {
         state.withLock { $0.names[key] }
     }
 }

@@ -9,7 +9,7 @@ import Foundation
 /// rules left it, the rules that matched, the request's URL and site context, the second — an `Expires` is judged
 /// against it — and the dry run) and of the rule set, which empties the table when it changes; the key is compared
 /// exactly, so a collision costs a miss, never a wrong finding or record.
-package final class LineMemo {
+final class LineMemo {
     let digest: UInt64
     let original: [UInt8]
     let result: [UInt8]?
@@ -30,8 +30,8 @@ package final class LineMemo {
     private(set) var receivedKeys: CountedKeys? = nil
     /// The log's: the cookie part of the line's record (`,"cookie":` to the end) as its sink writes it, when
     /// ``recorded``. Held without reference counting: writing it out again copies bytes, counts nothing.
-    package var record = JSONWriter(capacity: 0)
-    package var recorded = false
+    var record = JSONWriter(capacity: 0)
+    var recorded = false
 
     init(
         digest: UInt64, _ line: borrowing LineOutcome, _ m: borrowing MessageContext, second: Int64, dryRun: Bool
@@ -64,7 +64,7 @@ package final class LineMemo {
 
 /// One event loop's stage's memos (``LineMemo``), direct-mapped by the top bits of the line's digest, and the line
 /// in hand's, looked up when an observer first asks for it (most lines of most configurations: never).
-package final class LineFacts {
+final class LineFacts {
     private static let slotBits = 12
     private var memos = [LineMemo?](repeating: nil, count: 1 << LineFacts.slotBits)
     /// The rule set the memos were made under.

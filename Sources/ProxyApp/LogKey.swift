@@ -33,7 +33,7 @@ public enum LogKey {
 
     /// `name`: `log-key` (16 random bytes), or `inspector-token` with `text` (16 random bytes as 32 hex digits and a
     /// line end; see ``inspectorToken(directory:)``). Made on first use, mode 0600.
-    package static func load(directory: String, name: String = "log-key", text: Bool = false) throws(RulesLoadError)
+    static func load(directory: String, name: String = "log-key", text: Bool = false) throws(RulesLoadError)
         -> [UInt8]
     {
         let path = directory + "/" + name

@@ -11,20 +11,20 @@ import Foundation
 /// their writeback; clean ones are dropped, so a step's pages go at the next crossing or the one after, once
 /// written, and the freed pages are the next ones the writer fills. The newest step stays cached for whoever
 /// follows the file (`tail -f`). Only regular files; a pipe, a terminal or `/dev/null` has nothing to let go.
-package struct LogPageCache {
+struct LogPageCache {
     /// How far the file's end moves between two advices.
-    package static let step = 2 << 20
+    static let step = 2 << 20
     /// How many steps behind a crossing one advice covers: the step just written (writeback starts) and the
     /// earlier ones whose pages may not all have been clean at the crossing before.
-    package static let reach = 4
+    static let reach = 4
     /// Where the file ends, as far as this writer knows (others may append too: then the advice covers less).
     private(set) var end: Int
 
     /// For a file that ends at `end`.
-    package init(end: Int) { self.end = end }
+    init(end: Int) { self.end = end }
 
     /// After `count` more bytes were appended: the byte range to advise, or nil when no step boundary was crossed.
-    package mutating func appended(_ count: Int) -> Range<Int>? {
+    mutating func appended(_ count: Int) -> Range<Int>? {
         let before = end / Self.step
         end += count
         let after = end / Self.step
@@ -35,7 +35,7 @@ package struct LogPageCache {
 
 extension LogPageCache {
     /// For the log file `fd`; nil when it is not a regular file.
-    package init?(fd: Int32) {
+    init?(fd: Int32) {
         var info = stat()
         guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { return nil }
         self.init(end: Int(info.st_size))
@@ -43,7 +43,7 @@ extension LogPageCache {
 
     /// Advises the kernel that `range` of `fd` will not be read soon. A failure changes nothing that was written
     /// (the pages stay cached, as without it), so it is not reported.
-    package static func release(_ fd: Int32, _ range: Range<Int>) {
+    static func release(_ fd: Int32, _ range: Range<Int>) {
         #if os(Linux)
             _ = posix_fadvise(fd, off_t(range.lowerBound), off_t(range.count), POSIX_FADV_DONTNEED)
         #endif

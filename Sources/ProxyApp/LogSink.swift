@@ -25,7 +25,7 @@ public final class LogSink: Sendable {
 
     /// Whole lines and how many records they hold: a response's, or a line of the proxy's own. A loop fills one
     /// and hands it over; the writer writes it and gives it back for reuse.
-    package final class Chunk {
+    final class Chunk {
         var bytes = JSONWriter(capacity: 8 * 1024)
         var records = 0
     }
@@ -56,13 +56,13 @@ public final class LogSink: Sendable {
     /// Signalled once per waiting loop when the writer has taken what was pending.
     private let room = DispatchSemaphore(value: 0)
     private let done = DispatchSemaphore(value: 0)
-    package let capacity: Int
-    package let redaction: Redaction
+    let capacity: Int
+    let redaction: Redaction
     package let overflow: Overflow
-    package let destination: Destination
-    package let terminal: TerminalView?
+    let destination: Destination
+    let terminal: TerminalView?
     /// Emptied chunks kept for reuse (more are freed).
-    package static let freeLimit = 256
+    static let freeLimit = 256
 
     package init(
         destination: Destination, redaction: Redaction, overflow: Overflow = .block, capacity: Int = 10_000,
@@ -84,7 +84,7 @@ public final class LogSink: Sendable {
         thread.start()
     }
 
-    package static func open(_ path: String) throws(RulesLoadError) -> Int32 {
+    static func open(_ path: String) throws(RulesLoadError) -> Int32 {
         let f = Foundation.open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o600)
         guard f >= 0 else {
             throw RulesLoadError(description: "cannot open log file \(path): \(String(cString: strerror(errno)))")
@@ -95,7 +95,7 @@ public final class LogSink: Sendable {
     package var droppedCount: Int { state.withLock { $0.dropped } }
     package var writtenCount: Int { state.withLock { $0.written } }
     /// Records that could not be written (the file failed), and why.
-    package var failure: (records: Int, reason: String)? {
+    var failure: (records: Int, reason: String)? {
         state.withLock { s in s.failure.map { (s.failedRecords, $0) } }
     }
 
@@ -103,7 +103,7 @@ public final class LogSink: Sendable {
     /// most `capacity` records wait: a loop that finds no room waits for the writer (or, with
     /// `--log-overflow drop`, the records are dropped and counted). A response with more records than the whole
     /// capacity goes in alone.
-    package func submit(_ recorder: Recorder) {
+    func submit(_ recorder: Recorder) {
         guard recorder.chunk.records > 0 else { return }
         if let next = enqueue(recorder.chunk) {
             recorder.chunk = next
@@ -115,7 +115,7 @@ public final class LogSink: Sendable {
 
     /// Records formatted elsewhere (`count` of them, one per line, without the last newline): counted, held to the
     /// capacity and dropped under `--log-overflow drop` like a response's.
-    package func submit(records text: String, count: Int) {
+    func submit(records text: String, count: Int) {
         let chunk = Chunk()
         var bytes = Array(text.utf8)
         bytes.append(0x0A)
@@ -125,7 +125,7 @@ public final class LogSink: Sendable {
     }
 
     /// A line of its own, e.g. a reload event (never dropped; these are rare).
-    package func submit(line: String) {
+    func submit(line: String) {
         let chunk = Chunk()
         var bytes = Array(line.utf8)
         bytes.append(0x0A)
@@ -134,7 +134,7 @@ public final class LogSink: Sendable {
     }
 
     /// SIGUSR1: reopen the file (logrotate moves it, then signals).
-    package func reopen() {
+    func reopen() {
         state.withLock { s in
             s.reopens.append(s.pending.count)
             s.writerIdle = false
@@ -144,8 +144,8 @@ public final class LogSink: Sendable {
 
     /// A busy writer polls every `pollInterval`, and is woken early only when `wakeThreshold` records wait: waking
     /// it for every response would cost a context switch per response, more than the records.
-    package static let pollInterval = DispatchTimeInterval.milliseconds(5)
-    package var wakeThreshold: Int { min(256, capacity) }
+    static let pollInterval = DispatchTimeInterval.milliseconds(5)
+    var wakeThreshold: Int { min(256, capacity) }
 
     private enum Admission {
         case queued(wake: Bool, next: Chunk?)
@@ -287,7 +287,7 @@ public final class LogSink: Sendable {
 
     /// Writes every byte of `chunks` with writev (after a short write, from where it stopped); 0, or the errno
     /// of the call that failed.
-    package static func writeAll(_ fd: Int32, _ chunks: ArraySlice<Chunk>) -> Int32 {
+    static func writeAll(_ fd: Int32, _ chunks: ArraySlice<Chunk>) -> Int32 {
         var vectors: [iovec] = []
         vectors.reserveCapacity(chunks.count)
         // The chunks' storage stays put while they are written: each is held by `chunks`, and nothing appends to
@@ -351,7 +351,7 @@ extension LogSink {
     /// fields its records share; the rest of a record (`,"cookie":` to the end) is kept with the line's memo
     /// (``LineMemo``), so that a repeated cookie is neither parsed, diffed, linted nor escaped again. Used by one
     /// thread only (its loop's part of the log as an observer of the cookie stage).
-    package final class Recorder {
+    final class Recorder {
         let sink: LogSink
         /// This response's lines (handed over whole by ``LogSink/submit(_:)``, which puts an empty one here).
         var chunk = Chunk()

@@ -4,27 +4,27 @@ import ProxyServer
 /// The proxy's counters in the Prometheus text exposition format (version 0.0.4): names `cookie_proxy_…`, counters
 /// ending in `_total`, base units, and bounded label sets (no host, client or cookie name is a label). Read from the
 /// counters the server and the cookie stage keep anyway, when scraped: serving metrics costs the traffic nothing.
-package struct Metrics: Sendable {
-    package var requests: Int
-    package var openConnections: Int
-    package var interceptedConnections: Int
-    package var setCookieLinesExamined: Int
-    package var setCookieLinesChanged: Int
+struct Metrics: Sendable {
+    var requests: Int
+    var openConnections: Int
+    var interceptedConnections: Int
+    var setCookieLinesExamined: Int
+    var setCookieLinesChanged: Int
     /// Responses forwarded from upstreams by protocol, mode and status class (nil: not counted).
-    package var responses: [(protocol: String, mode: ResponseCounts.Mode, class: String, count: Int)]?
-    package var closings: [(ProxyServer.Closing, Int)]
+    var responses: [(protocol: String, mode: ResponseCounts.Mode, class: String, count: Int)]?
+    var closings: [(ProxyServer.Closing, Int)]
     /// Nil without a log.
-    package var logRecords: (written: Int, dropped: Int)?
-    package var transformations: [(rule: String, action: String, count: Int)]
+    var logRecords: (written: Int, dropped: Int)?
+    var transformations: [(rule: String, action: String, count: Int)]
     package var findings: [(code: String, severity: String, count: Int)]
     /// Nil without per-response counting.
-    package var upstreamResponse: (cumulative: [Int], sum: Double, count: Int)?
-    package var requestDuration: (cumulative: [Int], sum: Double, count: Int)?
-    package var verdicts: [(verdict: String, reason: String, count: Int)]
-    package var startTime: Double
+    var upstreamResponse: (cumulative: [Int], sum: Double, count: Int)?
+    var requestDuration: (cumulative: [Int], sum: Double, count: Int)?
+    var verdicts: [(verdict: String, reason: String, count: Int)]
+    var startTime: Double
 
     /// The process's counters now.
-    package init(server: ProxyServer, hooks: RulesHooks, log: LogSink?, startTime: Double) {
+    init(server: ProxyServer, hooks: RulesHooks, log: LogSink?, startTime: Double) {
         requests = server.requests
         openConnections = server.connections
         interceptedConnections = server.intercepted
@@ -64,7 +64,7 @@ package struct Metrics: Sendable {
     }
 
     /// The exposition: `# HELP` and `# TYPE` before each family, one sample per line, a line end after the last.
-    package var text: String {
+    var text: String {
         var out = ""
         func family(_ name: String, _ type: String, _ help: String, _ samples: [(labels: String, value: String)]) {
             out += "# HELP \(name) \(help)\n# TYPE \(name) \(type)\n"

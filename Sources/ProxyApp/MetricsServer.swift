@@ -10,14 +10,14 @@ import ProxyServer
 /// on it. Like every local page of the proxy it needs the installation's token (`Authorization: Bearer`, what
 /// Prometheus sends with `authorization: {credentials_file: …/inspector-token}`); the request head is read with the
 /// proxy's own strict parser, within 8 KiB and 5 seconds.
-package final class MetricsServer: Sendable {
-    package let port: Int
+final class MetricsServer: Sendable {
+    let port: Int
     private let listener: Int32
     private let token: String
     private let stopped = AtomicCounter()
     private let snapshot: @Sendable () -> Metrics
 
-    package init(host: String, port: Int, token: String, snapshot: @escaping @Sendable () -> Metrics)
+    init(host: String, port: Int, token: String, snapshot: @escaping @Sendable () -> Metrics)
         throws(SocketError)
     {
         let (fd, bound) = try Descriptors.listen(host: host, port: port).get()
@@ -27,7 +27,7 @@ package final class MetricsServer: Sendable {
     }
 
     /// Stops accepting (within 200 ms) and closes the listener.
-    package func stop() { stopped.add(1) }
+    func stop() { stopped.add(1) }
 
     private func acceptLoop() {
         while stopped.load() == 0 {

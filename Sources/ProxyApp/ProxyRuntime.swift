@@ -7,10 +7,10 @@ import ProxyServer
 
 /// What `run` adds around the server: the rules (hot-reloaded), the transformation log, audit mode.
 package final class ProxyRuntime {
-    package let hooks: RulesHooks
-    package let rulesPath: String?
+    let hooks: RulesHooks
+    let rulesPath: String?
     /// Rules appended after the files' at every load (`--emulate`).
-    package let extraRules: [Rule]
+    let extraRules: [Rule]
     private var fingerprint: String
     private let sink: LogSink?
     /// The last reload: time, whether it took, and what was said (null until one happens).
@@ -59,7 +59,7 @@ package final class ProxyRuntime {
 
     /// A deadline that closed an exchange: a line on stderr, and an event in the log beside the exchange's records
     /// (`{"event": "exchange-closed", "reason": …, "request": …, "client": …, "detail": …}`).
-    package func report(_ note: ProxyServer.ClosingNote) {
+    func report(_ note: ProxyServer.ClosingNote) {
         Console.err("cookie-proxy: \(note.text)")
         logEvent(
             "exchange-closed", at: Self.now(),
@@ -78,16 +78,16 @@ package final class ProxyRuntime {
     private static func now() -> String { TransformationRecord.timestamp(Int64(Date().timeIntervalSince1970 * 1000)) }
 
     /// Called about once a second: notices edited rules files.
-    package func poll() {
+    func poll() {
         guard let rulesPath else { return }
         if RulesFiles.fingerprint(rulesPath) != fingerprint { reload(reason: "file changed") }
     }
 
     /// SIGUSR1: the log file is reopened (after logrotate moved it).
-    package func reopenLog() { sink?.reopen() }
+    func reopenLog() { sink?.reopen() }
 
     /// Writes every queued record, then says what was written and what, if anything, was lost.
-    package func finish() {
+    func finish() {
         if let sink {
             sink.close()
             var summary = "cookie-proxy: \(sink.writtenCount) log records written, \(sink.droppedCount) dropped"
@@ -98,9 +98,9 @@ package final class ProxyRuntime {
     }
 
     /// The log's writer, for what reads its counts from another thread (the metrics).
-    package var logSink: LogSink? { sink }
+    var logSink: LogSink? { sink }
 
-    package var statusSummary: String {
+    var statusSummary: String {
         let dropped = sink?.droppedCount ?? 0
         return
             "\(hooks.rewritten.load()) cookies rewritten · \(hooks.observed.load()) seen"

@@ -11,9 +11,9 @@ import Locking
 /// Responses forwarded from upstreams, by the client's protocol, the proxy's mode and the status class: the metrics'
 /// one per-response counter, kept only when `--metrics` is on (one atomic add a response).
 package final class ResponseCounts: Sendable {
-    package enum Mode: String, CaseIterable, Sendable { case forward, reverse, intercepted }
-    package static let protocols = ["HTTP/1.1", "HTTP/2"]
-    package static let classes = ["1xx", "2xx", "3xx", "4xx", "5xx"]
+    enum Mode: String, CaseIterable, Sendable { case forward, reverse, intercepted }
+    static let protocols = ["HTTP/1.1", "HTTP/2"]
+    static let classes = ["1xx", "2xx", "3xx", "4xx", "5xx"]
     /// Reverse mode (`--reverse`): every exchange is the reverse proxy's.
     let reverse: Bool
     private let counters: AtomicCounters
@@ -29,7 +29,7 @@ package final class ResponseCounts: Sendable {
 
     /// The histograms' upper bounds, in seconds (Prometheus' defaults, with two below a millisecond: a loopback
     /// origin answers in tens of microseconds).
-    package static let bounds: [Double] = [
+    static let bounds: [Double] = [
         0.0001, 0.0005, 0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10,
     ]
     static let ring = 4096
@@ -39,9 +39,9 @@ package final class ResponseCounts: Sendable {
     /// The same, cleared when its exchange ends, for the whole exchange's.
     private let forwarded: AtomicCounters
     /// From a request's head sent upstream to its final response's head.
-    package let upstreamResponse = DurationHistogram()
+    let upstreamResponse = DurationHistogram()
     /// From a request's head sent upstream to the last byte of its response relayed.
-    package let requestDuration = DurationHistogram()
+    let requestDuration = DurationHistogram()
 
     static func nanoseconds() -> Int {
         var ts = timespec()
@@ -83,7 +83,7 @@ package final class ResponseCounts: Sendable {
     }
 
     /// Every (protocol, mode, class) with its count, zeros included (a bounded set of 30).
-    package var samples: [(protocol: String, mode: Mode, class: String, count: Int)] {
+    var samples: [(protocol: String, mode: Mode, class: String, count: Int)] {
         var out: [(String, Mode, String, Int)] = []
         for (p, name) in Self.protocols.enumerated() {
             for (m, mode) in Mode.allCases.enumerated() {
@@ -98,7 +98,7 @@ package final class ResponseCounts: Sendable {
 
 /// Durations in the buckets of ``ResponseCounts/bounds``: one atomic add for the bucket and one for the sum (the
 /// count is the buckets' total).
-package final class DurationHistogram: Sendable {
+final class DurationHistogram: Sendable {
     /// The bounds in nanoseconds, what a duration is compared with (no conversion per observation).
     private let bounds = ResponseCounts.bounds.map { Int(($0 * 1e9).rounded()) }
     /// Per bucket (the last one: past every bound), not cumulative.
@@ -114,7 +114,7 @@ package final class DurationHistogram: Sendable {
     }
 
     /// Cumulative counts per bound (the last one `+Inf`), the sum in seconds and the count.
-    package var snapshot: (cumulative: [Int], sum: Double, count: Int) {
+    var snapshot: (cumulative: [Int], sum: Double, count: Int) {
         var total = 0
         let cumulative = (0..<buckets.count).map { k -> Int in
             total += buckets.load(k)

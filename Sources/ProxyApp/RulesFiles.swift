@@ -17,7 +17,7 @@ public enum RulesFiles {
     }
 
     /// A fingerprint of what is on disk (names, modification times, sizes and inodes), to notice edits.
-    package static func fingerprint(_ path: String) -> String {
+    static func fingerprint(_ path: String) -> String {
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else { return "missing" }
         var files = [path]

@@ -13,18 +13,18 @@ import ProxyCore
 /// set can be swapped at any time (hot reload); each message uses the set that was current when its head arrived.
 package final class RulesHooks: ProxyHooks, Sendable {
     private let engine: Locked<RuleEngine>
-    package let dryRun: Bool
-    package let sink: LogSink?
+    let dryRun: Bool
+    let sink: LogSink?
     /// The inspector's exchanges (nil with `--ui off`).
-    package let inspector: InspectorStore?
+    let inspector: InspectorStore?
     /// Each request's site context, and with `lifecycle` each client's cookies across requests.
-    package let tracker: LifecycleTracker
+    let tracker: LifecycleTracker
     /// Whether requests are judged against the client's jar (expected vs sent) and responses fed to it.
-    package let lifecycle: Bool
+    let lifecycle: Bool
     package let rewritten = AtomicCounter()
     package let observed = AtomicCounter()
     /// `run --report`: findings and verdicts for CI (nil without it).
-    package let report: RunReport?
+    let report: RunReport?
     /// Transformations by rule and verdicts by kind and reason, for the metrics (nil without `--metrics`).
     package let counts: CookieCounts?
     /// What is told each line's outcome and each request's verdicts: the log, the inspector, the lifecycle, the
@@ -33,10 +33,10 @@ package final class RulesHooks: ProxyHooks, Sendable {
     /// Those of ``observers`` told each request's judgement.
     let judges: [any JudgementObserver]
     /// Responses by protocol, mode and status class, for the metrics (nil without `--metrics`).
-    package let responses: ResponseCounts?
+    let responses: ResponseCounts?
 
     /// Hosts named with --intercept / --intercept-all.
-    package let interceptFlags: HostPatternList
+    let interceptFlags: HostPatternList
     /// Hosts the current rules target (their non-negated `host` conditions).
     private let ruleHosts: Locked<HostPatternList>
 
@@ -73,7 +73,7 @@ package final class RulesHooks: ProxyHooks, Sendable {
     }
 
     /// The hosts a rule set names in non-negated `host` conditions (`host *` names every host).
-    package static func targetedHosts(_ set: RuleSet) -> HostPatternList {
+    static func targetedHosts(_ set: RuleSet) -> HostPatternList {
         var list = HostPatternList()
         for rule in set.rules {
             for case let condition in rule.conditions where !condition.negated {
@@ -91,7 +91,7 @@ package final class RulesHooks: ProxyHooks, Sendable {
     }
 
     /// What is intercepted, for the banner.
-    package var interceptDescription: String {
+    var interceptDescription: String {
         var parts: [String] = []
         if !interceptFlags.isEmpty { parts.append(interceptFlags.description) }
         let fromRules = ruleHosts.withLock { $0 }
@@ -99,7 +99,7 @@ package final class RulesHooks: ProxyHooks, Sendable {
         return parts.joined(separator: "; ")
     }
 
-    package var wantsInterception: Bool { !interceptFlags.isEmpty || !ruleHosts.withLock { $0.isEmpty } }
+    var wantsInterception: Bool { !interceptFlags.isEmpty || !ruleHosts.withLock { $0.isEmpty } }
 
     package func shouldIntercept(host: String, port: Int) -> Bool {
         interceptFlags.matches(host) || ruleHosts.withLock { $0.matches(host) }
@@ -186,13 +186,13 @@ package final class RulesHooks: ProxyHooks, Sendable {
     package func exchangeFinished(_ requestID: UInt64) { responses?.exchangeFinished(requestID) }
 
     /// Milliseconds since the epoch, from clock_gettime (Foundation's Date costs several times as much).
-    package static func wallMilliseconds() -> Int64 {
+    static func wallMilliseconds() -> Int64 {
         var ts = timespec()
         clock_gettime(CLOCK_REALTIME, &ts)
         return Int64(ts.tv_sec) * 1000 + Int64(ts.tv_nsec) / 1_000_000
     }
 
-    package static func applyHeaderActions(_ actions: [HeaderAction], to head: inout OutgoingHead) {
+    static func applyHeaderActions(_ actions: [HeaderAction], to head: inout OutgoingHead) {
         for action in actions {
             switch action {
             case .set(let name, let value):

@@ -11,7 +11,7 @@ import Locking
 package final class RunReport: Sendable {
     private let state = Locked(FindingsReport())
 
-    package init() {}
+    init() {}
 
     /// A forwarded Set-Cookie line's findings, with the rules that matched it.
     package func findings(
@@ -24,11 +24,11 @@ package final class RunReport: Sendable {
     }
 
     /// A request's verdicts.
-    package func judged(_ verdicts: [CookieVerdict], context: ExchangeContext, time: Int64) {
+    func judged(_ verdicts: [CookieVerdict], context: ExchangeContext, time: Int64) {
         guard verdicts.contains(where: { $0.kind != .sentAsExpected }) else { return }
         let (host, url) = (context.host, context.url)
         state.withLock { $0.add(verdicts: verdicts, host: host, url: url, time: time) }
     }
 
-    package var snapshot: FindingsReport { state.withLock { $0 } }
+    var snapshot: FindingsReport { state.withLock { $0 } }
 }

@@ -25,7 +25,7 @@ public final class TerminalView: Sendable {
     }
 
     /// Writes `bytes` (whole lines) to `fd` above the status line; returns 0 or the errno of a failed write.
-    package func printAbove(fd: Int32, _ bytes: UnsafeBufferPointer<UInt8>) -> Int32 {
+    func printAbove(fd: Int32, _ bytes: UnsafeBufferPointer<UInt8>) -> Int32 {
         status.withLock { s in
             if s.isEmpty { return Console.writeAll(fd, bytes) }
             Console.writeAll(2, "\r\u{1B}[2K")
@@ -35,7 +35,7 @@ public final class TerminalView: Sendable {
         }
     }
 
-    package func printAbove(fd: Int32, _ text: String) {
+    func printAbove(fd: Int32, _ text: String) {
         var bytes = Array(text.utf8)
         if bytes.last != 0x0A { bytes.append(0x0A) }
         _ = bytes.withUnsafeMutableBufferPointer { printAbove(fd: fd, UnsafeBufferPointer($0)) }
