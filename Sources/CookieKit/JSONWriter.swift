@@ -10,6 +10,7 @@ public struct JSONWriter: ~Copyable {
     public mutating func raw(_ text: StaticString) { out.append(text) }
     public mutating func raw(_ byte: UInt8) { out.append(byte) }
     public mutating func raw(_ bytes: UnsafeBufferPointer<UInt8>) { out.append(bytes) }
+    public mutating func raw(_ bytes: ArraySlice<UInt8>) { bytes.withUnsafeBufferPointer { out.append($0) } }
 
     /// A JSON string of `text`.
     public mutating func string(_ text: String) { JSONValue.writeString(text, to: &out) }
@@ -23,6 +24,9 @@ public struct JSONWriter: ~Copyable {
 
     /// The escaped bytes without quotes (a string written in parts).
     public mutating func escaped(_ bytes: UnsafeBufferPointer<UInt8>) { JSONValue.writeEscaped(bytes, to: &out) }
+    public mutating func escaped(_ bytes: ArraySlice<UInt8>) {
+        bytes.withUnsafeBufferPointer { JSONValue.writeEscaped($0, to: &out) }
+    }
 
     public mutating func string(_ text: String?) {
         if let text { string(text) } else { out.append("null") }

@@ -110,23 +110,17 @@ struct CookieProgram: Sendable {
     /// as ``HostPattern/matches(_:)`` would on the lowercased value, without building a string.
     func domainMatches(_ cookie: SetCookieView, _ patterns: Range<Int32>) -> Bool {
         guard let range = cookie.domainRange, !range.isEmpty else { return false }
-        let b = cookie.bytes
-        return bytes.withUnsafeBufferPointer { texts in
-            let d = UnsafeBufferPointer(rebasing: b[range])
-            func equalsLowercased(_ p: UnsafeBufferPointer<UInt8>, at offset: Int) -> Bool {
-                ByteClass.equalsLowercase(d[offset..<(offset + p.count)], p)
+        let d = cookie.bytes[range]
+        for index in Int(patterns.lowerBound)..<Int(patterns.upperBound) {
+            let pattern = domainPatterns[index]
+            let p = bytes[Int(pattern.text.start)..<Int(pattern.text.end)]
+            switch pattern.kind {
+            case .any: return true
+            case .exact: if d.count == p.count && ByteClass.equalsLowercase(d, p) { return true }
+            case .suffix: if d.count > p.count && ByteClass.equalsLowercase(d.suffix(p.count), p) { return true }
             }
-            for index in Int(patterns.lowerBound)..<Int(patterns.upperBound) {
-                let pattern = domainPatterns[index]
-                let p = pattern.text.of(texts)
-                switch pattern.kind {
-                case .any: return true
-                case .exact: if d.count == p.count && equalsLowercased(p, at: 0) { return true }
-                case .suffix: if d.count > p.count && equalsLowercased(p, at: d.count - p.count) { return true }
-                }
-            }
-            return false
         }
+        return false
     }
 
     private mutating func compile(_ action: CookieAction) -> Action {

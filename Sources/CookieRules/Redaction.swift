@@ -1,4 +1,5 @@
 import CookieKit
+import HTTPGrammar
 
 /// Cookie values in logs: replaced by a short hash so that the same value stays recognisable across records and
 /// runs, while the value itself stays out of the log. The hash is keyed (SipHash-2-4 with a per-installation
@@ -20,20 +21,13 @@ public struct Redaction: Sendable {
     }
 
     /// `h:` and the first 8 hex digits of the keyed hash of the value bytes.
-    public func hash<C: Collection<UInt8>>(_ bytes: C) -> String {
-        String(unsafeUninitializedCapacity: 10) { text in
-            writeHash(bytes, into: text)
-            return 10
-        }
-    }
+    public func hash<C: Collection<UInt8>>(_ bytes: C) -> String { String(decoding: hashText(bytes), as: UTF8.self) }
 
-    /// `h:` and 8 hex digits into the first 10 bytes of `text`.
-    func writeHash<C: Collection<UInt8>>(_ bytes: C, into text: UnsafeMutableBufferPointer<UInt8>) {
+    /// `h:` and 8 hex digits, as bytes.
+    func hashText<C: Collection<UInt8>>(_ bytes: C) -> [UInt8] {
         let h = SipHash24.hash(bytes, k0, k1) >> 32
-        text[0] = 0x68
-        text[1] = 0x3A
-        let hex: StaticString = "0123456789abcdef"
-        for i in 0..<8 { text[2 + i] = hex.utf8Start[Int((h >> UInt64(28 - 4 * i)) & 0xF)] }
+        let hex = Array("0123456789abcdef".utf8)
+        return [0x68, 0x3A] + (0..<8).map { hex[Int((h >> UInt64(28 - 4 * $0)) & 0xF)] }
     }
 
     /// A value as records show it: `[h:…]`, or as it is with `--log-values`.
@@ -53,44 +47,20 @@ public struct Redaction: Sendable {
     /// ``text(_:)`` as a JSON string, written without building it: the bytes around the value, and the hash.
     public func write(_ cookie: SetCookie, to out: inout JSONWriter) {
         // Text that is not ASCII goes the way of `description` (invalid UTF-8 repaired as String does it).
-        guard !Self.containsNonASCII(cookie.bytes) else { return out.string(text(cookie)) }
-        cookie.bytes.withUnsafeBufferPointer { b in
-            let value = cookie.valueRange
-            out.raw(0x22)
-            if showValues || value.isEmpty {
-                out.escaped(b)
-            } else {
-                out.escaped(UnsafeBufferPointer(rebasing: b[..<value.lowerBound]))
-                withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 12) { h in
-                    h[0] = 0x5B
-                    writeHash(
-                        UnsafeBufferPointer(rebasing: b[value]), into: UnsafeMutableBufferPointer(rebasing: h[1..<11]))
-                    h[11] = 0x5D
-                    out.raw(UnsafeBufferPointer(h))
-                }
-                out.escaped(UnsafeBufferPointer(rebasing: b[value.upperBound...]))
-            }
-            out.raw(0x22)
+        let b = cookie.bytes
+        guard ByteClass.isASCII(b) else { return out.string(text(cookie)) }
+        let value = cookie.valueRange
+        out.raw(0x22)
+        if showValues || value.isEmpty {
+            out.escaped(b[...])
+        } else {
+            out.escaped(b[..<value.lowerBound])
+            out.raw(0x5B)
+            out.raw(hashText(b[value])[...])
+            out.raw(0x5D)
+            out.escaped(b[value.upperBound...])
         }
-    }
-}
-
-extension Redaction {
-    /// Whether any byte is 0x80 or above, eight at a time.
-    static func containsNonASCII(_ bytes: [UInt8]) -> Bool {
-        bytes.withUnsafeBufferPointer { b in
-            var i = 0
-            var high: UInt64 = 0
-            while i + 8 <= b.count {
-                high |= UnsafeRawPointer(b.baseAddress! + i).loadUnaligned(as: UInt64.self)
-                i += 8
-            }
-            while i < b.count {
-                high |= UInt64(b[i])
-                i += 1
-            }
-            return high & 0x8080_8080_8080_8080 != 0
-        }
+        out.raw(0x22)
     }
 }
 

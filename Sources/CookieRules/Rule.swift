@@ -1,4 +1,5 @@
 import CookieKit
+import HTTPGrammar
 
 #if canImport(Glibc)
     import Glibc
@@ -78,18 +79,9 @@ public enum HostPattern: Sendable, Hashable {
 
     func matches(_ host: String) -> Bool {
         switch self {
-        // Host names are ASCII here: String == compares their bytes (its fast path); the generic
-        // elementsEqual over UTF8View, and hasSuffix (Unicode-canonical), cost hundreds of instructions.
+        // Host names are ASCII here: String == compares their bytes (its fast path).
         case .exact(let h): return host == h
-        case .subdomains(_, let dotted):
-            var h = host
-            var d = dotted
-            return h.withUTF8 { hb in
-                d.withUTF8 { db in
-                    hb.count > db.count
-                        && memcmp(hb.baseAddress! + (hb.count - db.count), db.baseAddress!, db.count) == 0
-                }
-            }
+        case .subdomains(_, let dotted): return HostName.hasStrictSuffix(host, dotted)
         case .any: return true
         }
     }

@@ -68,6 +68,22 @@ public enum ByteClass {
     @inlinable
     public static func isQuotedPairChar(_ byte: UInt8) -> Bool { byte == 0x09 || (byte >= 0x20 && byte != 0x7F) }
 
+    /// Whether every byte is ASCII (below 0x80), read eight at a time.
+    public static func isASCII(_ bytes: [UInt8]) -> Bool {
+        bytes.withUnsafeBufferPointer { b in
+            var (i, high): (Int, UInt64) = (0, 0)
+            while i + 8 <= b.count {
+                high |= UnsafeRawPointer(b.baseAddress! + i).loadUnaligned(as: UInt64.self)
+                i += 8
+            }
+            while i < b.count {
+                high |= UInt64(b[i])
+                i += 1
+            }
+            return high & 0x8080_8080_8080_8080 == 0
+        }
+    }
+
     /// ASCII lowercase of one byte; other bytes unchanged.
     @inlinable
     public static func lower(_ byte: UInt8) -> UInt8 { byte &- 0x41 < 26 ? byte | 0x20 : byte }

@@ -128,6 +128,21 @@ public enum HostName {
 
 extension HostName {
     /// Whether `host` is an IP literal (IPv4, or IPv6 without brackets) as ``kind(_:)`` reads it.
+    /// Whether `host` is longer than `suffix` and ends with its bytes (exactly: callers pass lowercase names). On
+    /// the UTF-8 bytes: the generic `elementsEqual` over `UTF8View` and `hasSuffix` (Unicode-canonical) cost
+    /// hundreds of instructions, and a rule's `host *.example.com` asks once per response.
+    public static func hasStrictSuffix(_ host: String, _ suffix: String) -> Bool {
+        var (h, d) = (host, suffix)
+        return h.withUTF8 { hb in
+            d.withUTF8 { db in
+                guard hb.count > db.count else { return false }
+                let offset = hb.count - db.count
+                for i in 0..<db.count where hb[offset + i] != db[i] { return false }
+                return true
+            }
+        }
+    }
+
     public static func isIPLiteral(_ host: String) -> Bool {
         switch kind(host) {
         case .ipv4, .ipv6: return true
