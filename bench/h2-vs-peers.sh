@@ -23,18 +23,8 @@ command -v h2load >/dev/null && command -v nginx >/dev/null || {
 MITM=${MITM:-${XDG_CACHE_HOME:-$HOME/.cache}/proxy-bench/venv/bin/mitmdump}
 [ "$MITM" = none ] || [ -x "$MITM" ] || {
   echo "no mitmdump at $MITM (bench/peers.sh installs it; MITM=none leaves it out)" >&2; exit 1; }
-T=$(mktemp -d)
-cleanup() {
-  kill $(jobs -p) 2>/dev/null || true
-  for p in "$T/nginx.pid" "$T/proxy/nginx.pid"; do [ -f "$p" ] && kill "$(cat "$p")" 2>/dev/null; done
-  rm -rf "$T"
-}
-trap cleanup EXIT
 . bench/origin.sh
-write_origin_conf "$T" "hello world hello world hello world hello world hello world hello world hello world hello\n"
-for port in 18180 18183 18191 18193; do port_free $port || exit 1; done
-taskset -c 0 nginx -c "$T/nginx.conf" -p "$T"
-mkdir -p "$T/proxy"
+start_origin 18183 18191 18193
 write_rewriting_proxy_conf "$T/proxy" 18183 daemon
 # The same nginx, as an h2c reverse proxy (prior knowledge): `http2` on the listener, Host set to the origin's.
 sed -i -e 's/listen 127.0.0.1:18183 backlog=4096;/listen 127.0.0.1:18183 http2 backlog=4096; http2_max_concurrent_streams 128;/' \

@@ -9,6 +9,20 @@ wait_port() {
   return 1
 }
 
+# start_origin PORT...: a temporary directory $T for the run (at exit: everything started in the background stopped,
+# the nginx and HAProxy instances whose pid files lie in $T or $T/proxy too, and $T removed), the shared origin
+# (write_origin_conf, the benchmarks' body) started in it on CPU 0; fails when 18180 or one of the PORTs is taken.
+start_origin() {
+  T=$(mktemp -d)
+  mkdir -p "$T/proxy"
+  trap 'kill $(jobs -p) 2>/dev/null || true
+    for p in "$T/nginx.pid" "$T/proxy/nginx.pid" "$T/haproxy.pid"; do [ -f "$p" ] && kill "$(cat "$p")" 2>/dev/null; done
+    rm -rf "$T"' EXIT
+  write_origin_conf "$T" "hello world hello world hello world hello world hello world hello world hello world hello\n"
+  for port in 18180 "$@"; do port_free "$port" || exit 1; done
+  taskset -c 0 nginx -c "$T/nginx.conf" -p "$T"
+}
+
 # port_free PORT: fails (with a message) when something already accepts connections on 127.0.0.1:PORT: a process
 # left from an earlier run would otherwise be measured in place of the one about to start there.
 port_free() {

@@ -15,13 +15,8 @@ DUR=${1:-3}; REPS=${2:-5}; CONNS=${3:-16}
 BIN=.build/release/cookie-proxy
 [ -x "$BIN" ] || swift build -c release --product cookie-proxy >&2
 command -v wrk >/dev/null && command -v nginx >/dev/null || { echo "needs wrk and nginx (apt-get install -y wrk nginx)" >&2; exit 1; }
-T=$(mktemp -d)
-cleanup() { kill $(jobs -p) 2>/dev/null || true; [ -f "$T/nginx.pid" ] && kill "$(cat "$T/nginx.pid")" 2>/dev/null || true; rm -rf "$T"; }
-trap cleanup EXIT
 . bench/origin.sh
-write_origin_conf "$T" "hello world hello world hello world hello world hello world hello world hello world hello\n"
-port_free 18180 || exit 1
-taskset -c 0 nginx -c "$T/nginx.conf" -p "$T"
+start_origin
 echo 'wrk.path = "http://127.0.0.1:18180/"' > "$T/abs.lua"
 # The inspector is on by default; every configuration but the +ui ones turns it off, so that each measures one thing.
 declare -A ARGS=(

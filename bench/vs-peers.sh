@@ -17,18 +17,8 @@ BIN=.build/release/cookie-proxy
 [ -x "$BIN" ] || swift build -c release --product cookie-proxy >&2
 command -v wrk >/dev/null && command -v nginx >/dev/null && command -v haproxy >/dev/null || {
   echo "needs wrk, nginx and haproxy (apt-get install -y wrk nginx haproxy)" >&2; exit 1; }
-T=$(mktemp -d)
-cleanup() {
-  kill $(jobs -p) 2>/dev/null || true
-  for p in "$T/nginx.pid" "$T/proxy/nginx.pid" "$T/haproxy.pid"; do [ -f "$p" ] && kill "$(cat "$p")" 2>/dev/null; done
-  rm -rf "$T"
-}
-trap cleanup EXIT
 . bench/origin.sh
-write_origin_conf "$T" "hello world hello world hello world hello world hello world hello world hello world hello\n"
-for port in 18180 18182 18184 18190; do port_free $port || exit 1; done
-taskset -c 0 nginx -c "$T/nginx.conf" -p "$T"
-mkdir -p "$T/proxy"
+start_origin 18182 18184 18190
 write_rewriting_proxy_conf "$T/proxy" 18182 daemon
 taskset -c 0 nginx -c "$T/proxy/nginx.conf" -p "$T/proxy"
 write_haproxy_conf "$T" 18184
