@@ -54,19 +54,6 @@ package final class CookieCounts: Sendable {
             findings = AtomicCounters(count: findingKeys)
         }
 
-        /// Counts a changed line for each rule that matched it (rule `k`: bit `k` of `low`, or in `high`).
-        @inline(__always)
-        func transformed(low: UInt64, high: [Int], dropped isDrop: Bool) {
-            let counters = isDrop ? dropped : rewritten
-            var bits = low
-            while bits != 0 {
-                let k = bits.trailingZeroBitCount
-                if k < counters.count { counters.add(k, 1) }
-                bits &= bits - 1
-            }
-            for k in high where k < counters.count { counters.add(k, 1) }
-        }
-
         /// Adds what it counted to `counted`'s totals by rule name and by finding key.
         func add(to counted: inout Counted) {
             for (k, name) in engine.cookieRuleNameTable.enumerated() {
