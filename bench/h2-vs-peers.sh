@@ -75,14 +75,7 @@ for c in ${LOADS:-1 16 64}; do
     run 18191 "$OURS" "$c" >> "$T/o"
     [ "$MITM" = none ] || run 18193 "$MITMPID" "$c" https >> "$T/m"
   done
-  col() { awk -v k="$2" '{print $k}' "$1" | median; }
-  ratio() {
-    paste "$T/o" "$1" | awk '{print $1 / $4}' | sort -n |
-      awk '{a[NR]=$1} END {printf "%.3f (%.3f … %.3f)", a[int((NR+1)/2)], a[int((NR+3)/4)], a[int((3*NR+3)/4)]}'
-  }
-  cpu_ratio() { paste "$T/o" "$1" | awk '{print $3 / $6}' | median; }
-  row=$(printf "| %s | %s · %s | %s | %s · %s | %s · %s | %.3f |" "$c" "$(col "$T/n" 1)" "$(col "$T/o" 1)" \
-    "$(ratio "$T/n")" "$(col "$T/n" 2)" "$(col "$T/o" 2)" "$(col "$T/n" 3)" "$(col "$T/o" 3)" "$(cpu_ratio "$T/n")")
-  [ "$MITM" = none ] || row+=$(printf " %s | %s |" "$(col "$T/m" 1)" "$(ratio "$T/m")")
+  row=$(h2_row "$c" "$T/n" "$T/o")
+  [ "$MITM" = none ] || row+=$(printf " %s | %s |" "$(round_col "$T/m" 1)" "$(round_ratio "$T/o" "$T/m")")
   echo "$row"
 done

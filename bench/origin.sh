@@ -159,3 +159,19 @@ h2_measure() {
   local p99; p99=$(awk '{print $3}' "$T/times" | sort -n | awk '{a[NR]=$1} END {printf "%.3f", a[int(NR*0.99)]/1000}')
   echo "$n $p99 $before $after" | awk -v d="$DUR" '{printf "%.0f %s %.2f\n", $1/d, $2, ($4-$3)*10000/$1}'
 }
+
+# Over h2_measure's lines, one per round ("req/s p99ms cpu_us"): round_col FILE K, the median of column K;
+# round_ratio OURS OTHER, cookie-proxy's req/s over the other's, the median of the per-round ratios with the middle
+# half in brackets; round_cpu_ratio OURS OTHER, the same for CPU per request (the median); h2_row C OTHER OURS, a
+# table row of them for C connections (req/s, ratio, p99, CPU, CPU ratio), ending in "|" so columns can follow.
+round_col() { awk -v k="$2" '{print $k}' "$1" | median; }
+round_ratio() {
+  paste "$1" "$2" | awk '{print $1 / $4}' | sort -n |
+    awk '{a[NR]=$1} END {printf "%.3f (%.3f … %.3f)", a[int((NR+1)/2)], a[int((NR+3)/4)], a[int((3*NR+3)/4)]}'
+}
+round_cpu_ratio() { paste "$1" "$2" | awk '{print $3 / $6}' | median; }
+h2_row() {
+  printf "| %s | %s · %s | %s | %s · %s | %s · %s | %.3f |" "$1" "$(round_col "$2" 1)" "$(round_col "$3" 1)" \
+    "$(round_ratio "$3" "$2")" "$(round_col "$2" 2)" "$(round_col "$3" 2)" "$(round_col "$2" 3)" \
+    "$(round_col "$3" 3)" "$(round_cpu_ratio "$3" "$2")"
+}

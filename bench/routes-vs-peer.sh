@@ -119,12 +119,6 @@ for c in ${LOADS:-1 16 64}; do
     run 18184 "$PEER_PID" "$c" >> "$T/n"
     run 18194 "$OURS" "$c" >> "$T/o"
   done
-  col() { awk -v k="$2" '{print $k}' "$1" | median; }
-  ratio() {
-    paste "$T/o" "$1" | awk '{print $1 / $4}' | sort -n |
-      awk '{a[NR]=$1} END {printf "%.3f (%.3f … %.3f)", a[int((NR+1)/2)], a[int((NR+3)/4)], a[int((3*NR+3)/4)]}'
-  }
-  cpu_ratio() { paste "$T/o" "$1" | awk '{print $3 / $6}' | median; }
-  printf "| %s | %s · %s | %s | %s · %s | %s · %s | %.3f |\n" "$c" "$(col "$T/n" 1)" "$(col "$T/o" 1)" \
-    "$(ratio "$T/n")" "$(col "$T/n" 2)" "$(col "$T/o" 2)" "$(col "$T/n" 3)" "$(col "$T/o" 3)" "$(cpu_ratio "$T/n")"
+  h2_row "$c" "$T/n" "$T/o"
+  echo
 done

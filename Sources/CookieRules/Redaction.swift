@@ -26,8 +26,14 @@ public struct Redaction: Sendable {
     /// `h:` and 8 hex digits, as bytes.
     func hashText<C: Collection<UInt8>>(_ bytes: C) -> [UInt8] {
         let h = SipHash24.hash(bytes, k0, k1) >> 32
-        let hex = Array("0123456789abcdef".utf8)
-        return [0x68, 0x3A] + (0..<8).map { hex[Int((h >> UInt64(28 - 4 * $0)) & 0xF)] }
+        var text: [UInt8] = [0x68, 0x3A]
+        text.reserveCapacity(10)
+        for i in 0..<8 {
+            // Lowercase hex: '0'…'9' from 0x30, 'a'…'f' from 0x61.
+            let digit = UInt8(truncatingIfNeeded: h >> UInt64(28 - 4 * i)) & 0xF
+            text.append(digit < 10 ? 0x30 + digit : 0x57 + digit)
+        }
+        return text
     }
 
     /// A value as records show it: `[h:…]`, or as it is with `--log-values`.

@@ -72,8 +72,8 @@ final class FindingKeys: Sendable {
     }
 }
 
-/// What the lint reads of a request besides the line (its URL and site context), kept with what was worked out for
-/// it (a cached lint, a cached record) and compared exactly before that is used again.
+/// What the lint reads of a request besides the line (its URL and site context), kept with a line's memo
+/// (``LineMemo``) and compared exactly before the memo is used again.
 struct LintPlace {
     let scheme: String
     let host: String

@@ -79,12 +79,6 @@ final class LineFacts {
 
     var current: LineMemo? { held?.takeUnretainedValue() }
 
-    /// The current memo's lint keys, read without counting a reference (nil: no memo yet, or no such lint).
-    @inline(__always)
-    func keys(edited: Bool) -> CountedKeys? {
-        held?._withUnsafeGuaranteedRef { edited ? $0.editedKeys : $0.receivedKeys }
-    }
-
     /// The line's memo: the one kept for it, or a new one in its slot.
     @inline(__always)
     func memo(_ line: borrowing LineOutcome, _ response: borrowing ResponseOutcome) -> LineMemo {
@@ -92,11 +86,12 @@ final class LineFacts {
         return held.unsafelyUnwrapped.takeUnretainedValue()
     }
 
-    /// The current memo's lint keys, the memo looked up first if it was not (nil: no such lint made yet).
+    /// The line's memo's lint keys (the memo looked up first if it was not), read without counting a reference;
+    /// nil: no such lint made yet.
     @inline(__always)
     func keys(edited: Bool, _ line: borrowing LineOutcome, _ response: borrowing ResponseOutcome) -> CountedKeys? {
         if held == nil { lookUp(line, response) }
-        return keys(edited: edited)
+        return held.unsafelyUnwrapped._withUnsafeGuaranteedRef { edited ? $0.editedKeys : $0.receivedKeys }
     }
 
     /// Looks the line's memo up (or makes it) and holds it.
