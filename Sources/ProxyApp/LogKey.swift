@@ -38,7 +38,9 @@ public enum LogKey {
     {
         let path = directory + "/" + name
         if let data = FileManager.default.contents(atPath: path), let secret = read(data, text: text) { return secret }
-        mkdir(directory, 0o700)
+        // Its parents too: on a fresh machine even `~/.config` may not exist yet.
+        try? FileManager.default.createDirectory(
+            atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         // getrandom(2) on Linux, arc4random on macOS: cryptographically secure.
         var generator = SystemRandomNumberGenerator()
         let random = (0..<16).map { _ in UInt8.random(in: 0...255, using: &generator) }

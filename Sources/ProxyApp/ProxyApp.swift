@@ -105,8 +105,12 @@ public enum ProxyApp {
     /// What ``start(_:)`` set up for TLS: the contexts the server uses, what to tell a person, and the CA.
     public struct TLSSetup {
         public var interception: ProxyServer.Interception
-        /// Lines for the banner (a CA just made, hosts not verified, what is intercepted).
+        /// The banner's line for what is intercepted.
         public var note: String
+        /// A CA made by this start, and where its certificate is to be trusted: said whatever the mode.
+        public var created: String?
+        /// Upstreams whose certificates are not verified: said even without a banner.
+        public var warnings: [String]
         public var ca: CertificateAuthority
     }
 
@@ -185,15 +189,17 @@ public enum ProxyApp {
     /// trust; nil when nothing asks for TLS.
     static func tlsSetup(_ c: Configuration, wanted: Bool, described: String) throws(StartError) -> TLSSetup? {
         guard wanted || c.tls.required else { return nil }
-        var note = ""
+        var created: String? = nil
+        var warnings: [String] = []
         do {
             let ca: CertificateAuthority
             if CertificateAuthority.exists(in: c.home) {
                 ca = try CertificateAuthority.load(from: c.home)
             } else {
                 ca = try CertificateAuthority.create(in: c.home, force: false, commonName: c.tls.commonName)
-                note =
-                    "  created a local CA in \(c.home) (trust \(ca.certificatePath); see docs/https.md, \"Trusting the CA\")\n"
+                created =
+                    "created a local CA in \(c.home): trust it once with `cookie-proxy ca install` (\(ca.certificatePath);"
+                    + " docs/https.md)"
             }
             let leaves = try LeafCache(ca: ca)
             let http2 = c.server.http2
@@ -201,13 +207,13 @@ public enum ProxyApp {
             let listener = try TLSServerContext(leaves: leaves, http2: http2 == .off ? .off : .on)
             let client = try TLSClientContext(extraCAFile: c.tls.upstreamCAFile)
             for host in c.tls.insecureHosts.sorted() {
-                note += "  WARNING: upstream certificates of \(host) are NOT verified (--insecure-upstream)\n"
+                warnings.append("upstream certificates of \(host) are NOT verified (--insecure-upstream)")
             }
-            note += "  https:        intercepting \(described) with the CA \(ca.certificatePath);"
+            var note = "  https:        intercepting \(described) with the CA \(ca.certificatePath);"
             note += " every other CONNECT is tunnelled untouched\n"
             let interception = ProxyServer.Interception(
                 server: server, client: client, insecureHosts: c.tls.insecureHosts, listener: listener)
-            return TLSSetup(interception: interception, note: note, ca: ca)
+            return TLSSetup(interception: interception, note: note, created: created, warnings: warnings, ca: ca)
         } catch {
             throw StartError(description: "cannot set up https interception: \(error)", stage: .setup)
         }

@@ -37,5 +37,9 @@ public struct ConnectionIO: Sendable {
         /// speaks HTTP/2 with it, starting with `leftover` (the preface and what followed it), and this machine
         /// hears nothing more.
         case startHTTP2(leftover: [UInt8])
+        /// The client spoke HTTP/2's preface where HTTP/2 is off (`--http2 off`): it was told so in HTTP/2 (a GOAWAY
+        /// with HTTP_1_1_REQUIRED, RFC 9113 §7) and the connection closes; the shell notes it for the person running
+        /// the proxy, who would otherwise see a client fail with nothing said.
+        case refusedHTTP2Preface
     }
 }

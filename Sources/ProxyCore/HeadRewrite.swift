@@ -76,6 +76,11 @@ enum HeadRewrite {
         let from: [UInt8]
         /// `http://app.localhost:5173/api/` (the client's origin and the route's prefix).
         let to: [UInt8]
+        /// A relative redirect's side of the same mapping (`/` → `/api/`), when the route's URL has a path: an
+        /// absolute-path reference (`Location: /me`, RFC 9110 §10.2.2 allows one) is resolved by the browser against
+        /// the URL it used, so an upstream mounted under a prefix would send it off the mount (to the frontend's
+        /// route). Nil when the target goes upstream as it came: its paths are the client's already.
+        let relative: (from: [UInt8], to: [UInt8])?
 
         /// `client`: the exchange as the client addressed it (its scheme, and the host and port it named).
         init(_ route: ReverseRoute, client: ExchangeContext) {
@@ -86,9 +91,11 @@ enum HeadRewrite {
             if let path = route.path {
                 from = Array((route.upstreamOrigin + path).utf8)
                 to = Array((clientOrigin + route.prefix).utf8)
+                relative = path == route.prefix ? nil : (Array(path.utf8), Array(route.prefix.utf8))
             } else {
                 from = Array((route.upstreamOrigin + "/").utf8)
                 to = Array((clientOrigin + "/").utf8)
+                relative = nil
             }
         }
 
@@ -113,15 +120,24 @@ enum HeadRewrite {
             }
         }
 
-        /// The URL with `from` replaced by `to` (scheme and host compared without case); `from` without its last
-        /// `/` is the upstream's bare origin, mapped to `to` without its last `/`. Nil when it is not the upstream's.
+        /// The URL with `from` replaced by `to` (scheme and host compared without case), or an absolute path with
+        /// the route's path replaced by its prefix (compared exactly); `from` without its last `/` is the upstream's
+        /// bare origin (or path), mapped to `to` without its last `/`. Nil when it is not the upstream's.
         func map(_ url: ArraySlice<UInt8>) -> [UInt8]? {
+            if let mapped = Self.map(url, from: from, to: to, lowercase: true) { return mapped }
+            // `/path`, not `//host/path` (a network-path reference names another host).
+            guard let relative, url.first == 0x2F, url.dropFirst().first != 0x2F else { return nil }
+            return Self.map(url, from: relative.from, to: relative.to, lowercase: false)
+        }
+
+        private static func map(_ url: ArraySlice<UInt8>, from: [UInt8], to: [UInt8], lowercase: Bool) -> [UInt8]? {
             func startsWith(_ prefix: ArraySlice<UInt8>) -> Bool {
-                url.count >= prefix.count && zip(url, prefix).allSatisfy { ByteClass.lower($0) == ByteClass.lower($1) }
+                url.count >= prefix.count
+                    && zip(url, prefix).allSatisfy { lowercase ? ByteClass.lower($0) == ByteClass.lower($1) : $0 == $1 }
             }
             if startsWith(from[...]) { return to + url.dropFirst(from.count) }
             let bare = from.dropLast()
-            if from.last == 0x2F,
+            if from.last == 0x2F, !bare.isEmpty,
                 url.count == bare.count
                     || (url.count > bare.count && [0x3F, 0x23].contains(url[url.startIndex + bare.count])),
                 startsWith(bare)

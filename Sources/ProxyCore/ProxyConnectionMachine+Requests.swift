@@ -28,6 +28,7 @@ extension ProxyConnectionMachine {
                 // An HTTP/2 client reads no HTTP/1.1 answer: it is told in its own protocol, then the connection
                 // closes.
                 io.toClient.append(contentsOf: ProxyAnswer.http2Refused("HTTP/2 is off on this listener (--http2 off)"))
+                io.commands.append(.refusedHTTP2Preface)
                 close(&io)
                 return
             }

@@ -49,13 +49,27 @@ public struct ReverseRoute: Sendable, Hashable, CustomStringConvertible {
         upstream.port == (scheme == .https ? 443 : 80) ? HostPort.bracketed(upstream.host) : upstream.description
     }
 
-    /// Reads `[HOST]/PREFIX=URL[,preserve-host]`; nil with the reason when it is not one.
+    /// The options a route takes after its URL, each after a comma (`/api/=http://api:3000/,preserve-host`).
+    public static let options = ["preserve-host"]
+
+    /// Reads `[HOST]/PREFIX=URL[,OPTION…]`; the reason when it is not one. Options follow the URL's first comma (a
+    /// comma in the URL's own path is written `%2C`); an unknown one is refused with the list of known ones, where
+    /// reading it as part of the URL would route every request to a path nobody meant.
     public static func parse(_ text: String) -> Result<ReverseRoute, RouteError> {
         var spec = Substring(text)
         var preserveHost = false
-        if spec.hasSuffix(",preserve-host") {
-            preserveHost = true
-            spec = spec.dropLast(",preserve-host".count)
+        if let equals = spec.firstIndex(of: "="), let comma = spec[equals...].firstIndex(of: ",") {
+            for option in spec[spec.index(after: comma)...].split(separator: ",", omittingEmptySubsequences: false) {
+                switch option {
+                case "preserve-host": preserveHost = true
+                default:
+                    return .failure(
+                        RouteError(
+                            "'\(text)': unknown route option '\(option)'; the options are: "
+                                + options.joined(separator: ", ")))
+                }
+            }
+            spec = spec[..<comma]
         }
         guard let equals = spec.firstIndex(of: "=") else {
             return .failure(RouteError("'\(text)' must be [HOST]/PREFIX=URL, e.g. /api/=https://api.example/"))
@@ -79,6 +93,21 @@ public struct ReverseRoute: Sendable, Hashable, CustomStringConvertible {
                 host: host.isEmpty ? nil : host, prefix: prefix, upstream: origin, scheme: scheme, path: path,
                 preserveHost: preserveHost)
         }
+    }
+
+    /// nginx's `proxy_pass` trap, said at start-up: a prefix and a path that disagree on their last `/` glue or
+    /// double the slash where one replaces the other (`/=http://host/api` sends `/x` as `/apix`; `/v1=…/v2/` sends
+    /// `/v1/users` as `/v2//users`). Nil when they agree, or when the URL has no path (the target goes as it came).
+    public var slashWarning: String? {
+        guard let path, prefix.hasSuffix("/") != path.hasSuffix("/") else { return nil }
+        let example = prefix.hasSuffix("/") ? prefix + "x" : prefix + "/x"
+        let sent = path + example.dropFirst(prefix.utf8.count)
+        let fixed =
+            prefix.hasSuffix("/")
+            ? "\(host ?? "")\(prefix)=\(upstreamOrigin)\(path)/"
+            : "\(host ?? "")\(prefix)/=\(upstreamOrigin)\(path), or \(host ?? "")\(prefix)=\(upstreamOrigin)\(path.dropLast())"
+        return "route \(self): \(example) goes upstream as \(sent) (the prefix and the URL's path differ in their"
+            + " last '/'); did you mean \(fixed)?"
     }
 
     /// `http://`, `https://` or `h2c://` `host[:port]` and an optional path (no query or fragment).

@@ -32,8 +32,10 @@ final class ClientConnection: ExchangeDriver {
     private var noDelay = false
     /// Its place in the loop's list of clients; -1 once removed.
     var listIndex = -1
-    /// TLS with the client after an intercepted CONNECT.
+    /// TLS with the client after an intercepted CONNECT, or from the first byte on a TLS listener.
     var clientTLS: TLSEngine?
+    /// A TLS listener's connection that has read nothing yet: its first bytes tell TLS from plain HTTP.
+    private var listenerFirstRead = false
     /// The client speaks HTTP/2 on this connection: the session and its streams' exchanges.
     var http2: HTTP2Client?
 
@@ -69,6 +71,10 @@ final class ClientConnection: ExchangeDriver {
         }
         if n > 0 {
             lastActivity = loop.now
+            if listenerFirstRead {
+                listenerFirstRead = false
+                if PlainHTTPOnTLSPort.isPlainHTTP(loop.readBuffer[0]) { return answerPlainHTTP(n) }
+            }
             if let tls = clientTLS {
                 tls.feed(loop.readBuffer[0..<n])
                 clientTLSProgress(tls)
@@ -96,10 +102,24 @@ final class ClientConnection: ExchangeDriver {
         }
         do {
             clientTLS = try TLSEngine(server: setup.listener, connectHost: fallbackHost)
+            listenerFirstRead = true
         } catch {
             loop.server.noteTLSFailure("client TLS on the https listener: \(error)")
             closeNow()
         }
+    }
+
+    /// Plain HTTP (the first `count` bytes of the read buffer) came to the TLS listener: a `400` in plain text that
+    /// names the https URL, then the connection closes once it is out; noted for the person running the proxy.
+    private func answerPlainHTTP(_ count: Int) {
+        let host = clientTLS?.fallbackHost ?? "127.0.0.1"
+        let listener = Origin(host: host, port: Sys.localPort(fd))
+        io.toClient += PlainHTTPOnTLSPort.response(to: loop.readBuffer[0..<count], fallback: listener)
+        clientTLS = nil
+        loop.server.noteTLSFailure(
+            "plain HTTP from \(address) to the https listener \(HostPort.format(host, listener.port)): answered 400"
+                + " naming its https:// URL")
+        closeAfterFlush = true
     }
 
     /// Advances the client-side TLS engine: handshake, then decrypted bytes into the machine.
@@ -108,7 +128,9 @@ final class ClientConnection: ExchangeDriver {
             let status = tls.handshake()
             tls.drainCiphertext(into: &toClient.records)
             if case .failed(let reason) = status {
-                loop.server.noteTLSFailure("client TLS for \(tls.fallbackHost): \(reason)")
+                loop.server.noteTLSFailure(
+                    "client TLS for \(tls.fallbackHost): \(reason) (does the client trust the CA? cookie-proxy ca path)"
+                )
                 closeAfterFlush = true
                 return
             }
@@ -144,7 +166,8 @@ final class ClientConnection: ExchangeDriver {
             do {
                 tls = try TLSEngine(server: setup.server, connectHost: host)
             } catch {
-                loop.server.noteTLSFailure("client TLS for \(host): \(error)")
+                loop.server.noteTLSFailure(
+                    "client TLS for \(host): \(error) (does the client trust the CA? cookie-proxy ca path)")
                 closeAfterFlush = true
                 return
             }

@@ -154,6 +154,10 @@ class ExchangeDriver: LoopHandler {
             upstream?.out.shutdownPending = true
         case .closeClient:
             closeAfterFlush = true
+        case .refusedHTTP2Preface:
+            loop.server.noteHTTP2Refusal(
+                "connection from \(address): HTTP/2 with prior knowledge, but HTTP/2 is off (--http2 off): told so"
+                    + " (GOAWAY HTTP_1_1_REQUIRED) and closed")
         case .shutdownClientWrite, .startTLS, .startHTTP2:
             executeClient(command)
         }

@@ -10,7 +10,8 @@ extension RunCommand {
             help:
                 "Reverse mode: requests for HOST (any when left out) whose path starts with PREFIX go to URL"
                 + " (http://, https:// or h2c://); a path in URL replaces PREFIX, as nginx's proxy_pass. The longest"
-                + " prefix wins, a host's routes first. ',preserve-host' keeps the client's Host.",
+                + " prefix wins, a host's routes first. Options after a comma: ',preserve-host' keeps the client's"
+                + " Host.",
             repeatable: true)
         static let noForwarded = OptionSpec(
             names: ["--no-forwarded-headers"], value: nil,
@@ -32,7 +33,16 @@ extension RunCommand {
         }
         for text in args.all(RouteOption.route) {
             switch ReverseRoute.parse(text) {
-            case .success(let route): routes.append(route)
+            case .success(let route):
+                // Two routes for one host and prefix: only the first would ever be tried.
+                if let earlier = routes.first(where: { $0.host == route.host && $0.prefix == route.prefix }) {
+                    throw UsageError(
+                        message:
+                            "--route '\(text)' repeats the prefix \(route.host ?? "")\(route.prefix) of \(earlier); give"
+                            + " each prefix one route",
+                        command: spec.name)
+                }
+                routes.append(route)
             case .failure(let error): throw UsageError(message: "--route \(error)", command: spec.name)
             }
         }
@@ -50,6 +60,7 @@ extension RunCommand {
     static func routesBanner(_ config: ServerConfiguration, url: String) -> String {
         var banner = "  reverse mode: open \(url)/ in a browser or app; the routes, in the order they are tried:\n"
         for route in config.proxy.routes.routes { banner += "    \(route)\n" }
+
         if config.proxy.addForwarded { banner += "  forwarded:    X-Forwarded-For, -Proto and -Host added\n" }
         return banner
     }

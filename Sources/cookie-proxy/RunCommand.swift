@@ -111,7 +111,9 @@ enum RunCommand {
         static let drainTimeout = OptionSpec(
             names: ["--drain-timeout"], value: "seconds",
             help: "On SIGINT/SIGTERM, time given to exchanges in flight.", defaultValue: "10s")
-        static let quiet = OptionSpec(names: ["--quiet", "-q"], value: nil, help: "No banner and no live status line.")
+        static let quiet = OptionSpec(
+            names: ["--quiet", "-q"], value: nil,
+            help: "No banner and no live status line: only the 'listening on' lines and warnings.")
         static let http2 = OptionSpec(
             names: ["--http2"], value: "mode",
             help:
@@ -229,6 +231,11 @@ enum RunCommand {
                 "cookie-proxy listening on \(listen.tls ? "https" : "http")://\(HostPort.bracketed(listen.host)):\(port)"
             )
         }
+        // Said with or without the banner: what the person must act on.
+        for warning in config.proxy.routes.routes.compactMap(\.slashWarning) + (proxy.tls?.warnings ?? []) {
+            Console.err("cookie-proxy: WARNING: \(warning)")
+        }
+        if let created = proxy.tls?.created { Console.err("cookie-proxy: \(created)") }
         if !quiet {
             Console.err(
                 banner(
@@ -354,7 +361,7 @@ enum RunCommand {
     static func reportEvents(_ proxy: RunningProxy) {
         let server = proxy.server
         for failure in server.takeTLSFailures() {
-            Console.err("cookie-proxy: \(failure) (does the client trust the CA? cookie-proxy ca path)")
+            Console.err("cookie-proxy: \(failure)")
         }
         for refusal in server.takeHTTP2Refusals() { Console.err("cookie-proxy: HTTP/2: \(refusal)") }
     }

@@ -94,6 +94,113 @@ import Testing
         #expect(result.text == "http://app.localhost:\(s.proxy.port)/api/login?next=/", "\(result.text)")
     }
 
+    /// A relative redirect from an upstream mounted under a prefix stays under it (the browser resolves `/me`
+    /// against the URL it used); a path outside the route's, a network-path reference, and a route whose target goes
+    /// as it came are left alone. (route the request takes, Location the upstream sends, what the client gets)
+    @Test(arguments: [
+        ("/api/setcookie", "/me?x=1", "/api/me?x=1"),
+        ("/api/setcookie", "//other.test/me", "//other.test/me"),
+        ("/setcookie", "/me", "/me"),
+        ("/old/setcookie", "/setcookie/users", "/old/setcookie/users"),
+        ("/old/setcookie", "/elsewhere", "/elsewhere"),
+    ])
+    func aRelativeRedirectStaysUnderItsRoutesPrefix(_ path: String, _ location: String, _ expected: String) throws {
+        let upstream = try Upstream()
+        let proxy = try Proxy([
+            "--quiet", "--log", "none", "--route", "/=http://127.0.0.1:\(upstream.port)", "--route",
+            "/api/=http://127.0.0.1:\(upstream.port)/", "--route",
+            "/old/setcookie=http://127.0.0.1:\(upstream.port)/setcookie",
+        ])
+        let result = try curl([
+            "-s", "-o", "/dev/null", "-D", "-",
+            proxy.url + path + "?c=a%3D1&location=" + InterceptionEndToEndTests.enc(location),
+        ])
+        #expect(result.text.contains("\r\nLocation: \(expected)\r\n"), "\(result.text)")
+    }
+
+    /// A route with an unknown option or a repeated prefix is refused at start with what to write instead; a prefix
+    /// and a path that disagree on their last `/` start, with a warning (even with `--quiet`) naming the path it
+    /// would send and the fix. (arguments, refused, what stderr says)
+    @Test(arguments: [
+        (
+            ["--route", "/=http://127.0.0.1:9/,keep-host"], true,
+            "unknown route option 'keep-host'; the options are: preserve-host"
+        ),
+        (["--route", "/a/=http://127.0.0.1:9/", "--route", "/a/=http://127.0.0.1:8/"], true, "repeats the prefix /a/"),
+        (["--route", "/=http://127.0.0.1:9/,preserve-host"], false, "(Host kept)"),
+        (
+            ["--reverse", "http://127.0.0.1:9/api"], false,
+            "WARNING: route / → http://127.0.0.1:9/api: /x goes upstream as /apix"
+        ),
+        (
+            ["--route", "/v1=http://127.0.0.1:9/v2/"], false,
+            "WARNING: route /v1 → http://127.0.0.1:9/v2/: /v1/x goes upstream as /v2//x"
+        ),
+        (
+            ["--route", "/a/=https://a.test/", "--insecure-upstream", "a.test"], false,
+            "WARNING: upstream certificates of a.test are NOT verified (--insecure-upstream)"
+        ),
+    ])
+    func routesRefuseTyposAndWarnOfTheSlashTrap(_ options: [String], _ refused: Bool, _ said: String) throws {
+        let home = try InterceptionEndToEndTests.home()
+        defer { try? FileManager.default.removeItem(atPath: home) }
+        if refused {
+            let result = try run(
+                Paths.binary, ["run", "--listen", "127.0.0.1:0", "--log", "none"] + options,
+                environment: ["COOKIE_PROXY_HOME": home])
+            #expect(result.status == 2 && result.stderr.contains(said), "\(result.status) \(result.stderr)")
+        } else {
+            let proxy = try Proxy(["--log", "none"] + options, environment: ["COOKIE_PROXY_HOME": home])
+            if said.hasPrefix("WARNING") {
+                let line = try proxy.process.waitForLine(startingWith: "cookie-proxy: WARNING", onStderr: true)
+                #expect(line.contains(said), "\(proxy.process.stderr)")
+            } else {
+                #expect(proxy.process.stderr.contains(said), "\(proxy.process.stderr)")
+                #expect(!proxy.process.stderr.contains("WARNING"), "\(proxy.process.stderr)")
+            }
+        }
+    }
+
+    /// Plain HTTP sent to the TLS listener gets a `400` in plain text naming the https URL to use (nginx's "plain
+    /// HTTP request was sent to HTTPS port"), and stderr says what happened without blaming the CA; the listener
+    /// still speaks TLS to the next client.
+    @Test func plainHTTPToTheTLSListenerIsToldItsHTTPSURL() throws {
+        let home = try InterceptionEndToEndTests.home()
+        defer { try? FileManager.default.removeItem(atPath: home) }
+        let upstream = try Upstream()
+        let proxy = try Proxy(
+            ["--log", "none", "--listen", "https://127.0.0.1:0", "--route", "/=http://127.0.0.1:\(upstream.port)"],
+            environment: ["COOKIE_PROXY_HOME": home])
+        let line = try #require(
+            proxy.process.stderr.split(separator: "\n").first { $0.hasPrefix("cookie-proxy listening on https://") })
+        let port = Int(line.split(separator: ":").last!)!
+        let plain = try curl([
+            "-s", "-w", "\n%{http_code}", "--resolve", "app.localhost:\(port):127.0.0.1",
+            "http://app.localhost:\(port)/login?next=1",
+        ])
+        #expect(plain.text.hasSuffix("\n400"), "\(plain.text)")
+        #expect(plain.text.contains("Use https://app.localhost:\(port)/login?next=1 instead."), "\(plain.text)")
+        let note = try proxy.process.waitForLine(startingWith: "cookie-proxy: plain HTTP", onStderr: true)
+        #expect(note.contains("https listener") && !note.contains("trust the CA"), "\(note)")
+        let secure = try curl([
+            "-s", "-o", "/dev/null", "-w", "%{http_code}", "--cacert", home + "/ca-cert.pem",
+            "https://127.0.0.1:\(port)/head",
+        ])
+        #expect(secure.text == "200", "\(secure.text)")
+    }
+
+    /// HTTP/2 with prior knowledge where HTTP/2 is off is told so in HTTP/2 (curl reads the GOAWAY) and noted on
+    /// stderr.
+    @Test func anH2CPrefaceWithHTTP2OffIsAnsweredAndNoted() throws {
+        let proxy = try Proxy(["--quiet", "--log", "none", "--http2", "off"])
+        let result = try run(
+            Paths.which("curl"), ["-sv", "--max-time", "10", "--http2-prior-knowledge", proxy.url + "/"])
+        // HTTP_1_1_REQUIRED is error code 13 (RFC 9113 §7).
+        #expect(result.status != 0 && result.stderr.contains("GOAWAY, error=13"), "\(result.stderr)")
+        let note = try proxy.process.waitForLine(startingWith: "cookie-proxy: HTTP/2:", onStderr: true)
+        #expect(note.contains("HTTP/2 is off (--http2 off)"), "\(note)")
+    }
+
     /// Bad input: no route is a 404 naming the routes; an unreachable upstream a 502 naming it; an upstream whose
     /// certificate does not verify a 502 naming --upstream-ca and --insecure-upstream; a malformed --route is
     /// refused at start with the reason.

@@ -24,6 +24,9 @@ import Testing
             ("/=http://x/?q=1", nil, "no query or fragment"),
             ("bad_host!/=http://x", nil, "is not a host name"),
             ("/a b/=http://x", nil, "may not hold spaces"),
+            ("/=http://x/,keep-host", nil, "unknown route option 'keep-host'; the options are: preserve-host"),
+            ("/=http://x/,preserve-host,", nil, "unknown route option ''"),
+            ("/=http://x/a,b", nil, "unknown route option 'b'"),
         ] as [(String, String?, String?)])
     func aRouteIsReadOrRefusedWithAReason(_ text: String, _ description: String?, _ refusal: String?) {
         switch ReverseRoute.parse(text) {
@@ -32,6 +35,18 @@ import Testing
             #expect(description == nil)
             #expect(refusal.map { error.description.contains($0) } == true, "\(error)")
         }
+    }
+
+    /// nginx's slash trap: a prefix and a path that disagree on their last `/` (the path a request would be sent
+    /// as, and the fix); agreeing ones, and routes without a path, say nothing.
+    @Test(arguments: [
+        ("/=http://x:3000/api", "/x goes upstream as /apix", "did you mean /=http://x:3000/api/?"),
+        ("/v1=http://x/v2/", "/v1/x goes upstream as /v2//x", "did you mean /v1/=http://x/v2/, or /v1=http://x/v2?"),
+        ("/api/=http://x/", nil, nil), ("/api=http://x/v1", nil, nil), ("/api=http://x", nil, nil),
+    ] as [(String, String?, String?)])
+    func aSlashMismatchIsNamedWithItsFix(_ text: String, _ sent: String?, _ fix: String?) throws {
+        let warning = try ReverseRoute.parse(text).get().slashWarning
+        #expect(warning.map { $0.contains(sent!) && $0.hasSuffix(fix!) } ?? (sent == nil), "\(warning ?? "none")")
     }
 
     static let table = RouteTable(
@@ -105,7 +120,8 @@ import Testing
         #expect(t.machine.upstreamTLS == tls)
     }
 
-    /// nginx's `proxy_redirect default`: redirects to the upstream's URL come back as the client's.
+    /// nginx's `proxy_redirect default`: redirects to the upstream's URL, or to an absolute path on it, come back as
+    /// the client's.
     @Test(arguments: [
         ("Location: https://api.staging.example/login?next=/", "Location: http://app.test:8080/api/login?next=/"),
         ("Location: HTTPS://API.staging.example/", "Location: http://app.test:8080/api/"),
@@ -113,7 +129,11 @@ import Testing
         ("Content-Location: https://api.staging.example/doc", "Content-Location: http://app.test:8080/api/doc"),
         ("Refresh: 0; url=https://api.staging.example/x", "Refresh: 0; url=http://app.test:8080/api/x"),
         ("Location: https://elsewhere.example/login", "Location: https://elsewhere.example/login"),
-        ("Location: /login", "Location: /login"),
+        // A relative redirect resolves against the client's URL: the upstream's path goes back under the prefix.
+        ("Location: /login", "Location: /api/login"),
+        ("Refresh: 0; url=/x", "Refresh: 0; url=/api/x"),
+        ("Location: //elsewhere.example/x", "Location: //elsewhere.example/x"),
+        ("Location: login", "Location: login"),
         ("Location: https://api.staging.example.evil/", "Location: https://api.staging.example.evil/"),
     ])
     func redirectsToTheUpstreamArePointedBackAtTheClientsOrigin(_ field: String, _ forwarded: String) {
