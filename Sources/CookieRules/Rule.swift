@@ -77,6 +77,15 @@ public enum HostPattern: Sendable, Hashable {
 
     static func subdomains(of suffix: String) -> HostPattern { .subdomains(of: suffix, dotted: "." + suffix) }
 
+    /// `@local` in a `host` or `upstream` condition: every name a local development origin goes by — `localhost`
+    /// and its subdomains (RFC 6761 §6.3: they resolve to loopback, and browsers treat them as secure contexts),
+    /// and the loopback addresses `127.0.0.1` and `::1`. One definition, so that presets written for local hosts
+    /// (`host @local`) and presets that leave them alone (`not host @local`) agree whatever order they load in.
+    static let localName = "@local"
+    static let local: [HostPattern] = [
+        .exact("localhost"), .subdomains(of: "localhost"), .exact("127.0.0.1"), .exact("::1"),
+    ]
+
     func matches(_ host: String) -> Bool {
         switch self {
         // Host names are ASCII here: String == compares their bytes (its fast path).

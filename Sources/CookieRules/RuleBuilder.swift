@@ -123,12 +123,17 @@ struct RuleBuilder {
                 let h = a.text.lowercased()
                 if h == "*" {
                     patterns.append(.any)
+                } else if h == HostPattern.localName && keyword != "cookie-domain" {
+                    patterns += HostPattern.local
                 } else if h.hasPrefix("*.") && h.count > 2 && Self.isHostName(String(h.dropFirst(2))) {
                     patterns.append(.subdomains(of: String(h.dropFirst(2))))
                 } else if Self.isHostName(h) {
                     patterns.append(.exact(h))
                 } else {
-                    throw fail(a.column, "'\(a.text)' is not a host name or *.suffix pattern")
+                    throw fail(
+                        a.column,
+                        "'\(a.text)' is not a host name, *.suffix pattern or \(HostPattern.localName) (every local"
+                            + " development host)")
                 }
                 if keyword == "cookie-domain", case .exact(let d) = patterns.last, d.hasPrefix(".") {
                     throw fail(a.column, "write cookie-domain without the leading dot; it is ignored when matching")

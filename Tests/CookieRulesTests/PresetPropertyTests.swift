@@ -9,10 +9,12 @@ import Testing
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent()
 
-    static func engine() throws -> RuleEngine {
-        let folder = root.appendingPathComponent("rules").path
-        let files = try FileManager.default.contentsOfDirectory(atPath: folder).filter { $0.hasSuffix(".rules") }
-            .sorted()
+    static let folder = root.appendingPathComponent("rules").path
+    static let presets = ((try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? [])
+        .filter { $0.hasSuffix(".rules") }.sorted()
+
+    /// The presets `files`, loaded in this order (the whole folder, in name order, by default).
+    static func engine(_ files: [String] = presets) throws -> RuleEngine {
         var rules: [Rule] = []
         for file in files {
             rules += try RulesParser.parse(
@@ -59,6 +61,66 @@ import Testing
         // Not vacuous: many kept cookies, and the presets change many of them.
         #expect(kept > 100)
         #expect(changed > 50)
+    }
+
+    /// The presets combine by meaning, whatever order they load in: on every form of a local development host
+    /// (`@local`), over http and https, `hardening.rules` changes nothing and `localhost-dev.rules` does what it
+    /// says, for every pair of presets in both orders.
+    @Test(arguments: ["localhost", "app.localhost", "127.0.0.1", "::1"])
+    func everyPairOfPresetsAgreesOnEveryLocalHost(_ host: String) throws {
+        #expect(Self.presets.count >= 4 && Self.presets.contains("hardening.rules"))
+        let lines = [
+            "csrf=1", "sid=1; Domain=staging.example; Secure; SameSite=None; HttpOnly",
+            "Bin-Auth-Token=x; Path=/; Domain=bin.example.com; Max-Age=604800; HttpOnly", "pref=dark; Path=/",
+        ]
+        var compared = 0
+        for first in Self.presets {
+            for second in Self.presets where second != first {
+                let pair = try Self.engine([first, second])
+                let withoutHardening = try Self.engine([first, second].filter { $0 != "hardening.rules" })
+                let reversed = try Self.engine([second, first])
+                for scheme in ["http", "https"] {
+                    let context = MessageContext(
+                        scheme: scheme, host: host, port: scheme == "https" ? 443 : 80, path: "/", method: "GET",
+                        status: 200)
+                    for line in lines {
+                        func result(_ engine: RuleEngine) -> String {
+                            engine.apply(to: [SetCookie(line)], context: context, now: 0)[0].result?.description
+                                ?? "dropped"
+                        }
+                        let got = result(pair)
+                        #expect(got == result(withoutHardening), "\(first) + \(second), \(scheme)://\(host): \(line)")
+                        #expect(
+                            got == result(reversed), "\(first) + \(second) in both orders, \(scheme)://\(host): \(line)"
+                        )
+                        if first == "localhost-dev.rules" || second == "localhost-dev.rules" {
+                            #expect(!got.contains("Domain="), "\(scheme)://\(host): \(line) -> \(got)")
+                            #expect(got.contains("Secure") == (scheme == "https" && line.contains("Secure")), "\(got)")
+                        }
+                        compared += 1
+                    }
+                }
+            }
+        }
+        #expect(compared == Self.presets.count * (Self.presets.count - 1) * 2 * lines.count)
+    }
+
+    /// `@local` is one set of hosts: its members and only them, in `host` and `upstream`; it is refused where it has
+    /// no meaning (`cookie-domain`).
+    @Test(arguments: [
+        ("localhost", true), ("app.localhost", true), ("a.b.localhost", true), ("127.0.0.1", true), ("::1", true),
+        ("localhost.example", false), ("notlocalhost", false), ("127.0.0.2", false), ("example.com", false),
+    ])
+    func theLocalHostSetMatchesLocalDevelopmentHostsOnly(_ host: String, _ local: Bool) throws {
+        let engine = RuleEngine(
+            RuleSet(
+                rules: try RulesParser.parse("rule \"r\" {\n    host @local\n    httponly\n}\n", file: "t"), files: []))
+        let context = MessageContext(scheme: "http", host: host, port: 80, path: "/", method: "GET", status: 200)
+        let result = engine.apply(to: [SetCookie("a=b")], context: context, now: 0)[0].result?.description
+        #expect(result == (local ? "a=b; HttpOnly" : "a=b"))
+        #expect(throws: RulesError.self) {
+            try RulesParser.parse("rule \"r\" {\n    cookie-domain @local\n    httponly\n}\n", file: "t")
+        }
     }
 }
 

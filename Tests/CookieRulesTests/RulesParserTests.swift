@@ -46,7 +46,7 @@ import Testing
         ),
         (
             "rule \"a\" {\n    host bad/host\n    log\n}\n",
-            "t.rules:2:10: 'bad/host' is not a host name or *.suffix pattern"
+            "t.rules:2:10: 'bad/host' is not a host name, *.suffix pattern or @local"
         ),
         (
             "rule \"a\" {\n    cookie a*\n    rename b\n}\n",
