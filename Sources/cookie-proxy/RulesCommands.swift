@@ -1,6 +1,8 @@
 import ProxyApp
 import CookieKit
 import CookieRules
+import ExchangeFacts
+import ProxyCore
 
 /// `cookie-proxy check` and `cookie-proxy try`: rules without traffic.
 enum CheckCommand {
@@ -58,13 +60,19 @@ enum TryCommand {
             names: ["--site"], value: "context",
             help: "The request's site context the rules see: same-site, cross-site-navigation, cross-site-subresource.",
             defaultValue: "unknown")
+        static let route = OptionSpec(
+            names: ["--route"], value: "[HOST]/PREFIX=URL",
+            help:
+                "The routes as `run` has them: the one --url takes is what an `upstream` condition reads (as behind"
+                + " `run --route`).",
+            repeatable: true)
     }
 
     static let spec = CommandSpec(
         name: "try",
         abstract: "Run Set-Cookie values through rules offline and show before, after and why.",
         usage:
-            "cookie-proxy try --rules PATH --url URL [--status N] [--method M] [--site S] [--format text|json] [VALUE...]\n"
+            "cookie-proxy try --rules PATH --url URL [--status N] [--method M] [--site S] [--route R]... [--format text|json] [VALUE...]\n"
             + "       cookie-proxy try --rules PATH --url URL --request 'Cookie: a=1; b=2' [--method M] [--site S]",
         options: [
             Option.rules,
@@ -73,10 +81,31 @@ enum TryCommand {
             Option.method,
             Option.site,
             Option.request,
+            Option.route,
             Option.format,
         ] + [.psl],
         arguments:
             "  VALUE    A Set-Cookie value ('Set-Cookie:' prefix accepted). Without any, one per line from stdin.")
+
+    /// The route of `texts` that `url` takes (as `run --route` would choose it), nil without routes; refused when
+    /// none does, naming the routes, as the running proxy's `404` does.
+    static func route(_ texts: [String], for url: RequestURL) throws(UsageError) -> RouteFacts? {
+        guard !texts.isEmpty else { return nil }
+        var routes: [ReverseRoute] = []
+        for text in texts {
+            switch ReverseRoute.parse(text) {
+            case .success(let route): routes.append(route)
+            case .failure(let error): throw UsageError(message: "--route \(error)", command: spec.name)
+            }
+        }
+        let table = RouteTable(routes)
+        guard let index = table.match(host: url.host, target: url.path) else {
+            throw UsageError(
+                message: "no --route takes \(url.path) on \(url.host) (the routes: \(table.summary))",
+                command: spec.name)
+        }
+        return table.facts[index]
+    }
 
     static func run(_ args: ParsedArguments, now: Int64) throws(UsageError) -> Int32 {
         guard let path = args.value(Option.rules) else {
@@ -105,6 +134,7 @@ enum TryCommand {
         var context = MessageContext(
             scheme: url.scheme, host: url.host, port: url.port ?? (url.scheme == "https" ? 443 : 80), path: url.path,
             method: (args.value(orDefault: Option.method) ?? "").uppercased(), status: status, site: site)
+        context.exchange.route = try route(args.all(Option.route), for: url)
         if let request = args.value(Option.request) {
             context.status = nil
             return tryRequest(request, engine: engine, context: context, json: format == "json")

@@ -178,6 +178,31 @@ import Testing
                 """)
     }
 
+    /// `try --route` tests an `upstream` condition as `run --route` would meet it: the route the URL takes decides;
+    /// a URL no route takes is refused naming the routes. (URL, what the rule does, refused with)
+    @Test(
+        arguments: [
+            ("https://app.localhost/api/me", "after:   a=1; Secure", nil),
+            ("https://app.localhost/me", "rules:   (none matched)", nil),
+            ("https://other.localhost/me", nil, "no --route takes /me on other.localhost"),
+        ] as [(String, String?, String?)])
+    func tryTestsAnUpstreamConditionThroughItsRoutes(_ url: String, _ said: String?, _ refusal: String?) throws {
+        let rules = FileManager.default.temporaryDirectory.appendingPathComponent("upstream-\(getpid()).rules").path
+        try "rule \"api\" {\n    upstream api.staging.example\n    secure\n}\n".write(
+            toFile: rules, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(atPath: rules) }
+        let routes = [
+            "--route", "app.localhost/=http://localhost:5173", "--route",
+            "app.localhost/api/=https://api.staging.example/",
+        ]
+        let result = try Binary.run(["try", "--rules", rules, "--url", url] + routes + ["a=1"])
+        if let said {
+            #expect(result.status == 0 && result.stdout.contains(said), "\(result.stdout)")
+        } else {
+            #expect(result.status == 2 && result.stderr.contains(refusal!), "\(result.stderr)")
+        }
+    }
+
     @Test func checkOfTheWholeFolderPasses() throws {
         let result = try Binary.run(["check", Self.rules])
         #expect(result.status == 0)
