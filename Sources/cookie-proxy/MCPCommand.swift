@@ -17,7 +17,7 @@ enum MCPCommand {
         static let inspector = OptionSpec(
             names: ["--inspector"], value: "url",
             help: "A running proxy's inspector, for the tools that read it (token from the configuration folder).",
-            defaultValue: "$COOKIE_PROXY_INSPECTOR, else http://127.0.0.1:8081")
+            defaultValue: "$COOKIE_PROXY_INSPECTOR, else the running proxy's, else http://127.0.0.1:8081")
     }
 
     static let spec = CommandSpec(
@@ -36,10 +36,11 @@ enum MCPCommand {
 
     static func run(_ args: ParsedArguments) throws(UsageError) -> Int32 {
         let environment = ProcessInfo.processInfo.environment
-        let inspector = args.value(Option.inspector) ?? environment["COOKIE_PROXY_INSPECTOR"] ?? "http://127.0.0.1:8081"
-        let server = Server(
-            inspector: inspector,
-            configuration: CertificateAuthority.defaultDirectory(environment: environment))
+        let configuration = CertificateAuthority.defaultDirectory(environment: environment)
+        let inspector =
+            args.value(Option.inspector) ?? environment["COOKIE_PROXY_INSPECTOR"]
+            ?? InspectorAddress.recorded(directory: configuration) ?? "http://127.0.0.1:8081"
+        let server = Server(inspector: inspector, configuration: configuration)
         while let line = readLine(strippingNewline: true) {
             guard !line.isEmpty else { continue }
             if let reply = server.handle(line) {

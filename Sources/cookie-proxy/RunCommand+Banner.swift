@@ -52,6 +52,12 @@ extension RunCommand {
             """
     }
 
+    /// The inspector's URL as this machine's clients open it (loopback when it listens on every address).
+    static func inspectorURL(_ host: String, _ port: Int) -> String {
+        let shown = host == "0.0.0.0" ? "127.0.0.1" : host == "::" ? "[::1]" : HostPort.bracketed(host)
+        return "http://\(shown):\(port)"
+    }
+
     /// What the proxy tells a person who just started it: how to point clients at it, and what it will do.
     static func banner(
         _ config: ServerConfiguration, proxy: RunningProxy, runtimeBanner: String, uiAddress: (String, Int)?,
@@ -118,8 +124,7 @@ extension RunCommand {
             if pslGiven { banner += "  suffixes:     \(path) (--psl)\n" }
         }
         if let (host, _) = uiAddress {
-            let shown = host == "0.0.0.0" ? "127.0.0.1" : host == "::" ? "[::1]" : HostPort.bracketed(host)
-            banner += "  inspector:    http://\(shown):\(server.localServicePort)/?token=\(proxy.token)\n"
+            banner += "  inspector:    \(inspectorURL(host, server.localServicePort))/?token=\(proxy.token)\n"
         }
         banner += runtimeBanner
         if config.proxy.isReverse {

@@ -246,6 +246,11 @@ enum RunCommand {
                             + " (Authorization: Bearer, the inspector's token)"
                     } ?? ""))
         }
+        // `ui url` and `mcp` in another terminal find the inspector here, whichever port it took.
+        if let (host, _) = uiAddress {
+            InspectorAddress.record(inspectorURL(host, proxy.servicePort), directory: configuration.home)
+        }
+        defer { InspectorAddress.forget(directory: configuration.home) }
         return serve(
             proxy, signals: &signals, drain: settings.drain, terminal: terminal, statusLine: statusLine,
             reports: reports)

@@ -9,32 +9,42 @@ enum UICommand {
     enum Option {
         static let ui = OptionSpec(
             names: ["--ui"], value: "host:port", help: "The inspector's address, as given to 'run --ui'.",
-            defaultValue: "127.0.0.1:8081")
+            defaultValue: "the running proxy's, else 127.0.0.1:8081")
     }
 
     static let spec = CommandSpec(
         name: "ui",
         abstract: "Print the inspector's URL with this installation's token.",
-        usage: "cookie-proxy ui url [--ui HOST:PORT]",
+        usage: "cookie-proxy ui [url] [--ui HOST:PORT]",
         options: [Option.ui],
         arguments: """
-              url      http://HOST:PORT/?token=… (the token is in inspector-token in the configuration folder, mode 0600)
+              url      http://HOST:PORT/?token=… (the token is in inspector-token in the configuration folder, mode 0600);
+                       the action when none is given
             """,
         discussion:
-            "A taken default port makes 'run' pick another, which its banner shows: give that one with --ui.")
+            "A taken default port makes 'run' pick another: the running proxy records its address (inspector-address"
+            + " in the configuration folder), which 'ui' and 'mcp' read; --ui names another.")
 
     static func run(_ args: ParsedArguments) throws(UsageError) -> Int32 {
-        guard args.positionals == ["url"] else {
-            throw UsageError(message: "the one action is 'url'", command: spec.name)
-        }
-        let address = args.value(Option.ui) ?? "127.0.0.1:8081"
-        guard let (host, port) = RunCommand.parseHostPort(address), port > 0 else {
-            throw UsageError(message: "--ui '\(address)' must be HOST:PORT, e.g. 127.0.0.1:8081", command: spec.name)
+        guard args.positionals.isEmpty || args.positionals == ["url"] else {
+            throw UsageError(
+                message: "unknown action '\(args.positionals[0])'; the one action is 'url' (the default)",
+                command: spec.name)
         }
         let directory = CertificateAuthority.defaultDirectory(environment: ProcessInfo.processInfo.environment)
+        let base: String
+        if let address = args.value(Option.ui) {
+            guard let (host, port) = RunCommand.parseHostPort(address), port > 0 else {
+                throw UsageError(
+                    message: "--ui '\(address)' must be HOST:PORT, e.g. 127.0.0.1:8081", command: spec.name)
+            }
+            base = "http://\(HostPort.bracketed(host)):\(port)"
+        } else {
+            base = InspectorAddress.recorded(directory: directory) ?? "http://127.0.0.1:8081"
+        }
         do {
             let token = try LogKey.inspectorToken(directory: directory)
-            Console.out("http://\(HostPort.bracketed(host)):\(port)/?token=\(token)")
+            Console.out("\(base)/?token=\(token)")
             return 0
         } catch {
             Console.err("error: cannot read or make the inspector token in \(directory): \(error)")

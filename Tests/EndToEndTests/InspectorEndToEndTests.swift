@@ -113,6 +113,39 @@ import Testing
 
     /// The login-sharing story: a host-only cookie from login.site.test, widened by a rule; the jar view gives the
     /// Cookie header app.site.test now gets; HAR carries what the upstream sent and what the rule did.
+    /// The inspector takes another port when it is told to (or the default is taken): `ui` (its action `url` the
+    /// default) and `mcp` in another terminal find the port the running proxy took, and once it stops, the default
+    /// again; an unknown action is refused naming the one there is.
+    @Test func uiAndMCPFindTheInspectorThePortTheRunningProxyTook() throws {
+        let home = try InterceptionEndToEndTests.home()
+        defer { try? FileManager.default.removeItem(atPath: home) }
+        let environment = ["COOKIE_PROXY_HOME": home]
+        let proxy = try Proxy(["--log", "none", "--ui", "127.0.0.1:0"], environment: environment)
+        let ui = try UI(proxy)
+        #expect(ui.port != 8081 && ui.port > 0)
+        for action in [[], ["url"]] {
+            let printed = try run(Paths.binary, ["ui"] + action, environment: environment)
+            #expect(printed.text == "http://127.0.0.1:\(ui.port)/?token=\(ui.token)\n", "\(action) \(printed.stderr)")
+        }
+        let unknown = try run(Paths.binary, ["ui", "open"], environment: environment)
+        #expect(unknown.status == 2 && unknown.stderr.contains("unknown action 'open'"), "\(unknown.stderr)")
+        // mcp's recent_exchanges tool reads the inspector it found: it answers (an empty list), not a refused
+        // connection to 8081.
+        let requests = [
+            #"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#,
+            #"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"recent_exchanges","arguments":{}}}"#,
+        ]
+        let mcp = try run(
+            Paths.binary, ["mcp"], stdin: Data((requests.joined(separator: "\n") + "\n").utf8), environment: environment
+        )
+        let reply = try #require(mcp.text.split(separator: "\n").last.map(String.init))
+        #expect(!reply.contains("\"isError\":true") && !reply.contains("8081"), "\(reply)")
+        proxy.process.signal(SIGTERM)
+        #expect(proxy.process.waitForExit() == 0)
+        let after = try run(Paths.binary, ["ui"], environment: environment)
+        #expect(after.text == "http://127.0.0.1:8081/?token=\(ui.token)\n", "\(after.text)")
+    }
+
     @Test func theAPIAndHARShowEachCookieAsReceivedAndForwardedAndTheJarASubdomainsCookieHeader() throws {
         let dir = try InterceptionEndToEndTests.home()
         defer { try? FileManager.default.removeItem(atPath: dir) }
