@@ -76,12 +76,13 @@ enum LifecycleLog {
 
     /// One record per request-cookie edit, newline-separated.
     static func requestCookieRecords(
-        _ changes: [RequestCookieChange], context: ExchangeContext, time: Int64, dryRun: Bool, redaction: Redaction
+        _ changes: [RequestCookieChange], context: ExchangeContext, client: String, time: Int64, dryRun: Bool,
+        redaction: Redaction
     ) -> String {
         var lines: [String] = []
         for c in changes {
             var out = JSONWriter(capacity: 512)
-            exchangeFields(context, client: context.clientAddress, time: time, to: &out)
+            exchangeFields(context, client: client, time: time, to: &out)
             out.raw(",\"side\":\"request\",\"cookie\":")
             out.string(c.name)
             out.raw(",\"rules\":[")

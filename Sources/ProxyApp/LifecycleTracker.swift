@@ -250,6 +250,14 @@ public final class LifecycleTracker: Sendable {
         }
     }
 
+    /// The client a request still held was told apart as (its key: `127.0.0.1 curl/8.1.2`, a header's value).
+    func client(ofRequest id: UInt64) -> String? {
+        state.withLock { s in
+            let slot = Int(id % UInt64(Self.keptRequests))
+            return s.ids[slot] == id ? s.requestClients[slot] : nil
+        }
+    }
+
     /// The site context of a request still held.
     func site(of id: UInt64) -> RequestSite? {
         state.withLock { s in

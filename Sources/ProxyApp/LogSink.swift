@@ -61,13 +61,18 @@ public final class LogSink: Sendable {
     package let overflow: Overflow
     let destination: Destination
     let terminal: TerminalView?
+    /// Where each request's client key is kept (the lifecycle's, `--client-by`), so that every record names a client
+    /// as the lifecycle's records and the inspector do (docs/lifecycle.md: one key); nil, or a request it does not
+    /// hold: the address.
+    let clients: LifecycleTracker?
     /// Emptied chunks kept for reuse (more are freed).
     static let freeLimit = 256
 
     package init(
         destination: Destination, redaction: Redaction, overflow: Overflow = .block, capacity: Int = 10_000,
-        terminal: TerminalView? = nil
+        terminal: TerminalView? = nil, clients: LifecycleTracker? = nil
     ) throws {
+        self.clients = clients
         self.destination = destination
         self.redaction = redaction
         self.overflow = overflow
@@ -395,7 +400,10 @@ extension LogSink {
                 // Written once per response, into storage kept across responses (no allocation per response).
                 stamp.set(response.time)
                 stamp.bytes.withUnsafeBufferPointer { stamp in
-                    TransformationRecord.writeExchangeFields(of: response.context, stamp: stamp, to: &exchangeFields)
+                    let context = response.context
+                    TransformationRecord.writeExchangeFields(
+                        of: context, client: sink.clients?.client(ofRequest: context.requestID), stamp: stamp,
+                        to: &exchangeFields)
                 }
             }
             exchangeFields.withBytes { chunk.bytes.raw($0) }

@@ -121,12 +121,14 @@ public enum ProxyApp {
         let store = c.inspector.map { InspectorStore(capacity: $0.capacity) }
         let key: [UInt8]
         let sink: LogSink?
+        // Whose client keys every record and view uses (the lifecycle's, `--client-by`).
+        let tracker = LifecycleTracker(clientKey: c.clientKey, engine: c.engine)
         do {
             key = try LogKey.load(directory: c.home)
             sink = try c.log.map {
                 try LogSink(
                     destination: $0.destination, redaction: Redaction(showValues: c.showValues, key: key),
-                    overflow: $0.overflow, capacity: $0.capacity, terminal: $0.terminal)
+                    overflow: $0.overflow, capacity: $0.capacity, terminal: $0.terminal, clients: tracker)
             }
         } catch {
             throw StartError(description: "\(error)", stage: .log)
@@ -136,7 +138,7 @@ public enum ProxyApp {
         let hooks = RulesHooks(
             engine: RuleEngine(rules), dryRun: c.dryRun, sink: sink, intercept: c.intercept, inspector: store,
             lifecycle: c.lifecycle && (sink != nil || store != nil || c.report),
-            tracker: LifecycleTracker(clientKey: c.clientKey, engine: c.engine),
+            tracker: tracker,
             responses: c.metrics == nil ? nil : ResponseCounts(reverse: c.server.proxy.isReverse),
             report: c.report ? RunReport() : nil)
         let runtime = ProxyRuntime(hooks: hooks, rulesPath: c.rulesPath, sink: sink, extraRules: c.extraRules)

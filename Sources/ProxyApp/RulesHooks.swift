@@ -128,8 +128,9 @@ package final class RulesHooks: ProxyHooks, Sendable {
                     for judge in judges { judge.observe(judged: r, context: context, time: time) }
                 }
             } else {
-                tracker.note(
-                    context.requestID, client: tracker.client(of: head.source, address: context.clientAddress), site: s)
+                let client = tracker.client(of: head.source, address: context.clientAddress)
+                judgedClient = client
+                tracker.note(context.requestID, client: client, site: s)
             }
         }
         guard engine.touchesRequests else { return }
@@ -163,7 +164,8 @@ package final class RulesHooks: ProxyHooks, Sendable {
         if let sink {
             sink.submit(
                 records: LifecycleLog.requestCookieRecords(
-                    changes, context: context, time: time, dryRun: dryRun, redaction: sink.redaction),
+                    changes, context: context, client: client, time: time, dryRun: dryRun,
+                    redaction: sink.redaction),
                 count: changes.count)
         }
         rewritten.add(changes.count)

@@ -58,12 +58,15 @@ public struct TransformationRecord: Sendable {
     /// The same, with the time already written by ``writeTimestamp(_:into:)`` (the log keeps the last second's);
     /// the URL written from the exchange's parts, without a string made per response. `protocol` and
     /// `upstreamProtocol` are written after `status` when that side spoke HTTP/2 (HTTP/1.x writes no key).
+    /// `client`: the client's key when the lifecycle told the request's client apart (else the address).
     public static func writeExchangeFields(
-        of exchange: borrowing ExchangeContext, stamp: UnsafeBufferPointer<UInt8>, to out: inout JSONWriter
+        of exchange: borrowing ExchangeContext, client: String? = nil, stamp: UnsafeBufferPointer<UInt8>,
+        to out: inout JSONWriter
     ) {
         exchange.withURL { url in
             writeExchangeFields(
-                stamp: stamp, requestID: exchange.requestID, client: exchange.clientAddress, method: exchange.method,
+                stamp: stamp, requestID: exchange.requestID, client: client ?? exchange.clientAddress,
+                method: exchange.method,
                 url: url, status: exchange.status ?? 0, clientProtocol: exchange.clientProtocol,
                 upstreamProtocol: exchange.upstreamProtocol, route: exchange.route?.name, to: &out)
         }

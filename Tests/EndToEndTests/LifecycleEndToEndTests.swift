@@ -184,6 +184,56 @@ import Testing
             ], "\(summary)")
     }
 
+    /// One client, one key: the log's Set-Cookie records, its request-cookie records, its cookies-sent records and
+    /// the inspector all name the client as the lifecycle tells it apart (by default on loopback the address and
+    /// the User-Agent's product; with `--client-by header:NAME`, the header's value).
+    @Test(arguments: [
+        ([], "127.0.0.1 curl/"), (["--client-by", "header:X-Device"], "phone"),
+    ])
+    func everyRecordKindAndTheInspectorNameTheClientByOneKey(_ options: [String], _ key: String) throws {
+        let dir = try InterceptionEndToEndTests.home()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        try """
+        rule "log every cookie" {
+            log
+        }
+
+        rule "no tracking cookie upstream" {
+            request-cookie remove track
+        }
+
+        """.write(toFile: dir + "/t.rules", atomically: true, encoding: .utf8)
+        let upstream = try Upstream()
+        let proxy = try Proxy(
+            [
+                "--log", dir + "/log.jsonl", "--ui", "127.0.0.1:0", "--rules", dir + "/t.rules", "--resolve",
+                "app.site.test:127.0.0.1",
+            ] + options, environment: ["COOKIE_PROXY_HOME": dir])
+        let ui = try InspectorEndToEndTests.UI(proxy)
+        let base = "http://app.site.test:\(upstream.port)"
+        let device = ["-H", "X-Device: phone"]
+        _ = try curl(["-s", "-o", "/dev/null", "-x", proxy.url] + device + [base + Self.setcookie(["sid=p"])])
+        // Sends a cookie never set (sent-not-set: a cookies-sent record) and one a rule removes (a request record).
+        _ = try curl(
+            ["-s", "-o", "/dev/null", "-x", proxy.url] + device + [
+                "-H", "Cookie: sid=p; other=1; track=1", "-H", "Sec-Fetch-Site: same-origin", base + "/read",
+            ])
+        let clients = try #require(try ui.json("/api/clients") as? [String])
+        proxy.process.signal(SIGTERM)
+        #expect(proxy.process.waitForExit() == 0)
+        let records = try String(contentsOfFile: dir + "/log.jsonl", encoding: .utf8).split(separator: "\n").map {
+            try JSONSerialization.jsonObject(with: Data($0.utf8)) as! [String: Any]
+        }.filter { $0["event"] == nil }
+        let kinds = Set(
+            records.map { ($0["record"] as? String) ?? ($0["side"] as? String).map { "\($0)-cookie" } ?? "set-cookie" })
+        #expect(kinds == ["set-cookie", "request-cookie", "cookies-sent"], "\(records)")
+        for record in records {
+            #expect((record["client"] as? String)?.hasPrefix(key) == true, "\(record)")
+        }
+        #expect(clients.count == 1 && clients[0].hasPrefix(key), "\(clients)")
+        #expect(Set(records.compactMap { $0["client"] as? String }) == Set(clients), "\(clients) \(records)")
+    }
+
     /// Two devices behind one address told apart by a header: one's cookies are not expected from the other.
     @Test func clientsByHeaderKeepJarsApart() throws {
         let dir = try InterceptionEndToEndTests.home()
