@@ -18,6 +18,10 @@ struct OptionSpec: Sendable {
     /// Shown in `--help`.
     var defaultValue: String? = nil
     var repeatable = false
+    /// The values it takes, when they are a list (the first is the default where ``ParsedArguments/choice(_:command:)``
+    /// reads it): what `--help` names, the parser accepts and the shells' completions offer. A value ending in `:`
+    /// (`header:`) is completed and then typed on.
+    var choices: [String] = []
 
     var key: String { names[0] }
 
@@ -39,6 +43,8 @@ struct CommandSpec: Sendable {
     var abstract: String
     var usage: String
     var options: [OptionSpec]
+    /// The actions its first argument names (`ca init|path|…`), offered by the completions.
+    var actions: [String] = []
     /// Help for positional arguments, or nil when none are taken.
     var arguments: String? = nil
     var discussion: String? = nil
@@ -99,7 +105,9 @@ struct ParsedArguments {
     func flag(_ option: OptionSpec) -> Bool { flags.contains(option.key) }
 
     /// The value of an option that must be one of `choices` (a `--format`); the first choice when absent.
-    func choice(_ option: OptionSpec, _ choices: [String], command: String) throws(UsageError) -> String {
+    /// The option's value, one of its ``OptionSpec/choices`` (the first when it is not given).
+    func choice(_ option: OptionSpec, command: String) throws(UsageError) -> String {
+        let choices = option.choices
         let given = value(option) ?? choices[0]
         guard choices.contains(given) else {
             throw UsageError(

@@ -12,7 +12,7 @@ extension AuditCommand {
         guard args.positionals.isEmpty else {
             throw UsageError(message: "--har takes the file; give no URL with it", command: spec.name)
         }
-        let format = try args.choice(Option.format, ["text", "json", "junit", "sarif"], command: spec.name)
+        let format = try args.choice(Option.format, command: spec.name)
         var audit = HARAudit()
         if let text = args.value(Option.engine) {
             guard let engine = CookieJar.Profile.Engine(rawValue: text) else {

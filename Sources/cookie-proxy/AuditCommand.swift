@@ -35,12 +35,14 @@ enum AuditCommand {
         )
         static let format = OptionSpec(
             names: ["--format"], value: "format", help: "text, json, junit (JUnit XML) or sarif (SARIF 2.1.0), for CI.",
-            defaultValue: "text")
+            defaultValue: "text",
+            choices: ["text", "json", "junit", "sarif"])
         static let engine = OptionSpec(
             names: ["--engine"], value: "engine",
             help:
                 "With --har: whose cookie store judges the file (rfc6265bis, chromium, firefox, webkit); by default the"
-                + " engine its User-Agent names.")
+                + " engine its User-Agent names.",
+            choices: CookieJar.Profile.Engine.allCases.map(\.rawValue))
         static let har = OptionSpec(
             names: ["--har"], value: "file",
             help:
@@ -128,7 +130,7 @@ enum AuditCommand {
             }
             options.timeout = v
         }
-        let format = try args.choice(Option.format, ["text", "json", "junit", "sarif"], command: spec.name)
+        let format = try args.choice(Option.format, command: spec.name)
         if let path = args.value(Option.rules) {
             do {
                 options.rules = try RulesFiles.load(path)

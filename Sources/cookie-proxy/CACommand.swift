@@ -9,7 +9,8 @@ enum CACommand {
     enum Option {
         static let force = OptionSpec(names: ["--force"], value: nil, help: "With init: replace an existing CA.")
         static let format = OptionSpec(
-            names: ["--format"], value: "format", help: "With export: pem or der.", defaultValue: "pem")
+            names: ["--format"], value: "format", help: "With export: pem or der.", defaultValue: "pem",
+            choices: ["pem", "der"])
         static let system = OptionSpec(
             names: ["--system"], value: nil,
             help: "The system store: Debian's (update-ca-certificates; root), or macOS's System keychain.")
@@ -39,6 +40,7 @@ enum CACommand {
             Option.keychain,
             Option.simulator,
         ],
+        actions: ["init", "path", "export", "install", "uninstall"],
         arguments: """
               init     Create the CA (EC P-256, private key mode 0600) in the configuration folder.
               path     Print the CA certificate's path.

@@ -9,6 +9,7 @@ enum CompletionsCommand {
         abstract: "Print shell completions (bash, zsh, fish) or the manual page (man), made from every option.",
         usage: "cookie-proxy completions bash|zsh|fish|man",
         options: [],
+        actions: ["bash", "zsh", "fish", "man"],
         arguments: """
               bash     source it, or put it in /usr/share/bash-completion/completions/cookie-proxy
               zsh      put it in a folder of $fpath as _cookie-proxy
@@ -41,7 +42,7 @@ enum CompletionsCommand {
         var out = """
             # bash completion for cookie-proxy (cookie-proxy completions bash)
             _cookie_proxy() {
-                local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD-1]} opts paths values
+                local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD-1]} opts paths values actions=""
                 if [ "$COMP_CWORD" -eq 1 ]; then
                     COMPREPLY=($(compgen -W "\(commands.map(\.name).joined(separator: " ")) --help --version" -- "$cur"))
                     return
@@ -49,18 +50,42 @@ enum CompletionsCommand {
                 case ${COMP_WORDS[1]} in
 
             """
+        var choices = ""
         for (name, spec) in commands {
             let options = spec.options + OptionSpec.common
             let paths = options.filter(takesPath).flatMap(\.names)
             let values = options.filter { $0.value != nil && !takesPath($0) }.flatMap(\.names)
             out += "        \(name)) opts=\"\(options.flatMap(\.names).joined(separator: " "))\""
-            out += " paths=\"\(paths.joined(separator: " "))\" values=\"\(values.joined(separator: " "))\" ;;\n"
+            out += " paths=\"\(paths.joined(separator: " "))\" values=\"\(values.joined(separator: " "))\""
+            if !spec.actions.isEmpty { out += " actions=\"\(spec.actions.joined(separator: " "))\"" }
+            out += " ;;\n"
+            for option in options where !option.choices.isEmpty {
+                let patterns = option.names.map { "\"\(name) \($0)\"" }.joined(separator: "|")
+                choices += "        \(patterns)) words=\"\(option.choices.joined(separator: " "))\" ;;\n"
+            }
         }
+        // A value like `header:` is typed on after it: no space, and bash's word breaks at `:` are undone.
         out += """
                     *) return ;;
                 esac
+                local words=""
+                case "${COMP_WORDS[1]} $prev" in
+
+            """
+        out += choices
+        out += """
+                esac
+                if [ -n "$words" ]; then
+                    COMPREPLY=($(compgen -W "$words" -- "$cur"))
+                    [[ ${COMPREPLY[0]} == *: ]] && compopt -o nospace 2>/dev/null
+                    return
+                fi
                 if [[ " $paths " == *" $prev "* ]]; then COMPREPLY=($(compgen -f -- "$cur")); return; fi
                 if [[ " $values " == *" $prev "* ]]; then return; fi
+                if [[ $cur != -* && -n $actions && $COMP_CWORD -eq 2 ]]; then
+                    COMPREPLY=($(compgen -W "$actions" -- "$cur"))
+                    return
+                fi
                 COMPREPLY=($(compgen -W "$opts" -- "$cur"))
                 if [[ $cur != -* ]]; then COMPREPLY+=($(compgen -f -- "$cur")); fi
             }
@@ -102,13 +127,24 @@ enum CompletionsCommand {
 
             """
         for (name, spec) in commands {
-            out += "        \(name)) _arguments -s"
+            // The subcommand's own words: `_arguments` reads the first as the command's name.
+            out += "        \(name)) shift words; (( CURRENT-- )); _arguments -s"
             for option in spec.options + OptionSpec.common {
                 let help = zshText(option.help)
-                let action = option.value.map { takesPath(option) ? ":\($0):_files" : ":\(zshText($0)):" } ?? ""
+                let action =
+                    option.value.map { value in
+                        takesPath(option)
+                            ? ":\(value):_files"
+                            : option.choices.isEmpty
+                                ? ":\(zshText(value)):"
+                                : ":\(zshText(value)):(\(option.choices.map(zshText).joined(separator: " ")))"
+                    } ?? ""
                 for spelling in option.names {
                     out += " \\\n            '\(option.repeatable ? "*" : "")\(spelling)[\(help)]\(action)'"
                 }
+            }
+            if !spec.actions.isEmpty {
+                out += " \\\n            '1:action:(\(spec.actions.joined(separator: " ")))'"
             }
             out += " \\\n            '*:argument:_files' ;;\n"
         }
@@ -139,8 +175,18 @@ enum CompletionsCommand {
                 for spelling in option.names {
                     line += spelling.hasPrefix("--") ? " -l \(spelling.dropFirst(2))" : " -s \(spelling.dropFirst())"
                 }
-                if option.value != nil { line += takesPath(option) ? " -r -F" : " -r" }
+                if !option.choices.isEmpty {
+                    line += " -x -a '\(option.choices.map(fishText).joined(separator: " "))'"
+                } else if option.value != nil {
+                    line += takesPath(option) ? " -r -F" : " -r"
+                }
                 out += line + " -d '\(fishText(option.help))'\n"
+            }
+            if !spec.actions.isEmpty {
+                let actions = spec.actions.joined(separator: " ")
+                out +=
+                    "complete -c cookie-proxy -n '__fish_seen_subcommand_from \(name); and not __fish_seen_subcommand_from"
+                out += " \(actions)' -a '\(actions)'\n"
             }
         }
         return out
@@ -165,6 +211,24 @@ enum CompletionsCommand {
         }.joined(separator: "\n")
     }
 
+    /// The ARGUMENTS text of `--help` as (name, help) pairs: a line indented by at most four spaces names an
+    /// argument, a line indented further goes on with the one before.
+    static func arguments(_ text: String) -> [(String, String)] {
+        var result: [(String, String)] = []
+        for line in text.split(separator: "\n") {
+            let indent = line.prefix { $0 == " " }.count
+            let words = line.dropFirst(indent)
+            if indent <= 4, let space = words.firstIndex(of: " ") {
+                result.append((String(words[..<space]), String(words[space...].drop { $0 == " " })))
+            } else if indent <= 4 {
+                result.append((String(words), ""))
+            } else if !result.isEmpty {
+                result[result.count - 1].1 += " " + words
+            }
+        }
+        return result
+    }
+
     static func man(_ commands: [(name: String, spec: CommandSpec)], root: CommandSpec) -> String {
         var out = """
             .TH COOKIE\\-PROXY 1 "" "cookie-proxy \(cookieProxyVersion)" "User Commands"
@@ -180,9 +244,27 @@ enum CompletionsCommand {
             .SH COMMANDS
 
             """
-        for (_, spec) in commands {
-            out += ".SS \(roff(spec.usage))\n\(roff(spec.abstract))\n"
-            if let arguments = spec.arguments { out += ".PP\n.nf\n\(roff(arguments))\n.fi\n" }
+        for (name, spec) in commands {
+            // Each usage line a synopsis of its own (`.SY`: wrapped with a hanging indent, never run into the next
+            // line or the description), then the description, then each argument as a tagged paragraph.
+            out += ".SS \(roff(name))\n"
+            for line in spec.usage.split(separator: "\n") {
+                let words = line.split(separator: " ", maxSplits: 2)
+                let (command, rest) =
+                    words.count >= 2 && words[0] == "cookie-proxy" && words[1] == name
+                    ? ("cookie-proxy \(name)", words.count > 2 ? String(words[2]) : "")
+                    : (
+                        "cookie-proxy",
+                        String(line.drop { $0 == " " }.dropFirst("cookie-proxy".count).drop { $0 == " " })
+                    )
+                out += ".SY \"\(roff(command))\"\n"
+                if !rest.isEmpty { out += roff(rest) + "\n" }
+                out += ".YS\n"
+            }
+            out += ".PP\n\(roff(spec.abstract))\n"
+            for (argument, help) in arguments(spec.arguments ?? "") {
+                out += ".TP\n.B \(roff(argument))\n\(roff(help))\n"
+            }
             for option in spec.options {
                 let spellings = option.names.map { "\\fB\(roff($0))\\fR" }.joined(separator: ", ")
                 out += ".TP\n\(spellings)\(option.value.map { " \\fI\(roff($0))\\fR" } ?? "")\n"

@@ -11,12 +11,14 @@ enum ParseCommand {
             names: ["--url"], value: "URL", help: "The request URL the cookies come from.",
             defaultValue: "https://localhost/")
         static let format = OptionSpec(
-            names: ["--format"], value: "format", help: "json (one object per line) or text.", defaultValue: "json")
+            names: ["--format"], value: "format", help: "json (one object per line) or text.", defaultValue: "json",
+            choices: ["json", "text"])
         static let browser = OptionSpec(
             names: ["--browser"], value: "browser",
             help:
                 "Also ask this machine's browsers (chromium, firefox, webkit, a comma-separated list, or all): each "
-                + "gets every line from the URL and what it stored is shown beside the draft's verdict.")
+                + "gets every line from the URL and what it stored is shown beside the draft's verdict.",
+            choices: ["chromium", "firefox", "webkit", "all"])
     }
 
     static let spec = CommandSpec(
@@ -49,7 +51,7 @@ enum ParseCommand {
     static func run(_ args: ParsedArguments, now: Int64) throws(UsageError) -> Int32 {
         let url = try ParsedArguments.requestURL(
             args.value(orDefault: Option.url) ?? "https://localhost/", key: "--url", command: spec.name)
-        let format = try args.choice(Option.format, ["json", "text"], command: spec.name)
+        let format = try args.choice(Option.format, command: spec.name)
         var engines: [(Browser, any BrowserEngine)] = []
         if let names = args.value(Option.browser) {
             let chosen = try browsers(names)

@@ -21,14 +21,16 @@ enum RuntimeOptions {
             help: "Write the transformation log (JSON Lines) to this file; 'none' for no log.", defaultValue: "stdout")
         static let logFormat = OptionSpec(
             names: ["--log-format"], value: "format", help: "Log on stdout as json or line (compact).",
-            defaultValue: "line on a terminal, else json")
+            defaultValue: "line on a terminal, else json",
+            choices: ["json", "line"])
         static let logValues = OptionSpec(
             names: ["--log-values"], value: nil,
             help: "Show cookie values in the log (redacted to a short keyed hash by default).")
         static let logOverflow = OptionSpec(
             names: ["--log-overflow"], value: "policy",
             help: "When the log falls behind: block (slow down, lose nothing) or drop (count and report).",
-            defaultValue: "block")
+            defaultValue: "block",
+            choices: ["block", "drop"])
         static let logQueue = OptionSpec(
             names: ["--log-queue"], value: "records", help: "Log records that may wait for the writer.",
             defaultValue: "10000")
@@ -49,24 +51,28 @@ enum RuntimeOptions {
             help:
                 "Replay each client's cookies and judge every request's Cookie header against them (expected vs"
                 + " sent), for the log and the inspector.",
-            defaultValue: "on")
+            defaultValue: "on",
+            choices: ["on", "off"])
         static let emulate = OptionSpec(
             names: ["--emulate"], value: "browser",
             help:
                 "Add a browser's cookie policy to the rules: safari (WebKit, every WKWebView: unpartitioned"
-                + " third-party cookies neither kept nor sent).")
+                + " third-party cookies neither kept nor sent).",
+            choices: ["safari"])
         static let clientBy = OptionSpec(
             names: ["--client-by"], value: "auto|address|header:NAME",
             help:
                 "What tells clients apart for the lifecycle: the address (auto: on loopback with the User-Agent's"
                 + " engine or product), or a request header (devices behind one NAT).",
-            defaultValue: "auto")
+            defaultValue: "auto",
+            choices: ["auto", "address", "header:"])
         static let engine = OptionSpec(
             names: ["--engine"], value: "auto|rfc6265bis|chromium|firefox|webkit",
             help:
                 "Whose cookie store the lifecycle replays for each client (limits, eviction, SameSite defaults,"
                 + " third-party cookies): auto reads each client's User-Agent; unknown clients get RFC 6265bis's.",
-            defaultValue: "auto")
+            defaultValue: "auto",
+            choices: ["auto"] + CookieJar.Profile.Engine.allCases.map(\.rawValue))
     }
 
     static let options: [OptionSpec] = [

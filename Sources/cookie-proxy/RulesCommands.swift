@@ -52,14 +52,16 @@ enum TryCommand {
             names: ["--method"], value: "m", help: "Request method the rules see.", defaultValue: "GET")
         static let format = OptionSpec(
             names: ["--format"], value: "format", help: "text or json (one object per cookie).",
-            defaultValue: "text")
+            defaultValue: "text",
+            choices: ["text", "json"])
         static let request = OptionSpec(
             names: ["--request"], value: "'Cookie: …'",
             help: "A request's Cookie header to run the request-cookie rules over (instead of Set-Cookie values).")
         static let site = OptionSpec(
             names: ["--site"], value: "context",
             help: "The request's site context the rules see: same-site, cross-site-navigation, cross-site-subresource.",
-            defaultValue: "unknown")
+            defaultValue: "unknown",
+            choices: RequestSite.Kind.allCases.map(\.rawValue))
         static let route = OptionSpec(
             names: ["--route"], value: "[HOST]/PREFIX=URL",
             help:
@@ -115,7 +117,7 @@ enum TryCommand {
             throw UsageError(message: "--url is required, e.g. --url https://app.example.com/login", command: spec.name)
         }
         let url = try ParsedArguments.requestURL(urlText, key: "--url", command: spec.name)
-        let format = try args.choice(Option.format, ["text", "json"], command: spec.name)
+        let format = try args.choice(Option.format, command: spec.name)
         let status = Int(args.value(orDefault: Option.status) ?? "") ?? 200
         let set: RuleSet
         do {

@@ -11,13 +11,15 @@ extension RunCommand {
             help:
                 "Write what the run found (cookie lines browsers reject or warn about, lifecycle verdicts other than"
                 + " sent-as-expected, by host and cookie) as JUnit XML or SARIF 2.1.0, at exit and on SIGUSR1.",
-            repeatable: true)
+            repeatable: true,
+            choices: ["junit:", "sarif:"])
         static let failOn = OptionSpec(
             names: ["--fail-on"], value: "rejects|warnings|verdicts",
             help:
                 "Exit 1 when the run saw a cookie line browsers reject (rejects), that or a warning (warnings), or a"
                 + " cookie not sent as expected (verdicts).",
-            repeatable: true)
+            repeatable: true,
+            choices: ["rejects", "warnings", "verdicts"])
     }
 
     /// The reports asked for and the conditions that fail the run.

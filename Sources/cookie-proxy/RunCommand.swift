@@ -47,7 +47,8 @@ enum RunCommand {
         static let upstreamProxy = OptionSpec(
             names: ["--upstream-proxy"], value: "url|env",
             help:
-                "Send requests through this HTTP proxy: http://[user:pass@]host:port, or env for HTTP_PROXY/HTTPS_PROXY/NO_PROXY."
+                "Send requests through this HTTP proxy: http://[user:pass@]host:port, or env for HTTP_PROXY/HTTPS_PROXY/NO_PROXY.",
+            choices: ["env"]
         )
         static let noUpstreamProxy = OptionSpec(
             names: ["--no-upstream-proxy"], value: "host",
@@ -56,7 +57,8 @@ enum RunCommand {
         static let ui = OptionSpec(
             names: ["--ui"], value: "host:port|off",
             help: "Serve the cookie inspector here (loopback unless named; a taken default port picks another).",
-            defaultValue: "127.0.0.1:8081")
+            defaultValue: "127.0.0.1:8081",
+            choices: ["off"])
         static let metrics = OptionSpec(
             names: ["--metrics"], value: "host:port",
             help:
@@ -119,7 +121,8 @@ enum RunCommand {
             help:
                 "HTTP/2 with clients: fallback (intercepted TLS offers h2 to clients that offer nothing else), on"
                 + " (h2 whenever offered) or off (HTTP/1.1 only); h2c with prior knowledge unless off.",
-            defaultValue: "fallback")
+            defaultValue: "fallback",
+            choices: ["fallback", "on", "off"])
     }
 
     static let spec = CommandSpec(

@@ -17,6 +17,7 @@ enum UICommand {
         abstract: "Print the inspector's URL with this installation's token.",
         usage: "cookie-proxy ui [url] [--ui HOST:PORT]",
         options: [Option.ui],
+        actions: ["url"],
         arguments: """
               url      http://HOST:PORT/?token=… (the token is in inspector-token in the configuration folder, mode 0600);
                        the action when none is given

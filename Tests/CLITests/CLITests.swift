@@ -187,7 +187,8 @@ import Testing
             ("https://other.localhost/me", nil, "no --route takes /me on other.localhost"),
         ] as [(String, String?, String?)])
     func tryTestsAnUpstreamConditionThroughItsRoutes(_ url: String, _ said: String?, _ refusal: String?) throws {
-        let rules = FileManager.default.temporaryDirectory.appendingPathComponent("upstream-\(getpid()).rules").path
+        let rules = FileManager.default.temporaryDirectory.appendingPathComponent("upstream-\(UUID().uuidString).rules")
+            .path
         try "rule \"api\" {\n    upstream api.staging.example\n    secure\n}\n".write(
             toFile: rules, atomically: true, encoding: .utf8)
         defer { try? FileManager.default.removeItem(atPath: rules) }

@@ -75,6 +75,73 @@ import Testing
         #expect(result.text.split(separator: "\n").contains { $0 == expected }, "\(result.text)")
     }
 
+    /// What each shell offers for the words typed so far (the last one being completed), asked through the shell's
+    /// own completion machinery: bash calls the function as `complete -F` would, fish answers `complete -C`, and zsh
+    /// runs compsys (`compinit`) in a pseudo-terminal (zsh/zpty) with a Tab typed, every offered match recorded.
+    static func offered(_ shell: String, _ words: [String]) throws -> [String] {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("cp-\(shell)-\(UUID().uuidString)")
+            .path
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let line = (["cookie-proxy"] + words).joined(separator: " ")
+        switch shell {
+        case "bash":
+            let file = folder + "/completion.bash"
+            try Self.script("bash").write(toFile: file, atomically: true, encoding: .utf8)
+            let quoted = (["cookie-proxy"] + words).map { "'\($0)'" }.joined(separator: " ")
+            let result = try run(
+                "/bin/bash",
+                [
+                    "-c",
+                    "source \(file); COMP_WORDS=(\(quoted)); COMP_CWORD=\(words.count); _cookie_proxy; printf '%s\\n' \"${COMPREPLY[@]}\"",
+                ])
+            #expect(result.status == 0, "\(result.stderr)")
+            return result.text.split(separator: "\n").map(String.init)
+        case "fish":
+            let file = folder + "/cookie-proxy.fish"
+            try Self.script("fish").write(toFile: file, atomically: true, encoding: .utf8)
+            let result = try run("/usr/bin/fish", ["-c", "source \(file); complete -C '\(line)'"])
+            #expect(result.status == 0, "\(result.stderr)")
+            return result.text.split(separator: "\n").map { String($0.split(separator: "\t")[0]) }
+        default:
+            try Self.script("zsh").write(toFile: folder + "/_cookie-proxy", atomically: true, encoding: .utf8)
+            let driver = """
+                zmodload zsh/zpty
+                zpty z zsh -f -i
+                zpty -w z "PROMPT=''; fpath=(\(folder) \\$fpath); autoload -U compinit; compinit -u -D"
+                zpty -w z 'compadd () { builtin compadd -O __hits "$@"; print -l -- $__hits >> \(folder)/hits; builtin compadd "$@" }'
+                zpty -w z "bindkey '^I' complete-word; print ready > \(folder)/ready"
+                for i in {1..100}; do [[ -e \(folder)/ready ]] && break; sleep 0.1; done
+                zpty -wn z $'\(line)\\t'
+                for i in {1..100}; do [[ -e \(folder)/hits ]] && break; sleep 0.1; done
+                sleep 0.5
+                zpty -d z
+                """
+            try driver.write(toFile: folder + "/drive.zsh", atomically: true, encoding: .utf8)
+            let result = try run("/usr/bin/zsh", ["-f", folder + "/drive.zsh"], timeout: 30)
+            #expect(result.status == 0, "\(result.stderr)")
+            let hits = (try? String(contentsOfFile: folder + "/hits", encoding: .utf8)) ?? ""
+            return hits.split(separator: "\n").map(String.init)
+        }
+    }
+
+    /// Subcommand actions and option values come from the one command table the help and the parser read, in
+    /// every shell. (words typed, the last being completed; what is offered)
+    @Test(
+        arguments: ["bash", "zsh", "fish"],
+        [
+            (["ca", "i"], ["init", "install"]), (["completions", ""], ["bash", "fish", "man", "zsh"]),
+            (["ui", ""], ["url"]), (["run", "--engine", "ch"], ["chromium"]),
+            (["run", "--http2", "o"], ["off", "on"]),
+            (["audit", "--format", "j"], ["json", "junit"]), (["run", "--fail-on", "r"], ["rejects"]),
+            (["parse", "--browser", "w"], ["webkit"]), (["try", "--site", "cross-site-s"], ["cross-site-subresource"]),
+            (["run", "--log-f"], ["--log-format"]),
+        ] as [([String], [String])])
+    func eachShellCompletesActionsAndOptionValues(_ shell: String, _ typed: ([String], [String])) throws {
+        let offered = Set(try Self.offered(shell, typed.0))
+        #expect(offered == Set(typed.1), "\(shell): \(typed.0.joined(separator: " "))")
+    }
+
     /// zsh reads the script without an error (`zsh -n`), and fish both reads it and completes from it.
     @Test func zshAndFishReadTheirScripts() throws {
         let zsh = try Self.write(try Self.script("zsh"), "_cookie-proxy")
@@ -90,12 +157,33 @@ import Testing
         #expect(asked.text.hasPrefix("--log-format\t"), "\(asked.text)")
     }
 
-    /// groff reads the manual page with every warning on and reports none.
-    @Test func groffReadsTheManualPageWithoutAWarning() throws {
+    /// groff reads the manual page with every warning on and reports none; rendered, no line runs past the page's
+    /// width (arguments are wrapped, not kept as long preformatted lines), and each usage line of a subcommand
+    /// starts a synopsis of its own instead of running into the one before or the description.
+    @Test func groffReadsTheManualPageWithoutAWarningOrARunOnLine() throws {
         let page = try Self.write(try Self.script("man"), "cookie-proxy.1")
         defer { try? FileManager.default.removeItem(atPath: page) }
-        let result = try run("/usr/bin/groff", ["-man", "-Tutf8", "-ww", "-z", page])
+        let result = try run("/usr/bin/groff", ["-man", "-Tutf8", "-ww", "-P-cbou", page])
         #expect(result.status == 0)
         #expect(result.stderr.isEmpty, "\(result.stderr)")
+        let lines = result.text.split(separator: "\n", omittingEmptySubsequences: false)
+        #expect(lines.count > 300)
+        for line in lines { #expect(line.count <= 80, "\(line)") }
+        for command in ["try", "audit", "ca", "run"] {
+            let usage = try Binary.run([command, "--help"]).stdout.split(
+                separator: "\n", omittingEmptySubsequences: false
+            ).drop {
+                !$0.hasPrefix("USAGE:")
+            }
+            .prefix { !$0.isEmpty }
+            #expect(!usage.isEmpty)
+            for line in usage {
+                // The synopsis' first words, as the page starts the line with them.
+                let start = line.drop { $0 != "c" }.split(separator: " ").prefix(4).joined(separator: " ")
+                #expect(lines.contains { $0.hasPrefix("       " + start) }, "\(command): \(start)")
+            }
+        }
+        #expect(lines.contains { $0.hasPrefix("       VALUE  A Set-Cookie value") })
+        #expect(lines.contains { $0.hasPrefix("       uninstall") })
     }
 }
