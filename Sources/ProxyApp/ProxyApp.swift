@@ -211,8 +211,12 @@ public enum ProxyApp {
             for host in c.tls.insecureHosts.sorted() {
                 warnings.append("upstream certificates of \(host) are NOT verified (--insecure-upstream)")
             }
-            var note = "  https:        intercepting \(described) with the CA \(ca.certificatePath);"
-            note += " every other CONNECT is tunnelled untouched\n"
+            let note =
+                described.isEmpty
+                ? "  https:        CONNECT is tunnelled untouched (no host is intercepted; see --intercept); the"
+                    + " listener's certificate is the CA's \(ca.certificatePath)\n"
+                : "  https:        intercepting \(described) with the CA \(ca.certificatePath); every other CONNECT is"
+                    + " tunnelled untouched\n"
             let interception = ProxyServer.Interception(
                 server: server, client: client, insecureHosts: c.tls.insecureHosts, listener: listener)
             return TLSSetup(interception: interception, note: note, created: created, warnings: warnings, ca: ca)

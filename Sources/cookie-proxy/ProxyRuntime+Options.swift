@@ -172,8 +172,12 @@ enum RuntimeOptions {
             banner +=
                 "  rules:        none (everything passes through unchanged)\(dryRun ? "; dry run logs every cookie" : "")\n"
         }
-        banner +=
-            "  log:          \(args.value(orDefault: Option.log) ?? "")\(args.flag(Option.logValues) ? " (cookie values shown)" : " (cookie values redacted)")\(args.value(Option.log).map { $0 == "none" ? "" : " — reopened on SIGUSR1" } ?? "")\n"
+        if args.value(Option.log) == "none" {
+            banner += "  log:          none\n"
+        } else {
+            banner +=
+                "  log:          \(args.value(orDefault: Option.log) ?? "")\(args.flag(Option.logValues) ? " (cookie values shown)" : " (cookie values redacted)")\(args.value(Option.log).map { _ in " — reopened on SIGUSR1" } ?? "")\n"
+        }
         if let name = args.value(Option.emulate) {
             banner += "  emulate:      \(name) (its rules follow yours; see rules/README.md)\n"
         }

@@ -71,7 +71,22 @@ extension RunCommand {
         let proxyURL = "\(config.listenTLS ? "https" : "http")://\(localAddress):\(server.boundPort)"
         var banner = ""
         if config.proxy.isReverse {
-            banner += routesBanner(config, url: proxyURL)
+            // On loopback, the name the docs use: a browser keeps `app.localhost`'s cookies apart from another
+            // local app's, and treats it as a secure context as it does `localhost` (RFC 6761 §6.3).
+            let origin =
+                HostName.isLoopback(localAddress.trimmingCharacters(in: CharacterSet(charactersIn: "[]")))
+                ? "\(config.listenTLS ? "https" : "http")://app.localhost:\(server.boundPort)" : proxyURL
+            banner += routesBanner(config, url: origin)
+        } else if config.listenTLS {
+            // An https forward proxy: the client speaks TLS to the proxy itself, so it must trust the local CA for
+            // the proxy's own certificate (curl: --proxy-cacert). Apple's system proxy settings speak plain HTTP to
+            // a proxy: they need an http listener.
+            let ca = proxy.tls.map { $0.ca.certificatePath } ?? "CA.pem"
+            banner += "  curl:         curl --proxy-cacert \(ca) -x \(proxyURL) http://example.com/\n"
+            banner +=
+                "  environment:  export https_proxy=\(proxyURL) (for tools that speak TLS to a proxy and trust the CA)\n"
+            banner +=
+                "  iOS / macOS:  their proxy settings speak plain HTTP to a proxy: add --listen 127.0.0.1:8080 and use that\n"
         } else {
             banner += "  curl:         curl -x \(proxyURL) http://example.com/\n"
             banner += "  environment:  export http_proxy=\(proxyURL) https_proxy=\(proxyURL)\n"

@@ -37,6 +37,29 @@ import Testing
         #expect(connect.text == "405", "\(connect.text)")
     }
 
+    /// An https forward proxy (`--listen https://…` without routes): the banner's curl line, run as printed (with
+    /// this test's upstream for example.com), goes through it; the banner says Apple's proxy settings need an http
+    /// listener, and the log line says `none` alone.
+    @Test func theHTTPSForwardProxysBannerCurlLineWorksAsPrinted() throws {
+        let home = try InterceptionEndToEndTests.home()
+        defer { try? FileManager.default.removeItem(atPath: home) }
+        let upstream = try Upstream()
+        let proxy = try Proxy(
+            ["--log", "none"], listen: "https://127.0.0.1:0", environment: ["COOKIE_PROXY_HOME": home])
+        let banner = proxy.process.stderr
+        let line = try #require(banner.split(separator: "\n").first { $0.hasPrefix("  curl:         ") })
+        let words = line.dropFirst("  curl:         ".count).split(separator: " ").map(String.init)
+        #expect(words.first == "curl" && words.contains("--proxy-cacert"), "\(line)")
+        let arguments = words.dropFirst().map {
+            $0 == "http://example.com/" ? "http://127.0.0.1:\(upstream.port)/head" : $0
+        }
+        let result = try curl(["-o", "/dev/null", "-w", "%{http_code}"] + arguments)
+        #expect(result.text == "200", "\(line): \(result.text) \(result.stderr)")
+        #expect(banner.contains("  iOS / macOS:  their proxy settings speak plain HTTP to a proxy"), "\(banner)")
+        #expect(banner.contains("  log:          none\n"), "\(banner)")
+        #expect(!banner.contains("intercepting  with"), "\(banner)")
+    }
+
     /// The forward proxy's own URL opened in a browser (`GET /`, accepting HTML) is a page saying what this is, with
     /// links to the onboarding pages and the inspector (no token in it); other clients, and other methods, get the
     /// `400` that says to send an absolute URL.
