@@ -70,6 +70,30 @@ extension CookieJar {
         /// A cookie set by a cross-site subresource or frame is kept in the top-level site's partition, and
         /// only that partition's cookies go to one (Firefox's Total Cookie Protection).
         public var partitionsThirdParty: Bool
+        /// What the engine refuses on storage where engines differ: one table, read by the replayed jar
+        /// (``CookieJar/evaluate(_:from:via:context:now:suffixes:unit:laxByDefault:acceptance:)``) and by the
+        /// lint's engine findings, so that a profile never keeps what its engine's lint says it refuses, or the
+        /// reverse.
+        public var acceptance = Acceptance.draft
+
+        /// Storage checks of RFC 6265bis §5.7 that an engine applies or not.
+        public struct Acceptance: Sendable, Hashable {
+            /// SameSite=None without Secure is refused (§5.7 step 19; WebKit keeps it).
+            public var sameSiteNoneNeedsSecure: Bool
+            /// `__Secure-` and `__Host-` names must follow their prefix's rules (§5.7 steps 20–21; WebKit keeps
+            /// them anyway).
+            public var enforcesPrefixes: Bool
+            /// A loopback host is a secure origin that may set Secure cookies over http (§5.7 step 13 lets a user
+            /// agent decide; WebKit does not).
+            public var loopbackIsSecure: Bool
+
+            /// The draft's, Chromium's and Firefox's.
+            public static let draft = Acceptance(
+                sameSiteNoneNeedsSecure: true, enforcesPrefixes: true, loopbackIsSecure: true)
+            /// WebKitGTK's, measured (docs/browser-differences.md).
+            public static let webkit = Acceptance(
+                sameSiteNoneNeedsSecure: false, enforcesPrefixes: false, loopbackIsSecure: false)
+        }
 
         /// The draft's suggestions (§5.7): 50 cookies per domain, 3,000 in all, insecure and least recently
         /// used first; Lax by default, no Lax-allowing-unsafe.
@@ -108,7 +132,8 @@ extension CookieJar {
         public static let webkit = Profile(
             engine: .webkit, bucketLimit: nil, bucketPurgedTo: 0, bucketIsSite: false, eviction: .insecureFirst,
             totalLimit: 3000, totalPurgedTo: 3000, totalPurgeMinimumIdle: nil, accessUpdateInterval: 0,
-            laxByDefault: false, laxAllowingUnsafe: nil, blocksThirdParty: true, partitionsThirdParty: false)
+            laxByDefault: false, laxAllowingUnsafe: nil, blocksThirdParty: true, partitionsThirdParty: false,
+            acceptance: .webkit)
 
         public static func of(_ engine: Engine) -> Profile {
             switch engine {

@@ -100,7 +100,7 @@ public struct CookieJar: Sendable {
         var cookie: StoredCookie
         switch Self.evaluate(
             setCookie, from: url, via: channel, context: context, now: now, suffixes: suffixes, unit: unit,
-            laxByDefault: profile.laxByDefault)
+            laxByDefault: profile.laxByDefault, acceptance: profile.acceptance)
         {
         case .failure(let rejection): return .failure(rejection)
         case .success(let c): cookie = c
@@ -197,11 +197,12 @@ public struct CookieJar: Sendable {
 
     /// The storage-model checks of RFC 6265bis §5.7 that do not depend on what the jar holds: the cookie
     /// a user agent would create from this line at `url`, or why it would ignore it.
-    /// `now` is in `unit`s; `laxByDefault` false: a cookie without SameSite is None (Firefox, WebKit).
+    /// `now` is in `unit`s; `laxByDefault` false: a cookie without SameSite is None (Firefox, WebKit); `acceptance`:
+    /// the checks where engines differ (``Profile/Acceptance``).
     public static func evaluate(
         _ setCookie: SetCookie, from url: RequestURL, via channel: Channel = .http,
         context: RequestContext = .sameSite, now: Int64, suffixes: PublicSuffixList, unit: TimeUnit = .seconds,
-        laxByDefault: Bool = true
+        laxByDefault: Bool = true, acceptance: Profile.Acceptance = .draft
     ) -> Result<StoredCookie, CookieRejection> {
         // §5.6 steps 1 and 5, §5.7 steps 2–4.
         if let problem = setCookie.problem {
@@ -251,7 +252,9 @@ public struct CookieJar: Sendable {
         // Step 11.
         let path = attributes.path ?? url.defaultPath
         // Steps 12–13.
-        if attributes.secure && !url.isSecure {
+        let secureOrigin =
+            acceptance.loopbackIsSecure ? url.isSecure : url.scheme == "https" || url.scheme == "wss"
+        if attributes.secure && !secureOrigin {
             return .failure(
                 CookieRejection(
                     .secureFromInsecure, "Secure cookie set from insecure origin \(url.scheme)://\(host) (§5.7 step 13)"
@@ -271,15 +274,15 @@ public struct CookieJar: Sendable {
                     "SameSite=\(attributes.sameSite.rawValue) cookie set from a cross-site request (§5.7 step 18)"))
         }
         // Step 19.
-        if attributes.sameSite == .none && !attributes.secure {
+        if attributes.sameSite == .none && !attributes.secure && acceptance.sameSiteNoneNeedsSecure {
             return .failure(CookieRejection(.sameSiteNoneInsecure, "SameSite=None requires Secure (§5.7 step 19)"))
         }
         // Step 20–22: prefixes, matched case-insensitively (§5.5).
         let name = setCookie.nameBytes
-        if ASCII.hasPrefixIgnoringCase(name, "__secure-") && !attributes.secure {
+        if acceptance.enforcesPrefixes && ASCII.hasPrefixIgnoringCase(name, "__secure-") && !attributes.secure {
             return .failure(CookieRejection(.prefix, "__Secure- cookie without Secure (§5.7 step 20)"))
         }
-        if ASCII.hasPrefixIgnoringCase(name, "__host-") {
+        if acceptance.enforcesPrefixes && ASCII.hasPrefixIgnoringCase(name, "__host-") {
             if !attributes.secure || !hostOnly || !attributes.hasPath || path != "/" {
                 return .failure(
                     CookieRejection(.prefix, "__Host- cookie needs Secure, no Domain and Path=/ (§5.7 step 21)"))

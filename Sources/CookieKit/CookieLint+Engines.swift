@@ -216,7 +216,10 @@ extension CookieLint {
                 "WebKit makes a cookie whose Domain is the host's IP address host-only; the draft keeps a domain cookie (no other host matches an IP address, so both send it to this host only)"
             )
         }
-        if a.secure && HostName.isLoopback(host) && url.scheme == "http" {
+        // What the draft and WebKit decide differently on storage comes from the profile's table
+        // (``CookieJar/Profile/Acceptance``), the one the replayed WebKit jar applies.
+        let webkit = CookieJar.Profile.webkit.acceptance
+        if !webkit.loopbackIsSecure && a.secure && HostName.isLoopback(host) && url.scheme == "http" {
             add(
                 "webkit-rejects-secure-from-loopback", .warning,
                 "WebKit does not store a Secure cookie set over http from \(host); Chromium and Firefox treat a loopback host as a secure origin and keep it, as the draft lets them (RFC 6265bis §5.7 step 13)"
@@ -224,14 +227,14 @@ extension CookieLint {
         }
         // What the draft rejects and WebKit keeps: read from the draft's own findings (a second reading of the
         // prefix rules here missed a __Host- cookie without a Path attribute, which WebKit keeps too).
-        if draft.contains(where: { $0.code == "samesite-none-insecure" }) {
+        if !webkit.sameSiteNoneNeedsSecure && draft.contains(where: { $0.code == "samesite-none-insecure" }) {
             add(
                 "webkit-keeps-samesite-none-insecure", .info,
                 "WebKit stores SameSite=None without Secure (as a SameSite=None cookie); the draft and Chromium reject it (RFC 6265bis §5.7 step 19)"
             )
         }
         let prefixRules = ["secure-prefix-insecure", "host-prefix-domain", "host-prefix-insecure", "host-prefix-path"]
-        if draft.contains(where: { prefixRules.contains($0.code) }) {
+        if !webkit.enforcesPrefixes && draft.contains(where: { prefixRules.contains($0.code) }) {
             add(
                 "webkit-ignores-prefix", .warning,
                 "WebKit stores a __Secure- or __Host- cookie that breaks its prefix's rules; the draft rejects it (RFC 6265bis §5.7 steps 20-21)"

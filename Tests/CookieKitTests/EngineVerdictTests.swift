@@ -7,6 +7,32 @@ import Testing
 @Suite struct EngineVerdictTests {
     static let now: Int64 = 1_700_000_000
 
+    /// Each engine's replayed jar (its profile) keeps a line exactly when that engine's lint verdict says the engine
+    /// keeps it: both read one table (``CookieJar/Profile/Acceptance``). (Set-Cookie, request URL)
+    @Test(arguments: [
+        ("t=1; SameSite=None", "http://a.example/"), ("t=1; SameSite=None", "https://a.example/"),
+        ("t=1; SameSite=None; Secure", "https://a.example/"), ("__Host-t=1; Path=/", "https://a.example/"),
+        ("__Host-t=1; Secure; Path=/x", "https://a.example/"), ("__Secure-t=1", "https://a.example/"),
+        ("t=1; Secure", "http://localhost/"), ("t=1; Secure", "http://127.0.0.1/"),
+        ("t=1; Secure", "http://a.example/"),
+        ("t=1", "http://a.example/"),
+    ])
+    func eachEnginesProfileKeepsWhatItsLintSaysTheEngineKeeps(_ line: String, _ url: String) throws {
+        let url = try #require(RequestURL(url))
+        let cookie = SetCookie(line)
+        let verdicts = EngineVerdict.of(CookieLint.findings(for: cookie, from: url, now: Self.now))
+        for (engine, profile) in [
+            (EngineVerdict.Engine.chromium, CookieJar.Profile.chromium), (.firefox, .firefox), (.webkit, .webkit),
+        ] {
+            let kept = CookieJar.evaluate(
+                cookie, from: url, now: Self.now, suffixes: .system, laxByDefault: profile.laxByDefault,
+                acceptance: profile.acceptance)
+            let verdict = try #require(verdicts.first { $0.engine == engine })
+            #expect(
+                ((try? kept.get()) != nil) == verdict.stores, "\(engine): \(line) from \(url): \(kept) vs \(verdict)")
+        }
+    }
+
     /// (Set-Cookie, request URL, the summary; nil when every engine keeps the draft's cookie)
     @Test(
         arguments: [
