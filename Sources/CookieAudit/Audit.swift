@@ -52,6 +52,9 @@ public struct AuditReport: Sendable {
     /// Cookies the jar refused, with the hop URL and the reason.
     public var dropped: [(name: String, url: String, reason: String)]
     public var stoppedBecause: String?
+    /// Why a later hop could not be fetched, naming the redirect that led there: the hops before it are reported,
+    /// not thrown away (a first request that fails is an ``AuditError``).
+    public var failure: String?
     public var anyRejected: Bool { !dropped.isEmpty }
 }
 
@@ -80,9 +83,17 @@ public enum CookieAudit {
         var method = options.method
         var body = options.body
         var stopped: String? = nil
+        var failure: String? = nil
+        // What a failed later hop says: which redirect led there.
+        func ledThere(_ hops: [AuditHop]) -> String {
+            guard let last = hops.last else { return "" }
+            return " (the redirect from \(last.method) \(last.url), Location: \(last.location ?? "?"), led there)"
+        }
         while true {
             guard let requestURL = RequestURL(url) else {
-                throw AuditError(description: "redirected to an invalid URL '\(url)'")
+                if hops.isEmpty { throw AuditError(description: "'\(url)' is not a URL") }
+                failure = "redirected to an invalid URL '\(url)'" + ledThere(hops)
+                break
             }
             var headers = options.headers
             let cookieHeader = jar.cookieHeader(for: requestURL)
@@ -99,7 +110,10 @@ public enum CookieAudit {
                         caFile: options.caFile,
                         insecure: options.insecure, timeout: options.timeout))
             } catch {
-                throw AuditError(description: describe(error, url: requestURL, timeout: options.timeout))
+                let description = describe(error, url: requestURL, timeout: options.timeout)
+                if hops.isEmpty { throw AuditError(description: description) }
+                failure = "hop \(hops.count + 1): \(description)" + ledThere(hops)
+                break
             }
             var location: String? = nil
             var setCookies: [SetCookie] = []
@@ -151,10 +165,12 @@ public enum CookieAudit {
                 body = nil
             }
         }
-        let finalURL = RequestURL(url)!
+        // After a failed hop, what a browser would send is judged at the last URL that answered.
+        let answered = failure == nil ? url : hops.last!.url
+        let finalURL = RequestURL(answered)!
         return AuditReport(
-            hops: hops, finalURL: url, cookieHeader: jar.cookieHeader(for: finalURL), held: jar.allCookies(),
-            dropped: dropped, stoppedBecause: stopped)
+            hops: hops, finalURL: answered, cookieHeader: jar.cookieHeader(for: finalURL), held: jar.allCookies(),
+            dropped: dropped, stoppedBecause: stopped, failure: failure)
     }
 
     static func describe(_ error: CurlEasy.Failure, url: RequestURL, timeout: Double) -> String {

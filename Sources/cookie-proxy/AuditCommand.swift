@@ -150,6 +150,11 @@ enum AuditCommand {
             format == "json"
                 ? json(report).serialized
                 : format == "junit" ? junit(report) : format == "sarif" ? sarif(report) : text(report))
+        if let failure = report.failure {
+            // The hops that answered are printed above; the audit is incomplete (a network error: status 2).
+            Console.err("error: \(failure)")
+            return 2
+        }
         return report.anyRejected ? 1 : 0
     }
 
@@ -210,6 +215,7 @@ enum AuditCommand {
                     })
             ),
             ("stopped", JSONValue(r.stoppedBecause)),
+            ("failure", JSONValue(r.failure)),
         ])
     }
 
@@ -233,6 +239,7 @@ enum AuditCommand {
             }
         }
         if let stopped = r.stoppedBecause { out += "(\(stopped))\n" }
+        if let failure = r.failure { out += "\(r.hops.count + 1). FAILED: \(failure)\n" }
         out +=
             "\nCookie header a browser would send to \(r.finalURL):\n  \(r.cookieHeader.isEmpty ? "(none)" : r.cookieHeader)\n"
         if r.dropped.isEmpty {

@@ -38,6 +38,29 @@ import Testing
 
     /// `--resolve HOST:ADDRESS` as `run` takes it: a name DNS does not know reaches the local upstream, on every
     /// hop of a redirect chain (the cookie set on the first hop comes back on the second, under that name).
+    /// A later hop that fails keeps the hops before it: they are printed (text and JSON) with their cookies, then
+    /// the failure naming the redirect that led there; the status is 2 (the audit is incomplete).
+    @Test(arguments: ["text", "json"])
+    func aFailedLaterHopKeepsTheHopsBeforeIt(_ format: String) throws {
+        let upstream = try Upstream()
+        let url =
+            "http://127.0.0.1:\(upstream.port)/setcookie?c=first%3D1&location="
+            + InterceptionEndToEndTests.enc("http://127.0.0.1:9/next")
+        let result = try run(Paths.binary, ["audit", "--format", format, url])
+        #expect(result.status == 2, "\(result.stderr)")
+        #expect(result.stderr.contains("hop 2: cannot connect to 127.0.0.1:9"), "\(result.stderr)")
+        #expect(result.stderr.contains("the redirect from GET \(url), Location: http://127.0.0.1:9/next, led there"))
+        if format == "text" {
+            #expect(result.text.contains("1. GET \(url) → 302"), "\(result.text)")
+            #expect(result.text.contains("Set-Cookie: first=1"), "\(result.text)")
+            #expect(result.text.contains("2. FAILED: hop 2: cannot connect"), "\(result.text)")
+        } else {
+            let report = try #require(try JSONSerialization.jsonObject(with: Data(result.text.utf8)) as? [String: Any])
+            #expect((report["hops"] as? [Any])?.count == 1, "\(report)")
+            #expect((report["failure"] as? String)?.hasPrefix("hop 2: cannot connect") == true, "\(report)")
+        }
+    }
+
     @Test func resolveSendsANameToAnAddressOnEveryHop() throws {
         let upstream = try Upstream()
         let url =
@@ -177,7 +200,7 @@ extension AuditEndToEndTests {
         #expect(
             text
                 == """
-                {"hops":[{"url":"\(first)","method":"GET","status":302,"location":"http://localhost:PORT/read","cookies":[{"setCookie":"a=1; Path=/; HttpOnly","name":"a","after":null,"rules":[],"stored":true,"rejected":null,"findings":[],"engines":null},{"setCookie":"b=2; SameSite=None","name":"b","after":null,"rules":[],"stored":false,"rejected":"SameSite=None requires Secure (§5.7 step 19)","findings":["samesite-none-insecure","webkit-keeps-samesite-none-insecure"],"engines":"rejects: Chromium, Firefox; WebKit stores it"}]},{"url":"http://localhost:PORT/read","method":"GET","status":200,"location":null,"cookies":[]}],"finalUrl":"http://localhost:PORT/read","cookieHeader":"","jar":[{"name":"a","domain":"127.0.0.1","hostOnly":true,"path":"/","secure":false,"httpOnly":true,"sameSite":"Default","expires":null}],"dropped":[{"name":"b","url":"\(first)","reason":"SameSite=None requires Secure (§5.7 step 19)"}],"stopped":null}
+                {"hops":[{"url":"\(first)","method":"GET","status":302,"location":"http://localhost:PORT/read","cookies":[{"setCookie":"a=1; Path=/; HttpOnly","name":"a","after":null,"rules":[],"stored":true,"rejected":null,"findings":[],"engines":null},{"setCookie":"b=2; SameSite=None","name":"b","after":null,"rules":[],"stored":false,"rejected":"SameSite=None requires Secure (§5.7 step 19)","findings":["samesite-none-insecure","webkit-keeps-samesite-none-insecure"],"engines":"rejects: Chromium, Firefox; WebKit stores it"}]},{"url":"http://localhost:PORT/read","method":"GET","status":200,"location":null,"cookies":[]}],"finalUrl":"http://localhost:PORT/read","cookieHeader":"","jar":[{"name":"a","domain":"127.0.0.1","hostOnly":true,"path":"/","secure":false,"httpOnly":true,"sameSite":"Default","expires":null}],"dropped":[{"name":"b","url":"\(first)","reason":"SameSite=None requires Secure (§5.7 step 19)"}],"stopped":null,"failure":null}
 
                 """)
     }
