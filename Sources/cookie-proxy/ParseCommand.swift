@@ -1,5 +1,6 @@
 import BrowserEngines
 import CookieKit
+import Foundation
 import ProxyApp
 
 /// `cookie-proxy parse`: Set-Cookie values in, the user-agent view and the lint out.
@@ -63,8 +64,15 @@ enum ParseCommand {
                         + "connect to \(url.host) itself)", command: spec.name)
             }
             for browser in chosen {
+                // Starting a browser takes seconds (all three: about ten): stderr says what is being waited for,
+                // stdout keeps the report alone.
+                Console.err("parse: starting \(browser.title) (headless, a fresh profile)…")
+                let started = Date()
                 do {
                     engines.append((browser, try browser.start()))
+                    Console.err(
+                        "parse: \(browser.title) ready in \(String(format: "%.1f", Date().timeIntervalSince(started))) s"
+                    )
                 } catch {
                     throw UsageError(
                         message: "--browser \(browser.rawValue): \(error)", command: spec.name,
@@ -84,6 +92,7 @@ enum ParseCommand {
             let draft = report.storedView(url: url)
             var verdicts: [BrowserVerdict] = []
             for (browser, engine) in engines {
+                Console.err("parse: asking \(browser.title) what it stores from \(url)…")
                 do {
                     let stored = try engine.check(
                         stripHeaderName(input), url: url, readAt: draft?.path ?? url.defaultPath)

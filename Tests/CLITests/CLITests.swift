@@ -17,6 +17,18 @@ import Testing
         #expect(result.stdout == (try String(contentsOfFile: golden, encoding: .utf8)))
     }
 
+    /// `parse --browser` says on stderr what it is waiting for (starting each browser, then asking it), so seconds
+    /// of silence are explained; stdout is the report alone.
+    @Test func parseBrowserSaysWhatItIsWaitingFor() throws {
+        let result = try Binary.run(["parse", "--browser", "chromium", "--url", "https://a.test/", "a=b"])
+        #expect(result.status == 0, "\(result.stderr)")
+        let said = result.stderr.split(separator: "\n")
+        #expect(said.first == "parse: starting Chromium (headless, a fresh profile)…", "\(result.stderr)")
+        #expect(said.contains { $0.hasPrefix("parse: Chromium ready in ") }, "\(result.stderr)")
+        #expect(said.contains("parse: asking Chromium what it stores from https://a.test/…"), "\(result.stderr)")
+        #expect(result.stdout.split(separator: "\n").count == 1 && result.stdout.hasPrefix("{\"name\":\"a\""))
+    }
+
     /// `parse --browser` says why it cannot ask: no such engine, an engine not installed, a URL a browser would connect to.
     @Test(arguments: [
         (["--browser", "netscape"], [String: String](), Int32(2), "one of chromium, firefox, webkit"),
