@@ -9,8 +9,22 @@ public struct ConformanceSuite: Sendable {
 
     /// Reads a suite file.
     public init(contentsOf path: String) throws {
-        let data = try Data(contentsOf: URL(fileURLWithPath: path))
-        guard let root = try JSONSerialization.jsonObject(with: data) as? [String: Any],
+        // Read with open(2) so that a failure is its errno's text ("No such file or directory"), not Foundation's
+        // error domain and code.
+        guard let data = FileManager.default.contents(atPath: path) else {
+            let reason = access(path, R_OK) == 0 ? "cannot be read" : String(cString: strerror(errno))
+            throw ConformanceError(description: "cannot read \(path): \(reason)")
+        }
+        let parsed: Any
+        do {
+            parsed = try JSONSerialization.jsonObject(with: data)
+        } catch {
+            throw ConformanceError(
+                description:
+                    "\(path): not JSON (\((error as NSError).localizedDescription.trimmingCharacters(in: .punctuationCharacters)))"
+            )
+        }
+        guard let root = parsed as? [String: Any],
             let cases = root["cases"] as? [[String: Any]]
         else { throw ConformanceError(description: "\(path): not a conformance suite (no \"cases\" list)") }
         name = root["suite"] as? String ?? (path as NSString).lastPathComponent

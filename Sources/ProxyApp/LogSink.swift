@@ -28,6 +28,8 @@ public final class LogSink: Sendable {
     final class Chunk {
         var bytes = JSONWriter(capacity: 8 * 1024)
         var records = 0
+        /// Lines of the proxy's own (`exchange-closed`, `rules-reloaded`): counted apart from the cookies' records.
+        var events = 0
     }
 
     private struct State {
@@ -42,6 +44,7 @@ public final class LogSink: Sendable {
         var waiting = 0
         var dropped = 0
         var written = 0
+        var eventsWritten = 0
         var closed = false
         var fd: Int32 = -1
         /// The last write or reopen error, once reported.
@@ -99,6 +102,8 @@ public final class LogSink: Sendable {
 
     package var droppedCount: Int { state.withLock { $0.dropped } }
     package var writtenCount: Int { state.withLock { $0.written } }
+    /// The proxy's own lines written (``submit(line:)``).
+    package var eventsWritten: Int { state.withLock { $0.eventsWritten } }
     /// Records that could not be written (the file failed), and why.
     var failure: (records: Int, reason: String)? {
         state.withLock { s in s.failure.map { (s.failedRecords, $0) } }
@@ -135,6 +140,7 @@ public final class LogSink: Sendable {
         var bytes = Array(line.utf8)
         bytes.append(0x0A)
         bytes.withUnsafeBufferPointer { chunk.bytes.raw($0) }
+        chunk.events = 1
         _ = enqueue(chunk)
     }
 
@@ -239,6 +245,7 @@ public final class LogSink: Sendable {
             for chunk in taken {
                 chunk.bytes.removeAll()
                 chunk.records = 0
+                chunk.events = 0
             }
             state.withLock { s in
                 s.free.append(contentsOf: taken.prefix(Self.freeLimit - s.free.count))
@@ -263,6 +270,7 @@ public final class LogSink: Sendable {
         guard !chunks.isEmpty else { return }
         let fd = state.withLock { $0.fd }
         let records = chunks.reduce(0) { $0 + $1.records }
+        let events = chunks.reduce(0) { $0 + $1.events }
         var error: Int32 = 0
         if let terminal, case .standardOutput = destination {
             // Above the status line, under its lock: one buffer (the terminal's volume is small).
@@ -283,6 +291,7 @@ public final class LogSink: Sendable {
         state.withLock { s in
             if error == 0 {
                 s.written += records
+                s.eventsWritten += events
             } else {
                 s.failedRecords += records
                 s.failure = "cannot write the log: \(String(cString: strerror(error)))"

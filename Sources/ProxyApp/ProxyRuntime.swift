@@ -90,7 +90,11 @@ package final class ProxyRuntime {
     func finish() {
         if let sink {
             sink.close()
-            var summary = "cookie-proxy: \(sink.writtenCount) log records written, \(sink.droppedCount) dropped"
+            let events = sink.eventsWritten
+            var summary =
+                "cookie-proxy: \(sink.writtenCount) log records"
+                + (events > 0 ? " and \(events) event\(events == 1 ? "" : "s")" : "")
+                + " written, \(sink.droppedCount) dropped"
             if sink.droppedCount > 0 { summary += " (--log-overflow drop: the log could not keep up)" }
             if let failure = sink.failure { summary += "; \(failure.records) not written: \(failure.reason)" }
             Console.err(summary)

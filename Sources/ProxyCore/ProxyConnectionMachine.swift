@@ -378,7 +378,9 @@ public struct ProxyConnectionMachine {
     public var exchangeSummary: String? {
         switch state {
         case .connecting, .exchanging: return "\(exchange.context.method) \(exchange.context.url)"
-        case .idle, .tunnel, .closed: return nil
+        // A head that had begun to arrive: what of it came (a header timeout is about it).
+        case .idle: return client.partialHead.map { "(incomplete head) \($0)" }
+        case .tunnel, .closed: return nil
         }
     }
 

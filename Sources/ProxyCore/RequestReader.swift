@@ -46,6 +46,23 @@ struct RequestReader {
     /// Bytes received and not yet taken.
     var buffered: Int { input.count - start }
 
+    /// The start of a request head still arriving, for a person (a header timeout names it): its first line, or the
+    /// bytes so far, at most 120, with anything but printable ASCII shown as `\xNN`; nil when nothing waits.
+    var partialHead: String? {
+        guard buffered > 0 else { return nil }
+        let rest = input[start...]
+        let line = rest.prefix { $0 != 0x0D && $0 != 0x0A }
+        var text = ""
+        for byte in line.prefix(120) {
+            if byte >= 0x20 && byte < 0x7F {
+                text.unicodeScalars.append(Unicode.Scalar(byte))
+            } else {
+                text += "\\x" + (byte < 16 ? "0" : "") + String(byte, radix: 16)
+            }
+        }
+        return text + (line.count > 120 || line.count == rest.count ? "…" : "")
+    }
+
     /// Bytes received from the client.
     mutating func append(_ bytes: ArraySlice<UInt8>) {
         if start > 0 && start == input.count {

@@ -45,7 +45,7 @@ enum ConformanceCommand {
         for file in files {
             let suite: ConformanceSuite
             do { suite = try ConformanceSuite(contentsOf: file) } catch {
-                Console.err("error: \(file): \(error)")
+                Console.err("error: \(error)")
                 return 2
             }
             let results = suite.run()

@@ -151,6 +151,15 @@ import Testing
         #expect(result.stderr.contains("--help"))
     }
 
+    /// A corpus that cannot be read is named with its errno's text, not Foundation's error domain and code.
+    @Test func conformanceNamesAFileItCannotRead() throws {
+        let result = try Binary.run(["conformance", "/nonexistent/cases.json"])
+        #expect(result.status == 2)
+        #expect(
+            result.stderr == "error: cannot read /nonexistent/cases.json: No such file or directory\n",
+            "\(result.stderr)")
+    }
+
     /// Named or found by default (the checkout the binary was built in), the repository's own corpora.
     @Test(arguments: [true, false])
     func conformanceCommandRunsTheRepositorysCorpora(named: Bool) throws {

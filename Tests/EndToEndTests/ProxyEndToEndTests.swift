@@ -283,6 +283,16 @@ import Testing
         let raw = try RawClient.exchange(port: proxy.port, send: [Array("GET http://x/ HTTP/1.1\r\nX-Slow: ".utf8)])
         #expect(String(decoding: raw, as: UTF8.self).hasPrefix("HTTP/1.1 408"))
         #expect(Date().timeIntervalSince(start) < 5)
+        // The note names what of the head had come, not an empty request.
+        let note = try proxy.process.waitForLine(startingWith: "cookie-proxy: header timeout", onStderr: true)
+        #expect(
+            note.hasPrefix("cookie-proxy: header timeout: (incomplete head) GET http://x/ HTTP/1.1 (client"), "\(note)")
+        // The log holds the closing as an event, and the exit message counts it.
+        proxy.process.signal(SIGTERM)
+        #expect(proxy.process.waitForExit() == 0)
+        #expect(proxy.process.stdout.contains("\"event\":\"exchange-closed\""), "\(proxy.process.stdout)")
+        #expect(
+            proxy.process.stderr.contains("0 log records and 1 event written, 0 dropped"), "\(proxy.process.stderr)")
     }
 
     @Test func sigtermFinishesTheExchangeInFlightAndExitsZero() throws {
