@@ -29,6 +29,9 @@ public struct HARAudit {
         public var site: RequestSite
         public var setCookies: [SetCookieLine]
         public var verdicts: [CookieVerdict]
+        /// The client whose jar judged it, as the inspector's HAR names it (`_cookieProxy.client`); empty for a
+        /// browser's own export (one client).
+        public var client: String = ""
         /// Whether there is anything to say: a Set-Cookie line or a cookie judged.
         public var isNotable: Bool { !setCookies.isEmpty || !verdicts.isEmpty }
     }
@@ -46,9 +49,12 @@ public struct HARAudit {
         /// Entries skipped: no usable URL.
         public var skipped = 0
         /// Whose jar judged the file: the engine its first `User-Agent` names (a HAR is one browser's), or the one
-        /// asked for; the draft's when neither tells.
+        /// asked for; the draft's when neither tells. With several clients, the first client's.
         public var engine = CookieJar.Profile.Engine.rfc6265bis
         var engineChosen = false
+        /// The clients the file names (`_cookieProxy.client`, as the inspector exports several), each replayed in a
+        /// jar of its own; 1 for a browser's export.
+        public var clients = 0
 
         /// No Cookie or Set-Cookie header anywhere, in an export that had them to strip: Chrome's default "Export
         /// HAR (sanitized)" removes Cookie, Set-Cookie and Authorization.
@@ -73,11 +79,10 @@ public struct HARAudit {
     /// Walks the document; `report` is called for each entry in order.
     public func run(_ reader: inout JSONReader, report: (EntryReport) -> Void) throws(JSONReader.Failure) -> Summary {
         var summary = Summary()
-        var client = ClientCookies(suffixes: suffixes, keepsCookies: true)
-        if let engine {
-            client.profile = .of(engine)
-            (summary.engine, summary.engineChosen) = (engine, true)
-        }
+        // One jar per client: the inspector's HAR holds every client's exchanges, and one client's cookies are
+        // never expected from another (as the live lifecycle keeps them apart).
+        var clients: [String: Replay] = [:]
+        if let engine { (summary.engine, summary.engineChosen) = (engine, true) }
         var sawLog = false
         var sawEntries = false
         guard try reader.peekKind("") == 0x7B else {
@@ -96,9 +101,15 @@ public struct HARAudit {
                     try r.readArray("log.entries") { (r: inout JSONReader, i: Int) throws(JSONReader.Failure) in
                         let path = "log.entries[\(i)]"
                         let entry = try r.readValue(path)
-                        if let one = try self.entry(
-                            entry, index: i, path: path, client: &client, summary: &summary, reader: r)
-                        {
+                        let key = entry["_cookieProxy"]?["client"]?.string ?? ""
+                        var replay = clients.removeValue(forKey: key) ?? self.replay()
+                        if replay.entries == 0 { summary.clients += 1 }
+                        replay.entries += 1
+                        let one = try self.entry(
+                            entry, index: i, path: path, replay: &replay, summary: &summary, reader: r)
+                        clients[key] = replay
+                        if var one {
+                            one.client = key
                             report(one)
                         }
                     }
@@ -134,8 +145,21 @@ public struct HARAudit {
         return out
     }
 
+    /// One client's replay: its jar, and whether its engine is chosen (by `--engine`, or its first `User-Agent`).
+    struct Replay {
+        var cookies: ClientCookies
+        var engineChosen: Bool
+        var entries = 0
+    }
+
+    func replay() -> Replay {
+        var cookies = ClientCookies(suffixes: suffixes, keepsCookies: true)
+        if let engine { cookies.profile = .of(engine) }
+        return Replay(cookies: cookies, engineChosen: engine != nil)
+    }
+
     private func entry(
-        _ e: JSONValue, index: Int, path: String, client: inout ClientCookies, summary: inout Summary,
+        _ e: JSONValue, index: Int, path: String, replay: inout Replay, summary: inout Summary,
         reader: JSONReader
     ) throws(JSONReader.Failure) -> EntryReport? {
         summary.entries += 1
@@ -149,12 +173,14 @@ public struct HARAudit {
         let response = e["response"]
         let status = Int(response?["status"]?.int ?? 0)
         let requestHeaders = try Self.headers(request["headers"], path + ".request.headers", reader)
-        if !summary.engineChosen, let agent = requestHeaders.first(where: { $0.0.lowercased() == "user-agent" }) {
-            // Chosen before the first cookie is judged: one browser's recording is judged by one jar.
-            summary.engineChosen = true
-            if let engine = CookieJar.Profile.engine(userAgent: agent.1) {
-                summary.engine = engine
-                client.profile = .of(engine)
+        if !replay.engineChosen, let agent = requestHeaders.first(where: { $0.0.lowercased() == "user-agent" }) {
+            // Chosen before the client's first cookie is judged: one browser's recording is judged by one jar.
+            replay.engineChosen = true
+            let engine = CookieJar.Profile.engine(userAgent: agent.1)
+            if let engine { replay.cookies.profile = .of(engine) }
+            if !summary.engineChosen {
+                summary.engineChosen = true
+                if let engine { summary.engine = engine }
             }
         }
         let responseHeaders = try Self.headers(response?["headers"], path + ".response.headers", reader)
@@ -175,7 +201,7 @@ public struct HARAudit {
         let cookieValues = requestHeaders.filter { $0.0.lowercased() == "cookie" }.map(\.1)
         if !cookieValues.isEmpty { summary.cookieHeaders += 1 }
         let header = cookieValues.isEmpty ? nil : CookieHeader(Array(cookieValues.joined(separator: "; ").utf8))
-        let verdicts = client.request(facts, cookieHeader: header)
+        let verdicts = replay.cookies.request(facts, cookieHeader: header)
         for v in verdicts { summary.verdicts[v.kind, default: 0] += 1 }
         // Firefox writes a response's Set-Cookie fields as one header, its values on lines of their own.
         let lines = responseHeaders.filter { $0.0.lowercased() == "set-cookie" }.flatMap {
@@ -198,7 +224,7 @@ public struct HARAudit {
             results.append(SetCookieLine(received: line, forwarded: forwarded, rules: rules, findings: findings))
             feed.append(.init(received: line, forwarded: forwarded, rules: rules))
         }
-        let events = client.response(facts, lines: feed)
+        let events = replay.cookies.response(facts, lines: feed)
         for (k, event) in events.enumerated() where k < results.count { results[k].event = event }
         return EntryReport(
             index: index, method: method, url: urlText, status: status, site: site, setCookies: results,

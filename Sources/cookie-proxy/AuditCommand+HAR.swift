@@ -106,7 +106,9 @@ extension AuditCommand {
         + " and Set-Cookie headers unless a sanitizing option is on."
 
     static func text(_ e: HARAudit.EntryReport) -> String {
-        var out = "[\(e.index)] \(e.method) \(e.url) → \(e.status) (\(e.site.kind.rawValue))\n"
+        var out =
+            "[\(e.index)] \(e.method) \(e.url) → \(e.status) (\(e.site.kind.rawValue))"
+            + (e.client.isEmpty ? "" : " client \(e.client)") + "\n"
         for line in e.setCookies {
             out += "   Set-Cookie: \(line.received)\n"
             if !line.rules.isEmpty || line.forwarded?.bytes != line.received.bytes {
@@ -134,6 +136,7 @@ extension AuditCommand {
         return .object([
             ("entry", .int(Int64(e.index))), ("method", .string(e.method)), ("url", .string(e.url)),
             ("status", .int(Int64(e.status))), ("site", .string(e.site.kind.rawValue)),
+            ("client", JSONValue(e.client.isEmpty ? nil : e.client)),
             (
                 "setCookies",
                 .array(

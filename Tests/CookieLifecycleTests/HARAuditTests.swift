@@ -111,6 +111,47 @@ import Testing
         #expect(summary.hasFindings && !summary.looksSanitized)
     }
 
+    /// The inspector's HAR holds every client's exchanges (`_cookieProxy.client`): each client is replayed in a jar
+    /// of its own, so one client's cookie is not expected from another (one shared jar would call the second
+    /// client's request `expected-not-sent`). (client of each entry, verdicts of the last entry)
+    @Test(
+        arguments: [
+            (
+                ["127.0.0.1 Chromium", "127.0.0.1 curl/8.1.2", "127.0.0.1 Chromium"],
+                [[], [], [CookieVerdict.Kind.sentAsExpected]]
+            ),
+            ([nil, nil, nil], [[], [.expectedNotSent], [.sentAsExpected]]),
+        ] as [([String?], [[CookieVerdict.Kind]])])
+    func eachClientTheHARNamesIsReplayedInAJarOfItsOwn(_ clients: [String?], _ verdicts: [[CookieVerdict.Kind]]) throws
+    {
+        func tagged(_ entry: String, _ client: String?) -> String {
+            guard let client else { return entry }
+            return String(entry.dropLast()) + #","_cookieProxy":{"client":"\#(client)"}}"#
+        }
+        let doc = Self.har([
+            tagged(
+                Self.entry(
+                    "https://app.test/login", at: "2026-12-04T09:00:00Z", request: [],
+                    response: [("Set-Cookie", "sid=1")]),
+                clients[0]),
+            // Keeps cookies (Fetch Metadata) and sends none.
+            tagged(
+                Self.entry(
+                    "https://app.test/a", at: "2026-12-04T09:00:01Z", request: [("Sec-Fetch-Site", "same-origin")],
+                    response: []), clients[1]),
+            tagged(
+                Self.entry(
+                    "https://app.test/b", at: "2026-12-04T09:00:02Z", request: [("Cookie", "sid=1")], response: []),
+                clients[2]),
+        ])
+        var reader = JSONReader(bytes: doc)
+        var reports: [HARAudit.EntryReport] = []
+        let summary = try HARAudit().run(&reader) { reports.append($0) }
+        #expect(reports.map { $0.verdicts.map(\.kind) } == verdicts)
+        #expect(reports.map(\.client) == clients.map { $0 ?? "" })
+        #expect(summary.clients == Set(clients.map { $0 ?? "" }).count)
+    }
+
     @Test func rulesRunAsADryRun() throws {
         let doc = Self.har([
             Self.entry("https://app.test/", at: "2026-12-04T09:00:00Z", request: [], response: [("Set-Cookie", "a=1")])
