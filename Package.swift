@@ -92,7 +92,7 @@ let package = Package(
             dependencies: [
                 "ExchangeFacts",
                 "CookieKit", "CookieRules", "CookieInspector", "CookieLifecycle", "CookieReports", "ProxyCore",
-                "ProxyServer", "Locking", "HTTPGrammar",
+                "ProxyServer", "ProxyPlatform", "ProxyTLS", "Locking", "HTTPGrammar", "JSONStream", "BrowserEngines",
             ], swiftSettings: hotPath),
         // `parse --browser`: Chromium (DevTools pipe), Firefox (WebDriver BiDi) and WebKitGTK (WebDriver) asked what
         // they store for a line served by a local server.

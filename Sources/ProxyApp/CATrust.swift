@@ -1,12 +1,11 @@
 import Foundation
 import ProxyPlatform
-import ProxyServer
 
 /// `cookie-proxy ca install|uninstall`: puts the local CA into (or takes it out of) the trust stores clients use,
 /// with the platform's own tools — each store is checked first, so a second install says so instead of adding the
 /// certificate again, and every change is printed with the command that undoes it.
-enum CATrust {
-    enum Store: String, CaseIterable {
+public enum CATrust {
+    public enum Store: String, CaseIterable, Sendable {
         /// Debian/Ubuntu's system store (update-ca-certificates): curl, Python, OpenSSL clients.
         case system
         /// NSS databases: Chromium's (~/.pki/nssdb) and Firefox profiles'.
@@ -17,36 +16,44 @@ enum CATrust {
         case simulator
     }
 
-    struct Failure: Error, CustomStringConvertible {
-        var description: String
+    public struct Failure: Error, CustomStringConvertible {
+        public var description: String
     }
 
     /// What one store said: done (with its undo), already so, or a failure.
-    struct Outcome {
-        var changed: Bool
-        var message: String
+    public struct Outcome {
+        public var changed: Bool
+        public var message: String
     }
 
     #if os(macOS)
-        static let platformDefault: [Store] = [.keychain]
+        public static let platformDefault: [Store] = [.keychain]
     #else
-        static let platformDefault: [Store] = [.nss]
+        public static let platformDefault: [Store] = [.nss]
     #endif
 
     /// The Debian system store's copy (update-ca-certificates takes `*.crt` under this folder).
     static let systemFolder = "/usr/local/share/ca-certificates"
     static let systemFile = systemFolder + "/cookie-proxy-local-ca.crt"
 
-    struct Context {
-        var certificatePath: String
-        var certificatePEM: String
+    public struct Context {
+        public var certificatePath: String
+        public var certificatePEM: String
         /// The certificate's nickname in NSS and its common name in the keychain.
-        var name: String
-        var home: String
-        var nssDatabases: [String]
+        public var name: String
+        public var home: String
+        public var nssDatabases: [String]
         /// The databases were named (`--nss-db`): each must exist already (a mistyped path is not created), and the
         /// undo names them.
-        var nssNamed = false
+        public var nssNamed = false
+
+        public init(
+            certificatePath: String, certificatePEM: String, name: String, home: String, nssDatabases: [String],
+            nssNamed: Bool = false
+        ) {
+            (self.certificatePath, self.certificatePEM, self.name) = (certificatePath, certificatePEM, name)
+            (self.home, self.nssDatabases, self.nssNamed) = (home, nssDatabases, nssNamed)
+        }
 
         /// The options that name the databases this context's NSS commands act on.
         var nssOptions: String {
@@ -54,7 +61,7 @@ enum CATrust {
         }
     }
 
-    static func install(_ store: Store, _ c: Context, system: Bool) throws(Failure) -> Outcome {
+    public static func install(_ store: Store, _ c: Context, system: Bool) throws(Failure) -> Outcome {
         switch store {
         case .system: return try installSystem(c)
         case .nss: return try installNSS(c)
@@ -63,7 +70,7 @@ enum CATrust {
         }
     }
 
-    static func uninstall(_ store: Store, _ c: Context, system: Bool) throws(Failure) -> Outcome {
+    public static func uninstall(_ store: Store, _ c: Context, system: Bool) throws(Failure) -> Outcome {
         switch store {
         case .system: return try uninstallSystem(c)
         case .nss: return try uninstallNSS(c)
@@ -146,7 +153,7 @@ enum CATrust {
     // MARK: NSS
 
     /// Chromium's database (created if missing) and every Firefox profile's, unless named with --nss-db.
-    static func defaultNSSDatabases(home: String) -> [String] {
+    public static func defaultNSSDatabases(home: String) -> [String] {
         var found = [home + "/.pki/nssdb"]
         for root in [home + "/.mozilla/firefox", home + "/snap/firefox/common/.mozilla/firefox"] {
             let profiles = (try? FileManager.default.contentsOfDirectory(atPath: root)) ?? []
@@ -316,8 +323,10 @@ enum CATrust {
 }
 
 /// Runs a tool to completion: its exit status and what it printed (standard output and error together).
-enum Shell {
-    static func run(_ path: String, _ arguments: [String]) throws(CATrust.Failure) -> (status: Int32, output: String) {
+public enum Shell {
+    public static func run(_ path: String, _ arguments: [String]) throws(CATrust.Failure) -> (
+        status: Int32, output: String
+    ) {
         do {
             return try ChildProcess.run(path, arguments)
         } catch {
@@ -326,7 +335,7 @@ enum Shell {
     }
 
     /// `text` as one word for a POSIX shell: as it is when it holds only safe bytes, else in single quotes.
-    static func quoted(_ text: String) -> String {
+    public static func quoted(_ text: String) -> String {
         let safe = text.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || "/._-+:@%=,".contains($0)) }
         return safe && !text.isEmpty ? text : "'" + text.replacingOccurrences(of: "'", with: "'\\''") + "'"
     }
