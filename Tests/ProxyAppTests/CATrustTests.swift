@@ -16,7 +16,9 @@ import Testing
         ] {
             try FileManager.default.createDirectory(
                 atPath: home + "/" + folder, withIntermediateDirectories: true)
-            if database { FileManager.default.createFile(atPath: home + "/" + folder + "/cert9.db", contents: Data()) }
+            if database {
+                _ = FileManager.default.createFile(atPath: home + "/" + folder + "/cert9.db", contents: Data())
+            }
         }
         #expect(
             CATrust.defaultNSSDatabases(home: home) == [
