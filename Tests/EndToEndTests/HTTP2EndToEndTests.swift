@@ -43,8 +43,10 @@ import Testing
             guard var object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] else {
                 return String(line)
             }
-            // The URL names the proxy's port (a reverse proxy is the origin to its client): one per run.
+            // The URL names the proxy's port (a reverse proxy is the origin to its client): one per run. The client
+            // is the address and the User-Agent's product (curl or nghttp2): only the address is compared.
             for key in ["time", "requestId", "protocol", "url"] { object[key] = nil }
+            object["client"] = (object["client"] as? String)?.split(separator: " ").first.map(String.init)
             return String(
                 decoding: try! JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]), as: UTF8.self)
         }
