@@ -93,6 +93,7 @@ let package = Package(
                 "ExchangeFacts",
                 "CookieKit", "CookieRules", "CookieInspector", "CookieLifecycle", "CookieReports", "ProxyCore",
                 "ProxyServer", "ProxyPlatform", "ProxyTLS", "Locking", "HTTPGrammar", "JSONStream", "BrowserEngines",
+                "CookieAudit",
             ], swiftSettings: hotPath),
         // `parse --browser`: Chromium (DevTools pipe), Firefox (WebDriver BiDi) and WebKitGTK (WebDriver) asked what
         // they store for a line served by a local server.
@@ -136,7 +137,7 @@ let package = Package(
             dependencies: [
                 "ExchangeFacts",
                 "ProxyApp", "CookieRules", "ProxyCore", "CookieInspector", "CookieLifecycle", "HTTPGrammar",
-                "ProxyServer", "CookieKit",
+                "ProxyServer", "CookieKit", "JSONStream",
                 "TestSupport",
             ], exclude: ["golden"]),
         // End-to-end: the built binary between real clients and a real upstream (started by the tests).

@@ -148,107 +148,13 @@ enum AuditCommand {
         }
         Console.out(
             format == "json"
-                ? json(report).serialized
-                : format == "junit" ? junit(report) : format == "sarif" ? sarif(report) : text(report))
+                ? AuditFormat.json(report).serialized
+                : format == "junit" ? AuditFormat.junit(report) : format == "sarif" ? AuditFormat.sarif(report) : AuditFormat.text(report))
         if let failure = report.failure {
             // The hops that answered are printed above; the audit is incomplete (a network error: status 2).
             Console.err("error: \(failure)")
             return 2
         }
         return report.anyRejected ? 1 : 0
-    }
-
-    static func json(_ r: AuditReport) -> JSONValue {
-        .object([
-            (
-                "hops",
-                .array(
-                    r.hops.map { hop in
-                        .object([
-                            ("url", .string(hop.url)), ("method", .string(hop.method)),
-                            ("status", .int(Int64(hop.status))),
-                            ("location", JSONValue(hop.location)),
-                            (
-                                "cookies",
-                                .array(
-                                    hop.cookies.map { c in
-                                        .object([
-                                            ("setCookie", .string(c.received.description)),
-                                            ("name", .string(c.received.name)),
-                                            ("after", c.outcome == nil ? .null : JSONValue(c.delivered?.description)),
-                                            ("rules", .array((c.outcome?.rules ?? []).map { .string($0) })),
-                                            ("stored", .bool(c.delivered != nil && c.rejection == nil)),
-                                            ("rejected", JSONValue(c.rejection)),
-                                            ("findings", .array(c.findings.map { .string($0.code) })),
-                                            ("engines", JSONValue(EngineVerdict.summary(c.findings))),
-                                        ])
-                                    })
-                            ),
-                        ])
-                    })
-            ),
-            ("finalUrl", .string(r.finalURL)),
-            ("cookieHeader", .string(r.cookieHeader)),
-            (
-                "jar",
-                .array(
-                    r.held.sorted { ($0.domain, $0.path, $0.name) < ($1.domain, $1.path, $1.name) }.map { c in
-                        .object([
-                            ("name", .string(c.name)), ("domain", .string(c.domain)), ("hostOnly", .bool(c.hostOnly)),
-                            ("path", .string(c.path)), ("secure", .bool(c.secureOnly)), ("httpOnly", .bool(c.httpOnly)),
-                            ("sameSite", .string(c.sameSite.rawValue)),
-                            (
-                                "expires",
-                                JSONValue(
-                                    c.expiry.map {
-                                        $0 == CookieAttributes.earliest ? "expired" : CookieDate.rfc3339($0)
-                                    })
-                            ),
-                        ])
-                    })
-            ),
-            (
-                "dropped",
-                .array(
-                    r.dropped.map {
-                        .object([("name", .string($0.name)), ("url", .string($0.url)), ("reason", .string($0.reason))])
-                    })
-            ),
-            ("stopped", JSONValue(r.stoppedBecause)),
-            ("failure", JSONValue(r.failure)),
-        ])
-    }
-
-    static func text(_ r: AuditReport) -> String {
-        var out = ""
-        for (i, hop) in r.hops.enumerated() {
-            out +=
-                "\(i + 1). \(hop.method) \(hop.url) → \(hop.status)\(hop.location.map { " (Location: \($0))" } ?? "")\n"
-            if hop.cookies.isEmpty { out += "   no cookies\n" }
-            for c in hop.cookies {
-                let verdict =
-                    c.delivered == nil ? "DROPPED by rules" : c.rejection.map { "REJECTED: \($0)" } ?? "stored"
-                out += "   Set-Cookie: \(c.received)\n"
-                if let o = c.outcome, o.isChanged {
-                    out +=
-                        "     rules:    \(o.rules.joined(separator: ", ")) → \(c.delivered?.description ?? "(dropped)")\n"
-                }
-                out += "     verdict:  \(verdict)\n"
-                for f in c.findings { out += "     \(f.severity.rawValue): \(f.code): \(f.message)\n" }
-                if let engines = EngineVerdict.summary(c.findings) { out += "     engines:  \(engines)\n" }
-            }
-        }
-        if let stopped = r.stoppedBecause { out += "(\(stopped))\n" }
-        if let failure = r.failure { out += "\(r.hops.count + 1). FAILED: \(failure)\n" }
-        out +=
-            "\nCookie header a browser would send to \(r.finalURL):\n  \(r.cookieHeader.isEmpty ? "(none)" : r.cookieHeader)\n"
-        if r.dropped.isEmpty {
-            out += "Every cookie would be kept."
-        } else {
-            out +=
-                "Cookies browsers would drop:\n"
-                + r.dropped.map { "  \($0.name) from \($0.url): \($0.reason)" }.joined(separator: "\n")
-        }
-        return out
     }
 }
