@@ -142,3 +142,22 @@ import Testing
         }
     }
 }
+
+/// `check`'s plain words, made without the executable. (rule body, the lines it is described in)
+@Suite struct RuleDescriptionTests {
+    @Test(arguments: [
+        (
+            "host @local\n    scheme http\n    domain remove\n    secure off\n    stop",
+            [
+                "when  the host is localhost or a subdomain of localhost or 127.0.0.1 or ::1",
+                "and   the request is http", "then  remove Domain (host-only cookie)", "      turn Secure off",
+                "      stop: later rules skip these cookies",
+            ]
+        ),
+        ("log", ["when  any response", "then  log it"]),
+    ])
+    func aRuleIsDescribedInPlainWords(_ body: String, _ lines: [String]) throws {
+        let rules = try RulesParser.parse("rule \"r\" {\n    \(body)\n}\n", file: "t")
+        #expect(RuleDescription.describe(rules[0]) == lines)
+    }
+}
