@@ -100,9 +100,13 @@ let package = Package(
         .target(
             name: "BrowserEngines",
             dependencies: ["CookieKit", "HTTPGrammar", "ProxyCore", "ProxyPlatform", "ProxyTLS", "Locking"]),
+        // The command line's small parser in swift-argument-parser's shape (options declared once: parsing, `--help`,
+        // usage errors), and the shells' completions and the manual page made from the same declarations.
+        .target(name: "ArgumentParsing", dependencies: ["CookieRules"]),
         .executableTarget(
             name: "cookie-proxy",
             dependencies: [
+                "ArgumentParsing",
                 "JSONStream",
                 "BrowserEngines",
                 "CookieKit", "CookieFoundation", "CookieConformance", "CookieRules", "CookieAudit", "ProxyCore",
@@ -122,6 +126,7 @@ let package = Package(
             name: "ProxyServerTests",
             dependencies: ["ProxyServer", "ProxyPlatform", "ProxyCore", "Locking", "HTTPGrammar"]),
         .testTarget(name: "HTTPGrammarTests", dependencies: ["HTTPGrammar"]),
+        .testTarget(name: "ArgumentParsingTests", dependencies: ["ArgumentParsing"]),
         .testTarget(name: "ProxyTLSTests", dependencies: ["ProxyTLS"]),
         .testTarget(name: "ProxyHTTP2Tests", dependencies: ["ProxyHTTP2", "CNGHTTP2"]),
         .testTarget(

@@ -1,3 +1,4 @@
+import ArgumentParsing
 import CookieInspector
 import CookieKit
 import CookieLifecycle
@@ -79,7 +80,8 @@ extension AuditCommand {
             format == "junit"
                 ? AuditFormat.junit(kept)
                 : format == "sarif"
-                    ? AuditFormat.sarif(kept) : format == "json" ? AuditFormat.json(summary).serialized + "\n" : AuditFormat.text(summary))
+                    ? AuditFormat.sarif(kept)
+                    : format == "json" ? AuditFormat.json(summary).serialized + "\n" : AuditFormat.text(summary))
         let none =
             "\(path) has \(summary.entries) entries and not one Cookie or Set-Cookie header"
             + (summary.creator.map { " (exported by \($0))" } ?? "")
@@ -92,7 +94,8 @@ extension AuditCommand {
         if summary.entries > 0 && summary.cookieHeaders == 0 && summary.setCookieLines == 0 {
             // Either the site sets no cookie, or the export removed them: said, not judged.
             Console.err(
-                "note: \(none): either no cookie was set or sent, or the export removed them. \(AuditFormat.exportingWithCookies)")
+                "note: \(none): either no cookie was set or sent, or the export removed them. \(AuditFormat.exportingWithCookies)"
+            )
         }
         return summary.hasFindings ? 1 : 0
     }

@@ -1,3 +1,4 @@
+import ArgumentParsing
 import ProxyApp
 import CookieAudit
 import CookieKit
@@ -149,7 +150,9 @@ enum AuditCommand {
         Console.out(
             format == "json"
                 ? AuditFormat.json(report).serialized
-                : format == "junit" ? AuditFormat.junit(report) : format == "sarif" ? AuditFormat.sarif(report) : AuditFormat.text(report))
+                : format == "junit"
+                    ? AuditFormat.junit(report)
+                    : format == "sarif" ? AuditFormat.sarif(report) : AuditFormat.text(report))
         if let failure = report.failure {
             // The hops that answered are printed above; the audit is incomplete (a network error: status 2).
             Console.err("error: \(failure)")

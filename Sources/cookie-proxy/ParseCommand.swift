@@ -1,3 +1,4 @@
+import ArgumentParsing
 import BrowserEngines
 import CookieKit
 import Foundation

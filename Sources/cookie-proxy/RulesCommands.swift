@@ -1,3 +1,4 @@
+import ArgumentParsing
 import ProxyApp
 import CookieKit
 import CookieRules

@@ -1,3 +1,4 @@
+import ArgumentParsing
 import CookieReports
 import Foundation
 import ProxyApp

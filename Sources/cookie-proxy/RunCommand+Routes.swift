@@ -1,3 +1,4 @@
+import ArgumentParsing
 import ProxyCore
 import ProxyServer
 

@@ -1,3 +1,4 @@
+import ArgumentParsing
 import ProxyApp
 import HTTPGrammar
 import CookieInspector

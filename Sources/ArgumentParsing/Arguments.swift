@@ -1,4 +1,3 @@
-import CookieKit
 import CookieRules
 
 #if canImport(Glibc)
@@ -9,47 +8,58 @@ import CookieRules
 
 /// A small declarative command-line parser in the shape of swift-argument-parser: each command declares
 /// its options once; parsing, `--help` text and usage errors all come from that declaration.
-struct OptionSpec: Sendable {
+public struct OptionSpec: Sendable {
     /// Spellings, long first: `["--url", "-u"]`.
-    var names: [String]
+    public var names: [String]
     /// Placeholder for the value (`URL`); nil for a flag.
-    var value: String?
-    var help: String
+    public var value: String?
+    public var help: String
     /// Shown in `--help`.
-    var defaultValue: String? = nil
-    var repeatable = false
+    public var defaultValue: String? = nil
+    public var repeatable = false
     /// The values it takes, when they are a list (the first is the default where ``ParsedArguments/choice(_:command:)``
     /// reads it): what `--help` names, the parser accepts and the shells' completions offer. A value ending in `:`
     /// (`header:`) is completed and then typed on.
-    var choices: [String] = []
+    public var choices: [String] = []
 
-    var key: String { names[0] }
+    public init(
+        names: [String], value: String?, help: String, defaultValue: String? = nil, repeatable: Bool = false,
+        choices: [String] = []
+    ) {
+        (self.names, self.value, self.help, self.defaultValue) = (names, value, help, defaultValue)
+        (self.repeatable, self.choices) = (repeatable, choices)
+    }
 
-    /// `--psl FILE`, for every command that judges domains (main.swift reads it before the command runs).
+    public var key: String { names[0] }
+
     /// The options every command takes besides its own (the parser reads them itself; `--help` and the
     /// completions list them).
-    static let common = [
+    public static let common = [
         OptionSpec(names: ["-h", "--help"], value: nil, help: "Show help information."),
         OptionSpec(names: ["--version"], value: nil, help: "Show the version."),
     ]
-
-    static let psl = OptionSpec(
-        names: ["--psl"], value: "file",
-        help: "Public Suffix List to use (default: Debian's or Homebrew's, else the copy built in).")
 }
 
-struct CommandSpec: Sendable {
-    var name: String
-    var abstract: String
-    var usage: String
-    var options: [OptionSpec]
+public struct CommandSpec: Sendable {
+    public var name: String
+    public var abstract: String
+    public var usage: String
+    public var options: [OptionSpec]
     /// The actions its first argument names (`ca init|path|…`), offered by the completions.
-    var actions: [String] = []
+    public var actions: [String] = []
     /// Help for positional arguments, or nil when none are taken.
-    var arguments: String? = nil
-    var discussion: String? = nil
+    public var arguments: String? = nil
+    public var discussion: String? = nil
 
-    var helpText: String {
+    public init(
+        name: String, abstract: String, usage: String, options: [OptionSpec], actions: [String] = [],
+        arguments: String? = nil, discussion: String? = nil
+    ) {
+        (self.name, self.abstract, self.usage, self.options) = (name, abstract, usage, options)
+        (self.actions, self.arguments, self.discussion) = (actions, arguments, discussion)
+    }
+
+    public var helpText: String {
         var out = "OVERVIEW: \(abstract)\n\nUSAGE: \(usage)\n"
         if let arguments { out += "\nARGUMENTS:\n\(arguments)\n" }
         out += "\nOPTIONS:\n"
@@ -74,39 +84,44 @@ struct CommandSpec: Sendable {
 }
 
 /// A usage error: what was wrong and what to do.
-struct UsageError: Error {
-    var message: String
-    var command: String
-    var exitStatus: Int32 = 2
-    var kind: Kind = .usage
+public struct UsageError: Error {
+    public var message: String
+    public var command: String
+    public var exitStatus: Int32 = 2
+    public var kind: Kind = .usage
 
-    enum Kind: Sendable {
+    public init(message: String, command: String, exitStatus: Int32 = 2, kind: Kind = .usage) {
+        (self.message, self.command, self.exitStatus, self.kind) = (message, command, exitStatus, kind)
+    }
+
+    public enum Kind: Sendable {
         /// The command line is wrong: the message points at `--help`.
         case usage
         /// What it names is wrong (an invalid rules file): the message says what, and `--help` would not help.
         case input
     }
 
-    var showsHelpHint: Bool { kind == .usage }
+    public var showsHelpHint: Bool { kind == .usage }
 }
 
-struct ParsedArguments {
-    var values: [String: [String]] = [:]
-    var flags: Set<String> = []
-    var positionals: [String] = []
-    var helpRequested = false
-    var versionRequested = false
+public struct ParsedArguments {
+    public var values: [String: [String]] = [:]
+    public var flags: Set<String> = []
+    public var positionals: [String] = []
+    public var helpRequested = false
+    public var versionRequested = false
+
+    public init() {}
 
     /// The option's last value, or nil when it was not given.
-    func value(_ option: OptionSpec) -> String? { values[option.key]?.last }
+    public func value(_ option: OptionSpec) -> String? { values[option.key]?.last }
     /// The option's last value, or its declared default (the one `--help` shows).
-    func value(orDefault option: OptionSpec) -> String? { value(option) ?? option.defaultValue }
-    func all(_ option: OptionSpec) -> [String] { values[option.key] ?? [] }
-    func flag(_ option: OptionSpec) -> Bool { flags.contains(option.key) }
+    public func value(orDefault option: OptionSpec) -> String? { value(option) ?? option.defaultValue }
+    public func all(_ option: OptionSpec) -> [String] { values[option.key] ?? [] }
+    public func flag(_ option: OptionSpec) -> Bool { flags.contains(option.key) }
 
-    /// The value of an option that must be one of `choices` (a `--format`); the first choice when absent.
     /// The option's value, one of its ``OptionSpec/choices`` (the first when it is not given).
-    func choice(_ option: OptionSpec, command: String) throws(UsageError) -> String {
+    public func choice(_ option: OptionSpec, command: String) throws(UsageError) -> String {
         let choices = option.choices
         let given = value(option) ?? choices[0]
         guard choices.contains(given) else {
@@ -115,19 +130,10 @@ struct ParsedArguments {
         }
         return given
     }
-
-    /// `text`, given with `key`, as the absolute URL cookies are judged against.
-    static func requestURL(_ text: String, key: String, command: String) throws(UsageError) -> RequestURL {
-        guard let url = RequestURL(text) else {
-            throw UsageError(
-                message: "\(key) '\(text)' is not an absolute URL such as https://app.example.com/", command: command)
-        }
-        return url
-    }
 }
 
 extension CommandSpec {
-    func parse(_ args: [String]) throws(UsageError) -> ParsedArguments {
+    public func parse(_ args: [String]) throws(UsageError) -> ParsedArguments {
         var result = ParsedArguments()
         var i = 0
         var onlyPositionals = false
@@ -192,7 +198,7 @@ extension CommandSpec {
     }
 
     /// The closest spelling, for "did you mean" (the same measure the rules errors use).
-    static func nearest(_ word: String, _ candidates: [String]) -> String? {
+    public static func nearest(_ word: String, _ candidates: [String]) -> String? {
         CommandHint.nearest(word, candidates)
     }
 }

@@ -1,0 +1,61 @@
+import ArgumentParsing
+import Testing
+
+/// The command-line parser without the executable: one declaration, read as the parser, `--help` and the errors
+/// read it.
+@Suite struct ArgumentParsingTests {
+    static let format = OptionSpec(
+        names: ["--format", "-f"], value: "format", help: "Output.", defaultValue: "text",
+        choices: ["text", "json"])
+    static let route = OptionSpec(names: ["--route"], value: "R", help: "A route.", repeatable: true)
+    static let quiet = OptionSpec(names: ["--quiet", "-q"], value: nil, help: "Say less.")
+    static let spec = CommandSpec(
+        name: "t", abstract: "A test command.", usage: "cookie-proxy t [options] [ARG...]", options: [format, route, quiet],
+        actions: ["go"], arguments: "  ARG  Anything.")
+
+    /// (arguments, the format, routes, quiet, positionals; nil: refused with this message)
+    @Test(arguments: [
+        (["-f", "json", "a"], "json", [String](), false, ["a"], nil as String?),
+        (["--format=json", "--route", "x", "--route", "y", "-q"], "json", ["x", "y"], true, [], nil),
+        (["--", "--quiet"], "text", [], false, ["--quiet"], nil),
+        (["--fromat", "json"], "", [], false, [], "unknown option '--fromat'; did you mean '--format'?"),
+        (["--format"], "", [], false, [], "option '--format' needs a value <format>"),
+        (["-f", "a", "-f", "b"], "", [], false, [], "option '-f' given more than once"),
+        (["--quiet=yes"], "", [], false, [], "option '--quiet' takes no value"),
+        (["-f", "xml"], "", [], false, [], "--format must be text or json, not 'xml'"),
+    ])
+    func theDeclarationIsWhatIsParsed(
+        _ arguments: [String], _ format: String, _ routes: [String], _ quiet: Bool, _ positionals: [String],
+        _ refusal: String?
+    ) {
+        do throws(UsageError) {
+            let parsed = try Self.spec.parse(arguments)
+            let chosen = try parsed.choice(Self.format, command: "t")
+            #expect(refusal == nil)
+            #expect(chosen == format && parsed.all(Self.route) == routes && parsed.flag(Self.quiet) == quiet)
+            #expect(parsed.positionals == positionals)
+        } catch {
+            #expect(error.message == refusal)
+        }
+    }
+
+    /// `--help` lists every option with its default and repeatability, and the common ones.
+    @Test func helpListsEveryOption() {
+        let help = Self.spec.helpText
+        for line in [
+            "USAGE: cookie-proxy t [options] [ARG...]", "  --format, -f <format>", "(default: text)", "  --route <R>",
+            "(repeatable)", "  --quiet, -q", "  -h, --help", "  --version",
+        ] {
+            #expect(help.contains(line), "\(line)")
+        }
+    }
+
+    /// The completions offer the command's actions and an option's choices (each shell's script holds them).
+    @Test func theCompletionsHoldActionsAndChoices() {
+        let commands = [(name: "t", spec: Self.spec)]
+        #expect(Completions.bash(commands).contains(#""t --format"|"t -f") words="text json""#))
+        #expect(Completions.zsh(commands).contains("'1:action:(go)'"))
+        #expect(Completions.fish(commands).contains("-x -a 'text json'"))
+        #expect(Completions.man(commands, root: Self.spec, version: "9").contains(".SY \"cookie\\-proxy t\""))
+    }
+}
