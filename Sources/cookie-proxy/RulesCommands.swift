@@ -140,102 +140,17 @@ enum TryCommand {
         context.exchange.route = try route(args.all(Option.route), for: url)
         if let request = args.value(Option.request) {
             context.status = nil
-            return tryRequest(request, engine: engine, context: context, json: format == "json")
+            let trial = RulesTrial.request(request, engine: engine, context: context)
+            Console.out(format == "json" ? trial.json.serialized : trial.text)
+            return 0
         }
         let inputs = args.positionals.isEmpty ? Console.readLines().filter { !$0.isEmpty } : args.positionals
         let cookies = inputs.map { SetCookie(ParseCommand.stripHeaderName($0)) }
         let outcomes = engine.apply(to: cookies, context: context, now: now)
         for outcome in outcomes {
-            let findings =
-                CookieLint.findings(for: outcome.result ?? outcome.received, from: url, now: now)
-                + CookieLint.siteFindings(for: outcome.result ?? outcome.received, site: context.site)
-            if format == "json" {
-                Console.out(
-                    JSONValue.object([
-                        ("before", .string(outcome.received.description)),
-                        ("after", JSONValue(outcome.result?.description)),
-                        ("rules", .array(outcome.rules.map { .string($0) })),
-                        (
-                            "changes",
-                            .array(
-                                outcome.changes.map {
-                                    .object([
-                                        ("op", .string($0.op.rawValue)), ("attribute", .string($0.attribute)),
-                                        ("from", JSONValue($0.from)),
-                                        ("to", JSONValue($0.to)),
-                                    ])
-                                })
-                        ),
-                        ("findings", .array(findings.map { .string($0.code) })),
-                        ("engines", JSONValue(EngineVerdict.summary(findings))),
-                        ("notes", .array(outcome.notes.map { .string($0) })),
-                    ]).serialized)
-            } else {
-                var text = "before:  \(outcome.received)\n"
-                text += "after:   \(outcome.result?.description ?? "(dropped)")\n"
-                text += "rules:   \(outcome.rules.isEmpty ? "(none matched)" : outcome.rules.joined(separator: ", "))\n"
-                for c in outcome.changes {
-                    let from = c.from.flatMap { $0.isEmpty ? nil : " from \($0.debugDescription)" } ?? ""
-                    let to = c.to.flatMap { $0.isEmpty ? nil : " to \($0.debugDescription)" } ?? ""
-                    text += "change:  \(c.op.rawValue) \(c.attribute)\(from)\(to)\n"
-                }
-                for note in outcome.notes { text += "note:    \(note)\n" }
-                for f in findings {
-                    text +=
-                        "\(f.severity.rawValue):\(String(repeating: " ", count: max(1, 8 - f.severity.rawValue.count)))\(f.code): \(f.message)\n"
-                }
-                if let engines = EngineVerdict.summary(findings) { text += "engines: \(engines)\n" }
-                Console.out(text)
-            }
+            let trial = RulesTrial(outcome, url: url, site: context.site, now: now)
+            Console.out(format == "json" ? trial.json.serialized : trial.text)
         }
-        return 0
-    }
-}
-
-extension TryCommand {
-    /// `--request 'Cookie: …'`: the request-cookie rules over one Cookie header.
-    static func tryRequest(_ text: String, engine: RuleEngine, context: MessageContext, json: Bool) -> Int32 {
-        var value = Substring(text)
-        if value.lowercased().hasPrefix("cookie:") { value = value.dropFirst(7) }
-        while value.first == " " || value.first == "\t" { value.removeFirst() }
-        let before = String(value)
-        var headers = before.isEmpty ? [] : [CookieHeader(Array(before.utf8))]
-        let changes = engine.editRequestCookies(&headers, context: context)
-        let after = headers.first.flatMap { $0.bytes.isEmpty ? nil : String(decoding: $0.bytes, as: UTF8.self) }
-        if json {
-            Console.out(
-                JSONValue.object([
-                    ("before", JSONValue(before.isEmpty ? nil : before)), ("after", JSONValue(after)),
-                    ("rules", .array(Array(Set(changes.map(\.rule))).sorted().map { .string($0) })),
-                    (
-                        "changes",
-                        .array(
-                            changes.map {
-                                .object([
-                                    ("op", .string($0.op.rawValue)), ("cookie", .string($0.name)),
-                                    ("newName", JSONValue($0.newName)), ("before", JSONValue($0.before)),
-                                    ("after", JSONValue($0.after)), ("rule", .string($0.rule)),
-                                ])
-                            })
-                    ),
-                ]).serialized)
-            return 0
-        }
-        var out = "before:  Cookie: \(before)\n"
-        out += "after:   \(after.map { "Cookie: \($0)" } ?? "(no Cookie header)")\n"
-        if changes.isEmpty { out += "rules:   (none matched)\n" }
-        for c in changes {
-            let what: String
-            switch c.op {
-            case .remove: what = "remove \(c.name)"
-            case .set:
-                what = "set \(c.name) from \((c.before ?? "").debugDescription) to \((c.after ?? "").debugDescription)"
-            case .add: what = "add \(c.name)=\(c.after ?? "")"
-            case .rename: what = "rename \(c.name) to \(c.newName ?? "")"
-            }
-            out += "change:  \(what) (rule \"\(c.rule)\", \(c.location.file):\(c.location.line))\n"
-        }
-        Console.out(out)
         return 0
     }
 }

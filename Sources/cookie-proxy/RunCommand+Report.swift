@@ -23,15 +23,8 @@ extension RunCommand {
             choices: ["rejects", "warnings", "verdicts"])
     }
 
-    /// The reports asked for and the conditions that fail the run.
-    struct ReportSettings {
-        var files: [(format: String, path: String)] = []
-        var failOn: Set<FindingsReport.FailOn> = []
-        var isEmpty: Bool { files.isEmpty && failOn.isEmpty }
-    }
-
-    static func reportSettings(_ args: ParsedArguments) throws(UsageError) -> ReportSettings {
-        var settings = ReportSettings()
+    static func reportSettings(_ args: ParsedArguments) throws(UsageError) -> RunReports {
+        var settings = RunReports()
         for text in args.all(ReportOption.report) {
             let parts = text.split(separator: ":", maxSplits: 1).map(String.init)
             guard parts.count == 2, ["junit", "sarif"].contains(parts[0]), !parts[1].isEmpty else {
@@ -53,33 +46,5 @@ extension RunCommand {
             settings.failOn.insert(condition)
         }
         return settings
-    }
-
-    /// Writes each report (atomically: a reader never sees half of one); failures are said on stderr.
-    static func writeReports(_ snapshot: FindingsReport?, _ settings: ReportSettings) {
-        guard let snapshot, !settings.files.isEmpty else { return }
-        for (format, path) in settings.files {
-            let text =
-                format == "junit"
-                ? snapshot.junit(name: "cookie-proxy run") + "\n"
-                : snapshot.sarif(toolVersion: cookieProxyVersion) + "\n"
-            do {
-                try text.write(toFile: path, atomically: true, encoding: .utf8)
-            } catch {
-                Console.err("cookie-proxy: --report \(format):\(path): \(error.localizedDescription)")
-            }
-        }
-    }
-
-    /// The exit status the report gives: 1 when it meets a `--fail-on` condition (said on stderr), else 0.
-    static func reportStatus(_ snapshot: FindingsReport?, _ settings: ReportSettings) -> Int32 {
-        guard let snapshot, !settings.failOn.isEmpty else { return 0 }
-        guard snapshot.fails(settings.failOn) else { return 0 }
-        let counts = Dictionary(grouping: snapshot.entries, by: \.level).mapValues { $0.count }
-        Console.err(
-            "cookie-proxy: --fail-on \(settings.failOn.map(\.rawValue).sorted().joined(separator: ",")): "
-                + "\(counts[.rejects] ?? 0) rejected, \(counts[.warning] ?? 0) warned, \(counts[.verdict] ?? 0) verdicts"
-                + " (by host and cookie)")
-        return 1
     }
 }

@@ -56,13 +56,4 @@ extension RunCommand {
     static func routesNeedTLS(_ config: ServerConfiguration) -> Bool {
         config.proxy.routes.routes.contains { $0.scheme == .https }
     }
-
-    /// The banner's lines for reverse mode: each route, in the order they are tried.
-    static func routesBanner(_ config: ServerConfiguration, url: String) -> String {
-        var banner = "  reverse mode: open \(url)/ in a browser or app; the routes, in the order they are tried:\n"
-        for route in config.proxy.routes.routes { banner += "    \(route)\n" }
-
-        if config.proxy.addForwarded { banner += "  forwarded:    X-Forwarded-For, -Proto and -Host added\n" }
-        return banner
-    }
 }

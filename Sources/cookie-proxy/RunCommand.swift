@@ -210,7 +210,7 @@ enum RunCommand {
                 http: routes.http, https: routes.https, bypass: routes.bypass + [onboarding])
         }
         if !settings.config.proxy.isReverse {
-            configuration.server.proxy.forwardProxyPage = forwardProxyPage(
+            configuration.server.proxy.forwardProxyPage = RunBanner.forwardProxyPage(
                 inspector: uiAddress, onboarding: settings.config.onboardingHost)
         }
         // Signals are taken synchronously on this thread; loops inherit the blocked mask.
@@ -242,7 +242,7 @@ enum RunCommand {
         if let created = proxy.tls?.created { Console.err("cookie-proxy: \(created)") }
         if !quiet {
             Console.err(
-                banner(
+                RunBanner.banner(
                     config, proxy: proxy, runtimeBanner: runtimeBanner, uiAddress: uiAddress, https: proxy.tls?.note,
                     pslGiven: args.value(OptionSpec.psl) != nil)
                     + (proxy.metricsPort.map { port in
@@ -252,10 +252,10 @@ enum RunCommand {
         }
         // `ui url` and `mcp` in another terminal find the inspector here, whichever port it took.
         if let (host, _) = uiAddress {
-            InspectorAddress.record(inspectorURL(host, proxy.servicePort), directory: configuration.home)
+            InspectorAddress.record(RunBanner.inspectorURL(host, proxy.servicePort), directory: configuration.home)
         }
         defer { InspectorAddress.forget(directory: configuration.home) }
-        return serve(
+        return RunLoop.serve(
             proxy, signals: &signals, drain: settings.drain, terminal: terminal, statusLine: statusLine,
             reports: reports)
     }
@@ -361,71 +361,6 @@ enum RunCommand {
         }
         return Settings(
             config: config, drain: drain, uiAddress: uiAddress, uiHistory: history, metricsAddress: metricsAddress)
-    }
-
-    /// What the server noted since the last look: closings (on stderr and in the log), TLS failures with clients,
-    /// refused HTTP/2 streams.
-    /// What the server noted for a person since the last look (the log's closings are the running proxy's:
-    /// ``RunningProxy/poll()``).
-    static func reportEvents(_ proxy: RunningProxy) {
-        let server = proxy.server
-        for failure in server.takeTLSFailures() {
-            Console.err("cookie-proxy: \(failure)")
-        }
-        for refusal in server.takeHTTP2Refusals() { Console.err("cookie-proxy: HTTP/2: \(refusal)") }
-    }
-
-    /// Until SIGINT or SIGTERM: SIGHUP reloads the rules, SIGUSR1 reopens the log, and once a second the rules
-    /// files are looked at and the status line redrawn. Then the server drains and the log is flushed.
-    static func serve(
-        _ proxy: RunningProxy, signals: inout BlockedSignals, drain: Double, terminal: TerminalView?,
-        statusLine: Bool, reports: ReportSettings
-    ) -> Int32 {
-        let server = proxy.server
-        while true {
-            let sig = signals.wait(milliseconds: 1000)
-            if sig == SIGHUP {
-                proxy.reload(reason: "SIGHUP")
-                continue
-            }
-            if sig == SIGUSR1 {
-                proxy.reopenLog()
-                writeReports(proxy.findings, reports)
-                continue
-            }
-            if sig == SIGINT || sig == SIGTERM {
-                if let terminal { terminal.finish() } else if statusLine { Console.errRaw("\n") }
-                Console.err("cookie-proxy: stopping (finishing exchanges in flight, up to \(seconds(drain)))")
-                // (It logs the last closings before the log is closed.)
-                proxy.stop(drain: drain)
-                reportEvents(proxy)
-                let socketErrors = server.clientSocketErrorCounts
-                if !socketErrors.isEmpty {
-                    Console.err(
-                        "cookie-proxy: client connections ended by a socket error: "
-                            + socketErrors.map { "\($0.1) × \($0.0)" }.joined(separator: ", "))
-                }
-                let closings = server.closingCounts
-                if !closings.isEmpty {
-                    Console.err(
-                        "cookie-proxy: exchanges closed early: "
-                            + closings.map { "\($0.1) × \($0.0.name)" }.joined(separator: ", "))
-                }
-                if server.unexpectedEventCount > 0 {
-                    Console.err(
-                        "cookie-proxy: \(server.unexpectedEventCount) connections were closed on an event their state"
-                            + " could not take (a bug in cookie-proxy: please report it)")
-                }
-                writeReports(proxy.findings, reports)
-                return reportStatus(proxy.findings, reports)
-            }
-            proxy.poll()
-            reportEvents(proxy)
-            if statusLine {
-                let text = "\(server.connections) connections · \(server.requests) requests · \(proxy.statusSummary)"
-                if let terminal { terminal.setStatus(text) } else { Console.errRaw("\r\u{1B}[2K\(text)") }
-            }
-        }
     }
 
     /// `--upstream-proxy` and `--no-upstream-proxy`. The environment's HTTP_PROXY and friends only with

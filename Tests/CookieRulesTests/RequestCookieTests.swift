@@ -171,3 +171,34 @@ import Testing
         }
     }
 }
+
+/// `try`'s output, made without the executable: a Set-Cookie value's trial and a Cookie header's.
+@Suite struct RulesTrialTests {
+    static let engine = RuleEngine(
+        RuleSet(
+            rules: try! RulesParser.parse(
+                "rule \"harden\" {\n    httponly\n}\n\nrule \"no tracking\" {\n    request-cookie remove _ga\n}\n",
+                file: "t.rules"),
+            files: ["t.rules"]))
+
+    @Test func aSetCookieValuesTrialSaysBeforeAfterRulesAndChanges() throws {
+        let url = try #require(RequestURL("https://a.test/"))
+        let context = MessageContext(scheme: "https", host: "a.test", port: 443, path: "/", method: "GET", status: 200)
+        let outcome = Self.engine.apply(to: [SetCookie("sid=1; SameSite=None")], context: context, now: 0)[0]
+        let trial = RulesTrial(outcome, url: url, site: nil, now: 0)
+        #expect(
+            trial.text.hasPrefix(
+                "before:  sid=1; SameSite=None\nafter:   sid=1; SameSite=None; HttpOnly\nrules:   harden\n"
+                    + "change:  add HttpOnly\n"), "\(trial.text)")
+        #expect(trial.json.serialized.contains(#""after":"sid=1; SameSite=None; HttpOnly""#))
+        #expect(trial.json.serialized.contains(#""findings":["samesite-none-insecure""#), "\(trial.json.serialized)")
+    }
+
+    @Test func aCookieHeadersTrialSaysWhatTheRequestCookieRulesDid() {
+        let context = MessageContext(scheme: "https", host: "a.test", port: 443, path: "/", method: "GET", status: nil)
+        let trial = RulesTrial.request("Cookie: _ga=1; sid=2", engine: Self.engine, context: context)
+        #expect(trial.text.contains("after:   Cookie: sid=2\n"), "\(trial.text)")
+        #expect(trial.text.contains("change:  remove _ga (rule \"no tracking\", t.rules:5)"), "\(trial.text)")
+        #expect(trial.json.serialized.contains(#""after":"sid=2""#), "\(trial.json.serialized)")
+    }
+}

@@ -1,12 +1,6 @@
-import ArgumentParsing
-import ProxyApp
-import HTTPGrammar
-import CookieInspector
-import Foundation
 import CookieKit
-import CookieRules
-import Locking
-import ProxyTLS
+import Foundation
+import HTTPGrammar
 import ProxyCore
 import ProxyServer
 
@@ -18,10 +12,10 @@ import ProxyServer
 
 /// What `run` tells the person who started it: the banner, the page a browser gets at the forward proxy's own URL,
 /// and the proxy variables of the environment it does not follow.
-extension RunCommand {
+public enum RunBanner {
     /// The page a browser gets when it opens the forward proxy's own URL: what this is, and where the onboarding
     /// pages and the inspector are (the inspector's link needs its token, which `cookie-proxy ui url` adds).
-    static func forwardProxyPage(inspector: (String, Int)?, onboarding: String?) -> String {
+    public static func forwardProxyPage(inspector: (String, Int)?, onboarding: String?) -> String {
         var items = [
             "<li>Set this address as the <b>HTTP and HTTPS proxy</b> of a browser, a device or a tool "
                 + "(<code>curl -x</code>, <code>export http_proxy=… https_proxy=…</code>); its cookies are then "
@@ -54,13 +48,13 @@ extension RunCommand {
     }
 
     /// The inspector's URL as this machine's clients open it (loopback when it listens on every address).
-    static func inspectorURL(_ host: String, _ port: Int) -> String {
+    public static func inspectorURL(_ host: String, _ port: Int) -> String {
         let shown = host == "0.0.0.0" ? "127.0.0.1" : host == "::" ? "[::1]" : HostPort.bracketed(host)
         return "http://\(shown):\(port)"
     }
 
     /// What the proxy tells a person who just started it: how to point clients at it, and what it will do.
-    static func banner(
+    public static func banner(
         _ config: ServerConfiguration, proxy: RunningProxy, runtimeBanner: String, uiAddress: (String, Int)?,
         https: String?, pslGiven: Bool
     ) -> String {
@@ -175,5 +169,14 @@ extension RunCommand {
             names.append(name)
         }
         return names.isEmpty ? nil : names
+    }
+
+    /// The banner's lines for reverse mode: each route, in the order they are tried.
+    static func routesBanner(_ config: ServerConfiguration, url: String) -> String {
+        var banner = "  reverse mode: open \(url)/ in a browser or app; the routes, in the order they are tried:\n"
+        for route in config.proxy.routes.routes { banner += "    \(route)\n" }
+
+        if config.proxy.addForwarded { banner += "  forwarded:    X-Forwarded-For, -Proto and -Host added\n" }
+        return banner
     }
 }
