@@ -1,5 +1,6 @@
 import Foundation
 import ProxyPlatform
+import ProxyTLS
 
 /// `cookie-proxy ca install|uninstall`: puts the local CA into (or takes it out of) the trust stores clients use,
 /// with the platform's own tools — each store is checked first, so a second install says so instead of adding the
@@ -59,6 +60,50 @@ public enum CATrust {
         var nssOptions: String {
             nssNamed ? nssDatabases.map { "--nss-db \(Shell.quoted($0))" }.joined(separator: " ") : "--nss"
         }
+    }
+
+    /// `ca install` / `ca uninstall` on `stores` (the platform's default when empty), in order, each outcome said on
+    /// stdout; stops at the first failure (said on stderr). Install creates the CA first when there is none.
+    /// Returns the exit status: 0 something changed, 1 nothing did (every store was already so) or a store failed.
+    public static func change(
+        install: Bool, stores named: [Store], nssDatabases nss: [String], system: Bool, directory: String,
+        commonName: String
+    ) throws -> Int32 {
+        var stores = named
+        #if os(macOS)
+            // On macOS --system is the System keychain: one store, not two.
+            if stores.contains(.system) { stores.removeAll { $0 == .keychain } }
+        #endif
+        if stores.isEmpty { stores = platformDefault }
+        if !CertificateAuthority.exists(in: directory) {
+            guard install else {
+                Console.err("error: no CA in \(directory); nothing to uninstall")
+                return 1
+            }
+            let ca = try CertificateAuthority.create(in: directory, force: false, commonName: commonName)
+            Console.out("created the CA in \(directory) (private key mode 0600): \(ca.certificatePath)")
+        }
+        let ca = try CertificateAuthority.load(from: directory)
+        let home = ProcessInfo.processInfo.environment["HOME"] ?? "/root"
+        let context = Context(
+            certificatePath: ca.certificatePath,
+            certificatePEM: String(decoding: try ca.certificatePEM(), as: UTF8.self),
+            name: try ca.commonName(), home: home,
+            nssDatabases: nss.isEmpty ? defaultNSSDatabases(home: home) : nss, nssNamed: !nss.isEmpty)
+        var changed = false
+        for store in stores {
+            do {
+                let outcome =
+                    install
+                    ? try self.install(store, context, system: system) : try uninstall(store, context, system: system)
+                Console.out(outcome.message)
+                changed = changed || outcome.changed
+            } catch {
+                Console.err("error: \(error)")
+                return 1
+            }
+        }
+        return changed ? 0 : 1
     }
 
     public static func install(_ store: Store, _ c: Context, system: Bool) throws(Failure) -> Outcome {

@@ -74,7 +74,9 @@ public enum RunLoop {
             }
             if sig == SIGINT || sig == SIGTERM {
                 if let terminal { terminal.finish() } else if statusLine { Console.errRaw("\n") }
-                Console.err("cookie-proxy: stopping (finishing exchanges in flight, up to \(drain == drain.rounded() ? "\(Int(drain))s" : "\(drain)s"))")
+                Console.err(
+                    "cookie-proxy: stopping (finishing exchanges in flight, up to \(drain == drain.rounded() ? "\(Int(drain))s" : "\(drain)s"))"
+                )
                 // (It logs the last closings before the log is closed.)
                 proxy.stop(drain: drain)
                 reportEvents(proxy)

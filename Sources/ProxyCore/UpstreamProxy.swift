@@ -63,6 +63,54 @@ public struct UpstreamProxyRoutes: Sendable, Hashable {
     /// reach this machine's loopback.
     public var bypass: [String]
 
+    /// `--upstream-proxy VALUE` and `--no-upstream-proxy HOSTS`: nil without a value (direct); a proxy URL for both
+    /// schemes; or `env`, the environment's `HTTP_PROXY`, `HTTPS_PROXY` and `NO_PROXY` (lowercase first, as curl
+    /// reads them), only when asked: a proxy that silently chains itself to whatever the shell exported is a trap.
+    public static func configured(
+        _ value: String?, bypass: [String], environment: (String) -> String?
+    ) -> Result<UpstreamProxyRoutes?, UpstreamProxyError> {
+        guard let value else {
+            return bypass.isEmpty
+                ? .success(nil) : .failure(UpstreamProxyError("--no-upstream-proxy needs --upstream-proxy"))
+        }
+        func variable(_ name: String) -> (name: String, value: String)? {
+            for n in [name.lowercased(), name] {
+                if let v = environment(n), !v.isEmpty { return (n, v) }
+            }
+            return nil
+        }
+        func parse(_ text: String, from source: String) -> Result<UpstreamProxy, UpstreamProxyError> {
+            UpstreamProxy.parse(text).mapError { UpstreamProxyError("\(source): \($0)") }
+        }
+        guard value == "env" else {
+            return parse(value, from: "--upstream-proxy").map {
+                UpstreamProxyRoutes(http: $0, https: $0, bypass: bypass)
+            }
+        }
+        var http: UpstreamProxy? = nil
+        var https: UpstreamProxy? = nil
+        if let v = variable("HTTP_PROXY") {
+            switch parse(v.value, from: v.name) {
+            case .success(let p): http = p
+            case .failure(let e): return .failure(e)
+            }
+        }
+        if let v = variable("HTTPS_PROXY") {
+            switch parse(v.value, from: v.name) {
+            case .success(let p): https = p
+            case .failure(let e): return .failure(e)
+            }
+        }
+        guard http != nil || https != nil else {
+            return .failure(UpstreamProxyError("--upstream-proxy env: neither HTTP_PROXY nor HTTPS_PROXY is set"))
+        }
+        let noProxy = variable("NO_PROXY").map { $0.value.split(separator: ",").map(String.init) } ?? []
+        let all = (noProxy + bypass).map {
+            String($0.drop { $0 == " " || $0 == "\t" }.reversed().drop { $0 == " " || $0 == "\t" }.reversed())
+        }
+        return .success(UpstreamProxyRoutes(http: http, https: https, bypass: all))
+    }
+
     public init(http: UpstreamProxy?, https: UpstreamProxy?, bypass: [String] = []) {
         self.http = http
         self.https = https

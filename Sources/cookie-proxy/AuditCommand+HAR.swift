@@ -32,35 +32,13 @@ extension AuditCommand {
                 Console.err("\(error)")
                 return 2
             }
-            audit.transform = { line, request, status in
-                let context = MessageContext(
-                    scheme: request.url.scheme, host: request.url.host,
-                    port: request.url.port ?? (request.url.isSecure ? 443 : 80), path: request.url.path,
-                    method: request.method, status: status, site: request.site.kind)
-                let outcome = engine.apply(to: [line], context: context, now: request.time / 1000)[0]
-                return (outcome.result, outcome.rules)
-            }
-        }
-        let fd = path == "-" ? 0 : open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else {
-            Console.err("error: cannot open \(path): \(String(cString: strerror(errno)))")
-            return 2
-        }
-        defer { if fd != 0 { close(fd) } }
-        var readError: Int32 = 0
-        var reader = JSONReader { buffer in
-            while true {
-                let n = read(fd, buffer.baseAddress, buffer.count)
-                if n < 0 && errno == EINTR { continue }
-                if n < 0 { readError = errno }
-                return max(0, n)
-            }
+            audit.transform = HARAudit.dryRun(engine)
         }
         let summary: HARAudit.Summary
         // JUnit is one document, written at the end: the notable entries are kept for it.
         var kept: [HARAudit.EntryReport] = []
         do {
-            summary = try audit.run(&reader) { entry in
+            summary = try audit.run(file: path) { entry in
                 guard entry.isNotable else { return }
                 if format == "junit" || format == "sarif" {
                     kept.append(entry)
@@ -69,11 +47,7 @@ extension AuditCommand {
                 }
             }
         } catch {
-            if readError != 0 {
-                Console.err("error: reading \(path): \(String(cString: strerror(readError)))")
-            } else {
-                Console.err("error: \(path): \(error.description)")
-            }
+            Console.err("error: \(error)")
             return 2
         }
         Console.out(

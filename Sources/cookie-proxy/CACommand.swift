@@ -116,49 +116,15 @@ enum CACommand {
         return 0
     }
 
-    /// `ca install` / `ca uninstall`: every store named, in order; stops at the first failure.
+    /// `ca install` / `ca uninstall`: the stores named (the platform's default when none is).
     static func trust(_ install: Bool, _ args: ParsedArguments, directory: String) throws -> Int32 {
         let named: [CATrust.Store: OptionSpec] = [
             .system: Option.system, .nss: Option.nss, .keychain: Option.keychain, .simulator: Option.simulator,
         ]
         var stores = CATrust.Store.allCases.filter { named[$0].map(args.flag) ?? false }
         if !args.all(Option.nssDb).isEmpty && !stores.contains(.nss) { stores.append(.nss) }
-        #if os(macOS)
-            // On macOS --system is the System keychain: one store, not two.
-            if stores.contains(.system) { stores.removeAll { $0 == .keychain } }
-        #endif
-        if stores.isEmpty { stores = CATrust.platformDefault }
-        if !CertificateAuthority.exists(in: directory) {
-            guard install else {
-                Console.err("error: no CA in \(directory); nothing to uninstall")
-                return 1
-            }
-            let ca = try CertificateAuthority.create(in: directory, force: false, commonName: commonName())
-            Console.out("created the CA in \(directory) (private key mode 0600): \(ca.certificatePath)")
-        }
-        let ca = try CertificateAuthority.load(from: directory)
-        let environment = ProcessInfo.processInfo.environment
-        let home = environment["HOME"] ?? "/root"
-        let nss = args.all(Option.nssDb)
-        let context = CATrust.Context(
-            certificatePath: ca.certificatePath,
-            certificatePEM: String(decoding: try ca.certificatePEM(), as: UTF8.self),
-            name: try ca.commonName(), home: home,
-            nssDatabases: nss.isEmpty ? CATrust.defaultNSSDatabases(home: home) : nss, nssNamed: !nss.isEmpty)
-        var changed = false
-        for store in stores {
-            do {
-                let outcome =
-                    install
-                    ? try CATrust.install(store, context, system: args.flag(Option.system))
-                    : try CATrust.uninstall(store, context, system: args.flag(Option.system))
-                Console.out(outcome.message)
-                changed = changed || outcome.changed
-            } catch {
-                Console.err("error: \(error)")
-                return 1
-            }
-        }
-        return changed ? 0 : 1
+        return try CATrust.change(
+            install: install, stores: stores, nssDatabases: args.all(Option.nssDb), system: args.flag(Option.system),
+            directory: directory, commonName: commonName())
     }
 }

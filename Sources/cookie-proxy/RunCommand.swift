@@ -363,41 +363,16 @@ enum RunCommand {
             config: config, drain: drain, uiAddress: uiAddress, uiHistory: history, metricsAddress: metricsAddress)
     }
 
-    /// `--upstream-proxy` and `--no-upstream-proxy`. The environment's HTTP_PROXY and friends only with
-    /// `--upstream-proxy env`: a proxy that silently chains itself to whatever the shell exported is a trap.
+    /// `--upstream-proxy` and `--no-upstream-proxy` (``UpstreamProxyRoutes/configured(_:bypass:environment:)``).
     static func upstreamProxies(_ args: ParsedArguments) throws(UsageError) -> UpstreamProxyRoutes? {
         let bypass = args.all(Option.noUpstreamProxy).flatMap { $0.split(separator: ",").map(String.init) }
-        guard let value = args.value(Option.upstreamProxy) else {
-            if !bypass.isEmpty {
-                throw UsageError(message: "--no-upstream-proxy needs --upstream-proxy", command: spec.name)
-            }
-            return nil
+        switch UpstreamProxyRoutes.configured(
+            args.value(Option.upstreamProxy), bypass: bypass,
+            environment: { getenv($0).map { String(cString: $0) } })
+        {
+        case .success(let routes): return routes
+        case .failure(let error): throw UsageError(message: error.description, command: spec.name)
         }
-        func parse(_ text: String, from source: String) throws(UsageError) -> UpstreamProxy {
-            switch UpstreamProxy.parse(text) {
-            case .success(let proxy): return proxy
-            case .failure(let error): throw UsageError(message: "\(source): \(error)", command: spec.name)
-            }
-        }
-        guard value == "env" else {
-            let proxy = try parse(value, from: "--upstream-proxy")
-            return UpstreamProxyRoutes(http: proxy, https: proxy, bypass: bypass)
-        }
-        func variable(_ name: String) -> (name: String, value: String)? {
-            for n in [name.lowercased(), name] {
-                if let v = getenv(n).map({ String(cString: $0) }), !v.isEmpty { return (n, v) }
-            }
-            return nil
-        }
-        let http = try variable("HTTP_PROXY").map { v throws(UsageError) in try parse(v.value, from: v.name) }
-        let https = try variable("HTTPS_PROXY").map { v throws(UsageError) in try parse(v.value, from: v.name) }
-        guard http != nil || https != nil else {
-            throw UsageError(
-                message: "--upstream-proxy env: neither HTTP_PROXY nor HTTPS_PROXY is set", command: spec.name)
-        }
-        let noProxy = variable("NO_PROXY").map { $0.value.split(separator: ",").map(String.init) } ?? []
-        return UpstreamProxyRoutes(
-            http: http, https: https, bypass: (noProxy + bypass).map { $0.trimmingCharacters(in: .whitespaces) })
     }
 
     /// A `--resolve HOST:ADDRESS` entry (as curl's, without the port): the host lowercased and a numeric address.

@@ -125,3 +125,36 @@ import Testing
         #expect(t.toClient.contains("through upstream proxy proxy.corp:3128"))
     }
 }
+
+/// `--upstream-proxy` and `--no-upstream-proxy` read without the executable: the environment only with `env`
+/// (lowercase first, as curl reads it). (value, bypass, environment, the routes' http and https and bypass, or the
+/// refusal)
+@Suite struct UpstreamProxyConfigurationTests {
+    @Test(
+        arguments: [
+            (nil, [], [:], nil, nil),
+            (nil, ["a.test"], [:], nil, "--no-upstream-proxy needs --upstream-proxy"),
+            ("http://p:3128", ["a.test"], ["HTTP_PROXY": "http://ignored:1"], "p:3128 p:3128 [a.test]", nil),
+            (
+                "env", [], ["http_proxy": "http://low:1", "HTTP_PROXY": "http://up:2", "NO_PROXY": " b.test, c.test"],
+                "low:1 - [b.test, c.test]", nil
+            ),
+            ("env", [], [:], nil, "neither HTTP_PROXY nor HTTPS_PROXY is set"),
+            ("env", [], ["HTTPS_PROXY": "ftp://x"], nil, "HTTPS_PROXY: "),
+        ] as [(String?, [String], [String: String], String?, String?)])
+    func theProxiesComeFromTheOptionOrTheEnvironmentWhenAskedFor(
+        _ value: String?, _ bypass: [String], _ environment: [String: String], _ routes: String?, _ refusal: String?
+    ) {
+        switch UpstreamProxyRoutes.configured(value, bypass: bypass, environment: { environment[$0] }) {
+        case .success(let got):
+            #expect(refusal == nil)
+            let text = got.map {
+                "\($0.http.map { "\($0.address.host):\($0.address.port)" } ?? "-") "
+                    + "\($0.https.map { "\($0.address.host):\($0.address.port)" } ?? "-") [\($0.bypass.joined(separator: ", "))]"
+            }
+            #expect(text == routes)
+        case .failure(let error):
+            #expect(refusal.map { error.description.contains($0) } == true, "\(error)")
+        }
+    }
+}
