@@ -40,44 +40,16 @@ enum ConformanceCommand {
         if PublicSuffixList.current.source == .shipped {
             Console.err("note: no Public Suffix List on this machine; using \(PublicSuffixList.current.source)")
         }
-        var passed = 0
-        var failed = 0
-        var notCounted = 0
+        var suites: [ConformanceSuite] = []
         for file in files {
-            let suite: ConformanceSuite
-            do { suite = try ConformanceSuite(contentsOf: file) } catch {
+            do { suites.append(try ConformanceSuite(contentsOf: file)) } catch {
                 Console.err("error: \(error)")
                 return 2
             }
-            let results = suite.run()
-            let counted = results.filter { !$0.informative }
-            let informative = results.filter(\.informative)
-            let ok = counted.filter(\.passed).count
-            passed += ok
-            failed += counted.count - ok
-            notCounted += informative.count
-            // Informative cases are ones whose expectation the suite and RFC 6265bis disagree on (or upstream
-            // disabled): the jar follows the draft, so "not matching" them is not a failure.
-            let agreeing = informative.filter(\.passed).count
-            Console.out(
-                "\(suite.name): \(ok)/\(counted.count) counted cases pass"
-                    + (informative.isEmpty
-                        ? ""
-                        : "; \(informative.count) informative (disputed expectations, not counted; the jar follows"
-                            + " RFC 6265bis and agrees with the suite on \(agreeing) of them)")
-            )
-            for result in results where !result.passed && (!args.flag(Option.quiet) || !result.informative) {
-                if args.flag(Option.quiet) && result.informative { continue }
-                Console.out(
-                    "  \(result.informative ? "informative" : "FAIL") \(result.id): expected \(result.expected!.debugDescription), got \(result.got!.debugDescription)"
-                )
-            }
         }
-        Console.out(
-            "\(passed) passed, \(failed) failed"
-                + (notCounted == 0
-                    ? "" : " (\(passed + failed + notCounted) cases, \(notCounted) informative not counted)"))
-        return failed == 0 ? 0 : 1
+        let report = ConformanceReport(suites, quiet: args.flag(Option.quiet))
+        Console.out(report.text)
+        return report.failed == 0 ? 0 : 1
     }
 
     /// The repository's `conformance/` folder: under the current folder (a checkout), else in the first folder above

@@ -29,4 +29,18 @@ import Testing
             "\(file): \(countedResults.filter(\.passed).count)/\(countedResults.count) counted cases pass; informative \(informative.filter(\.passed).count)/\(informative.count)"
         )
     }
+
+    /// The report `conformance` prints: every counted case passes, the informative ones are said to be disputed
+    /// and not counted (never shown as a score), and only without `quiet` listed one by one.
+    @Test(arguments: [true, false])
+    func theReportCountsCountedCasesAndSaysInformativeOnesAreDisputed(quiet: Bool) throws {
+        let suites = try ["http-state.json", "wpt.json"].map {
+            try ConformanceSuite(contentsOf: "\(Self.folder)/\($0)")
+        }
+        let report = ConformanceReport(suites, quiet: quiet)
+        #expect(report.passed == 1007 && report.failed == 0 && report.notCounted == 8)
+        #expect(report.text.hasSuffix("1007 passed, 0 failed (1015 cases, 8 informative not counted)\n"))
+        #expect(report.text.contains("wpt: 789/789 counted cases pass; 4 informative (disputed expectations"))
+        #expect(report.text.contains("  informative wpt/") == !quiet, "\(report.text)")
+    }
 }
