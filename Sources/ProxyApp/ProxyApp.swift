@@ -117,7 +117,24 @@ public enum ProxyApp {
     /// Starts the proxy: the log, the rules' hooks, TLS when asked for, the local service, the listeners, and the
     /// metrics endpoint; returns once every listener is bound.
     public static func start(_ configuration: Configuration) throws(StartError) -> RunningProxy {
-        let c = configuration
+        var c = configuration
+        // What the configuration implies: TLS for an https route or a TLS listener; the onboarding host never
+        // through an upstream proxy (it is the proxy's own); a forward proxy's own URL in a browser a page that says
+        // what this is.
+        let proxyConfiguration = c.server.proxy
+        if proxyConfiguration.routes.routes.contains(where: { $0.scheme == .https })
+            || c.server.listeners.contains(where: \.tls)
+        {
+            c.tls.required = true
+        }
+        if let routes = proxyConfiguration.upstreamProxies, let onboarding = c.server.onboardingHost {
+            c.server.proxy.upstreamProxies = UpstreamProxyRoutes(
+                http: routes.http, https: routes.https, bypass: routes.bypass + [onboarding])
+        }
+        if !proxyConfiguration.isReverse && proxyConfiguration.forwardProxyPage == nil {
+            c.server.proxy.forwardProxyPage = RunBanner.forwardProxyPage(
+                inspector: c.inspector.map { ($0.host, $0.port) }, onboarding: c.server.onboardingHost)
+        }
         let store = c.inspector.map { InspectorStore(capacity: $0.capacity) }
         let key: [UInt8]
         let sink: LogSink?
@@ -170,7 +187,12 @@ public enum ProxyApp {
         } catch {
             throw StartError(description: "\(error)", stage: .listen)
         }
-        if let inspector = c.inspector { service.bound(host: inspector.host, port: proxy.localServicePort) }
+        if let inspector = c.inspector {
+            service.bound(host: inspector.host, port: proxy.localServicePort)
+            // `ui url` and `mcp` in another terminal find the inspector here, whichever port it took.
+            InspectorAddress.record(
+                RunBanner.inspectorURL(inspector.host, proxy.localServicePort), directory: c.home)
+        }
         var metrics: MetricsServer? = nil
         if let (host, port) = c.metrics {
             let started = Date().timeIntervalSince1970
@@ -184,7 +206,8 @@ public enum ProxyApp {
                     description: "--metrics: cannot listen on \(HostPort.format(host, port)): \(error)", stage: .listen)
             }
         }
-        return RunningProxy(server: proxy, runtime: runtime, service: service, metrics: metrics, tls: tls)
+        return RunningProxy(
+            server: proxy, runtime: runtime, service: service, metrics: metrics, tls: tls, home: c.home)
     }
 
     /// The CA (made on first use), the leaves' contexts for interception and TLS listeners, and the upstream side's
@@ -234,12 +257,15 @@ public final class RunningProxy {
     let metrics: MetricsServer?
     /// What TLS was set up (nil: none).
     public let tls: ProxyApp.TLSSetup?
+    /// The configuration folder (where the inspector's address is recorded while it runs).
+    let home: String
 
     init(
         server: ProxyServer, runtime: ProxyRuntime, service: InspectorService, metrics: MetricsServer?,
-        tls: ProxyApp.TLSSetup?
+        tls: ProxyApp.TLSSetup?, home: String
     ) {
         (self.server, self.runtime, self.service, self.metrics, self.tls) = (server, runtime, service, metrics, tls)
+        self.home = home
     }
 
     /// Each listener's port (as configured, in order; a port 0 resolved).
@@ -273,6 +299,7 @@ public final class RunningProxy {
     /// Stops taking connections, lets the exchanges in flight finish for up to `drain` seconds, logs the last
     /// closings, then flushes and closes the log.
     public func stop(drain: Double) {
+        InspectorAddress.forget(directory: home)
         server.shutdown(deadline: drain)
         logClosings()
         runtime.finish()

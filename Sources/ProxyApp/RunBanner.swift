@@ -53,10 +53,45 @@ public enum RunBanner {
         return "http://\(shown):\(port)"
     }
 
+    /// What is said whatever the banner: where it listens, and what the person must act on (warnings, a CA this
+    /// start created).
+    public static func started(_ config: ServerConfiguration, proxy: RunningProxy) -> [String] {
+        var lines = zip(config.listeners, proxy.listenerPorts).map { listen, port in
+            "cookie-proxy listening on \(listen.tls ? "https" : "http")://\(HostPort.bracketed(listen.host)):\(port)"
+        }
+        for warning in config.proxy.routes.routes.compactMap(\.slashWarning) + (proxy.tls?.warnings ?? []) {
+            lines.append("cookie-proxy: WARNING: \(warning)")
+        }
+        if let created = proxy.tls?.created { lines.append("cookie-proxy: \(created)") }
+        return lines
+    }
+
+    /// The banner's lines for the rules, the log and an emulated browser.
+    public static func runtime(_ c: ProxyApp.Configuration, emulate: String?) -> String {
+        var banner = ""
+        if let rulesPath = c.rulesPath {
+            banner +=
+                "  rules:        \(c.rules.rules.count + c.extraRules.count) from \(rulesPath)"
+                + (c.dryRun ? " (dry run: nothing is changed)" : "") + " — reloaded on change or SIGHUP\n"
+        } else {
+            banner +=
+                "  rules:        none (everything passes through unchanged)"
+                + (c.dryRun ? "; dry run logs every cookie" : "") + "\n"
+        }
+        let values = c.showValues ? " (cookie values shown)" : " (cookie values redacted)"
+        switch c.log?.destination {
+        case nil: banner += "  log:          none\n"
+        case .standardOutput?: banner += "  log:          stdout\(values)\n"
+        case .file(let path)?: banner += "  log:          \(path)\(values) — reopened on SIGUSR1\n"
+        }
+        if let emulate { banner += "  emulate:      \(emulate) (its rules follow yours; see rules/README.md)\n" }
+        return banner
+    }
+
     /// What the proxy tells a person who just started it: how to point clients at it, and what it will do.
     public static func banner(
         _ config: ServerConfiguration, proxy: RunningProxy, runtimeBanner: String, uiAddress: (String, Int)?,
-        https: String?, pslGiven: Bool
+        https: String?, pslGiven: Bool, metricsHost: String? = nil
     ) -> String {
         let server = proxy.server
         let address = HostPort.bracketed(config.listenHost)
@@ -152,6 +187,11 @@ public enum RunBanner {
                 ?? "  https:        CONNECT is tunnelled untouched (no host is intercepted; see --intercept)\n"
         }
         banner += "  stop:         Ctrl-C"
+        if let port = proxy.metricsPort, let host = metricsHost {
+            banner +=
+                "\n  metrics:      http://\(HostPort.format(host, port))/metrics (Authorization: Bearer, the inspector's"
+                + " token)"
+        }
         return banner
     }
 

@@ -163,25 +163,6 @@ enum RuntimeOptions {
                     + CookieJar.Profile.Engine.allCases.map(\.rawValue).joined(separator: ", "),
                 command: command)
         }
-        let dryRun = c.dryRun
-        var banner = ""
-        if let rulesPath {
-            banner +=
-                "  rules:        \(c.rules.rules.count + c.extraRules.count) from \(rulesPath)\(dryRun ? " (dry run: nothing is changed)" : "")"
-            banner += " — reloaded on change or SIGHUP\n"
-        } else {
-            banner +=
-                "  rules:        none (everything passes through unchanged)\(dryRun ? "; dry run logs every cookie" : "")\n"
-        }
-        if args.value(Option.log) == "none" {
-            banner += "  log:          none\n"
-        } else {
-            banner +=
-                "  log:          \(args.value(orDefault: Option.log) ?? "")\(args.flag(Option.logValues) ? " (cookie values shown)" : " (cookie values redacted)")\(args.value(Option.log).map { _ in " — reopened on SIGUSR1" } ?? "")\n"
-        }
-        if let name = args.value(Option.emulate) {
-            banner += "  emulate:      \(name) (its rules follow yours; see rules/README.md)\n"
-        }
-        return banner
+        return RunBanner.runtime(c, emulate: args.value(Option.emulate))
     }
 }

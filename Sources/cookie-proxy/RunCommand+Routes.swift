@@ -52,8 +52,4 @@ extension RunCommand {
         if args.flag(RouteOption.noForwarded) { config.proxy.addForwarded = false }
     }
 
-    /// Whether TLS must be set up though nothing is intercepted: an https route needs the client context.
-    static func routesNeedTLS(_ config: ServerConfiguration) -> Bool {
-        config.proxy.routes.routes.contains { $0.scheme == .https }
-    }
 }

@@ -204,15 +204,6 @@ enum RunCommand {
             .init(host: $0.0, port: $0.1, capacity: settings.uiHistory, anyPortIfTaken: args.value(Option.ui) == nil)
         }
         configuration.metrics = settings.metricsAddress
-        configuration.tls.required = routesNeedTLS(settings.config) || settings.config.listeners.contains(where: \.tls)
-        if let routes = configuration.server.proxy.upstreamProxies, let onboarding = settings.config.onboardingHost {
-            configuration.server.proxy.upstreamProxies = UpstreamProxyRoutes(
-                http: routes.http, https: routes.https, bypass: routes.bypass + [onboarding])
-        }
-        if !settings.config.proxy.isReverse {
-            configuration.server.proxy.forwardProxyPage = RunBanner.forwardProxyPage(
-                inspector: uiAddress, onboarding: settings.config.onboardingHost)
-        }
         // Signals are taken synchronously on this thread; loops inherit the blocked mask.
         var signals = BlockedSignals([SIGINT, SIGTERM, SIGHUP, SIGUSR1])
         signal(SIGPIPE, SIG_IGN)
@@ -228,33 +219,15 @@ enum RunCommand {
                 return 1
             }
         }
-        let config = configuration.server
         // The banner and status on stderr: stdout carries only the log when the log goes there (`run | jq`).
-        for (listen, port) in zip(config.listeners, proxy.listenerPorts) {
-            Console.err(
-                "cookie-proxy listening on \(listen.tls ? "https" : "http")://\(HostPort.bracketed(listen.host)):\(port)"
-            )
-        }
-        // Said with or without the banner: what the person must act on.
-        for warning in config.proxy.routes.routes.compactMap(\.slashWarning) + (proxy.tls?.warnings ?? []) {
-            Console.err("cookie-proxy: WARNING: \(warning)")
-        }
-        if let created = proxy.tls?.created { Console.err("cookie-proxy: \(created)") }
+        for line in RunBanner.started(configuration.server, proxy: proxy) { Console.err(line) }
         if !quiet {
             Console.err(
                 RunBanner.banner(
-                    config, proxy: proxy, runtimeBanner: runtimeBanner, uiAddress: uiAddress, https: proxy.tls?.note,
-                    pslGiven: args.value(OptionSpec.psl) != nil)
-                    + (proxy.metricsPort.map { port in
-                        "\n  metrics:      http://\(HostPort.format(settings.metricsAddress!.0, port))/metrics"
-                            + " (Authorization: Bearer, the inspector's token)"
-                    } ?? ""))
+                    configuration.server, proxy: proxy, runtimeBanner: runtimeBanner, uiAddress: uiAddress,
+                    https: proxy.tls?.note, pslGiven: args.value(OptionSpec.psl) != nil,
+                    metricsHost: settings.metricsAddress?.0))
         }
-        // `ui url` and `mcp` in another terminal find the inspector here, whichever port it took.
-        if let (host, _) = uiAddress {
-            InspectorAddress.record(RunBanner.inspectorURL(host, proxy.servicePort), directory: configuration.home)
-        }
-        defer { InspectorAddress.forget(directory: configuration.home) }
         return RunLoop.serve(
             proxy, signals: &signals, drain: settings.drain, terminal: terminal, statusLine: statusLine,
             reports: reports)
