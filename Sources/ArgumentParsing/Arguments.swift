@@ -120,13 +120,40 @@ public struct ParsedArguments {
     public func all(_ option: OptionSpec) -> [String] { values[option.key] ?? [] }
     public func flag(_ option: OptionSpec) -> Bool { flags.contains(option.key) }
 
-    /// The option's value, one of its ``OptionSpec/choices`` (the first when it is not given).
+    /// The option's value as a whole number in `range`; nil when it is not given (and, with `orDefault`, has no
+    /// default).
+    public func integer(_ option: OptionSpec, in range: ClosedRange<Int>, orDefault: Bool = false, command: String)
+        throws(UsageError) -> Int?
+    {
+        guard let v = orDefault ? value(orDefault: option) : value(option) else { return nil }
+        guard let n = Int(v), range.contains(n) else {
+            throw UsageError(
+                message: "\(option.key) must be a whole number from \(range.lowerBound) to \(range.upperBound)",
+                command: command)
+        }
+        return n
+    }
+
+    /// The option's value as seconds (`30`, `2.5`, `30s`; more than 0, at most a day); nil when it is not given.
+    public func seconds(_ option: OptionSpec, orDefault: Bool = false, command: String) throws(UsageError) -> Double? {
+        guard let v = orDefault ? value(orDefault: option) : value(option) else { return nil }
+        let trimmed = v.hasSuffix("s") ? String(v.dropLast()) : v
+        guard let d = Double(trimmed), d > 0, d <= 86_400 else {
+            throw UsageError(message: "\(option.key) must be a number of seconds, e.g. 30 or 2.5", command: command)
+        }
+        return d
+    }
+
+    /// The option's value, one of its ``OptionSpec/choices`` (its default, else the first, when it is not given).
     public func choice(_ option: OptionSpec, command: String) throws(UsageError) -> String {
         let choices = option.choices
-        let given = value(option) ?? choices[0]
+        let given = value(option) ?? option.defaultValue.flatMap { choices.contains($0) ? $0 : nil } ?? choices[0]
         guard choices.contains(given) else {
-            throw UsageError(
-                message: "\(option.key) must be \(choices.joined(separator: " or ")), not '\(given)'", command: command)
+            let list =
+                choices.count > 2
+                ? choices.dropLast().joined(separator: ", ") + " or " + choices.last!
+                : choices.joined(separator: " or ")
+            throw UsageError(message: "\(option.key) must be \(list), not '\(given)'", command: command)
         }
         return given
     }

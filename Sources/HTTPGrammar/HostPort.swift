@@ -74,4 +74,22 @@ public enum HostPort {
 
     /// `host:port`, an IPv6 host in brackets.
     public static func format(_ host: String, _ port: Int) -> String { "\(bracketed(host)):\(port)" }
+
+    /// A listen address: `host:port`, `[v6]:port`, or a bare port (loopback); `localhost` is 127.0.0.1. Port 0 picks
+    /// a free one. Nil when it is none of these.
+    public static func listenAddress(_ s: String) -> (String, Int)? {
+        guard let (host, portText) = split(s[...]) else { return nil }
+        guard let portText else { return port(host).map { ("127.0.0.1", $0) } }
+        guard let port = port(portText) else { return nil }
+        return (host == "localhost" ? "127.0.0.1" : String(host), port)
+    }
+
+    /// A `--resolve HOST:ADDRESS` entry (as curl's, without the port): the host lowercased and a numeric address;
+    /// nil when it is not one.
+    public static func resolveEntry(_ entry: String) -> (host: String, address: String)? {
+        guard let colon = entry.firstIndex(of: ":"), colon != entry.startIndex,
+            HostName.isIPLiteral(String(entry[entry.index(after: colon)...]))
+        else { return nil }
+        return (entry[..<colon].lowercased(), String(entry[entry.index(after: colon)...]))
+    }
 }

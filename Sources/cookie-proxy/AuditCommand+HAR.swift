@@ -15,14 +15,8 @@ extension AuditCommand {
         }
         let format = try args.choice(Option.format, command: spec.name)
         var audit = HARAudit()
-        if let text = args.value(Option.engine) {
-            guard let engine = CookieJar.Profile.Engine(rawValue: text) else {
-                throw UsageError(
-                    message: "--engine must be "
-                        + CookieJar.Profile.Engine.allCases.map(\.rawValue).joined(separator: ", "),
-                    command: spec.name)
-            }
-            audit.engine = engine
+        if args.value(Option.engine) != nil {
+            audit.engine = CookieJar.Profile.Engine(rawValue: try args.choice(Option.engine, command: spec.name))
         }
         if let rulesPath = args.value(Option.rules) {
             let engine: RuleEngine

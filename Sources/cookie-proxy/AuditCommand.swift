@@ -119,18 +119,8 @@ enum AuditCommand {
         }
         options.caFile = args.value(Option.cacert)
         options.insecure = args.flag(Option.insecure)
-        if let n = args.value(Option.maxRedirs) {
-            guard let v = Int(n), v >= 0, v <= 100 else {
-                throw UsageError(message: "--max-redirs must be 0 to 100", command: spec.name)
-            }
-            options.maximumRedirects = v
-        }
-        if let t = args.value(Option.timeout) {
-            guard let v = Double(t), v > 0 else {
-                throw UsageError(message: "--timeout must be a number of seconds", command: spec.name)
-            }
-            options.timeout = v
-        }
+        if let n = try args.integer(Option.maxRedirs, in: 0...100, command: spec.name) { options.maximumRedirects = n }
+        if let t = try args.seconds(Option.timeout, command: spec.name) { options.timeout = t }
         let format = try args.choice(Option.format, command: spec.name)
         if let path = args.value(Option.rules) {
             do {

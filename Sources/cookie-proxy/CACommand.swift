@@ -85,10 +85,7 @@ enum CACommand {
                 }
                 Console.out(directory + "/" + CertificateAuthority.certificateFile)
             case "export":
-                let format = args.value(orDefault: Option.format) ?? "pem"
-                guard format == "pem" || format == "der" else {
-                    throw UsageError(message: "--format must be pem or der", command: spec.name)
-                }
+                let format = try args.choice(Option.format, command: spec.name)
                 guard CertificateAuthority.exists(in: directory) else {
                     Console.err("error: no CA in \(directory) yet; create it with: cookie-proxy ca init")
                     return 1

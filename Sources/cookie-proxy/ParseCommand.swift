@@ -54,7 +54,7 @@ enum ParseCommand {
         let url = try ParsedArguments.requestURL(
             args.value(orDefault: Option.url) ?? "https://localhost/", key: "--url", command: spec.name)
         let format = try args.choice(Option.format, command: spec.name)
-        var engines: [(Browser, any BrowserEngine)] = []
+        var panel: BrowserPanel? = nil
         if let names = args.value(Option.browser) {
             let chosen = try browsers(names)
             // No engine resolves an IP literal through the local server: it connects to the address itself, and
@@ -64,21 +64,14 @@ enum ParseCommand {
                     message: "--browser needs a host name, localhost, 127.0.0.1 or [::1] in --url (a browser would "
                         + "connect to \(url.host) itself)", command: spec.name)
             }
-            for browser in chosen {
-                // Starting a browser takes seconds (all three: about ten): stderr says what is being waited for,
-                // stdout keeps the report alone.
-                Console.err("parse: starting \(browser.title) (headless, a fresh profile)…")
-                let started = Date()
-                do {
-                    engines.append((browser, try browser.start()))
-                    Console.err(
-                        "parse: \(browser.title) ready in \(String(format: "%.1f", Date().timeIntervalSince(started))) s"
-                    )
-                } catch {
-                    throw UsageError(
-                        message: "--browser \(browser.rawValue): \(error)", command: spec.name,
-                        exitStatus: error.missing ? 2 : 1)
-                }
+            // Starting browsers takes seconds (all three: about ten): stderr says what is being waited for, stdout
+            // keeps the report alone.
+            do {
+                panel = try BrowserPanel(chosen) { Console.err("parse: " + $0) }
+            } catch {
+                throw UsageError(
+                    message: "--browser \(error.browser.rawValue): \(error.failure)", command: spec.name,
+                    exitStatus: error.failure.missing ? 2 : 1)
             }
         }
         let inputs = args.positionals.isEmpty ? Console.readLines().filter { !$0.isEmpty } : args.positionals
@@ -86,22 +79,18 @@ enum ParseCommand {
         for input in inputs {
             let cookie = SetCookie(stripHeaderName(input))
             let report = CookieReport(cookie, url: url, now: now, suffixes: suffixes)
-            guard !engines.isEmpty else {
+            guard let panel else {
                 Console.out(format == "json" ? report.json.serialized : report.text)
                 continue
             }
-            let draft = report.storedView(url: url)
-            var verdicts: [BrowserVerdict] = []
-            for (browser, engine) in engines {
-                Console.err("parse: asking \(browser.title) what it stores from \(url)…")
-                do {
-                    let stored = try engine.check(
-                        stripHeaderName(input), url: url, readAt: draft?.path ?? url.defaultPath)
-                    verdicts.append(BrowserVerdict(browser: browser, draft: draft, stored: stored))
-                } catch {
-                    throw UsageError(
-                        message: "--browser \(browser.rawValue): \(error)", command: spec.name, exitStatus: 1)
+            let verdicts: [BrowserVerdict]
+            do {
+                verdicts = try panel.ask(stripHeaderName(input), url: url, draft: report.storedView(url: url)) {
+                    Console.err("parse: " + $0)
                 }
+            } catch {
+                throw UsageError(
+                    message: "--browser \(error.browser.rawValue): \(error.failure)", command: spec.name, exitStatus: 1)
             }
             if format == "json" {
                 guard case .object(var fields) = report.json else { continue }

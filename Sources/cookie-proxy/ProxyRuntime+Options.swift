@@ -113,13 +113,8 @@ enum RuntimeOptions {
         }
         c.dryRun = args.flag(Option.dryRun)
         c.showValues = args.flag(Option.logValues)
-        guard let overflow = LogSink.Overflow(rawValue: args.value(orDefault: Option.logOverflow) ?? "") else {
-            throw UsageError(message: "--log-overflow must be block or drop", command: command)
-        }
-        let queueText = args.value(orDefault: Option.logQueue) ?? ""
-        guard let queue = Int(queueText), queue >= 1 else {
-            throw UsageError(message: "--log-queue must be a positive number of records", command: command)
-        }
+        let overflow = LogSink.Overflow(rawValue: try args.choice(Option.logOverflow, command: command))!
+        let queue = try args.integer(Option.logQueue, in: 1...10_000_000, orDefault: true, command: command) ?? 10_000
         if args.value(Option.log) != "none" {
             var log: ProxyApp.Configuration.Log
             if let file = args.value(Option.log) {
@@ -146,23 +141,12 @@ enum RuntimeOptions {
         c.tls.upstreamCAFile = args.value(Option.upstreamCa)
         c.tls.insecureHosts = Set(args.all(Option.insecureUpstream).map { $0.lowercased() })
         c.tls.commonName = CACommand.commonName()
-        let lifecycleText = args.value(orDefault: Option.lifecycle) ?? ""
-        guard lifecycleText == "on" || lifecycleText == "off" else {
-            throw UsageError(message: "--lifecycle must be on or off", command: command)
-        }
-        c.lifecycle = lifecycleText == "on"
+        c.lifecycle = try args.choice(Option.lifecycle, command: command) == "on"
         guard let clientKey = LifecycleTracker.parseClientKey(args.value(orDefault: Option.clientBy) ?? "") else {
             throw UsageError(message: "--client-by must be auto, address or header:NAME", command: command)
         }
         c.clientKey = clientKey
-        let engineText = args.value(orDefault: Option.engine) ?? "auto"
-        c.engine = CookieJar.Profile.Engine(rawValue: engineText)
-        guard c.engine != nil || engineText == "auto" else {
-            throw UsageError(
-                message: "--engine must be auto, "
-                    + CookieJar.Profile.Engine.allCases.map(\.rawValue).joined(separator: ", "),
-                command: command)
-        }
+        c.engine = CookieJar.Profile.Engine(rawValue: try args.choice(Option.engine, command: command))
         return RunBanner.runtime(c, emulate: args.value(Option.emulate))
     }
 }

@@ -128,12 +128,7 @@ enum TryCommand {
             return 2
         }
         let engine = RuleEngine(set)
-        let siteText = args.value(orDefault: Option.site) ?? ""
-        guard let site = RequestSite.Kind(rawValue: siteText) else {
-            throw UsageError(
-                message: "--site must be one of \(RequestSite.Kind.allCases.map(\.rawValue).joined(separator: ", "))",
-                command: spec.name)
-        }
+        let site = RequestSite.Kind(rawValue: try args.choice(Option.site, command: spec.name))!
         var context = MessageContext(
             scheme: url.scheme, host: url.host, port: url.port ?? (url.scheme == "https" ? 443 : 80), path: url.path,
             method: (args.value(orDefault: Option.method) ?? "").uppercased(), status: status, site: site)

@@ -275,24 +275,11 @@ enum RunCommand {
             let (host, address) = try resolveEntry(entry, command: spec.name)
             config.resolveOverrides[host] = address
         }
-        // Nil when not given; with `orDefault`, the default `--help` shows instead.
         func int(_ option: OptionSpec, _ range: ClosedRange<Int>, orDefault: Bool = false) throws(UsageError) -> Int? {
-            guard let v = orDefault ? args.value(orDefault: option) : args.value(option) else { return nil }
-            guard let n = Int(v), range.contains(n) else {
-                throw UsageError(
-                    message: "\(option.key) must be a whole number from \(range.lowerBound) to \(range.upperBound)",
-                    command: spec.name)
-            }
-            return n
+            try args.integer(option, in: range, orDefault: orDefault, command: spec.name)
         }
         func secs(_ option: OptionSpec, orDefault: Bool = false) throws(UsageError) -> Double? {
-            guard let v = orDefault ? args.value(orDefault: option) : args.value(option) else { return nil }
-            let trimmed = v.hasSuffix("s") ? String(v.dropLast()) : v
-            guard let d = Double(trimmed), d > 0, d <= 86_400 else {
-                throw UsageError(
-                    message: "\(option.key) must be a number of seconds, e.g. 30 or 2.5", command: spec.name)
-            }
-            return d
+            try args.seconds(option, orDefault: orDefault, command: spec.name)
         }
         if let n = try int(Option.threads, 1...64) { config.loops = n }
         if let n = try int(Option.maxConnections, 1...1_000_000) { config.maximumConnections = n }
@@ -306,10 +293,8 @@ enum RunCommand {
         if let s = try secs(Option.clientWriteTimeout) { config.clientWriteTimeout = s }
         if let s = try secs(Option.streamIdleTimeout) { config.streamIdleTimeout = s }
         let drain = try secs(Option.drainTimeout, orDefault: true) ?? 10
-        let http2Text = args.value(orDefault: Option.http2) ?? ""
-        guard let http2 = ["off": HTTP2Mode.off, "fallback": .fallback, "on": .on][http2Text] else {
-            throw UsageError(message: "--http2 must be fallback, on or off", command: spec.name)
-        }
+        let http2 = ["off": HTTP2Mode.off, "fallback": .fallback, "on": .on][
+            try args.choice(Option.http2, command: spec.name)]!
         config.http2 = http2
         config.proxy.acceptsHTTP2Preface = http2 != .off
         let uiText = args.value(orDefault: Option.ui) ?? ""
@@ -348,23 +333,14 @@ enum RunCommand {
         }
     }
 
-    /// A `--resolve HOST:ADDRESS` entry (as curl's, without the port): the host lowercased and a numeric address.
+    /// A `--resolve HOST:ADDRESS` entry (``HostPort/resolveEntry(_:)``).
     static func resolveEntry(_ entry: String, command: String) throws(UsageError) -> (host: String, address: String) {
-        guard let colon = entry.firstIndex(of: ":"), colon != entry.startIndex,
-            HostName.isIPLiteral(String(entry[entry.index(after: colon)...]))
-        else {
+        guard let parsed = HostPort.resolveEntry(entry) else {
             throw UsageError(
                 message: "--resolve '\(entry)' must be HOST:ADDRESS, e.g. app.test:127.0.0.1", command: command)
         }
-        return (entry[..<colon].lowercased(), String(entry[entry.index(after: colon)...]))
+        return parsed
     }
 
-    /// `host:port`, `[v6]:port`, or a bare port (loopback). Port 0 picks a free one.
-    static func parseHostPort(_ s: String) -> (String, Int)? {
-        guard let (host, portText) = HostPort.split(s[...]) else { return nil }
-        // A bare port means loopback.
-        guard let portText else { return HostPort.port(host).map { ("127.0.0.1", $0) } }
-        guard let port = HostPort.port(portText) else { return nil }
-        return (host == "localhost" ? "127.0.0.1" : String(host), port)
-    }
+    static func parseHostPort(_ s: String) -> (String, Int)? { HostPort.listenAddress(s) }
 }

@@ -10,7 +10,8 @@ import Testing
     static let route = OptionSpec(names: ["--route"], value: "R", help: "A route.", repeatable: true)
     static let quiet = OptionSpec(names: ["--quiet", "-q"], value: nil, help: "Say less.")
     static let spec = CommandSpec(
-        name: "t", abstract: "A test command.", usage: "cookie-proxy t [options] [ARG...]", options: [format, route, quiet],
+        name: "t", abstract: "A test command.", usage: "cookie-proxy t [options] [ARG...]",
+        options: [format, route, quiet],
         actions: ["go"], arguments: "  ARG  Anything.")
 
     /// (arguments, the format, routes, quiet, positionals; nil: refused with this message)
@@ -57,5 +58,34 @@ import Testing
         #expect(Completions.zsh(commands).contains("'1:action:(go)'"))
         #expect(Completions.fish(commands).contains("-x -a 'text json'"))
         #expect(Completions.man(commands, root: Self.spec, version: "9").contains(".SY \"cookie\\-proxy t\""))
+    }
+}
+
+/// A program of subcommands: what each kind of command line gets, and its exit status. (arguments, status, what
+/// stdout or stderr holds)
+@Suite struct ProgramTests {
+    static var program: Program {
+        Program(
+            name: "tool", version: "1.2", abstract: "A tool.",
+            commands: [
+                Subcommand(ArgumentParsingTests.spec) { args throws(UsageError) in
+                    args.positionals == ["fail"] ? 1 : 0
+                }
+            ])
+    }
+
+    @Test(
+        arguments: [
+            ([], 2, "  t    A test command."), (["--help"], 0, "USAGE: tool <subcommand> [options]"),
+            (["--version"], 0, "tool 1.2"), (["t", "--version"], 0, "tool 1.2"),
+            (["t", "--help"], 0, "OVERVIEW: A test command."),
+            (["t"], 0, ""), (["t", "fail"], 1, ""), (["x"], 2, "error: unknown subcommand 'x'"),
+            (["t", "--nope"], 2, "error: unknown option '--nope'\nRun 'tool t --help' for usage."),
+        ] as [([String], Int32, String)])
+    func eachCommandLineGetsItsAnswerAndStatus(_ argv: [String], _ status: Int32, _ said: String) {
+        var text = ""
+        let got = Self.program.main(argv, out: { text += $0 }, err: { text += $0 })
+        #expect(got == status)
+        #expect(said.isEmpty ? text.isEmpty : text.contains(said), "\(text)")
     }
 }

@@ -115,3 +115,24 @@ extension String {
         hasPrefix("[") && hasSuffix("]") ? String(dropFirst().dropLast()) : self
     }
 }
+
+/// `--listen`, `--ui` and `--resolve` values. (text, what it reads as; nil: refused)
+@Suite struct CommandLineAddressTests {
+    @Test(
+        arguments: [
+            ("127.0.0.1:8080", "127.0.0.1 8080"), ("8081", "127.0.0.1 8081"), ("localhost:0", "127.0.0.1 0"),
+            ("[::1]:8443", "::1 8443"), ("0.0.0.0:80", "0.0.0.0 80"), ("host:99999", nil), ("nonsense", nil),
+        ] as [(String, String?)])
+    func aListenAddressIsHostAndPortOrABarePort(_ text: String, _ read: String?) {
+        #expect(HostPort.listenAddress(text).map { "\($0.0) \($0.1)" } == read)
+    }
+
+    @Test(
+        arguments: [
+            ("App.Test:127.0.0.1", "app.test 127.0.0.1"), ("api.test:::1", "api.test ::1"), ("app.test", nil),
+            (":127.0.0.1", nil), ("app.test:not-an-ip", nil),
+        ] as [(String, String?)])
+    func aResolveEntryIsAHostAndANumericAddress(_ text: String, _ read: String?) {
+        #expect(HostPort.resolveEntry(text).map { "\($0.host) \($0.address)" } == read)
+    }
+}
