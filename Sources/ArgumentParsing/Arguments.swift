@@ -221,6 +221,13 @@ extension CommandSpec {
         if arguments == nil, let first = result.positionals.first {
             throw UsageError(message: "unexpected argument '\(first)'", command: self.name)
         }
+        // A command of actions takes one of them first (its help and completions name the same list).
+        if let action = result.positionals.first, !actions.isEmpty, !actions.contains(action) {
+            let hint = Self.nearest(action, actions).map { " (did you mean '\($0)'?)" } ?? ""
+            throw UsageError(
+                message: "unknown action '\(action)'\(hint); the actions are: \(actions.joined(separator: ", "))",
+                command: self.name)
+        }
         return result
     }
 

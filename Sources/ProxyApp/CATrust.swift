@@ -27,6 +27,14 @@ public enum CATrust {
         public var message: String
     }
 
+    /// The local CA's name in trust stores: `cookie-proxy local CA (HOST)`, so that two machines' CAs are told apart.
+    public static func commonName() -> String {
+        var buffer = [CChar](repeating: 0, count: 256)
+        gethostname(&buffer, 255)
+        let host = buffer.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
+        return "cookie-proxy local CA (\(host))"
+    }
+
     #if os(macOS)
         public static let platformDefault: [Store] = [.keychain]
     #else

@@ -57,13 +57,6 @@ enum CACommand {
             uninstall exit 0 when they changed something, 1 when every store was already so (nothing done).
             """)
 
-    static func commonName() -> String {
-        var buffer = [CChar](repeating: 0, count: 256)
-        gethostname(&buffer, 255)
-        let host = buffer.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
-        return "cookie-proxy local CA (\(host))"
-    }
-
     static func run(_ args: ParsedArguments) throws(UsageError) -> Int32 {
         let directory = CertificateAuthority.defaultDirectory(environment: ProcessInfo.processInfo.environment)
         guard let action = args.positionals.first, args.positionals.count == 1 else {
@@ -74,7 +67,7 @@ enum CACommand {
             switch action {
             case "init":
                 let ca = try CertificateAuthority.create(
-                    in: directory, force: args.flag(Option.force), commonName: commonName())
+                    in: directory, force: args.flag(Option.force), commonName: CATrust.commonName())
                 Console.out(
                     "created the CA in \(directory)\n  certificate: \(ca.certificatePath)\n  private key: \(ca.keyPath) (mode 0600)"
                 )
@@ -94,12 +87,7 @@ enum CACommand {
                 Console.writeAll(1, format == "pem" ? try ca.certificatePEM() : try ca.certificateDER())
             case "install", "uninstall":
                 return try trust(action == "install", args, directory: directory)
-            default:
-                let actions = ["init", "path", "export", "install", "uninstall"]
-                let hint = CommandSpec.nearest(action, actions).map { "; did you mean '\($0)'?" } ?? ""
-                throw UsageError(
-                    message: "unknown action '\(action)'\(hint): say init, path, export, install or uninstall",
-                    command: spec.name)
+            default: break  // the parser takes only the declared actions
             }
         } catch let error as TLSError {
             Console.err("error: \(error)")
@@ -122,6 +110,6 @@ enum CACommand {
         if !args.all(Option.nssDb).isEmpty && !stores.contains(.nss) { stores.append(.nss) }
         return try CATrust.change(
             install: install, stores: stores, nssDatabases: args.all(Option.nssDb), system: args.flag(Option.system),
-            directory: directory, commonName: commonName())
+            directory: directory, commonName: CATrust.commonName())
     }
 }

@@ -29,7 +29,7 @@ enum CompletionsCommand {
         case "zsh": Console.out(Completions.zsh(commands))
         case "fish": Console.out(Completions.fish(commands))
         case "man": Console.out(Completions.man(commands, root: root, version: cookieProxyVersion))
-        default: throw UsageError(message: "'\(kind)' is not bash, zsh, fish or man", command: spec.name)
+        default: break  // the parser takes only the declared actions
         }
         return 0
     }

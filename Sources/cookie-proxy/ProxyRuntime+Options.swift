@@ -140,7 +140,7 @@ enum RuntimeOptions {
         if args.flag(Option.interceptAll) { c.intercept.all = true }
         c.tls.upstreamCAFile = args.value(Option.upstreamCa)
         c.tls.insecureHosts = Set(args.all(Option.insecureUpstream).map { $0.lowercased() })
-        c.tls.commonName = CACommand.commonName()
+        c.tls.commonName = CATrust.commonName()
         c.lifecycle = try args.choice(Option.lifecycle, command: command) == "on"
         guard let clientKey = LifecycleTracker.parseClientKey(args.value(orDefault: Option.clientBy) ?? "") else {
             throw UsageError(message: "--client-by must be auto, address or header:NAME", command: command)

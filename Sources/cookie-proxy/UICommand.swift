@@ -28,11 +28,6 @@ enum UICommand {
             + " in the configuration folder), which 'ui' and 'mcp' read; --ui names another.")
 
     static func run(_ args: ParsedArguments) throws(UsageError) -> Int32 {
-        guard args.positionals.isEmpty || args.positionals == ["url"] else {
-            throw UsageError(
-                message: "unknown action '\(args.positionals[0])'; the one action is 'url' (the default)",
-                command: spec.name)
-        }
         let directory = CertificateAuthority.defaultDirectory(environment: ProcessInfo.processInfo.environment)
         let base: String
         if let address = args.value(Option.ui) {

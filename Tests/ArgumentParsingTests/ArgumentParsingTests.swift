@@ -16,14 +16,15 @@ import Testing
 
     /// (arguments, the format, routes, quiet, positionals; nil: refused with this message)
     @Test(arguments: [
-        (["-f", "json", "a"], "json", [String](), false, ["a"], nil as String?),
+        (["-f", "json", "go"], "json", [String](), false, ["go"], nil as String?),
         (["--format=json", "--route", "x", "--route", "y", "-q"], "json", ["x", "y"], true, [], nil),
-        (["--", "--quiet"], "text", [], false, ["--quiet"], nil),
+        (["go", "--", "--quiet"], "text", [], false, ["go", "--quiet"], nil),
         (["--fromat", "json"], "", [], false, [], "unknown option '--fromat'; did you mean '--format'?"),
         (["--format"], "", [], false, [], "option '--format' needs a value <format>"),
         (["-f", "a", "-f", "b"], "", [], false, [], "option '-f' given more than once"),
         (["--quiet=yes"], "", [], false, [], "option '--quiet' takes no value"),
         (["-f", "xml"], "", [], false, [], "--format must be text or json, not 'xml'"),
+        (["gp"], "", [], false, [], "unknown action 'gp' (did you mean 'go'?); the actions are: go"),
     ])
     func theDeclarationIsWhatIsParsed(
         _ arguments: [String], _ format: String, _ routes: [String], _ quiet: Bool, _ positionals: [String],
@@ -69,7 +70,7 @@ import Testing
             name: "tool", version: "1.2", abstract: "A tool.",
             commands: [
                 Subcommand(ArgumentParsingTests.spec) { args throws(UsageError) in
-                    args.positionals == ["fail"] ? 1 : 0
+                    args.positionals == ["go", "fail"] ? 1 : 0
                 }
             ])
     }
@@ -79,7 +80,7 @@ import Testing
             ([], 2, "  t    A test command."), (["--help"], 0, "USAGE: tool <subcommand> [options]"),
             (["--version"], 0, "tool 1.2"), (["t", "--version"], 0, "tool 1.2"),
             (["t", "--help"], 0, "OVERVIEW: A test command."),
-            (["t"], 0, ""), (["t", "fail"], 1, ""), (["x"], 2, "error: unknown subcommand 'x'"),
+            (["t"], 0, ""), (["t", "go", "fail"], 1, ""), (["x"], 2, "error: unknown subcommand 'x'"),
             (["t", "--nope"], 2, "error: unknown option '--nope'\nRun 'tool t --help' for usage."),
         ] as [([String], Int32, String)])
     func eachCommandLineGetsItsAnswerAndStatus(_ argv: [String], _ status: Int32, _ said: String) {
