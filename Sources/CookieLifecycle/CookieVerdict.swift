@@ -12,6 +12,18 @@ public struct CookieVerdict: Sendable, Hashable {
         case sentNotSet = "sent-not-set"
         /// Sent under a name the jar holds here, with another value.
         case sentOtherValue = "sent-other-value"
+
+        /// The reasons a verdict of this kind is given (``ClientCookies``' judgement, docs/lifecycle.md's table):
+        /// none for sent-as-expected; the metrics list exactly these pairs.
+        public var reasons: [Reason.Code] {
+            switch self {
+            case .sentAsExpected: []
+            case .expectedNotSent: [.expiring, .setCrossSite, .thirdPartyBlocking, .lint, .unexplained]
+            case .sentNotSet:
+                [.withheld, .thirdPartyBlocking, .jarMismatch, .rejectedOnSet, .evicted, .expiredInJar, .notSeen]
+            case .sentOtherValue: [.changedElsewhere]
+            }
+        }
     }
 
     public var kind: Kind

@@ -164,6 +164,15 @@ public final class RuleEngine: Sendable {
         self.suffixes = suffixes
         let cookieRules = ruleSet.rules.filter(\.isCookieRule)
         cookieRuleNames = cookieRules.map(\.name)
+        cookieRuleDrops = cookieRules.map { $0.cookieActions.contains { if case .drop = $0 { true } else { false } } }
+        cookieRuleEdits = cookieRules.map {
+            $0.cookieActions.contains {
+                switch $0 {
+                case .drop, .log: false
+                default: true
+                }
+            }
+        }
         cookieRuleLocations = cookieRules.map(\.location)
         messageConditions = cookieRules.map { $0.conditions.filter { !$0.isCookieCondition } }
         program = CookieProgram(cookieRules)
@@ -265,6 +274,10 @@ public final class RuleEngine: Sendable {
 
     /// The names of the cookie rules, indexed as ``Edit/matchedRules``' bits and indices.
     public var cookieRuleNameTable: [String] { cookieRuleNames }
+    /// Which cookie rules (same indices) drop the line, and which edit it (an action other than `drop` and `log`):
+    /// a dropped or rewritten line is counted for the rules that did it, not for a `log` rule that also matched.
+    public let cookieRuleDrops: [Bool]
+    public let cookieRuleEdits: [Bool]
 
     /// The names of the rules that matched, in file order.
     public func ruleNames(_ edit: Edit) -> [String] { edit.matched.names(cookieRuleNames) }

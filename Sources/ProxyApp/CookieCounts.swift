@@ -101,13 +101,13 @@ package final class CookieCounts: Sendable {
         }
     }
 
-    /// Every (verdict, reason) that can occur, zeros included; `none` for a verdict without a reason.
-    var verdictSamples: [(verdict: String, reason: String, count: Int)] {
+    /// Every (verdict, reason) that can occur (``CookieVerdict/Kind/reasons``), zeros included; `none` for
+    /// sent-as-expected, which has no reason.
+    package var verdictSamples: [(verdict: String, reason: String, count: Int)] {
         var out: [(String, String, Int)] = []
         for kind in CookieVerdict.Kind.allCases {
-            for reason in Self.reasons {
-                // sent-as-expected has no reason; the other kinds always have one.
-                guard (kind == .sentAsExpected) == (reason == nil) else { continue }
+            let reasons: [CookieVerdict.Reason.Code?] = kind.reasons.isEmpty ? [nil] : kind.reasons
+            for reason in reasons {
                 out.append((kind.rawValue, reason?.rawValue ?? "none", verdicts.load(Self.index(kind, reason))))
             }
         }

@@ -272,14 +272,19 @@ extension CookieCounts: JudgementObserver {
 
         func observe(_ line: borrowing LineOutcome, of response: borrowing ResponseOutcome) {
             if !line.dryRun, line.changed {
-                let counters = line.dropped ? dropped : rewritten
+                // Each rule that did it: a drop counts for the rules that drop, a rewrite for those that edit.
+                let (counters, did) =
+                    line.dropped
+                    ? (dropped, response.engine.cookieRuleDrops) : (rewritten, response.engine.cookieRuleEdits)
                 var bits = line.matchedRulesLow
                 while bits != 0 {
                     let k = bits.trailingZeroBitCount
-                    if k < counters.count { counters.add(k, 1) }
+                    if k < counters.count && did[k] { counters.add(k, 1) }
                     bits &= bits - 1
                 }
-                if line.beyond64 { for k in line.rulesBeyond64 where k < counters.count { counters.add(k, 1) } }
+                if line.beyond64 {
+                    for k in line.rulesBeyond64 where k < counters.count && did[k] { counters.add(k, 1) }
+                }
             }
             let keys = line.forwardedKeys(response)
             if keys == .overflow {

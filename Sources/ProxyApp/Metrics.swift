@@ -10,6 +10,7 @@ struct Metrics: Sendable {
     var interceptedConnections: Int
     var setCookieLinesExamined: Int
     var setCookieLinesChanged: Int
+    var requestCookiesChanged: Int
     /// Responses forwarded from upstreams by protocol, mode and status class (nil: not counted).
     var responses: [(protocol: String, mode: ResponseCounts.Mode, class: String, count: Int)]?
     var closings: [(ProxyServer.Closing, Int)]
@@ -30,6 +31,7 @@ struct Metrics: Sendable {
         interceptedConnections = server.intercepted
         setCookieLinesExamined = hooks.observed.load()
         setCookieLinesChanged = hooks.rewritten.load()
+        requestCookiesChanged = hooks.requestCookiesChanged.load()
         responses = hooks.responses?.samples
         let counted = Dictionary(uniqueKeysWithValues: server.closingCounts.map { ($0.0.rawValue, $0.1) })
         closings = ProxyServer.Closing.allCases.map { ($0, counted[$0.rawValue] ?? 0) }
@@ -113,8 +115,12 @@ struct Metrics: Sendable {
             "cookie_proxy_set_cookie_lines_changed_total", "counter",
             "Set-Cookie lines a rule rewrote or dropped.", [("", "\(setCookieLinesChanged)")])
         family(
+            "cookie_proxy_request_cookies_changed_total", "counter",
+            "Cookies of requests' Cookie headers a request-cookie rule removed, set, added or renamed.",
+            [("", "\(requestCookiesChanged)")])
+        family(
             "cookie_proxy_cookie_transformations_total", "counter",
-            "Set-Cookie lines the rules rewrote or dropped, by rule (a line counts for each rule that matched it).",
+            "Set-Cookie lines the rules rewrote or dropped, by rule (a line counts for each rule whose action rewrote or dropped it; a rule that only logs counts for neither).",
             transformations.map { ("{rule=\"\(Self.escaped($0.rule))\",action=\"\($0.action)\"}", "\($0.count)") })
         family(
             "cookie_proxy_lint_findings_total", "counter",

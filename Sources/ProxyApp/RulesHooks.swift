@@ -21,7 +21,10 @@ package final class RulesHooks: ProxyHooks, Sendable {
     let tracker: LifecycleTracker
     /// Whether requests are judged against the client's jar (expected vs sent) and responses fed to it.
     let lifecycle: Bool
+    /// Set-Cookie lines a rule rewrote or dropped.
     package let rewritten = AtomicCounter()
+    /// Cookies of requests' Cookie headers a request-cookie rule removed, set, added or renamed.
+    package let requestCookiesChanged = AtomicCounter()
     package let observed = AtomicCounter()
     /// `run --report`: findings and verdicts for CI (nil without it).
     let report: RunReport?
@@ -168,7 +171,7 @@ package final class RulesHooks: ProxyHooks, Sendable {
                     redaction: sink.redaction),
                 count: changes.count)
         }
-        rewritten.add(changes.count)
+        requestCookiesChanged.add(changes.count)
         guard !dryRun else { return }
         for (k, index) in indices.enumerated().reversed() {
             if headers[k].bytes.isEmpty {

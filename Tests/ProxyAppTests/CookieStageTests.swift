@@ -206,6 +206,41 @@ import Testing
         for (code, n) in counted { #expect(expected[code] == n, "\(code)") }
     }
 
+    /// The metrics say what their names say: a dropped line counts as a drop for the rule that dropped it, not for a
+    /// `log` rule that matched it too (nor a rewrite for that rule); request-cookie edits are not Set-Cookie lines;
+    /// the verdicts list only the reasons each verdict is given.
+    @Test func theMetricsCountWhatTheirNamesSay() throws {
+        let rules =
+            Self.rules + """
+
+                rule "log everything" {
+                    log
+                }
+                rule "no analytics upstream" {
+                    request-cookie remove _ga
+                }
+                """
+        let hooks = RulesHooks(
+            engine: try Self.engine(rules), dryRun: false, sink: nil, intercept: HostPatternList(),
+            responses: ResponseCounts(reverse: false))
+        let counts = try #require(hooks.counts)
+        _ = try Self.forward(hooks, ["Set-Cookie: Bin-Auth-Token=abc; Domain=bin.example.com", "Set-Cookie: track=1"])
+        var request = OutgoingHead(
+            try HTTPHeadParser().parseRequest(
+                Array("GET /login HTTP/1.1\r\nHost: bin.example.com\r\nCookie: _ga=1; sid=2\r\n\r\n".utf8)
+            ).head)
+        hooks.willForwardRequest(&request, context: Self.context)
+        let samples = Dictionary(
+            counts.transformationSamples.map { ("\($0.rule) \($0.action)", $0.count) }, uniquingKeysWith: +)
+        #expect(samples["drop tracking drop"] == 1 && samples["share login with subdomains rewrite"] == 1)
+        #expect(samples["log everything drop"] ?? 0 == 0 && samples["log everything rewrite"] ?? 0 == 0, "\(samples)")
+        #expect(hooks.rewritten.load() == 2 && hooks.requestCookiesChanged.load() == 1)
+        let pairs = Set(counts.verdictSamples.map { "\($0.verdict) \($0.reason)" })
+        #expect(pairs.contains("sent-not-set not-seen") && pairs.contains("sent-as-expected none"))
+        #expect(!pairs.contains("sent-other-value lint") && !pairs.contains("expected-not-sent not-seen"))
+        #expect(pairs.count == 14)  // sent-as-expected; expected-not-sent 5 reasons; sent-not-set 7; sent-other-value 1
+    }
+
     /// A line's counted findings in one word: up to seven keys below 255, in order; more, or a larger key, is the
     /// overflow (the counter then reads the list).
     @Test(arguments: [
