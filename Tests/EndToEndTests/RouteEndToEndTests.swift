@@ -18,6 +18,26 @@ import Testing
         var origin: String { "http://127.0.0.1:\(proxy.port)" }
     }
 
+    /// A TLS listener (`--listen https://127.0.0.1:0`) in front of a plain upstream, with a configuration folder of
+    /// its own (its CA): the folder, the upstream, the proxy and the listener's port.
+    struct TLSListener {
+        let home: String
+        let upstream: Upstream
+        let proxy: Proxy
+        let port: Int
+    }
+
+    static func tlsListener() throws -> TLSListener {
+        let home = try InterceptionEndToEndTests.home()
+        let upstream = try Upstream()
+        let proxy = try Proxy(
+            ["--log", "none", "--listen", "https://127.0.0.1:0", "--route", "/=http://127.0.0.1:\(upstream.port)"],
+            environment: ["COOKIE_PROXY_HOME": home])
+        let line = try #require(
+            proxy.process.stderr.split(separator: "\n").first { $0.hasPrefix("cookie-proxy listening on https://") })
+        return TLSListener(home: home, upstream: upstream, proxy: proxy, port: Int(line.split(separator: ":").last!)!)
+    }
+
     static func setup(_ extra: [String] = ["--log", "none"]) throws -> Setup {
         let (home, ca) = try (InterceptionEndToEndTests.home(), TestCA(names: ["api.test"]))
         let plain = try Upstream()
@@ -165,15 +185,9 @@ import Testing
     /// HTTP request was sent to HTTPS port"), and stderr says what happened without blaming the CA; the listener
     /// still speaks TLS to the next client.
     @Test func plainHTTPToTheTLSListenerIsToldItsHTTPSURL() throws {
-        let home = try InterceptionEndToEndTests.home()
-        defer { try? FileManager.default.removeItem(atPath: home) }
-        let upstream = try Upstream()
-        let proxy = try Proxy(
-            ["--log", "none", "--listen", "https://127.0.0.1:0", "--route", "/=http://127.0.0.1:\(upstream.port)"],
-            environment: ["COOKIE_PROXY_HOME": home])
-        let line = try #require(
-            proxy.process.stderr.split(separator: "\n").first { $0.hasPrefix("cookie-proxy listening on https://") })
-        let port = Int(line.split(separator: ":").last!)!
+        let listener = try Self.tlsListener()
+        let (home, proxy, port) = (listener.home, listener.proxy, listener.port)
+        defer { withExtendedLifetime(listener) { try? FileManager.default.removeItem(atPath: home) } }
         let plain = try curl([
             "-s", "-w", "\n%{http_code}", "--resolve", "app.localhost:\(port):127.0.0.1",
             "http://app.localhost:\(port)/login?next=1",
@@ -263,15 +277,9 @@ import Testing
     func aTLSListenerServesTheRoutesOverHTTPSWithLocalCertificates(
         _ name: String, _ version: String, _ spoken: String
     ) throws {
-        let home = try InterceptionEndToEndTests.home()
-        defer { try? FileManager.default.removeItem(atPath: home) }
-        let upstream = try Upstream()
-        let proxy = try Proxy(
-            ["--log", "none", "--listen", "https://127.0.0.1:0", "--route", "/=http://127.0.0.1:\(upstream.port)"],
-            environment: ["COOKIE_PROXY_HOME": home])
-        let line = try #require(
-            proxy.process.stderr.split(separator: "\n").first { $0.hasPrefix("cookie-proxy listening on https://") })
-        let port = Int(line.split(separator: ":").last!)!
+        let listener = try Self.tlsListener()
+        let (home, upstream, port) = (listener.home, listener.upstream, listener.port)
+        defer { withExtendedLifetime(listener) { try? FileManager.default.removeItem(atPath: home) } }
         let url = "https://\(name):\(port)"
         let result = try curl([
             "-s", version, "--cacert", home + "/ca-cert.pem", "--resolve", "app.localhost:\(port):127.0.0.1",
