@@ -65,7 +65,9 @@ package final class ProxyRuntime {
             "exchange-closed", at: Self.now(),
             [
                 ("reason", .string(note.closing.name)), ("request", JSONValue(note.exchange)),
-                ("client", .string(note.client)), ("detail", .string(note.detail)),
+                // The client by the one key every record uses (the lifecycle's), when the request is still held.
+                ("client", .string(note.requestID.flatMap { hooks.tracker.client(ofRequest: $0) } ?? note.client)),
+                ("detail", .string(note.detail)),
             ])
     }
 

@@ -375,6 +375,14 @@ public struct ProxyConnectionMachine {
 
     /// `METHOD scheme://host:port/target` of the exchange in flight, for the shell's messages (a deadline that
     /// closed it); nil between exchanges.
+    /// The request id of the exchange in flight (nil between exchanges): what the observers' records name it by.
+    public var exchangeRequestID: UInt64? {
+        switch state {
+        case .connecting, .exchanging: return exchange.context.requestID
+        case .idle, .tunnel, .closed: return nil
+        }
+    }
+
     public var exchangeSummary: String? {
         switch state {
         case .connecting, .exchanging: return "\(exchange.context.method) \(exchange.context.url)"

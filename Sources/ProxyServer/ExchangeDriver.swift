@@ -320,7 +320,9 @@ class ExchangeDriver: LoopHandler {
     final func note(_ closing: ProxyServer.Closing, _ what: String) {
         loop.server.noteClosing(
             closing,
-            ProxyServer.ClosingNote(closing: closing, exchange: machine.exchangeSummary, client: address, detail: what))
+            ProxyServer.ClosingNote(
+                closing: closing, exchange: machine.exchangeSummary, requestID: machine.exchangeRequestID,
+                client: address, detail: what))
     }
 
     /// Closes at once. A socket error that ended the client's connection is counted by the server (the client is

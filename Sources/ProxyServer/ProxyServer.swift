@@ -64,6 +64,8 @@ public final class ProxyServer: @unchecked Sendable {
     public struct ClosingNote: Sendable {
         public var closing: Closing
         public var exchange: String?
+        /// The exchange's request id (nil between exchanges).
+        public var requestID: UInt64? = nil
         public var client: String
         public var detail: String
 
