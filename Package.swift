@@ -106,7 +106,7 @@ let package = Package(
         .executableTarget(
             name: "cookie-proxy",
             dependencies: [
-                "ArgumentParsing",
+                "ArgumentParsing", "ExchangeFacts", "ProxyPlatform",
                 "JSONStream",
                 "BrowserEngines",
                 "CookieKit", "CookieFoundation", "CookieConformance", "CookieRules", "CookieAudit", "ProxyCore",
@@ -128,7 +128,7 @@ let package = Package(
         .testTarget(name: "HTTPGrammarTests", dependencies: ["HTTPGrammar"]),
         .testTarget(name: "ArgumentParsingTests", dependencies: ["ArgumentParsing"]),
         .testTarget(name: "ProxyTLSTests", dependencies: ["ProxyTLS"]),
-        .testTarget(name: "ProxyHTTP2Tests", dependencies: ["ProxyHTTP2", "CNGHTTP2"]),
+        .testTarget(name: "ProxyHTTP2Tests", dependencies: ["ProxyHTTP2", "CNGHTTP2", "ProxyCore"]),
         .testTarget(
             name: "CookieInspectorTests",
             dependencies: ["ExchangeFacts", "CookieInspector", "CookieKit", "CookieRules", "ProxyCore", "HTTPGrammar"]),
