@@ -78,13 +78,24 @@ public enum RuleDescription {
 
     /// `a.com or a subdomain of b.com`, for `host` and `cookie-domain` conditions.
     static func hosts(_ patterns: [HostPattern], any: String) -> String {
-        patterns.map {
+        var patterns = patterns
+        var words: [String] = []
+        // `@local` as written: one set, not its four members.
+        if let start = (0...max(0, patterns.count - HostPattern.local.count)).first(where: {
+            patterns.count >= HostPattern.local.count
+                && Array(patterns[$0..<$0 + HostPattern.local.count]) == HostPattern.local
+        }) {
+            patterns.removeSubrange(start..<start + HostPattern.local.count)
+            words.append("a local development host (localhost, *.localhost, 127.0.0.1, ::1)")
+        }
+        words += patterns.map {
             switch $0 {
             case .exact(let h): return h
             case .subdomains(let s, _): return "a subdomain of \(s)"
             case .any: return any
             }
-        }.joined(separator: " or ")
+        }
+        return words.joined(separator: " or ")
     }
 
     static func action(_ a: CookieAction) -> String {

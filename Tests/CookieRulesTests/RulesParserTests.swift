@@ -149,7 +149,7 @@ import Testing
         (
             "host @local\n    scheme http\n    domain remove\n    secure off\n    stop",
             [
-                "when  the host is localhost or a subdomain of localhost or 127.0.0.1 or ::1",
+                "when  the host is a local development host (localhost, *.localhost, 127.0.0.1, ::1)",
                 "and   the request is http", "then  remove Domain (host-only cookie)", "      turn Secure off",
                 "      stop: later rules skip these cookies",
             ]
