@@ -31,6 +31,40 @@ import Testing
         return found
     }
 
+    /// Every rules example in the documents (a fenced block that starts with `rule` or a comment and holds a `rule`)
+    /// is valid, and none adds `secure` where plain http reaches it: a browser rejects a Secure cookie set over
+    /// http, so an example that adds it needs `scheme https` (as the presets it mirrors have).
+    @Test func everyRulesExampleIsValidAndAddsSecureOnlyOnHTTPS() throws {
+        var examples = 0
+        for document in Self.documents {
+            let text = try String(contentsOfFile: Binary.repositoryRoot + "/" + document, encoding: .utf8)
+            var block: [Substring]? = nil
+            for line in text.split(separator: "\n", omittingEmptySubsequences: false) {
+                if line.hasPrefix("```") {
+                    if let lines = block, lines.contains(where: { $0.hasPrefix("rule \"") }) {
+                        examples += 1
+                        let file = FileManager.default.temporaryDirectory.appendingPathComponent(
+                            "cp-doc-\(UUID().uuidString).rules"
+                        ).path
+                        try (lines.joined(separator: "\n") + "\n").write(
+                            toFile: file, atomically: true, encoding: .utf8)
+                        defer { try? FileManager.default.removeItem(atPath: file) }
+                        let check = try Binary.run(["check", file])
+                        #expect(check.status == 0, "\(document): \(check.stdout)\(check.stderr)")
+                        for rule in check.stdout.components(separatedBy: "\n\(file):").dropFirst()
+                        where rule.contains("turn Secure on") {
+                            #expect(rule.contains("the request is https"), "\(document): \(rule)")
+                        }
+                    }
+                    block = block == nil && line == "```" ? [] : nil
+                    continue
+                }
+                block?.append(line)
+            }
+        }
+        #expect(examples >= 3)
+    }
+
     @Test func theReadmeHasRunnableCommands() {
         #expect(Self.runnableCommands().filter { $0.document == "README.md" }.count >= 5)
     }
