@@ -51,7 +51,7 @@ import Testing
                         defer { try? FileManager.default.removeItem(atPath: file) }
                         let check = try Binary.run(["check", file])
                         #expect(check.status == 0, "\(document): \(check.stdout)\(check.stderr)")
-                        for rule in check.stdout.components(separatedBy: "\n\(file):").dropFirst()
+                        for rule in ("\n" + check.stdout).components(separatedBy: "\n\(file):").dropFirst()
                         where rule.contains("turn Secure on") {
                             #expect(rule.contains("the request is https"), "\(document): \(rule)")
                         }
