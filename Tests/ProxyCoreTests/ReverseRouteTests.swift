@@ -39,11 +39,15 @@ import Testing
 
     /// nginx's slash trap: a prefix and a path that disagree on their last `/` (the path a request would be sent
     /// as, and the fix); agreeing ones, and routes without a path, say nothing.
-    @Test(arguments: [
-        ("/=http://x:3000/api", "/x goes upstream as /apix", "did you mean /=http://x:3000/api/?"),
-        ("/v1=http://x/v2/", "/v1/x goes upstream as /v2//x", "did you mean /v1/=http://x/v2/, or /v1=http://x/v2?"),
-        ("/api/=http://x/", nil, nil), ("/api=http://x/v1", nil, nil), ("/api=http://x", nil, nil),
-    ] as [(String, String?, String?)])
+    @Test(
+        arguments: [
+            ("/=http://x:3000/api", "/x goes upstream as /apix", "did you mean /=http://x:3000/api/?"),
+            (
+                "/v1=http://x/v2/", "/v1/x goes upstream as /v2//x",
+                "did you mean /v1/=http://x/v2/, or /v1=http://x/v2?"
+            ),
+            ("/api/=http://x/", nil, nil), ("/api=http://x/v1", nil, nil), ("/api=http://x", nil, nil),
+        ] as [(String, String?, String?)])
     func aSlashMismatchIsNamedWithItsFix(_ text: String, _ sent: String?, _ fix: String?) throws {
         let warning = try ReverseRoute.parse(text).get().slashWarning
         #expect(warning.map { $0.contains(sent!) && $0.hasSuffix(fix!) } ?? (sent == nil), "\(warning ?? "none")")
