@@ -45,10 +45,11 @@ public struct ExchangeContext: Sendable {
         @inlinable set { statusCode = newValue.map { UInt16(clamping: $0) } ?? 0 }
     }
     @usableFromInline var statusCode: UInt16 = 0
-    /// Which side spoke HTTP/2: the client (the exchange is one of its streams) and the upstream (ALPN chose h2, or
-    /// an h2c origin); a side not in it spoke HTTP/1.x. Flags, not strings: the context is copied with every
-    /// exchange.
-    public var protocols: Protocols
+    /// The protocol the client spoke (HTTP/2: the exchange is one of its streams) and the one the upstream spoke
+    /// (ALPN chose h2, or an h2c origin): a value per side, so that another protocol is one more case. A byte each,
+    /// not strings: the context is copied with every exchange.
+    public var clientSide: HTTPProtocol
+    public var upstreamSide: HTTPProtocol
     /// The reverse route that served the exchange; nil for a forward proxy's. A reference made once per route (the
     /// context is copied with every exchange: one pointer, not two strings), never nil inside (``RouteFacts/none``:
     /// an optional reference made Swift copy the whole context through an outlined copy: docs/architecture.md).
@@ -57,29 +58,24 @@ public struct ExchangeContext: Sendable {
         @inlinable set { routeFacts = newValue ?? RouteFacts.none }
     }
     @usableFromInline var routeFacts: RouteFacts
-    /// `HTTP/2` when the client spoke it; nil for HTTP/1.x (whose version is in the request line).
-    public var clientProtocol: StaticString? { protocols.contains(.clientHTTP2) ? "HTTP/2" : nil }
-    /// `HTTP/2` when the upstream spoke it; nil for HTTP/1.1.
-    public var upstreamProtocol: StaticString? { protocols.contains(.upstreamHTTP2) ? "HTTP/2" : nil }
-
-    public struct Protocols: OptionSet, Sendable, Hashable {
-        public let rawValue: UInt8
-        public init(rawValue: UInt8) { self.rawValue = rawValue }
-        public static let clientHTTP2 = Protocols(rawValue: 1)
-        public static let upstreamHTTP2 = Protocols(rawValue: 2)
-    }
+    /// The client's protocol as the log names it (`HTTP/2`); nil for HTTP/1.x (whose version is in the request
+    /// line).
+    public var clientProtocol: StaticString? { clientSide == .http1 ? nil : clientSide.name }
+    /// The upstream's protocol as the log names it; nil for HTTP/1.1.
+    public var upstreamProtocol: StaticString? { upstreamSide == .http1 ? nil : upstreamSide.name }
 
     /// Inlinable, as ``empty``: the machine makes one per request from another module.
     @inlinable
     public init(
         requestID: UInt64, clientAddress: String, method: String, scheme: String, host: String, port: Int,
-        target: String, status: Int?, protocols: Protocols = [], route: RouteFacts? = nil
+        target: String, status: Int?, clientSide: HTTPProtocol = .http1, upstreamSide: HTTPProtocol = .http1,
+        route: RouteFacts? = nil
     ) {
         (self.requestID, self.clientAddress, self.method) = (requestID, clientAddress, method)
         self.isHTTPS = Self.isSecure(scheme)
         (self.host, self.port, self.target) = (host, port, target)
         self.statusCode = status.map { UInt16(clamping: $0) } ?? 0
-        self.protocols = protocols
+        (self.clientSide, self.upstreamSide) = (clientSide, upstreamSide)
         self.routeFacts = route ?? RouteFacts.none
     }
 
@@ -143,5 +139,21 @@ public struct ExchangeContext: Sendable {
         // A target without a query is its own path: no new string.
         guard let end = u.firstIndex(where: { $0 == 0x3F || $0 == 0x23 }) else { return target }
         return String(target[..<end])
+    }
+}
+
+/// The HTTP protocol one side of an exchange spoke.
+public enum HTTPProtocol: UInt8, Sendable, Hashable, CaseIterable {
+    /// HTTP/1.0 or HTTP/1.1 (RFC 9112).
+    case http1
+    /// HTTP/2 (RFC 9113).
+    case http2
+
+    /// As logs and metrics name it.
+    public var name: StaticString {
+        switch self {
+        case .http1: "HTTP/1.1"
+        case .http2: "HTTP/2"
+        }
     }
 }

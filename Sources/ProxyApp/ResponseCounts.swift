@@ -12,7 +12,7 @@ import Locking
 /// one per-response counter, kept only when `--metrics` is on (one atomic add a response).
 package final class ResponseCounts: Sendable {
     enum Mode: String, CaseIterable, Sendable { case forward, reverse, intercepted }
-    static let protocols = ["HTTP/1.1", "HTTP/2"]
+    static let protocols = HTTPProtocol.allCases.map { String(describing: $0.name) }
     static let classes = ["1xx", "2xx", "3xx", "4xx", "5xx"]
     /// Reverse mode (`--reverse`): every exchange is the reverse proxy's.
     let reverse: Bool
@@ -78,7 +78,7 @@ package final class ResponseCounts: Sendable {
         guard let status = context.status, (100..<600).contains(status) else { return }
         if status >= 200 { responseArrived(context.requestID) }
         let mode = reverse ? 1 : context.scheme == "https" ? 2 : 0
-        let p = context.protocols.contains(.clientHTTP2) ? 1 : 0
+        let p = Int(context.clientSide.rawValue)
         counters.add(Self.index(protocol: p, mode: mode, class: status / 100 - 1), 1)
     }
 

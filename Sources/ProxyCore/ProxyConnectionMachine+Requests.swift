@@ -74,7 +74,7 @@ extension ProxyConnectionMachine {
         let context = ExchangeContext(
             requestID: nextRequestID(), clientAddress: clientAddress, method: request.method, scheme: route.scheme,
             host: addressed.host, port: addressed.port, target: route.target, status: nil,
-            protocols: clientSpeaksHTTP2 ? .clientHTTP2 : [],
+            clientSide: clientSpeaksHTTP2 ? .http2 : .http1,
             route: route.routeIndex.map { configuration.routes.facts[$0] })
         let wantsUpgrade = !route.isConnect && connection.upgrade && request.head.values(.upgrade).count == 1
         let secure = route.isConnect || route.upstreamTLS

@@ -140,7 +140,7 @@ public struct ProxyConnectionMachine {
     public var requestMayGoTyped: Bool { exchange.typed != nil }
 
     /// The upstream of the exchange in flight speaks HTTP/2 (the shell translates): its context says so.
-    public mutating func noteUpstreamHTTP2() { exchange.context.protocols.insert(.upstreamHTTP2) }
+    public mutating func noteUpstreamHTTP2() { exchange.context.upstreamSide = .http2 }
     /// Requests parsed on this connection so far (for the status line).
     public internal(set) var requestCount = 0
     /// Whether an upstream connection is the machine's: from its `connect` command until it releases it (or the
