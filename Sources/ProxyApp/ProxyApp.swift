@@ -251,7 +251,7 @@ public enum ProxyApp {
 
 /// A started proxy: its addresses, and what a running one is asked to do (reload its rules, reopen its log, stop).
 public final class RunningProxy {
-    public let server: ProxyServer
+    let server: ProxyServer
     let runtime: ProxyRuntime
     let service: InspectorService
     let metrics: MetricsServer?
@@ -266,6 +266,26 @@ public final class RunningProxy {
     ) {
         (self.server, self.runtime, self.service, self.metrics, self.tls) = (server, runtime, service, metrics, tls)
         self.home = home
+    }
+
+    /// How the proxy is doing now, as a value: what a status line, an exit message or a supervisor reads (the
+    /// server's own objects stay inside).
+    public struct Status: Sendable {
+        public var connections: Int
+        public var requests: Int
+        /// Exchanges or connections ended early, by reason, most first.
+        public var closings: [(reason: String, count: Int)]
+        /// Client connections a socket error ended, by the error's text, most first.
+        public var socketErrors: [(error: String, count: Int)]
+        /// Connections closed on an event their state could not take (a bug).
+        public var unexpectedEvents: Int
+    }
+
+    public var status: Status {
+        Status(
+            connections: server.connections, requests: server.requests,
+            closings: server.closingCounts.map { ($0.0.name, $0.1) }, socketErrors: server.clientSocketErrorCounts,
+            unexpectedEvents: server.unexpectedEventCount)
     }
 
     /// Each listener's port (as configured, in order; a port 0 resolved).

@@ -60,7 +60,6 @@ public enum RunLoop {
         _ proxy: RunningProxy, signals: inout BlockedSignals, drain: Double, terminal: TerminalView?,
         statusLine: Bool, reports: RunReports
     ) -> Int32 {
-        let server = proxy.server
         while true {
             let sig = signals.wait(milliseconds: 1000)
             if sig == SIGHUP {
@@ -80,21 +79,20 @@ public enum RunLoop {
                 // (It logs the last closings before the log is closed.)
                 proxy.stop(drain: drain)
                 reportEvents(proxy)
-                let socketErrors = server.clientSocketErrorCounts
-                if !socketErrors.isEmpty {
+                let status = proxy.status
+                if !status.socketErrors.isEmpty {
                     Console.err(
                         "cookie-proxy: client connections ended by a socket error: "
-                            + socketErrors.map { "\($0.1) × \($0.0)" }.joined(separator: ", "))
+                            + status.socketErrors.map { "\($0.count) × \($0.error)" }.joined(separator: ", "))
                 }
-                let closings = server.closingCounts
-                if !closings.isEmpty {
+                if !status.closings.isEmpty {
                     Console.err(
                         "cookie-proxy: exchanges closed early: "
-                            + closings.map { "\($0.1) × \($0.0.name)" }.joined(separator: ", "))
+                            + status.closings.map { "\($0.count) × \($0.reason)" }.joined(separator: ", "))
                 }
-                if server.unexpectedEventCount > 0 {
+                if status.unexpectedEvents > 0 {
                     Console.err(
-                        "cookie-proxy: \(server.unexpectedEventCount) connections were closed on an event their state"
+                        "cookie-proxy: \(status.unexpectedEvents) connections were closed on an event their state"
                             + " could not take (a bug in cookie-proxy: please report it)")
                 }
                 reports.write(proxy.findings)
@@ -103,7 +101,8 @@ public enum RunLoop {
             proxy.poll()
             reportEvents(proxy)
             if statusLine {
-                let text = "\(server.connections) connections · \(server.requests) requests · \(proxy.statusSummary)"
+                let status = proxy.status
+                let text = "\(status.connections) connections · \(status.requests) requests · \(proxy.statusSummary)"
                 if let terminal { terminal.setStatus(text) } else { Console.errRaw("\r\u{1B}[2K\(text)") }
             }
         }

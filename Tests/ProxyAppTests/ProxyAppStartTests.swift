@@ -53,6 +53,9 @@ import Testing
         proxy.reload(reason: "test")
         let second = try fetch()
         #expect(second.contains("set-cookie: lower=case;path=/p;; Secure\r\n"), "\(second)")
+        // Its status is a value: the two requests read, nothing closed early, no state-machine surprise.
+        let status = proxy.status
+        #expect(status.requests == 2 && status.closings.isEmpty && status.unexpectedEvents == 0, "\(status)")
 
         proxy.stop(drain: 1)
         let log = try String(contentsOfFile: home + "/log.jsonl", encoding: .utf8)
