@@ -373,8 +373,6 @@ public struct ProxyConnectionMachine {
         return !exchange.isConnect && !client.body.isComplete
     }
 
-    /// `METHOD scheme://host:port/target` of the exchange in flight, for the shell's messages (a deadline that
-    /// closed it); nil between exchanges.
     /// The request id of the exchange in flight (nil between exchanges): what the observers' records name it by.
     public var exchangeRequestID: UInt64? {
         switch state {
@@ -383,6 +381,8 @@ public struct ProxyConnectionMachine {
         }
     }
 
+    /// `METHOD scheme://host:port/target` of the exchange in flight, for the shell's messages (a deadline that
+    /// closed it); between exchanges, what of a request head had begun to arrive, or nil.
     public var exchangeSummary: String? {
         switch state {
         case .connecting, .exchanging: return "\(exchange.context.method) \(exchange.context.url)"

@@ -87,19 +87,16 @@ public struct UpstreamProxyRoutes: Sendable, Hashable {
                 UpstreamProxyRoutes(http: $0, https: $0, bypass: bypass)
             }
         }
-        var http: UpstreamProxy? = nil
-        var https: UpstreamProxy? = nil
-        if let v = variable("HTTP_PROXY") {
-            switch parse(v.value, from: v.name) {
-            case .success(let p): http = p
-            case .failure(let e): return .failure(e)
+        let http: UpstreamProxy?
+        let https: UpstreamProxy?
+        do throws(UpstreamProxyError) {
+            func proxy(_ name: String) throws(UpstreamProxyError) -> UpstreamProxy? {
+                guard let v = variable(name) else { return nil }
+                return try parse(v.value, from: v.name).get()
             }
-        }
-        if let v = variable("HTTPS_PROXY") {
-            switch parse(v.value, from: v.name) {
-            case .success(let p): https = p
-            case .failure(let e): return .failure(e)
-            }
+            (http, https) = (try proxy("HTTP_PROXY"), try proxy("HTTPS_PROXY"))
+        } catch {
+            return .failure(error)
         }
         guard http != nil || https != nil else {
             return .failure(UpstreamProxyError("--upstream-proxy env: neither HTTP_PROXY nor HTTPS_PROXY is set"))
