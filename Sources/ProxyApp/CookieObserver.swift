@@ -250,6 +250,10 @@ extension CookieCounts: JudgementObserver {
         var rewritten = Part.none.unretained
         var dropped = Part.none.unretained
         var findings = Part.none.unretained
+        /// ``current``'s rule set's rules that drop a line and those that edit one (``RuleEngine/cookieRuleDrops``),
+        /// taken once per rule set, not per line.
+        var drops: [Bool] = []
+        var edits: [Bool] = []
         private static let none = AtomicCounters(count: 0)
 
         init(_ counts: CookieCounts) { self.counts = counts }
@@ -262,6 +266,7 @@ extension CookieCounts: JudgementObserver {
             let made = counts.replace(current, engine: engine, findingKeys: findingKeys)
             (current, rewritten, dropped, findings) =
                 (made, made.rewritten.unretained, made.dropped.unretained, made.findings.unretained)
+            (drops, edits) = (engine.cookieRuleDrops, engine.cookieRuleEdits)
         }
 
         func begin(_ response: borrowing ResponseOutcome) {
@@ -273,9 +278,7 @@ extension CookieCounts: JudgementObserver {
         func observe(_ line: borrowing LineOutcome, of response: borrowing ResponseOutcome) {
             if !line.dryRun, line.changed {
                 // Each rule that did it: a drop counts for the rules that drop, a rewrite for those that edit.
-                let (counters, did) =
-                    line.dropped
-                    ? (dropped, response.engine.cookieRuleDrops) : (rewritten, response.engine.cookieRuleEdits)
+                let (counters, did) = line.dropped ? (dropped, drops) : (rewritten, edits)
                 var bits = line.matchedRulesLow
                 while bits != 0 {
                     let k = bits.trailingZeroBitCount
