@@ -81,11 +81,8 @@ public enum RuleDescription {
         var patterns = patterns
         var words: [String] = []
         // `@local` as written: one set, not its four members.
-        if let start = (0...max(0, patterns.count - HostPattern.local.count)).first(where: {
-            patterns.count >= HostPattern.local.count
-                && Array(patterns[$0..<$0 + HostPattern.local.count]) == HostPattern.local
-        }) {
-            patterns.removeSubrange(start..<start + HostPattern.local.count)
+        if let range = patterns.firstRange(of: HostPattern.local) {
+            patterns.removeSubrange(range)
             words.append("a local development host (localhost, *.localhost, 127.0.0.1, ::1)")
         }
         words += patterns.map {
