@@ -103,8 +103,6 @@ public struct HARAudit {
                         let entry = try r.readValue(path)
                         let key = entry["_cookieProxy"]?["client"]?.string ?? ""
                         var replay = clients.removeValue(forKey: key) ?? self.replay()
-                        if replay.entries == 0 { summary.clients += 1 }
-                        replay.entries += 1
                         let one = try self.entry(
                             entry, index: i, path: path, replay: &replay, summary: &summary, reader: r)
                         clients[key] = replay
@@ -117,6 +115,7 @@ public struct HARAudit {
                 }
             }
         }
+        summary.clients = clients.count
         try reader.finish()
         if !sawLog {
             throw JSONReader.Failure(path: "log", offset: reader.offset, message: "not a HAR file: no 'log' object")
@@ -149,7 +148,6 @@ public struct HARAudit {
     struct Replay {
         var cookies: ClientCookies
         var engineChosen: Bool
-        var entries = 0
     }
 
     func replay() -> Replay {
