@@ -94,14 +94,7 @@ enum TryCommand {
     /// none does, naming the routes, as the running proxy's `404` does.
     static func route(_ texts: [String], for url: RequestURL) throws(UsageError) -> RouteFacts? {
         guard !texts.isEmpty else { return nil }
-        var routes: [ReverseRoute] = []
-        for text in texts {
-            switch ReverseRoute.parse(text) {
-            case .success(let route): routes.append(route)
-            case .failure(let error): throw UsageError(message: "--route \(error)", command: spec.name)
-            }
-        }
-        let table = RouteTable(routes)
+        let table = RouteTable(try RunCommand.parseRoutes(texts, command: spec.name))
         guard let index = table.match(host: url.host, target: url.path) else {
             throw UsageError(
                 message: "no --route takes \(url.path) on \(url.host) (the routes: \(table.summary))",

@@ -32,24 +32,32 @@ extension RunCommand {
                     command: spec.name)
             }
         }
-        for text in args.all(RouteOption.route) {
-            switch ReverseRoute.parse(text) {
-            case .success(let route):
-                // Two routes for one host and prefix: only the first would ever be tried.
-                if let earlier = routes.first(where: { $0.host == route.host && $0.prefix == route.prefix }) {
-                    throw UsageError(
-                        message:
-                            "--route '\(text)' repeats the prefix \(route.host ?? "")\(route.prefix) of \(earlier); give"
-                            + " each prefix one route",
-                        command: spec.name)
-                }
-                routes.append(route)
-            case .failure(let error): throw UsageError(message: "--route \(error)", command: spec.name)
-            }
-        }
+        routes = try parseRoutes(args.all(RouteOption.route), after: routes, command: spec.name)
         config.proxy.routes = RouteTable(routes)
         for route in routes where route.scheme == .h2c { config.h2cUpstreams.insert(route.upstream) }
         if args.flag(RouteOption.noForwarded) { config.proxy.addForwarded = false }
     }
 
+    /// `--route` values (`run`'s and `try`'s), after `routes`: each read, or refused with the reason; a second route
+    /// for a host and prefix refused (only the first would ever be tried).
+    static func parseRoutes(_ texts: [String], after routes: [ReverseRoute] = [], command: String)
+        throws(UsageError) -> [ReverseRoute]
+    {
+        var routes = routes
+        for text in texts {
+            switch ReverseRoute.parse(text) {
+            case .success(let route):
+                if let earlier = routes.first(where: { $0.host == route.host && $0.prefix == route.prefix }) {
+                    throw UsageError(
+                        message:
+                            "--route '\(text)' repeats the prefix \(route.host ?? "")\(route.prefix) of \(earlier); give"
+                            + " each prefix one route",
+                        command: command)
+                }
+                routes.append(route)
+            case .failure(let error): throw UsageError(message: "--route \(error)", command: command)
+            }
+        }
+        return routes
+    }
 }
