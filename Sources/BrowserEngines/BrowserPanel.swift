@@ -2,7 +2,7 @@ import CookieKit
 import Foundation
 
 /// `parse --browser`: the engines asked, started once (each headless with a fresh profile) and asked for every line,
-/// saying what they wait for (a browser takes seconds to start) through `progress`.
+/// saying what they wait for (a browser is slow to start) through `progress`.
 public final class BrowserPanel {
     /// Which engine could not be started or asked, and why.
     public struct Failure: Error {

@@ -64,7 +64,7 @@ enum ParseCommand {
                     message: "--browser needs a host name, localhost, 127.0.0.1 or [::1] in --url (a browser would "
                         + "connect to \(url.host) itself)", command: spec.name)
             }
-            // Starting browsers takes seconds (all three: about ten): stderr says what is being waited for, stdout
+            // Starting browsers takes a while: stderr says what is being waited for, stdout
             // keeps the report alone.
             do {
                 panel = try BrowserPanel(chosen) { Console.err("parse: " + $0) }
