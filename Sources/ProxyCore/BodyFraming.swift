@@ -145,12 +145,12 @@ public struct BodyReader: Sendable {
 
     /// Consumes body bytes from the front of `bytes`. Returns how many belong to the body; the rest belong
     /// to whatever follows. With `payload`, chunked data (without framing) is appended to it; with `trailers`, a
-    /// chunked body's trailer field lines (`name: value` CRLF each), for a reader that passes them on in another
-    /// form (HTTP/2's trailers) where the relay forwards them with the chunks. Passed in, not kept: the reader
+    /// chunked body's trailer section is read into fields, for a writer that sends them in its own form (HTTP/2's
+    /// trailers, or a last chunk of its own) where the relay forwards them with the chunks. Passed in, not kept: the reader
     /// stays a plain value, copied without reference counting.
     public mutating func consume(
         _ bytes: ArraySlice<UInt8>, payload: UnsafeMutablePointer<[UInt8]>? = nil,
-        trailers: UnsafeMutablePointer<[UInt8]>? = nil
+        trailers: UnsafeMutablePointer<FieldSection>? = nil
     ) throws(HTTPParseError) -> Int {
         if isComplete { return 0 }
         switch framing {
@@ -195,10 +195,10 @@ enum ChunkedEncoder {
         out += [0x0D, 0x0A]
     }
 
-    /// The last chunk, the trailer section (field lines, each with its CRLF) and the CRLF that ends the body.
-    static func writeLastChunk(trailers: [UInt8], into out: inout [UInt8]) {
+    /// The last chunk, the trailer section (RFC 9112 §7.1.2: field lines) and the CRLF that ends the body.
+    static func writeLastChunk(trailers: FieldSection, into out: inout [UInt8]) {
         out += [0x30, 0x0D, 0x0A]
-        out += trailers
+        trailers.writeLines(into: &out)
         out += [0x0D, 0x0A]
     }
 }
@@ -270,7 +270,7 @@ public struct ChunkedDecoder: Sendable {
     /// `trailers`: where the trailer section's field lines go, if anywhere (``BodyReader/consume(_:payload:trailers:)``).
     public mutating func consume(
         _ bytes: ArraySlice<UInt8>, payload: UnsafeMutablePointer<[UInt8]>?,
-        trailers: UnsafeMutablePointer<[UInt8]>? = nil
+        trailers: UnsafeMutablePointer<FieldSection>? = nil
     ) throws(HTTPParseError) -> Int {
         var i = bytes.startIndex
         while i < bytes.endIndex {
@@ -295,11 +295,19 @@ public struct ChunkedDecoder: Sendable {
         return i - bytes.startIndex
     }
 
-    /// Keeps `b` when it belongs to a trailer field line (its name, its value, its CRLF).
-    private func keepTrailer(_ b: UInt8, into trailers: UnsafeMutablePointer<[UInt8]>) {
+    /// Reads `b` into `trailers` when it belongs to a trailer field (its name or value; ``step(_:)`` then checks
+    /// it). A field a trailer section must not carry (RFC 9110 §6.5.1) is left out once its line has ended.
+    private func keepTrailer(_ b: UInt8, into trailers: UnsafeMutablePointer<FieldSection>) {
         switch state {
-        case .trailerLineStart where b != 0x0D && b != 0x0A: trailers.pointee.append(b)
-        case .trailerName, .trailerValue, .trailerLF: trailers.pointee.append(b)
+        case .trailerLineStart where b != 0x0D: trailers.pointee.startField(b)
+        case .trailerName where b == 0x3A: trailers.pointee.endName()
+        case .trailerName: trailers.pointee.appendByte(b)
+        case .trailerValue where b == 0x0D:
+            trailers.pointee.endValue()
+            let name = trailers.pointee.lastName
+            let known = name.withUnsafeBufferPointer { KnownField.classify($0, 0, $0.count) }
+            if known.isForbiddenInTrailers { trailers.pointee.dropLast() }
+        case .trailerValue: trailers.pointee.appendByte(b)
         default: break
         }
     }

@@ -140,3 +140,20 @@ public enum KnownField: UInt8, Sendable {
         self = name.withUTF8 { Self.classify($0, 0, $0.count) }
     }
 }
+
+extension KnownField {
+    /// Fields a trailer section must not carry, dropped when one is passed on (RFC 9110 §6.5.1: framing, routing,
+    /// the connection's own; nghttp2 refuses some of them itself, not `host`): an HTTP/1.1 recipient that merges
+    /// trailers into the head would otherwise read a second Host or a length.
+    public var isForbiddenInTrailers: Bool {
+        isConnectionSpecific || self == .host || self == .te || self == .contentLength
+    }
+
+    /// Fields that are about one connection and are never sent in HTTP/2 (RFC 9113 §8.2.2).
+    public var isConnectionSpecific: Bool {
+        switch self {
+        case .connection, .keepAlive, .proxyConnection, .transferEncoding, .upgrade: true
+        default: false
+        }
+    }
+}

@@ -111,7 +111,7 @@ extension ProxyConnectionMachine {
                     (route.routeIndex.map { configuration.routes.upstreamTarget($0, route.target) } ?? route.target)
                         .utf8))
         }
-        client.trailers = []
+        client.trailers = FieldSection()
         if request.head.has(.te) {
             exchange.clientAcceptsTrailers = request.head.listElements(.te).contains("trailers")
         }

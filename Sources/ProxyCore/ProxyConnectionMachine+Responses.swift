@@ -199,7 +199,9 @@ extension ProxyConnectionMachine {
     mutating func finishExchange(_ io: inout ConnectionIO) {
         guard case .exchanging = state else { return unexpected("the end of an exchange", &io) }
         // The response is whole, whatever becomes of the request (a typed client's stream ends with it).
-        if clientSpeaksHTTP2 { io.toClientParts.append(.end(trailers: exchange.typed?.responseTrailers ?? [])) }
+        if clientSpeaksHTTP2 {
+            io.toClientParts.append(.end(trailers: exchange.typed?.responseTrailers ?? FieldSection()))
+        }
         hooks.exchangeFinished(exchange.context.requestID)
         if !client.body.isComplete {
             // The response came before the whole request body: the rest cannot be sent any more.

@@ -24,8 +24,8 @@ extension ProxyConnectionMachine {
         }
     }
 
-    /// The request ended; `trailers`: its trailer field lines (`name: value` CRLF each), maybe empty.
-    public mutating func clientEnded(trailers: [UInt8], _ io: inout ConnectionIO) {
+    /// The request ended; `trailers`: its trailer fields, maybe none.
+    public mutating func clientEnded(trailers: FieldSection, _ io: inout ConnectionIO) {
         client.streamEnded = true
         client.trailers = trailers
         if case .exchanging = state { forwardRequestBody(&io) }
@@ -56,9 +56,9 @@ extension ProxyConnectionMachine {
         forwardResponseBody(bytes, &io)
     }
 
-    /// The response ended; `trailers`: its trailer field lines, maybe empty. A body shorter than its declared length
+    /// The response ended; `trailers`: its trailer fields, maybe none. A body shorter than its declared length
     /// is cut short: the client's connection closes (as for an HTTP/1.1 upstream's).
-    public mutating func upstreamEnded(trailers: [UInt8], _ io: inout ConnectionIO) {
+    public mutating func upstreamEnded(trailers: FieldSection, _ io: inout ConnectionIO) {
         guard acceptsUpstreamEvent else { return }
         guard case .exchanging = state, exchange.response.readingBody else {
             return unexpected("the end of a typed response", &io)

@@ -484,7 +484,7 @@ public struct ProxyConnectionMachine {
 final class TypedState {
     let head: OutgoingHead
     let target: [UInt8]
-    var responseTrailers: [UInt8] = []
+    var responseTrailers = FieldSection()
 
     init(head: OutgoingHead, target: [UInt8]) {
         self.head = head

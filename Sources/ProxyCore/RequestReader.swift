@@ -37,9 +37,9 @@ struct RequestReader {
     /// The body of the request in flight, as far as it has been read (a reader of no body between requests).
     var body = BodyReader(.none)
     /// A typed client's request (``ProxyConnectionMachine/clientRequest(_:framing:_:)``) has ended: what is in the
-    /// input is the last of its body, and ``trailers`` its trailer field lines.
+    /// input is the last of its body, and ``trailers`` its trailers.
     var streamEnded = false
-    var trailers: [UInt8] = []
+    var trailers = FieldSection()
 
     init(limits: HTTPParserLimits) { parser = HTTPHeadParser(limits: limits) }
 
@@ -110,7 +110,7 @@ struct RequestReader {
     }
 
     /// Moves what has arrived of the request body in flight to the end of `out`: as it came, or as `payload`, its
-    /// chunked framing taken off (RFC 9112 §7.1.3) and its trailer field lines kept in ``trailers`` (for an upstream
+    /// chunked framing taken off (RFC 9112 §7.1.3) and its trailer section read into ``trailers`` (for an upstream
     /// that sends them in its own form: HTTP/2's trailers).
     @inline(__always)
     mutating func readBody(into out: inout [UInt8], payload: Bool = false) -> BodyEvent {

@@ -84,11 +84,11 @@ struct ResponseReader {
     }
 
     /// Relays body bytes to the end of `out`: as they are, or without the chunked framing when `dechunk`
-    /// (RFC 9112 §7.1.3, for an HTTP/1.0 client, or a typed one), a chunked body's trailer field lines then to
+    /// (RFC 9112 §7.1.3, for an HTTP/1.0 client, or a typed one), a chunked body's trailer section then read into
     /// `trailers` when given (a typed client sends them in its own form: HTTP/2's trailers).
     @inline(__always)
     mutating func readBody(
-        _ bytes: ArraySlice<UInt8>, dechunk: Bool, trailers: UnsafeMutablePointer<[UInt8]>? = nil,
+        _ bytes: ArraySlice<UInt8>, dechunk: Bool, trailers: UnsafeMutablePointer<FieldSection>? = nil,
         into out: inout [UInt8]
     ) -> BodyEvent {
         guard var reader = body else { return .invalid }

@@ -85,8 +85,8 @@ public enum RequestPart: Sendable {
     /// The head as the hooks left it, with its method and its target in origin form (HTTP/2's `:method`, `:path`;
     /// `:authority` is its Host field).
     case head(method: String, target: [UInt8], OutgoingHead)
-    /// The request is whole: its trailer field lines (`name: value` CRLF each; empty for none).
-    case end(trailers: [UInt8])
+    /// The request is whole: its trailers (maybe none).
+    case end(trailers: FieldSection)
 }
 
 /// What goes to a client that reads typed messages rather than HTTP/1.1 bytes (an HTTP/2 stream): the heads of the
@@ -97,9 +97,8 @@ public enum ResponsePart: Sendable {
     case head(status: Int, OutgoingHead)
     /// A response of the proxy's own, whole (head and body): an answer, or the forward proxy's page.
     case own(status: Int, fields: [ProxyAnswer.Field], body: [UInt8])
-    /// The response is whole: its trailer field lines (`name: value` CRLF each, as the chunked decoder keeps
-    /// them; empty for none).
-    case end(trailers: [UInt8])
+    /// The response is whole: its trailers (maybe none).
+    case end(trailers: FieldSection)
 }
 
 extension OutgoingHead {

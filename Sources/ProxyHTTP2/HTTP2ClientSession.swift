@@ -264,7 +264,7 @@ public final class HTTP2ClientSession: HTTP2Connection {
             // RFC 9113 §8.1: the request's trailers (a chunked body's trailer section) end the stream after its DATA.
             flags.pointee |= NGHTTP2_DATA_FLAG_NO_END_STREAM.rawValue
             submitTrailers(id, exchange.requestTrailers)
-            exchange.requestTrailers = []
+            exchange.requestTrailers = FieldSection()
         }
         return n
     }
@@ -275,8 +275,8 @@ public final class HTTP2ClientSession: HTTP2Connection {
 public struct ResponseDelivery {
     public var heads: [(head: ResponseHead, framing: BodyFraming)] = []
     public var payload: [UInt8] = []
-    /// The response ended: its trailer field lines (`name: value` CRLF each), maybe empty.
-    public var end: [UInt8]? = nil
+    /// The response ended: its trailers, maybe none.
+    public var end: FieldSection? = nil
     public var isEmpty: Bool { heads.isEmpty && payload.isEmpty && end == nil }
 }
 
@@ -293,8 +293,8 @@ public final class UpstreamExchange {
     var requestEnded = false
     /// Request body bytes waiting for the upstream's window.
     var body: [UInt8] = []
-    /// The request's trailer field lines (a chunked body's trailer section), sent after its DATA.
-    var requestTrailers: [UInt8] = []
+    /// The request's trailers (a chunked body's trailer section), sent after its DATA.
+    var requestTrailers = FieldSection()
     var bodyStart = 0
     var bodyDeferred = false
     /// The response as made so far and not yet taken.
@@ -330,20 +330,20 @@ public final class UpstreamExchange {
         inTrailers = false
         body.removeAll(keepingCapacity: true)
         bodyStart = 0
-        requestTrailers = []
+        requestTrailers = FieldSection()
         requestEnded = false
     }
 
     /// A response head (interim, final) or trailers, whole.
     func headersReceived(endStream: Bool) {
         if inTrailers {
-            var lines: [UInt8] = []
+            var trailers = FieldSection()
             for field in responseFields
             where !field.name.withUnsafeBufferPointer({ KnownField.classify($0, 0, $0.count) }).isForbiddenInTrailers {
-                FieldList.appendLine(name: field.name, value: field.value, to: &lines)
+                trailers.append(name: field.name, value: field.value)
             }
             responseFields = []
-            delivery.end = lines
+            delivery.end = trailers
             responseDone = true
             return
         }
@@ -376,7 +376,7 @@ public final class UpstreamExchange {
 
     func streamEnded() {
         guard !responseDone else { return }
-        delivery.end = []
+        delivery.end = FieldSection()
         responseDone = true
     }
 

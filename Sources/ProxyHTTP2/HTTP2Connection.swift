@@ -109,20 +109,14 @@ public class HTTP2Connection {
         _ id: Int32, _ buffer: UnsafeMutablePointer<UInt8>, _ length: Int, _ flags: UnsafeMutablePointer<UInt32>
     ) -> Int { Int(NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue) }
 
-    /// The field lines of a trailer section (`name: value` CRLF, as the chunked decoder kept them) as trailers.
-    func submitTrailers(_ id: Int32, _ section: [UInt8]) {
+    /// Trailers (RFC 9113 §8.1: a HEADERS frame that ends the stream), without the fields HTTP/2 never carries
+    /// (§8.2.2: those about one connection, `te` other than in a request head).
+    func submitTrailers(_ id: Int32, _ trailers: FieldSection) {
         var fields = FieldList(status: nil)
-        var start = 0
-        while let end = section[start...].firstIndex(of: 0x0A) {
-            let line = section[start..<(end > start && section[end - 1] == 0x0D ? end - 1 : end)]
-            start = end + 1
-            guard let colon = line.firstIndex(of: 0x3A) else { continue }
-            let name = line[..<colon]
-            let value = line[(colon + 1)...].drop { $0 == 0x20 || $0 == 0x09 }
-            let trimmed = value.reversed().drop { $0 == 0x20 || $0 == 0x09 }.count
-            let known = Array(name).withUnsafeBufferPointer { KnownField.classify($0, 0, $0.count) }
-            if known.isConnectionSpecific || known == .te { continue }
-            fields.append(name: name, value: value.prefix(trimmed), neverIndexed: false)
+        trailers.forEach { name, value in
+            let known = name.withUnsafeBufferPointer { KnownField.classify($0, 0, $0.count) }
+            if known.isConnectionSpecific || known == .te { return }
+            fields.append(name: name, value: value, neverIndexed: false)
         }
         fields.withNameValues { nva in _ = nghttp2_submit_trailer(session, id, nva.baseAddress, nva.count) }
     }

@@ -33,7 +33,7 @@ public final class HTTP2ServerSession: HTTP2Connection {
         /// Payload of the request's body (each byte counts against the flow-control windows, ``consume(_:_:)``).
         case body(stream: Int32, bytes: [UInt8])
         /// The request is complete; its trailer field lines (`name: value` CRLF each), maybe empty.
-        case requestEnded(stream: Int32, trailers: [UInt8])
+        case requestEnded(stream: Int32, trailers: FieldSection)
         /// The stream is closed: its response went out whole (`errorCode` 0), or it was reset.
         case closed(stream: Int32, errorCode: UInt32)
         /// A request refused before any of it was passed on (the stream was reset): why.

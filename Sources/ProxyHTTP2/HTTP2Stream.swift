@@ -21,9 +21,8 @@ final class Stream {
     /// The request's header block as it is decoded; once over, nothing more of it is kept.
     var headerList: HeaderListBudget
     var headerListTooLarge: Bool { headerList.isOver }
-    /// The request's trailer field lines (`name: value` CRLF each), as the machine takes them; the block is held to
-    /// the same limits as the head's.
-    var requestTrailers: [UInt8] = []
+    /// The request's trailers, as the machine takes them; the block is held to the same limits as the head's.
+    var requestTrailers = FieldSection()
     var trailerList: HeaderListBudget
 
     /// The final response head, made and waiting to be submitted until the parts handed over with it are in: a
@@ -32,8 +31,8 @@ final class Stream {
     var headSent = false
     /// The machine's response is whole (``ResponsePart/end(trailers:)``, or an answer of its own).
     var ended = false
-    /// The response's trailer field lines: its HTTP/2 trailers.
-    var trailers: [UInt8] = []
+    /// The response's trailers.
+    var trailers = FieldSection()
     /// The response body's payload, waiting for DATA frames.
     var out: [UInt8] = []
     var outStart = 0
@@ -72,7 +71,7 @@ final class Stream {
     func addTrailer(_ name: UnsafeBufferPointer<UInt8>, _ value: UnsafeBufferPointer<UInt8>) -> Bool {
         guard trailerList.admit(name: name.count, value: value.count, pseudo: false) else { return false }
         if KnownField.classify(name, 0, name.count).isForbiddenInTrailers { return true }
-        FieldList.appendLine(name: name, value: value, to: &requestTrailers)
+        requestTrailers.append(name: name, value: value)
         return true
     }
 
@@ -213,17 +212,6 @@ struct FieldList {
         }
     }
 
-    /// A field line (`name: value` CRLF) at the end of `lines`: a trailer section as the machine and the chunked
-    /// coding carry it.
-    static func appendLine(
-        name: some Collection<UInt8>, value: some Collection<UInt8>, to lines: inout [UInt8]
-    ) {
-        lines.append(contentsOf: name)
-        lines += [0x3A, 0x20]
-        lines.append(contentsOf: value)
-        lines += [0x0D, 0x0A]
-    }
-
     func withNameValues(_ body: (UnsafeMutableBufferPointer<nghttp2_nv>) -> Void) {
         storage.withUnsafeBufferPointer { base in
             let start = UnsafeMutablePointer(mutating: base.baseAddress ?? UnsafePointer(bitPattern: 1)!)
@@ -235,23 +223,6 @@ struct FieldList {
                         entry.neverIndexed ? NGHTTP2_NV_FLAG_NO_INDEX.rawValue : NGHTTP2_NV_FLAG_NONE.rawValue))
             }
             nva.withUnsafeMutableBufferPointer { body($0) }
-        }
-    }
-}
-
-extension KnownField {
-    /// Fields a trailer section must not carry, dropped when one is passed on (RFC 9110 §6.5.1: framing, routing,
-    /// the connection's own; nghttp2 refuses some of them itself, not `host`): an HTTP/1.1 recipient that merges
-    /// trailers into the head would otherwise read a second Host or a length.
-    var isForbiddenInTrailers: Bool {
-        isConnectionSpecific || self == .host || self == .te || self == .contentLength
-    }
-
-    /// Fields that are about one connection and are never sent in HTTP/2 (RFC 9113 §8.2.2).
-    var isConnectionSpecific: Bool {
-        switch self {
-        case .connection, .keepAlive, .proxyConnection, .transferEncoding, .upgrade: true
-        default: false
         }
     }
 }

@@ -107,6 +107,36 @@ import Testing
         #expect(String(decoding: payload, as: UTF8.self) == "Wikipedia in\r\n\r\nchunks.")
     }
 
+    /// RFC 9112 §7.1.2 and RFC 9110 §6.5: a trailer section read into fields (for a writer that sends trailers in its
+    /// own form) has each value without its surrounding whitespace, and none of the fields a trailer section must not
+    /// carry (§6.5.1: framing, routing, the connection's own), whatever the chunk size.
+    @Test(arguments: [
+        ("0\r\n\r\n", ""),
+        ("0\r\nX-Sum: 9\r\n\r\n", "X-Sum: 9\r\n"),
+        ("0\r\ngrpc-status:0\r\ngrpc-message: \t ok go \t\r\n\r\n", "grpc-status: 0\r\ngrpc-message: ok go\r\n"),
+        ("0\r\nHost: b\r\nA: 1\r\nContent-Length: 5\r\nTE: trailers\r\nConnection: x\r\nB:\r\n\r\n", "A: 1\r\nB: \r\n"),
+    ])
+    func aTrailerSectionIsReadIntoFieldsWithoutTheForbiddenOnes(_ body: String, _ expected: String) throws {
+        for step in [1, 2, 1000] {
+            var reader = BodyReader(.chunked)
+            var trailers = FieldSection()
+            var payload: [UInt8] = []
+            let bytes = Array(("4\r\nWiki\r\n" + body).utf8)
+            var offset = 0
+            while !reader.isComplete && offset < bytes.count {
+                let slice = bytes[offset..<min(offset + step, bytes.count)]
+                offset += try withUnsafeMutablePointer(to: &payload) { p in
+                    try withUnsafeMutablePointer(to: &trailers) { try reader.consume(slice, payload: p, trailers: $0) }
+                }
+            }
+            #expect(reader.isComplete)
+            var lines: [UInt8] = []
+            trailers.writeLines(into: &lines)
+            #expect(String(decoding: lines, as: UTF8.self) == expected, "step \(step)")
+            #expect(String(decoding: payload, as: UTF8.self) == "Wiki")
+        }
+    }
+
     @Test(arguments: ["x\r\n", "4\r\nWikiXX", "5\r\nab"])
     func badOrTruncatedChunkedBodiesAreNotComplete(_ text: String) {
         var reader = BodyReader(.chunked)

@@ -37,7 +37,7 @@ struct TypedExchangeTests {
                 case .own(let status, _, let body):
                     parts.append("own \(status) " + String(decoding: body, as: UTF8.self))
                 case .end(let trailers):
-                    parts.append("end " + String(decoding: trailers, as: UTF8.self).debugDescription)
+                    parts.append("end " + trailers.text.debugDescription)
                 }
             }
             commands += io.commands
@@ -58,8 +58,8 @@ struct TypedExchangeTests {
             machine.clientBody(Array(text.utf8)[...], &io)
             collect()
         }
-        mutating func end(_ trailers: String = "") {
-            machine.clientEnded(trailers: Array(trailers.utf8), &io)
+        mutating func end(_ trailers: [(String, String)] = []) {
+            machine.clientEnded(trailers: FieldSection(trailers), &io)
             collect()
         }
         mutating func connected() {
@@ -107,7 +107,7 @@ struct TypedExchangeTests {
         } else {
             run.body("hello")
         }
-        run.end("x-sum: 9\r\n")
+        run.end([("x-sum", "9")])
         if !connectedFirst { run.connected() }
         #expect(run.upstream == upstream)
         #expect(readingsDiffer(Array(run.upstream.utf8)) == nil)
@@ -191,9 +191,18 @@ struct TypedExchangeTests {
         let framing = try BodyFraming.forResponse(head.head, status: 200, requestMethod: "GET")
         machine.upstreamResponse(head, framing: framing, &io)
         machine.upstreamBody(Array("hi".utf8)[...], &io)
-        machine.upstreamEnded(trailers: Array("x-t: 1\r\n".utf8), &io)
+        machine.upstreamEnded(trailers: FieldSection([("x-t", "1")]), &io)
         #expect(String(decoding: io.toClient, as: UTF8.self) == expected)
         #expect(machine.phase == .idle)
         #expect(readingsDiffer(io.toClient) == nil)
+    }
+}
+
+extension FieldSection {
+    /// The fields as HTTP/1.1's field lines, for comparing.
+    var text: String {
+        var out: [UInt8] = []
+        writeLines(into: &out)
+        return String(decoding: out, as: UTF8.self)
     }
 }

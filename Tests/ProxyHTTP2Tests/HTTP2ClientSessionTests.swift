@@ -13,7 +13,7 @@ struct HTTP2ClientSessionTests {
     /// payload in pieces, the end with `trailers`.
     static func request(
         _ session: HTTP2ClientSession, _ exchange: UpstreamExchange, _ method: String, _ target: String,
-        _ fields: [(String, String)], body: [String] = [], trailers: String = ""
+        _ fields: [(String, String)], body: [String] = [], trailers: [(String, String)] = []
     ) {
         var builder = HeadBuilder.request(method: method, target: Array(target.utf8), capacity: 256)
         for (name, value) in fields { builder.append(name: Array(name.utf8), value: Array(value.utf8)) }
@@ -22,7 +22,7 @@ struct HTTP2ClientSessionTests {
         for (i, piece) in pieces.enumerated() {
             let parts: [RequestPart] =
                 (i == 0 ? [.head(method: method, target: Array(target.utf8), head)] : [])
-                + (i == pieces.count - 1 ? [.end(trailers: Array(trailers.utf8))] : [])
+                + (i == pieces.count - 1 ? [.end(trailers: FieldSection(trailers))] : [])
             session.request(exchange, parts: parts, body: Array(piece.utf8)[...])
         }
     }
@@ -35,12 +35,14 @@ struct HTTP2ClientSessionTests {
     /// Connection field names, and TE) dropped, the cookie never indexed, `te: trailers`, the payload into DATA
     /// ending the stream, or followed by the trailers (§8.1); a request that ends with its head is one HEADERS frame.
     @Test(arguments: [
-        ([("Content-Length", "5")], ["hello"], ""),
-        ([], ["he", "llo"], ""),
-        ([], ["he", "llo"], "x-sum: 9\r\n"),
-        ([], [], ""),
+        ([("Content-Length", "5")], ["hello"], []),
+        ([], ["he", "llo"], []),
+        ([], ["he", "llo"], [("x-sum", "9")]),
+        ([], [], []),
     ])
-    func aTypedRequestBecomesHeadersAndData(_ extra: [(String, String)], _ body: [String], _ trailers: String) {
+    func aTypedRequestBecomesHeadersAndData(
+        _ extra: [(String, String)], _ body: [String], _ trailers: [(String, String)]
+    ) {
         let session = HTTP2ClientSession(scheme: "https")
         let exchange = session.open()
         let fields =
@@ -76,7 +78,7 @@ struct HTTP2ClientSessionTests {
             text += String(decoding: head.head.bytes, as: UTF8.self) + "framing: \(framing)\n"
         }
         text += "payload: " + String(decoding: delivery.payload, as: UTF8.self) + "\n"
-        if let end = delivery.end { text += "end: " + String(decoding: end, as: UTF8.self) }
+        if let end = delivery.end { text += "end: " + end.text }
         return text
     }
 

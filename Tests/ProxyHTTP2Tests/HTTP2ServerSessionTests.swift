@@ -204,7 +204,7 @@ struct HTTP2ServerSessionTests {
         let events = session.events.dropFirst().map { event -> String in
             switch event {
             case .body(_, let bytes): "body \(Self.text(bytes))"
-            case .requestEnded(_, let trailers): "end \(Self.text(trailers).debugDescription)"
+            case .requestEnded(_, let trailers): "end \(trailers.text.debugDescription)"
             default: "\(event)"
             }
         }
@@ -280,7 +280,7 @@ struct HTTP2ServerSessionTests {
         // In pieces, as an upstream's bytes come.
         session.respond(1, parts: [.head(status: status, head)], body: Array("hello".utf8)[...])
         session.respond(1, parts: [], body: Array(", world".utf8)[...])
-        session.respond(1, parts: [.end(trailers: [])], body: [])
+        session.respond(1, parts: [.end(trailers: FieldSection())], body: [])
         let frames = Self.frames(session)
         let fields = frames.headers.first ?? []
         #expect(
@@ -300,7 +300,7 @@ struct HTTP2ServerSessionTests {
         let session = Self.session(ClientFrames.headers(1, ClientFrames.get("/"), endStream: true))
         let (status, head) = Self.head("HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n")
         session.respond(
-            1, parts: [.head(status: status, head)] + (ended ? [.end(trailers: [])] : []),
+            1, parts: [.head(status: status, head)] + (ended ? [.end(trailers: FieldSection())] : []),
             body: Array("abc".utf8)[...])
         session.finish(1)
         let frames = Self.frames(session)
@@ -315,7 +315,10 @@ struct HTTP2ServerSessionTests {
         let interim = Self.head("HTTP/1.1 100 Continue\r\n\r\n")
         let final = Self.head("HTTP/1.1 204 No Content\r\n\r\n")
         session.respond(
-            1, parts: [.head(status: interim.0, interim.1), .head(status: final.0, final.1), .end(trailers: [])],
+            1,
+            parts: [
+                .head(status: interim.0, interim.1), .head(status: final.0, final.1), .end(trailers: FieldSection()),
+            ],
             body: [])
         let statuses = Self.frames(session).headers.map { $0.first { $0.name == ":status" }?.value }
         #expect(statuses == ["100", "204"])
@@ -379,20 +382,21 @@ struct HTTP2ServerSessionTests {
     /// a 204, an empty body) is one HEADERS frame with END_STREAM and no DATA; one with a body has its DATA, and one
     /// with trailers ends in a second HEADERS.
     @Test(arguments: [
-        ("HTTP/1.1 200 OK\r\ngrpc-status: 5\r\n\r\n", "", "", 1, 0),
-        ("HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n", "", "", 1, 0),
-        ("HTTP/1.1 204 No Content\r\n\r\n", "", "", 1, 0),
-        ("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n", "hi", "", 1, 1),
-        ("HTTP/1.1 200 OK\r\n\r\n", "", "grpc-status: 0\r\n", 2, 0),
-        ("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n", "hi", "grpc-status: 0\r\n", 2, 1),
+        ("HTTP/1.1 200 OK\r\ngrpc-status: 5\r\n\r\n", "", [], 1, 0),
+        ("HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n", "", [], 1, 0),
+        ("HTTP/1.1 204 No Content\r\n\r\n", "", [], 1, 0),
+        ("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n", "hi", [], 1, 1),
+        ("HTTP/1.1 200 OK\r\n\r\n", "", [("grpc-status", "0")], 2, 0),
+        ("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n", "hi", [("grpc-status", "0")], 2, 1),
     ])
     func aResponseThatEndsInItsHeadIsOneHeadersFrame(
-        _ response: String, _ body: String, _ trailers: String, _ headersFrames: Int, _ dataFrames: Int
+        _ response: String, _ body: String, _ trailers: [(String, String)], _ headersFrames: Int, _ dataFrames: Int
     ) {
         let session = Self.session(ClientFrames.headers(1, ClientFrames.get("/"), endStream: true))
         let (status, head) = Self.head(response)
         session.respond(
-            1, parts: [.head(status: status, head), .end(trailers: Array(trailers.utf8))], body: Array(body.utf8)[...])
+            1, parts: [.head(status: status, head), .end(trailers: FieldSection(trailers))], body: Array(body.utf8)[...]
+        )
         let frames = Self.frames(session)
         #expect(frames.headers.count == headersFrames)
         #expect(frames.dataFrames == dataFrames)
@@ -406,5 +410,14 @@ struct HTTP2ServerSessionTests {
         let session = HTTP2ServerSession(absoluteTargets: false)
         #expect(!session.receive(Array("GET / HTTP/1.1\r\nHost: a\r\n\r\n".utf8)[...]))
         #expect(session.failure != nil)
+    }
+}
+
+extension FieldSection {
+    /// The fields as HTTP/1.1's field lines, for comparing.
+    var text: String {
+        var out: [UInt8] = []
+        writeLines(into: &out)
+        return String(decoding: out, as: UTF8.self)
     }
 }
