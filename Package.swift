@@ -74,7 +74,8 @@ let package = Package(
         .target(
             name: "ProxyServer",
             dependencies: [
-                "HTTPGrammar", "ProxyCore", "ProxyHTTP2", "CProxyShims", "ProxyPlatform", "ProxyTLS", "Locking",
+                "ExchangeFacts", "HTTPGrammar", "ProxyCore", "ProxyHTTP2", "CProxyShims", "ProxyPlatform", "ProxyTLS",
+                "Locking",
             ],
             swiftSettings: hotPath),
         // Pure: what the inspector holds and shows (exchanges, the jar a browser would build, HAR, its web page); it

@@ -29,7 +29,7 @@ public func fuzzHTTP2ClientSession(_ data: UnsafePointer<UInt8>, _ size: Int) ->
     var machine = ProxyConnectionMachine(configuration: configuration, clientAddress: "127.0.0.1", requestIDs: { 1 })
     var io = ConnectionIO()
     machine.clientData(Array("\(method) / HTTP/1.1\r\nHost: a\r\n\r\n".utf8)[...], &io)
-    machine.upstreamConnected(reused: false, http2: true, &io)
+    machine.upstreamConnected(reused: false, speaking: .http2, &io)
     session.request(exchange, parts: io.toUpstreamParts, body: io.toUpstream[...])
     io = ConnectionIO()
     var out: [UInt8] = []

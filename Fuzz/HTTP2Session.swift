@@ -48,8 +48,7 @@ public func fuzzHTTP2Session(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32
         switch event {
         case .request(let stream, let head, let framing):
             var machine = ProxyConnectionMachine(
-                configuration: configuration, clientAddress: "127.0.0.1", requestIDs: { 1 })
-            machine.clientSpeaksHTTP2 = true
+                configuration: configuration, clientAddress: "127.0.0.1", requestIDs: { 1 }, client: .http2)
             machines[stream] = (machine, [], false)
             step(stream) { $0.clientRequest(head, framing: framing, &$1) }
         case .body(let stream, let bytes):

@@ -4,11 +4,11 @@
 public struct ConnectionIO: Sendable {
     public var toClient: [UInt8] = []
     public var toUpstream: [UInt8] = []
-    /// For a client that reads typed messages (an HTTP/2 stream, ``ProxyConnectionMachine/clientSpeaksHTTP2``): the
-    /// response's heads and end; its body's payload is in `toClient`.
+    /// For a client whose codec takes typed parts (an HTTP/2 stream, ``ResponseWriter/Form/parts``): the response's
+    /// heads and end; its body's payload is in `toClient`.
     public var toClientParts: [ResponsePart] = []
-    /// For an upstream that reads typed messages (an HTTP/2 stream, ``ProxyConnectionMachine/upstreamConnected(reused:http2:_:)``):
-    /// the request's head and end; its body's payload is in `toUpstream`.
+    /// For an upstream whose codec takes typed parts (an HTTP/2 stream, ``RequestWriter/Form/parts``): the request's
+    /// head and end; its body's payload is in `toUpstream`.
     public var toUpstreamParts: [RequestPart] = []
     public var commands: [Command] = []
     public init() {}

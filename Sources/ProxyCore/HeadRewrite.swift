@@ -27,11 +27,6 @@ enum HeadRewrite {
             out.append(name: "Proxy-Authorization", value: Array(authorization.utf8), known: .proxyAuthorization)
         }
         canonicaliseFraming(&out, framing)
-        // A typed client's body of undeclared length (an HTTP/2 stream's, ended by END_STREAM) goes chunked
-        // (RFC 9112 §7.1; RFC 9113 §8.2.2: HTTP/2 has no Transfer-Encoding of its own to keep).
-        if framing == .untilClose {
-            out.append(name: "Transfer-Encoding", value: chunkedToken, known: .transferEncoding)
-        }
         // RFC 9112 §3.2.2: Host becomes the target URI's authority.
         // (Nothing to change when the route found the one Host field naming the authority already.)
         if let authority = route.authority, !route.hostFieldIsAuthority {

@@ -47,13 +47,7 @@ extension ProxyConnectionMachine {
                 request.method == "GET" || request.method == "HEAD",
                 request.head.listElements("accept").contains(where: { $0.lowercased().hasPrefix("text/html") })
             {
-                if clientSpeaksHTTP2 {
-                    let body = request.method == "HEAD" ? [] : Array(page.utf8)
-                    io.toClientParts.append(
-                        .own(status: 200, fields: ProxyAnswer.pageFields(length: page.utf8.count), body: body))
-                } else {
-                    io.toClient.append(contentsOf: ProxyAnswer.page(page, head: request.method == "HEAD"))
-                }
+                clientWriter.page(page, head: request.method == "HEAD", &io)
                 close(&io)
                 return
             }
@@ -74,7 +68,7 @@ extension ProxyConnectionMachine {
         let context = ExchangeContext(
             requestID: nextRequestID(), clientAddress: clientAddress, method: request.method, scheme: route.scheme,
             host: addressed.host, port: addressed.port, target: route.target, status: nil,
-            clientSide: clientSpeaksHTTP2 ? .http2 : .http1,
+            clientSide: clientWriter.clientProtocol,
             route: route.routeIndex.map { configuration.routes.facts[$0] })
         let wantsUpgrade = !route.isConnect && connection.upgrade && request.head.values(.upgrade).count == 1
         let secure = route.isConnect || route.upstreamTLS
@@ -83,15 +77,19 @@ extension ProxyConnectionMachine {
         }
         var headBytes: [UInt8] = []
         swap(&headBytes, &spareRequestHead)
-        var keptHead: OutgoingHead? = nil
+        var writer = RequestWriter()
         if !route.isConnect {
             var out = HeadRewrite.request(
                 request, route: route, connection: connection, framing: framing, wantsUpgrade: wantsUpgrade, via: via,
                 configuration: configuration, clientAddress: clientAddress, storage: headStorage.takeOutgoing())
             hooks.willForwardRequest(&out, context: context)
-            if clientSpeaksHTTP2 || route.routeIndex.map({ configuration.routes.routes[$0].scheme == .h2c }) == true {
-                // The upstream may read typed messages: which, the connection says (``upstreamConnected``).
-                keptHead = out
+            if clientWriter.offersTypedUpstream
+                || route.routeIndex.map({ configuration.routes.routes[$0].scheme == .h2c }) == true
+            {
+                // The upstream may take parts: whether it does, its connection says (``upstreamConnected``).
+                let target =
+                    route.routeIndex.map { configuration.routes.upstreamTarget($0, route.target) } ?? route.target
+                writer = RequestWriter(keeping: out, target: Array(target.utf8))
             } else {
                 headBytes.reserveCapacity(request.head.bytes.count + 64)
                 out.serialize(into: &headBytes)
@@ -101,20 +99,12 @@ extension ProxyConnectionMachine {
         client.body = BodyReader(route.isConnect ? .none : framing)
         exchange = Exchange(
             context: context, origin: origin, isConnect: route.isConnect, wantsUpgrade: wantsUpgrade,
-            requestHeadBytes: headBytes, clientVersion: request.version, clientKeepAlive: keepAlive,
+            requestHeadBytes: headBytes, clientKeepAlive: keepAlive,
             response: ResponseReader(limits: configuration.parserLimits))
         exchange.via = via
-        if let keptHead {
-            exchange.typed = TypedState(
-                head: keptHead,
-                target: Array(
-                    (route.routeIndex.map { configuration.routes.upstreamTarget($0, route.target) } ?? route.target)
-                        .utf8))
-        }
-        client.trailers = FieldSection()
-        if request.head.has(.te) {
-            exchange.clientAcceptsTrailers = request.head.listElements(.te).contains("trailers")
-        }
+        exchange.request = writer
+        clientWriter.start(request)
+        if !client.trailers.isEmpty { client.trailers = FieldSection() }
         upstreamTLS = route.upstreamTLS
         if let index = route.routeIndex, route.named != nil {
             exchange.redirectRoute = UInt16(truncatingIfNeeded: index + 1)
@@ -144,28 +134,12 @@ extension ProxyConnectionMachine {
         case .connecting: return  // the body waits in the client half until the upstream is there
         case .idle, .tunnel, .closed: return unexpected("a request body to forward", &io)
         }
-        if exchange.typedRequest { return forwardRequestPayload(&io) }
-        if clientSpeaksHTTP2 { return client.readTypedBody(into: &io.toUpstream, chunked: true) }
-        switch client.readBody(into: &io.toUpstream) {
+        switch exchange.request.body(from: &client, &io) {
         case .nothing, .read: break
         case .invalid(let reason):
             // Nothing more of this request reaches the upstream; the client gets a 400 unless part of the
             // response is already out, when closing is the only honest signal.
             failExchange(status: 400, message: reason, &io)
-        }
-    }
-
-    /// The request body to an upstream that reads typed messages: its payload (a chunked body's framing taken off,
-    /// its trailers kept), then the end with the trailers once the body is whole.
-    mutating func forwardRequestPayload(_ io: inout ConnectionIO) {
-        if clientSpeaksHTTP2 {
-            client.readTypedBody(into: &io.toUpstream, chunked: false)
-        } else if case .invalid(let reason) = client.readBody(into: &io.toUpstream, payload: true) {
-            return failExchange(status: 400, message: reason, &io)
-        }
-        if client.body.isComplete && !exchange.requestEndSent {
-            exchange.requestEndSent = true
-            io.toUpstreamParts.append(.end(trailers: client.trailers))
         }
     }
 }

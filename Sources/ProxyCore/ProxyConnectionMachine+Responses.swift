@@ -33,13 +33,8 @@ extension ProxyConnectionMachine {
         if response.status == 101 {
             switchProtocols(response, &io)
         } else if (100..<200).contains(response.status) {
-            // Interim responses (100 Continue, 103 Early Hints) go to 1.1 clients as parsed (line ends
-            // normalised); the final response follows (RFC 9110 §15.2).
-            if clientSpeaksHTTP2 {
-                io.toClientParts.append(.head(status: response.status, OutgoingHead(response.head)))
-            } else if exchange.clientVersion.minor >= 1 {
-                io.toClient.append(contentsOf: response.head.bytes)
-            }
+            // Interim responses (100 Continue, 103 Early Hints); the final response follows (RFC 9110 §15.2).
+            clientWriter.interim(response, &io)
             return true
         } else {
             forwardFinalHead(response, framing, &io)
@@ -98,32 +93,17 @@ extension ProxyConnectionMachine {
             // both is not trusted with the next exchange on this connection.
             exchange.upstreamReusable = false
         }
-        // A typed client (an HTTP/2 stream) gets the payload; its codec frames it (DATA) and sends the trailers.
-        exchange.dechunk = framing == .chunked && (exchange.clientVersion.minor == 0 || clientSpeaksHTTP2)
-        // A typed upstream's body that ends with its stream: an HTTP/1.1 client reads it chunked, not until a close;
-        // one of declared length too when the client accepts trailers, which may follow it (RFC 9113 §8.1).
-        var declared = false
-        if case .contentLength = framing { declared = true }
-        exchange.rechunk =
-            exchange.typedUpstream && !clientSpeaksHTTP2 && exchange.clientVersion.minor >= 1
-            && (framing == .untilClose || (declared && exchange.clientAcceptsTrailers))
+        // How the client's codec frames the body, and whether that needs its connection closed after it.
+        let framingCloses = clientWriter.plan(framing, upstreamEndsTyped: exchange.response.endsTyped)
         // A client that closed its sending side after pipelined requests gets each of them answered (RFC 9112 §9.6):
-        // the connection closes after the response to the last one received. A typed client's stream carries one
-        // exchange.
+        // the connection closes after the response to the last one received.
         exchange.closeClientAfter =
-            !exchange.clientKeepAlive || closeAfterExchange || (client.eof && bufferedClientBytes == 0)
-            || (framing == .untilClose && !exchange.rechunk) || exchange.dechunk || clientSpeaksHTTP2
-        let clientConnection: HeadRewrite.ClientConnection =
-            clientSpeaksHTTP2
-            ? .persistent
-            : exchange.closeClientAfter ? .close : exchange.clientVersion.minor == 0 ? .keepAlive : .persistent
+            !exchange.clientKeepAlive || closeAfterExchange || (client.eof && bufferedClientBytes == 0) || framingCloses
         var out = HeadRewrite.finalResponse(
-            response, connection: connection, framing: framing, dechunk: exchange.dechunk, client: clientConnection,
-            configuration: configuration, storage: headStorage.takeOutgoing())
-        if exchange.rechunk {
-            out.removeAll(.contentLength)
-            out.append(name: "Transfer-Encoding", value: HeadRewrite.chunkedToken, known: .transferEncoding)
-        }
+            response, connection: connection, framing: framing, dechunk: clientWriter.dechunks,
+            client: clientWriter.connectionField(closing: exchange.closeClientAfter), configuration: configuration,
+            storage: headStorage.takeOutgoing())
+        clientWriter.frame(&out)
         if exchange.redirectRoute != 0 {
             HeadRewrite.Redirects.rewrite(
                 &out, route: configuration.routes.routes[Int(exchange.redirectRoute) - 1], client: exchange.context)
@@ -134,25 +114,20 @@ extension ProxyConnectionMachine {
         exchange.response.startBody(framing, rest: &rest)
         if !rest.isEmpty {
             forwardResponseBody(rest[...], &io)
-        } else if exchange.response.bodyComplete && !exchange.typedUpstream {
+        } else if exchange.response.bodyComplete && !exchange.response.endsTyped {
             finishExchange(&io)
         }
         Self.keep(&rest, as: &spareUpstreamIn)
     }
 
-    /// The hooks (the rules) see the head, then it is written to the client and they see the bytes sent.
+    /// The hooks (the rules) see the head, then it is written to the client and they see the bytes sent (none,
+    /// when the client's codec writes the head's fields itself).
     @inline(__always)
     func forwardResponseHead(_ out: inout OutgoingHead, _ io: inout ConnectionIO) {
         let stage = headStorage.stage(hooks)
         stage.willForward(&out, context: exchange.context)
-        if clientSpeaksHTTP2 {
-            // The head goes as it is (its codec writes its fields); the hooks see no bytes of it.
-            io.toClientParts.append(.head(status: exchange.context.status ?? 0, out))
-            stage.didForward(out, bytes: [], context: exchange.context)
-            return
-        }
         let headStart = io.toClient.count
-        out.serialize(into: &io.toClient)
+        clientWriter.head(out, status: exchange.context.status ?? 0, &io)
         stage.didForward(out, bytes: io.toClient[headStart...], context: exchange.context)
     }
 
@@ -161,26 +136,10 @@ extension ProxyConnectionMachine {
         guard case .exchanging = state, exchange.response.readingBody else {
             return unexpected("response body bytes", &io)
         }
-        let read: ResponseReader.BodyEvent
-        if exchange.rechunk {
-            // A typed upstream's payload as one chunk (its reader takes all of it: nghttp2 refuses DATA past a
-            // declared length). No bytes, no chunk: an empty one would be the last.
-            guard !bytes.isEmpty else { return }
-            ChunkedEncoder.writeSizeLine(bytes.count, into: &io.toClient)
-            read = exchange.response.readBody(bytes, dechunk: false, into: &io.toClient)
-            io.toClient += [0x0D, 0x0A]
-        } else if clientSpeaksHTTP2, let typed = exchange.typed {
-            // A typed client's trailers are kept for its end (`typed` is there for every typed client's exchange).
-            read = withUnsafeMutablePointer(to: &typed.responseTrailers) {
-                exchange.response.readBody(bytes, dechunk: exchange.dechunk, trailers: $0, into: &io.toClient)
-            }
-        } else {
-            read = exchange.response.readBody(bytes, dechunk: exchange.dechunk, into: &io.toClient)
-        }
-        switch read {
+        switch clientWriter.body(bytes, from: &exchange.response, &io) {
         case .partial: break
         // A typed upstream's response ends with its stream (trailers may follow a declared length).
-        case .complete where exchange.typedUpstream: break
+        case .complete where exchange.response.endsTyped: break
         case .complete(let trailing):
             if trailing { exchange.upstreamReusable = false }  // bytes after the body: the upstream is confused
             finishExchange(&io)
@@ -198,10 +157,8 @@ extension ProxyConnectionMachine {
 
     mutating func finishExchange(_ io: inout ConnectionIO) {
         guard case .exchanging = state else { return unexpected("the end of an exchange", &io) }
-        // The response is whole, whatever becomes of the request (a typed client's stream ends with it).
-        if clientSpeaksHTTP2 {
-            io.toClientParts.append(.end(trailers: exchange.typed?.responseTrailers ?? FieldSection()))
-        }
+        // The response is whole, whatever becomes of the request.
+        clientWriter.end(&io)
         hooks.exchangeFinished(exchange.context.requestID)
         if !client.body.isComplete {
             // The response came before the whole request body: the rest cannot be sent any more.
@@ -257,15 +214,9 @@ extension ProxyConnectionMachine {
     mutating func answer(
         _ status: Int, _ reason: String, _ io: inout ConnectionIO, keepAlive: Bool, fields: [ProxyAnswer.Field] = []
     ) {
-        // A typed client's stream carries one exchange.
-        let keep = keepAlive && !client.eof && !clientSpeaksHTTP2
+        let keep = keepAlive && !client.eof && !clientWriter.carriesOneExchange
         let via = configuration.addVia ? configuration.viaPseudonym : nil
-        let answer = ProxyAnswer(status: status, reason: reason, fields: fields, via: via, close: !keep)
-        if clientSpeaksHTTP2 {
-            io.toClientParts.append(.own(status: status, fields: answer.typedFields, body: answer.body))
-        } else {
-            io.toClient.append(contentsOf: answer.bytes)
-        }
+        clientWriter.answer(ProxyAnswer(status: status, reason: reason, fields: fields, via: via, close: !keep), &io)
         if keep {
             exchange = Exchange()  // as at the end of an exchange: nothing of it stays with an idle connection
             state = .idle

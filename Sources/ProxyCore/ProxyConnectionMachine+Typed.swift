@@ -1,9 +1,9 @@
 import HTTPGrammar
 
-/// A client whose codec reads its own protocol and hands the machine typed messages (an HTTP/2 stream,
-/// ``clientSpeaksHTTP2``): one request, its head made without parsing (``HeadBuilder``), its body's payload and its
+/// A client whose codec reads its own protocol and hands the machine typed messages (an HTTP/2 stream: a machine
+/// made with `client: .http2`): one request, its head made without parsing (``HeadBuilder``), its body's payload and its
 /// end with any trailers; the response goes back typed too (``ConnectionIO/toClientParts``, the payload in
-/// ``ConnectionIO/toClient``). The exchange between is the one an HTTP/1.1 client's request has: the same routing,
+/// ``ConnectionIO/toClient``; ``ResponseWriter``). The exchange between is the one an HTTP/1.1 client's request has: the same routing,
 /// hooks, upstreams and answers.
 extension ProxyConnectionMachine {
     /// The request's head and how its body is delimited: `.none` (it ended with its head), `.contentLength(n)`
@@ -42,8 +42,7 @@ extension ProxyConnectionMachine {
         guard case .exchanging = state, !exchange.response.readingBody else {
             return unexpected("a typed response head", &io)
         }
-        exchange.typedUpstream = true
-        exchange.response.noteHead()
+        exchange.response.noteTypedHead()
         _ = forward(response, framing, &io)
     }
 
@@ -64,9 +63,7 @@ extension ProxyConnectionMachine {
             return unexpected("the end of a typed response", &io)
         }
         guard exchange.response.endOfStream() else { return abortExchange(&io) }
-        // RFC 9112 §7.1.2: the last chunk, and the trailers in its section.
-        if exchange.rechunk { ChunkedEncoder.writeLastChunk(trailers: trailers, into: &io.toClient) }
-        exchange.typed?.responseTrailers = trailers
+        clientWriter.setTrailers(trailers)
         finishExchange(&io)
     }
 }

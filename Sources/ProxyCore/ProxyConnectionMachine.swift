@@ -45,33 +45,21 @@ public struct ProxyConnectionMachine {
     /// One request/response exchange: the machine's ``exchange`` while it is connecting or exchanging. Stored in
     /// the machine rather than in the state or an object of its own: it is read and updated in place, without an
     /// allocation per exchange or a reference counted up and down for each access to it and its buffers. The
-    /// request's body is read by the client half (``RequestReader/body``), the response by ``response``.
+    /// request's body is read by the client half (``RequestReader/body``) and written by ``request``; the response
+    /// is read by ``response`` and written by the machine's ``clientWriter``.
     struct Exchange {
         var context: ExchangeContext
         var origin: Origin
         var isConnect: Bool
         var wantsUpgrade: Bool
+        /// The request's head as HTTP/1.1 bytes, once written (kept for a retry on a fresh connection).
         var requestHeadBytes: [UInt8]
-        var clientVersion: HTTPVersion
         var clientKeepAlive: Bool
-        /// The upstream half: the response to this exchange as it is read.
+        /// The upstream's codec, writing: the request in the upstream's protocol.
+        var request = RequestWriter()
+        /// The upstream's codec, reading: the response to this exchange as it is read.
         var response: ResponseReader
         var reusedUpstream = false
-        var dechunk = false
-        /// The upstream's codec hands the response typed (``upstreamResponse(_:framing:_:)``): its end is
-        /// ``upstreamEnded(trailers:_:)``, not the last byte of a declared length.
-        var typedUpstream = false
-        /// A typed upstream's body goes to an HTTP/1.1 client chunked (RFC 9112 §7.1): one of undeclared length,
-        /// and one of declared length when the client accepts trailers (``clientAcceptsTrailers``).
-        var rechunk = false
-        /// The client's request said `TE: trailers` (RFC 9110 §10.1.4): trailers reach it in a chunked body.
-        var clientAcceptsTrailers = false
-        /// What an exchange that may be typed on either side keeps (nil for the rest: one reference, so that an
-        /// HTTP/1.1 exchange copies and frees nothing more for it).
-        var typed: TypedState? = nil
-        /// The upstream takes the request typed (``RequestPart``); whether its end has gone.
-        var typedRequest = false
-        var requestEndSent = false
         var closeClientAfter = false
         var upstreamReusable = true
         /// The upstream proxy this exchange goes through.
@@ -85,20 +73,18 @@ public struct ProxyConnectionMachine {
         init() {
             self.init(
                 context: .empty, origin: Origin(host: "", port: 0), isConnect: false, wantsUpgrade: false,
-                requestHeadBytes: [], clientVersion: HTTPVersion(major: 1, minor: 1), clientKeepAlive: false,
-                response: ResponseReader(limits: HTTPParserLimits()))
+                requestHeadBytes: [], clientKeepAlive: false, response: ResponseReader(limits: HTTPParserLimits()))
         }
 
         init(
             context: ExchangeContext, origin: Origin, isConnect: Bool, wantsUpgrade: Bool, requestHeadBytes: [UInt8],
-            clientVersion: HTTPVersion, clientKeepAlive: Bool, response: ResponseReader
+            clientKeepAlive: Bool, response: ResponseReader
         ) {
             self.context = context
             self.origin = origin
             self.isConnect = isConnect
             self.wantsUpgrade = wantsUpgrade
             self.requestHeadBytes = requestHeadBytes
-            self.clientVersion = clientVersion
             self.clientKeepAlive = clientKeepAlive
             self.response = response
         }
@@ -117,17 +103,16 @@ public struct ProxyConnectionMachine {
     /// connection through ``takeBuffers()``).
     var spareRequestHead: [UInt8] = []
     var spareUpstreamIn: [UInt8] = []
-    /// The client half: what the client sent, read as requests.
+    /// The client's codec, reading: what the client sent, read as requests (or handed over typed: a stream's).
     var client: RequestReader
+    /// The client's codec, writing: the response in the client's protocol.
+    var clientWriter: ResponseWriter
     /// The connection closes after the exchange in flight (graceful shutdown, ``drain(_:)``): its response says so,
     /// and requests pipelined behind it are left for the client to send again elsewhere.
     var closeAfterExchange = false
     var nextRequestID: @Sendable () -> UInt64
     /// Set after an intercepted CONNECT: origin-form requests (inside TLS) go here, as https.
     public internal(set) var interceptedOrigin: Origin? = nil
-    /// The client speaks HTTP/2, not the HTTP/1.x of the requests this machine reads (the shell gives it each
-    /// stream's request as HTTP/1.1); in each exchange's context for the log and the inspector.
-    public var clientSpeaksHTTP2 = false
     /// The client reached a TLS listener (`--listen https://…`): its requests are https URLs.
     public var listenerTLS = false
     /// The connection to the exchange's upstream is TLS: an intercepted tunnel's origin, an `https://` route (read
@@ -135,12 +120,9 @@ public struct ProxyConnectionMachine {
     public internal(set) var upstreamTLS = false
 
     /// The exchange in flight keeps its request head as it is until its upstream connection is made: that upstream
-    /// may read typed messages (an HTTP/2 stream: ``upstreamConnected(reused:http2:_:)`` with `http2`). Only then
-    /// may the shell give it one.
-    public var requestMayGoTyped: Bool { exchange.typed != nil }
-
-    /// The upstream of the exchange in flight speaks HTTP/2 (the shell translates): its context says so.
-    public mutating func noteUpstreamHTTP2() { exchange.context.upstreamSide = .http2 }
+    /// may take parts (an HTTP/2 stream: ``upstreamConnected(reused:speaking:_:)``). Only then may the shell give it
+    /// one.
+    public var requestMayGoTyped: Bool { exchange.request.mayTakeParts }
     /// Requests parsed on this connection so far (for the status line).
     public internal(set) var requestCount = 0
     /// Whether an upstream connection is the machine's: from its `connect` command until it releases it (or the
@@ -149,10 +131,12 @@ public struct ProxyConnectionMachine {
     /// Events this machine could not take in its state (see ``unexpected(_:_:)``); zero unless there is a bug.
     public private(set) var unexpectedEvents = 0
 
+    /// `client`: the protocol the client speaks; for any but HTTP/1.x its codec hands each request over typed
+    /// (``clientRequest(_:framing:_:)``) and takes the response as parts.
     public init(
         configuration: ProxyConfiguration, hooks: any ProxyHooks = NoHooks(), clientAddress: String,
         requestIDs: @escaping @Sendable () -> UInt64, headStorage: HeadStorage = HeadStorage(),
-        interceptedOrigin: Origin? = nil
+        interceptedOrigin: Origin? = nil, client: HTTPProtocol = .http1
     ) {
         self.interceptedOrigin = interceptedOrigin
         self.configuration = configuration
@@ -160,6 +144,7 @@ public struct ProxyConnectionMachine {
         self.headStorage = headStorage
         self.clientAddress = clientAddress
         self.client = RequestReader(limits: configuration.parserLimits)
+        self.clientWriter = ResponseWriter(for: client)
         self.nextRequestID = requestIDs
     }
 
@@ -270,8 +255,11 @@ public struct ProxyConnectionMachine {
         }
     }
 
-    /// `http2`: the upstream reads typed messages (an HTTP/2 stream of a shared connection).
-    public mutating func upstreamConnected(reused: Bool, http2: Bool = false, _ io: inout ConnectionIO) {
+    /// `upstream`: the protocol the connection speaks; for any but HTTP/1.1 its codec takes the request as parts
+    /// (an HTTP/2 stream of a shared connection).
+    public mutating func upstreamConnected(
+        reused: Bool, speaking upstream: HTTPProtocol = .http1, _ io: inout ConnectionIO
+    ) {
         guard acceptsUpstreamEvent else { return }
         guard case .connecting = state else { return unexpected("upstreamConnected", &io) }
         exchange.reusedUpstream = reused
@@ -281,19 +269,10 @@ public struct ProxyConnectionMachine {
             if client.eof { clientClosed(&io) }
             return
         }
-        if let typed = exchange.typed {
-            if http2 {
-                exchange.typedRequest = true
-                exchange.requestEndSent = false
-                io.toUpstreamParts.append(.head(method: exchange.context.method, target: typed.target, typed.head))
-            } else {
-                if exchange.requestHeadBytes.isEmpty { typed.head.serialize(into: &exchange.requestHeadBytes) }
-                exchange.typedRequest = false
-                io.toUpstream.append(contentsOf: exchange.requestHeadBytes)
-            }
-        } else {
-            io.toUpstream.append(contentsOf: exchange.requestHeadBytes)
-        }
+        exchange.context.upstreamSide = upstream
+        exchange.request.connected(
+            upstream, method: exchange.context.method, body: client.body.framing, headBytes: &exchange.requestHeadBytes,
+            &io)
         state = .exchanging
         forwardRequestBody(&io)
     }
@@ -475,19 +454,4 @@ public struct ProxyConnectionMachine {
         }
     }
 
-}
-
-/// What an exchange keeps while it may be typed on either side (a client that speaks HTTP/2, an h2c route): the
-/// request head as the hooks left it, until the upstream connection says whether it is written as HTTP/1.1 or handed
-/// over typed (``ProxyConnectionMachine/upstreamConnected(reused:http2:_:)``), with its target in origin form; and
-/// the response's trailers for a client or from an upstream that carries them in its own form.
-final class TypedState {
-    let head: OutgoingHead
-    let target: [UInt8]
-    var responseTrailers = FieldSection()
-
-    init(head: OutgoingHead, target: [UInt8]) {
-        self.head = head
-        self.target = target
-    }
 }

@@ -111,51 +111,33 @@ struct RequestReader {
 
     /// Moves what has arrived of the request body in flight to the end of `out`: as it came, or as `payload`, its
     /// chunked framing taken off (RFC 9112 §7.1.3) and its trailer section read into ``trailers`` (for an upstream
-    /// that sends them in its own form: HTTP/2's trailers).
+    /// that sends them in its own form: HTTP/2's trailers). A typed client's body of undeclared length ends here once
+    /// its stream has ended (``streamEnded``) and all of it is taken.
     @inline(__always)
     mutating func readBody(into out: inout [UInt8], payload: Bool = false) -> BodyEvent {
-        guard !body.isComplete, start < input.count else { return .nothing }
-        let n: Int
-        do throws(HTTPParseError) {
-            if payload {
-                n = try withUnsafeMutablePointer(to: &out) { out throws(HTTPParseError) in
-                    try withUnsafeMutablePointer(to: &trailers) { trailers throws(HTTPParseError) in
-                        try body.consume(input[start...], payload: out, trailers: trailers)
-                    }
-                }
-            } else {
-                n = try body.consume(input[start...])
-                out.append(contentsOf: input[start..<(start + n)])
-            }
-        } catch {
-            return .invalid("bad request body: \(error.description)")
-        }
-        start += n
-        return .read
-    }
-
-    /// Moves what has arrived of a typed client's request body (payload, no framing) to the end of `out`, in the
-    /// framing its outgoing head declares: as it is within a declared length, chunked (RFC 9112 §7.1) when the
-    /// length was not declared (``BodyFraming/untilClose``: until the client ends the stream), the client's
-    /// trailers then in the last chunk's trailer section (RFC 9110 §6.5). Trailers beside a declared length have
-    /// no place in HTTP/1.1 and are not sent (RFC 9110 §6.5.1 lets a recipient discard them).
-    mutating func readTypedBody(into out: inout [UInt8], chunked frame: Bool) {
-        guard !body.isComplete else { return }
-        let chunked = frame && body.framing == .untilClose
+        guard !body.isComplete else { return .nothing }
+        var event = BodyEvent.nothing
         if start < input.count {
-            // A DATA frame past a declared length is refused by nghttp2 (RFC 9113 §8.1.1): the reader takes it all.
-            let n = (try? body.consume(input[start...])) ?? 0
-            if chunked {
-                ChunkedEncoder.writeChunk(input[start..<(start + n)], into: &out)
-            } else {
-                out.append(contentsOf: input[start..<(start + n)])
+            let n: Int
+            do throws(HTTPParseError) {
+                if payload {
+                    n = try withUnsafeMutablePointer(to: &out) { out throws(HTTPParseError) in
+                        try withUnsafeMutablePointer(to: &trailers) { trailers throws(HTTPParseError) in
+                            try body.consume(input[start...], payload: out, trailers: trailers)
+                        }
+                    }
+                } else {
+                    n = try body.consume(input[start...])
+                    out.append(contentsOf: input[start..<(start + n)])
+                }
+            } catch {
+                return .invalid("bad request body: \(error.description)")
             }
             start += n
+            event = .read
         }
-        if streamEnded && start == input.count && body.framing == .untilClose {
-            _ = body.endOfStream()
-            if chunked { ChunkedEncoder.writeLastChunk(trailers: trailers, into: &out) }
-        }
+        if streamEnded && start == input.count { _ = body.endOfStream() }
+        return event
     }
 
     /// Whether the whole request body has arrived: read already, or waiting in the input while the upstream

@@ -38,8 +38,16 @@ struct ResponseReader {
 
     init(limits: HTTPParserLimits) { parser = HTTPHeadParser(limits: limits) }
 
+    /// The upstream's codec hands the response over typed (``ProxyConnectionMachine/upstreamResponse(_:framing:_:)``):
+    /// its end comes as an event (``ProxyConnectionMachine/upstreamEnded(trailers:_:)``), with trailers that may
+    /// follow even a declared length (RFC 9113 §8.1), not with the last byte of that length.
+    private(set) var endsTyped = false
+
     /// A typed upstream's head arrived (its codec read it): the response has begun.
-    mutating func noteHead() { bytesSeen = true }
+    mutating func noteTypedHead() {
+        bytesSeen = true
+        endsTyped = true
+    }
 
     /// Whether the final head has been read (the body is being relayed).
     var readingBody: Bool { body != nil }

@@ -1,3 +1,4 @@
+import ExchangeFacts
 import ProxyCore
 import ProxyHTTP2
 
@@ -39,8 +40,7 @@ final class StreamExchange: ExchangeDriver {
         self.id = id
         super.init(
             address: connection.address, fromNetwork: connection.fromNetwork, loop: connection.loop,
-            interceptedOrigin: http2.interceptedOrigin)
-        machine.clientSpeaksHTTP2 = true
+            interceptedOrigin: http2.interceptedOrigin, client: .http2)
         machine.listenerTLS = http2.listenerTLS
     }
 

@@ -29,7 +29,7 @@ extension ExchangeDriver {
         {
             releaseParked()
             joinHTTP2(shared, session)
-            machine.upstreamConnected(reused: true, http2: true, &io)
+            machine.upstreamConnected(reused: true, speaking: .http2, &io)
             return
         }
         if let parked = unpark() {
@@ -209,7 +209,7 @@ extension ExchangeDriver {
             if loop.configuration.h2cUpstreams.contains(upstream.origin) && machine.requestMayGoTyped {
                 upstream.becomeShared(
                     HTTP2ClientSession(scheme: "http", limits: loop.configuration.proxy.parserLimits), firstUser: self)
-                machine.upstreamConnected(reused: false, http2: true, &io)
+                machine.upstreamConnected(reused: false, speaking: .http2, &io)
                 return
             }
             machine.upstreamConnected(reused: false, &io)

@@ -44,7 +44,6 @@ extension ExchangeDriver {
         if !delivery.isEmpty {
             lastActivity = loop.now
             upstreamReadSince = loop.now
-            machine.noteUpstreamHTTP2()
             for (head, framing) in delivery.heads { machine.upstreamResponse(head, framing: framing, &io) }
             if !delivery.payload.isEmpty { machine.upstreamBody(delivery.payload[...], &io) }
             if let trailers = delivery.end { machine.upstreamEnded(trailers: trailers, &io) }

@@ -26,7 +26,7 @@ extension ExchangeDriver {
                 // too).
                 upstream.becomeShared(
                     HTTP2ClientSession(scheme: "https", limits: loop.configuration.proxy.parserLimits), firstUser: self)
-                machine.upstreamConnected(reused: false, http2: true, &io)
+                machine.upstreamConnected(reused: false, speaking: .http2, &io)
                 upstream.readShared(fed: true)
                 return
             }

@@ -1,3 +1,4 @@
+import ExchangeFacts
 import ProxyCore
 import ProxyHTTP2
 import ProxyPlatform
@@ -54,7 +55,11 @@ class ExchangeDriver: LoopHandler {
 
     /// `fromNetwork`: the peer is not a loopback address (the accept decided it).
     /// `interceptedOrigin`: requests inside an intercepted tunnel go there.
-    init(address: String, fromNetwork: Bool, loop: EventLoop, interceptedOrigin: Origin? = nil) {
+    /// `client`: the protocol the client speaks (its codec's form towards the machine).
+    init(
+        address: String, fromNetwork: Bool, loop: EventLoop, interceptedOrigin: Origin? = nil,
+        client: HTTPProtocol = .http1
+    ) {
         self.address = address
         self.fromNetwork = fromNetwork
         self.loop = loop
@@ -62,7 +67,8 @@ class ExchangeDriver: LoopHandler {
         let server = loop.server
         self.machine = ProxyConnectionMachine(
             configuration: loop.configuration.proxy, hooks: server.hooks, clientAddress: address,
-            requestIDs: { server.nextRequestID() }, headStorage: loop.headStorage, interceptedOrigin: interceptedOrigin)
+            requestIDs: { server.nextRequestID() }, headStorage: loop.headStorage, interceptedOrigin: interceptedOrigin,
+            client: client)
         phaseStart = loop.now
         lastActivity = loop.now
         if var spare = loop.spareBuffers.popLast() {

@@ -18,8 +18,7 @@ struct TypedExchangeTests {
             configuration.reverseUpstream = Origin(host: "127.0.0.1", port: 3000)
             configuration.addForwarded = false
             machine = ProxyConnectionMachine(
-                configuration: configuration, clientAddress: "127.0.0.1", requestIDs: { 1 })
-            machine.clientSpeaksHTTP2 = true
+                configuration: configuration, clientAddress: "127.0.0.1", requestIDs: { 1 }, client: .http2)
         }
 
         mutating func collect() {
@@ -73,8 +72,9 @@ struct TypedExchangeTests {
     }
 
     /// A request body goes to an HTTP/1.1 upstream in the framing its head declares: as it is within a declared
-    /// length (trailers beside a length have no place in HTTP/1.1), chunked without one, the trailers in the last
-    /// chunk's section (RFC 9112 §7.1.2), whether the body came before or after the upstream connection.
+    /// length (trailers beside a length have no place in HTTP/1.1), chunked without one (the upstream's codec adds
+    /// the Transfer-Encoding that says so), the trailers in the last chunk's section (RFC 9112 §7.1.2), whether the
+    /// body came before or after the upstream connection.
     @Test(arguments: [
         (
             [("content-length", "5")], true,
@@ -86,12 +86,12 @@ struct TypedExchangeTests {
         ),
         (
             [], true,
-            "POST /up HTTP/1.1\r\nHost: a.example\r\nTransfer-Encoding: chunked\r\nVia: 1.1 cookie-proxy\r\n\r\n"
+            "POST /up HTTP/1.1\r\nHost: a.example\r\nVia: 1.1 cookie-proxy\r\nTransfer-Encoding: chunked\r\n\r\n"
                 + "3\r\nhel\r\n2\r\nlo\r\n0\r\nx-sum: 9\r\n\r\n"
         ),
         (
             [], false,
-            "POST /up HTTP/1.1\r\nHost: a.example\r\nTransfer-Encoding: chunked\r\nVia: 1.1 cookie-proxy\r\n\r\n"
+            "POST /up HTTP/1.1\r\nHost: a.example\r\nVia: 1.1 cookie-proxy\r\nTransfer-Encoding: chunked\r\n\r\n"
                 + "5\r\nhello\r\n0\r\nx-sum: 9\r\n\r\n"
         ),
     ])
