@@ -21,7 +21,7 @@ public enum BodyFraming: Sendable, Hashable {
             guard !head.has(.contentLength) else {
                 throw malformed("both Transfer-Encoding and Content-Length")
             }
-            guard version.minor >= 1 else { throw malformed("Transfer-Encoding in an HTTP/1.0 request") }
+            guard !version.isHTTP1_0 else { throw malformed("Transfer-Encoding in an HTTP/1.0 request") }
             let codings = try transferCodings(head)
             guard codings.last == .chunked else { throw malformed("Transfer-Encoding does not end in chunked") }
             guard codings.dropLast().allSatisfy({ $0 != .chunked }) else {
@@ -45,7 +45,7 @@ public enum BodyFraming: Sendable, Hashable {
     ) throws(HTTPParseError) -> BodyFraming {
         if requestMethod == "HEAD" || (100..<200).contains(status) || status == 204 || status == 304 { return .none }
         if head.has(.transferEncoding) {
-            guard version.minor >= 1 else { throw malformed("Transfer-Encoding in an HTTP/1.0 response") }
+            guard !version.isHTTP1_0 else { throw malformed("Transfer-Encoding in an HTTP/1.0 response") }
             let codings = try transferCodings(head)
             guard codings.count(where: { $0 == .chunked }) <= 1 else {
                 throw malformed("chunked applied more than once")

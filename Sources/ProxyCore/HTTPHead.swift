@@ -151,13 +151,19 @@ public struct HTTPHead: Sendable {
     }
 }
 
-/// HTTP-version (RFC 9112 §2.3).
+/// HTTP-version (RFC 9112 §2.3): of a head read from HTTP/1.x text, or the protocol a codec built a head for
+/// (``http2``: HTTP/2 has no minor version, RFC 9113 §3).
 public struct HTTPVersion: Sendable, Hashable, CustomStringConvertible {
     public var major: Int
     public var minor: Int
     public static let http1_0 = HTTPVersion(major: 1, minor: 0)
     public static let http1_1 = HTTPVersion(major: 1, minor: 1)
-    public var description: String { "HTTP/\(major).\(minor)" }
+    public static let http2 = HTTPVersion(major: 2, minor: 0)
+    public var description: String { major == 1 ? "HTTP/\(major).\(minor)" : "HTTP/\(major)" }
+
+    /// HTTP/1.0, the one version whose connections close by default (RFC 9112 §9.3), that has no chunked coding
+    /// (§7) and no interim responses (RFC 9110 §15.2), and whose requests may leave out Host (§3.2).
+    public var isHTTP1_0: Bool { major == 1 && minor == 0 }
 }
 
 /// A parsed request head (RFC 9112 §3).

@@ -303,12 +303,15 @@ enum HeadRewrite {
         }
     }
 
+    /// `Via` with the protocol the message was received in (RFC 9110 §7.6.3: `1.1`, `1.0`, or `2` for HTTP/2,
+    /// which has no minor version).
     static func addVia(_ out: inout OutgoingHead, version: HTTPVersion, pseudonym: String) {
         // The common case without building a string each time.
         if version.major == 1 && version.minor <= 1 && pseudonym == "cookie-proxy" {
             out.append(name: "Via", value: version.minor == 1 ? viaCookieProxy11 : viaCookieProxy10, known: .other)
         } else {
-            out.append(name: "Via", value: Array("\(version.major).\(version.minor) \(pseudonym)".utf8), known: .other)
+            let received = version.major == 1 ? "\(version.major).\(version.minor)" : "\(version.major)"
+            out.append(name: "Via", value: Array("\(received) \(pseudonym)".utf8), known: .other)
         }
     }
 

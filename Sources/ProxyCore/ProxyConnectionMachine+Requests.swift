@@ -62,7 +62,7 @@ extension ProxyConnectionMachine {
             return
         }
         let connection = request.head.connectionOptions()
-        let keepAlive = request.version.minor >= 1 ? !connection.close : connection.keepAlive
+        let keepAlive = request.version.isHTTP1_0 ? connection.keepAlive : !connection.close
         let addressed = route.addressed
         // Made whole at once (a context changed after it is made is copied by the calls that take it).
         let context = ExchangeContext(

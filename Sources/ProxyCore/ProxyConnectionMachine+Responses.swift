@@ -87,7 +87,7 @@ extension ProxyConnectionMachine {
         _ response: ResponseHead, _ framing: BodyFraming, _ io: inout ConnectionIO
     ) {
         let connection = response.head.connectionOptions()
-        if connection.close || response.version.minor == 0 { exchange.upstreamReusable = false }
+        if connection.close || response.version.isHTTP1_0 { exchange.upstreamReusable = false }
         if framing == .chunked && response.head.has(.contentLength) {
             // Both framing fields: Transfer-Encoding wins (RFC 9112 §6.3 rule 3), but a server that sends
             // both is not trusted with the next exchange on this connection.
@@ -103,7 +103,7 @@ extension ProxyConnectionMachine {
             response, connection: connection, framing: framing, dechunk: clientWriter.dechunks,
             client: clientWriter.connectionField(closing: exchange.closeClientAfter), configuration: configuration,
             storage: headStorage.takeOutgoing())
-        clientWriter.frame(&out)
+        clientWriter.frame(&out, of: response)
         if exchange.redirectRoute != 0 {
             HeadRewrite.Redirects.rewrite(
                 &out, route: configuration.routes.routes[Int(exchange.redirectRoute) - 1], client: exchange.context)

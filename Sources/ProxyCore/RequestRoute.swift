@@ -108,7 +108,7 @@ public struct RequestRoute: Sendable, Hashable {
                 valid = value.withUnsafeBufferPointer(Authority.isValid)
             }
             guard valid else { throw Refusal(400, "invalid Host header field") }
-        } else if request.version.minor > 0 && !route.isConnect {
+        } else if !request.version.isHTTP1_0 && !route.isConnect {
             throw Refusal(400, "HTTP/1.1 request without a Host header field")
         }
         let fixed = reverse || interceptedOrigin != nil

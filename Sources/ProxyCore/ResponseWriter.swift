@@ -66,7 +66,15 @@ struct ResponseWriter {
     mutating func interim(_ response: ResponseHead, _ io: inout ConnectionIO) {
         switch form {
         case .parts: io.toClientParts.append(.head(status: response.status, OutgoingHead(response.head)))
-        case .http1: if version.minor >= 1 { io.toClient.append(contentsOf: response.head.bytes) }
+        case .http1:
+            guard !version.isHTTP1_0 else { return }
+            if response.version.major == 1 {
+                io.toClient.append(contentsOf: response.head.bytes)
+            } else {
+                var out = OutgoingHead(response.head)
+                Self.writeStatusLine(&out, status: response.status)
+                out.serialize(into: &io.toClient)
+            }
         }
     }
 
@@ -81,11 +89,11 @@ struct ResponseWriter {
             dechunks = framing == .chunked
             return true
         case .http1:
-            dechunks = framing == .chunked && version.minor == 0
+            dechunks = framing == .chunked && version.isHTTP1_0
             var declared = false
             if case .contentLength = framing { declared = true }
             rechunks =
-                upstreamEndsTyped && version.minor >= 1 && (framing == .untilClose || (declared && acceptsTrailers))
+                upstreamEndsTyped && !version.isHTTP1_0 && (framing == .untilClose || (declared && acceptsTrailers))
             return (framing == .untilClose && !rechunks) || dechunks
         }
     }
@@ -95,17 +103,26 @@ struct ResponseWriter {
     func connectionField(closing: Bool) -> HeadRewrite.ClientConnection {
         switch form {
         case .parts: .persistent
-        case .http1: closing ? .close : version.minor == 0 ? .keepAlive : .persistent
+        case .http1: closing ? .close : version.isHTTP1_0 ? .keepAlive : .persistent
         }
     }
 
-    /// The final head's framing fields for what ``plan(_:upstreamEndsTyped:)`` decided: a body that goes chunked
-    /// says so, and has no length (RFC 9112 §6.1).
+    /// The final head of `response` in the client's protocol: an HTTP/1.1 status line for a head another codec
+    /// built (RFC 9112 §4), and the framing fields for what ``plan(_:upstreamEndsTyped:)`` decided (a body that goes
+    /// chunked says so, and has no length: RFC 9112 §6.1).
     @inline(__always)
-    func frame(_ out: inout OutgoingHead) {
+    func frame(_ out: inout OutgoingHead, of response: ResponseHead) {
+        guard form == .http1 else { return }
+        if response.version.major != 1 { Self.writeStatusLine(&out, status: response.status) }
         guard rechunks else { return }
         out.removeAll(.contentLength)
         out.append(name: "Transfer-Encoding", value: HeadRewrite.chunkedToken, known: .transferEncoding)
+    }
+
+    /// `HTTP/1.1 status reason` as `out`'s start line: a head another protocol's codec built has none of its own.
+    static func writeStatusLine(_ out: inout OutgoingHead, status: Int) {
+        let line = Array("HTTP/1.1 \(status) \(ProxyAnswer.reasonPhrase(status))".utf8)
+        line.withUnsafeBufferPointer { out.replaceStartLine($0) }
     }
 
     /// A head the hooks have seen: to the client.

@@ -53,28 +53,36 @@ public struct HeadBuilder {
         return HTTPHead(bytes: bytes, startLine: startLine, fields: fields, knownFields: known)
     }
 
-    /// A request head: `method`, `target` (its range in the start line), HTTP/1.1's semantics.
-    public static func request(method: String, target: [UInt8], capacity: Int) -> Self {
+    /// A request head: `method`, `target` (its range in the start line), received in `version` (the start line
+    /// names it, for a person: `GET /x HTTP/2`; no codec reads it).
+    public static func request(method: String, target: [UInt8], version: HTTPVersion, capacity: Int) -> Self {
         var line = Array(method.utf8)
         line.append(0x20)
         line.append(contentsOf: target)
-        line.append(contentsOf: HeadRewrite.http11Suffix)
+        line.append(0x20)
+        line.append(contentsOf: version.description.utf8)
         return HeadBuilder(startLine: line, capacity: capacity)
     }
 
-    /// The request head made, with its target where ``request(method:target:capacity:)`` put it.
-    public consuming func requestHead(method: String) -> RequestHead {
+    /// The request head made, with its target where ``request(method:target:version:capacity:)`` put it.
+    public consuming func requestHead(method: String, version: HTTPVersion) -> RequestHead {
         let head = head()
         let targetStart = method.utf8.count + 1
-        return RequestHead(
-            head: head, method: method, targetRange: targetStart..<head.startLine.upperBound - 9, version: .http1_1)
+        let targetEnd = head.startLine.upperBound - 1 - version.description.utf8.count
+        return RequestHead(head: head, method: method, targetRange: targetStart..<targetEnd, version: version)
+    }
+
+    /// A response head's start line: `version status` (`HTTP/2 200`), for a person; the client's codec writes its
+    /// own (an HTTP/1.1 client reads ``ResponseWriter/writeStatusLine(_:status:)``'s).
+    public static func response(status: Int, version: HTTPVersion, capacity: Int) -> Self {
+        HeadBuilder(startLine: Array("\(version) \(status)".utf8), capacity: capacity)
     }
 }
 
 extension ResponseHead {
-    /// A response head made by a codec (``HeadBuilder``), with HTTP/1.1's semantics.
-    public init(status: Int, head: HTTPHead) {
-        self.init(head: head, version: .http1_1, status: status)
+    /// A response head made by a codec (``HeadBuilder``), received in `version`.
+    public init(status: Int, head: HTTPHead, version: HTTPVersion) {
+        self.init(head: head, version: version, status: status)
     }
 }
 

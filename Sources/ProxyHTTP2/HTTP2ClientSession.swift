@@ -348,19 +348,19 @@ public final class UpstreamExchange {
             return
         }
         let status = responseStatus
-        var builder = HeadBuilder(
-            startLine: Array("HTTP/1.1 \(status) \(ProxyAnswer.reasonPhrase(status))".utf8),
+        var builder = HeadBuilder.response(
+            status: status, version: .http2,
             capacity: responseFields.reduce(0) { $0 + $1.name.count + $1.value.count + 4 })
         for field in responseFields { builder.append(name: field.name, value: field.value) }
         responseFields = []
-        let head = ResponseHead(status: status, head: builder.head())
+        let head = ResponseHead(status: status, head: builder.head(), version: .http2)
         if (100..<200).contains(status) {
             delivery.heads.append((head, .none))
             return
         }
         do {
             let framing = try BodyFraming.forResponse(
-                head.head, status: status, requestMethod: requestMethod, version: .http1_1)
+                head.head, status: status, requestMethod: requestMethod, version: .http2)
             delivery.heads.append((head, framing))
         } catch {
             return fail("the upstream's response: \(error.description)")

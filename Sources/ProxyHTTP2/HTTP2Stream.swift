@@ -136,7 +136,7 @@ final class Stream {
                 cookie! += [0x3B, 0x20] + field.value
             }
         }
-        var builder = HeadBuilder.request(method: method, target: target, capacity: size + 24)
+        var builder = HeadBuilder.request(method: method, target: target, version: .http2, capacity: size + 24)
         builder.append(name: Self.hostName, value: authority)
         var cookieWritten = false
         for field in fields {
@@ -153,7 +153,7 @@ final class Stream {
             // RFC 9110 §8.6: a request of these methods without a body says so, as an HTTP/1.1 client would.
             builder.append(name: Self.contentLengthName, value: [0x30])
         }
-        let head = builder.requestHead(method: method)
+        let head = builder.requestHead(method: method, version: .http2)
         do {
             return .success((head, try BodyFraming.forTypedRequest(head.head, ended: ended)))
         } catch {

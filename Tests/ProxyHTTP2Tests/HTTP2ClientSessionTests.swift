@@ -15,9 +15,9 @@ struct HTTP2ClientSessionTests {
         _ session: HTTP2ClientSession, _ exchange: UpstreamExchange, _ method: String, _ target: String,
         _ fields: [(String, String)], body: [String] = [], trailers: [(String, String)] = []
     ) {
-        var builder = HeadBuilder.request(method: method, target: Array(target.utf8), capacity: 256)
+        var builder = HeadBuilder.request(method: method, target: Array(target.utf8), version: .http2, capacity: 256)
         for (name, value) in fields { builder.append(name: Array(name.utf8), value: Array(value.utf8)) }
-        let head = OutgoingHead(builder.requestHead(method: method).head)
+        let head = OutgoingHead(builder.requestHead(method: method, version: .http2).head)
         let pieces = body.isEmpty ? [""] : body
         for (i, piece) in pieces.enumerated() {
             let parts: [RequestPart] =
@@ -82,19 +82,19 @@ struct HTTP2ClientSessionTests {
         return text
     }
 
-    /// A response comes out typed: a head made field by field (a status line with a reason phrase for the HTTP/1.1
-    /// clients it may reach; each set-cookie its own field), the framing the head gives it (until the stream ends
+    /// A response comes out typed: a head made field by field (its start line names the protocol it came in, for a
+    /// person; an HTTP/1.1 client's codec writes its own status line; each set-cookie its own field), the framing the head gives it (until the stream ends
     /// without a declared length; the declared one), the payload, and the end with the trailers, whether or not a
     /// length was declared (RFC 9113 §8.1).
     @Test(arguments: [
         (
             [("content-type", "text/plain")],
-            "HTTP/1.1 200 OK\r\nset-cookie: a=1\r\nset-cookie: b=2\r\n"
+            "HTTP/2 200\r\nset-cookie: a=1\r\nset-cookie: b=2\r\n"
                 + "content-type: text/plain\r\n\r\nframing: untilClose\n"
         ),
         (
             [("content-length", "2")],
-            "HTTP/1.1 200 OK\r\nset-cookie: a=1\r\nset-cookie: b=2\r\n"
+            "HTTP/2 200\r\nset-cookie: a=1\r\nset-cookie: b=2\r\n"
                 + "content-length: 2\r\n\r\nframing: contentLength(2)\n"
         ),
     ])
@@ -132,7 +132,7 @@ struct HTTP2ClientSessionTests {
         #expect(session.receive(ok[...]))
         #expect(
             Self.delivered(first)
-                == "HTTP/1.1 404 Not Found\r\ncontent-length: 2\r\n\r\nframing: contentLength(2)\npayload: no\nend: ")
+                == "HTTP/2 404\r\ncontent-length: 2\r\n\r\nframing: contentLength(2)\npayload: no\nend: ")
         session.close(first)
         // Two exchanges at once: streams 3 and 5 on the same connection; the upstream resets 3 only.
         let second = session.open()

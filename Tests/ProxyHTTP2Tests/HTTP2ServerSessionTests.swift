@@ -143,27 +143,27 @@ struct HTTP2ServerSessionTests {
     @Test(arguments: [
         (
             ClientFrames.get("/p?q=1", [("cookie", "a=1"), ("x-mid", "m"), ("cookie", "b=2")]), true, false,
-            "GET /p?q=1 HTTP/1.1\r\nHost: a.example\r\ncookie: a=1; b=2\r\nx-mid: m\r\n\r\n", BodyFraming.none
+            "GET /p?q=1 HTTP/2\r\nHost: a.example\r\ncookie: a=1; b=2\r\nx-mid: m\r\n\r\n", BodyFraming.none
         ),
         (
             ClientFrames.get("/p", [("te", "trailers"), ("accept", "*/*")]), true, true,
-            "GET https://a.example/p HTTP/1.1\r\nHost: a.example\r\naccept: */*\r\n\r\n", .none
+            "GET https://a.example/p HTTP/2\r\nHost: a.example\r\naccept: */*\r\n\r\n", .none
         ),
         (
-            ClientFrames.get("/up", method: "POST"), false, false, "POST /up HTTP/1.1\r\nHost: a.example\r\n\r\n",
+            ClientFrames.get("/up", method: "POST"), false, false, "POST /up HTTP/2\r\nHost: a.example\r\n\r\n",
             .untilClose
         ),
         (
             ClientFrames.get("/up", [("content-length", "5")], method: "PUT"), false, false,
-            "PUT /up HTTP/1.1\r\nHost: a.example\r\ncontent-length: 5\r\n\r\n", .contentLength(5)
+            "PUT /up HTTP/2\r\nHost: a.example\r\ncontent-length: 5\r\n\r\n", .contentLength(5)
         ),
         (
             ClientFrames.get("/empty", method: "POST"), true, false,
-            "POST /empty HTTP/1.1\r\nHost: a.example\r\ncontent-length: 0\r\n\r\n", .contentLength(0)
+            "POST /empty HTTP/2\r\nHost: a.example\r\ncontent-length: 0\r\n\r\n", .contentLength(0)
         ),
         (
             ClientFrames.get("/h", [("host", "A.Example")]), true, false,
-            "GET /h HTTP/1.1\r\nHost: a.example\r\n\r\n", .none
+            "GET /h HTTP/2\r\nHost: a.example\r\n\r\n", .none
         ),
     ])
     func aRequestBecomesATypedHead(
