@@ -11,14 +11,43 @@ import ProxyTLS
     import Darwin
 #endif
 
-/// A client's connection: its socket (and TLS), read and written here. Over HTTP/1.1 its own machine drives the
-/// exchanges (``ExchangeDriver``); once the client speaks HTTP/2 (ClientConnection+HTTP2.swift) the connection holds
-/// the session (``http2``), and each stream's exchange is a ``StreamExchange`` of its own, the connection's machine
-/// hearing nothing more.
-final class ClientConnection: ExchangeDriver {
+/// A client's connection: its socket, its TLS, what waits to be sent and the lingering close; and the one protocol
+/// it speaks (``speaking``): HTTP/1.1, whose exchanges one ``ExchangeDriver`` carries one after another, or HTTP/2,
+/// whose session gives each stream an exchange driver of its own (ClientConnection+HTTP2.swift). For its HTTP/1.1
+/// driver it is the ``ClientPort``: the driver's machine writes into the driver's `io.toClient`, which ``toClient``
+/// sends from.
+final class ClientConnection: LoopHandler, ClientPort {
+    /// The protocol the connection speaks, and what carries it.
+    enum Speaking {
+        /// HTTP/1.x: the driver of its exchanges (the first bytes are read this way too: a CONNECT, a TLS
+        /// listener's plain HTTP, HTTP/2's preface).
+        case http1(ExchangeDriver)
+        /// HTTP/2 (after ALPN chose `h2`, or the client's preface): the session and its streams' exchanges.
+        case http2(HTTP2Client)
+        /// Closed: nothing more is read or written.
+        case closed
+    }
+
     let fd: Int32
-    /// Towards the client (the upstream direction is the upstream connection's ``UpstreamConnection/out``).
+    let address: String
+    /// The client is not on loopback (admitted by --allow).
+    let fromNetwork: Bool
+    /// Its loop outlives it (the loop's tables hold it; the loop's thread holds the server and its loops).
+    unowned(unsafe) let loop: EventLoop
+    var speaking: Speaking = .closed
+    /// Towards the client: what of the bytes for it (its HTTP/1.1 driver's `io.toClient`, or ``frames``) it has
+    /// taken, its TLS records.
     var toClient = Outbound()
+    /// HTTP/2's frames for the client (its HTTP/1.1 bytes are its driver's).
+    var frames: [UInt8] = []
+    /// What the socket is polled for.
+    var interest: UInt32 = Poller.readable
+    var lastActivity: Int64
+    /// Since when bytes for the client have waited without the client taking any (over HTTP/2; an HTTP/1.1
+    /// driver keeps its own).
+    var clientWriteSince: Int64 = 0
+    /// Over HTTP/2: the connection closes once its frames are out (a connection error's GOAWAY).
+    var closeAfterFlush = false
     /// A lingering close began (the proxy's last bytes are sent and its side shut): what the client still sends is
     /// read and dropped until it closes too, or ``lingerTime`` passes.
     var lingeringSince: Int64? = nil
@@ -36,20 +65,18 @@ final class ClientConnection: ExchangeDriver {
     var clientTLS: TLSEngine?
     /// A TLS listener's connection that has read nothing yet: its first bytes tell TLS from plain HTTP.
     private var listenerFirstRead = false
-    /// The client speaks HTTP/2 on this connection: the session and its streams' exchanges.
-    var http2: HTTP2Client?
+    var closed = false
 
     /// `fromNetwork`: the peer is not a loopback address (the accept decided it).
     init(fd: Int32, address: String, fromNetwork: Bool, loop: EventLoop) {
         self.fd = fd
-        super.init(address: address, fromNetwork: fromNetwork, loop: loop)
+        self.address = address
+        self.fromNetwork = fromNetwork
+        self.loop = loop
+        lastActivity = loop.now
+        super.init()
+        speaking = .http1(ExchangeDriver(client: self, address: address, fromNetwork: fromNetwork, loop: loop))
     }
-
-    override var pendingToClient: Int {
-        @inline(__always) get { toClient.pending(io.toClient) }
-    }
-
-    override var clientIsTLS: Bool { clientTLS != nil }
 
     // MARK: Events
 
@@ -58,8 +85,15 @@ final class ClientConnection: ExchangeDriver {
         if events & (Poller.readable | Poller.hangup) != 0 && interest & Poller.readable != 0 {
             readClient()
         }
-        if events & Poller.writable != 0 { flush() }
-        apply()
+        switch speaking {
+        case .http1(let driver):
+            if events & Poller.writable != 0 { driver.flush() }
+            driver.apply()
+        case .http2(let http2):
+            if events & Poller.writable != 0 { flushFrames() }
+            sendHTTP2(http2)
+        case .closed: break
+        }
     }
 
     private func readClient() {
@@ -78,24 +112,41 @@ final class ClientConnection: ExchangeDriver {
             if let tls = clientTLS {
                 tls.feed(loop.readBuffer[0..<n])
                 clientTLSProgress(tls)
-            } else if let http2 {
-                http2Received(http2, loop.readBuffer[0..<n])
             } else {
-                machine.clientData(loop.readBuffer[0..<n], &io)
+                received(loop.readBuffer[0..<n])
             }
         } else if n == 0 {
             clientEOF = true
-            if http2 != nil { closeNow() } else { machine.clientClosed(&io) }
+            clientClosed()
         } else if Int32(-n) != Sys.EAGAIN && Int32(-n) != Sys.EINTR {
             // Reset by peer or similar: nothing can be delivered any more.
             closeNow(socketError: Int32(-n))
         }
     }
 
+    /// Bytes the client sent (decrypted, over TLS), to its protocol.
+    private func received(_ bytes: ArraySlice<UInt8>) {
+        switch speaking {
+        case .http1(let driver):
+            driver.lastActivity = loop.now
+            driver.machine.clientData(bytes, &driver.io)
+        case .http2(let http2): http2Received(http2, bytes)
+        case .closed: break
+        }
+    }
+
+    /// The client closed its sending side.
+    private func clientClosed() {
+        switch speaking {
+        case .http1(let driver): driver.machine.clientClosed(&driver.io)
+        case .http2, .closed: closeNow()
+        }
+    }
+
     /// A TLS listener's connection (`--listen https://…`): TLS from the first byte, ended here with a leaf the local
     /// CA mints for the name the client asks for (SNI), `fallbackHost` without one; its requests are https URLs.
     func startListenerTLS(fallbackHost: String) {
-        machine.listenerTLS = true
+        if case .http1(let driver) = speaking { driver.machine.listenerTLS = true }
         guard let setup = loop.server.interception else {
             closeNow()
             return
@@ -112,17 +163,18 @@ final class ClientConnection: ExchangeDriver {
     /// Plain HTTP (the first `count` bytes of the read buffer) came to the TLS listener: a `400` in plain text that
     /// names the https URL, then the connection closes once it is out; noted for the person running the proxy.
     private func answerPlainHTTP(_ count: Int) {
+        guard case .http1(let driver) = speaking else { return closeNow() }
         let host = clientTLS?.fallbackHost ?? "127.0.0.1"
         let listener = Origin(host: host, port: Sys.localPort(fd))
-        io.toClient += PlainHTTPOnTLSPort.response(to: loop.readBuffer[0..<count], fallback: listener)
+        driver.io.toClient += PlainHTTPOnTLSPort.response(to: loop.readBuffer[0..<count], fallback: listener)
         clientTLS = nil
         loop.server.noteTLSFailure(
             "plain HTTP from \(address) to the https listener \(HostPort.format(host, listener.port)): answered 400"
                 + " naming its https:// URL")
-        closeAfterFlush = true
+        driver.closeAfterFlush = true
     }
 
-    /// Advances the client-side TLS engine: handshake, then decrypted bytes into the machine.
+    /// Advances the client-side TLS engine: handshake, then decrypted bytes to the protocol.
     private func clientTLSProgress(_ tls: TLSEngine) {
         if !tls.handshakeComplete {
             let status = tls.handshake()
@@ -131,7 +183,7 @@ final class ClientConnection: ExchangeDriver {
                 loop.server.noteTLSFailure(
                     "client TLS for \(tls.fallbackHost): \(reason) (does the client trust the CA? cookie-proxy ca path)"
                 )
-                closeAfterFlush = true
+                closeAfterTLSFailure()
                 return
             }
             if !tls.handshakeComplete { return }
@@ -141,25 +193,36 @@ final class ClientConnection: ExchangeDriver {
         var plain: [UInt8] = []
         let status = tls.readPlaintext(into: &plain)
         tls.drainCiphertext(into: &toClient.records)
-        if !plain.isEmpty {
-            if let http2 { http2Received(http2, plain[...]) } else { machine.clientData(plain[...], &io) }
-        }
+        if !plain.isEmpty { received(plain[...]) }
         switch status {
         case .ok: break
-        case .closed: if http2 != nil { closeNow() } else { machine.clientClosed(&io) }
-        case .failed: closeAfterFlush = true
+        case .closed: clientClosed()
+        case .failed: closeAfterTLSFailure()
         }
     }
 
-    // MARK: The client side of the machine's output
+    /// The TLS session failed: the connection closes once what is queued (the alert) is out.
+    private func closeAfterTLSFailure() {
+        switch speaking {
+        case .http1(let driver): driver.closeAfterFlush = true
+        case .http2: closeAfterFlush = true
+        case .closed: break
+        }
+    }
 
-    override func executeClient(_ command: ConnectionIO.Command) {
+    // MARK: The client port of its HTTP/1.1 driver
+
+    func pending(_ driver: ExchangeDriver) -> Int { toClient.pending(driver.io.toClient) }
+
+    var isTLS: Bool { clientTLS != nil }
+
+    func execute(_ command: ConnectionIO.Command, _ driver: ExchangeDriver) {
         switch command {
         case .shutdownClientWrite:
             toClient.shutdownPending = true
         case .startTLS(let host, let leftover):
             guard let setup = loop.server.interception else {
-                closeAfterFlush = true
+                driver.closeAfterFlush = true
                 return
             }
             let tls: TLSEngine
@@ -168,15 +231,15 @@ final class ClientConnection: ExchangeDriver {
             } catch {
                 loop.server.noteTLSFailure(
                     "client TLS for \(host): \(error) (does the client trust the CA? cookie-proxy ca path)")
-                closeAfterFlush = true
+                driver.closeAfterFlush = true
                 return
             }
             // The cleartext "200 Connection Established" goes out first, then only TLS records.
-            toClient.records.append(contentsOf: io.toClient[toClient.sent...])
-            io.toClient.removeAll(keepingCapacity: true)
+            toClient.records.append(contentsOf: driver.io.toClient[toClient.sent...])
+            driver.io.toClient.removeAll(keepingCapacity: true)
             toClient.sent = 0
             clientTLS = tls
-            upstreamIsTLS = true
+            driver.upstreamIsTLS = true
             loop.server.interceptedConnections.add(1)
             if !leftover.isEmpty {
                 tls.feed(leftover[...])
@@ -185,59 +248,56 @@ final class ClientConnection: ExchangeDriver {
         case .startHTTP2(let leftover):
             startHTTP2(leftover: leftover)
         default:
-            closeAfterFlush = true
+            driver.closeAfterFlush = true
         }
     }
 
-    override func flushClient() {
-        var progress = false
-        if wroteToClient && !noDelay && pendingToClient > 0 {
+    func flush(_ driver: ExchangeDriver) {
+        if wroteToClient && !noDelay && pending(driver) > 0 {
             Sys.setNoDelay(fd)
             noDelay = true
         }
-        let error = toClient.flush(&io.toClient, to: fd, tls: clientTLS, progress: &progress)
+        var progress = false
+        let error = toClient.flush(&driver.io.toClient, to: fd, tls: clientTLS, progress: &progress)
         if progress {
-            lastActivity = loop.now
-            clientWriteSince = loop.now
+            driver.lastActivity = loop.now
+            driver.clientWriteSince = loop.now
             wroteToClient = true
         }
         if let error {
             // The client is gone (a reset, a broken pipe): nobody is left to tell.
-            closeNow(socketError: error)
+            driver.closeNow(socketError: error)
         }
     }
 
-    override func shrinkClientOutput() {
-        if io.toClient.capacity > 4096 && pendingToClient == 0 {
-            io.toClient = []
+    func shrinkOutput(_ driver: ExchangeDriver) {
+        if driver.io.toClient.capacity > 4096 && pending(driver) == 0 {
+            driver.io.toClient = []
             toClient.sent = 0
         }
     }
 
-    override func flushDeferred() {
-        if let http2 {
-            // An HTTP/2 connection is here for its frames (``scheduleHTTP2Send()``); it has no upstream.
-            http2.sendScheduled = false
-            return sendHTTP2()
-        }
-        super.flushDeferred()
+    func setInterest(_ wanted: UInt32, _ driver: ExchangeDriver) {
+        driver.interest = wanted
+        setSocketInterest(wanted)
     }
 
-    /// An HTTP/2 session reads its client all the time (its streams' windows hold each stream back).
-    override func readsClient(_ status: ProxyConnectionMachine.Status) -> Bool {
-        http2 != nil || status.wantsClientData
-    }
-
-    override func setClientInterest(_ wanted: UInt32) {
-        guard wanted != interest else { return }
+    func setSocketInterest(_ wanted: UInt32) {
+        guard wanted != interest, !closed else { return }
         interest = wanted
         loop.poller.modify(fd, wanted, token: UInt64(slot))
     }
 
+    func closeWhenFlushed(_ driver: ExchangeDriver) {
+        if lingeringSince == nil { lingerOrClose(driver) }
+    }
+
+    func exchangeClosed(_ driver: ExchangeDriver, reset: Bool) { closeSocket(reset: reset) }
+
     // MARK: Deadlines and closing
 
-    /// The connection's deadlines: a lingering close's, then over HTTP/2 each stream's exchange's and the idle
-    /// connection's (its own machine hears nothing), else the machine's (``checkExchangeDeadlines()``).
+    /// The connection's deadlines: a lingering close's, then its protocol's (the HTTP/1.1 driver's phases; each
+    /// HTTP/2 stream's exchange's and the idle connection's).
     func checkDeadline() {
         if closed { return }
         let now = loop.now
@@ -245,55 +305,64 @@ final class ClientConnection: ExchangeDriver {
             if now - lingeringSince >= Self.lingerTime { closeNow() }
             return
         }
-        guard let http2 else { return checkExchangeDeadlines() }
-        for exchange in Array(http2.exchanges.values) { exchange.checkExchangeDeadlines() }
-        if closedForClientWriteTimeout() { return }
-        if http2.exchanges.isEmpty && now - lastActivity >= Self.milliseconds(loop.configuration.idleTimeout) {
-            closeNow()
+        switch speaking {
+        case .http1(let driver): driver.checkExchangeDeadlines()
+        case .http2(let http2): checkHTTP2Deadlines(http2)
+        case .closed: break
         }
     }
 
     func drain() {
-        dropParked()
-        if let http2 {
+        switch speaking {
+        case .http1(let driver):
+            driver.dropParked()
+            driver.machine.drain(&driver.io)
+            driver.apply()
+        case .http2(let http2):
             // GOAWAY (RFC 9113 §6.8): the streams taken finish, the connection closes when they have.
             http2.session.goAway()
-            sendHTTP2()
-            return
+            sendHTTP2(http2)
+        case .closed: break
         }
-        machine.drain(&io)
-        apply()
     }
 
     /// How long a lingering close waits for the client to close its side (nginx's `lingering_timeout` is 5 s).
     static let lingerTime: Int64 = 2000
 
     /// Closes the connection after the proxy's last bytes went out. A plain client connection that may still be
-    /// sending (a request the proxy refused before reading it all, a pipelined one, an HTTP/2 client's frames
-    /// after a GOAWAY) is closed in two steps, as nginx's lingering close does: the proxy's side is shut (the
-    /// client reads the end of the answer) and what the client still sends is read and dropped until it closes
-    /// or ``lingerTime`` passes. Closing with unread bytes in the socket would send a reset instead (RFC 9112
-    /// §9.6), which can destroy the answer before the client has read it. A connection with an upstream, a TLS
-    /// session or an HTTP/2 session closes at once.
-    private func lingerOrClose() {
-        guard http2 == nil, clientTLS == nil, upstream == nil, parked == nil, !clientEOF else {
-            return closeNow()
+    /// sending (a request the proxy refused before reading it all, a pipelined one) is closed in two steps, as
+    /// nginx's lingering close does: the proxy's side is shut (the client reads the end of the answer) and what the
+    /// client still sends is read and dropped until it closes or ``lingerTime`` passes. Closing with unread bytes
+    /// in the socket would send a reset instead (RFC 9112 §9.6), which can destroy the answer before the client has
+    /// read it. A connection with an upstream, a TLS session or an HTTP/2 session closes at once.
+    private func lingerOrClose(_ driver: ExchangeDriver) {
+        guard clientTLS == nil, driver.upstream == nil, driver.parked == nil, !clientEOF else {
+            return driver.closeNow()
         }
         lingeringSince = loop.now
         Sys.shutdownWrite(fd)
-        interest = Poller.readable
-        loop.poller.modify(fd, Poller.readable, token: UInt64(slot))
+        setSocketInterest(Poller.readable)
     }
 
-    override func closeWhenFlushed() {
-        if lingeringSince == nil { lingerOrClose() }
-    }
-
-    override func closeClient(socketError: Int32?, reset: Bool) {
-        if let http2 {
-            for exchange in Array(http2.exchanges.values) { exchange.closeNow() }
+    /// Closes at once, with whatever it carries. A socket error that ended it is counted by the server
+    /// (``ExchangeDriver/closeNow(socketError:reset:)``); `reset`: with SO_LINGER 0.
+    func closeNow(socketError: Int32? = nil, reset: Bool = false) {
+        switch speaking {
+        case .http1(let driver): driver.closeNow(socketError: socketError, reset: reset)
+        case .http2(let http2):
+            if let socketError { loop.server.noteClientSocketError(socketError) }
+            for exchange in Array(http2.exchanges.values) { exchange.driver.closeNow() }
             http2.exchanges.removeAll()
+            closeSocket(reset: reset)
+        case .closed: break
         }
+    }
+
+    /// The socket closes and the connection leaves its loop; what it carried goes with it.
+    private func closeSocket(reset: Bool) {
+        if closed { return }
+        closed = true
+        speaking = .closed
         if reset { Sys.resetOnClose(fd) }
         loop.unregisterAndClose(self, fd: fd)
         loop.removed(self)

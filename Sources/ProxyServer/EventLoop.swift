@@ -48,8 +48,10 @@ final class EventLoop: @unchecked Sendable {
     /// Upstream connections that speak HTTP/2, by origin: an exchange whose client speaks HTTP/2 (or to an h2c
     /// origin) takes a stream on one rather than a connection of its own (UpstreamConnection+HTTP2.swift).
     var http2Upstreams: [PoolKey: UpstreamConnection] = [:]
-    /// Connections whose upstream bytes wait for the end of the current batch of events.
+    /// Exchanges whose upstream bytes wait for the end of the current batch of events.
     var deferredFlushes: [ExchangeDriver] = []
+    /// HTTP/2 client connections whose frames wait for the end of the current batch of events.
+    var deferredSessions: [ClientConnection] = []
     /// Closed connections' buffers, emptied, for the next connections accepted (``keepBuffers(_:_:)``).
     var spareBuffers: [SpareBuffers] = []
     /// Where this loop's connections parse and rewrite heads, one head at a time.
@@ -171,14 +173,17 @@ final class EventLoop: @unchecked Sendable {
                 handlers[Int(token)]?.handle(events)
             }
             // Until none is left: a flush can add one (a stream's response for its HTTP/2 connection's frames).
-            while !deferredFlushes.isEmpty {
+            while !deferredFlushes.isEmpty || !deferredSessions.isEmpty {
                 var batch: [ExchangeDriver] = []
                 swap(&batch, &deferredFlushes)
-                for client in batch { client.flushDeferred() }
+                for exchange in batch { exchange.flushDeferred() }
                 if deferredFlushes.isEmpty {
                     batch.removeAll(keepingCapacity: true)
                     deferredFlushes = batch
                 }
+                var sessions: [ClientConnection] = []
+                swap(&sessions, &deferredSessions)
+                for connection in sessions { connection.sendDeferred() }
             }
             now = monotonicMilliseconds()
             if now - lastTick >= 250 {

@@ -3,18 +3,46 @@ import ProxyCore
 import ProxyHTTP2
 import ProxyPlatform
 
+/// What faces an exchange's client: where the driver sends what its machine has for the client, and what it asks
+/// of the client's side. A client's socket (``ClientConnection``, for the HTTP/1.1 exchanges it carries one after
+/// another) or an HTTP/2 client's session (``HTTP2Client``, for each of its streams' exchanges).
+protocol ClientPort: AnyObject {
+    /// Bytes for `driver`'s client not yet taken by it.
+    func pending(_ driver: ExchangeDriver) -> Int
+    /// Sends what the machine has for the client; closes the exchange when the client is gone.
+    func flush(_ driver: ExchangeDriver)
+    /// The client's side is read (`Poller.readable`) and written (`Poller.writable`) as `wanted` says.
+    func setInterest(_ wanted: UInt32, _ driver: ExchangeDriver)
+    /// A command about the client's side: a TLS or HTTP/2 start, a half-close.
+    func execute(_ command: ConnectionIO.Command, _ driver: ExchangeDriver)
+    /// Everything for the client is out and the exchange is to close: at once, or in stages (a socket's lingering
+    /// close).
+    func closeWhenFlushed(_ driver: ExchangeDriver)
+    /// The exchange closed: its side of the client's connection closes (the socket, or the stream; `reset`: with a
+    /// reset).
+    func exchangeClosed(_ driver: ExchangeDriver, reset: Bool)
+    /// What the machine wrote for the client that waits no more, given back when idle.
+    func shrinkOutput(_ driver: ExchangeDriver)
+    /// The client speaks TLS with the proxy (upstream writes then go at once: TLS records batch them already).
+    var isTLS: Bool { get }
+}
+
 /// The I/O shell around one ``ProxyConnectionMachine``: carries out the machine's commands, makes and reads its
 /// upstream connections (ExchangeDriver+Connect.swift, +Upstream.swift, +HTTP2.swift), applies backpressure and
-/// the deadlines of each phase. What faces the client is its subclass's: a client's socket (``ClientConnection``,
-/// whose machine reads HTTP/1.1) or a stream of an HTTP/2 client's session (``StreamExchange``, whose machine
-/// takes typed messages). The machine, its upstream and the flow-control invariant are the same for both.
-class ExchangeDriver: LoopHandler {
+/// the deadlines of each phase. What faces the client is its ``client``: a client's socket (whose machine reads
+/// HTTP/1.1) or an HTTP/2 client's session (``stream`` is its exchange's stream; the machine takes typed messages).
+/// The machine, its upstream and the flow-control invariant are the same for both.
+final class ExchangeDriver {
     let address: String
     /// The client is not on loopback (admitted by --allow).
     let fromNetwork: Bool
     /// Its loop outlives it (the loop's tables hold it; the loop's thread holds the server and its loops), so
     /// no reference counting on the many accesses per request.
     unowned(unsafe) let loop: EventLoop
+    /// Its client's side (which holds this driver: the socket's connection, or the session's table of streams).
+    unowned(unsafe) let client: any ClientPort
+    /// Its stream, on an HTTP/2 client's connection (-1 on a socket).
+    let stream: Int32
     var machine: ProxyConnectionMachine
     var io = ConnectionIO()
     var upstream: UpstreamConnection?
@@ -53,13 +81,15 @@ class ExchangeDriver: LoopHandler {
     /// the machine's origin: read on every connect, where reading the origin would copy its strings.
     var upstreamIsTLS: Bool
 
-    /// `fromNetwork`: the peer is not a loopback address (the accept decided it).
-    /// `interceptedOrigin`: requests inside an intercepted tunnel go there.
-    /// `client`: the protocol the client speaks (its codec's form towards the machine).
+    /// `client`: its client's side; `stream`: its stream there, or -1 for a socket. `speaking`: the protocol the
+    /// client speaks (its codec's form towards the machine). `fromNetwork`: the peer is not a loopback address (the
+    /// accept decided it). `interceptedOrigin`: requests inside an intercepted tunnel go there.
     init(
-        address: String, fromNetwork: Bool, loop: EventLoop, interceptedOrigin: Origin? = nil,
-        client: HTTPProtocol = .http1
+        client: any ClientPort, stream: Int32 = -1, speaking: HTTPProtocol = .http1, address: String,
+        fromNetwork: Bool, loop: EventLoop, interceptedOrigin: Origin? = nil
     ) {
+        self.client = client
+        self.stream = stream
         self.address = address
         self.fromNetwork = fromNetwork
         self.loop = loop
@@ -68,7 +98,7 @@ class ExchangeDriver: LoopHandler {
         self.machine = ProxyConnectionMachine(
             configuration: loop.configuration.proxy, hooks: server.hooks, clientAddress: address,
             requestIDs: { server.nextRequestID() }, headStorage: loop.headStorage, interceptedOrigin: interceptedOrigin,
-            client: client)
+            client: speaking)
         phaseStart = loop.now
         lastActivity = loop.now
         if var spare = loop.spareBuffers.popLast() {
@@ -77,29 +107,14 @@ class ExchangeDriver: LoopHandler {
         }
     }
 
-    // MARK: The client side, the subclass's
+    // MARK: The client's side
 
     /// Bytes for the client not yet taken by it.
-    var pendingToClient: Int { 0 }
-    /// Sends what the machine has for the client; closes the exchange when the client is gone.
-    func flushClient() {}
-    /// The client's side is read (`Poller.readable`) and written (`Poller.writable`) as `wanted` says.
-    func setClientInterest(_ wanted: UInt32) {}
-    /// A command about the client's side: a TLS or HTTP/2 start, a half-close.
-    func executeClient(_ command: ConnectionIO.Command) { closeAfterFlush = true }
-    /// Everything for the client is out and the exchange is to close: at once, or in stages (a socket's lingering
-    /// close).
-    func closeWhenFlushed() { closeNow() }
-    /// The client's side of a close: the socket, or the stream.
-    func closeClient(socketError: Int32?, reset: Bool) {}
-    /// What the machine wrote for the client that waits no more, given back when idle.
-    func shrinkClientOutput() {
-        if io.toClient.capacity > 4096 && pendingToClient == 0 { io.toClient = [] }
+    var pendingToClient: Int {
+        @inline(__always) get { client.pending(self) }
     }
-    /// The client speaks TLS with the proxy (upstream writes then go at once: TLS records batch them already).
-    var clientIsTLS: Bool { false }
 
-    final var pendingToUpstream: Int {
+    var pendingToUpstream: Int {
         guard let upstream else { return io.toUpstream.count }
         if upstream.isHTTP2 { return pendingThroughHTTP2() }
         return upstream.out.pending(io.toUpstream)
@@ -107,7 +122,7 @@ class ExchangeDriver: LoopHandler {
 
     // MARK: Applying the machine's output
 
-    final func apply() {
+    func apply() {
         if closed { return }
         while !io.commands.isEmpty {
             // Swapped out (commands may add commands), then given back empty so its storage is reused.
@@ -122,7 +137,7 @@ class ExchangeDriver: LoopHandler {
         }
         flush()
         if closed { return }
-        if closeAfterFlush && pendingToClient == 0 { return closeWhenFlushed() }
+        if closeAfterFlush && pendingToClient == 0 { return client.closeWhenFlushed(self) }
         let status = machine.status()
         let requests = status.requestCount
         if requests > countedRequests {
@@ -139,14 +154,14 @@ class ExchangeDriver: LoopHandler {
             phaseStart = loop.now
             if phase == .idle {
                 machine.shrinkBuffers()
-                shrinkClientOutput()
+                client.shrinkOutput(self)
             }
         }
         updateInterest(status)
     }
 
     @inline(__always)
-    private final func execute(_ command: ConnectionIO.Command) {
+    private func execute(_ command: ConnectionIO.Command) {
         switch command {
         case .connect(let origin, let fresh, let via):
             // Per exchange: a route may go to an https upstream, the next one to an http one.
@@ -165,16 +180,16 @@ class ExchangeDriver: LoopHandler {
                 "connection from \(address): HTTP/2 with prior knowledge, but HTTP/2 is off (--http2 off): told so"
                     + " (GOAWAY HTTP_1_1_REQUIRED) and closed")
         case .shutdownClientWrite, .startTLS, .startHTTP2:
-            executeClient(command)
+            client.execute(command, self)
         }
     }
 
-    final func flush() {
-        flushClient()
+    func flush() {
+        client.flush(self)
         if closed { return }
         // A request for the upstream goes out after the rest of this batch of events has been read: the origin,
         // woken by it, then finds the batch's requests together instead of preempting the loop once per request.
-        if !clientIsTLS, mayDeferUpstream, let upstream, !upstream.connecting, upstream.tunnelAnswer == nil,
+        if !client.isTLS, mayDeferUpstream, let upstream, !upstream.connecting, upstream.tunnelAnswer == nil,
             upstream.tls == nil, !upstream.out.shutdownPending, upstream.out.sent < io.toUpstream.count
         {
             if !upstreamFlushDeferred {
@@ -207,7 +222,7 @@ class ExchangeDriver: LoopHandler {
         }
     }
 
-    final func flushUpstream() {
+    func flushUpstream() {
         guard let upstream, !upstream.connecting, upstream.tunnelAnswer == nil else { return }
         if upstream.isHTTP2, let http2 = upstream.http2 { return flushHTTP2Upstream(upstream, http2) }
         var progress = false
@@ -224,17 +239,17 @@ class ExchangeDriver: LoopHandler {
     /// always resumes its input.
     /// Nothing is held back elsewhere: TLS engines are read to the end of their plaintext on every event
     /// (``TLSEngine/readPlaintext(into:)``), so no bytes wait inside OpenSSL for a readiness that never comes.
-    final func updateInterest(_ status: ProxyConnectionMachine.Status) {
+    func updateInterest(_ status: ProxyConnectionMachine.Status) {
         let highWater = loop.configuration.highWater
         var wanted: UInt32 = 0
-        if readsClient(status) && !closeAfterFlush && pendingToUpstream < highWater
+        if status.wantsClientData && !closeAfterFlush && pendingToUpstream < highWater
             && status.bufferedClientBytes < highWater
         {
             wanted |= Poller.readable
         }
         if pendingToClient > 0 { wanted |= Poller.writable }
         if wanted & ~interest & Poller.writable != 0 { clientWriteSince = loop.now }
-        setClientInterest(wanted)
+        client.setInterest(wanted, self)
         if let upstream, upstream.isHTTP2 {
             http2UpstreamInterest(upstream)
         } else if let upstream {
@@ -254,9 +269,6 @@ class ExchangeDriver: LoopHandler {
         }
     }
 
-    /// Whether the client's side is to be read at all now (the machine's wish, unless the side has its own).
-    func readsClient(_ status: ProxyConnectionMachine.Status) -> Bool { status.wantsClientData }
-
     // MARK: Deadlines and closing
 
     /// The deadlines of every phase of the machine (each an option of `cookie-proxy run`), checked by the loop's
@@ -265,7 +277,7 @@ class ExchangeDriver: LoopHandler {
     /// upstream stops sending while it is read (`--upstream-read-timeout`: the client's side closes, so it sees the
     /// response is incomplete). A deadline that closes an exchange is counted and noted with it
     /// (``ProxyServer/noteClosing(_:_:)``).
-    final func checkExchangeDeadlines() {
+    func checkExchangeDeadlines() {
         if closed { return }
         let c = loop.configuration
         let now = loop.now
@@ -307,7 +319,7 @@ class ExchangeDriver: LoopHandler {
     /// Bytes for the client have waited longer than `--client-write-timeout`: noted, and closed with a reset
     /// (nginx's `reset_timedout_connection`: an orderly close would leave the unsent bytes in the kernel until the
     /// client reads them, which it does not). True when it closed.
-    final func closedForClientWriteTimeout() -> Bool {
+    func closedForClientWriteTimeout() -> Bool {
         let timeout = loop.configuration.clientWriteTimeout
         guard interest & Poller.writable != 0 && loop.now - clientWriteSince >= Self.milliseconds(timeout) else {
             return false
@@ -323,7 +335,7 @@ class ExchangeDriver: LoopHandler {
     }
 
     /// Counts a deadline that closed something and notes it with the exchange it closed.
-    final func note(_ closing: ProxyServer.Closing, _ what: String) {
+    func note(_ closing: ProxyServer.Closing, _ what: String) {
         loop.server.noteClosing(
             closing,
             ProxyServer.ClosingNote(
@@ -334,23 +346,27 @@ class ExchangeDriver: LoopHandler {
     /// Closes at once. A socket error that ended the client's connection is counted by the server (the client is
     /// gone: nobody is left to tell), so that the exit message can say how connections ended. `reset`: the client's
     /// side closes with a reset (SO_LINGER 0 for a socket, RST_STREAM for a stream), dropping what it has not taken.
-    final func closeNow(socketError: Int32? = nil, reset: Bool = false) {
-        if closed { return }
-        if let socketError { loop.server.noteClientSocketError(socketError) }
-        closed = true
-        // The client is gone (or a deadline ended it) with its request unfinished: the upstream must not see an
-        // orderly end of it, as when the machine asks for that (``ConnectionIO/Command/resetUpstream``).
-        if upstream != nil && machine.upstreamHasPartialRequest { resetUpstream() }
-        if let upstream {
-            if upstream.isHTTP2 {
-                leaveHTTP2(upstream)
-            } else {
-                self.upstream = nil
-                upstream.close()
+    func closeNow(socketError: Int32? = nil, reset: Bool = false) {
+        // Its client's side lets go of it as it closes (the socket's connection, the session's table): it stays
+        // alive until this returns.
+        withExtendedLifetime(self) {
+            if closed { return }
+            if let socketError { loop.server.noteClientSocketError(socketError) }
+            closed = true
+            // The client is gone (or a deadline ended it) with its request unfinished: the upstream must not see an
+            // orderly end of it, as when the machine asks for that (``ConnectionIO/Command/resetUpstream``).
+            if upstream != nil && machine.upstreamHasPartialRequest { resetUpstream() }
+            if let upstream {
+                if upstream.isHTTP2 {
+                    leaveHTTP2(upstream)
+                } else {
+                    self.upstream = nil
+                    upstream.close()
+                }
             }
+            releaseParked()
+            loop.keepBuffers(machine.takeBuffers(), &io)
+            client.exchangeClosed(self, reset: reset)
         }
-        releaseParked()
-        closeClient(socketError: socketError, reset: reset)
-        loop.keepBuffers(machine.takeBuffers(), &io)
     }
 }
