@@ -42,7 +42,7 @@ final class EventLoop: @unchecked Sendable {
     /// The origin looked up last, and its list: consecutive exchanges with one origin (the common case) skip
     /// the hashing. Cleared whenever a list leaves the pool.
     private var lastPooled: (key: PoolKey, list: PoolList)? = nil
-    /// Idle upstreams kept by their clients (``ClientConnection/parked``), at most `parkLimit`.
+    /// Idle upstreams kept by their exchanges (``ExchangeDriver/parked``), at most `parkLimit`.
     var parkedCount = 0
     let parkLimit: Int
     /// Upstream connections that speak HTTP/2, by origin: an exchange whose client speaks HTTP/2 (or to an h2c
@@ -204,7 +204,8 @@ final class EventLoop: @unchecked Sendable {
         for local in Array(localList.values) { local.checkDeadline() }
         let limit = Int64(configuration.poolIdleTimeout * 1000)
         var emptied: [PoolKey] = []
-        for shared in Array(http2Upstreams.values) where shared.users.isEmpty && now - shared.pooledAt >= limit {
+        for shared in Array(http2Upstreams.values)
+        where (shared.shared?.users.isEmpty ?? true) && now - shared.pooledAt >= limit {
             shared.close()
         }
         for (origin, list) in pool {
@@ -335,7 +336,7 @@ final class EventLoop: @unchecked Sendable {
             return
         }
         list.upstreams.append(upstream)
-        upstream.owner = nil
+        upstream.setOwner(nil)
         upstream.pooledAt = idleSince ?? now
         upstream.setInterest(Poller.readable)
     }

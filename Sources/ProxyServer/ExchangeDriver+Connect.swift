@@ -25,7 +25,7 @@ extension ExchangeDriver {
         // HTTP/2 (the upstream hears the protocol the client chose), or to an h2c origin.
         if !loop.http2Upstreams.isEmpty, !fresh, via == nil, machine.requestMayGoTyped,
             let shared = loop.http2Upstreams[EventLoop.PoolKey(origin: origin, tls: upstreamIsTLS)],
-            let session = shared.http2, session.canOpen
+            let session = shared.shared?.session, session.canOpen
         {
             releaseParked()
             joinHTTP2(shared, session)

@@ -20,7 +20,7 @@ extension ExchangeDriver {
         let exchange = http2.open()
         self.upstream = upstream
         upstreamExchange = exchange
-        upstream.users[ObjectIdentifier(exchange)] = self
+        upstream.shared?.users[ObjectIdentifier(exchange)] = self
         upstreamReadSince = loop.now
     }
 
@@ -30,11 +30,12 @@ extension ExchangeDriver {
         io.toUpstream.removeAll(keepingCapacity: io.toUpstream.capacity <= 4096)
         guard let exchange = upstreamExchange else { return }
         upstreamExchange = nil
-        upstream.users[ObjectIdentifier(exchange)] = nil
+        guard let shared = upstream.shared else { return }
+        shared.users[ObjectIdentifier(exchange)] = nil
         // Idle from the moment its last stream goes, however it goes (the loop's timer closes it after the pool's
         // idle timeout).
-        if upstream.users.isEmpty { upstream.pooledAt = loop.now }
-        upstream.http2?.close(exchange)
+        if shared.users.isEmpty { upstream.pooledAt = loop.now }
+        shared.session.close(exchange)
         upstream.flushShared()
     }
 
@@ -75,7 +76,7 @@ extension ExchangeDriver {
         guard let exchange = upstreamExchange, exchange.unconsumed > 0,
             pendingToClient < loop.configuration.highWater
         else { return }
-        upstream.http2?.consume(exchange)
+        upstream.shared?.session.consume(exchange)
         upstream.flushShared()
     }
 }

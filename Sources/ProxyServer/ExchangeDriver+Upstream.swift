@@ -94,7 +94,7 @@ extension ExchangeDriver {
     // MARK: Upstream connections
 
     func attach(_ upstream: UpstreamConnection) {
-        upstream.owner = self
+        upstream.setOwner(self)
         self.upstream = upstream
         upstream.out.sent = 0
         upstream.out.shutdownPending = false
@@ -110,13 +110,13 @@ extension ExchangeDriver {
     func resetUpstream() {
         loop.server.noteClosing(.requestUnfinished)
         // (A stream of a shared HTTP/2 connection is cancelled with RST_STREAM instead, by ``detachUpstream(reusable:)``.)
-        if let upstream, !upstream.isHTTP2 { Sys.resetOnClose(upstream.fd) }
+        if let upstream, !upstream.isShared { Sys.resetOnClose(upstream.fd) }
         detachUpstream(reusable: false)
     }
 
     func detachUpstream(reusable: Bool) {
         guard let upstream else { return }
-        if upstream.isHTTP2 { return leaveHTTP2(upstream) }
+        if upstream.isShared { return leaveHTTP2(upstream) }
         self.upstream = nil
         let unsent = upstream.out.pending(io.toUpstream) > 0
         // A request's worth of room stays for the next request; what a large body grew is let go.

@@ -116,7 +116,7 @@ final class ExchangeDriver {
 
     var pendingToUpstream: Int {
         guard let upstream else { return io.toUpstream.count }
-        if upstream.isHTTP2 { return pendingThroughHTTP2() }
+        if upstream.isShared { return pendingThroughHTTP2() }
         return upstream.out.pending(io.toUpstream)
     }
 
@@ -224,7 +224,7 @@ final class ExchangeDriver {
 
     func flushUpstream() {
         guard let upstream, !upstream.connecting, upstream.tunnelAnswer == nil else { return }
-        if upstream.isHTTP2, let http2 = upstream.http2 { return flushHTTP2Upstream(upstream, http2) }
+        if upstream.isShared, let shared = upstream.shared { return flushHTTP2Upstream(upstream, shared.session) }
         var progress = false
         let error = upstream.out.flush(&io.toUpstream, to: upstream.fd, tls: upstream.tls, progress: &progress)
         if progress { lastActivity = loop.now }
@@ -250,7 +250,7 @@ final class ExchangeDriver {
         if pendingToClient > 0 { wanted |= Poller.writable }
         if wanted & ~interest & Poller.writable != 0 { clientWriteSince = loop.now }
         client.setInterest(wanted, self)
-        if let upstream, upstream.isHTTP2 {
+        if let upstream, upstream.isShared {
             http2UpstreamInterest(upstream)
         } else if let upstream {
             var up: UInt32 = 0
@@ -260,9 +260,7 @@ final class ExchangeDriver {
                 up = Poller.readable
             } else {
                 if !upstream.readClosed && pendingToClient < highWater { up |= Poller.readable }
-                // (Through HTTP/2 only frames ready to go: a body waiting for the upstream's window is no reason.)
-                let unsent = !upstream.isHTTP2 ? pendingToUpstream : upstream.out.pending(upstream.frames)
-                if unsent > 0 && !upstreamFlushDeferred { up |= Poller.writable }
+                if pendingToUpstream > 0 && !upstreamFlushDeferred { up |= Poller.writable }
             }
             if up & ~upstream.interest & Poller.readable != 0 { upstreamReadSince = loop.now }
             upstream.setInterest(up)
@@ -357,7 +355,7 @@ final class ExchangeDriver {
             // orderly end of it, as when the machine asks for that (``ConnectionIO/Command/resetUpstream``).
             if upstream != nil && machine.upstreamHasPartialRequest { resetUpstream() }
             if let upstream {
-                if upstream.isHTTP2 {
+                if upstream.isShared {
                     leaveHTTP2(upstream)
                 } else {
                     self.upstream = nil

@@ -11,17 +11,33 @@ import ProxyTLS
     import Darwin
 #endif
 
-/// A connection to an upstream: owned by one client connection, or idle in the pool.
+/// A connection to an upstream: its socket, its TLS, what waits to be sent; and what it is to the exchanges
+/// (``role``): one exchange's at a time, or idle in the pool; or, once it speaks HTTP/2, shared by the exchanges
+/// with a stream on it.
 final class UpstreamConnection: LoopHandler {
+    /// What the connection is to the exchanges.
+    enum Role {
+        /// One exchange at a time: the one it works for, or nobody (idle in the pool, or being connected for the
+        /// exchange that holds it).
+        case pooled(Owner)
+        /// HTTP/2 (ALPN chose `h2`, or an h2c origin): the session, and the exchanges with a stream on it
+        /// (UpstreamConnection+HTTP2.swift).
+        case shared(SharedSession)
+    }
+
+    /// The exchange a pooled connection works for: set by ``ExchangeDriver/attach(_:)``, cleared by ``close()`` and
+    /// by the pool (``EventLoop/givePooled(_:idleSince:)``). While it is set the exchange holds this connection (as
+    /// its `upstream` or `parked`) and its client is in its loop's table, and an exchange lets go of both before it
+    /// closes (``ExchangeDriver/closeNow(socketError:reset:)``), so it outlives the reference. Not `weak`: a weak
+    /// reference gives every exchange a side table, allocated on its first upstream and freed with it.
+    struct Owner {
+        unowned(unsafe) var driver: ExchangeDriver?
+    }
+
     let fd: Int32
     let origin: Origin
     unowned(unsafe) let loop: EventLoop
-    /// The client it works for: set by ``ClientConnection/attach(_:)``, cleared by ``close()`` and by the pool
-    /// (``EventLoop/givePooled(_:idleSince:)``). While it is set the client holds this connection (as its
-    /// `upstream` or `parked`) and is in its loop's table, and a client lets go of both before it leaves the table
-    /// (``ClientConnection/closeNow(socketError:)``), so the client outlives the reference. Not `weak`: a weak
-    /// reference gives every client a side table, allocated on its first upstream and freed with it.
-    unowned(unsafe) var owner: ExchangeDriver?
+    var role = Role.pooled(Owner(driver: nil))
     var connecting = false
     var remainingAddresses: [String] = []
     var interest: UInt32 = 0
@@ -35,21 +51,36 @@ final class UpstreamConnection: LoopHandler {
     var out = Outbound()
     /// What an upstream proxy has answered to CONNECT so far; nil when no answer is awaited.
     var tunnelAnswer: [UInt8]?
-    /// The upstream speaks HTTP/2 (ALPN chose `h2`, or an h2c origin): the session between the machine's HTTP/1.1
-    /// and the wire, and its frames not yet sent (``out`` indexes them instead of the machine's buffer).
-    var http2: HTTP2ClientSession? { didSet { isHTTP2 = http2 != nil } }
-    /// Through HTTP/2: the exchanges with a stream on it, by their ``UpstreamExchange`` (none since ``pooledAt``).
-    var users: [ObjectIdentifier: ExchangeDriver] = [:]
-    /// ``flushShared()`` is running (it wakes users, who may flush again).
-    var flushingShared = false
-    /// ``http2`` is set: a flag the per-request paths read without touching the session's reference count.
-    private(set) var isHTTP2 = false
-    var frames: [UInt8] = []
 
     init(fd: Int32, origin: Origin, loop: EventLoop) {
         self.fd = fd
         self.origin = origin
         self.loop = loop
+    }
+
+    /// The exchange a pooled connection works for (nil when shared).
+    var owner: ExchangeDriver? {
+        @inline(__always) get {
+            guard case .pooled(let owner) = role else { return nil }
+            return owner.driver
+        }
+    }
+
+    /// A pooled connection now works for `driver` (nil: for nobody).
+    func setOwner(_ driver: ExchangeDriver?) { role = .pooled(Owner(driver: driver)) }
+
+    /// Whether it is shared (HTTP/2): read on the per-request paths without touching the session's reference count.
+    var isShared: Bool {
+        @inline(__always) get {
+            if case .shared = role { return true }
+            return false
+        }
+    }
+
+    /// The HTTP/2 session and its users, when shared.
+    var shared: SharedSession? {
+        guard case .shared(let shared) = role else { return nil }
+        return shared
     }
 
     func setInterest(_ events: UInt32) {
@@ -59,8 +90,8 @@ final class UpstreamConnection: LoopHandler {
     }
 
     override func handle(_ events: UInt32) {
-        if isHTTP2 { return handleShared(events) }
-        guard let owner else {
+        guard case .pooled(let pooled) = role else { return handleShared(events) }
+        guard let owner = pooled.driver else {
             // Idle in the pool: any event means the server closed it or sent garbage.
             loop.dropPooled(self)
             return
@@ -85,10 +116,11 @@ final class UpstreamConnection: LoopHandler {
     func close() {
         if isClosed { return }
         isClosed = true
-        owner = nil
-        if isHTTP2 {
+        if isShared {
             let key = EventLoop.PoolKey(origin: origin, tls: tls != nil)
             if loop.http2Upstreams[key] === self { loop.http2Upstreams[key] = nil }
+        } else {
+            setOwner(nil)
         }
         loop.unregisterAndClose(self, fd: fd)
     }
