@@ -307,8 +307,10 @@ enum HeadRewrite {
     /// which has no minor version).
     static func addVia(_ out: inout OutgoingHead, version: HTTPVersion, pseudonym: String) {
         // The common case without building a string each time.
-        if version.major == 1 && version.minor <= 1 && pseudonym == "cookie-proxy" {
-            out.append(name: "Via", value: version.minor == 1 ? viaCookieProxy11 : viaCookieProxy10, known: .other)
+        if version.minor <= 1 && version.major <= 2 && pseudonym == "cookie-proxy" {
+            let value =
+                version.major == 2 ? viaCookieProxy2 : version.minor == 1 ? viaCookieProxy11 : viaCookieProxy10
+            out.append(name: "Via", value: value, known: .other)
         } else {
             let received = version.major == 1 ? "\(version.major).\(version.minor)" : "\(version.major)"
             out.append(name: "Via", value: Array("\(received) \(pseudonym)".utf8), known: .other)
@@ -317,6 +319,7 @@ enum HeadRewrite {
 
     static let viaCookieProxy11 = Array("1.1 cookie-proxy".utf8)
     static let viaCookieProxy10 = Array("1.0 cookie-proxy".utf8)
+    static let viaCookieProxy2 = Array("2 cookie-proxy".utf8)
     static let http11Suffix = Array(" HTTP/1.1".utf8)
     static let httpSchemePrefix = Array("http://".utf8)
     // Connection values the proxy writes, built once.

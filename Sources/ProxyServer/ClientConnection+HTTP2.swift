@@ -18,6 +18,9 @@ final class HTTP2Client: ClientPort {
     unowned(unsafe) let connection: ClientConnection
     let session: HTTP2ServerSession
     var exchanges: [Int32: Stream] = [:]
+    /// Set once a stream's request body arrived: until then no stream has bytes to give back, and a stream's interest
+    /// looks nothing up (most requests have no body).
+    var anyUnconsumed = false
     /// The session's events are being handled: frames go out once, after all of them.
     var handlingEvents = false
     /// Frames are being made (nghttp2 pulls response bodies meanwhile): not again from inside.
@@ -60,7 +63,8 @@ final class HTTP2Client: ClientPort {
     /// (WINDOW_UPDATE).
     func setInterest(_ wanted: UInt32, _ driver: ExchangeDriver) {
         driver.interest = wanted
-        guard wanted & Poller.readable != 0, let unconsumed = exchanges[driver.stream]?.unconsumed, unconsumed > 0
+        guard wanted & Poller.readable != 0, anyUnconsumed,
+            let unconsumed = exchanges[driver.stream]?.unconsumed, unconsumed > 0
         else { return }
         session.consume(driver.stream, unconsumed)
         exchanges[driver.stream]?.unconsumed = 0
@@ -144,6 +148,7 @@ extension ClientConnection {
                 return
             }
             http2.exchanges[id]?.unconsumed += bytes.count
+            http2.anyUnconsumed = true
             driver.lastActivity = loop.now
             driver.machine.clientBody(bytes[...], &driver.io)
             driver.apply()

@@ -181,9 +181,11 @@ final class EventLoop: @unchecked Sendable {
                     batch.removeAll(keepingCapacity: true)
                     deferredFlushes = batch
                 }
-                var sessions: [ClientConnection] = []
-                swap(&sessions, &deferredSessions)
-                for connection in sessions { connection.sendDeferred() }
+                if !deferredSessions.isEmpty {
+                    var sessions: [ClientConnection] = []
+                    swap(&sessions, &deferredSessions)
+                    for connection in sessions { connection.sendDeferred() }
+                }
             }
             now = monotonicMilliseconds()
             if now - lastTick >= 250 {

@@ -39,8 +39,10 @@ final class ExchangeDriver {
     /// Its loop outlives it (the loop's tables hold it; the loop's thread holds the server and its loops), so
     /// no reference counting on the many accesses per request.
     unowned(unsafe) let loop: EventLoop
-    /// Its client's side (which holds this driver: the socket's connection, or the session's table of streams).
-    unowned(unsafe) let client: any ClientPort
+    /// Its client's side, which holds this driver too (the socket's connection, or the session's table of streams)
+    /// until the exchange closes and lets go of it: a strong `let`, so that the calls on it, several per event, are
+    /// made without reference counting.
+    let client: any ClientPort
     /// Its stream, on an HTTP/2 client's connection (-1 on a socket).
     let stream: Int32
     var machine: ProxyConnectionMachine
