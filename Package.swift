@@ -111,8 +111,7 @@ let package = Package(
                 "JSONStream",
                 "BrowserEngines",
                 "CookieKit", "CookieFoundation", "CookieConformance", "CookieRules", "CookieAudit", "ProxyCore",
-                "ProxyServer", "ProxyTLS", "Locking", "CookieInspector", "HTTPGrammar", "ProxyApp", "CookieLifecycle",
-                "CookieReports",
+                "ProxyTLS", "CookieInspector", "HTTPGrammar", "ProxyApp", "CookieLifecycle", "CookieReports",
             ], swiftSettings: hotPath),
         // Counts allocations in the benchmark only (interposes malloc in that executable).
         .target(name: "CBenchSupport"),

@@ -67,7 +67,8 @@ extension InspectorViews {
                 guard let sent = e.dryRun ? line.received : line.forwarded else { return nil }
                 return harCookie(sent)
             } + a.added.map(harCookie)
-        // What the client spoke: HTTP/2's streams reach the machine as HTTP/1.1 heads, so their version is kept apart.
+        // What the client spoke, for both: the response's status line is the upstream's (an HTTP/1.1 origin's, to an
+        // HTTP/2 client).
         let requestVersion =
             e.context.clientProtocol.map(String.init) ?? String(requestLine.split(separator: " ").last ?? "HTTP/1.1")
         let responseVersion = e.context.clientProtocol.map(String.init) ?? String(statusParts.first ?? "HTTP/1.1")

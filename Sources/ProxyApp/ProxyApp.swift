@@ -16,8 +16,28 @@ public enum ProxyApp {
     /// Everything a running proxy is made of, decided before it starts. Values only: the log, the inspector, the
     /// lifecycle, TLS and the metrics are made by ``start(_:)``.
     public struct Configuration {
-        /// Listeners, routes, limits, deadlines, HTTP/2.
-        public var server: ServerConfiguration
+        /// Where it listens; the first is the one the banner names.
+        public var listeners = [Listener(host: "127.0.0.1", port: 8080)]
+        /// Reverse mode's routes (`--reverse`, `--route`); none: a forward proxy.
+        public var routes: [ReverseRoute] = []
+        /// Towards routes, X-Forwarded-For, -Proto and -Host are added.
+        public var forwardedHeaders = true
+        /// Networks clients may connect from besides loopback (`--allow`).
+        public var allowed: [Network] = []
+        /// Upstreams on loopback addresses are allowed in forward mode (`--allow-loopback-upstream`).
+        public var allowLoopbackUpstream = false
+        /// Upstream proxies (`--upstream-proxy`, or HTTP_PROXY and HTTPS_PROXY); nil: none.
+        public var upstreamProxies: UpstreamProxyRoutes? = nil
+        /// `Via` is added to what is forwarded.
+        public var via = true
+        /// Host names resolved to these addresses instead of by DNS (`--resolve`).
+        public var resolve: [String: String] = [:]
+        public var limits = Limits()
+        public var deadlines = Deadlines()
+        public var http2 = HTTP2.off
+        /// Event loops, one thread each.
+        public var threads = 1
+        public var poller = Poller.native
         /// Where the CA, the log's key and the inspector's token live (mode 0600; made on first use).
         public var home: String
         /// The rules in force, and the file they came from (watched and reloaded; nil: none).
@@ -82,8 +102,7 @@ public enum ProxyApp {
             public init() {}
         }
 
-        public init(server: ServerConfiguration, home: String) {
-            self.server = server
+        public init(home: String) {
             self.home = home
         }
     }
@@ -121,19 +140,17 @@ public enum ProxyApp {
         // What the configuration implies: TLS for an https route or a TLS listener; the onboarding host never
         // through an upstream proxy (it is the proxy's own); a forward proxy's own URL in a browser a page that says
         // what this is.
-        let proxyConfiguration = c.server.proxy
-        if proxyConfiguration.routes.routes.contains(where: { $0.scheme == .https })
-            || c.server.listeners.contains(where: \.tls)
-        {
+        var server = c.serverConfiguration
+        if c.routes.contains(where: { $0.scheme == .https }) || c.listeners.contains(where: \.tls) {
             c.tls.required = true
         }
-        if let routes = proxyConfiguration.upstreamProxies, let onboarding = c.server.onboardingHost {
-            c.server.proxy.upstreamProxies = UpstreamProxyRoutes(
+        if let routes = c.upstreamProxies, let onboarding = server.onboardingHost {
+            server.proxy.upstreamProxies = UpstreamProxyRoutes(
                 http: routes.http, https: routes.https, bypass: routes.bypass + [onboarding])
         }
-        if !proxyConfiguration.isReverse && proxyConfiguration.forwardProxyPage == nil {
-            c.server.proxy.forwardProxyPage = RunBanner.forwardProxyPage(
-                inspector: c.inspector.map { ($0.host, $0.port) }, onboarding: c.server.onboardingHost)
+        if !c.isReverse {
+            server.proxy.forwardProxyPage = RunBanner.forwardProxyPage(
+                inspector: c.inspector.map { ($0.host, $0.port) }, onboarding: server.onboardingHost)
         }
         let store = c.inspector.map { InspectorStore(capacity: $0.capacity) }
         let key: [UInt8]
@@ -156,7 +173,7 @@ public enum ProxyApp {
             engine: RuleEngine(rules), dryRun: c.dryRun, sink: sink, intercept: c.intercept, inspector: store,
             lifecycle: c.lifecycle && (sink != nil || store != nil || c.report),
             tracker: tracker,
-            responses: c.metrics == nil ? nil : ResponseCounts(reverse: c.server.proxy.isReverse),
+            responses: c.metrics == nil ? nil : ResponseCounts(reverse: c.isReverse),
             report: c.report ? RunReport() : nil)
         let runtime = ProxyRuntime(hooks: hooks, rulesPath: c.rulesPath, sink: sink, extraRules: c.extraRules)
         let tls = try tlsSetup(c, wanted: hooks.wantsInterception, described: hooks.interceptDescription)
@@ -176,7 +193,6 @@ public enum ProxyApp {
         } catch {
             throw StartError(description: "cannot set up the inspector: \(error)", stage: .setup)
         }
-        var server = c.server
         // Without the inspector the service still answers the onboarding host, on a free loopback port.
         server.localServiceAddress = c.inspector.map { ($0.host, $0.port) } ?? ("127.0.0.1", 0)
         server.localServiceAnyPortIfTaken = c.inspector?.anyPortIfTaken ?? true
@@ -227,7 +243,7 @@ public enum ProxyApp {
                     + " docs/https.md)"
             }
             let leaves = try LeafCache(ca: ca)
-            let http2 = c.server.http2
+            let http2 = c.http2
             let server = try TLSServerContext(leaves: leaves, http2: http2)
             let listener = try TLSServerContext(leaves: leaves, http2: http2 == .off ? .off : .on)
             let client = try TLSClientContext(extraCAFile: c.tls.upstreamCAFile)

@@ -55,11 +55,11 @@ public enum RunBanner {
 
     /// What is said whatever the banner: where it listens, and what the person must act on (warnings, a CA this
     /// start created).
-    public static func started(_ config: ServerConfiguration, proxy: RunningProxy) -> [String] {
+    public static func started(_ config: ProxyApp.Configuration, proxy: RunningProxy) -> [String] {
         var lines = zip(config.listeners, proxy.listenerPorts).map { listen, port in
             "cookie-proxy listening on \(listen.tls ? "https" : "http")://\(HostPort.bracketed(listen.host)):\(port)"
         }
-        for warning in config.proxy.routes.routes.compactMap(\.slashWarning) + (proxy.tls?.warnings ?? []) {
+        for warning in config.routes.compactMap(\.slashWarning) + (proxy.tls?.warnings ?? []) {
             lines.append("cookie-proxy: WARNING: \(warning)")
         }
         if let created = proxy.tls?.created { lines.append("cookie-proxy: \(created)") }
@@ -90,24 +90,24 @@ public enum RunBanner {
 
     /// What the proxy tells a person who just started it: how to point clients at it, and what it will do.
     public static func banner(
-        _ config: ServerConfiguration, proxy: RunningProxy, runtimeBanner: String, uiAddress: (String, Int)?,
+        _ config: ProxyApp.Configuration, proxy: RunningProxy, runtimeBanner: String, uiAddress: (String, Int)?,
         https: String?, pslGiven: Bool, metricsHost: String? = nil
     ) -> String {
         let server = proxy.server
-        let address = HostPort.bracketed(config.listenHost)
+        let address = HostPort.bracketed(config.listener.host)
         // Listening on every address: this machine's own clients use loopback.
         let localAddress =
-            config.listenHost == "0.0.0.0" ? "127.0.0.1" : config.listenHost == "::" ? "[::1]" : address
-        let proxyURL = "\(config.listenTLS ? "https" : "http")://\(localAddress):\(server.boundPort)"
+            config.listener.host == "0.0.0.0" ? "127.0.0.1" : config.listener.host == "::" ? "[::1]" : address
+        let proxyURL = "\(config.listener.tls ? "https" : "http")://\(localAddress):\(server.boundPort)"
         var banner = ""
-        if config.proxy.isReverse {
+        if config.isReverse {
             // On loopback, the name the docs use: a browser keeps `app.localhost`'s cookies apart from another
             // local app's, and treats it as a secure context as it does `localhost` (RFC 6761 §6.3).
             let origin =
                 HostName.isLoopback(localAddress.trimmingCharacters(in: CharacterSet(charactersIn: "[]")))
-                ? "\(config.listenTLS ? "https" : "http")://app.localhost:\(server.boundPort)" : proxyURL
+                ? "\(config.listener.tls ? "https" : "http")://app.localhost:\(server.boundPort)" : proxyURL
             banner += routesBanner(config, url: origin)
-        } else if config.listenTLS {
+        } else if config.listener.tls {
             // An https forward proxy: the client speaks TLS to the proxy itself, so it must trust the local CA for
             // the proxy's own certificate (curl: --proxy-cacert). Apple's system proxy settings speak plain HTTP to
             // a proxy: they need an http listener.
@@ -122,9 +122,9 @@ public enum RunBanner {
             banner += "  environment:  export http_proxy=\(proxyURL) https_proxy=\(proxyURL)\n"
             banner +=
                 "  iOS simulator / macOS: System Settings → Network → Proxies → Web Proxy (HTTP) and Secure Web Proxy (HTTPS), both \(localAddress):\(server.boundPort)\n"
-            if config.listenHost == "0.0.0.0" || config.listenHost == "::" {
+            if config.listener.host == "0.0.0.0" || config.listener.host == "::" {
                 let addresses = ServerConfiguration.networkAddresses().filter {
-                    config.listenHost == "::" || !$0.contains(":")
+                    config.listener.host == "::" || !$0.contains(":")
                 }
                 let typed = addresses.map { HostPort.format($0, server.boundPort) }
                 banner +=
@@ -148,7 +148,7 @@ public enum RunBanner {
         if config.poller != .native {
             banner += "  poller:       \(config.poller.rawValue) (COOKIE_PROXY_POLLER)\n"
         }
-        if let routes = config.proxy.upstreamProxies {
+        if let routes = config.upstreamProxies {
             let via =
                 routes.http == routes.https
                 ? "\(routes.http!)"
@@ -172,7 +172,7 @@ public enum RunBanner {
             banner += "  inspector:    \(inspectorURL(host, server.localServicePort))/?token=\(proxy.token)\n"
         }
         banner += runtimeBanner
-        if config.proxy.isReverse {
+        if config.isReverse {
             // A reverse proxy opens no tunnels: CONNECT is answered 405 (RequestRoute).
             if config.listeners.contains(where: \.tls) {
                 banner +=
@@ -212,11 +212,11 @@ public enum RunBanner {
     }
 
     /// The banner's lines for reverse mode: each route, in the order they are tried.
-    static func routesBanner(_ config: ServerConfiguration, url: String) -> String {
+    static func routesBanner(_ config: ProxyApp.Configuration, url: String) -> String {
         var banner = "  reverse mode: open \(url)/ in a browser or app; the routes, in the order they are tried:\n"
-        for route in config.proxy.routes.routes { banner += "    \(route)\n" }
+        for route in config.routes { banner += "    \(route)\n" }
 
-        if config.proxy.addForwarded { banner += "  forwarded:    X-Forwarded-For, -Proto and -Host added\n" }
+        if config.forwardedHeaders { banner += "  forwarded:    X-Forwarded-For, -Proto and -Host added\n" }
         return banner
     }
 }

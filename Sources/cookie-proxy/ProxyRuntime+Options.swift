@@ -4,10 +4,6 @@ import CookieInspector
 import CookieKit
 import CookieRules
 import Foundation
-import Locking
-import ProxyCore
-import ProxyServer
-import ProxyTLS
 
 /// The command line of the proxy's runtime (rules, log, interception, lifecycle): its options, and what they put
 /// into the app's configuration.

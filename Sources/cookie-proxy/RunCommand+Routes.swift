@@ -1,6 +1,6 @@
 import ArgumentParsing
 import ProxyCore
-import ProxyServer
+import ProxyApp
 
 /// `run --route [HOST]/PREFIX=URL` (and `--reverse URL`, the one-route shorthand): one origin in front of several
 /// upstreams, as a local dev setup needs (the frontend's dev server and an https API), docs/local-development.md.
@@ -19,8 +19,8 @@ extension RunCommand {
             help: "Towards routes, add no X-Forwarded-For, X-Forwarded-Proto and X-Forwarded-Host.")
     }
 
-    /// The routes of `--reverse` and `--route` into `config` (h2c upstreams noted for the shell).
-    static func routes(_ args: ParsedArguments, into config: inout ServerConfiguration) throws(UsageError) {
+    /// The routes of `--reverse` and `--route` into `config`.
+    static func routes(_ args: ParsedArguments, into config: inout ProxyApp.Configuration) throws(UsageError) {
         var routes: [ReverseRoute] = []
         if let reverse = args.value(Option.reverse) {
             switch ReverseRoute.parse("/=" + reverse) {
@@ -33,9 +33,8 @@ extension RunCommand {
             }
         }
         routes = try parseRoutes(args.all(RouteOption.route), after: routes, command: spec.name)
-        config.proxy.routes = RouteTable(routes)
-        for route in routes where route.scheme == .h2c { config.h2cUpstreams.insert(route.upstream) }
-        if args.flag(RouteOption.noForwarded) { config.proxy.addForwarded = false }
+        config.routes = routes
+        if args.flag(RouteOption.noForwarded) { config.forwardedHeaders = false }
     }
 
     /// `--route` values (`run`'s and `try`'s), after `routes`: each read, or refused with the reason; a second route

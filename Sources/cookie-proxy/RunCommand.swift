@@ -5,11 +5,9 @@ import CookieInspector
 import Foundation
 import CookieKit
 import CookieRules
-import Locking
 import ProxyPlatform
 import ProxyTLS
 import ProxyCore
-import ProxyServer
 
 #if canImport(Glibc)
     import Glibc
@@ -19,7 +17,8 @@ import ProxyServer
 
 /// `cookie-proxy run`: the proxy in the foreground.
 enum RunCommand {
-    static let defaults = ServerConfiguration()
+    static let limits = ProxyApp.Configuration.Limits()
+    static let deadlines = ProxyApp.Configuration.Deadlines()
 
     /// The options of `cookie-proxy run`, declared once: parsing, `--help` and every read
     /// of a value use these (a misspelt option is a compile error).
@@ -77,40 +76,40 @@ enum RunCommand {
             names: ["--threads"], value: "n", help: "Event loops.", defaultValue: "CPUs the process may use")
         static let maxConnections = OptionSpec(
             names: ["--max-connections"], value: "n", help: "Client connections at once.",
-            defaultValue: "\(defaults.maximumConnections)")
+            defaultValue: "\(limits.connections)")
         static let maxHeadBytes = OptionSpec(
             names: ["--max-head-bytes"], value: "n",
             help: "Largest request or response head (431 beyond; 414 when the request line alone is).",
-            defaultValue: "\(defaults.proxy.parserLimits.maximumHeadBytes)")
+            defaultValue: "\(limits.headBytes)")
         static let maxHeaders = OptionSpec(
             names: ["--max-headers"], value: "n", help: "Most header fields in one head.",
-            defaultValue: "\(defaults.proxy.parserLimits.maximumFieldCount)")
+            defaultValue: "\(limits.fields)")
         static let headerTimeout = OptionSpec(
             names: ["--header-timeout"], value: "seconds", help: "Time to receive a request head once started.",
-            defaultValue: seconds(defaults.headerTimeout))
+            defaultValue: seconds(deadlines.header))
         static let idleTimeout = OptionSpec(
             names: ["--idle-timeout"], value: "seconds",
             help: "Idle keep-alive client connections are closed after.",
-            defaultValue: seconds(defaults.idleTimeout))
+            defaultValue: seconds(deadlines.idle))
         static let connectTimeout = OptionSpec(
             names: ["--connect-timeout"], value: "seconds", help: "Time to connect to an upstream (504 beyond).",
-            defaultValue: seconds(defaults.connectTimeout))
+            defaultValue: seconds(deadlines.connect))
         static let responseTimeout = OptionSpec(
             names: ["--response-timeout"], value: "seconds",
             help: "Time for an upstream's response head (504 beyond).",
-            defaultValue: seconds(defaults.responseTimeout))
+            defaultValue: seconds(deadlines.response))
         static let upstreamReadTimeout = OptionSpec(
             names: ["--upstream-read-timeout"], value: "seconds",
             help: "Time an upstream may send nothing of its response body (the client's connection closes beyond).",
-            defaultValue: seconds(defaults.upstreamReadTimeout))
+            defaultValue: seconds(deadlines.upstreamRead))
         static let clientWriteTimeout = OptionSpec(
             names: ["--client-write-timeout"], value: "seconds",
             help: "Time a client may take nothing of what is sent to it (both sides close beyond).",
-            defaultValue: seconds(defaults.clientWriteTimeout))
+            defaultValue: seconds(deadlines.clientWrite))
         static let streamIdleTimeout = OptionSpec(
             names: ["--stream-idle-timeout"], value: "seconds",
             help: "Time a body stream or tunnel (CONNECT, WebSocket) may be silent both ways.",
-            defaultValue: seconds(defaults.streamIdleTimeout))
+            defaultValue: seconds(deadlines.streamIdle))
         static let drainTimeout = OptionSpec(
             names: ["--drain-timeout"], value: "seconds",
             help: "On SIGINT/SIGTERM, time given to exchanges in flight.", defaultValue: "10s")
@@ -178,10 +177,11 @@ enum RunCommand {
 
     static func seconds(_ s: Double) -> String { s == s.rounded() ? "\(Int(s))s" : "\(s)s" }
 
-    /// What `run` reads from its options besides the rules and the log: the server's configuration, how long
-    /// a stop waits for exchanges in flight, and the inspector's address (nil: `--ui off`).
+    /// What `run` reads from its options besides the rules and the log: the configuration's listeners, routes,
+    /// limits and deadlines, how long a stop waits for exchanges in flight, and the inspector's address (nil:
+    /// `--ui off`).
     struct Settings {
-        var config: ServerConfiguration
+        var config: ProxyApp.Configuration
         var drain: Double
         var uiAddress: (String, Int)?
         var uiHistory: Int
@@ -194,9 +194,7 @@ enum RunCommand {
         let statusLine = !quiet && isatty(2) != 0
         let terminal = statusLine && isatty(1) != 0 ? TerminalView() : nil
         let uiAddress = settings.uiAddress
-        var configuration = ProxyApp.Configuration(
-            server: settings.config,
-            home: CertificateAuthority.defaultDirectory(environment: ProcessInfo.processInfo.environment))
+        var configuration = settings.config
         let runtimeBanner = try RuntimeOptions.apply(args, command: spec.name, terminal: terminal, to: &configuration)
         let reports = try reportSettings(args)
         configuration.report = !reports.isEmpty
@@ -220,11 +218,11 @@ enum RunCommand {
             }
         }
         // The banner and status on stderr: stdout carries only the log when the log goes there (`run | jq`).
-        for line in RunBanner.started(configuration.server, proxy: proxy) { Console.err(line) }
+        for line in RunBanner.started(configuration, proxy: proxy) { Console.err(line) }
         if !quiet {
             Console.err(
                 RunBanner.banner(
-                    configuration.server, proxy: proxy, runtimeBanner: runtimeBanner, uiAddress: uiAddress,
+                    configuration, proxy: proxy, runtimeBanner: runtimeBanner, uiAddress: uiAddress,
                     https: proxy.tls?.note, pslGiven: args.value(OptionSpec.psl) != nil,
                     metricsHost: settings.metricsAddress?.0))
         }
@@ -235,15 +233,17 @@ enum RunCommand {
 
     /// The options that configure the server, checked.
     static func settings(_ args: ParsedArguments) throws(UsageError) -> Settings {
-        var config = ServerConfiguration()
-        config.loops = ServerConfiguration.availableCPUs
-        switch PollerKind.fromEnvironment(
+        var config = ProxyApp.Configuration(
+            home: CertificateAuthority.defaultDirectory(environment: ProcessInfo.processInfo.environment))
+        config.threads = ProxyApp.Configuration.availableCPUs
+        switch ProxyApp.Configuration.Poller.fromEnvironment(
             getenv("COOKIE_PROXY_POLLER").map { ["COOKIE_PROXY_POLLER": String(cString: $0)] } ?? [:])
         {
         case .success(let kind): config.poller = kind
         case .failure(let error): throw UsageError(message: error.description, command: spec.name)
         }
-        for (index, listen) in args.all(Option.listen).enumerated() {
+        var listeners: [ProxyApp.Configuration.Listener] = []
+        for listen in args.all(Option.listen) {
             // `https://HOST:PORT`: a TLS listener; `http://HOST:PORT` or `HOST:PORT`: plain.
             let lower = listen.lowercased()
             let tls = lower.hasPrefix("https://")
@@ -254,26 +254,23 @@ enum RunCommand {
                     message: "--listen '\(listen)' must be HOST:PORT or https://HOST:PORT, e.g. 127.0.0.1:8080",
                     command: spec.name)
             }
-            if index == 0 {
-                (config.listenHost, config.listenPort, config.listenTLS) = (host, port, tls)
-            } else {
-                config.moreListeners.append(.init(host: host, port: port, tls: tls))
-            }
+            listeners.append(.init(host: host, port: port, tls: tls))
         }
+        if !listeners.isEmpty { config.listeners = listeners }
         try routes(args, into: &config)
         for cidr in args.all(Option.allow) {
-            guard let c = CIDR(cidr) else {
+            guard let c = ProxyApp.Configuration.Network(cidr) else {
                 throw UsageError(
                     message: "--allow '\(cidr)' is not a network such as 192.168.1.0/24", command: spec.name)
             }
             config.allowed.append(c)
         }
         if args.flag(Option.allowLoopbackUpstream) { config.allowLoopbackUpstream = true }
-        config.proxy.upstreamProxies = try upstreamProxies(args)
-        if args.flag(Option.noVia) { config.proxy.addVia = false }
+        config.upstreamProxies = try upstreamProxies(args)
+        if args.flag(Option.noVia) { config.via = false }
         for entry in args.all(Option.resolve) {
             let (host, address) = try resolveEntry(entry, command: spec.name)
-            config.resolveOverrides[host] = address
+            config.resolve[host] = address
         }
         func int(_ option: OptionSpec, _ range: ClosedRange<Int>, orDefault: Bool = false) throws(UsageError) -> Int? {
             try args.integer(option, in: range, orDefault: orDefault, command: spec.name)
@@ -281,22 +278,20 @@ enum RunCommand {
         func secs(_ option: OptionSpec, orDefault: Bool = false) throws(UsageError) -> Double? {
             try args.seconds(option, orDefault: orDefault, command: spec.name)
         }
-        if let n = try int(Option.threads, 1...64) { config.loops = n }
-        if let n = try int(Option.maxConnections, 1...1_000_000) { config.maximumConnections = n }
-        if let n = try int(Option.maxHeadBytes, 1024...(1 << 24)) { config.proxy.parserLimits.maximumHeadBytes = n }
-        if let n = try int(Option.maxHeaders, 1...10_000) { config.proxy.parserLimits.maximumFieldCount = n }
-        if let s = try secs(Option.headerTimeout) { config.headerTimeout = s }
-        if let s = try secs(Option.idleTimeout) { config.idleTimeout = s }
-        if let s = try secs(Option.connectTimeout) { config.connectTimeout = s }
-        if let s = try secs(Option.responseTimeout) { config.responseTimeout = s }
-        if let s = try secs(Option.upstreamReadTimeout) { config.upstreamReadTimeout = s }
-        if let s = try secs(Option.clientWriteTimeout) { config.clientWriteTimeout = s }
-        if let s = try secs(Option.streamIdleTimeout) { config.streamIdleTimeout = s }
+        if let n = try int(Option.threads, 1...64) { config.threads = n }
+        if let n = try int(Option.maxConnections, 1...1_000_000) { config.limits.connections = n }
+        if let n = try int(Option.maxHeadBytes, 1024...(1 << 24)) { config.limits.headBytes = n }
+        if let n = try int(Option.maxHeaders, 1...10_000) { config.limits.fields = n }
+        if let s = try secs(Option.headerTimeout) { config.deadlines.header = s }
+        if let s = try secs(Option.idleTimeout) { config.deadlines.idle = s }
+        if let s = try secs(Option.connectTimeout) { config.deadlines.connect = s }
+        if let s = try secs(Option.responseTimeout) { config.deadlines.response = s }
+        if let s = try secs(Option.upstreamReadTimeout) { config.deadlines.upstreamRead = s }
+        if let s = try secs(Option.clientWriteTimeout) { config.deadlines.clientWrite = s }
+        if let s = try secs(Option.streamIdleTimeout) { config.deadlines.streamIdle = s }
         let drain = try secs(Option.drainTimeout, orDefault: true) ?? 10
-        let http2 = ["off": HTTP2Mode.off, "fallback": .fallback, "on": .on][
+        config.http2 = ["off": ProxyApp.Configuration.HTTP2.off, "fallback": .fallback, "on": .on][
             try args.choice(Option.http2, command: spec.name)]!
-        config.http2 = http2
-        config.proxy.acceptsHTTP2Preface = http2 != .off
         let uiText = args.value(orDefault: Option.ui) ?? ""
         let uiAddress: (String, Int)?
         if uiText == "off" {

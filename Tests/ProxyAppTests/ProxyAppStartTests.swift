@@ -1,7 +1,6 @@
 import CookieRules
 import Foundation
 import ProxyApp
-import ProxyServer
 import TestSupport
 import Testing
 
@@ -25,9 +24,8 @@ import Testing
         defer { origin.terminate() }
         let originPort = try #require(Int(try origin.waitForLine(startingWith: "PORT ").dropFirst(5)))
 
-        var server = ServerConfiguration()
-        server.listenPort = 0
-        var configuration = ProxyApp.Configuration(server: server, home: home)
+        var configuration = ProxyApp.Configuration(home: home)
+        configuration.listeners = [.init(host: "127.0.0.1", port: 0)]
         configuration.rules = try RulesFiles.load(rules)
         configuration.rulesPath = rules
         configuration.log = .init(destination: .file(home + "/log.jsonl"))
