@@ -214,7 +214,7 @@ public enum RunBanner {
     /// The banner's lines for reverse mode: each route, in the order they are tried.
     static func routesBanner(_ config: ProxyApp.Configuration, url: String) -> String {
         var banner = "  reverse mode: open \(url)/ in a browser or app; the routes, in the order they are tried:\n"
-        for route in config.routes { banner += "    \(route)\n" }
+        for route in RouteTable(config.routes).routes { banner += "    \(route)\n" }
 
         if config.forwardedHeaders { banner += "  forwarded:    X-Forwarded-For, -Proto and -Host added\n" }
         return banner
