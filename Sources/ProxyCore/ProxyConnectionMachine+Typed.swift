@@ -10,6 +10,7 @@ extension ProxyConnectionMachine {
     /// (declared), or `.untilClose` (until the client ends the stream; it goes to an HTTP/1.1 upstream chunked).
     public mutating func clientRequest(_ request: RequestHead, framing: BodyFraming, _ io: inout ConnectionIO) {
         guard case .idle = state, requestCount == 0 else { return unexpected("a second request on a stream", &io) }
+        client.endsTyped = true
         startExchange(request, framing: framing, &io)
     }
 

@@ -36,9 +36,16 @@ struct RequestReader {
     private var parser: HTTPHeadParser
     /// The body of the request in flight, as far as it has been read (a reader of no body between requests).
     var body = BodyReader(.none)
-    /// A typed client's request (``ProxyConnectionMachine/clientRequest(_:framing:_:)``) has ended: what is in the
-    /// input is the last of its body, and ``trailers`` its trailers.
+    /// The client's codec hands requests over typed (``ProxyConnectionMachine/clientRequest(_:framing:_:)``): a
+    /// request ends with its codec's end event (``streamEnded``), with trailers that may follow even a declared
+    /// length (RFC 9113 §8.1), not with the last byte of that length.
+    var endsTyped = false
+    /// A typed client's request has ended: what is in the input is the last of its body, and ``trailers`` its
+    /// trailers.
     var streamEnded = false
+
+    /// Whether the request is whole, its trailers included: its body read, and a typed request's end come.
+    var ended: Bool { body.isComplete && (streamEnded || !endsTyped) }
     var trailers = FieldSection()
 
     init(limits: HTTPParserLimits) { parser = HTTPHeadParser(limits: limits) }

@@ -84,14 +84,14 @@ struct RequestWriter {
             if size > 0 { ChunkedEncoder.writeSizeLine(size, into: &io.toUpstream) }
             let read = reader.readBody(into: &io.toUpstream)
             if size > 0 { io.toUpstream += [0x0D, 0x0A] }
-            if reader.body.isComplete && !endSent {
+            if reader.ended && !endSent {
                 endSent = true
                 ChunkedEncoder.writeLastChunk(trailers: reader.trailers, into: &io.toUpstream)
             }
             return read
         case .parts:
             let read = reader.readBody(into: &io.toUpstream, payload: true)
-            if reader.body.isComplete && !endSent {
+            if reader.ended && !endSent {
                 endSent = true
                 io.toUpstreamParts.append(.end(trailers: reader.trailers))
             }

@@ -101,6 +101,10 @@ extension ClientConnection {
         frames = Array(driver.io.toClient[toClient.sent...])
         toClient.sent = 0
         loop.keepBuffers(driver.machine.takeBuffers(), &driver.io)
+        // Retired: the round of its that asked for this (``ExchangeDriver/apply()``) stops here, and nothing of it
+        // touches the socket again.
+        driver.releaseParked()
+        driver.closed = true
         let absolute = origin == nil && loop.configuration.proxy.reverseUpstream == nil
         let http2 = HTTP2Client(
             connection: self,

@@ -113,6 +113,41 @@ struct TypedExchangeTests {
         #expect(readingsDiffer(Array(run.upstream.utf8)) == nil)
     }
 
+    /// RFC 9113 §8.1: a typed request's trailers may follow a body of declared length; towards a typed upstream the
+    /// request's end (and its trailers) waits for the client's end, not the last byte of the length, whether the
+    /// body came before or after the upstream connection.
+    @Test(arguments: [true, false])
+    func aTypedRequestsEndWaitsForItsTrailersAfterADeclaredLength(_ connectedFirst: Bool) {
+        var run = Run()
+        run.request("POST", "/up", [("content-length", "5")], ended: false)
+        var upstreamParts: [RequestPart] = []
+        var payload: [UInt8] = []
+        func take(_ io: inout ConnectionIO) {
+            upstreamParts += io.toUpstreamParts
+            payload += io.toUpstream
+            io = ConnectionIO()
+        }
+        if connectedFirst {
+            run.machine.upstreamConnected(reused: false, speaking: .http2, &run.io)
+            take(&run.io)
+        }
+        run.machine.clientBody(Array("hello".utf8)[...], &run.io)
+        take(&run.io)
+        run.machine.clientEnded(trailers: FieldSection([("x-sum", "9")]), &run.io)
+        take(&run.io)
+        if !connectedFirst {
+            run.machine.upstreamConnected(reused: false, speaking: .http2, &run.io)
+            take(&run.io)
+        }
+        #expect(String(decoding: payload, as: UTF8.self) == "hello")
+        #expect(upstreamParts.count == 2)
+        guard case .end(let trailers) = upstreamParts.last else {
+            Issue.record("the request has no end: \(upstreamParts)")
+            return
+        }
+        #expect(trailers.text == "x-sum: 9\r\n")
+    }
+
     /// The response goes back typed: its head's fields as the hooks left them (no Connection of the proxy's own: the
     /// stream ends the exchange), the payload without framing, the end with the trailers of a chunked body; an
     /// interim head before the final one. A body that is whole with its head ends with it.
