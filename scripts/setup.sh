@@ -31,6 +31,7 @@ if [ "${1:-}" = "--tests" ]; then
         fish              # the generated fish completions, asked by fish itself
         groff-base        # the generated manual page, checked by groff
         prometheus        # a real Prometheus scrapes run --metrics; promtool checks the exposition
+        goaccess          # reads run --access-log's combined log format
     )
 fi
 

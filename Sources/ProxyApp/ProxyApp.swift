@@ -49,6 +49,8 @@ public enum ProxyApp {
         public var dryRun = false
         /// The transformation log; nil for none.
         public var log: Log? = nil
+        /// A line per exchange in the combined log format (``AccessLog``) to this file; nil for none.
+        public var accessLog: String? = nil
         /// Hosts whose https is intercepted (the hosts the rules target are added to them).
         public var intercept = HostPatternList()
         public var tls = TLS()
@@ -155,6 +157,7 @@ public enum ProxyApp {
         let store = c.inspector.map { InspectorStore(capacity: $0.capacity) }
         let key: [UInt8]
         let sink: LogSink?
+        let accessLog: AccessLog?
         // Whose client keys every record and view uses (the lifecycle's, `--client-by`).
         let tracker = LifecycleTracker(clientKey: c.clientKey, engine: c.engine)
         do {
@@ -164,6 +167,7 @@ public enum ProxyApp {
                     destination: $0.destination, redaction: Redaction(showValues: c.showValues, key: key),
                     overflow: $0.overflow, capacity: $0.capacity, terminal: $0.terminal, clients: tracker)
             }
+            accessLog = try c.accessLog.map { path throws(RulesLoadError) in try AccessLog(path: path) }
         } catch {
             throw StartError(description: "\(error)", stage: .log)
         }
@@ -174,7 +178,7 @@ public enum ProxyApp {
             lifecycle: c.lifecycle && (sink != nil || store != nil || c.report),
             tracker: tracker,
             responses: c.metrics == nil ? nil : ResponseCounts(reverse: c.isReverse),
-            report: c.report ? RunReport() : nil)
+            report: c.report ? RunReport() : nil, accessLog: accessLog)
         let runtime = ProxyRuntime(hooks: hooks, rulesPath: c.rulesPath, sink: sink, extraRules: c.extraRules)
         let tls = try tlsSetup(c, wanted: hooks.wantsInterception, described: hooks.interceptDescription)
         let service: InspectorService

@@ -85,8 +85,11 @@ package final class ProxyRuntime {
         if RulesFiles.fingerprint(rulesPath) != fingerprint { reload(reason: "file changed") }
     }
 
-    /// SIGUSR1: the log file is reopened (after logrotate moved it).
-    func reopenLog() { sink?.reopen() }
+    /// SIGUSR1: the log file and the access log are reopened (after logrotate moved them).
+    func reopenLog() {
+        sink?.reopen()
+        hooks.accessLog?.reopen()
+    }
 
     /// Writes every queued record, then says what was written and what, if anything, was lost.
     func finish() {

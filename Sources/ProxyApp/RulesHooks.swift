@@ -37,6 +37,8 @@ package final class RulesHooks: ProxyHooks, Sendable {
     let judges: [any JudgementObserver]
     /// Responses by protocol, mode and status class, for the metrics (nil without `--metrics`).
     let responses: ResponseCounts?
+    /// A line per exchange (`--access-log`; nil without it).
+    let accessLog: AccessLog?
 
     /// Hosts named with --intercept / --intercept-all.
     let interceptFlags: HostPatternList
@@ -46,10 +48,12 @@ package final class RulesHooks: ProxyHooks, Sendable {
     package init(
         engine: RuleEngine, dryRun: Bool, sink: LogSink?, intercept: HostPatternList,
         inspector: InspectorStore? = nil, lifecycle: Bool = false, tracker: LifecycleTracker = LifecycleTracker(),
-        responses: ResponseCounts? = nil, report: RunReport? = nil, observers: [any CookieObserver] = []
+        responses: ResponseCounts? = nil, report: RunReport? = nil, observers: [any CookieObserver] = [],
+        accessLog: AccessLog? = nil
     ) {
         self.engine = Locked(engine)
         self.responses = responses
+        self.accessLog = accessLog
         let counts = responses == nil ? nil : CookieCounts()
         self.counts = counts
         let builtIn: [(any CookieObserver)?] = [
@@ -110,6 +114,7 @@ package final class RulesHooks: ProxyHooks, Sendable {
 
     package func willForwardRequest(_ head: inout OutgoingHead, context: ExchangeContext) {
         responses?.requestForwarded(context.requestID)
+        accessLog?.requestForwarded(context.requestID, head: head.source)
         let engine = current
         let time = inspector != nil || lifecycle || sink != nil ? Self.wallMilliseconds() : 0
         if let inspector {
@@ -188,7 +193,10 @@ package final class RulesHooks: ProxyHooks, Sendable {
     /// The cookie stage of one event loop.
     package func makeResponseStage() -> any ResponseStage { CookieStage(hooks: self) }
 
-    package func exchangeFinished(_ requestID: UInt64) { responses?.exchangeFinished(requestID) }
+    package func exchangeEnded(_ context: ExchangeContext, bodyBytes: Int, _ ending: ExchangeEnding) {
+        if ending == .relayed { responses?.exchangeFinished(context.requestID) }
+        accessLog?.exchangeEnded(context, bodyBytes: bodyBytes, time: Self.wallMilliseconds())
+    }
 
     /// Milliseconds since the epoch, from clock_gettime (Foundation's Date costs several times as much).
     static func wallMilliseconds() -> Int64 {

@@ -51,7 +51,7 @@ extension ProxyConnectionMachine {
                 close(&io)
                 return
             }
-            answer(error.status, error.reason, &io, keepAlive: false, fields: error.fields)
+            answer(error.status, error.reason, &io, keepAlive: false, fields: error.fields, request: request)
             return
         }
         let origin = route.origin

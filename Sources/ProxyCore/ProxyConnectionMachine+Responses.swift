@@ -1,3 +1,4 @@
+import ExchangeFacts
 import HTTPGrammar
 
 /// Responses: heads parsed and rewritten, bodies framed, and how an exchange ends (finished, failed, answered by
@@ -77,6 +78,8 @@ extension ProxyConnectionMachine {
     /// head belongs to it.
     mutating func startTunnel(_ io: inout ConnectionIO) {
         state = .tunnel(clientDone: false, upstreamDone: false)
+        if exchange.context.status == nil { exchange.context.status = 200 }  // a CONNECT's 2xx (RFC 9110 §9.3.6)
+        reportEnd(.tunnel)
         client.moveRest(into: &io.toUpstream)
     }
 
@@ -136,7 +139,10 @@ extension ProxyConnectionMachine {
         guard case .exchanging = state, exchange.response.readingBody else {
             return unexpected("response body bytes", &io)
         }
-        switch clientWriter.body(bytes, from: &exchange.response, &io) {
+        let before = io.toClient.count
+        let read = clientWriter.body(bytes, from: &exchange.response, &io)
+        exchange.bodyBytes += io.toClient.count - before
+        switch read {
         case .partial: break
         // A typed upstream's response ends with its stream (trailers may follow a declared length).
         case .complete where exchange.response.endsTyped: break
@@ -158,8 +164,10 @@ extension ProxyConnectionMachine {
     mutating func finishExchange(_ io: inout ConnectionIO) {
         guard case .exchanging = state else { return unexpected("the end of an exchange", &io) }
         // The response is whole, whatever becomes of the request.
+        let before = io.toClient.count
         clientWriter.end(&io)
-        hooks.exchangeFinished(exchange.context.requestID)
+        exchange.bodyBytes += io.toClient.count - before
+        reportEnd(.relayed)
         if !client.body.isComplete {
             // The response came before the whole request body: the rest cannot be sent any more.
             abortExchange(&io)
@@ -188,6 +196,7 @@ extension ProxyConnectionMachine {
         if !exchange.response.bytesSeen {
             answer(status, message, &io, keepAlive: false)
         } else {
+            reportEnd(.cut)
             close(&io)
         }
     }
@@ -200,7 +209,37 @@ extension ProxyConnectionMachine {
     /// The upstream connection is done with and the client's closes after what is queued for it.
     mutating func abortExchange(_ io: inout ConnectionIO) {
         release(reusable: false, &io)
+        reportEnd(.cut)
         close(&io)
+    }
+
+    /// An answer of the proxy's own ended the exchange in flight, or a request refused before it became one (which
+    /// gets a context of its own: its method and target when they were read, else `-`).
+    mutating func reportAnswer(_ status: Int, bodyBytes: Int, request: RequestHead?) {
+        switch state {
+        case .connecting, .exchanging:
+            exchange.context.status = status
+            exchange.bodyBytes = bodyBytes
+            reportEnd(.answered)
+        case .idle, .tunnel, .closed:
+            let context = ExchangeContext(
+                requestID: nextRequestID(), clientAddress: clientAddress, method: request?.method ?? "-",
+                scheme: listenerTLS || interceptedOrigin != nil ? "https" : "http", host: "", port: 0,
+                target: request?.target ?? "-", status: status, clientSide: clientWriter.clientProtocol, route: nil)
+            hooks.exchangeEnded(context, bodyBytes: bodyBytes, .answered)
+        }
+    }
+
+    /// Tells the hooks how the exchange in flight ended, once (``ProxyHooks/exchangeEnded(_:bodyBytes:_:)``).
+    @inline(__always)
+    mutating func reportEnd(_ ending: ExchangeEnding) {
+        switch state {
+        case .connecting, .exchanging, .tunnel: break
+        case .idle, .closed: return
+        }
+        guard !exchange.reported else { return }
+        exchange.reported = true
+        hooks.exchangeEnded(exchange.context, bodyBytes: exchange.bodyBytes, ending)
     }
 
     /// Nothing more will be read or written on this connection after what is queued for the client.
@@ -210,13 +249,17 @@ extension ProxyConnectionMachine {
     }
 
     /// A response of the proxy's own (``ProxyAnswer``); the connection stays open after it when `keepAlive`
-    /// and the client has not closed its side.
+    /// and the client has not closed its side. `request`: one refused before it became an exchange (nil: the
+    /// exchange in flight's, or none read).
     mutating func answer(
-        _ status: Int, _ reason: String, _ io: inout ConnectionIO, keepAlive: Bool, fields: [ProxyAnswer.Field] = []
+        _ status: Int, _ reason: String, _ io: inout ConnectionIO, keepAlive: Bool, fields: [ProxyAnswer.Field] = [],
+        request: RequestHead? = nil
     ) {
         let keep = keepAlive && !client.eof && !clientWriter.carriesOneExchange
         let via = configuration.addVia ? configuration.viaPseudonym : nil
-        clientWriter.answer(ProxyAnswer(status: status, reason: reason, fields: fields, via: via, close: !keep), &io)
+        let answer = ProxyAnswer(status: status, reason: reason, fields: fields, via: via, close: !keep)
+        clientWriter.answer(answer, &io)
+        reportAnswer(status, bodyBytes: answer.body.count, request: request)
         if keep {
             exchange = Exchange()  // as at the end of an exchange: nothing of it stays with an idle connection
             state = .idle

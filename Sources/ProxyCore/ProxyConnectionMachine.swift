@@ -60,6 +60,10 @@ public struct ProxyConnectionMachine {
         /// The upstream's codec, reading: the response to this exchange as it is read.
         var response: ResponseReader
         var reusedUpstream = false
+        /// The bytes written for the client after the response's head (``ProxyHooks/exchangeEnded(_:bodyBytes:_:)``).
+        var bodyBytes = 0
+        /// Its end has been told to the hooks.
+        var reported = false
         var closeClientAfter = false
         var upstreamReusable = true
         /// The upstream proxy this exchange goes through.

@@ -17,13 +17,28 @@ public protocol ProxyHooks: Sendable {
     /// thread alone (``HeadStorage/responseStage``): what it keeps from one response to the next (a parser, caches,
     /// what it noted of a response before the response is written) is its own, typed, never shared.
     func makeResponseStage() -> any ResponseStage
-    /// The exchange's response was relayed whole (its last byte is with the client's connection).
-    func exchangeFinished(_ requestID: UInt64)
+    /// An exchange ended, once, however it ended (``ExchangeEnding``): `context` with the status the client got
+    /// (none when it got nothing), `bodyBytes` the bytes written for the client after the response's head (its
+    /// body, and its framing). A request refused before it became an exchange has a context of its own (its method
+    /// and target when they were read, else `-`).
+    func exchangeEnded(_ context: ExchangeContext, bodyBytes: Int, _ ending: ExchangeEnding)
 }
 
 extension ProxyHooks {
     public func makeResponseStage() -> any ResponseStage { PassThroughStage() }
-    public func exchangeFinished(_ requestID: UInt64) {}
+    public func exchangeEnded(_ context: ExchangeContext, bodyBytes: Int, _ ending: ExchangeEnding) {}
+}
+
+/// How an exchange ended (``ProxyHooks/exchangeEnded(_:bodyBytes:_:)``).
+public enum ExchangeEnding: Sendable, Hashable {
+    /// The upstream's response was relayed whole (its last byte is with the client's connection).
+    case relayed
+    /// The proxy answered itself: a refusal (`400`, `431`, …), an upstream it could not reach (`502`, `504`).
+    case answered
+    /// A tunnel began (CONNECT, or a `101`): what follows is bytes both ways.
+    case tunnel
+    /// It ended before its response was whole: the upstream failed or the client went away mid-way.
+    case cut
 }
 
 /// What one event loop does to the response heads it forwards (``ProxyHooks/makeResponseStage()``).

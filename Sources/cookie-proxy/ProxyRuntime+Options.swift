@@ -16,6 +16,11 @@ enum RuntimeOptions {
         static let log = OptionSpec(
             names: ["--log"], value: "file",
             help: "Write the transformation log (JSON Lines) to this file; 'none' for no log.", defaultValue: "stdout")
+        static let accessLog = OptionSpec(
+            names: ["--access-log"], value: "file",
+            help:
+                "Append a line per request to this file, whatever became of it (relayed, answered by the proxy,"
+                + " cut short), in the combined log format nginx writes and GoAccess reads.")
         static let logFormat = OptionSpec(
             names: ["--log-format"], value: "format", help: "Log on stdout as json or line (compact).",
             defaultValue: "line on a terminal, else json",
@@ -73,7 +78,8 @@ enum RuntimeOptions {
     }
 
     static let options: [OptionSpec] = [
-        Option.dryRun, Option.log, Option.logFormat, Option.logValues, Option.logOverflow, Option.logQueue,
+        Option.dryRun, Option.log, Option.accessLog, Option.logFormat, Option.logValues, Option.logOverflow,
+        Option.logQueue,
         Option.intercept, Option.interceptAll, Option.upstreamCa, Option.insecureUpstream, Option.lifecycle,
         Option.clientBy, Option.engine, Option.emulate,
     ]
@@ -108,6 +114,7 @@ enum RuntimeOptions {
             }
         }
         c.dryRun = args.flag(Option.dryRun)
+        c.accessLog = args.value(Option.accessLog)
         c.showValues = args.flag(Option.logValues)
         let overflow = LogSink.Overflow(rawValue: try args.choice(Option.logOverflow, command: command))!
         let queue = try args.integer(Option.logQueue, in: 1...10_000_000, orDefault: true, command: command) ?? 10_000

@@ -1,0 +1,110 @@
+import ExchangeFacts
+import Foundation
+import ProxyApp
+import ProxyCore
+import TestSupport
+import Testing
+
+/// `run --access-log`: a line per exchange in the combined log format, whatever became of the exchange.
+@Suite(.serialized) struct AccessLogTests {
+    static let time: Int64 = 1_796_544_907_000  // 2026-12-06 08:15:07 UTC
+
+    static func context(
+        _ method: String, scheme: String = "http", host: String = "example.com", port: Int = 80, target: String,
+        status: Int?, client: HTTPProtocol = .http1, route: RouteFacts? = nil
+    ) -> ExchangeContext {
+        ExchangeContext(
+            requestID: 1, clientAddress: "127.0.0.1", method: method, scheme: scheme, host: host, port: port,
+            target: target, status: status, clientSide: client, route: route)
+    }
+
+    /// The request as the client wrote it (a forward proxy's absolute URL; a route's or an https origin's target),
+    /// the protocol the client spoke, the status it got, the bytes after the head (`-` for none), and the quoted
+    /// fields escaped so that a line has one reading (nginx's `\xNN`).
+    @Test(arguments: [
+        (
+            context("GET", target: "/a?b=1", status: 200), 12, "-", "curl/8.1",
+            #"127.0.0.1 - - [06/Dec/2026:08:15:07 +0000] "GET http://example.com/a?b=1 HTTP/1.1" 200 12 "-" "curl/8.1""#
+        ),
+        (
+            context("GET", target: "/api/me", status: 404, route: RouteFacts(name: "/api/", upstreamHost: "api")), 0,
+            "http://app.localhost/", "Mozilla/5.0",
+            #"127.0.0.1 - - [06/Dec/2026:08:15:07 +0000] "GET /api/me HTTP/1.1" 404 - "http://app.localhost/" "Mozilla/5.0""#
+        ),
+        (
+            context("POST", scheme: "https", port: 443, target: "/rpc", status: 502, client: .http2), 40, "-",
+            "a \"quoted\"\nagent\\",
+            #"127.0.0.1 - - [06/Dec/2026:08:15:07 +0000] "POST /rpc HTTP/2" 502 40 "-" "a \x22quoted\x22\x0Aagent\x5C""#
+        ),
+        (
+            context("-", host: "", port: 0, target: "-", status: 400), 23, "-", "-",
+            #"127.0.0.1 - - [06/Dec/2026:08:15:07 +0000] "-" 400 23 "-" "-""#
+        ),
+    ])
+    func aLineIsTheCombinedLogFormatOfWhatTheClientSentAndGot(
+        _ context: ExchangeContext, _ bytes: Int, _ referer: String, _ agent: String, _ expected: String
+    ) {
+        #expect(AccessLog.line(context, bodyBytes: bytes, time: Self.time, referer: referer, agent: agent) == expected)
+    }
+
+    /// Through a started proxy with routes: a relayed 200 (its Referer and User-Agent on the line), the upstream's
+    /// 404, the proxy's own 502 for a route whose upstream is down, and its 400 for a malformed request each leave
+    /// one line, in order, and GoAccess reads every one of them as a valid request with its status.
+    @Test func everyExchangeLeavesALineGoAccessReads() throws {
+        let home = NSTemporaryDirectory() + "cp-access-\(UUID().uuidString.prefix(8))"
+        try FileManager.default.createDirectory(atPath: home, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: home) }
+        let python = ["/usr/bin/python3", "/usr/local/bin/python3"].first {
+            FileManager.default.fileExists(atPath: $0)
+        }!
+        let origin = try Subprocess(
+            python, ["-u", BuiltBinary.repositoryRoot + "/Tests/EndToEndTests/Fixtures/upstream.py", "0"], stdin: .open)
+        defer { origin.terminate() }
+        let originPort = try #require(Int(try origin.waitForLine(startingWith: "PORT ").dropFirst(5)))
+
+        var configuration = ProxyApp.Configuration(home: home)
+        configuration.listeners = [.init(host: "127.0.0.1", port: 0)]
+        configuration.routes = [
+            try ReverseRoute.parse("/down/=http://127.0.0.1:9").get(),
+            try ReverseRoute.parse("/=http://127.0.0.1:\(originPort)").get(),
+        ]
+        configuration.accessLog = home + "/access.log"
+        let proxy = try ProxyApp.start(configuration)
+        let port = try #require(proxy.listenerPorts.first)
+        func get(_ path: String, _ extra: [String] = []) throws -> String {
+            let result = try run(
+                "/usr/bin/curl",
+                ["-s", "-o", "/dev/null", "-w", "%{http_code}"] + extra + ["http://127.0.0.1:\(port)\(path)"],
+                timeout: 20)
+            return String(decoding: result.stdout, as: UTF8.self)
+        }
+        #expect(try get("/setcookie", ["-A", "tester/1", "-e", "http://app.localhost/"]) == "200")
+        #expect(try get("/missing") == "404")
+        #expect(try get("/down/x") == "502")
+        let raw = try run(
+            python,
+            [
+                "-c",
+                "import socket; s=socket.create_connection(('127.0.0.1',\(port))); s.sendall(b'GET / HTTP/1.1\\r\\nHost: a\\r\\nbad line\\r\\n\\r\\n'); print(s.recv(100).split(b' ')[1].decode())",
+            ], timeout: 20)
+        #expect(String(decoding: raw.stdout, as: UTF8.self).hasPrefix("400"))
+        proxy.stop(drain: 1)
+
+        let path = home + "/access.log"
+        let lines = try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n").map(String.init)
+        #expect(lines.count == 4, "\(lines)")
+        let statuses = lines.map { $0.split(separator: "\"")[2].split(separator: " ").first.map(String.init) ?? "" }
+        #expect(statuses == ["200", "404", "502", "400"], "\(lines)")
+        #expect(lines.first?.contains(#""GET /setcookie HTTP/1.1" 200"#) == true, "\(lines)")
+        #expect(lines.first?.hasSuffix(#""http://app.localhost/" "tester/1""#) == true, "\(lines)")
+
+        let report = home + "/report.json"
+        let goaccess = try run("/usr/bin/goaccess", [path, "--log-format=COMBINED", "-o", report], timeout: 60)
+        #expect(goaccess.status == 0, "\(goaccess.stderr)")
+        let json =
+            try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: report))) as? [String: Any]
+        let general = try #require(json?["general"] as? [String: Any])
+        #expect(general["total_requests"] as? Int == 4, "\(general)")
+        #expect(general["valid_requests"] as? Int == 4, "\(general)")
+    }
+}
