@@ -48,8 +48,8 @@ import Testing
     }
 
     /// Through a started proxy with routes: a relayed 200 (its Referer and User-Agent on the line), the upstream's
-    /// 404, the proxy's own 502 for a route whose upstream is down, and its 400 for a malformed request each leave
-    /// one line, in order, and GoAccess reads every one of them as a valid request with its status.
+    /// 404, the proxy's own 502 for a route whose upstream is down, its 400 for a malformed request and an HTTP/2
+    /// client's request each leave one line, in order, and GoAccess reads every one of them as a valid request.
     @Test func everyExchangeLeavesALineGoAccessReads() throws {
         let home = NSTemporaryDirectory() + "cp-access-\(UUID().uuidString.prefix(8))"
         try FileManager.default.createDirectory(atPath: home, withIntermediateDirectories: true)
@@ -69,6 +69,7 @@ import Testing
             try ReverseRoute.parse("/=http://127.0.0.1:\(originPort)").get(),
         ]
         configuration.accessLog = home + "/access.log"
+        configuration.http2 = .on
         let proxy = try ProxyApp.start(configuration)
         let port = try #require(proxy.listenerPorts.first)
         func get(_ path: String, _ extra: [String] = []) throws -> String {
@@ -88,15 +89,17 @@ import Testing
                 "import socket; s=socket.create_connection(('127.0.0.1',\(port))); s.sendall(b'GET / HTTP/1.1\\r\\nHost: a\\r\\nbad line\\r\\n\\r\\n'); print(s.recv(100).split(b' ')[1].decode())",
             ], timeout: 20)
         #expect(String(decoding: raw.stdout, as: UTF8.self).hasPrefix("400"))
+        #expect(try get("/missing", ["--http2-prior-knowledge"]) == "404")
         proxy.stop(drain: 1)
 
         let path = home + "/access.log"
         let lines = try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n").map(String.init)
-        #expect(lines.count == 4, "\(lines)")
+        #expect(lines.count == 5, "\(lines)")
         let statuses = lines.map { $0.split(separator: "\"")[2].split(separator: " ").first.map(String.init) ?? "" }
-        #expect(statuses == ["200", "404", "502", "400"], "\(lines)")
+        #expect(statuses == ["200", "404", "502", "400", "404"], "\(lines)")
         #expect(lines.first?.contains(#""GET /setcookie HTTP/1.1" 200"#) == true, "\(lines)")
         #expect(lines.first?.hasSuffix(#""http://app.localhost/" "tester/1""#) == true, "\(lines)")
+        #expect(lines.last?.contains(#""GET /missing HTTP/2" 404"#) == true, "\(lines)")
 
         let report = home + "/report.json"
         let goaccess = try run("/usr/bin/goaccess", [path, "--log-format=COMBINED", "-o", report], timeout: 60)
@@ -104,7 +107,7 @@ import Testing
         let json =
             try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: report))) as? [String: Any]
         let general = try #require(json?["general"] as? [String: Any])
-        #expect(general["total_requests"] as? Int == 4, "\(general)")
-        #expect(general["valid_requests"] as? Int == 4, "\(general)")
+        #expect(general["total_requests"] as? Int == 5, "\(general)")
+        #expect(general["valid_requests"] as? Int == 5, "\(general)")
     }
 }
