@@ -47,6 +47,20 @@ import Testing
         #expect(AccessLog.line(context, bodyBytes: bytes, time: Self.time, referer: referer, agent: agent) == expected)
     }
 
+    /// The common log format's time in UTC, made from the day number (no time zone work), is the calendar's: leap
+    /// days, the turn of a century, the epoch, and today.
+    @Test(arguments: [Int64(0), 951_782_400_000, 1_709_164_800_000, 1_796_544_907_999, 4_102_444_799_000])
+    func theTimestampIsTheCalendarsInUTC(_ milliseconds: Int64) {
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "UTC")
+        formatter.dateFormat = "dd/MMM/yyyy:HH:mm:ss"
+        let expected = formatter.string(from: Date(timeIntervalSince1970: Double(milliseconds / 1000))) + " +0000"
+        var out: [UInt8] = []
+        AccessLog.writeTimestamp(milliseconds, into: &out)
+        #expect(String(decoding: out, as: UTF8.self) == expected)
+    }
+
     /// Through a started proxy with routes: a relayed 200 (its Referer and User-Agent on the line), the upstream's
     /// 404, the proxy's own 502 for a route whose upstream is down, its 400 for a malformed request and an HTTP/2
     /// client's request each leave one line, in order, and GoAccess reads every one of them as a valid request.
