@@ -17,15 +17,16 @@ import ProxyCore
 /// (SIGUSR1 reopens it, as it does the transformation log).
 package final class AccessLog: Sendable {
     private let path: String
-    /// The file, and the buffer each line is made in (reused: a line allocates nothing).
-    private let file: Locked<(fd: Int32, line: [UInt8])>
+    /// The file, the buffer each line is made in (reused: a line allocates nothing), the lines written and those a
+    /// failed write lost, with the first failure's errno text (said when the proxy stops: nothing is lost silently).
+    private let file: Locked<(fd: Int32, line: [UInt8], written: Int, lost: Int, failure: String?)>
     /// Each forwarded request's Referer and User-Agent, until its exchange ends (a request answered before it was
     /// forwarded has neither).
     private let pending = Locked<[UInt64: (referer: [UInt8], agent: [UInt8])]>([:])
 
     init(path: String) throws(RulesLoadError) {
         self.path = path
-        file = Locked((try LogSink.open(path), []))
+        file = Locked((try LogSink.open(path), [], 0, 0, nil))
     }
 
     /// The request as it goes upstream: its Referer and User-Agent, kept for its line.
@@ -46,21 +47,39 @@ package final class AccessLog: Sendable {
                 into: &file.line)
             file.line.append(0x0A)
             let fd = file.fd
-            file.line.withUnsafeBytes { bytes in
+            let failure = file.line.withUnsafeBytes { bytes -> String? in
                 var at = 0
                 while at < bytes.count {
                     let n = Foundation.write(fd, bytes.baseAddress! + at, bytes.count - at)
-                    if n <= 0 { break }  // a full disk: the line is lost, as the transformation log's overflow says
+                    if n < 0 && errno == EINTR { continue }
+                    if n <= 0 { return n < 0 ? String(cString: strerror(errno)) : "nothing written" }
                     at += n
                 }
+                return nil
+            }
+            if let failure {
+                file.lost += 1
+                if file.failure == nil { file.failure = failure }
+            } else {
+                file.written += 1
             }
             if file.line.capacity > 16384 { file.line = [] }
         }
     }
 
+    /// Lines written and lost so far, and why the first lost one was (nil: none lost).
+    var counts: (written: Int, lost: Int, failure: String?) {
+        file.withLock { ($0.written, $0.lost, $0.failure) }
+    }
+
     /// Opens the file again (it was moved aside by logrotate).
     func reopen() {
-        guard let new = try? LogSink.open(path) else { return }
+        let new: Int32
+        do {
+            new = try LogSink.open(path)
+        } catch {
+            return Console.err("cookie-proxy: access log: \(error); its lines go on to the file it had open")
+        }
         file.withLock { file in
             Foundation.close(file.fd)
             file.fd = new

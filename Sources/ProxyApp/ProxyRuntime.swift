@@ -104,6 +104,11 @@ package final class ProxyRuntime {
             if let failure = sink.failure { summary += "; \(failure.records) not written: \(failure.reason)" }
             Console.err(summary)
         }
+        if let access = hooks.accessLog?.counts, access.lost > 0 {
+            Console.err(
+                "cookie-proxy: access log: \(access.written) lines written, \(access.lost) lost: \(access.failure ?? "")"
+            )
+        }
     }
 
     /// The log's writer, for what reads its counts from another thread (the metrics).

@@ -124,4 +124,30 @@ import Testing
         #expect(general["total_requests"] as? Int == 5, "\(general)")
         #expect(general["valid_requests"] as? Int == 5, "\(general)")
     }
+
+    /// logrotate moves the file and sends SIGUSR1 (``RunningProxy/reopenLog()``): the line before is in the moved
+    /// file, the line after in a new one at the path, none lost.
+    @Test func reopeningAfterLogrotateLosesNoLine() throws {
+        let home = NSTemporaryDirectory() + "cp-access-\(UUID().uuidString.prefix(8))"
+        try FileManager.default.createDirectory(atPath: home, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: home) }
+        var configuration = ProxyApp.Configuration(home: home)
+        configuration.listeners = [.init(host: "127.0.0.1", port: 0)]
+        configuration.routes = [try ReverseRoute.parse("/=http://127.0.0.1:9").get()]
+        configuration.accessLog = home + "/access.log"
+        let proxy = try ProxyApp.start(configuration)
+        let port = try #require(proxy.listenerPorts.first)
+        func get(_ path: String) throws {
+            _ = try run("/usr/bin/curl", ["-s", "-o", "/dev/null", "http://127.0.0.1:\(port)\(path)"], timeout: 20)
+        }
+        try get("/before")
+        try FileManager.default.moveItem(atPath: home + "/access.log", toPath: home + "/access.log.1")
+        proxy.reopenLog()
+        try get("/after")
+        proxy.stop(drain: 1)
+        let moved = try String(contentsOfFile: home + "/access.log.1", encoding: .utf8)
+        let fresh = try String(contentsOfFile: home + "/access.log", encoding: .utf8)
+        #expect(moved.contains("\"GET /before HTTP/1.1\" 502") && !moved.contains("/after"), "\(moved)")
+        #expect(fresh.contains("\"GET /after HTTP/1.1\" 502") && !fresh.contains("/before"), "\(fresh)")
+    }
 }
