@@ -1,3 +1,4 @@
+import CookieKit
 import CookieRules
 import ExchangeFacts
 import Foundation
@@ -148,20 +149,12 @@ package final class AccessLog: Sendable {
     }
 
     /// `06/Dec/2026:08:15:07 +0000` (the common log format's time, in UTC) for milliseconds since the epoch: the
-    /// civil date from the day number by Howard Hinnant's `civil_from_days`, without the C library's time zone work.
+    /// civil date from the day number (``CookieDate/civilFromDays(_:)``), without the C library's time zone work.
     package static func writeTimestamp(_ milliseconds: Int64, into out: inout [UInt8]) {
         let seconds = milliseconds / 1000
         let days = seconds >= 0 ? seconds / 86400 : (seconds - 86399) / 86400
         let secondOfDay = Int(seconds - days * 86400)
-        let z = days + 719_468
-        let era = (z >= 0 ? z : z - 146_096) / 146_097
-        let dayOfEra = z - era * 146_097
-        let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36524 - dayOfEra / 146_096) / 365
-        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
-        let mp = (5 * dayOfYear + 2) / 153
-        let day = Int(dayOfYear - (153 * mp + 2) / 5 + 1)
-        let month = Int(mp < 10 ? mp + 3 : mp - 9)
-        let year = Int(yearOfEra + era * 400 + (month <= 2 ? 1 : 0))
+        let (year, month, day) = CookieDate.civilFromDays(days)
         writeTwo(day, into: &out)
         out.append(0x2F)
         out.append(contentsOf: months[month - 1])

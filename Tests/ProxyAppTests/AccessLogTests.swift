@@ -65,16 +65,11 @@ import Testing
     /// 404, the proxy's own 502 for a route whose upstream is down, its 400 for a malformed request and an HTTP/2
     /// client's request each leave one line, in order, and GoAccess reads every one of them as a valid request.
     @Test func everyExchangeLeavesALineGoAccessReads() throws {
-        let home = NSTemporaryDirectory() + "cp-access-\(UUID().uuidString.prefix(8))"
-        try FileManager.default.createDirectory(atPath: home, withIntermediateDirectories: true)
+        let home = try temporaryHome("cp-access")
         defer { try? FileManager.default.removeItem(atPath: home) }
-        let python = ["/usr/bin/python3", "/usr/local/bin/python3"].first {
-            FileManager.default.fileExists(atPath: $0)
-        }!
-        let origin = try Subprocess(
-            python, ["-u", BuiltBinary.repositoryRoot + "/Tests/EndToEndTests/Fixtures/upstream.py", "0"], stdin: .open)
-        defer { origin.terminate() }
-        let originPort = try #require(Int(try origin.waitForLine(startingWith: "PORT ").dropFirst(5)))
+        let origin = try TestOrigin()
+        defer { origin.stop() }
+        let originPort = origin.port
 
         var configuration = ProxyApp.Configuration(home: home)
         configuration.listeners = [.init(host: "127.0.0.1", port: 0)]
@@ -97,7 +92,7 @@ import Testing
         #expect(try get("/missing") == "404")
         #expect(try get("/down/x") == "502")
         let raw = try run(
-            python,
+            TestOrigin.python,
             [
                 "-c",
                 "import socket; s=socket.create_connection(('127.0.0.1',\(port))); s.sendall(b'GET / HTTP/1.1\\r\\nHost: a\\r\\nbad line\\r\\n\\r\\n'); print(s.recv(100).split(b' ')[1].decode())",
@@ -128,8 +123,7 @@ import Testing
     /// logrotate moves the file and sends SIGUSR1 (``RunningProxy/reopenLog()``): the line before is in the moved
     /// file, the line after in a new one at the path, none lost.
     @Test func reopeningAfterLogrotateLosesNoLine() throws {
-        let home = NSTemporaryDirectory() + "cp-access-\(UUID().uuidString.prefix(8))"
-        try FileManager.default.createDirectory(atPath: home, withIntermediateDirectories: true)
+        let home = try temporaryHome("cp-access")
         defer { try? FileManager.default.removeItem(atPath: home) }
         var configuration = ProxyApp.Configuration(home: home)
         configuration.listeners = [.init(host: "127.0.0.1", port: 0)]

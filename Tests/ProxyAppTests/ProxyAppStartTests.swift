@@ -10,19 +10,14 @@ import Testing
     /// Start, one exchange with the rules applied, a reload that changes them, another exchange, stop: the log has
     /// a record of each exchange under the rule in force, and nothing listens any more.
     @Test func aProxyStartedByOneCallServesReloadsAndStops() throws {
-        let home = NSTemporaryDirectory() + "cp-app-\(UUID().uuidString.prefix(8))"
-        try FileManager.default.createDirectory(atPath: home, withIntermediateDirectories: true)
+        let home = try temporaryHome("cp-app")
         defer { try? FileManager.default.removeItem(atPath: home) }
         let rules = home + "/a.rules"
         try "rule \"lock\" {\n    cookie lower\n    httponly\n}\n".write(
             toFile: rules, atomically: true, encoding: .utf8)
-        let python = ["/usr/bin/python3", "/usr/local/bin/python3"].first {
-            FileManager.default.fileExists(atPath: $0)
-        }!
-        let origin = try Subprocess(
-            python, ["-u", BuiltBinary.repositoryRoot + "/Tests/EndToEndTests/Fixtures/upstream.py", "0"], stdin: .open)
-        defer { origin.terminate() }
-        let originPort = try #require(Int(try origin.waitForLine(startingWith: "PORT ").dropFirst(5)))
+        let origin = try TestOrigin()
+        defer { origin.stop() }
+        let originPort = origin.port
 
         var configuration = ProxyApp.Configuration(home: home)
         configuration.listeners = [.init(host: "127.0.0.1", port: 0)]
