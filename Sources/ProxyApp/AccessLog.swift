@@ -25,18 +25,31 @@ package final class AccessLog: Sendable {
     /// forwarded has neither).
     private let pending = Locked<[UInt64: (referer: [UInt8], agent: [UInt8])]>([:])
 
-    init(path: String) throws(RulesLoadError) {
+    package init(path: String) throws(RulesLoadError) {
         self.path = path
         file = Locked((try LogSink.open(path), [], 0, 0, nil))
     }
 
     /// The request as it goes upstream: its Referer and User-Agent, kept for its line.
-    func requestForwarded(_ id: UInt64, head: HTTPHead) {
+    package func requestForwarded(_ id: UInt64, head: HTTPHead) {
         let referer = head.fields.first { $0.known == .referer }.map { Array(head.valueBytes($0)) }
         let agent = head.fields.first { head.field($0, is: "user-agent") }.map { Array(head.valueBytes($0)) }
         guard referer != nil || agent != nil else { return }
-        pending.withLock { $0[id] = (referer ?? [], agent ?? []) }
+        pending.withLock { table in
+            table[id] = (referer ?? [], agent ?? [])
+            // An exchange the machine never heard end (its client reset the stream, a deadline closed the connection)
+            // leaves its entry: past `pendingLimit` entries, those of requests that many ids old go.
+            if table.count > Self.pendingLimit {
+                table = table.filter { $0.key + UInt64(Self.pendingLimit) > id }
+            }
+        }
     }
+
+    /// Requests whose Referer and User-Agent wait for their exchange's end, at most (about).
+    package static let pendingLimit = 4096
+
+    /// How many requests' fields wait for their exchange's end.
+    package var pendingCount: Int { pending.withLock { $0.count } }
 
     /// The exchange ended: its line.
     func exchangeEnded(_ context: ExchangeContext, bodyBytes: Int, time: Int64) {

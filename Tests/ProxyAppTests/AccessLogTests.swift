@@ -144,4 +144,18 @@ import Testing
         #expect(moved.contains("\"GET /before HTTP/1.1\" 502") && !moved.contains("/after"), "\(moved)")
         #expect(fresh.contains("\"GET /after HTTP/1.1\" 502") && !fresh.contains("/before"), "\(fresh)")
     }
+
+    /// Requests whose exchanges never end for the machine (a stream its client reset, a connection a deadline
+    /// closed) do not hold their Referer and User-Agent for ever: the table stays within its limit.
+    @Test func fieldsOfExchangesThatNeverEndAreLetGo() throws {
+        let home = try temporaryHome("cp-access")
+        defer { try? FileManager.default.removeItem(atPath: home) }
+        let log = try AccessLog(path: home + "/access.log")
+        var builder = HeadBuilder.request(method: "GET", target: Array("/".utf8), version: .http1_1, capacity: 64)
+        builder.append(name: Array("User-Agent".utf8), value: Array("t/1".utf8))
+        let head = builder.requestHead(method: "GET", version: .http1_1).head
+        for id in 1...UInt64(3 * AccessLog.pendingLimit) { log.requestForwarded(id, head: head) }
+        #expect(log.pendingCount <= AccessLog.pendingLimit + 1)
+        #expect(log.pendingCount > 0)
+    }
 }
