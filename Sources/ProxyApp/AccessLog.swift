@@ -114,7 +114,8 @@ package final class AccessLog: Sendable {
     }
 
     /// One exchange's line, written byte by byte into `out` (string interpolation and a character-by-character
-    /// escape cost some 40 k instructions a line). The request line is the client's: for a route (or an intercepted
+    /// escape cost more than the rest of a request did: docs/architecture.md). The request line is the client's: for
+    /// a route (or an intercepted
     /// or TLS listener's origin-form request) its target, for a forward proxy's request its absolute URL; `-` for a
     /// request refused before its head was read. An empty `referer` or `agent` is `-`.
     static func write(
@@ -135,15 +136,7 @@ package final class AccessLog: Sendable {
             {
                 // A forward proxy's request: the absolute URL the client wrote, its default port left out.
                 out.append(contentsOf: Self.http)
-                var host = context.host
-                let literal = host.withUTF8 { $0.isEmpty ? false : memchr($0.baseAddress!, 0x3A, $0.count) != nil }  // IPv6
-                if literal { out.append(0x5B) }
-                escape(context.host, into: &out)
-                if literal { out.append(0x5D) }
-                if context.port != 80 {
-                    out.append(0x3A)
-                    writeNumber(context.port, into: &out)
-                }
+                escape(Origin(host: context.host, port: context.port).hostFieldValue(defaultPort: 80), into: &out)
             }
             escape(context.target, into: &out)
             out.append(0x20)

@@ -24,31 +24,30 @@ extension ProxyApp.Configuration {
     /// What one connection and the whole proxy may hold.
     public struct Limits: Sendable, Hashable {
         /// Client connections open at once; the next is answered `503`.
-        public var connections = Self.server.maximumConnections
+        public var connections = serverDefaults.maximumConnections
         /// Largest request or response head (`431`, `414` or `502` past it).
-        public var headBytes = Self.server.proxy.parserLimits.maximumHeadBytes
+        public var headBytes = serverDefaults.proxy.parserLimits.maximumHeadBytes
         /// Most field lines in one head.
-        public var fields = Self.server.proxy.parserLimits.maximumFieldCount
+        public var fields = serverDefaults.proxy.parserLimits.maximumFieldCount
         public init() {}
-        static let server = ServerConfiguration()
     }
 
     /// How long each phase of an exchange may take, in seconds (each an option of `cookie-proxy run`).
     public struct Deadlines: Sendable, Hashable {
         /// A request head, from its first byte (slowloris).
-        public var header = Limits.server.headerTimeout
+        public var header = serverDefaults.headerTimeout
         /// A keep-alive connection between requests.
-        public var idle = Limits.server.idleTimeout
+        public var idle = serverDefaults.idleTimeout
         /// Making the upstream connection.
-        public var connect = Limits.server.connectTimeout
+        public var connect = serverDefaults.connectTimeout
         /// The response's head, once the request is sent.
-        public var response = Limits.server.responseTimeout
+        public var response = serverDefaults.responseTimeout
         /// A response body the upstream stops sending.
-        public var upstreamRead = Limits.server.upstreamReadTimeout
+        public var upstreamRead = serverDefaults.upstreamReadTimeout
         /// Bytes the client does not take.
-        public var clientWrite = Limits.server.clientWriteTimeout
+        public var clientWrite = serverDefaults.clientWriteTimeout
         /// A body or a tunnel with nothing moving.
-        public var streamIdle = Limits.server.streamIdleTimeout
+        public var streamIdle = serverDefaults.streamIdleTimeout
         public init() {}
     }
 
@@ -92,3 +91,7 @@ extension ProxyApp.Configuration {
     /// This machine's CPUs (the default number of event loops).
     public static var availableCPUs: Int { ServerConfiguration.availableCPUs }
 }
+
+/// The server's own defaults, which ``ProxyApp/Configuration/Limits`` and ``ProxyApp/Configuration/Deadlines``
+/// start from (one place for each value).
+private let serverDefaults = ServerConfiguration()

@@ -181,18 +181,17 @@ public struct BodyReader: Sendable {
 /// The chunked coding's framing written around a body the proxy frames itself (RFC 9112 §7.1): a typed peer's body
 /// of undeclared length for an HTTP/1.1 one, and the trailers that end it.
 enum ChunkedEncoder {
-    /// One chunk: its size line, the bytes, CRLF. Nothing for no bytes (an empty chunk is the last one).
-    static func writeChunk(_ bytes: ArraySlice<UInt8>, into out: inout [UInt8]) {
-        guard !bytes.isEmpty else { return }
-        writeSizeLine(bytes.count, into: &out)
-        out.append(contentsOf: bytes)
-        out += [0x0D, 0x0A]
-    }
-
-    /// A chunk's size line (hexadecimal, CRLF): its `size` bytes and a CRLF follow.
-    static func writeSizeLine(_ size: Int, into out: inout [UInt8]) {
+    /// One chunk of the `size` bytes `write` appends to `out` (a reader moving them there): its size line
+    /// (hexadecimal, CRLF) before them, CRLF after. No bytes, no framing (an empty chunk would be the last): `write`
+    /// is still called, and a reader may then find its body's end.
+    @inline(__always)
+    static func writeChunk<Read>(size: Int, into out: inout [UInt8], _ write: (inout [UInt8]) -> Read) -> Read {
+        guard size > 0 else { return write(&out) }
         out.append(contentsOf: String(size, radix: 16).utf8)
         out += [0x0D, 0x0A]
+        let read = write(&out)
+        out += [0x0D, 0x0A]
+        return read
     }
 
     /// The last chunk, the trailer section (RFC 9112 §7.1.2: field lines) and the CRLF that ends the body.

@@ -21,9 +21,6 @@ public struct FieldSection: Sendable, Hashable {
 
     public var isEmpty: Bool { bounds.isEmpty }
 
-    /// How many fields it has.
-    public var count: Int { bounds.count / 2 }
-
     /// The field `name: value`, after those appended before it.
     public mutating func append(name: some Collection<UInt8>, value: some Collection<UInt8>) {
         storage.append(contentsOf: name)

@@ -21,7 +21,7 @@ struct RequestWriter {
     private(set) var form = Form.http1
     /// The head kept as the hooks left it until the upstream's codec is known (nil when it can only be HTTP/1.1:
     /// its bytes are written at once); one reference, so that an HTTP/1.1 exchange copies and frees nothing more.
-    private(set) var kept: KeptHead? = nil
+    private var kept: KeptHead? = nil
     /// The request's end has gone to a typed upstream.
     private var endSent = false
 
@@ -80,10 +80,10 @@ struct RequestWriter {
         switch form {
         case .http1:
             guard reader.body.framing == .untilClose else { return reader.readBody(into: &io.toUpstream) }
-            let size = reader.buffered
-            if size > 0 { ChunkedEncoder.writeSizeLine(size, into: &io.toUpstream) }
-            let read = reader.readBody(into: &io.toUpstream)
-            if size > 0 { io.toUpstream += [0x0D, 0x0A] }
+            // All that is buffered is body (a typed client's input holds nothing else).
+            let read = ChunkedEncoder.writeChunk(size: reader.buffered, into: &io.toUpstream) {
+                reader.readBody(into: &$0)
+            }
             if reader.ended && !endSent {
                 endSent = true
                 ChunkedEncoder.writeLastChunk(trailers: reader.trailers, into: &io.toUpstream)

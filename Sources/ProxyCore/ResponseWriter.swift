@@ -21,9 +21,11 @@ struct ResponseWriter {
         case parts
     }
 
-    let form: Form
     /// The protocol the client speaks (for the exchange's context: the log and the inspector name it).
     let clientProtocol: HTTPProtocol
+    var form: Form {
+        @inline(__always) get { clientProtocol == .http1 ? .http1 : .parts }
+    }
     /// The version of the client's request in flight (HTTP/1.0 reads neither interim responses nor chunks).
     private var version = HTTPVersion.http1_1
     /// The client's request said `TE: trailers` (RFC 9110 §10.1.4): trailers may reach it in a chunked body.
@@ -37,10 +39,7 @@ struct ResponseWriter {
     /// upstream (``setTrailers(_:)``).
     private var trailers = FieldSection()
 
-    init(for client: HTTPProtocol) {
-        clientProtocol = client
-        form = client == .http1 ? .http1 : .parts
-    }
+    init(for client: HTTPProtocol) { clientProtocol = client }
 
     /// Each exchange on the client's connection is a response to one request; a typed client's stream carries
     /// one exchange, after which it ends.
@@ -142,13 +141,10 @@ struct ResponseWriter {
         _ bytes: ArraySlice<UInt8>, from reader: inout ResponseReader, _ io: inout ConnectionIO
     ) -> ResponseReader.BodyEvent {
         if rechunks {
-            // The typed reader takes all of it (nghttp2 refuses DATA past a declared length). No bytes, no chunk: an
-            // empty one would be the last.
-            guard !bytes.isEmpty else { return .partial }
-            ChunkedEncoder.writeSizeLine(bytes.count, into: &io.toClient)
-            let read = reader.readBody(bytes, dechunk: false, into: &io.toClient)
-            io.toClient += [0x0D, 0x0A]
-            return read
+            // The typed reader takes all of it (nghttp2 refuses DATA past a declared length).
+            return ChunkedEncoder.writeChunk(size: bytes.count, into: &io.toClient) {
+                reader.readBody(bytes, dechunk: false, into: &$0)
+            }
         }
         if dechunks && form == .parts {
             return withUnsafeMutablePointer(to: &trailers) {

@@ -237,20 +237,15 @@ extension ClientConnection {
     func checkHTTP2Deadlines(_ http2: HTTP2Client) {
         for exchange in Array(http2.exchanges.values) { exchange.driver.checkExchangeDeadlines() }
         if closed { return }
-        let c = loop.configuration
-        if interest & Poller.writable != 0
-            && loop.now - clientWriteSince >= ExchangeDriver.milliseconds(c.clientWriteTimeout)
-        {
+        if let detail = ExchangeDriver.clientWriteTimedOut(interest: interest, since: clientWriteSince, loop: loop) {
             loop.server.noteClosing(
                 .clientWriteTimeout,
                 ProxyServer.ClosingNote(
-                    closing: .clientWriteTimeout, exchange: nil, requestID: nil, client: address,
-                    detail:
-                        "the client took no byte for \(ExchangeDriver.seconds(c.clientWriteTimeout)); both sides closed"
-                ))
+                    closing: .clientWriteTimeout, exchange: nil, requestID: nil, client: address, detail: detail))
             return closeNow(reset: true)
         }
-        if http2.exchanges.isEmpty && loop.now - lastActivity >= ExchangeDriver.milliseconds(c.idleTimeout) {
+        let idle = loop.configuration.idleTimeout
+        if http2.exchanges.isEmpty && loop.now - lastActivity >= ExchangeDriver.milliseconds(idle) {
             closeNow()
         }
     }

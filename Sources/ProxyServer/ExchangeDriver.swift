@@ -320,13 +320,21 @@ final class ExchangeDriver {
     /// (nginx's `reset_timedout_connection`: an orderly close would leave the unsent bytes in the kernel until the
     /// client reads them, which it does not). True when it closed.
     func closedForClientWriteTimeout() -> Bool {
-        let timeout = loop.configuration.clientWriteTimeout
-        guard interest & Poller.writable != 0 && loop.now - clientWriteSince >= Self.milliseconds(timeout) else {
+        guard let detail = Self.clientWriteTimedOut(interest: interest, since: clientWriteSince, loop: loop) else {
             return false
         }
-        note(.clientWriteTimeout, "the client took no byte for \(Self.seconds(timeout)); both sides closed")
+        note(.clientWriteTimeout, detail)
         closeNow(reset: true)
         return true
+    }
+
+    /// Whether bytes for a client side polled for `interest` have waited since `since` past
+    /// `--client-write-timeout`: the closing note's detail when they have (an exchange's side, or an HTTP/2
+    /// connection's frames).
+    static func clientWriteTimedOut(interest: UInt32, since: Int64, loop: EventLoop) -> String? {
+        let timeout = loop.configuration.clientWriteTimeout
+        guard interest & Poller.writable != 0 && loop.now - since >= milliseconds(timeout) else { return nil }
+        return "the client took no byte for \(seconds(timeout)); both sides closed"
     }
 
     static func milliseconds(_ seconds: Double) -> Int64 { Int64(seconds * 1000) }
