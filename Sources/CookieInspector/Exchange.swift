@@ -36,13 +36,18 @@ public final class Exchange: Sendable {
     struct Record: Sendable {
         var bytes: [UInt8]
         var request: Range<Int>
+        /// The request head as it went upstream (empty when it is not known).
+        var sent: Range<Int>
         var received: Range<Int>
         var forwarded: Range<Int>
         var origins: Range<Int>
         var outcomes: Range<Int>
 
-        /// `forwarded`: `response` as the proxy wrote it.
-        init(request: HTTPHead, response: OutgoingHead, forwarded head: ArraySlice<UInt8>, edits: borrowing LineEdits) {
+        /// `forwarded`: `response` as the proxy wrote it; `sent`: the request head as it went upstream.
+        init(
+            request: HTTPHead, sent: [UInt8] = [], response: OutgoingHead, forwarded head: ArraySlice<UInt8>,
+            edits: borrowing LineEdits
+        ) {
             // The origins and outcomes are written on the stack in one pass over the head's lines, then the buffer
             // is made at its exact size and filled with four appends (appending them byte by byte cost more than
             // the copies; an array made with `unsafeUninitializedCapacity` looked its type's metadata up at run
@@ -50,7 +55,7 @@ public final class Exchange: Sendable {
             var bytes: [UInt8] = []
             var origins = 0..<0
             var outcomes = 0..<0
-            let (requestCount, receivedCount) = (request.bytes.count, response.source.bytes.count)
+            let (requestCount, receivedCount) = (request.bytes.count + sent.count, response.source.bytes.count)
             withUnsafeTemporaryAllocation(of: UInt8.self, capacity: max(1, 2 * response.count + 11 * edits.count)) {
                 tail in
                 let start = tail.baseAddress!
@@ -79,11 +84,13 @@ public final class Exchange: Sendable {
                 outcomes = origins.upperBound..<(headsEnd + (p - start))
                 bytes.reserveCapacity(outcomes.upperBound)
                 bytes.append(contentsOf: request.bytes)
+                bytes.append(contentsOf: sent)
                 bytes.append(contentsOf: response.source.bytes)
                 bytes.append(contentsOf: head)
                 bytes.append(contentsOf: UnsafeBufferPointer(start: start, count: p - start))
             }
-            self.request = 0..<requestCount
+            self.request = 0..<request.bytes.count
+            self.sent = request.bytes.count..<requestCount
             received = requestCount..<(requestCount + receivedCount)
             forwarded = received.upperBound..<(received.upperBound + head.count)
             self.origins = origins
@@ -117,6 +124,9 @@ public final class Exchange: Sendable {
 
     /// The request head as the client sent it.
     public var request: HTTPHead { Self.parse(record.bytes[record.request]) }
+    /// The request head as it went upstream: a route's target and Host, `X-Forwarded-*`, `Via`, and what header
+    /// actions and `request-cookie` rules changed (nil when it is not known).
+    public var sent: HTTPHead? { record.sent.isEmpty ? nil : Self.parse(record.bytes[record.sent]) }
     /// The response head as the upstream sent it.
     public var received: HTTPHead { Self.parse(record.bytes[record.received]) }
     /// The response head as the client received it.

@@ -210,9 +210,11 @@ public enum InspectorPage {
             if (c.engines) div.appendChild(el('p', 'engines: ' + c.engines, 'engines'));
             box.appendChild(div);
           }
-          for (const [title, list] of [['Request', d.request], ['Response as received', d.responseReceived], ['Response as forwarded', d.responseForwarded]]) {
+          const sent = d.requestSent ? [{ name: '', value: d.requestSent.line }].concat(d.requestSent.fields) : null;
+          for (const [title, list] of [['Request as the client sent it', d.request], ['Request as sent upstream', sent], ['Response as received', d.responseReceived], ['Response as forwarded', d.responseForwarded]]) {
+            if (!list) continue;
             box.appendChild(el('h2', title));
-            box.appendChild(el('div', list.map((f) => f.name + ': ' + f.value).join('\\n'), 'line'));
+            box.appendChild(el('div', list.map((f) => (f.name ? f.name + ': ' : '') + f.value).join('\\n'), 'line'));
           }
         }
 

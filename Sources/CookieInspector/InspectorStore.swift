@@ -25,6 +25,8 @@ public final class InspectorStore: Sendable {
     private struct Pending {
         var id: UInt64
         var head: HTTPHead
+        /// As it went upstream (serialized only if the exchange is recorded).
+        var sent: OutgoingHead?
         var time: Int64
     }
     private let state: Locked<State>
@@ -48,9 +50,11 @@ public final class InspectorStore: Sendable {
     /// Called (on the recording thread) after each exchange is recorded: the live feed's wake-up.
     public func onRecord(_ body: (@Sendable () -> Void)?) { state.withLock { $0.wake = body.map(Wake.init) } }
 
-    /// The request head as the client sent it, before the rules and the proxy's own edits.
-    public func requestForwarded(id: UInt64, head: HTTPHead, time: Int64) {
-        state.withLock { s in s.pending[Int(id % UInt64(Self.pendingSlots))] = Pending(id: id, head: head, time: time) }
+    /// The request head as the client sent it, before the rules and the proxy's own edits, and `sent`, as it went
+    /// upstream after them.
+    public func requestForwarded(id: UInt64, head: HTTPHead, sent: OutgoingHead? = nil, time: Int64) {
+        let pending = Pending(id: id, head: head, sent: sent, time: time)
+        state.withLock { s in s.pending[Int(id % UInt64(Self.pendingSlots))] = pending }
     }
 
     /// The response head as it goes to the client (`head.source`: as the upstream sent it). Recorded when the
@@ -76,8 +80,11 @@ public final class InspectorStore: Sendable {
         // A client that reads typed messages (an HTTP/2 stream) got the head's fields, not bytes: its lines are kept.
         var written: [UInt8] = []
         if bytes.isEmpty { head.serialize(into: &written) }
+        var sent: [UInt8] = []
+        request.sent?.serialize(into: &sent)
         let record = Exchange.Record(
-            request: request.head, response: head, forwarded: bytes.isEmpty ? written[...] : bytes, edits: edits)
+            request: request.head, sent: sent, response: head, forwarded: bytes.isEmpty ? written[...] : bytes,
+            edits: edits)
         // The outcomes the compact form cannot hold (none, usually).
         let rest = edits.rest
         let wake = state.withLock { s -> Wake? in

@@ -89,6 +89,20 @@ public struct InspectorViews: Sendable {
                     "request",
                     .array(fields(e.request).map { .object([("name", .string($0.0)), ("value", .string($0.1))]) })
                 ),
+                // What the upstream got: a route's target and Host, X-Forwarded-*, Via, the rules' edits.
+                (
+                    "requestSent",
+                    e.sent.map { sent in
+                        .object([
+                            ("line", .string(String(decoding: sent.bytes[sent.startLine], as: UTF8.self))),
+                            (
+                                "fields",
+                                .array(
+                                    fields(sent).map { .object([("name", .string($0.0)), ("value", .string($0.1))]) })
+                            ),
+                        ])
+                    } ?? .null
+                ),
                 (
                     "requestCookies",
                     .array(

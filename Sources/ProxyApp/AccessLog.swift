@@ -6,101 +6,138 @@ import HTTPGrammar
 import Locking
 import ProxyCore
 
-/// `run --access-log FILE`: one line per exchange, whatever became of it (relayed, answered by the proxy itself,
-/// cut short, a tunnel), in the combined log format nginx and Apache write and GoAccess reads:
+/// `run --access-log FILE|-`: one line per exchange, whatever became of it (relayed, answered by the proxy itself,
+/// cut short, a tunnel), in one of two formats (``Format``). `combined` is the format nginx and Apache write and
+/// GoAccess reads:
 ///
 ///     127.0.0.1 - - [06/Dec/2026:08:15:07 +0000] "GET /api/me HTTP/1.1" 404 23 "http://app.localhost/" "curl/7.88.1"
 ///
 /// The request is the one the client sent (its target as it wrote it: a route's prefix, not the upstream's path;
 /// a forward proxy's absolute URL), so that a person debugging a route sees what the browser asked for beside what
-/// the upstream answered. The time is the exchange's end, in UTC; the size is the bytes written for the client after
-/// the head (`-` for none). Written line by line with `write(2)` in append mode: another process may rotate the file
-/// (SIGUSR1 reopens it, as it does the transformation log).
-package final class AccessLog: Sendable {
-    private let path: String
-    /// The file, the buffer each line is made in (reused: a line allocates nothing), the lines written and those a
-    /// failed write lost, with the first failure's errno text (said when the proxy stops: nothing is lost silently).
-    private let file: Locked<(fd: Int32, line: [UInt8], written: Int, lost: Int, failure: String?)>
-    /// Each forwarded request's Referer and User-Agent, until its exchange ends (a request answered before it was
-    /// forwarded has neither).
-    private let pending = Locked<[UInt64: (referer: [UInt8], agent: [UInt8])]>([:])
-
-    package init(path: String) throws(RulesLoadError) {
-        self.path = path
-        file = Locked((try LogSink.open(path), [], 0, 0, nil))
+/// the upstream answered; `json` adds what went upstream (``writeJSON``). The time is the exchange's end, in UTC;
+/// the size is the bytes written for the client after the head (`-` for none).
+///
+/// An observer like the others: each loop's part makes its lines and hands them to a ``LogSink`` of their own, the
+/// transformation log's lossless writer (a bounded queue the loop waits on when full, a writer thread, SIGUSR1
+/// reopening the file after logrotate moved it, and a count of what it wrote and could not).
+package final class AccessLog: ExchangeObserver {
+    /// `--access-log-format`.
+    package enum Format: String, Sendable, CaseIterable {
+        /// nginx's and Apache's combined log format.
+        case combined
+        /// A JSON object per line, with Caddy's field names and the proxy's own.
+        case json
     }
 
-    /// The request as it goes upstream: its Referer and User-Agent, kept for its line.
-    package func requestForwarded(_ id: UInt64, head: HTTPHead) {
-        let referer = head.fields.first { $0.known == .referer }.map { Array(head.valueBytes($0)) }
-        let agent = head.fields.first { head.field($0, is: "user-agent") }.map { Array(head.valueBytes($0)) }
-        guard referer != nil || agent != nil else { return }
-        pending.withLock { table in
-            table[id] = (referer ?? [], agent ?? [])
-            // An exchange the machine never heard end (its client reset the stream, a deadline closed the connection)
-            // leaves its entry: past `pendingLimit` entries, those of requests that many ids old go.
-            if table.count > Self.pendingLimit {
-                table = table.filter { $0.key + UInt64(Self.pendingLimit) > id }
-            }
+    let format: Format
+    /// The writer (its own thread, file and counts).
+    let sink: LogSink
+
+    /// `path`: a file (appended to, made mode 0600), or `-` for standard output.
+    package init(path: String, format: Format = .combined) throws(RulesLoadError) {
+        self.format = format
+        do {
+            sink = try LogSink(
+                destination: path == "-" ? .standardOutput(compact: false, color: false) : .file(path),
+                redaction: Redaction(showValues: false, key: []), overflow: .block)
+        } catch let error as RulesLoadError {
+            throw error
+        } catch {
+            throw RulesLoadError(description: "cannot open access log \(path): \(error)")
         }
     }
 
-    /// Requests whose Referer and User-Agent wait for their exchange's end, at most (about).
-    package static let pendingLimit = 4096
+    package func makeLoopObserver() -> (any LoopObserver)? { Part(self) }
 
-    /// How many requests' fields wait for their exchange's end.
-    package var pendingCount: Int { pending.withLock { $0.count } }
-
-    /// The exchange ended: its line.
-    func exchangeEnded(_ context: ExchangeContext, bodyBytes: Int, time: Int64) {
-        let kept = pending.withLock { $0.isEmpty ? nil : $0.removeValue(forKey: context.requestID) }
-        file.withLock { file in
-            file.line.removeAll(keepingCapacity: true)
-            Self.write(
-                context, bodyBytes: bodyBytes, time: time, referer: kept?.referer ?? [], agent: kept?.agent ?? [],
-                into: &file.line)
-            file.line.append(0x0A)
-            let fd = file.fd
-            let failure = file.line.withUnsafeBytes { bytes -> String? in
-                var at = 0
-                while at < bytes.count {
-                    let n = Foundation.write(fd, bytes.baseAddress! + at, bytes.count - at)
-                    if n < 0 && errno == EINTR { continue }
-                    if n <= 0 { return n < 0 ? String(cString: strerror(errno)) : "nothing written" }
-                    at += n
-                }
-                return nil
-            }
-            if let failure {
-                file.lost += 1
-                if file.failure == nil { file.failure = failure }
-            } else {
-                file.written += 1
-            }
-            if file.line.capacity > 16384 { file.line = [] }
-        }
-    }
-
-    /// Lines written and lost so far, and why the first lost one was (nil: none lost).
+    /// Lines written, and those lost (refused after the log closed, or a failed write) with why.
     var counts: (written: Int, lost: Int, failure: String?) {
-        file.withLock { ($0.written, $0.lost, $0.failure) }
+        let failure = sink.failure
+        return (sink.writtenCount, sink.droppedCount + (failure?.records ?? 0), failure?.reason)
     }
 
     /// Opens the file again (it was moved aside by logrotate).
-    func reopen() {
-        let new: Int32
-        do {
-            new = try LogSink.open(path)
-        } catch {
-            return Console.err("cookie-proxy: access log: \(error); its lines go on to the file it had open")
-        }
-        file.withLock { file in
-            Foundation.close(file.fd)
-            file.fd = new
-        }
+    func reopen() { sink.reopen() }
+
+    /// Writes every line queued, then stops the writer.
+    func close() { sink.close() }
+
+    /// Requests whose facts wait for their exchange's end, at most, per loop (about).
+    package static let pendingLimit = 4096
+
+    /// What a request leaves for its exchange's line: its Referer and User-Agent (both formats), and for `json` what
+    /// went upstream.
+    package struct Pending {
+        var referer: [UInt8] = []
+        var agent: [UInt8] = []
+        var sentTarget = ""
+        var sentHost: [UInt8] = []
+        var cookieEdits = 0
+        var verdicts = 0
+
+        package init(referer: [UInt8] = [], agent: [UInt8] = []) { (self.referer, self.agent) = (referer, agent) }
     }
 
-    deinit { file.withLock { _ = Foundation.close($0.fd) } }
+    /// One loop's part: its requests' facts until their exchanges end (no lock: a request and its end are told on
+    /// the same loop), and the line being made.
+    package final class Part: LoopObserver {
+        let log: AccessLog
+        private(set) var pending: [UInt64: Pending] = [:]
+        private var line: [UInt8] = []
+        private var chunk = LogSink.Chunk()
+
+        init(_ log: AccessLog) { self.log = log }
+
+        /// Requests waiting for their exchange's end.
+        package var pendingCount: Int { pending.count }
+
+        package func requestForwarded(_ request: borrowing ForwardedRequest) {
+            let head = request.received
+            var kept = Pending()
+            if let f = head.fields.first(where: { $0.known == .referer }) { kept.referer = Array(head.valueBytes(f)) }
+            if let f = head.fields.first(where: { head.field($0, is: "user-agent") }) {
+                kept.agent = Array(head.valueBytes(f))
+            }
+            if log.format == .json {
+                kept.sentTarget = request.target
+                if let i = request.sent.indices(of: .host).first {
+                    kept.sentHost = Array(request.sent.valueBytes(at: i))
+                }
+                kept.cookieEdits = request.cookieEdits.count
+                kept.verdicts = request.judged?.verdicts.count(where: { $0.kind != .sentAsExpected }) ?? 0
+            } else if kept.referer.isEmpty && kept.agent.isEmpty {
+                return
+            }
+            note(request.context.requestID, kept)
+        }
+
+        /// Keeps a request's facts. An exchange the stage never hears end (a bug) leaves its entry: past
+        /// ``AccessLog/pendingLimit`` entries, those of requests that many ids old go.
+        package func note(_ id: UInt64, _ kept: Pending) {
+            pending[id] = kept
+            if pending.count > AccessLog.pendingLimit {
+                pending = pending.filter { $0.key + UInt64(AccessLog.pendingLimit) > id }
+            }
+        }
+
+        package func exchangeFinished(_ exchange: borrowing FinishedExchange) {
+            let context = exchange.context
+            let kept = pending.isEmpty ? nil : pending.removeValue(forKey: context.requestID)
+            line.removeAll(keepingCapacity: true)
+            switch log.format {
+            case .combined:
+                AccessLog.write(
+                    context, bodyBytes: exchange.bodyBytes, time: exchange.time, referer: kept?.referer ?? [],
+                    agent: kept?.agent ?? [], into: &line)
+            case .json:
+                AccessLog.writeJSON(exchange, kept ?? Pending(), into: &line)
+            }
+            line.append(0x0A)
+            line.withUnsafeBufferPointer { chunk.bytes.raw($0) }
+            chunk.records = 1
+            chunk = log.sink.submit(chunk)
+            if line.capacity > 16384 { line = [] }
+        }
+    }
 
     /// One exchange's line (without its line end), as text: ``write(_:bodyBytes:time:referer:agent:into:)``'s.
     package static func line(
@@ -152,6 +189,94 @@ package final class AccessLog: Sendable {
         out.append(contentsOf: Self.betweenQuoted)
         if agent.isEmpty { out.append(0x2D) } else { escape(agent, into: &out) }
         out.append(0x22)
+    }
+
+    /// One exchange's line in the `json` format (without its line end): Caddy's access log's field names for what
+    /// they mean there (`ts` in seconds since the epoch, `request.remote_ip`, `request.proto`, `request.method`,
+    /// `request.host`, `request.uri`, `request.headers` with the Referer and User-Agent, `bytes_read` for the request
+    /// body, `status` (0: none), `size`, `duration` in seconds), then the proxy's own: `ending` (how it ended:
+    /// ``ExchangeEnding``), `route` and `upstream` (a reverse route's name and upstream host; for a forward proxy's
+    /// exchange the origin), `upstream_proto`, `upstream_request` (the target and Host sent upstream: a route's
+    /// prefix mapped to its path), `cookies_changed` (request cookies a rule changed) and `verdicts` (cookies not
+    /// sent as the client's jar expected). Header bytes that are not UTF-8 are written as U+FFFD.
+    static func writeJSON(_ exchange: borrowing FinishedExchange, _ kept: Pending, into out: inout [UInt8]) {
+        let context = exchange.context
+        var w = JSONWriter(capacity: 512)
+        w.raw("{\"ts\":")
+        writeDecimal(exchange.time, scale: 1000, digits: 3, into: &w)
+        w.raw(",\"request\":{\"remote_ip\":")
+        w.string(context.clientAddress)
+        w.raw(",\"proto\":")
+        w.string(String(describing: context.clientSide.name))
+        w.raw(",\"method\":")
+        w.string(context.method)
+        w.raw(",\"host\":")
+        let host = Origin(host: context.host, port: context.port).hostFieldValue(
+            defaultPort: context.scheme == "https" ? 443 : 80)
+        w.string(context.host.isEmpty ? "" : String(decoding: host, as: UTF8.self))
+        w.raw(",\"uri\":")
+        w.string(context.target)
+        w.raw(",\"headers\":{")
+        var comma = false
+        for (name, value) in [("Referer", kept.referer), ("User-Agent", kept.agent)] where !value.isEmpty {
+            if comma { w.raw(",") }
+            w.string(name)
+            w.raw(":[")
+            w.string(String(decoding: value, as: UTF8.self))
+            w.raw("]")
+            comma = true
+        }
+        w.raw("}},\"bytes_read\":")
+        w.int(Int64(exchange.requestBodyBytes))
+        w.raw(",\"status\":")
+        w.int(Int64(context.status ?? 0))
+        w.raw(",\"size\":")
+        w.int(Int64(exchange.bodyBytes))
+        w.raw(",\"duration\":")
+        writeDecimal(exchange.times.duration, scale: 1_000_000, digits: 6, into: &w)
+        w.raw(",\"ending\":")
+        w.string(exchange.ending.rawValue)
+        w.raw(",\"route\":")
+        if let route = context.route {
+            w.string(route.name)
+            w.raw(",\"upstream\":")
+            w.string(route.upstreamHost)
+        } else {
+            w.raw("null,\"upstream\":")
+            if context.host.isEmpty { w.raw("null") } else { w.string("\(context.host):\(context.port)") }
+        }
+        w.raw(",\"upstream_proto\":")
+        if exchange.times.upstreamConnected > 0 {
+            w.string(String(describing: context.upstreamSide.name))
+        } else {
+            w.raw("null")
+        }
+        w.raw(",\"upstream_request\":")
+        if kept.sentTarget.isEmpty {
+            w.raw("null")
+        } else {
+            w.raw("{\"uri\":")
+            w.string(kept.sentTarget)
+            w.raw(",\"host\":")
+            w.string(String(decoding: kept.sentHost, as: UTF8.self))
+            w.raw("}")
+        }
+        w.raw(",\"cookies_changed\":")
+        w.int(Int64(kept.cookieEdits))
+        w.raw(",\"verdicts\":")
+        w.int(Int64(kept.verdicts))
+        w.raw("}")
+        w.withBytes { out.append(contentsOf: $0) }
+    }
+
+    /// `value / scale` as a JSON number with `digits` decimals (`value` ≥ 0).
+    private static func writeDecimal(_ value: Int64, scale: Int64, digits: Int, into w: inout JSONWriter) {
+        let value = max(0, value)
+        w.int(value / scale)
+        w.raw(".")
+        var fraction = Array(String(value % scale).utf8)
+        while fraction.count < digits { fraction.insert(0x30, at: 0) }
+        fraction.withUnsafeBufferPointer { w.raw($0) }
     }
 
     /// `06/Dec/2026:08:15:07 +0000` (the common log format's time, in UTC) for milliseconds since the epoch: the

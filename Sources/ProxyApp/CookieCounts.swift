@@ -2,6 +2,7 @@ import CookieKit
 import CookieLifecycle
 import CookieRules
 import Locking
+import ProxyCore
 
 /// What happened to cookies, for the metrics (kept only with `--metrics`): Set-Cookie lines the rules rewrote or
 /// dropped, by rule; the findings of the lines clients got, by lint code; the lifecycle's verdicts, by kind and
@@ -120,5 +121,90 @@ package final class CookieCounts: Sendable {
             let (code, severity) = FindingKeys.shared.name(key)
             return (code, severity.rawValue, n)
         }.sorted { ($0.code, $0.severity) < ($1.code, $1.severity) }
+    }
+}
+
+/// The metrics (`--metrics`) as an observer: what happened to cookies (``CookieCounts``), the responses forwarded
+/// and the exchanges' durations (``ResponseCounts``), and the totals every run keeps (``CookieTotals``, another
+/// observer of the same list). Nothing it exposes is counted anywhere but by observers.
+package final class MetricsObserver: ExchangeObserver {
+    package let cookies = CookieCounts()
+    package let responses: ResponseCounts
+    /// Whether the lifecycle judges requests (its verdicts are exposed only then).
+    let lifecycle: Bool
+
+    package init(reverse: Bool, lifecycle: Bool) {
+        responses = ResponseCounts(reverse: reverse)
+        self.lifecycle = lifecycle
+    }
+
+    package func makeLoopObserver() -> (any LoopObserver)? { Part(self) }
+
+    /// One loop's counting: the lines the rules changed, by rule, and the findings of each line as the client got
+    /// it, by code and severity (``FindingKeys``), added as each line is seen to the loop's ``CookieCounts/LoopCounts``;
+    /// each request's verdicts; each response by class; each exchange's durations.
+    final class Part: LoopObserver {
+        let counts: CookieCounts
+        let responses: ResponseCounts
+        /// The loop's counts under the rule set of the response in hand (made at the loop's first line).
+        var current: CookieCounts.LoopCounts? = nil
+        /// ``current``'s rule set's rules that drop a line and those that edit one (``RuleEngine/cookieRuleDrops``),
+        /// taken once per rule set, not per line.
+        var drops: [Bool] = []
+        var edits: [Bool] = []
+
+        init(_ metrics: MetricsObserver) { (counts, responses) = (metrics.cookies, metrics.responses) }
+
+        /// The loop's counts are replaced: for another rule set, or with room for `findingKeys` keys.
+        private func replace(engine: RuleEngine, findingKeys: Int) {
+            current = counts.replace(current, engine: engine, findingKeys: findingKeys)
+            (drops, edits) = (engine.cookieRuleDrops, engine.cookieRuleEdits)
+        }
+
+        func requestForwarded(_ request: borrowing ForwardedRequest) {
+            if let judged = request.judged { counts.judged(judged.verdicts) }
+        }
+
+        func line(_ line: borrowing SetCookieLine, of response: ForwardedResponse) {
+            if current?.engine !== response.engine {
+                replace(engine: response.engine, findingKeys: max(current?.findings.count ?? 0, 64))
+            }
+            let loop = current!
+            if !line.dryRun, line.changed {
+                // Each rule that did it: a drop counts for the rules that drop, a rewrite for those that edit.
+                let (counters, did) = line.dropped ? (loop.dropped, drops) : (loop.rewritten, edits)
+                var bits = line.matchedRulesLow
+                while bits != 0 {
+                    let k = bits.trailingZeroBitCount
+                    if k < counters.count && did[k] { counters.add(k, 1) }
+                    bits &= bits - 1
+                }
+                if line.beyond64 {
+                    for k in line.rulesBeyond64 where k < counters.count && did[k] { counters.add(k, 1) }
+                }
+            }
+            let keys = line.forwardedKeys(response)
+            if keys == .overflow {
+                for key in line.forwardedLint(response)?.counted ?? [] { count(key, response) }
+            } else {
+                keys.forEach { count($0, response) }
+            }
+        }
+
+        @inline(__always)
+        private func count(_ key: Int, _ response: ForwardedResponse) {
+            if key >= current!.findings.count {
+                replace(engine: response.engine, findingKeys: max(key + 1, 2 * current!.findings.count))
+            }
+            current!.findings.add(key, 1)
+        }
+
+        func responseForwarded(_ response: ForwardedResponse, head: OutgoingHead, bytes: ArraySlice<UInt8>) {
+            responses.count(response.context)
+        }
+
+        func exchangeFinished(_ exchange: borrowing FinishedExchange) {
+            responses.observe(exchange.times, relayed: exchange.ending == .relayed)
+        }
     }
 }

@@ -1,144 +1,144 @@
 import CookieKit
+import CookieLifecycle
 import CookieRules
 import ExchangeFacts
 import HTTPGrammar
 import ProxyCore
 
-/// The cookie stage of one event loop (``RulesHooks/makeResponseStage()``): each response's Set-Cookie lines run
-/// through the rules, and each line's outcome handed to the observers' parts for this loop. One parser, one rewrite
-/// and one shape cache for every line of every response of the loop: their storage is reused (the head copies what
-/// it keeps). Only the loop's thread uses it.
-final class CookieStage: ResponseStage {
+/// The cookie stage of one event loop (``RulesHooks/makeStage()``): each request's cookies through the request-side
+/// rules (``RulesHooks/forwardRequest(_:context:time:)``), each response's Set-Cookie lines through the rules, and
+/// every step told to the observers' parts for this loop (``LoopObserver``). One parser, one rewrite and one shape
+/// cache for every line of every response of the loop: their storage is reused (the head copies what it keeps).
+/// Only the loop's thread uses it.
+final class CookieStage: ExchangeStage {
     let hooks: RulesHooks
     var parser = SetCookieParser()
     var rewrite = SetCookieRewrite()
     var shapes = CookieShapeCache()
-    /// This loop's part of each of the hooks' observers, which are told each line's outcome: a chain, each link
-    /// handing on to the next (nil: no observer).
+    /// This loop's part of each observer: a chain, each link handing on to the next (nil: no observer).
     let observers: Observers?
-    /// What observers work out from a line (its parsed cookies, its lint), once for all of them.
+    /// What parts work out from a line (its parsed cookies, its lint), once for all of them.
     let facts = LineFacts()
-    /// Whether an observer reads the request's URL and site context (the message is made for it).
-    let readsRequest: Bool
+    /// The response in hand, as the parts are lent it (refilled for each response).
+    let response: ForwardedResponse
+    /// Where the rewritten line is copied for the parts (its storage reused from one line to the next).
+    private var scratch: [UInt8] = []
 
     init(hooks: RulesHooks) {
         self.hooks = hooks
         let parts = hooks.observers.compactMap { $0.makeLoopObserver() }
         observers = parts.reversed().reduce(nil) { next, part in Observers(part, next: next) }
-        readsRequest = parts.contains { $0.readsRequest }
+        response = ForwardedResponse(tracker: hooks.tracker, engine: hooks.current)
     }
 
-    func willForward(_ head: inout OutgoingHead, context: ExchangeContext) {
-        // Counted from the borrowed context (through the pointer below it was copied).
-        hooks.responses?.count(context)
-        withUnsafePointer(to: context) { forward(&head, context: $0) }
+    func willForwardRequest(_ head: inout OutgoingHead, context: ExchangeContext) {
+        let time = RulesHooks.wallMilliseconds()
+        let (engine, facts) = hooks.forwardRequest(&head, context: context, time: time)
+        guard let observers else { return }
+        let request = ForwardedRequest(
+            context: context, sent: head, cookieEdits: facts.cookieEdits, judged: facts.judged,
+            site: facts.site, client: facts.client ?? context.clientAddress, engine: engine, dryRun: hooks.dryRun,
+            time: time)
+        observers.requestForwarded(request)
     }
 
-    private func forward(_ head: inout OutgoingHead, context: UnsafePointer<ExchangeContext>) {
+    func willForwardResponse(_ head: inout OutgoingHead, context: ExchangeContext) {
         let engine = hooks.current
-        let observing = observers != nil
-        // The message's context lives in the plan (one copy of its strings per response, not two); it is built
-        // only when the rules or an observer read it, with the request's site context (noted by the tracker) for
-        // `site` conditions and, with the lifecycle on, the observers' cross-site findings.
+        // The message's context lives in the plan: it is built here only when the rules read it (with the request's
+        // site context, noted by the tracker, for `site` conditions); a part that reads it has it made at its ask.
         let message: MessageContext =
-            engine.readsSite || (readsRequest && hooks.lifecycle)
-            ? MessageContext(context.pointee, site: hooks.tracker.site(of: context.pointee.requestID)?.kind)
-            : engine.readsMessageContext || readsRequest ? MessageContext(context.pointee) : .unread
+            engine.readsSite
+            ? MessageContext(context, site: hooks.tracker.site(of: context.requestID)?.kind)
+            : engine.readsMessageContext ? MessageContext(context) : .unread
+        let planHasMessage = engine.readsSite || engine.readsMessageContext
         let plan = engine.cookiePlan(consume message)
         let dryRun = hooks.dryRun
         let actions = dryRun ? [] : engine.responseHeaderActions(plan.context)
         if !actions.isEmpty { RulesHooks.applyHeaderActions(actions, to: &head) }
+        let observing = observers != nil
         guard dryRun || observing || !plan.isEmpty else { return }
         // The clock is read once, for a response with Set-Cookie lines (received, or added by a header action).
         let time = head.source.has(.setCookie) || !actions.isEmpty ? RulesHooks.wallMilliseconds() : 0
-        let response = ResponseOutcome(
-            exchange: context, plan: consume plan, engine: engine, dryRun: dryRun, time: time)
-        let observers = self.observers
-        let facts = self.facts
-        observers?.begin(response)
-        var changedCount = 0
-        var seenCount = 0
+        let response = self.response
+        response.refill(
+            context: context, engine: engine, plan: plan, planHasMessage: planHasMessage,
+            siteNoted: hooks.lifecycle || engine.readsSite, dryRun: dryRun, time: time)
         var droppedLines: [Int] = []
         for index in 0..<head.count where head.name(at: index, is: .setCookie) {
-            seenCount += 1
-            var changed = false
-            var dropped = false
-            // The received field the line is (read here: inside the borrow of the head below, reading the head
-            // again copied it whole for every line).
+            // The received field the line is, and its bytes as a slice of the head (nothing copied).
             var field: Int? = nil
             if observing, case .original(let f) = head.lines[index] { field = f }
-            // The line is parsed where it lies in the head (nothing copied); the rules' result is written by the
-            // rewrite, and put into the head after this borrow of it ends.
+            let received = observing ? head.valueBytes(at: index) : []
+            var edit = RuleEngine.Edit.untouched
+            // The line is parsed where it lies in the head; the rules' result is written by the rewrite, and put
+            // into the head after this borrow of it ends.
             head.withValueBytes(at: index) { original in
-                var edit = engine.apply(
+                edit = engine.apply(
                     response.plan, line: original, now: time / 1000, parser: &parser, rewrite: &rewrite,
                     shapes: &shapes)
-                (changed, dropped) = (edit.dropped || edit.rewritten, edit.dropped)
-                guard observing else { return }
-                facts.reset()
-                // Each observer is lent the line's outcome in turn.
-                withUnsafePointer(to: &edit) { edit in
-                    if edit.pointee.rewritten && !edit.pointee.dropped {
-                        rewrite.withOutput { out in
-                            let line = LineOutcome(
-                                received: original, rewritten: out, edit: edit, field: field, dryRun: dryRun,
-                                facts: facts)
-                            observers?.observe(line, of: response)
-                        }
-                    } else {
-                        let line = LineOutcome(
-                            received: original, rewritten: nil, edit: edit, field: field, dryRun: dryRun,
-                            facts: facts)
-                        observers?.observe(line, of: response)
-                    }
-                }
             }
+            let (changed, dropped) = (edit.dropped || edit.rewritten, edit.dropped)
             if changed && !dryRun {
-                changedCount += 1
                 if dropped {
                     droppedLines.append(index)
                 } else {
                     rewrite.withOutput { head.replaceValue(at: index, with: $0) }
                 }
             }
+            guard let observers else { continue }
+            var rewritten: ArraySlice<UInt8>? = nil
+            if edit.rewritten && !dropped {
+                scratch.removeAll(keepingCapacity: true)
+                rewrite.withOutput { scratch.append(contentsOf: $0) }
+                rewritten = scratch[...]
+            }
+            facts.reset()
+            observers.line(
+                SetCookieLine(
+                    received: received, rewritten: rewritten, edit: edit, field: field, dryRun: dryRun, facts: facts),
+                of: response)
         }
-        observers?.end(response)
-        if seenCount > 0 { hooks.observed.add(seenCount) }
-        if changedCount > 0 { hooks.rewritten.add(changedCount) }
         for index in droppedLines.reversed() { head.remove(at: index) }
     }
 
-    func didForward(_ head: OutgoingHead, bytes: ArraySlice<UInt8>, context: ExchangeContext) {
-        observers?.forwarded(head, bytes: bytes, context: context)
+    func didForwardResponse(_ head: OutgoingHead, bytes: ArraySlice<UInt8>, context: ExchangeContext) {
+        // With parts to tell, ``willForwardResponse(_:context:)`` refilled the response for this head.
+        guard let observers else { return }
+        observers.responseForwarded(response, head: head, bytes: bytes)
+    }
+
+    func exchangeEnded(_ context: ExchangeContext, _ end: ExchangeEnd) {
+        guard let observers else { return }
+        observers.exchangeFinished(FinishedExchange(context: context, end: end, time: RulesHooks.wallMilliseconds()))
     }
 }
 
-/// The observers' parts of one loop as a chain: each link calls its part, then the next link. Links and parts are
-/// immutable, so handing a line down the chain counts no reference (a loop over an array of parts counted each part
-/// at each call: more than the calls themselves cost).
+/// The parts of one loop as a chain: each link calls its part, then the next link. Links and parts are immutable, so
+/// handing an event down the chain counts no reference (a loop over an array of parts counted each part at each
+/// call: more than the calls themselves cost).
 final class Observers {
-    let part: any LoopCookieObserver
+    let part: any LoopObserver
     let next: Observers?
 
-    init(_ part: any LoopCookieObserver, next: Observers?) { (self.part, self.next) = (part, next) }
+    init(_ part: any LoopObserver, next: Observers?) { (self.part, self.next) = (part, next) }
 
-    func begin(_ response: borrowing ResponseOutcome) {
-        part.begin(response)
-        next?.begin(response)
+    func requestForwarded(_ request: borrowing ForwardedRequest) {
+        part.requestForwarded(request)
+        next?.requestForwarded(request)
     }
 
-    func observe(_ line: borrowing LineOutcome, of response: borrowing ResponseOutcome) {
-        part.observe(line, of: response)
-        next?.observe(line, of: response)
+    func line(_ line: borrowing SetCookieLine, of response: ForwardedResponse) {
+        part.line(line, of: response)
+        next?.line(line, of: response)
     }
 
-    func end(_ response: borrowing ResponseOutcome) {
-        part.end(response)
-        next?.end(response)
+    func responseForwarded(_ response: ForwardedResponse, head: OutgoingHead, bytes: ArraySlice<UInt8>) {
+        part.responseForwarded(response, head: head, bytes: bytes)
+        next?.responseForwarded(response, head: head, bytes: bytes)
     }
 
-    func forwarded(_ head: OutgoingHead, bytes: ArraySlice<UInt8>, context: ExchangeContext) {
-        part.forwarded(head, bytes: bytes, context: context)
-        next?.forwarded(head, bytes: bytes, context: context)
+    func exchangeFinished(_ exchange: borrowing FinishedExchange) {
+        part.exchangeFinished(exchange)
+        next?.exchangeFinished(exchange)
     }
 }

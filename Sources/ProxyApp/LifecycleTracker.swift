@@ -74,7 +74,7 @@ public final class LifecycleTracker: Sendable {
     /// before, whose key is then neither worked out nor built again.
     private let lastAgent = Locked<(address: String, agent: [UInt8], key: String)?>(nil)
 
-    init(
+    package init(
         clientKey: ClientKey = .automatic, engine: CookieJar.Profile.Engine? = nil, suffixes: PublicSuffixList = .system
     ) {
         self.clientKey = clientKey

@@ -25,17 +25,15 @@ final class LineMemo {
     var editedLint: Linted? = nil { didSet { editedKeys = editedLint?.keys } }
     /// The lint of the received line, in a dry run that would have changed it (what the client got).
     var receivedLint: Linted? = nil { didSet { receivedKeys = receivedLint?.keys } }
-    /// The lints' ``CountedKeys``, read without touching the lints.
+    /// The lints' ``CountedKeys``, read without copying the lints.
     private(set) var editedKeys: CountedKeys? = nil
     private(set) var receivedKeys: CountedKeys? = nil
     /// The log's: the cookie part of the line's record (`,"cookie":` to the end) as its sink writes it, when
-    /// ``recorded``. Held without reference counting: writing it out again copies bytes, counts nothing.
+    /// ``recorded``.
     var record = JSONWriter(capacity: 0)
     var recorded = false
 
-    init(
-        digest: UInt64, _ line: borrowing LineOutcome, _ m: borrowing MessageContext, second: Int64, dryRun: Bool
-    ) {
+    init(digest: UInt64, _ line: borrowing SetCookieLine, _ m: MessageContext, second: Int64, dryRun: Bool) {
         self.digest = digest
         original = Array(line.received)
         result = line.edited.map { Array($0) }
@@ -46,7 +44,7 @@ final class LineMemo {
 
     /// Whether it was made for this line of this response (the lines compared with memcmp).
     @inline(__always)
-    func matches(_ line: borrowing LineOutcome, _ m: borrowing MessageContext, second: Int64, dryRun: Bool) -> Bool {
+    func matches(_ line: borrowing SetCookieLine, _ m: MessageContext, second: Int64, dryRun: Bool) -> Bool {
         let edited = line.edited
         guard self.second == second, self.dryRun == dryRun, rulesLow == line.matchedRulesLow,
             (result == nil) == (edited == nil), Self.same(original, line.received),
@@ -56,47 +54,38 @@ final class LineMemo {
         return place.isFor(m)
     }
 
-    static func same(_ x: [UInt8], _ b: UnsafeBufferPointer<UInt8>) -> Bool {
-        x.count == b.count
-            && x.withUnsafeBytes { p in p.count == 0 || memcmp(p.baseAddress!, b.baseAddress!, p.count) == 0 }
+    static func same(_ x: [UInt8], _ y: ArraySlice<UInt8>) -> Bool {
+        x.count == y.count
+            && x.withUnsafeBytes { p in
+                y.withUnsafeBytes { q in p.count == 0 || memcmp(p.baseAddress!, q.baseAddress!, p.count) == 0 }
+            }
     }
 }
 
 /// One event loop's stage's memos (``LineMemo``), direct-mapped by the top bits of the line's digest, and the line
-/// in hand's, looked up when an observer first asks for it (most lines of most configurations: never).
+/// in hand's, looked up when a part first asks for it (most lines of most configurations: never).
 final class LineFacts {
     private static let slotBits = 12
     private var memos = [LineMemo?](repeating: nil, count: 1 << LineFacts.slotBits)
     /// The rule set the memos were made under.
     private var engine: RuleEngine? = nil
-    /// This line's memo, once looked up (held by ``memos``, which replaces a slot's memo only in a lookup, and a
-    /// lookup is made only when this is nil: so it is held and read without counting references).
-    private var held: Unmanaged<LineMemo>? = nil
+    /// This line's memo, once looked up.
+    private var held: LineMemo? = nil
 
     /// A new line.
     @inline(__always)
-    func reset() { held = nil }
-
-    var current: LineMemo? { held?.takeUnretainedValue() }
+    func reset() { if held != nil { held = nil } }
 
     /// The line's memo: the one kept for it, or a new one in its slot.
     @inline(__always)
-    func memo(_ line: borrowing LineOutcome, _ response: borrowing ResponseOutcome) -> LineMemo {
-        if held == nil { lookUp(line, response) }
-        return held.unsafelyUnwrapped.takeUnretainedValue()
-    }
-
-    /// The line's memo's lint keys (the memo looked up first if it was not), read without counting a reference;
-    /// nil: no such lint made yet.
-    @inline(__always)
-    func keys(edited: Bool, _ line: borrowing LineOutcome, _ response: borrowing ResponseOutcome) -> CountedKeys? {
-        if held == nil { lookUp(line, response) }
-        return held.unsafelyUnwrapped._withUnsafeGuaranteedRef { edited ? $0.editedKeys : $0.receivedKeys }
+    func memo(_ line: borrowing SetCookieLine, _ response: ForwardedResponse) -> LineMemo {
+        if let held { return held }
+        return lookUp(line, response)
     }
 
     /// Looks the line's memo up (or makes it) and holds it.
     @inline(never)
-    private func lookUp(_ line: borrowing LineOutcome, _ response: borrowing ResponseOutcome) {
+    private func lookUp(_ line: borrowing SetCookieLine, _ response: ForwardedResponse) -> LineMemo {
         if engine !== response.engine {
             for i in memos.indices { memos[i] = nil }
             engine = response.engine
@@ -104,14 +93,16 @@ final class LineFacts {
         let second = response.time / 1000
         let digest = line.digest(second: second)
         let slot = Int(truncatingIfNeeded: digest >> UInt64(64 - Self.slotBits))
+        let message = response.message
         if let kept = memos[slot], kept.digest == digest,
-            kept.matches(line, response.message, second: second, dryRun: response.dryRun)
+            kept.matches(line, message, second: second, dryRun: response.dryRun)
         {
-            held = Unmanaged.passUnretained(kept)
-            return
+            held = kept
+            return kept
         }
-        let made = LineMemo(digest: digest, line, response.message, second: second, dryRun: response.dryRun)
+        let made = LineMemo(digest: digest, line, message, second: second, dryRun: response.dryRun)
         memos[slot] = made
-        held = Unmanaged.passUnretained(made)
+        held = made
+        return made
     }
 }

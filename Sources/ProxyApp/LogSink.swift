@@ -115,12 +115,16 @@ public final class LogSink: Sendable {
     /// capacity goes in alone.
     func submit(_ recorder: Recorder) {
         guard recorder.chunk.records > 0 else { return }
-        if let next = enqueue(recorder.chunk) {
-            recorder.chunk = next
-        } else {
-            recorder.chunk.bytes.removeAll()
-            recorder.chunk.records = 0
-        }
+        recorder.chunk = submit(recorder.chunk)
+    }
+
+    /// Hands over `chunk` (whole lines, its records counted) as ``submit(_:)-(Recorder)`` does; returns an empty
+    /// chunk to fill next (`chunk` itself, emptied, when its records were dropped).
+    func submit(_ chunk: Chunk) -> Chunk {
+        if let next = enqueue(chunk) { return next }
+        chunk.bytes.removeAll()
+        chunk.records = 0
+        return chunk
     }
 
     /// Records formatted elsewhere (`count` of them, one per line, without the last newline): counted, held to the
@@ -387,7 +391,7 @@ extension LogSink {
         }
 
         /// Starts a response's records (at its first).
-        func start(_ response: borrowing ResponseOutcome) {
+        func start(_ response: ForwardedResponse) {
             started = true
             chunk.bytes.removeAll()
             chunk.records = 0
@@ -395,8 +399,8 @@ extension LogSink {
         }
 
         /// Adds the line's record: the line as received and as the rules left it, the rules that matched, the
-        /// changes and the findings (the stage's, worked out once: ``LineOutcome``).
-        func add(_ line: borrowing LineOutcome, of response: borrowing ResponseOutcome) {
+        /// changes and the findings (the stage's, worked out once: ``SetCookieLine``).
+        func add(_ line: borrowing SetCookieLine, of response: ForwardedResponse) {
             chunk.records += 1
             if compact.on {
                 let full = record(line, response)
@@ -434,7 +438,7 @@ extension LogSink {
         }
 
         /// The whole record (a cache miss, the terminal's compact line).
-        private func record(_ line: borrowing LineOutcome, _ response: borrowing ResponseOutcome)
+        private func record(_ line: borrowing SetCookieLine, _ response: ForwardedResponse)
             -> TransformationRecord
         {
             TransformationRecord(

@@ -24,23 +24,23 @@ struct Metrics: Sendable {
     var verdicts: [(verdict: String, reason: String, count: Int)]
     var startTime: Double
 
-    /// The process's counters now.
-    init(server: ProxyServer, hooks: RulesHooks, log: LogSink?, startTime: Double) {
+    /// The process's counters now: the server's, and the observers' (the totals every run keeps, the metrics').
+    init(server: ProxyServer, totals: CookieTotals, metrics: MetricsObserver, log: LogSink?, startTime: Double) {
         requests = server.requests
         openConnections = server.connections
         interceptedConnections = server.intercepted
-        setCookieLinesExamined = hooks.observed.load()
-        setCookieLinesChanged = hooks.rewritten.load()
-        requestCookiesChanged = hooks.requestCookiesChanged.load()
-        responses = hooks.responses?.samples
+        setCookieLinesExamined = totals.seen.load()
+        setCookieLinesChanged = totals.changed.load()
+        requestCookiesChanged = totals.requestCookiesChanged.load()
+        responses = metrics.responses.samples
         let counted = Dictionary(uniqueKeysWithValues: server.closingCounts.map { ($0.0.rawValue, $0.1) })
         closings = ProxyServer.Closing.allCases.map { ($0, counted[$0.rawValue] ?? 0) }
         logRecords = log.map { ($0.writtenCount, $0.droppedCount) }
-        transformations = hooks.counts?.transformationSamples ?? []
-        findings = hooks.counts?.findingSamples ?? []
-        upstreamResponse = hooks.responses?.upstreamResponse.snapshot
-        requestDuration = hooks.responses?.requestDuration.snapshot
-        verdicts = hooks.lifecycle ? hooks.counts?.verdictSamples ?? [] : []
+        transformations = metrics.cookies.transformationSamples
+        findings = metrics.cookies.findingSamples
+        upstreamResponse = metrics.responses.upstreamResponse.snapshot
+        requestDuration = metrics.responses.requestDuration.snapshot
+        verdicts = metrics.lifecycle ? metrics.cookies.verdictSamples : []
         self.startTime = startTime
     }
 
@@ -93,12 +93,12 @@ struct Metrics: Sendable {
         if let upstreamResponse {
             histogram(
                 "cookie_proxy_upstream_response_seconds",
-                "Time from a request's head sent upstream to its final response's head.", upstreamResponse)
+                "Time from a request's head read (and sent upstream) to its final response's head.", upstreamResponse)
         }
         if let requestDuration {
             histogram(
                 "cookie_proxy_request_duration_seconds",
-                "Time from a request's head sent upstream to the last byte of its response relayed to the client.",
+                "Time from a request's head read to the last byte of its response relayed to the client.",
                 requestDuration)
         }
         family(

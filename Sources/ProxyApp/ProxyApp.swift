@@ -49,8 +49,13 @@ public enum ProxyApp {
         public var dryRun = false
         /// The transformation log; nil for none.
         public var log: Log? = nil
-        /// A line per exchange in the combined log format (``AccessLog``) to this file; nil for none.
+        /// A line per exchange (``AccessLog``) to this file (`-`: standard output); nil for none.
         public var accessLog: String? = nil
+        /// The access log's format: `combined` (nginx's, GoAccess's) or `json` (Caddy's field names and the proxy's).
+        package var accessLogFormat = AccessLog.Format.combined
+        /// Observers told every exchange after the built-in ones (``ExchangeObserver``): what a program embedding the
+        /// proxy adds, with no other change.
+        package var observers: [any ExchangeObserver] = []
         /// Hosts whose https is intercepted (the hosts the rules target are added to them).
         public var intercept = HostPatternList()
         public var tls = TLS()
@@ -167,19 +172,29 @@ public enum ProxyApp {
                     destination: $0.destination, redaction: Redaction(showValues: c.showValues, key: key),
                     overflow: $0.overflow, capacity: $0.capacity, terminal: $0.terminal, clients: tracker)
             }
-            accessLog = try c.accessLog.map { path throws(RulesLoadError) in try AccessLog(path: path) }
+            accessLog = try c.accessLog.map { path throws(RulesLoadError) in
+                try AccessLog(path: path, format: c.accessLogFormat)
+            }
         } catch {
             throw StartError(description: "\(error)", stage: .log)
         }
         var rules = c.rules
         rules.rules += c.extraRules
+        let lifecycle = c.lifecycle && (sink != nil || store != nil || c.report)
+        let metricsObserver = c.metrics.map { _ in MetricsObserver(reverse: c.isReverse, lifecycle: lifecycle) }
+        let report = c.report ? RunReport() : nil
+        let totals = CookieTotals()
+        let observers =
+            builtInObservers(
+                log: sink, inspector: store, tracker: tracker, lifecycle: lifecycle, report: report,
+                metrics: metricsObserver,
+                accessLog: accessLog, totals: totals) + c.observers
         let hooks = RulesHooks(
-            engine: RuleEngine(rules), dryRun: c.dryRun, sink: sink, intercept: c.intercept, inspector: store,
-            lifecycle: c.lifecycle && (sink != nil || store != nil || c.report),
-            tracker: tracker,
-            responses: c.metrics == nil ? nil : ResponseCounts(reverse: c.isReverse),
-            report: c.report ? RunReport() : nil, accessLog: accessLog)
-        let runtime = ProxyRuntime(hooks: hooks, rulesPath: c.rulesPath, sink: sink, extraRules: c.extraRules)
+            engine: RuleEngine(rules), dryRun: c.dryRun, intercept: c.intercept, lifecycle: lifecycle,
+            tracker: tracker, observers: observers)
+        let runtime = ProxyRuntime(
+            hooks: hooks, rulesPath: c.rulesPath, sink: sink, accessLog: accessLog, report: report, totals: totals,
+            extraRules: c.extraRules)
         let tls = try tlsSetup(c, wanted: hooks.wantsInterception, described: hooks.interceptDescription)
         let service: InspectorService
         do {
@@ -214,11 +229,11 @@ public enum ProxyApp {
                 RunBanner.inspectorURL(inspector.host, proxy.localServicePort), directory: c.home)
         }
         var metrics: MetricsServer? = nil
-        if let (host, port) = c.metrics {
+        if let (host, port) = c.metrics, let observer = metricsObserver {
             let started = Date().timeIntervalSince1970
             do {
                 metrics = try MetricsServer(host: host, port: port, token: service.token) {
-                    Metrics(server: proxy, hooks: hooks, log: sink, startTime: started)
+                    Metrics(server: proxy, totals: totals, metrics: observer, log: sink, startTime: started)
                 }
             } catch {
                 proxy.shutdown(deadline: 0)
@@ -320,7 +335,7 @@ public final class RunningProxy {
     /// Reads the rules file again; an invalid file leaves the last good rules in force (and says so).
     public func reload(reason: String) { runtime.reload(reason: reason) }
     /// What `run --report` found so far (nil without it): cookie-line findings and lifecycle verdicts.
-    public var findings: FindingsReport? { runtime.hooks.report?.snapshot }
+    public var findings: FindingsReport? { runtime.report?.snapshot }
     /// The status line's summary: lines examined and changed, log records, the last reload.
     public var statusSummary: String { runtime.statusSummary }
     /// Reopens the log file (after a rotation).

@@ -13,11 +13,20 @@ package final class ProxyRuntime {
     let extraRules: [Rule]
     private var fingerprint: String
     private let sink: LogSink?
+    /// The access log (`--access-log`), the run report (`--report`) and the totals the exit line says: observers
+    /// whose files and counts the runtime reopens, closes and reads.
+    let accessLog: AccessLog?
+    let report: RunReport?
+    let totals: CookieTotals
     /// The last reload: time, whether it took, and what was said (null until one happens).
     package let reloadStatus = Locked<JSONValue>(.null)
 
-    package init(hooks: RulesHooks, rulesPath: String?, sink: LogSink?, extraRules: [Rule] = []) {
+    package init(
+        hooks: RulesHooks, rulesPath: String?, sink: LogSink?, accessLog: AccessLog? = nil, report: RunReport? = nil,
+        totals: CookieTotals = CookieTotals(), extraRules: [Rule] = []
+    ) {
         self.hooks = hooks
+        (self.accessLog, self.report, self.totals) = (accessLog, report, totals)
         self.extraRules = extraRules
         self.rulesPath = rulesPath
         self.sink = sink
@@ -88,7 +97,7 @@ package final class ProxyRuntime {
     /// SIGUSR1: the log file and the access log are reopened (after logrotate moved them).
     func reopenLog() {
         sink?.reopen()
-        hooks.accessLog?.reopen()
+        accessLog?.reopen()
     }
 
     /// Writes every queued record, then says what was written and what, if anything, was lost.
@@ -104,7 +113,8 @@ package final class ProxyRuntime {
             if let failure = sink.failure { summary += "; \(failure.records) not written: \(failure.reason)" }
             Console.err(summary)
         }
-        if let access = hooks.accessLog?.counts, access.lost > 0 {
+        accessLog?.close()
+        if let access = accessLog?.counts, access.lost > 0 {
             Console.err(
                 "cookie-proxy: access log: \(access.written) lines written, \(access.lost) lost: \(access.failure ?? "")"
             )
@@ -117,7 +127,7 @@ package final class ProxyRuntime {
     var statusSummary: String {
         let dropped = sink?.droppedCount ?? 0
         return
-            "\(hooks.rewritten.load()) cookies rewritten · \(hooks.observed.load()) seen"
+            "\(totals.changed.load()) cookies rewritten · \(totals.seen.load()) seen"
             + (dropped > 0 ? " · \(dropped) log records dropped" : "")
     }
 }

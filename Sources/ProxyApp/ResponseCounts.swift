@@ -1,12 +1,7 @@
 import ExchangeFacts
 import HTTPGrammar
 import Locking
-
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Darwin)
-    import Darwin
-#endif
+import ProxyCore
 
 /// Responses forwarded from upstreams, by the client's protocol, the proxy's mode and the status class: the metrics'
 /// one per-response counter, kept only when `--metrics` is on (one atomic add a response).
@@ -21,8 +16,6 @@ package final class ResponseCounts: Sendable {
     package init(reverse: Bool) {
         self.reverse = reverse
         counters = AtomicCounters(count: Self.protocols.count * Mode.allCases.count * Self.classes.count)
-        sentUpstream = AtomicCounters(count: Self.ring)
-        forwarded = AtomicCounters(count: Self.ring)
     }
 
     // MARK: Durations
@@ -32,51 +25,30 @@ package final class ResponseCounts: Sendable {
     static let bounds: [Double] = [
         0.0001, 0.0005, 0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10,
     ]
-    static let ring = 4096
-    /// When each request in flight went upstream (monotonic nanoseconds), by its id modulo the ring: cleared when its
-    /// response's head arrives, for the upstream's time.
-    private let sentUpstream: AtomicCounters
-    /// The same, cleared when its exchange ends, for the whole exchange's.
-    private let forwarded: AtomicCounters
-    /// From a request's head sent upstream to its final response's head.
+    /// From a request's head read (and sent upstream) to its final response's head.
     let upstreamResponse = DurationHistogram()
-    /// From a request's head sent upstream to the last byte of its response relayed.
+    /// From a request's head read to the last byte of its response relayed.
     let requestDuration = DurationHistogram()
 
-    static func nanoseconds() -> Int {
-        var ts = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &ts)
-        return ts.tv_sec * 1_000_000_000 + ts.tv_nsec
-    }
-
-    /// A request's head went upstream.
-    func requestForwarded(_ id: UInt64) {
-        let (now, slot) = (Self.nanoseconds(), Int(id % UInt64(Self.ring)))
-        sentUpstream.store(slot, now)
-        forwarded.store(slot, now)
-    }
-
-    /// Its final response's head arrived: the time since, observed once.
-    func responseArrived(_ id: UInt64) { Self.observe(sentUpstream, Int(id % UInt64(Self.ring)), in: upstreamResponse) }
-
-    /// Its response was relayed whole: the exchange's time, observed once.
-    func exchangeFinished(_ id: UInt64) { Self.observe(forwarded, Int(id % UInt64(Self.ring)), in: requestDuration) }
-
-    private static func observe(_ ring: AtomicCounters, _ slot: Int, in histogram: DurationHistogram) {
-        let start = ring.load(slot)
-        guard start > 0 else { return }
-        ring.store(slot, 0)
-        histogram.observe(nanoseconds: max(0, nanoseconds() - start))
+    /// An exchange's durations from its times (``ExchangeTimes``): the upstream's, when its response's head came;
+    /// the whole exchange's, when its response was relayed whole.
+    func observe(_ times: ExchangeTimes, relayed: Bool) {
+        guard times.requestHead > 0 else { return }
+        if times.responseHead >= times.requestHead {
+            upstreamResponse.observe(nanoseconds: Int(times.responseHead - times.requestHead) * 1000)
+        }
+        if relayed && times.ended >= times.requestHead {
+            requestDuration.observe(nanoseconds: Int(times.ended - times.requestHead) * 1000)
+        }
     }
 
     private static func index(protocol p: Int, mode m: Int, class c: Int) -> Int {
         (p * Mode.allCases.count + m) * classes.count + c
     }
 
-    /// Counts the response of `context` (its status read; an interim or unknown status is not counted).
+    /// Counts the response of `context` (its status read; an unknown status is not counted).
     func count(_ context: ExchangeContext) {
         guard let status = context.status, (100..<600).contains(status) else { return }
-        if status >= 200 { responseArrived(context.requestID) }
         let mode = reverse ? 1 : context.scheme == "https" ? 2 : 0
         let p = Int(context.clientSide.rawValue)
         counters.add(Self.index(protocol: p, mode: mode, class: status / 100 - 1), 1)

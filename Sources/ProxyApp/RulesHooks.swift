@@ -8,37 +8,19 @@ import HTTPGrammar
 import Locking
 import ProxyCore
 
-/// The rules plugged into the proxy's message heads: the request side here, the response side in each event loop's
-/// ``CookieStage`` (made by ``makeResponseStage()``), and the observers both tell what happened to cookies. The rule
-/// set can be swapped at any time (hot reload); each message uses the set that was current when its head arrived.
+/// The rules plugged into the proxy: which tunnels are intercepted, the request side of the cookie stage
+/// (``forwardRequest(_:context:time:)``), and each event loop's ``CookieStage`` (made by ``makeStage()``), which runs
+/// the response side and tells the observers every step. The rule set can be swapped at any time (hot reload); each
+/// message uses the set that was current when its head arrived.
 package final class RulesHooks: ProxyHooks, Sendable {
     private let engine: Locked<RuleEngine>
     let dryRun: Bool
-    let sink: LogSink?
-    /// The inspector's exchanges (nil with `--ui off`).
-    let inspector: InspectorStore?
     /// Each request's site context, and with `lifecycle` each client's cookies across requests.
     let tracker: LifecycleTracker
     /// Whether requests are judged against the client's jar (expected vs sent) and responses fed to it.
     let lifecycle: Bool
-    /// Set-Cookie lines a rule rewrote or dropped.
-    package let rewritten = AtomicCounter()
-    /// Cookies of requests' Cookie headers a request-cookie rule removed, set, added or renamed.
-    package let requestCookiesChanged = AtomicCounter()
-    package let observed = AtomicCounter()
-    /// `run --report`: findings and verdicts for CI (nil without it).
-    let report: RunReport?
-    /// Transformations by rule and verdicts by kind and reason, for the metrics (nil without `--metrics`).
-    package let counts: CookieCounts?
-    /// What is told each line's outcome and each request's verdicts: the log, the inspector, the lifecycle, the
-    /// report, the counts, and any given to ``init``, in that order.
-    let observers: [any CookieObserver]
-    /// Those of ``observers`` told each request's judgement.
-    let judges: [any JudgementObserver]
-    /// Responses by protocol, mode and status class, for the metrics (nil without `--metrics`).
-    let responses: ResponseCounts?
-    /// A line per exchange (`--access-log`; nil without it).
-    let accessLog: AccessLog?
+    /// What is told every step of every exchange (``ExchangeObserver``), in order.
+    let observers: [any ExchangeObserver]
 
     /// Hosts named with --intercept / --intercept-all.
     let interceptFlags: HostPatternList
@@ -46,30 +28,21 @@ package final class RulesHooks: ProxyHooks, Sendable {
     private let ruleHosts: Locked<HostPatternList>
 
     package init(
-        engine: RuleEngine, dryRun: Bool, sink: LogSink?, intercept: HostPatternList,
-        inspector: InspectorStore? = nil, lifecycle: Bool = false, tracker: LifecycleTracker = LifecycleTracker(),
-        responses: ResponseCounts? = nil, report: RunReport? = nil, observers: [any CookieObserver] = [],
-        accessLog: AccessLog? = nil
+        engine: RuleEngine, dryRun: Bool, intercept: HostPatternList, lifecycle: Bool = false,
+        tracker: LifecycleTracker = LifecycleTracker(), observers: [any ExchangeObserver] = []
     ) {
         self.engine = Locked(engine)
-        self.responses = responses
-        self.accessLog = accessLog
-        let counts = responses == nil ? nil : CookieCounts()
-        self.counts = counts
-        let builtIn: [(any CookieObserver)?] = [
-            sink, inspector.map { InspectorObserver(store: $0, tracker: lifecycle ? tracker : nil) },
-            lifecycle ? LifecycleObserver(tracker: tracker) : nil, report, counts,
-        ]
-        self.observers = builtIn.compactMap { $0 } + observers
-        judges = self.observers.compactMap { $0 as? any JudgementObserver }
-        self.report = report
+        self.observers = observers
         self.lifecycle = lifecycle
         self.tracker = tracker
         self.dryRun = dryRun
-        self.sink = sink
-        self.inspector = inspector
         self.interceptFlags = intercept
         self.ruleHosts = Locked(Self.targetedHosts(engine.ruleSet))
+    }
+
+    /// The first observer of type `T` (the built-in ones, for what reads their counts).
+    package func observer<T: ExchangeObserver>(_ type: T.Type) -> T? {
+        observers.lazy.compactMap { $0 as? T }.first
     }
 
     package var current: RuleEngine { engine.withLock { $0 } }
@@ -112,72 +85,67 @@ package final class RulesHooks: ProxyHooks, Sendable {
         interceptFlags.matches(host) || ruleHosts.withLock { $0.matches(host) }
     }
 
-    package func willForwardRequest(_ head: inout OutgoingHead, context: ExchangeContext) {
-        responses?.requestForwarded(context.requestID)
-        accessLog?.requestForwarded(context.requestID, head: head.source)
+    /// What the request side found (``forwardRequest(_:context:time:)``), for the observers.
+    struct RequestFacts {
+        var cookieEdits: [RequestCookieChange] = []
+        var judged: RequestJudgement? = nil
+        var site: RequestSite? = nil
+        var client: String? = nil
+    }
+
+    /// The request side of the cookie stage: the request's site context and, with the lifecycle on, its cookies
+    /// judged against the client's jar (RFC 6265bis §5.2); then header actions, `request-cookie` rules and renames
+    /// undone, on the head as it will go upstream. Returns the rule set it used and what it found.
+    func forwardRequest(_ head: inout OutgoingHead, context: ExchangeContext, time: Int64) -> (RuleEngine, RequestFacts)
+    {
         let engine = current
-        let time = inspector != nil || lifecycle || sink != nil ? Self.wallMilliseconds() : 0
-        if let inspector {
-            inspector.requestForwarded(id: context.requestID, head: head.source, time: time)
-        }
+        var facts = RequestFacts()
         // The site context (RFC 6265bis §5.2) when the lifecycle or a `site` condition reads it; kept for the
         // response by the tracker.
-        var site: RequestSite? = nil
-        var judgedClient: String? = nil
         if lifecycle || engine.readsSite {
             let s = tracker.site(of: head.source, context: context)
-            site = s
+            facts.site = s
             if lifecycle {
-                // Judged on the Cookie header as the client sent it: the browser's behaviour, before any rule. The
-                // log gets the requests where something was not as expected (all of their verdicts).
+                // Judged on the Cookie header as the client sent it: the browser's behaviour, before any rule.
                 let r = tracker.request(head: head.source, context: context, site: s, time: time)
-                judgedClient = r.client
-                if !r.verdicts.isEmpty {
-                    for judge in judges { judge.observe(judged: r, context: context, time: time) }
-                }
+                facts.client = r.client
+                if !r.verdicts.isEmpty { facts.judged = r }
             } else {
                 let client = tracker.client(of: head.source, address: context.clientAddress)
-                judgedClient = client
+                facts.client = client
                 tracker.note(context.requestID, client: client, site: s)
             }
         }
-        guard engine.touchesRequests else { return }
+        guard engine.touchesRequests else { return (engine, facts) }
         var message = MessageContext(context)
-        message.site = site?.kind
+        message.site = facts.site?.kind
         if !dryRun { Self.applyHeaderActions(engine.requestHeaderActions(message), to: &head) }
         if engine.editsRequestCookies {
-            editRequestCookies(
+            facts.cookieEdits = editRequestCookies(
                 &head, engine: engine, context: context, message: message,
-                client: judgedClient ?? context.clientAddress, site: site, time: time)
+                client: facts.client ?? context.clientAddress, time: time)
         }
-        guard !dryRun else { return }
+        guard !dryRun else { return (engine, facts) }
         for index in head.indices(of: .cookie) {
             if let renamed = engine.renameBack(cookieHeader: head.value(at: index), context: message) {
                 head.replaceValue(at: index, with: renamed)
             }
         }
+        return (engine, facts)
     }
 
     /// `request-cookie` actions: each Cookie field edited in place (an emptied field removed, a field added for a
-    /// cookie set on a request without one); each change logged (in a dry run, logged and not made).
+    /// cookie set on a request without one); the changes returned for the observers (in a dry run, returned and not
+    /// made).
     private func editRequestCookies(
         _ head: inout OutgoingHead, engine: RuleEngine, context: ExchangeContext, message: MessageContext,
-        client: String, site: RequestSite?, time: Int64
-    ) {
+        client: String, time: Int64
+    ) -> [RequestCookieChange] {
         let indices = head.indices(of: .cookie)
         var headers = indices.map { CookieHeader(head.valueBytes(at: $0)) }
         let jar = lifecycle ? tracker.jarCookie(client: client, context: context, time: time) : nil
         let changes = engine.editRequestCookies(&headers, context: message, jar: jar)
-        guard !changes.isEmpty else { return }
-        if let sink {
-            sink.submit(
-                records: LifecycleLog.requestCookieRecords(
-                    changes, context: context, client: client, time: time, dryRun: dryRun,
-                    redaction: sink.redaction),
-                count: changes.count)
-        }
-        requestCookiesChanged.add(changes.count)
-        guard !dryRun else { return }
+        guard !changes.isEmpty, !dryRun else { return changes }
         for (k, index) in indices.enumerated().reversed() {
             if headers[k].bytes.isEmpty {
                 head.remove(at: index)
@@ -188,15 +156,11 @@ package final class RulesHooks: ProxyHooks, Sendable {
         if indices.isEmpty, let added = headers.first, !added.bytes.isEmpty {
             head.append(name: "Cookie", value: added.bytes)
         }
+        return changes
     }
 
     /// The cookie stage of one event loop.
-    package func makeResponseStage() -> any ResponseStage { CookieStage(hooks: self) }
-
-    package func exchangeEnded(_ context: ExchangeContext, bodyBytes: Int, _ ending: ExchangeEnding) {
-        if ending == .relayed { responses?.exchangeFinished(context.requestID) }
-        accessLog?.exchangeEnded(context, bodyBytes: bodyBytes, time: Self.wallMilliseconds())
-    }
+    package func makeStage() -> any ExchangeStage { CookieStage(hooks: self) }
 
     /// Milliseconds since the epoch, from clock_gettime (Foundation's Date costs several times as much).
     static func wallMilliseconds() -> Int64 {

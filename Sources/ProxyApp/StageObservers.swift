@@ -4,65 +4,88 @@ import CookieLifecycle
 import CookieRules
 import ExchangeFacts
 import HTTPGrammar
+import Locking
 import ProxyCore
 
-/// The log as an observer: each loop formats its responses' records into its own ``LogSink/Recorder``; a request
-/// whose cookies were not all sent as expected gets a record of its verdicts.
-extension LogSink: JudgementObserver {
-    package func makeLoopObserver() -> (any LoopCookieObserver)? { Recorder(sink: self) }
-
-    package func observe(judged: RequestJudgement, context: ExchangeContext, time: Int64) {
-        guard judged.verdicts.contains(where: { $0.kind != .sentAsExpected }) else { return }
-        submit(records: LifecycleLog.record(judged, context: context, time: time, redaction: redaction), count: 1)
-    }
+/// The built-in observers, in the order they are told: the log, the inspector, the lifecycle, the run report, the
+/// metrics, the access log, then the totals the exit line says. Each given is nil when off.
+package func builtInObservers(
+    log: LogSink?, inspector: InspectorStore?, tracker: LifecycleTracker, lifecycle: Bool, report: RunReport?,
+    metrics: MetricsObserver?, accessLog: AccessLog?, totals: CookieTotals
+) -> [any ExchangeObserver] {
+    let all: [(any ExchangeObserver)?] = [
+        log, inspector.map { InspectorObserver(store: $0, tracker: lifecycle ? tracker : nil) },
+        lifecycle ? LifecycleObserver(tracker: tracker) : nil, report, metrics, accessLog, totals,
+    ]
+    return all.compactMap { $0 }
 }
 
-extension LogSink.Recorder: LoopCookieObserver {
-    /// A record has the request's URL, and the lint of its line at that URL.
-    package var readsRequest: Bool { true }
+/// The log as an observer: each loop formats its responses' records into its own ``LogSink/Recorder``; a request
+/// whose cookies a `request-cookie` rule changed gets a record per change, and one whose cookies were not all sent as
+/// expected a record of its verdicts.
+extension LogSink: ExchangeObserver {
+    package func makeLoopObserver() -> (any LoopObserver)? { Recorder(sink: self) }
+}
 
-    package func begin(_ response: borrowing ResponseOutcome) { started = false }
+extension LogSink.Recorder: LoopObserver {
+    package func requestForwarded(_ request: borrowing ForwardedRequest) {
+        if !request.cookieEdits.isEmpty {
+            sink.submit(
+                records: LifecycleLog.requestCookieRecords(
+                    request.cookieEdits, context: request.context, client: request.client, time: request.time,
+                    dryRun: request.dryRun, redaction: sink.redaction),
+                count: request.cookieEdits.count)
+        }
+        if let judged = request.judged, judged.verdicts.contains(where: { $0.kind != .sentAsExpected }) {
+            sink.submit(
+                records: LifecycleLog.record(
+                    judged, context: request.context, time: request.time, redaction: sink.redaction),
+                count: 1)
+        }
+    }
 
     /// A record for each line a rule changed or asked to log, and for every line in a dry run.
-    package func observe(_ line: borrowing LineOutcome, of response: borrowing ResponseOutcome) {
+    package func line(_ line: borrowing SetCookieLine, of response: ForwardedResponse) {
         guard line.changed || line.logRequested || line.dryRun else { return }
         if !started { start(response) }
         add(line, of: response)
     }
 
     /// The response's records handed to the sink in one piece.
-    package func end(_ response: borrowing ResponseOutcome) { if started { sink.submit(self) } }
+    package func responseForwarded(_ response: ForwardedResponse, head: OutgoingHead, bytes: ArraySlice<UInt8>) {
+        guard started else { return }
+        started = false
+        sink.submit(self)
+    }
 }
 
-/// The inspector as an observer: each loop notes a response's outcomes in the compact form the inspector keeps
-/// (``LineEdits``), and hands them over with the head as the client got it.
-final class InspectorObserver: CookieObserver {
+/// The inspector as an observer: each loop hands over each request as the client sent it and as it went upstream,
+/// notes a response's outcomes in the compact form the inspector keeps (``LineEdits``), and hands them over with the
+/// head as the client got it.
+final class InspectorObserver: ExchangeObserver {
     let store: InspectorStore
     /// With the lifecycle on, where each request's judgement is kept.
     let tracker: LifecycleTracker?
 
     init(store: InspectorStore, tracker: LifecycleTracker?) { (self.store, self.tracker) = (store, tracker) }
 
-    func makeLoopObserver() -> (any LoopCookieObserver)? { Notes(store: store, tracker: tracker) }
+    func makeLoopObserver() -> (any LoopObserver)? { Notes(store: store, tracker: tracker) }
 
-    final class Notes: LoopCookieObserver {
+    final class Notes: LoopObserver {
         let store: InspectorStore
         let tracker: LifecycleTracker?
         /// The response's outcomes, one per received line (the storage is kept from one response to the next).
         var edits = LineEdits()
-        /// The rule set the outcomes were decided under (a reload in between does not rename them).
-        var engine: RuleEngine? = nil
-        var dryRun = false
 
         init(store: InspectorStore, tracker: LifecycleTracker?) { (self.store, self.tracker) = (store, tracker) }
 
-        func begin(_ response: borrowing ResponseOutcome) {
-            edits.reset()
-            if engine !== response.engine { engine = response.engine }
-            dryRun = response.dryRun
+        func requestForwarded(_ request: borrowing ForwardedRequest) {
+            store.requestForwarded(
+                id: request.context.requestID, head: request.received, sent: request.sent,
+                time: request.time)
         }
 
-        func observe(_ line: borrowing LineOutcome, of response: borrowing ResponseOutcome) {
+        func line(_ line: borrowing SetCookieLine, of response: ForwardedResponse) {
             guard let field = line.field else { return }
             if line.hasMore || (line.dryRun && line.rewritten != nil) {
                 // A dry run's would-be line is kept: the inspector shows what the rules would have sent.
@@ -75,47 +98,122 @@ final class InspectorObserver: CookieObserver {
             }
         }
 
-        func forwarded(_ head: OutgoingHead, bytes: ArraySlice<UInt8>, context: ExchangeContext) {
-            guard let engine else { return }
+        func responseForwarded(_ response: ForwardedResponse, head: OutgoingHead, bytes: ArraySlice<UInt8>) {
+            let context = response.context
             store.responseForwarded(
-                context: context, head: head, bytes: bytes, engine: engine, dryRun: dryRun,
+                context: context, head: head, bytes: bytes, engine: response.engine, dryRun: response.dryRun,
                 time: RulesHooks.wallMilliseconds(), edits: edits,
                 judged: tracker?.judged(context.requestID) ?? (nil, nil, nil))
+            edits.reset()
         }
     }
 }
 
 /// The lifecycle as an observer: each response's lines (as received, as forwarded, the rules that matched) fed to
 /// the client's jar. Each loop gathers them in its ``SetLinesBuilder``, which keeps a repeated response's block.
-final class LifecycleObserver: CookieObserver {
+final class LifecycleObserver: ExchangeObserver {
     let tracker: LifecycleTracker
 
     init(tracker: LifecycleTracker) { self.tracker = tracker }
 
-    func makeLoopObserver() -> (any LoopCookieObserver)? { Lines(tracker: tracker) }
+    func makeLoopObserver() -> (any LoopObserver)? { Lines(tracker: tracker) }
 
-    final class Lines: LoopCookieObserver {
+    final class Lines: LoopObserver {
         let tracker: LifecycleTracker
         var lines = SetLinesBuilder()
+        /// A line of the response in hand was added (the builder was reset for it).
+        var started = false
 
         init(tracker: LifecycleTracker) { self.tracker = tracker }
 
-        func begin(_ response: borrowing ResponseOutcome) {
-            lines.reset(ruleNames: response.engine.cookieRuleNameTable)
-        }
-
-        func observe(_ line: borrowing LineOutcome, of response: borrowing ResponseOutcome) {
+        func line(_ line: borrowing SetCookieLine, of response: ForwardedResponse) {
+            if !started {
+                lines.reset(ruleNames: response.engine.cookieRuleNameTable)
+                started = true
+            }
             // The bytes only: the lifecycle parses them if and when it replays them. The rules past the 64th only
             // when there are some (their array is not retained otherwise).
             let unchanged = line.dryRun || !line.changed
-            lines.add(
-                received: line.received, forwarded: unchanged ? line.received : line.edited, unchanged: unchanged,
-                rules: line.matchedRulesLow, rulesBeyond64: line.rulesBeyond64)
+            let forwarded = unchanged ? line.received : line.edited
+            let (rules, beyond) = (line.matchedRulesLow, line.rulesBeyond64)
+            line.received.withUnsafeBufferPointer { received in
+                if let forwarded {
+                    forwarded.withUnsafeBufferPointer { forwarded in
+                        lines.add(
+                            received: received, forwarded: forwarded, unchanged: unchanged, rules: rules,
+                            rulesBeyond64: beyond)
+                    }
+                } else {
+                    lines.add(
+                        received: received, forwarded: nil, unchanged: unchanged, rules: rules, rulesBeyond64: beyond)
+                }
+            }
         }
 
-        func end(_ response: borrowing ResponseOutcome) {
+        func responseForwarded(_ response: ForwardedResponse, head: OutgoingHead, bytes: ArraySlice<UInt8>) {
+            guard started else { return }
+            started = false
             guard !lines.isEmpty else { return }
             tracker.response(context: response.context, lines: lines.result(), time: response.time)
+        }
+    }
+}
+
+/// The run report (`run --report`) as an observer: the findings of each line as the client got it (rejects and
+/// warnings), and the requests whose cookies were not all sent as expected.
+extension RunReport: ExchangeObserver, LoopObserver {
+    package func makeLoopObserver() -> (any LoopObserver)? { self }
+
+    package func requestForwarded(_ request: borrowing ForwardedRequest) {
+        if let judged = request.judged { self.judged(judged.verdicts, context: request.context, time: request.time) }
+    }
+
+    package func line(_ line: borrowing SetCookieLine, of response: ForwardedResponse) {
+        guard let findings = line.forwardedLint(response)?.findings,
+            findings.contains(where: { $0.severity != .info })
+        else { return }
+        self.findings(
+            findings, cookie: line.forwardedCookie(response)?.name ?? "", rules: line.rules(response),
+            context: response.context, time: response.time)
+    }
+}
+
+/// What the exit line says (`N cookies rewritten · M seen`) and the metrics read: Set-Cookie lines seen and changed,
+/// request cookies a rule changed. Always on; each loop counts in plain integers and adds them up once per response.
+package final class CookieTotals: ExchangeObserver {
+    /// Set-Cookie lines the cookie stage read.
+    package let seen = AtomicCounter()
+    /// Set-Cookie lines a rule rewrote or dropped (not counted in a dry run: nothing was changed).
+    package let changed = AtomicCounter()
+    /// Cookies of requests' Cookie headers a `request-cookie` rule removed, set, added or renamed (in a dry run:
+    /// would have).
+    package let requestCookiesChanged = AtomicCounter()
+
+    package init() {}
+
+    package func makeLoopObserver() -> (any LoopObserver)? { Part(self) }
+
+    final class Part: LoopObserver {
+        let totals: CookieTotals
+        var seen = 0
+        var changed = 0
+
+        init(_ totals: CookieTotals) { self.totals = totals }
+
+        func requestForwarded(_ request: borrowing ForwardedRequest) {
+            if !request.cookieEdits.isEmpty { totals.requestCookiesChanged.add(request.cookieEdits.count) }
+        }
+
+        func line(_ line: borrowing SetCookieLine, of response: ForwardedResponse) {
+            seen += 1
+            if !line.dryRun && line.changed { changed += 1 }
+        }
+
+        func responseForwarded(_ response: ForwardedResponse, head: OutgoingHead, bytes: ArraySlice<UInt8>) {
+            guard seen > 0 else { return }
+            totals.seen.add(seen)
+            if changed > 0 { totals.changed.add(changed) }
+            (seen, changed) = (0, 0)
         }
     }
 }

@@ -15,16 +15,20 @@ public final class HeadStorage {
     static let maximumBytes = 16384
     static let maximumEntries = 256
 
-    /// The hooks' response stage for this loop (``ProxyHooks/makeResponseStage()``), which every response head parsed
-    /// here goes through; made at the first response when the loop did not set it.
-    public var responseStage: (any ResponseStage)? = nil
+    /// The hooks' stage for this loop (``ProxyHooks/makeStage()``), which every exchange of the loop goes through;
+    /// made at the first use when the loop did not set it.
+    public var stage: (any ExchangeStage)? = nil
 
-    /// ``responseStage``, made by `hooks` if need be.
+    /// The loop's clock: microseconds on the monotonic clock, as the loop last read it (once per event it handles;
+    /// 0 when nothing sets it). Exchanges date their steps by it (``ExchangeTimes``) without reading a clock.
+    public var now: Int64 = 0
+
+    /// ``stage``, made by `hooks` if need be.
     @inline(__always)
-    func stage(_ hooks: any ProxyHooks) -> any ResponseStage {
-        if let responseStage { return responseStage }
-        let made = hooks.makeResponseStage()
-        responseStage = made
+    func stage(_ hooks: any ProxyHooks) -> any ExchangeStage {
+        if let stage { return stage }
+        let made = hooks.makeStage()
+        stage = made
         return made
     }
 

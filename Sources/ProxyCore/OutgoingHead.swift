@@ -30,6 +30,14 @@ public struct OutgoingHead: Sendable {
         return withEditedBytes { Array($0[r.lowerBound..<r.upperBound - 2]) }
     }
 
+    /// A request head's target as its start line will carry it (a route's upstream path, a proxy's absolute form):
+    /// the word between the method and the version.
+    public var requestTarget: String {
+        let line = startLine ?? Array(source.bytes[source.startLine])
+        let words = line.split(separator: 0x20, omittingEmptySubsequences: false)
+        return words.count >= 3 ? String(decoding: words[1], as: UTF8.self) : ""
+    }
+
     /// Storage a head is written into, for reuse by a caller that rewrites head after head (``HeadStorage``): a
     /// line list (emptied first) and a buffer for the written lines that no one else holds.
     public struct Storage {

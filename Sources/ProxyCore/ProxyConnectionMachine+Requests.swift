@@ -82,7 +82,7 @@ extension ProxyConnectionMachine {
             var out = HeadRewrite.request(
                 request, route: route, connection: connection, framing: framing, wantsUpgrade: wantsUpgrade, via: via,
                 configuration: configuration, clientAddress: clientAddress, storage: headStorage.takeOutgoing())
-            hooks.willForwardRequest(&out, context: context)
+            headStorage.stage(hooks).willForwardRequest(&out, context: context)
             if clientWriter.offersTypedUpstream
                 || route.routeIndex.map({ configuration.routes.routes[$0].scheme == .h2c }) == true
             {
@@ -103,6 +103,7 @@ extension ProxyConnectionMachine {
             response: ResponseReader(limits: configuration.parserLimits))
         exchange.via = via
         exchange.request = writer
+        (exchange.times.accepted, exchange.times.requestHead) = (acceptedAt, headStorage.now)
         clientWriter.start(request)
         if !client.trailers.isEmpty { client.trailers = FieldSection() }
         upstreamTLS = route.upstreamTLS
@@ -134,7 +135,10 @@ extension ProxyConnectionMachine {
         case .connecting: return  // the body waits in the client half until the upstream is there
         case .idle, .tunnel, .closed: return unexpected("a request body to forward", &io)
         }
-        switch exchange.request.body(from: &client, &io) {
+        let before = io.toUpstream.count
+        let read = exchange.request.body(from: &client, &io)
+        exchange.requestBodyBytes += io.toUpstream.count - before
+        switch read {
         case .nothing, .read: break
         case .invalid(let reason):
             // Nothing more of this request reaches the upstream; the client gets a 400 unless part of the

@@ -126,12 +126,13 @@ extension ProxyConnectionMachine {
     /// The hooks (the rules) see the head, then it is written to the client and they see the bytes sent (none,
     /// when the client's codec writes the head's fields itself).
     @inline(__always)
-    func forwardResponseHead(_ out: inout OutgoingHead, _ io: inout ConnectionIO) {
+    mutating func forwardResponseHead(_ out: inout OutgoingHead, _ io: inout ConnectionIO) {
         let stage = headStorage.stage(hooks)
-        stage.willForward(&out, context: exchange.context)
+        exchange.times.responseHead = headStorage.now
+        stage.willForwardResponse(&out, context: exchange.context)
         let headStart = io.toClient.count
         clientWriter.head(out, status: exchange.context.status ?? 0, &io)
-        stage.didForward(out, bytes: io.toClient[headStart...], context: exchange.context)
+        stage.didForwardResponse(out, bytes: io.toClient[headStart...], context: exchange.context)
     }
 
     /// Body bytes from the upstream half, relayed in the response's framing.
@@ -226,11 +227,14 @@ extension ProxyConnectionMachine {
                 requestID: nextRequestID(), clientAddress: clientAddress, method: request?.method ?? "-",
                 scheme: listenerTLS || interceptedOrigin != nil ? "https" : "http", host: "", port: 0,
                 target: request?.target ?? "-", status: status, clientSide: clientWriter.clientProtocol, route: nil)
-            hooks.exchangeEnded(context, bodyBytes: bodyBytes, .answered)
+            var times = ExchangeTimes()
+            (times.accepted, times.requestHead, times.ended) = (acceptedAt, headStorage.now, headStorage.now)
+            headStorage.stage(hooks).exchangeEnded(
+                context, ExchangeEnd(ending: .answered, bodyBytes: bodyBytes, times: times))
         }
     }
 
-    /// Tells the hooks how the exchange in flight ended, once (``ProxyHooks/exchangeEnded(_:bodyBytes:_:)``).
+    /// Tells the stage how the exchange in flight ended, once (``ExchangeStage/exchangeEnded(_:_:)``).
     @inline(__always)
     mutating func reportEnd(_ ending: ExchangeEnding) {
         switch state {
@@ -239,7 +243,12 @@ extension ProxyConnectionMachine {
         }
         guard !exchange.reported else { return }
         exchange.reported = true
-        hooks.exchangeEnded(exchange.context, bodyBytes: exchange.bodyBytes, ending)
+        exchange.times.ended = headStorage.now
+        headStorage.stage(hooks).exchangeEnded(
+            exchange.context,
+            ExchangeEnd(
+                ending: ending, bodyBytes: exchange.bodyBytes, requestBodyBytes: exchange.requestBodyBytes,
+                times: exchange.times))
     }
 
     /// Nothing more will be read or written on this connection after what is queued for the client.

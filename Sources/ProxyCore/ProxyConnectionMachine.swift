@@ -60,9 +60,13 @@ public struct ProxyConnectionMachine {
         /// The upstream's codec, reading: the response to this exchange as it is read.
         var response: ResponseReader
         var reusedUpstream = false
-        /// The bytes written for the client after the response's head (``ProxyHooks/exchangeEnded(_:bodyBytes:_:)``).
+        /// The bytes written for the client after the response's head (``ExchangeEnd/bodyBytes``).
         var bodyBytes = 0
-        /// Its end has been told to the hooks.
+        /// The bytes of the request's body written towards the upstream (``ExchangeEnd/requestBodyBytes``).
+        var requestBodyBytes = 0
+        /// When its steps happened (``ExchangeTimes``).
+        var times = ExchangeTimes()
+        /// Its end has been told to the stage.
         var reported = false
         var closeClientAfter = false
         var upstreamReusable = true
@@ -134,6 +138,8 @@ public struct ProxyConnectionMachine {
     var upstreamInUse = false
     /// Events this machine could not take in its state (see ``unexpected(_:_:)``); zero unless there is a bug.
     public private(set) var unexpectedEvents = 0
+    /// When the machine was made (``ExchangeTimes/accepted``): its connection accepted, or its stream opened.
+    let acceptedAt: Int64
 
     /// `client`: the protocol the client speaks; for any but HTTP/1.x its codec hands each request over typed
     /// (``clientRequest(_:framing:_:)``) and takes the response as parts.
@@ -146,6 +152,7 @@ public struct ProxyConnectionMachine {
         self.configuration = configuration
         self.hooks = hooks
         self.headStorage = headStorage
+        acceptedAt = headStorage.now
         self.clientAddress = clientAddress
         self.client = RequestReader(limits: configuration.parserLimits)
         self.clientWriter = ResponseWriter(for: client)
@@ -267,6 +274,7 @@ public struct ProxyConnectionMachine {
         guard acceptsUpstreamEvent else { return }
         guard case .connecting = state else { return unexpected("upstreamConnected", &io) }
         exchange.reusedUpstream = reused
+        exchange.times.upstreamConnected = headStorage.now
         if exchange.isConnect {
             io.toClient.append(contentsOf: Self.connectionEstablished)
             startTunnel(&io)
@@ -446,6 +454,12 @@ public struct ProxyConnectionMachine {
             close(&io)
         case .closed: break
         }
+    }
+
+    /// The shell closed the client's side with an exchange in flight (its client reset the stream, a deadline closed
+    /// the connection): the exchange ends cut short, told to the stage as any other end.
+    public mutating func abandon() {
+        reportEnd(.cut)
     }
 
     /// Graceful shutdown: close now if idle, else after the exchange in flight.

@@ -1,68 +1,101 @@
 import ExchangeFacts
 import HTTPGrammar
 
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Darwin)
-    import Darwin
-#endif
-
-/// Points where the rules layer changes messages. The default changes nothing.
+/// Where the rules layer meets the proxy: which tunnels are intercepted, and a stage per event loop that sees each
+/// exchange's heads and end. The default changes nothing.
 public protocol ProxyHooks: Sendable {
     /// Whether a CONNECT to this host is intercepted (TLS terminated with a minted leaf) instead of tunnelled.
     func shouldIntercept(host: String, port: Int) -> Bool
-    /// The request head as it will go upstream (hop-by-hop fields already removed).
-    func willForwardRequest(_ head: inout OutgoingHead, context: ExchangeContext)
-    /// The response half of the hooks for one event loop, made once when the loop starts and used by that loop's
-    /// thread alone (``HeadStorage/responseStage``): what it keeps from one response to the next (a parser, caches,
-    /// what it noted of a response before the response is written) is its own, typed, never shared.
-    func makeResponseStage() -> any ResponseStage
-    /// An exchange ended, once, however it ended (``ExchangeEnding``): `context` with the status the client got
-    /// (none when it got nothing), `bodyBytes` the bytes written for the client after the response's head (its
-    /// body, and its framing). A request refused before it became an exchange has a context of its own (its method
-    /// and target when they were read, else `-`).
-    func exchangeEnded(_ context: ExchangeContext, bodyBytes: Int, _ ending: ExchangeEnding)
+    /// The stage of one event loop, made once when the loop starts and used by that loop's thread alone
+    /// (``HeadStorage/stage``): what it keeps from one exchange to the next (a parser, caches, what it noted of a
+    /// request before its response) is its own, typed, never shared.
+    func makeStage() -> any ExchangeStage
 }
 
 extension ProxyHooks {
-    public func makeResponseStage() -> any ResponseStage { PassThroughStage() }
-    public func exchangeEnded(_ context: ExchangeContext, bodyBytes: Int, _ ending: ExchangeEnding) {}
+    public func makeStage() -> any ExchangeStage { PassThroughStage() }
 }
 
-/// How an exchange ended (``ProxyHooks/exchangeEnded(_:bodyBytes:_:)``).
-public enum ExchangeEnding: Sendable, Hashable {
+/// What one event loop does to the exchanges it carries (``ProxyHooks/makeStage()``), called in this order for each:
+/// the request's head, the response's head before and after it is written, then the end (which every exchange
+/// reaches once, however it ended; a request refused before it became an exchange reaches only the end).
+public protocol ExchangeStage: AnyObject {
+    /// The request head as it will go upstream (hop-by-hop fields already removed, a route's target and Host set).
+    func willForwardRequest(_ head: inout OutgoingHead, context: ExchangeContext)
+    /// The response head as it will go to the client (hop-by-hop fields already removed).
+    func willForwardResponse(_ head: inout OutgoingHead, context: ExchangeContext)
+    /// The response head as it was written for the client, just after ``willForwardResponse(_:context:)``: the head
+    /// after every edit, and its bytes (empty for a client that reads typed messages, an HTTP/2 stream: its codec
+    /// writes the head's fields).
+    func didForwardResponse(_ head: OutgoingHead, bytes: ArraySlice<UInt8>, context: ExchangeContext)
+    /// The exchange ended: `context` with the status the client got (none when it got nothing). A request refused
+    /// before it became an exchange has a context of its own (its method and target when they were read, else `-`).
+    func exchangeEnded(_ context: ExchangeContext, _ end: ExchangeEnd)
+}
+
+extension ExchangeStage {
+    public func willForwardRequest(_ head: inout OutgoingHead, context: ExchangeContext) {}
+    public func willForwardResponse(_ head: inout OutgoingHead, context: ExchangeContext) {}
+    public func didForwardResponse(_ head: OutgoingHead, bytes: ArraySlice<UInt8>, context: ExchangeContext) {}
+    public func exchangeEnded(_ context: ExchangeContext, _ end: ExchangeEnd) {}
+}
+
+/// How an exchange ended, what it carried, and when each of its steps happened (``ExchangeStage/exchangeEnded(_:_:)``).
+public struct ExchangeEnd: Sendable, Hashable {
+    public var ending: ExchangeEnding
+    /// The bytes written for the client after the response's head (its body, and its framing).
+    public var bodyBytes: Int
+    /// The bytes of the request's body written towards the upstream (and their framing).
+    public var requestBodyBytes: Int
+    public var times: ExchangeTimes
+
+    public init(
+        ending: ExchangeEnding, bodyBytes: Int, requestBodyBytes: Int = 0, times: ExchangeTimes = ExchangeTimes()
+    ) {
+        (self.ending, self.bodyBytes, self.requestBodyBytes, self.times) = (ending, bodyBytes, requestBodyBytes, times)
+    }
+}
+
+/// When an exchange's steps happened, in microseconds on the monotonic clock as its event loop read it when it
+/// noticed each (``HeadStorage/now``: read once per event, so a step is dated by the event that carried it); 0: the
+/// step was not reached (a refused request has no upstream, a CONNECT no response head).
+public struct ExchangeTimes: Sendable, Hashable {
+    /// The client's connection was accepted (for an intercepted or HTTP/2 stream's exchange: its connection's).
+    public var accepted: Int64 = 0
+    /// The request's head was read whole.
+    public var requestHead: Int64 = 0
+    /// The connection to the upstream was there (made, or taken from the pool).
+    public var upstreamConnected: Int64 = 0
+    /// The response's final head arrived.
+    public var responseHead: Int64 = 0
+    /// The exchange ended.
+    public var ended: Int64 = 0
+
+    public init() {}
+
+    /// Microseconds from the request's head to the exchange's end (0 when either is unknown).
+    public var duration: Int64 { requestHead > 0 && ended >= requestHead ? ended - requestHead : 0 }
+}
+
+/// How an exchange ended (``ExchangeEnd/ending``).
+public enum ExchangeEnding: String, Sendable, Hashable, CaseIterable {
     /// The upstream's response was relayed whole (its last byte is with the client's connection).
     case relayed
     /// The proxy answered itself: a refusal (`400`, `431`, …), an upstream it could not reach (`502`, `504`).
     case answered
     /// A tunnel began (CONNECT, or a `101`): what follows is bytes both ways.
     case tunnel
-    /// It ended before its response was whole: the upstream failed or the client went away mid-way.
+    /// It ended before its response was whole: the upstream failed, the client went away mid-way, or a deadline
+    /// closed it.
     case cut
 }
 
-/// What one event loop does to the response heads it forwards (``ProxyHooks/makeResponseStage()``).
-public protocol ResponseStage: AnyObject {
-    /// The response head as it will go to the client (hop-by-hop fields already removed).
-    func willForward(_ head: inout OutgoingHead, context: ExchangeContext)
-    /// The response head as it was written for the client, just after ``willForward(_:context:)``: the head after
-    /// every edit, and its bytes (empty for a client that reads typed messages, an HTTP/2 stream: its codec writes
-    /// the head's fields).
-    func didForward(_ head: OutgoingHead, bytes: ArraySlice<UInt8>, context: ExchangeContext)
-}
-
-extension ResponseStage {
-    public func didForward(_ head: OutgoingHead, bytes: ArraySlice<UInt8>, context: ExchangeContext) {}
-}
-
 /// Changes nothing.
-public final class PassThroughStage: ResponseStage {
+public final class PassThroughStage: ExchangeStage {
     public init() {}
-    public func willForward(_ head: inout OutgoingHead, context: ExchangeContext) {}
 }
 
 public struct NoHooks: ProxyHooks {
     public init() {}
     public func shouldIntercept(host: String, port: Int) -> Bool { false }
-    public func willForwardRequest(_ head: inout OutgoingHead, context: ExchangeContext) {}
 }

@@ -11,10 +11,13 @@ import ProxyPlatform
 #endif
 
 /// Milliseconds on the monotonic clock.
-func monotonicMilliseconds() -> Int64 {
+func monotonicMilliseconds() -> Int64 { monotonicMicroseconds() / 1000 }
+
+/// Microseconds on the monotonic clock.
+func monotonicMicroseconds() -> Int64 {
     var ts = timespec()
     clock_gettime(CLOCK_MONOTONIC, &ts)
-    return Int64(ts.tv_sec) * 1000 + Int64(ts.tv_nsec) / 1_000_000
+    return Int64(ts.tv_sec) * 1_000_000 + Int64(ts.tv_nsec) / 1000
 }
 
 /// Something registered with the loop's poller under a slot number. Loop-confined: only its loop's thread
@@ -95,14 +98,25 @@ final class EventLoop: @unchecked Sendable {
     var draining = false
     /// Rounds of events so far (one `wait` and what follows it).
     private(set) var rounds = 0
-    var now: Int64 = monotonicMilliseconds()
+    /// Milliseconds on the monotonic clock when the loop last read it (once per event: ``readClock()``), for
+    /// deadlines; the same reading in microseconds is the head storage's (``HeadStorage/now``), for exchanges' times.
+    private(set) var now: Int64 = monotonicMilliseconds()
     private var lastTick: Int64 = 0
 
     init(server: ProxyServer) {
         self.server = server
         poller = Poller(kind: server.configuration.poller)
         parkLimit = server.configuration.poolPerOrigin
-        headStorage.responseStage = server.hooks.makeResponseStage()
+        headStorage.stage = server.hooks.makeStage()
+        readClock()
+    }
+
+    /// Reads the clock: ``now`` and ``HeadStorage/now`` from one reading.
+    @inline(__always)
+    func readClock() {
+        let micros = monotonicMicroseconds()
+        headStorage.now = micros
+        now = micros / 1000
     }
 
     // MARK: Slots
@@ -165,11 +179,11 @@ final class EventLoop: @unchecked Sendable {
                         items.removeAll()
                         return taken
                     }
-                    now = monotonicMilliseconds()
+                    readClock()
                     for item in work { item() }
                     return
                 }
-                now = monotonicMilliseconds()
+                readClock()
                 handlers[Int(token)]?.handle(events)
             }
             // Until none is left: a flush can add one (a stream's response for its HTTP/2 connection's frames).
@@ -187,7 +201,7 @@ final class EventLoop: @unchecked Sendable {
                     for connection in sessions { connection.sendDeferred() }
                 }
             }
-            now = monotonicMilliseconds()
+            readClock()
             if now - lastTick >= 250 {
                 lastTick = now
                 tick()

@@ -361,6 +361,8 @@ final class ExchangeDriver {
             if closed { return }
             if let socketError { loop.server.noteClientSocketError(socketError) }
             closed = true
+            // An exchange still in flight ends here, cut short (told once: one the machine ended is not told again).
+            machine.abandon()
             // The client is gone (or a deadline ended it) with its request unfinished: the upstream must not see an
             // orderly end of it, as when the machine asks for that (``ConnectionIO/Command/resetUpstream``).
             if upstream != nil && machine.upstreamHasPartialRequest { resetUpstream() }

@@ -17,10 +17,17 @@ enum RuntimeOptions {
             names: ["--log"], value: "file",
             help: "Write the transformation log (JSON Lines) to this file; 'none' for no log.", defaultValue: "stdout")
         static let accessLog = OptionSpec(
-            names: ["--access-log"], value: "file",
+            names: ["--access-log"], value: "file|-",
             help:
-                "Append a line per request to this file, whatever became of it (relayed, answered by the proxy,"
-                + " cut short), in the combined log format nginx writes and GoAccess reads.")
+                "Append a line per request to this file ('-': stdout), whatever became of it (relayed, answered by"
+                + " the proxy, cut short).")
+        static let accessLogFormat = OptionSpec(
+            names: ["--access-log-format"], value: "format",
+            help:
+                "The access log's lines: combined (nginx's format, which GoAccess reads) or json (Caddy's field names,"
+                + " with the route, the target and Host sent upstream, cookies changed and verdicts).",
+            defaultValue: "combined",
+            choices: ["combined", "json"])
         static let logFormat = OptionSpec(
             names: ["--log-format"], value: "format", help: "Log on stdout as json or line (compact).",
             defaultValue: "line on a terminal, else json",
@@ -78,7 +85,8 @@ enum RuntimeOptions {
     }
 
     static let options: [OptionSpec] = [
-        Option.dryRun, Option.log, Option.accessLog, Option.logFormat, Option.logValues, Option.logOverflow,
+        Option.dryRun, Option.log, Option.accessLog, Option.accessLogFormat, Option.logFormat, Option.logValues,
+        Option.logOverflow,
         Option.logQueue,
         Option.intercept, Option.interceptAll, Option.upstreamCa, Option.insecureUpstream, Option.lifecycle,
         Option.clientBy, Option.engine, Option.emulate,
@@ -115,6 +123,14 @@ enum RuntimeOptions {
         }
         c.dryRun = args.flag(Option.dryRun)
         c.accessLog = args.value(Option.accessLog)
+        c.accessLogFormat = AccessLog.Format(rawValue: try args.choice(Option.accessLogFormat, command: command))!
+        if c.accessLog == "-" && args.value(Option.log) == nil {
+            throw UsageError(
+                message:
+                    "--access-log -: the transformation log is on stdout already; give it a file (--log FILE) or"
+                    + " turn it off (--log none)",
+                command: command)
+        }
         c.showValues = args.flag(Option.logValues)
         let overflow = LogSink.Overflow(rawValue: try args.choice(Option.logOverflow, command: command))!
         let queue = try args.integer(Option.logQueue, in: 1...10_000_000, orDefault: true, command: command) ?? 10_000

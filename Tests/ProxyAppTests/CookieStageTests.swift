@@ -19,17 +19,31 @@ import Testing
         requestID: 7, clientAddress: "127.0.0.1", method: "GET", scheme: "https", host: "bin.example.com", port: 443,
         target: "/login", status: 200)
 
-    /// `lines` as a response head through the hooks' response stage; the head's bytes as the client would get them.
-    /// `stage`: the loop's (``RulesHooks/makeResponseStage()``), kept across responses as a loop keeps it; nil, a
-    /// stage of the response's own.
-    static func forward(_ hooks: RulesHooks, _ lines: [String], stage: (any ResponseStage)? = nil) throws -> String {
+    /// The hooks with the built-in observers given (the totals always) and `observers` after them, as `run` makes
+    /// them.
+    static func hooks(
+        _ engine: RuleEngine, dryRun: Bool = false, log: LogSink? = nil, inspector: InspectorStore? = nil,
+        metrics: MetricsObserver? = nil, totals: CookieTotals = CookieTotals(), observers: [any ExchangeObserver] = []
+    ) -> RulesHooks {
+        let tracker = LifecycleTracker()
+        return RulesHooks(
+            engine: engine, dryRun: dryRun, intercept: HostPatternList(), tracker: tracker,
+            observers: builtInObservers(
+                log: log, inspector: inspector, tracker: tracker, lifecycle: false, report: nil, metrics: metrics,
+                accessLog: nil, totals: totals) + observers)
+    }
+
+    /// `lines` as a response head through the hooks' stage; the head's bytes as the client would get them.
+    /// `stage`: the loop's (``RulesHooks/makeStage()``), kept across responses as a loop keeps it; nil, a stage of
+    /// the response's own.
+    static func forward(_ hooks: RulesHooks, _ lines: [String], stage: (any ExchangeStage)? = nil) throws -> String {
         let response = "HTTP/1.1 200 OK\r\n" + lines.map { $0 + "\r\n" }.joined() + "Content-Length: 0\r\n\r\n"
         var head = OutgoingHead(try HTTPHeadParser().parseResponse(Array(response.utf8)).head)
-        let stage = stage ?? hooks.makeResponseStage()
-        stage.willForward(&head, context: context)
+        let stage = stage ?? hooks.makeStage()
+        stage.willForwardResponse(&head, context: context)
         var bytes: [UInt8] = []
         head.serialize(into: &bytes)
-        stage.didForward(head, bytes: bytes[...], context: context)
+        stage.didForwardResponse(head, bytes: bytes[...], context: context)
         return String(decoding: bytes, as: UTF8.self)
     }
 
@@ -57,22 +71,22 @@ import Testing
             ("X-Other:   spaced   ", "X-Other:   spaced   "),
         ] as [(String, String?)])
     func aTargetedCookieIsRewrittenAndEveryOtherLineIsLeftByteForByte(_ line: String, _ expected: String?) throws {
-        let hooks = RulesHooks(
-            engine: try Self.engine(Self.rules), dryRun: false, sink: nil, intercept: HostPatternList())
+        let totals = CookieTotals()
+        let hooks = Self.hooks(try Self.engine(Self.rules), totals: totals)
         let out = try Self.forward(hooks, [line])
         if let expected {
             #expect(out == "HTTP/1.1 200 OK\r\n\(expected)\r\nContent-Length: 0\r\n\r\n")
         } else {
             #expect(out == "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
         }
-        #expect(hooks.observed.load() == (line.lowercased().hasPrefix("set-cookie") ? 1 : 0))
-        #expect(hooks.rewritten.load() == (expected == line ? 0 : 1))
+        #expect(totals.seen.load() == (line.lowercased().hasPrefix("set-cookie") ? 1 : 0))
+        #expect(totals.changed.load() == (expected == line ? 0 : 1))
     }
 
     /// An observer of the stage's own, added with no other change: it is handed every line's outcome (the rules
     /// that matched, the attribute changes, the findings, the field), and what it is handed for a changed line is
     /// what the log writes for it.
-    final class Recording: CookieObserver, LoopCookieObserver, @unchecked Sendable {
+    final class Recording: ExchangeObserver, LoopObserver, @unchecked Sendable {
         struct Seen {
             var cookie: String
             var after: String?
@@ -86,8 +100,8 @@ import Testing
         private var ended = 0
         var lines: [Seen] { lock.withLock { seen } }
         var responses: Int { lock.withLock { ended } }
-        func makeLoopObserver() -> (any LoopCookieObserver)? { self }
-        func observe(_ line: borrowing LineOutcome, of response: borrowing ResponseOutcome) {
+        func makeLoopObserver() -> (any LoopObserver)? { self }
+        func line(_ line: borrowing SetCookieLine, of response: ForwardedResponse) {
             let t = line.transformation(response)
             let entry = Seen(
                 cookie: line.receivedCookie(response).name,
@@ -96,7 +110,9 @@ import Testing
                 findings: line.findings(response).map(\.code), field: line.field)
             lock.withLock { seen.append(entry) }
         }
-        func end(_ response: borrowing ResponseOutcome) { lock.withLock { ended += 1 } }
+        func responseForwarded(_ response: ForwardedResponse, head: OutgoingHead, bytes: ArraySlice<UInt8>) {
+            lock.withLock { ended += 1 }
+        }
     }
 
     @Test func anObserverIsHandedEveryLinesOutcomeAsTheLogWritesIt() throws {
@@ -105,9 +121,7 @@ import Testing
         defer { try? FileManager.default.removeItem(atPath: path) }
         let sink = try LogSink(destination: .file(path), redaction: Redaction(showValues: true, key: []))
         let recording = Recording()
-        let hooks = RulesHooks(
-            engine: try Self.engine(Self.rules), dryRun: false, sink: sink, intercept: HostPatternList(),
-            observers: [recording])
+        let hooks = Self.hooks(try Self.engine(Self.rules), log: sink, observers: [recording])
         _ = try Self.forward(
             hooks,
             [
@@ -138,11 +152,10 @@ import Testing
 
     /// A line's findings are its own when the lint's cache answers (the second response of a stage, the same lines
     /// in the same second): what one line worked out is never handed to the next.
-    final class FindingsOnly: CookieObserver, LoopCookieObserver, @unchecked Sendable {
+    final class FindingsOnly: ExchangeObserver, LoopObserver, @unchecked Sendable {
         var lines: [[String]] = []
-        func makeLoopObserver() -> (any LoopCookieObserver)? { self }
-        var readsRequest: Bool { true }
-        func observe(_ line: borrowing LineOutcome, of response: borrowing ResponseOutcome) {
+        func makeLoopObserver() -> (any LoopObserver)? { self }
+        func line(_ line: borrowing SetCookieLine, of response: ForwardedResponse) {
             lines.append(line.findings(response).map(\.code))
         }
     }
@@ -156,11 +169,9 @@ import Testing
             "Set-Cookie: plain=1; Path=/", "Set-Cookie: none=2; SameSite=None", "Set-Cookie: host=3; Domain=127.0.0.1",
             "Set-Cookie: other=4",
         ]
-        for observer in [findingsOnly, recording] as [any CookieObserver] {
-            let hooks = RulesHooks(
-                engine: try Self.engine(Self.rules), dryRun: false, sink: nil, intercept: HostPatternList(),
-                observers: [observer])
-            let stage = hooks.makeResponseStage()
+        for observer in [findingsOnly, recording] as [any ExchangeObserver] {
+            let hooks = Self.hooks(try Self.engine(Self.rules), observers: [observer])
+            let stage = hooks.makeStage()
             _ = try Self.forward(hooks, lines, stage: stage)
             _ = try Self.forward(hooks, lines, stage: stage)
         }
@@ -179,11 +190,10 @@ import Testing
     /// to what an observer reading the findings saw — repeated lines (answered from their memo) included.
     @Test func theMetricsCountEveryLineByRuleAndFindingAcrossAReload() throws {
         let recording = Recording()
-        let hooks = RulesHooks(
-            engine: try Self.engine(Self.rules), dryRun: false, sink: nil, intercept: HostPatternList(),
-            responses: ResponseCounts(reverse: false), observers: [recording])
-        let counts = try #require(hooks.counts)
-        let stage = hooks.makeResponseStage()
+        let metrics = MetricsObserver(reverse: false, lifecycle: false)
+        let hooks = Self.hooks(try Self.engine(Self.rules), metrics: metrics, observers: [recording])
+        let counts = metrics.cookies
+        let stage = hooks.makeStage()
         let lines = [
             "Set-Cookie: Bin-Auth-Token=abc; Domain=bin.example.com", "Set-Cookie: track=1",
             "Set-Cookie: none=2; SameSite=None", "Set-Cookie: host=3; Domain=127.0.0.1; SameSite=None; Expires=x",
@@ -220,21 +230,22 @@ import Testing
                     request-cookie remove _ga
                 }
                 """
-        let hooks = RulesHooks(
-            engine: try Self.engine(rules), dryRun: false, sink: nil, intercept: HostPatternList(),
-            responses: ResponseCounts(reverse: false))
-        let counts = try #require(hooks.counts)
-        _ = try Self.forward(hooks, ["Set-Cookie: Bin-Auth-Token=abc; Domain=bin.example.com", "Set-Cookie: track=1"])
+        let (metrics, totals) = (MetricsObserver(reverse: false, lifecycle: false), CookieTotals())
+        let hooks = Self.hooks(try Self.engine(rules), metrics: metrics, totals: totals)
+        let counts = metrics.cookies
+        let stage = hooks.makeStage()
+        _ = try Self.forward(
+            hooks, ["Set-Cookie: Bin-Auth-Token=abc; Domain=bin.example.com", "Set-Cookie: track=1"], stage: stage)
         var request = OutgoingHead(
             try HTTPHeadParser().parseRequest(
                 Array("GET /login HTTP/1.1\r\nHost: bin.example.com\r\nCookie: _ga=1; sid=2\r\n\r\n".utf8)
             ).head)
-        hooks.willForwardRequest(&request, context: Self.context)
+        stage.willForwardRequest(&request, context: Self.context)
         let samples = Dictionary(
             counts.transformationSamples.map { ("\($0.rule) \($0.action)", $0.count) }, uniquingKeysWith: +)
         #expect(samples["drop tracking drop"] == 1 && samples["share login with subdomains rewrite"] == 1)
         #expect(samples["log everything drop"] ?? 0 == 0 && samples["log everything rewrite"] ?? 0 == 0, "\(samples)")
-        #expect(hooks.rewritten.load() == 2 && hooks.requestCookiesChanged.load() == 1)
+        #expect(totals.changed.load() == 2 && totals.requestCookiesChanged.load() == 1)
         let pairs = Set(counts.verdictSamples.map { "\($0.verdict) \($0.reason)" })
         #expect(pairs.contains("sent-not-set not-seen") && pairs.contains("sent-as-expected none"))
         #expect(!pairs.contains("sent-other-value lint") && !pairs.contains("expected-not-sent not-seen"))
@@ -262,8 +273,7 @@ import Testing
             .path
         defer { try? FileManager.default.removeItem(atPath: path) }
         let sink = try LogSink(destination: .file(path), redaction: Redaction(showValues: true, key: []))
-        let hooks = RulesHooks(
-            engine: try Self.engine(Self.rules), dryRun: true, sink: sink, intercept: HostPatternList())
+        let hooks = Self.hooks(try Self.engine(Self.rules), dryRun: true, log: sink)
         let lines = [
             "Set-Cookie: Bin-Auth-Token=abc; Domain=bin.example.com", "Set-Cookie: track=1", "Set-Cookie: x=2",
         ]
@@ -290,10 +300,8 @@ import Testing
     @Test(arguments: [false, true])
     func theInspectorShowsTheOutcomeTheStageDecided(_ dryRun: Bool) throws {
         let store = InspectorStore(capacity: 4)
-        let hooks = RulesHooks(
-            engine: try Self.engine(Self.rules), dryRun: dryRun, sink: nil, intercept: HostPatternList(),
-            inspector: store)
-        let stage = hooks.makeResponseStage()
+        let hooks = Self.hooks(try Self.engine(Self.rules), dryRun: dryRun, inspector: store)
+        let stage = hooks.makeStage()
         let request = try HTTPHeadParser().parseRequest(
             Array("GET /login HTTP/1.1\r\nHost: bin.example.com\r\n\r\n".utf8))
         store.requestForwarded(id: Self.context.requestID, head: request.head, time: 0)
@@ -303,12 +311,12 @@ import Testing
         ]
         let response = "HTTP/1.1 200 OK\r\n" + lines.map { $0 + "\r\n" }.joined() + "Content-Length: 0\r\n\r\n"
         var head = OutgoingHead(try HTTPHeadParser().parseResponse(Array(response.utf8)).head)
-        stage.willForward(&head, context: Self.context)
+        stage.willForwardResponse(&head, context: Self.context)
         var bytes: [UInt8] = []
         head.serialize(into: &bytes)
         // A reload between the response and its viewing does not change what the rules did to it.
         hooks.replace(try Self.engine("rule \"other\" {\n    secure\n}\n"))
-        stage.didForward(head, bytes: bytes[...], context: Self.context)
+        stage.didForwardResponse(head, bytes: bytes[...], context: Self.context)
         let cookies = try #require(store.exchanges().first?.analysis.cookies)
         #expect(cookies.map(\.rules) == [["share login with subdomains"], ["drop tracking"], []])
         #expect(cookies[0].transformation.ruleLocations.map(\.line) == [1])
@@ -335,9 +343,8 @@ import Testing
         defer { try? FileManager.default.removeItem(atPath: path) }
         let sink = try LogSink(
             destination: .file(path), redaction: Redaction(showValues: false, key: Array("k".utf8)), capacity: 4)
-        let hooks = RulesHooks(
-            engine: try Self.engine(Self.rules), dryRun: false, sink: sink, intercept: HostPatternList())
-        let stage = hooks.makeResponseStage()
+        let hooks = Self.hooks(try Self.engine(Self.rules), log: sink)
+        let stage = hooks.makeStage()
         for n in 0..<50 {
             _ = try Self.forward(hooks, ["Set-Cookie: Bin-Auth-Token=v\(n); Domain=bin.example.com"], stage: stage)
         }

@@ -15,7 +15,7 @@ import Testing
         let path = dir + "/a.rules"
         try "rule \"one\" {\n    secure\n}\n".write(toFile: path, atomically: true, encoding: .utf8)
         let hooks = RulesHooks(
-            engine: RuleEngine(try RulesFiles.load(path)), dryRun: false, sink: nil, intercept: HostPatternList())
+            engine: RuleEngine(try RulesFiles.load(path)), dryRun: false, intercept: HostPatternList())
         let runtime = ProxyRuntime(hooks: hooks, rulesPath: path, sink: nil)
         #expect(hooks.current.ruleSet.rules.map(\.name) == ["one"])
 

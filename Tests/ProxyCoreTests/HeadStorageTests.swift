@@ -11,7 +11,7 @@ import Testing
     /// head, where its received bytes and its request line lay. Responses are edited as rules edit them: the first
     /// Set-Cookie gets a new value and a line is added (`X-Lines`, the head's line count), so that each head
     /// writes lines of its own into the storage's buffer for them.
-    final class Hooks: ProxyHooks, ResponseStage, @unchecked Sendable {
+    final class Hooks: ProxyHooks, ExchangeStage, @unchecked Sendable {
         let keepHeads: Bool
         var kept: [(head: OutgoingHead, bytes: [UInt8], written: [UInt8])] = []
         var receivedAt: [UnsafeRawPointer?] = []
@@ -21,8 +21,8 @@ import Testing
         init(keepHeads: Bool) { self.keepHeads = keepHeads }
         func shouldIntercept(host: String, port: Int) -> Bool { false }
         func willForwardRequest(_ head: inout OutgoingHead, context: ExchangeContext) { saw(head) }
-        func makeResponseStage() -> any ResponseStage { self }
-        func willForward(_ head: inout OutgoingHead, context: ExchangeContext) {
+        func makeStage() -> any ExchangeStage { self }
+        func willForwardResponse(_ head: inout OutgoingHead, context: ExchangeContext) {
             if let i = (0..<head.count).first(where: { head.name(at: $0, is: .setCookie) }) {
                 head.replaceValue(at: i, with: head.value(at: i) + Array("; Secure".utf8))
             }

@@ -1,0 +1,261 @@
+import CookieKit
+import CookieLifecycle
+import CookieRules
+import ExchangeFacts
+import HTTPGrammar
+import ProxyCore
+
+/// What is told what the proxy carried, exchange by exchange (mitmproxy's hooks and hummingbird's middleware are the
+/// pictures): the transformation log, the access log, the inspector, the lifecycle, the run report and the metrics
+/// are observers, and so is any other given to ``ProxyApp/Configuration/observers``, with no other change.
+///
+/// An observer makes a part for each event loop (``makeLoopObserver()``); each part is told that loop's exchanges,
+/// from that loop's thread alone, so what it keeps across them (a cache, a response's notes) is its own and needs no
+/// lock. Nil: it reads nothing.
+package protocol ExchangeObserver: Sendable {
+    func makeLoopObserver() -> (any LoopObserver)?
+}
+
+/// One observer's part on one event loop. For each exchange, in order: ``requestForwarded(_:)`` once its request
+/// went upstream, ``line(_:of:)`` for each Set-Cookie line of its response as the rules decided it,
+/// ``responseForwarded(_:head:bytes:)`` once the response's head was written for the client, and
+/// ``exchangeFinished(_:)`` once, however it ended (a request the proxy refused, or answered itself, gets only that).
+/// Every event has a default that does nothing: a part implements what it reads.
+///
+/// The events are values (or, for the response, the loop's own object for it) lent for the call: keep what you need
+/// from them, not them.
+package protocol LoopObserver: AnyObject {
+    func requestForwarded(_ request: borrowing ForwardedRequest)
+    func line(_ line: borrowing SetCookieLine, of response: ForwardedResponse)
+    func responseForwarded(_ response: ForwardedResponse, head: OutgoingHead, bytes: ArraySlice<UInt8>)
+    func exchangeFinished(_ exchange: borrowing FinishedExchange)
+}
+
+extension LoopObserver {
+    package func requestForwarded(_ request: borrowing ForwardedRequest) {}
+    package func line(_ line: borrowing SetCookieLine, of response: ForwardedResponse) {}
+    package func responseForwarded(_ response: ForwardedResponse, head: OutgoingHead, bytes: ArraySlice<UInt8>) {}
+    package func exchangeFinished(_ exchange: borrowing FinishedExchange) {}
+}
+
+/// A request as it went upstream: what the client sent, what the upstream got (after a route's target and Host,
+/// `X-Forwarded-*`, header actions and request-cookie rules), the cookie edits made on the way, and, with the
+/// lifecycle on, its cookies judged against the client's jar.
+package struct ForwardedRequest {
+    package let context: ExchangeContext
+    /// The head as the client sent it.
+    package var received: HTTPHead { sent.source }
+    /// The head as it went upstream (for an upstream that takes parts, an HTTP/2 stream, its fields and target; the
+    /// start line says HTTP/1.1).
+    package let sent: OutgoingHead
+    /// The target as sent upstream (a route's prefix mapped to its upstream's path), read from ``sent``.
+    package var target: String { sent.requestTarget }
+    /// What `request-cookie` rules changed (in a dry run: would have); empty for nearly every request.
+    package let cookieEdits: [RequestCookieChange]
+    /// The request's cookies judged against the client's jar (the lifecycle on; nil otherwise).
+    package let judged: RequestJudgement?
+    /// The request's site context (RFC 6265bis §5.2), when the lifecycle or a `site` condition worked it out.
+    package let site: RequestSite?
+    /// The client's key (its address, or the `--client-by` header's value) when it was worked out; else the address.
+    package let client: String
+    /// The rule set the request was edited under.
+    package let engine: RuleEngine
+    package let dryRun: Bool
+    /// Milliseconds since the epoch.
+    package let time: Int64
+}
+
+/// A response whose head the cookie stage handled: the exchange, the rule set its lines were decided under, the
+/// mode and the time, and what is worked out about its request when first asked (its URL and site context: the lint
+/// reads them). One per event loop, refilled for each response: lent to a part for the call.
+package final class ForwardedResponse {
+    package private(set) var context: ExchangeContext
+    /// The rule set the lines were decided under (a reload during the response does not rename what matched).
+    package private(set) var engine: RuleEngine
+    /// Nothing is changed: the client gets each line as received.
+    package private(set) var dryRun: Bool
+    /// Milliseconds since the epoch (read once per response with Set-Cookie lines; 0 for one without).
+    package private(set) var time: Int64
+    /// The plan the rules run on this response's lines.
+    private(set) var plan: RuleEngine.CookiePlan
+    /// Whether ``plan``'s message was made (the rules read it); else it is made at the first ask.
+    private var planHasMessage = false
+    /// Whether the request's site context was noted (the lifecycle on, or a `site` condition), to be read back.
+    private var siteNoted = false
+    private var made: MessageContext? = nil
+    private let tracker: LifecycleTracker
+
+    init(tracker: LifecycleTracker, engine: RuleEngine) {
+        self.tracker = tracker
+        (context, self.engine, dryRun, time) = (.empty, engine, false, 0)
+        plan = engine.cookiePlan(.unread)
+    }
+
+    /// The next response's facts.
+    func refill(
+        context: ExchangeContext, engine: RuleEngine, plan: consuming RuleEngine.CookiePlan, planHasMessage: Bool,
+        siteNoted: Bool, dryRun: Bool, time: Int64
+    ) {
+        self.context = context
+        if self.engine !== engine { self.engine = engine }
+        self.plan = plan
+        (self.planHasMessage, self.siteNoted) = (planHasMessage, siteNoted)
+        made = nil
+        (self.dryRun, self.time) = (dryRun, time)
+    }
+
+    /// The request as the rules and the lint read it: its URL and site context (RFC 6265bis §5.2, when the lifecycle
+    /// or a `site` condition worked it out for the request). Made at the first ask when the rules did not make it.
+    package var message: MessageContext {
+        if planHasMessage { return plan.context }
+        if let made { return made }
+        let m = MessageContext(context, site: siteNoted ? tracker.site(of: context.requestID)?.kind : nil)
+        made = m
+        return m
+    }
+
+    package var site: RequestSite.Kind? { message.site }
+}
+
+/// One Set-Cookie line of a response as the cookie stage decided it: the line as received, what the rules made of it,
+/// which rules matched; and what is worked out from those at most once whichever parts ask (the parsed cookies, the
+/// attribute changes, the lint's findings), kept for the next time the same line is decided the same way
+/// (``LineMemo``).
+package struct SetCookieLine {
+    /// The line's value as the upstream sent it.
+    package let received: ArraySlice<UInt8>
+    /// What the rules made of it when they changed it (in a dry run, what they would have sent); nil when they did
+    /// not change it or dropped it.
+    package let rewritten: ArraySlice<UInt8>?
+    /// The whole of what the rules decided: which matched (by index into the engine's names), a drop, `log`, notes.
+    package let edit: RuleEngine.Edit
+    /// The received head's field the line is (nil: a line a header action added).
+    package let field: Int?
+    /// Nothing was changed: the client got ``received``.
+    package let dryRun: Bool
+    /// The loop's memo table, where this line's is looked up when a part first asks.
+    let facts: LineFacts
+
+    /// A rule dropped the line (in a dry run: would have).
+    package var dropped: Bool { edit.dropped }
+    /// A rule asked for the line to be logged.
+    package var logRequested: Bool { edit.logRequested }
+    /// The rules among the first 64 that matched, as bits (rule `k`: bit `k`).
+    package var matchedRulesLow: UInt64 { edit.matchedRulesLow }
+    /// A rule past the 64th matched (``rulesBeyond64`` is not empty).
+    package var beyond64: Bool { edit.matchedRulesBeyond64 }
+    /// ``edit`` says more than its bits: a rule past the 64th matched, or a rule left notes.
+    package var hasMore: Bool { beyond64 || !edit.notes.isEmpty }
+    /// The rules past the 64th that matched, by index.
+    package var rulesBeyond64: [Int] { beyond64 ? edit.matchedRules.high : [] }
+    /// A rule changed or dropped the line (in a dry run: would have).
+    package var changed: Bool { dropped || rewritten != nil }
+    /// The line as the rules left it: nil when a rule dropped it (in a dry run, what they would have sent).
+    package var edited: ArraySlice<UInt8>? { dropped ? nil : rewritten ?? received }
+    /// The line as the client got it: nil when a rule dropped it.
+    package var forwarded: ArraySlice<UInt8>? { dryRun ? received : edited }
+
+    /// The names of the rules that matched, in file order.
+    package func rules(_ response: ForwardedResponse) -> [String] {
+        matchedRulesLow != 0 || hasMore ? response.engine.ruleNames(edit) : []
+    }
+
+    /// What is worked out from the line (its parsed cookies, the attribute changes, the lint), made when a part
+    /// first asks and kept for the next time the same line is decided the same way (``LineMemo``).
+    func memo(_ response: ForwardedResponse) -> LineMemo { facts.memo(self, response) }
+
+    /// What the rules did, attribute by attribute (``Transformation/changes``), with the rules' names and places.
+    package func transformation(_ response: ForwardedResponse) -> Transformation {
+        let memo = memo(response)
+        if let made = memo.transformation { return made }
+        let received = receivedCookie(response)
+        let edited = rewritten.map { SetCookie(bytes: Array($0)) } ?? received
+        let made = response.engine.transformation(received: received, edited: edited, edit)
+        memo.transformation = made
+        return made
+    }
+
+    /// The lint of the line as the rules left it (of the received line when dropped), at the request's URL and
+    /// site: what the log shows with the line's record.
+    package func findings(_ response: ForwardedResponse) -> [LintFinding] { lint(response).findings }
+
+    /// The same, with the findings' keys for counting (``Linted``).
+    package func lint(_ response: ForwardedResponse) -> Linted {
+        let memo = memo(response)
+        if let made = memo.editedLint { return made }
+        let made = Linted(Self.lint(transformation(response).result ?? receivedCookie(response), response))
+        memo.editedLint = made
+        return made
+    }
+
+    /// The lint of the line as the client got it (nil when dropped): what a report of the run holds, and the
+    /// metrics count.
+    package func forwardedLint(_ response: ForwardedResponse) -> Linted? {
+        if !dryRun || rewritten == nil { return dropped && !dryRun ? nil : lint(response) }
+        let memo = memo(response)
+        if let made = memo.receivedLint { return made }
+        let made = Linted(Self.lint(receivedCookie(response), response))
+        memo.receivedLint = made
+        return made
+    }
+
+    /// The keys of ``forwardedLint(_:)``'s counted findings (``CountedKeys/none`` when dropped), read from the line's
+    /// memo once its lint is made.
+    package func forwardedKeys(_ response: ForwardedResponse) -> CountedKeys {
+        let forwardedIsEdited = !dryRun || rewritten == nil
+        if forwardedIsEdited && dropped && !dryRun { return .none }
+        let memo = memo(response)
+        if let keys = forwardedIsEdited ? memo.editedKeys : memo.receivedKeys { return keys }
+        return forwardedLint(response)?.keys ?? .none
+    }
+
+    /// The cookie as received, parsed.
+    package func receivedCookie(_ response: ForwardedResponse) -> SetCookie {
+        let memo = memo(response)
+        if let made = memo.received { return made }
+        let made = SetCookie(bytes: Array(received))
+        memo.received = made
+        return made
+    }
+
+    /// The cookie as the client got it, parsed (nil when dropped).
+    package func forwardedCookie(_ response: ForwardedResponse) -> SetCookie? {
+        if dryRun || rewritten == nil { return dryRun || !dropped ? receivedCookie(response) : nil }
+        return transformation(response).result
+    }
+
+    /// A digest of what the line's memo depends on besides the request: the received line hashed eight bytes at a
+    /// time (``WordHash``: the standard library's byte-by-byte hashing of arrays costs more than the rest of a
+    /// record), the edited line's length, the rules and the second. The edited line is a function of the rest but
+    /// for the request's context, so the memo leaves its bytes to an exact comparison: a cookie rewritten two ways
+    /// (for two hosts) shares a slot at worst.
+    func digest(second: Int64) -> UInt64 {
+        var h = received.withUnsafeBytes { WordHash.hash($0, seed: 0x9E37_79B9_7F4A_7C15) }
+        h = (h ^ UInt64(edited.map { $0.count + 1 } ?? 0)) &* 0xD6E8_FEB8_6659_FD93
+        h = (h ^ matchedRulesLow) &* 0xFF51_AFD7_ED55_8CCD
+        h = (h ^ UInt64(bitPattern: second)) &* 0xC4CE_B9FE_1A85_EC53
+        return h ^ (h >> 29)
+    }
+
+    static func lint(_ cookie: SetCookie, _ response: ForwardedResponse) -> [LintFinding] {
+        let message = response.message
+        return CookieLint.findings(for: cookie, from: message.requestURL, now: response.time / 1000)
+            + CookieLint.siteFindings(for: cookie, site: message.site)
+    }
+}
+
+/// An exchange that ended, however it ended: its context (with the status the client got, none when it got
+/// nothing; the protocol each side spoke), how it ended, the bytes each way and when each step happened.
+package struct FinishedExchange {
+    package let context: ExchangeContext
+    package let end: ExchangeEnd
+    /// Milliseconds since the epoch, at the end.
+    package let time: Int64
+
+    package var ending: ExchangeEnding { end.ending }
+    /// The bytes written for the client after the response's head.
+    package var bodyBytes: Int { end.bodyBytes }
+    /// The bytes of the request's body sent towards the upstream.
+    package var requestBodyBytes: Int { end.requestBodyBytes }
+    package var times: ExchangeTimes { end.times }
+}
