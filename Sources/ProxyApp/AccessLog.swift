@@ -195,8 +195,8 @@ package final class AccessLog: ExchangeObserver {
     /// they mean there (`ts` in seconds since the epoch, `request.remote_ip`, `request.proto`, `request.method`,
     /// `request.host`, `request.uri`, `request.headers` with the Referer and User-Agent, `bytes_read` for the request
     /// body, `status` (0: none), `size`, `duration` in seconds), then the proxy's own: `ending` (how it ended:
-    /// ``ExchangeEnding``), `route` and `upstream` (a reverse route's name and upstream host; for a forward proxy's
-    /// exchange the origin), `upstream_proto`, `upstream_request` (the target and Host sent upstream: a route's
+    /// ``ExchangeEnding``), `route` and `upstream` (a reverse route's name and its upstream's host; for a forward
+    /// proxy's exchange no route and the origin's host and port), `upstream_proto`, `upstream_request` (the target and Host sent upstream: a route's
     /// prefix mapped to its path), `cookies_changed` (request cookies a rule changed) and `verdicts` (cookies not
     /// sent as the client's jar expected). Header bytes that are not UTF-8 are written as U+FFFD.
     static func writeJSON(_ exchange: borrowing FinishedExchange, _ kept: Pending, into out: inout [UInt8]) {
