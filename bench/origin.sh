@@ -175,3 +175,26 @@ h2_row() {
     "$(round_ratio "$3" "$2")" "$(round_col "$2" 2)" "$(round_col "$3" 2)" "$(round_col "$2" 3)" \
     "$(round_col "$3" 3)" "$(round_cpu_ratio "$3" "$2")"
 }
+
+# write_absolute_form_script: $T/abs.lua, which makes wrk send every proxy the absolute-form request of a forward
+# proxy, its Host the URL's authority (HAProxy refuses a request whose Host names another: wrk's default would be the
+# proxy's own address).
+write_absolute_form_script() {
+  printf '%s\n' 'wrk.path = "http://127.0.0.1:18180/"' 'wrk.headers["Host"] = "127.0.0.1:18180"' > "$T/abs.lua"
+}
+
+# wrk_round PORT PID CONNS [WRK-ARGS...]: one measurement of the proxy on PORT (process PID) through $T/abs.lua: a
+# second's warm-up, then $DUR seconds; prints "req/s p99ms user_us sys_us" (the CPU per request from /proc).
+wrk_round() {
+  local port=$1 pid=$2 c=$3; shift 3
+  taskset -c 1 wrk -t1 -c"$c" -d1s -s "$T/abs.lua" "$@" "http://127.0.0.1:$port" > /dev/null
+  local before; before=$(awk '{print $14, $15}' /proc/"$pid"/stat)
+  local out; out=$(taskset -c 1 wrk -t1 -c"$c" -d"${DUR}s" --latency -s "$T/abs.lua" "$@" "http://127.0.0.1:$port")
+  local after; after=$(awk '{print $14, $15}' /proc/"$pid"/stat)
+  local n; n=$(echo "$out" | awk '/requests in/ {print $1}')
+  # Every answer must be the origin's 200: a proxy that refuses the requests would look fast.
+  if echo "$out" | grep -q "Non-2xx"; then echo "127.0.0.1:$port answered non-2xx: $out" >&2; exit 1; fi
+  local p99; p99=$(echo "$out" | awk '/ 99%/ {v=$2; if (v ~ /us$/) {sub(/us/,"",v); v/=1000} else if (v ~ /ms$/) {sub(/ms/,"",v)} else if (v ~ /s$/) {sub(/s/,"",v); v*=1000}; print v}')
+  echo "$before $after" | awk -v n="$n" -v d="$DUR" -v p="$p99" '{printf "%.0f %.3f %.2f %.2f\n", n/d, p, ($3-$1)*10000/n, ($4-$2)*10000/n}'
+}
+

@@ -31,7 +31,8 @@ declare -A R
 # sends no Cookie header (a client that keeps none: its responses wait unparsed) except in the "cookie-client" row,
 # where every request carries one (the client is judged on every request and its jar fed every response). The
 # "metrics" rows serve /metrics (never scraped during the run): what counting every exchange and line costs, with
-# and without the log. The "access-log" row appends a line per request to a file (`--access-log`).
+# and without the log. The "access-log" rows append a line per request to a file (`--access-log`, combined and
+# json). The "defaults" row is `run` as a user starts it, its log in a file: the inspector and the lifecycle on.
 for cfg in "empty-file|-k|--rules bench/empty.rules --log none --ui off" \
            "48-nonmatching|-k|--rules bench/bench48-nomatch.rules --log none --ui off" \
            "50-rules|-k|--rules bench/bench50.rules --log none --ui off" \
@@ -43,6 +44,8 @@ for cfg in "empty-file|-k|--rules bench/empty.rules --log none --ui off" \
            "2-rewriting+log,cookie-client|-k -C lang=en-US|--rules bench/bench.rules --log $T/log.jsonl --ui off" \
            "2-rewriting+log-lifecycle,cookie-client|-k -C lang=en-US|--rules bench/bench.rules --log $T/log.jsonl --ui off --lifecycle off" \
            "2-rewriting+access-log|-k|--rules bench/bench.rules --log none --ui off --access-log $T/access.log" \
+           "2-rewriting+access-log-json|-k|--rules bench/bench.rules --log none --ui off --access-log $T/access.jsonl --access-log-format json" \
+           "2-rewriting+defaults|-k|--rules bench/bench.rules --log $T/log.jsonl --ui 127.0.0.1:0" \
            "2-rewriting+metrics|-k|--rules bench/bench.rules --log none --ui off --metrics 127.0.0.1:0" \
            "2-rewriting+log,metrics|-k|--rules bench/bench.rules --log $T/log.jsonl --ui off --metrics 127.0.0.1:0"; do
   name=${cfg%%|*}; rest=${cfg#*|}; ab=${rest%%|*}; args=${rest#*|}

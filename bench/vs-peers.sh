@@ -32,22 +32,7 @@ taskset -c 0 $BIN run --quiet --listen 127.0.0.1:18190 --rules bench/bench.rules
 OURS=$!
 wait_port 18184
 wait_port 18190
-printf '%s\n' 'wrk.path = "http://127.0.0.1:18180/"' 'wrk.headers["Host"] = "127.0.0.1:18180"' > "$T/abs.lua"
-# Every proxy gets the absolute-form request of a forward proxy, its Host the URL's authority (HAProxy refuses a
-# request whose Host names another: wrk's default would be the proxy's own address).
-
-run() {  # port pid conns extra-wrk-args... -> "req/s p99ms user_us sys_us"
-  local port=$1 pid=$2 c=$3; shift 3
-  taskset -c 1 wrk -t1 -c"$c" -d1s -s "$T/abs.lua" "$@" "http://127.0.0.1:$port" > /dev/null
-  local before; before=$(awk '{print $14, $15}' /proc/"$pid"/stat)
-  local out; out=$(taskset -c 1 wrk -t1 -c"$c" -d"${DUR}s" --latency -s "$T/abs.lua" "$@" "http://127.0.0.1:$port")
-  local after; after=$(awk '{print $14, $15}' /proc/"$pid"/stat)
-  local n; n=$(echo "$out" | awk '/requests in/ {print $1}')
-  # Every answer must be the origin's 200: a proxy that refuses the requests would look fast.
-  if echo "$out" | grep -q "Non-2xx"; then echo "127.0.0.1:$port answered non-2xx: $out" >&2; exit 1; fi
-  local p99; p99=$(echo "$out" | awk '/ 99%/ {v=$2; if (v ~ /us$/) {sub(/us/,"",v); v/=1000} else if (v ~ /ms$/) {sub(/ms/,"",v)} else if (v ~ /s$/) {sub(/s/,"",v); v*=1000}; print v}')
-  echo "$before $after" | awk -v n="$n" -v d="$DUR" -v p="$p99" '{printf "%.0f %.3f %.2f %.2f\n", n/d, p, ($3-$1)*10000/n, ($4-$2)*10000/n}'
-}
+write_absolute_form_script
 
 echo "# cookie-proxy vs nginx and HAProxy, same rewriting, ${ROUNDS} rounds × ${DUR}s (medians; ratios are medians of per-round ratios)"
 echo
@@ -65,9 +50,9 @@ for load in ${LOADS:-ka:1 ka:16 ka:64 new:1 new:16}; do
   if [ "$kind" = new ]; then extra=(-H "Connection: close"); label="new connection c=$c"; fi
   : > "$T/n"; : > "$T/h"; : > "$T/o"
   for _ in $(seq "$ROUNDS"); do
-    run 18182 "$NGINX_WORKER" "$c" "${extra[@]}" >> "$T/n"
-    run 18184 "$HAPROXY" "$c" "${extra[@]}" >> "$T/h"
-    run 18190 "$OURS" "$c" "${extra[@]}" >> "$T/o"
+    wrk_round 18182 "$NGINX_WORKER" "$c" "${extra[@]}" >> "$T/n"
+    wrk_round 18184 "$HAPROXY" "$c" "${extra[@]}" >> "$T/h"
+    wrk_round 18190 "$OURS" "$c" "${extra[@]}" >> "$T/o"
   done
   col() { awk -v k="$2" '{print $k}' "$1" | median; }
   cpu() { awk '{printf "%.1f\n", $3 + $4}' "$1" | median; }

@@ -43,10 +43,11 @@ public final class Exchange: Sendable {
         var origins: Range<Int>
         var outcomes: Range<Int>
 
-        /// `forwarded`: `response` as the proxy wrote it; `sent`: the request head as it went upstream.
+        /// `request`: the request head's bytes as the client sent them; `sent`: as they went upstream (empty: not
+        /// known); `forwarded`: `response` as the proxy wrote it.
         init(
-            request: HTTPHead, sent: [UInt8] = [], response: OutgoingHead, forwarded head: ArraySlice<UInt8>,
-            edits: borrowing LineEdits
+            request: ArraySlice<UInt8>, sent: ArraySlice<UInt8> = [], response: OutgoingHead,
+            forwarded head: ArraySlice<UInt8>, edits: borrowing LineEdits
         ) {
             // The origins and outcomes are written on the stack in one pass over the head's lines, then the buffer
             // is made at its exact size and filled with four appends (appending them byte by byte cost more than
@@ -55,7 +56,7 @@ public final class Exchange: Sendable {
             var bytes: [UInt8] = []
             var origins = 0..<0
             var outcomes = 0..<0
-            let (requestCount, receivedCount) = (request.bytes.count + sent.count, response.source.bytes.count)
+            let (requestCount, receivedCount) = (request.count + sent.count, response.source.bytes.count)
             withUnsafeTemporaryAllocation(of: UInt8.self, capacity: max(1, 2 * response.count + 11 * edits.count)) {
                 tail in
                 let start = tail.baseAddress!
@@ -83,14 +84,14 @@ public final class Exchange: Sendable {
                 origins = headsEnd..<(headsEnd + originBytes)
                 outcomes = origins.upperBound..<(headsEnd + (p - start))
                 bytes.reserveCapacity(outcomes.upperBound)
-                bytes.append(contentsOf: request.bytes)
+                bytes.append(contentsOf: request)
                 bytes.append(contentsOf: sent)
                 bytes.append(contentsOf: response.source.bytes)
                 bytes.append(contentsOf: head)
                 bytes.append(contentsOf: UnsafeBufferPointer(start: start, count: p - start))
             }
-            self.request = 0..<request.bytes.count
-            self.sent = request.bytes.count..<requestCount
+            self.request = 0..<request.count
+            self.sent = request.count..<requestCount
             received = requestCount..<(requestCount + receivedCount)
             forwarded = received.upperBound..<(received.upperBound + head.count)
             self.origins = origins

@@ -17,17 +17,7 @@ public final class InspectorStore: Sendable {
         var next = 0
         var count = 0
         var sequence: UInt64 = 0
-        /// Requests forwarded and not yet answered, in a table indexed by request id modulo its size: no hashing,
-        /// and bounded by construction (a request still unanswered when its slot is taken is not recorded).
-        var pending: [Pending?]
         var wake: Wake?
-    }
-    private struct Pending {
-        var id: UInt64
-        var head: HTTPHead
-        /// As it went upstream (serialized only if the exchange is recorded).
-        var sent: OutgoingHead?
-        var time: Int64
     }
     private let state: Locked<State>
     /// The closure is kept in a box: a function type as the lock's value itself would be re-abstracted on every
@@ -36,61 +26,34 @@ public final class InspectorStore: Sendable {
         let body: @Sendable () -> Void
         init(_ body: @escaping @Sendable () -> Void) { self.body = body }
     }
-    /// Requests that may wait for their responses at once.
-    static let pendingSlots = 4096
-
     public init(capacity: Int) {
         self.capacity = max(1, capacity)
-        state = Locked(
-            State(
-                ring: [Exchange?](repeating: nil, count: max(1, capacity)),
-                pending: [Pending?](repeating: nil, count: Self.pendingSlots)))
+        state = Locked(State(ring: [Exchange?](repeating: nil, count: max(1, capacity))))
     }
 
     /// Called (on the recording thread) after each exchange is recorded: the live feed's wake-up.
     public func onRecord(_ body: (@Sendable () -> Void)?) { state.withLock { $0.wake = body.map(Wake.init) } }
 
-    /// The request head as the client sent it, before the rules and the proxy's own edits, and `sent`, as it went
-    /// upstream after them.
-    public func requestForwarded(id: UInt64, head: HTTPHead, sent: OutgoingHead? = nil, time: Int64) {
-        let pending = Pending(id: id, head: head, sent: sent, time: time)
-        state.withLock { s in s.pending[Int(id % UInt64(Self.pendingSlots))] = pending }
-    }
-
-    /// The response head as it goes to the client (`head.source`: as the upstream sent it). Recorded when the
-    /// exchange carried cookies: the three heads are copied into one buffer, so that the proxy's own buffers go
-    /// back to its allocator at once and a held exchange is two blocks, not a dozen (their cold frees, when the ring
-    /// overwrites them, cost more than the copy).
-    public func responseForwarded(
-        context: ExchangeContext, head: OutgoingHead, bytes: ArraySlice<UInt8>, engine: RuleEngine, dryRun: Bool,
-        time: Int64, edits: borrowing LineEdits = LineEdits(),
-        judged: (RequestJudgement?, RequestSite.Kind?, client: String?) = (nil, nil, nil)
+    /// An exchange, recorded (``Recorder`` decided it carried cookies): its heads copied into one buffer, so that
+    /// the proxy's own buffers go back to its allocator at once and a held exchange is two blocks, not a dozen (their
+    /// cold frees, when the ring overwrites them, cost more than the copy).
+    func record(
+        context: ExchangeContext, request: ArraySlice<UInt8>, sent: ArraySlice<UInt8>, requestTime: Int64,
+        head: OutgoingHead, bytes: ArraySlice<UInt8>, engine: RuleEngine, dryRun: Bool, time: Int64,
+        edits: borrowing LineEdits, judged: (RequestJudgement?, RequestSite.Kind?, client: String?)
     ) {
         let (judgement, site, client) = judged
-        let slot = Int(context.requestID % UInt64(Self.pendingSlots))
-        let pending = state.withLock { s -> Pending? in
-            guard let request = s.pending[slot], request.id == context.requestID else { return nil }
-            s.pending[slot] = nil
-            return request
-        }
-        guard let request = pending else { return }
-        let setsCookies = head.source.fields.contains { $0.known == .setCookie }
-        let sendsCookies = request.head.fields.contains { $0.known == .cookie }
-        guard setsCookies || sendsCookies || !(judgement?.verdicts.isEmpty ?? true) else { return }
         // A client that reads typed messages (an HTTP/2 stream) got the head's fields, not bytes: its lines are kept.
         var written: [UInt8] = []
         if bytes.isEmpty { head.serialize(into: &written) }
-        var sent: [UInt8] = []
-        request.sent?.serialize(into: &sent)
         let record = Exchange.Record(
-            request: request.head, sent: sent, response: head, forwarded: bytes.isEmpty ? written[...] : bytes,
-            edits: edits)
+            request: request, sent: sent, response: head, forwarded: bytes.isEmpty ? written[...] : bytes, edits: edits)
         // The outcomes the compact form cannot hold (none, usually).
         let rest = edits.rest
         let wake = state.withLock { s -> Wake? in
             s.sequence += 1
             s.ring[s.next] = Exchange(
-                sequence: s.sequence, context: context, record: record, requestTime: request.time,
+                sequence: s.sequence, context: context, record: record, requestTime: requestTime,
                 responseTime: time, engine: engine, dryRun: dryRun, rest: rest, judgement: judgement, site: site,
                 client: client)
             s.next = (s.next + 1) % capacity
@@ -98,6 +61,83 @@ public final class InspectorStore: Sendable {
             return s.wake
         }
         wake?.body()
+    }
+
+    /// One event loop's recording into the store: each request's head as the client sent it and as it went upstream,
+    /// copied at once into storage kept from one request to the next (so that the proxy's head storage is free to be
+    /// reused), until its response comes; then the exchange recorded when it carried cookies (a Set-Cookie received,
+    /// a Cookie sent, a lifecycle verdict). Used by its loop's thread alone: nothing is locked until an exchange is
+    /// recorded.
+    public final class Recorder {
+        public let store: InspectorStore
+        /// Heads' bytes, by slot; the free slots.
+        private var buffers: [[UInt8]] = []
+        private var free: [Int] = []
+        private struct Pending {
+            var slot: Int
+            var received: Int
+            var sendsCookies: Bool
+            var time: Int64
+        }
+        private var pending: [UInt64: Pending] = [:]
+        /// Requests that may wait for their responses at once (past it, the oldest are let go unrecorded).
+        static let pendingLimit = 4096
+
+        public init(store: InspectorStore) { self.store = store }
+
+        /// Requests waiting for their responses.
+        public var pendingCount: Int { pending.count }
+
+        /// The request head as the client sent it, before the rules and the proxy's own edits, and `sent`, as it
+        /// went upstream after them.
+        public func requestForwarded(id: UInt64, head: HTTPHead, sent: OutgoingHead? = nil, time: Int64) {
+            let slot: Int
+            if let reused = free.popLast() {
+                slot = reused
+            } else {
+                slot = buffers.count
+                buffers.append([])
+            }
+            buffers[slot].removeAll(keepingCapacity: true)
+            buffers[slot].append(contentsOf: head.bytes)
+            sent?.serialize(into: &buffers[slot])
+            let kept = Pending(slot: slot, received: head.bytes.count, sendsCookies: head.has(.cookie), time: time)
+            if let old = pending.updateValue(kept, forKey: id) { release(old.slot) }
+            if pending.count > Self.pendingLimit {
+                for (old, entry) in pending where old + UInt64(Self.pendingLimit) <= id {
+                    pending[old] = nil
+                    release(entry.slot)
+                }
+            }
+        }
+
+        /// The exchange ended: what its request left, if its response did not take it, is let go.
+        public func exchangeEnded(id: UInt64) {
+            if let entry = pending.removeValue(forKey: id) { release(entry.slot) }
+        }
+
+        private func release(_ slot: Int) {
+            if buffers[slot].capacity > 16384 { buffers[slot] = [] }
+            free.append(slot)
+        }
+
+        /// The response head as it goes to the client (`head.source`: as the upstream sent it), and `bytes`, as
+        /// written (empty for a client that reads typed messages). Recorded when the exchange carried cookies.
+        public func responseForwarded(
+            context: ExchangeContext, head: OutgoingHead, bytes: ArraySlice<UInt8>, engine: RuleEngine, dryRun: Bool,
+            time: Int64, edits: borrowing LineEdits = LineEdits(),
+            judged: (RequestJudgement?, RequestSite.Kind?, client: String?) = (nil, nil, nil)
+        ) {
+            guard let request = pending.removeValue(forKey: context.requestID) else { return }
+            defer { release(request.slot) }
+            let setsCookies = head.source.fields.contains { $0.known == .setCookie }
+            guard setsCookies || request.sendsCookies || !(judged.0?.verdicts.isEmpty ?? true) else { return }
+            let heads = buffers[request.slot]
+            store.record(
+                context: context, request: heads[..<request.received], sent: heads[request.received...],
+                requestTime: request.time, head: head, bytes: bytes, engine: engine, dryRun: dryRun, time: time,
+                edits: edits, judged: judged)
+        }
     }
 
     /// Held exchanges in the order they were recorded, those after `sequence` only when given. The ring is in

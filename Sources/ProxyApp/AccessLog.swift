@@ -90,6 +90,9 @@ package final class AccessLog: ExchangeObserver {
         /// Requests waiting for their exchange's end.
         package var pendingCount: Int { pending.count }
 
+        /// A line is a request's and its end's: the Set-Cookie lines are not read.
+        package var readsLines: Bool { false }
+
         package func requestForwarded(_ request: borrowing ForwardedRequest) {
             let head = request.received
             var kept = Pending()

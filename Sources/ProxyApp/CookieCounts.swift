@@ -124,12 +124,19 @@ package final class CookieCounts: Sendable {
     }
 }
 
-/// The metrics (`--metrics`) as an observer: what happened to cookies (``CookieCounts``), the responses forwarded
-/// and the exchanges' durations (``ResponseCounts``), and the totals every run keeps (``CookieTotals``, another
-/// observer of the same list). Nothing it exposes is counted anywhere but by observers.
+/// The metrics (`--metrics`) as an observer: Set-Cookie lines seen and changed, request cookies a rule changed, what
+/// happened to cookies by rule and finding (``CookieCounts``), the responses forwarded and the exchanges' durations
+/// (``ResponseCounts``). Nothing it exposes is counted anywhere but by its parts.
 package final class MetricsObserver: ExchangeObserver {
     package let cookies = CookieCounts()
     package let responses: ResponseCounts
+    /// Set-Cookie lines the stage read.
+    package let linesSeen = AtomicCounter()
+    /// Set-Cookie lines a rule rewrote or dropped (not counted in a dry run: nothing was changed).
+    package let linesChanged = AtomicCounter()
+    /// Cookies of requests' Cookie headers a `request-cookie` rule removed, set, added or renamed (in a dry run:
+    /// would have).
+    package let requestCookiesChanged = AtomicCounter()
     /// Whether the lifecycle judges requests (its verdicts are exposed only then).
     let lifecycle: Bool
 
@@ -144,44 +151,48 @@ package final class MetricsObserver: ExchangeObserver {
     /// it, by code and severity (``FindingKeys``), added as each line is seen to the loop's ``CookieCounts/LoopCounts``;
     /// each request's verdicts; each response by class; each exchange's durations.
     final class Part: LoopObserver {
+        let metrics: MetricsObserver
         let counts: CookieCounts
         let responses: ResponseCounts
-        /// The loop's counts under the rule set of the response in hand (made at the loop's first line).
+        /// The response's lines seen and changed, added up once it is forwarded.
+        var seen = 0
+        var changed = 0
+        /// The loop's counts under the rule set of the response in hand (made at the loop's first line), and its
+        /// rows.
         var current: CookieCounts.LoopCounts? = nil
+        var rewritten = AtomicCounters(count: 0)
+        var dropped = AtomicCounters(count: 0)
+        var findings = AtomicCounters(count: 0)
         /// ``current``'s rule set's rules that drop a line and those that edit one (``RuleEngine/cookieRuleDrops``),
         /// taken once per rule set, not per line.
         var drops: [Bool] = []
         var edits: [Bool] = []
 
-        init(_ metrics: MetricsObserver) { (counts, responses) = (metrics.cookies, metrics.responses) }
+        init(_ metrics: MetricsObserver) {
+            (self.metrics, counts, responses) = (metrics, metrics.cookies, metrics.responses)
+        }
 
         /// The loop's counts are replaced: for another rule set, or with room for `findingKeys` keys.
         private func replace(engine: RuleEngine, findingKeys: Int) {
-            current = counts.replace(current, engine: engine, findingKeys: findingKeys)
+            let made = counts.replace(current, engine: engine, findingKeys: findingKeys)
+            (current, rewritten, dropped, findings) = (made, made.rewritten, made.dropped, made.findings)
             (drops, edits) = (engine.cookieRuleDrops, engine.cookieRuleEdits)
         }
 
         func requestForwarded(_ request: borrowing ForwardedRequest) {
             if let judged = request.judged { counts.judged(judged.verdicts) }
+            if !request.cookieEdits.isEmpty { metrics.requestCookiesChanged.add(request.cookieEdits.count) }
         }
 
         func line(_ line: borrowing SetCookieLine, of response: ForwardedResponse) {
+            seen += 1
             if current?.engine !== response.engine {
-                replace(engine: response.engine, findingKeys: max(current?.findings.count ?? 0, 64))
+                replace(engine: response.engine, findingKeys: max(findings.count, 64))
             }
-            let loop = current!
             if !line.dryRun, line.changed {
+                changed += 1
                 // Each rule that did it: a drop counts for the rules that drop, a rewrite for those that edit.
-                let (counters, did) = line.dropped ? (loop.dropped, drops) : (loop.rewritten, edits)
-                var bits = line.matchedRulesLow
-                while bits != 0 {
-                    let k = bits.trailingZeroBitCount
-                    if k < counters.count && did[k] { counters.add(k, 1) }
-                    bits &= bits - 1
-                }
-                if line.beyond64 {
-                    for k in line.rulesBeyond64 where k < counters.count && did[k] { counters.add(k, 1) }
-                }
+                if line.dropped { count(line, in: dropped, drops) } else { count(line, in: rewritten, edits) }
             }
             let keys = line.forwardedKeys(response)
             if keys == .overflow {
@@ -191,16 +202,34 @@ package final class MetricsObserver: ExchangeObserver {
             }
         }
 
+        /// One for each rule that matched `line` and whose action `did` says is of this kind.
+        @inline(__always)
+        private func count(_ line: borrowing SetCookieLine, in counters: AtomicCounters, _ did: [Bool]) {
+            var bits = line.matchedRulesLow
+            while bits != 0 {
+                let k = bits.trailingZeroBitCount
+                if k < counters.count && did[k] { counters.add(k, 1) }
+                bits &= bits - 1
+            }
+            if line.beyond64 {
+                for k in line.rulesBeyond64 where k < counters.count && did[k] { counters.add(k, 1) }
+            }
+        }
+
         @inline(__always)
         private func count(_ key: Int, _ response: ForwardedResponse) {
-            if key >= current!.findings.count {
-                replace(engine: response.engine, findingKeys: max(key + 1, 2 * current!.findings.count))
+            if key >= findings.count {
+                replace(engine: response.engine, findingKeys: max(key + 1, 2 * findings.count))
             }
-            current!.findings.add(key, 1)
+            findings.add(key, 1)
         }
 
         func responseForwarded(_ response: ForwardedResponse, head: OutgoingHead, bytes: ArraySlice<UInt8>) {
             responses.count(response.context)
+            guard seen > 0 else { return }
+            metrics.linesSeen.add(seen)
+            if changed > 0 { metrics.linesChanged.add(changed) }
+            (seen, changed) = (0, 0)
         }
 
         func exchangeFinished(_ exchange: borrowing FinishedExchange) {

@@ -15,10 +15,10 @@ final class CookieStage: ExchangeStage {
     var parser = SetCookieParser()
     var rewrite = SetCookieRewrite()
     var shapes = CookieShapeCache()
-    /// This loop's part of each observer: a chain, each link handing on to the next (nil: no observer).
+    /// This loop's part of each observer: a chain, each link handing on to the next (nil: no observer); and the
+    /// chain of those that read lines (``LoopObserver/readsLines``).
     let observers: Observers?
-    /// What parts work out from a line (its parsed cookies, its lint), once for all of them.
-    let facts = LineFacts()
+    let lineObservers: Observers?
     /// The response in hand, as the parts are lent it (refilled for each response).
     let response: ForwardedResponse
     /// Where the rewritten line is copied for the parts (its storage reused from one line to the next).
@@ -28,11 +28,13 @@ final class CookieStage: ExchangeStage {
         self.hooks = hooks
         let parts = hooks.observers.compactMap { $0.makeLoopObserver() }
         observers = parts.reversed().reduce(nil) { next, part in Observers(part, next: next) }
+        lineObservers = parts.filter(\.readsLines).reversed().reduce(nil) { next, part in Observers(part, next: next) }
         response = ForwardedResponse(tracker: hooks.tracker, engine: hooks.current)
     }
 
     func willForwardRequest(_ head: inout OutgoingHead, context: ExchangeContext) {
-        let time = RulesHooks.wallMilliseconds()
+        // The clock is read for whoever reads the time: a part, the lifecycle's jar.
+        let time = observers != nil || hooks.lifecycle ? RulesHooks.wallMilliseconds() : 0
         let (engine, facts) = hooks.forwardRequest(&head, context: context, time: time)
         guard let observers else { return }
         let request = ForwardedRequest(
@@ -50,59 +52,83 @@ final class CookieStage: ExchangeStage {
             engine.readsSite
             ? MessageContext(context, site: hooks.tracker.site(of: context.requestID)?.kind)
             : engine.readsMessageContext ? MessageContext(context) : .unread
-        let planHasMessage = engine.readsSite || engine.readsMessageContext
         let plan = engine.cookiePlan(consume message)
         let dryRun = hooks.dryRun
         let actions = dryRun ? [] : engine.responseHeaderActions(plan.context)
         if !actions.isEmpty { RulesHooks.applyHeaderActions(actions, to: &head) }
-        let observing = observers != nil
-        guard dryRun || observing || !plan.isEmpty else { return }
+        let observers = lineObservers
+        guard dryRun || observers != nil || !plan.isEmpty else {
+            if self.observers != nil {
+                response.refill(
+                    context: context, engine: engine, message: nil, siteNoted: hooks.lifecycle || engine.readsSite,
+                    dryRun: dryRun, time: 0)
+            }
+            return
+        }
         // The clock is read once, for a response with Set-Cookie lines (received, or added by a header action).
         let time = head.source.has(.setCookie) || !actions.isEmpty ? RulesHooks.wallMilliseconds() : 0
         let response = self.response
-        response.refill(
-            context: context, engine: engine, plan: plan, planHasMessage: planHasMessage,
-            siteNoted: hooks.lifecycle || engine.readsSite, dryRun: dryRun, time: time)
+        if self.observers != nil {
+            response.refill(
+                context: context, engine: engine,
+                message: engine.readsSite || engine.readsMessageContext ? plan.context : nil,
+                siteNoted: hooks.lifecycle || engine.readsSite, dryRun: dryRun, time: time)
+        }
+        var (seen, changedCount) = (0, 0)
         var droppedLines: [Int] = []
         for index in 0..<head.count where head.name(at: index, is: .setCookie) {
-            // The received field the line is, and its bytes as a slice of the head (nothing copied).
-            var field: Int? = nil
-            if observing, case .original(let f) = head.lines[index] { field = f }
-            let received = observing ? head.valueBytes(at: index) : []
+            seen += 1
             var edit = RuleEngine.Edit.untouched
             // The line is parsed where it lies in the head; the rules' result is written by the rewrite, and put
             // into the head after this borrow of it ends.
             head.withValueBytes(at: index) { original in
                 edit = engine.apply(
-                    response.plan, line: original, now: time / 1000, parser: &parser, rewrite: &rewrite,
-                    shapes: &shapes)
+                    plan, line: original, now: time / 1000, parser: &parser, rewrite: &rewrite, shapes: &shapes)
             }
             let (changed, dropped) = (edit.dropped || edit.rewritten, edit.dropped)
-            if changed && !dryRun {
-                if dropped {
-                    droppedLines.append(index)
-                } else {
-                    rewrite.withOutput { head.replaceValue(at: index, with: $0) }
+            guard let observers else {
+                if changed && !dryRun {
+                    changedCount += 1
+                    if dropped {
+                        droppedLines.append(index)
+                    } else {
+                        rewrite.withOutput { head.replaceValue(at: index, with: $0) }
+                    }
                 }
+                continue
             }
-            guard let observers else { continue }
+            // The received field the line is, and its bytes as a slice of the head (nothing copied); what the rules
+            // made of it copied once into storage kept from line to line.
+            var field: Int? = nil
+            if case .original(let f) = head.lines[index] { field = f }
+            let received = head.valueBytes(at: index)
             var rewritten: ArraySlice<UInt8>? = nil
             if edit.rewritten && !dropped {
                 scratch.removeAll(keepingCapacity: true)
                 rewrite.withOutput { scratch.append(contentsOf: $0) }
                 rewritten = scratch[...]
             }
-            facts.reset()
+            if changed && !dryRun {
+                changedCount += 1
+                if dropped {
+                    droppedLines.append(index)
+                } else {
+                    rewrite.withOutput { head.replaceValue(at: index, with: $0) }
+                }
+            }
+            response.facts.reset()
             observers.line(
-                SetCookieLine(
-                    received: received, rewritten: rewritten, edit: edit, field: field, dryRun: dryRun, facts: facts),
+                SetCookieLine(received: received, rewritten: rewritten, edit: edit, field: field, dryRun: dryRun),
                 of: response)
         }
+        if seen > 0 { hooks.seen.add(seen) }
+        if changedCount > 0 { hooks.changed.add(changedCount) }
         for index in droppedLines.reversed() { head.remove(at: index) }
     }
 
     func didForwardResponse(_ head: OutgoingHead, bytes: ArraySlice<UInt8>, context: ExchangeContext) {
-        // With parts to tell, ``willForwardResponse(_:context:)`` refilled the response for this head.
+        // With parts to tell, ``willForwardResponse(_:context:)`` refilled the response for this head, whatever it did
+        // with its lines.
         guard let observers else { return }
         observers.responseForwarded(response, head: head, bytes: bytes)
     }

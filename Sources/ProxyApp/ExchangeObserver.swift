@@ -25,6 +25,10 @@ package protocol ExchangeObserver: Sendable {
 /// The events are values (or, for the response, the loop's own object for it) lent for the call: keep what you need
 /// from them, not them.
 package protocol LoopObserver: AnyObject {
+    /// Whether it is told each line (``line(_:of:)``); true unless it says otherwise. A part that reads no line says
+    /// false, and a response's lines then cost it nothing (when no part reads lines and no rule applies, the stage
+    /// does not read them at all).
+    var readsLines: Bool { get }
     func requestForwarded(_ request: borrowing ForwardedRequest)
     func line(_ line: borrowing SetCookieLine, of response: ForwardedResponse)
     func responseForwarded(_ response: ForwardedResponse, head: OutgoingHead, bytes: ArraySlice<UInt8>)
@@ -32,6 +36,7 @@ package protocol LoopObserver: AnyObject {
 }
 
 extension LoopObserver {
+    package var readsLines: Bool { true }
     package func requestForwarded(_ request: borrowing ForwardedRequest) {}
     package func line(_ line: borrowing SetCookieLine, of response: ForwardedResponse) {}
     package func responseForwarded(_ response: ForwardedResponse, head: OutgoingHead, bytes: ArraySlice<UInt8>) {}
@@ -76,45 +81,56 @@ package final class ForwardedResponse {
     package private(set) var dryRun: Bool
     /// Milliseconds since the epoch (read once per response with Set-Cookie lines; 0 for one without).
     package private(set) var time: Int64
-    /// The plan the rules run on this response's lines.
-    private(set) var plan: RuleEngine.CookiePlan
-    /// Whether ``plan``'s message was made (the rules read it); else it is made at the first ask.
-    private var planHasMessage = false
+    /// The request as the rules read it, when they did (made with the plan); else made at the first ask. In a box
+    /// of its own, whose constant is lent without a copy (lending an object's variable copied every string it
+    /// holds, at every line).
+    private var made: MessageBox? = nil
     /// Whether the request's site context was noted (the lifecycle on, or a `site` condition), to be read back.
     private var siteNoted = false
-    private var made: MessageContext? = nil
     private let tracker: LifecycleTracker
+    /// The loop's memo table, where the line in hand's memo is looked up when a part first asks.
+    let facts = LineFacts()
 
     init(tracker: LifecycleTracker, engine: RuleEngine) {
         self.tracker = tracker
         (context, self.engine, dryRun, time) = (.empty, engine, false, 0)
-        plan = engine.cookiePlan(.unread)
     }
 
-    /// The next response's facts.
+    /// The next response's facts; `message`: the request as the rules read it, when they did.
     func refill(
-        context: ExchangeContext, engine: RuleEngine, plan: consuming RuleEngine.CookiePlan, planHasMessage: Bool,
-        siteNoted: Bool, dryRun: Bool, time: Int64
+        context: ExchangeContext, engine: RuleEngine, message: MessageContext?, siteNoted: Bool, dryRun: Bool,
+        time: Int64
     ) {
         self.context = context
         if self.engine !== engine { self.engine = engine }
-        self.plan = plan
-        (self.planHasMessage, self.siteNoted) = (planHasMessage, siteNoted)
-        made = nil
+        made = message.map { MessageBox($0) }
+        self.siteNoted = siteNoted
         (self.dryRun, self.time) = (dryRun, time)
     }
 
     /// The request as the rules and the lint read it: its URL and site context (RFC 6265bis §5.2, when the lifecycle
     /// or a `site` condition worked it out for the request). Made at the first ask when the rules did not make it.
-    package var message: MessageContext {
-        if planHasMessage { return plan.context }
+    package var message: MessageContext { withMessage { $0 } }
+
+    /// `body` with ``message``, lent rather than copied (a copy counts every string and array it holds).
+    package func withMessage<R>(_ body: (borrowing MessageContext) -> R) -> R { body(messageBox.message) }
+
+    /// ``message`` in its box (made at the first ask).
+    var messageBox: MessageBox {
         if let made { return made }
-        let m = MessageContext(context, site: siteNoted ? tracker.site(of: context.requestID)?.kind : nil)
-        made = m
-        return m
+        let box = MessageBox(MessageContext(context, site: siteNoted ? tracker.site(of: context.requestID)?.kind : nil))
+        made = box
+        return box
     }
 
-    package var site: RequestSite.Kind? { message.site }
+    package var site: RequestSite.Kind? { withMessage { $0.site } }
+}
+
+/// A request's ``MessageContext`` in an object of its own, whose constant is read in place (reading it out of an
+/// object's variable, or lending it as a whole, copied every string it holds, at every line).
+final class MessageBox {
+    let message: MessageContext
+    init(_ message: consuming MessageContext) { self.message = message }
 }
 
 /// One Set-Cookie line of a response as the cookie stage decided it: the line as received, what the rules made of it,
@@ -133,8 +149,6 @@ package struct SetCookieLine {
     package let field: Int?
     /// Nothing was changed: the client got ``received``.
     package let dryRun: Bool
-    /// The loop's memo table, where this line's is looked up when a part first asks.
-    let facts: LineFacts
 
     /// A rule dropped the line (in a dry run: would have).
     package var dropped: Bool { edit.dropped }
@@ -162,7 +176,7 @@ package struct SetCookieLine {
 
     /// What is worked out from the line (its parsed cookies, the attribute changes, the lint), made when a part
     /// first asks and kept for the next time the same line is decided the same way (``LineMemo``).
-    func memo(_ response: ForwardedResponse) -> LineMemo { facts.memo(self, response) }
+    func memo(_ response: ForwardedResponse) -> LineMemo { response.facts.memo(self, response) }
 
     /// What the rules did, attribute by attribute (``Transformation/changes``), with the rules' names and places.
     package func transformation(_ response: ForwardedResponse) -> Transformation {
@@ -238,9 +252,10 @@ package struct SetCookieLine {
     }
 
     static func lint(_ cookie: SetCookie, _ response: ForwardedResponse) -> [LintFinding] {
-        let message = response.message
-        return CookieLint.findings(for: cookie, from: message.requestURL, now: response.time / 1000)
-            + CookieLint.siteFindings(for: cookie, site: message.site)
+        response.withMessage { message in
+            CookieLint.findings(for: cookie, from: message.requestURL, now: response.time / 1000)
+                + CookieLint.siteFindings(for: cookie, site: message.site)
+        }
     }
 }
 

@@ -85,8 +85,10 @@ struct LintPlace {
         (scheme, host, port, path, site) = (m.scheme, m.host, m.port, m.path, m.site)
     }
 
+    /// Whether it is `box`'s request's place (its fields read where they lie).
     @inline(__always)
-    func isFor(_ m: borrowing MessageContext) -> Bool {
-        port == m.port && site == m.site && host == m.host && path == m.path && scheme == m.scheme
+    func isFor(_ box: MessageBox) -> Bool {
+        port == box.message.port && site == box.message.site && host == box.message.host
+            && path == box.message.path && scheme == box.message.scheme
     }
 }

@@ -33,7 +33,7 @@ final class LineMemo {
     var record = JSONWriter(capacity: 0)
     var recorded = false
 
-    init(digest: UInt64, _ line: borrowing SetCookieLine, _ m: MessageContext, second: Int64, dryRun: Bool) {
+    init(digest: UInt64, _ line: borrowing SetCookieLine, _ m: borrowing MessageContext, second: Int64, dryRun: Bool) {
         self.digest = digest
         original = Array(line.received)
         result = line.edited.map { Array($0) }
@@ -44,7 +44,7 @@ final class LineMemo {
 
     /// Whether it was made for this line of this response (the lines compared with memcmp).
     @inline(__always)
-    func matches(_ line: borrowing SetCookieLine, _ m: MessageContext, second: Int64, dryRun: Bool) -> Bool {
+    func matches(_ line: borrowing SetCookieLine, _ m: MessageBox, second: Int64, dryRun: Bool) -> Bool {
         let edited = line.edited
         guard self.second == second, self.dryRun == dryRun, rulesLow == line.matchedRulesLow,
             (result == nil) == (edited == nil), Self.same(original, line.received),
@@ -93,16 +93,16 @@ final class LineFacts {
         let second = response.time / 1000
         let digest = line.digest(second: second)
         let slot = Int(truncatingIfNeeded: digest >> UInt64(64 - Self.slotBits))
-        let message = response.message
-        if let kept = memos[slot], kept.digest == digest,
-            kept.matches(line, message, second: second, dryRun: response.dryRun)
-        {
-            held = kept
-            return kept
+        let dryRun = response.dryRun
+        let box = response.messageBox
+        let found: LineMemo
+        if let kept = memos[slot], kept.digest == digest, kept.matches(line, box, second: second, dryRun: dryRun) {
+            found = kept
+        } else {
+            found = LineMemo(digest: digest, line, box.message, second: second, dryRun: dryRun)
+            memos[slot] = found
         }
-        let made = LineMemo(digest: digest, line, message, second: second, dryRun: response.dryRun)
-        memos[slot] = made
-        held = made
-        return made
+        held = found
+        return found
     }
 }

@@ -24,14 +24,14 @@ struct Metrics: Sendable {
     var verdicts: [(verdict: String, reason: String, count: Int)]
     var startTime: Double
 
-    /// The process's counters now: the server's, and the observers' (the totals every run keeps, the metrics').
-    init(server: ProxyServer, totals: CookieTotals, metrics: MetricsObserver, log: LogSink?, startTime: Double) {
+    /// The process's counters now: the server's, and the metrics observer's.
+    init(server: ProxyServer, metrics: MetricsObserver, log: LogSink?, startTime: Double) {
         requests = server.requests
         openConnections = server.connections
         interceptedConnections = server.intercepted
-        setCookieLinesExamined = totals.seen.load()
-        setCookieLinesChanged = totals.changed.load()
-        requestCookiesChanged = totals.requestCookiesChanged.load()
+        setCookieLinesExamined = metrics.linesSeen.load()
+        setCookieLinesChanged = metrics.linesChanged.load()
+        requestCookiesChanged = metrics.requestCookiesChanged.load()
         responses = metrics.responses.samples
         let counted = Dictionary(uniqueKeysWithValues: server.closingCounts.map { ($0.0.rawValue, $0.1) })
         closings = ProxyServer.Closing.allCases.map { ($0, counted[$0.rawValue] ?? 0) }

@@ -183,17 +183,16 @@ public enum ProxyApp {
         let lifecycle = c.lifecycle && (sink != nil || store != nil || c.report)
         let metricsObserver = c.metrics.map { _ in MetricsObserver(reverse: c.isReverse, lifecycle: lifecycle) }
         let report = c.report ? RunReport() : nil
-        let totals = CookieTotals()
         let observers =
             builtInObservers(
                 log: sink, inspector: store, tracker: tracker, lifecycle: lifecycle, report: report,
                 metrics: metricsObserver,
-                accessLog: accessLog, totals: totals) + c.observers
+                accessLog: accessLog) + c.observers
         let hooks = RulesHooks(
             engine: RuleEngine(rules), dryRun: c.dryRun, intercept: c.intercept, lifecycle: lifecycle,
             tracker: tracker, observers: observers)
         let runtime = ProxyRuntime(
-            hooks: hooks, rulesPath: c.rulesPath, sink: sink, accessLog: accessLog, report: report, totals: totals,
+            hooks: hooks, rulesPath: c.rulesPath, sink: sink, accessLog: accessLog, report: report,
             extraRules: c.extraRules)
         let tls = try tlsSetup(c, wanted: hooks.wantsInterception, described: hooks.interceptDescription)
         let service: InspectorService
@@ -233,7 +232,7 @@ public enum ProxyApp {
             let started = Date().timeIntervalSince1970
             do {
                 metrics = try MetricsServer(host: host, port: port, token: service.token) {
-                    Metrics(server: proxy, totals: totals, metrics: observer, log: sink, startTime: started)
+                    Metrics(server: proxy, metrics: observer, log: sink, startTime: started)
                 }
             } catch {
                 proxy.shutdown(deadline: 0)

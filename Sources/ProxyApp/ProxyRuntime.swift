@@ -13,20 +13,19 @@ package final class ProxyRuntime {
     let extraRules: [Rule]
     private var fingerprint: String
     private let sink: LogSink?
-    /// The access log (`--access-log`), the run report (`--report`) and the totals the exit line says: observers
-    /// whose files and counts the runtime reopens, closes and reads.
+    /// The access log (`--access-log`) and the run report (`--report`): observers whose file and findings the runtime
+    /// reopens, closes and reads.
     let accessLog: AccessLog?
     let report: RunReport?
-    let totals: CookieTotals
     /// The last reload: time, whether it took, and what was said (null until one happens).
     package let reloadStatus = Locked<JSONValue>(.null)
 
     package init(
         hooks: RulesHooks, rulesPath: String?, sink: LogSink?, accessLog: AccessLog? = nil, report: RunReport? = nil,
-        totals: CookieTotals = CookieTotals(), extraRules: [Rule] = []
+        extraRules: [Rule] = []
     ) {
         self.hooks = hooks
-        (self.accessLog, self.report, self.totals) = (accessLog, report, totals)
+        (self.accessLog, self.report) = (accessLog, report)
         self.extraRules = extraRules
         self.rulesPath = rulesPath
         self.sink = sink
@@ -127,7 +126,7 @@ package final class ProxyRuntime {
     var statusSummary: String {
         let dropped = sink?.droppedCount ?? 0
         return
-            "\(totals.changed.load()) cookies rewritten · \(totals.seen.load()) seen"
+            "\(hooks.changed.load()) cookies rewritten · \(hooks.seen.load()) seen"
             + (dropped > 0 ? " · \(dropped) log records dropped" : "")
     }
 }

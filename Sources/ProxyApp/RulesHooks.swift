@@ -21,6 +21,11 @@ package final class RulesHooks: ProxyHooks, Sendable {
     let lifecycle: Bool
     /// What is told every step of every exchange (``ExchangeObserver``), in order.
     let observers: [any ExchangeObserver]
+    /// What the exit line says (`N cookies rewritten · M seen`): Set-Cookie lines the stages read, and those a rule
+    /// rewrote or dropped (not in a dry run). The stage's own count of its work, not an observer's: with no rule and
+    /// no observer a line is not read at all.
+    package let seen = AtomicCounter()
+    package let changed = AtomicCounter()
 
     /// Hosts named with --intercept / --intercept-all.
     let interceptFlags: HostPatternList

@@ -8,14 +8,14 @@ import Locking
 import ProxyCore
 
 /// The built-in observers, in the order they are told: the log, the inspector, the lifecycle, the run report, the
-/// metrics, the access log, then the totals the exit line says. Each given is nil when off.
+/// metrics, the access log. Each given is nil when off.
 package func builtInObservers(
     log: LogSink?, inspector: InspectorStore?, tracker: LifecycleTracker, lifecycle: Bool, report: RunReport?,
-    metrics: MetricsObserver?, accessLog: AccessLog?, totals: CookieTotals
+    metrics: MetricsObserver?, accessLog: AccessLog?
 ) -> [any ExchangeObserver] {
     let all: [(any ExchangeObserver)?] = [
         log, inspector.map { InspectorObserver(store: $0, tracker: lifecycle ? tracker : nil) },
-        lifecycle ? LifecycleObserver(tracker: tracker) : nil, report, metrics, accessLog, totals,
+        lifecycle ? LifecycleObserver(tracker: tracker) : nil, report, metrics, accessLog,
     ]
     return all.compactMap { $0 }
 }
@@ -72,17 +72,23 @@ final class InspectorObserver: ExchangeObserver {
     func makeLoopObserver() -> (any LoopObserver)? { Notes(store: store, tracker: tracker) }
 
     final class Notes: LoopObserver {
-        let store: InspectorStore
+        /// This loop's recording: each request's heads until its response.
+        let recorder: InspectorStore.Recorder
         let tracker: LifecycleTracker?
         /// The response's outcomes, one per received line (the storage is kept from one response to the next).
         var edits = LineEdits()
 
-        init(store: InspectorStore, tracker: LifecycleTracker?) { (self.store, self.tracker) = (store, tracker) }
+        init(store: InspectorStore, tracker: LifecycleTracker?) {
+            (recorder, self.tracker) = (InspectorStore.Recorder(store: store), tracker)
+        }
 
         func requestForwarded(_ request: borrowing ForwardedRequest) {
-            store.requestForwarded(
-                id: request.context.requestID, head: request.received, sent: request.sent,
-                time: request.time)
+            recorder.requestForwarded(
+                id: request.context.requestID, head: request.received, sent: request.sent, time: request.time)
+        }
+
+        func exchangeFinished(_ exchange: borrowing FinishedExchange) {
+            recorder.exchangeEnded(id: exchange.context.requestID)
         }
 
         func line(_ line: borrowing SetCookieLine, of response: ForwardedResponse) {
@@ -100,7 +106,7 @@ final class InspectorObserver: ExchangeObserver {
 
         func responseForwarded(_ response: ForwardedResponse, head: OutgoingHead, bytes: ArraySlice<UInt8>) {
             let context = response.context
-            store.responseForwarded(
+            recorder.responseForwarded(
                 context: context, head: head, bytes: bytes, engine: response.engine, dryRun: response.dryRun,
                 time: RulesHooks.wallMilliseconds(), edits: edits,
                 judged: tracker?.judged(context.requestID) ?? (nil, nil, nil))
@@ -175,45 +181,5 @@ extension RunReport: ExchangeObserver, LoopObserver {
         self.findings(
             findings, cookie: line.forwardedCookie(response)?.name ?? "", rules: line.rules(response),
             context: response.context, time: response.time)
-    }
-}
-
-/// What the exit line says (`N cookies rewritten · M seen`) and the metrics read: Set-Cookie lines seen and changed,
-/// request cookies a rule changed. Always on; each loop counts in plain integers and adds them up once per response.
-package final class CookieTotals: ExchangeObserver {
-    /// Set-Cookie lines the cookie stage read.
-    package let seen = AtomicCounter()
-    /// Set-Cookie lines a rule rewrote or dropped (not counted in a dry run: nothing was changed).
-    package let changed = AtomicCounter()
-    /// Cookies of requests' Cookie headers a `request-cookie` rule removed, set, added or renamed (in a dry run:
-    /// would have).
-    package let requestCookiesChanged = AtomicCounter()
-
-    package init() {}
-
-    package func makeLoopObserver() -> (any LoopObserver)? { Part(self) }
-
-    final class Part: LoopObserver {
-        let totals: CookieTotals
-        var seen = 0
-        var changed = 0
-
-        init(_ totals: CookieTotals) { self.totals = totals }
-
-        func requestForwarded(_ request: borrowing ForwardedRequest) {
-            if !request.cookieEdits.isEmpty { totals.requestCookiesChanged.add(request.cookieEdits.count) }
-        }
-
-        func line(_ line: borrowing SetCookieLine, of response: ForwardedResponse) {
-            seen += 1
-            if !line.dryRun && line.changed { changed += 1 }
-        }
-
-        func responseForwarded(_ response: ForwardedResponse, head: OutgoingHead, bytes: ArraySlice<UInt8>) {
-            guard seen > 0 else { return }
-            totals.seen.add(seen)
-            if changed > 0 { totals.changed.add(changed) }
-            (seen, changed) = (0, 0)
-        }
     }
 }

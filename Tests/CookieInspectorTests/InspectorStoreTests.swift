@@ -25,7 +25,9 @@ import Testing
         if let cookie { request += "Cookie: \(cookie)\r\n" }
         request += "\r\n"
         let parser = HTTPHeadParser()
-        store.requestForwarded(id: id, head: try parser.parseRequest(Array(request.utf8)).head, time: seconds * 1000)
+        let recorder = InspectorStore.Recorder(store: store)
+        recorder.requestForwarded(
+            id: id, head: try parser.parseRequest(Array(request.utf8)).head, time: seconds * 1000)
         let response =
             "HTTP/1.1 200 OK\r\n" + setCookies.map { "Set-Cookie: \($0)\r\n" }.joined() + "Content-Length: 0\r\n\r\n"
         var head = OutgoingHead(try parser.parseResponse(Array(response.utf8)).head)
@@ -42,7 +44,7 @@ import Testing
         }
         var bytes: [UInt8] = []
         head.serialize(into: &bytes)
-        store.responseForwarded(
+        recorder.responseForwarded(
             context: context(id, host: host), head: head, bytes: bytes[...], engine: engine, dryRun: false,
             time: seconds * 1000, edits: edits)
     }

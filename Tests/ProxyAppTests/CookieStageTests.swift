@@ -19,18 +19,17 @@ import Testing
         requestID: 7, clientAddress: "127.0.0.1", method: "GET", scheme: "https", host: "bin.example.com", port: 443,
         target: "/login", status: 200)
 
-    /// The hooks with the built-in observers given (the totals always) and `observers` after them, as `run` makes
-    /// them.
+    /// The hooks with the built-in observers given and `observers` after them, as `run` makes them.
     static func hooks(
         _ engine: RuleEngine, dryRun: Bool = false, log: LogSink? = nil, inspector: InspectorStore? = nil,
-        metrics: MetricsObserver? = nil, totals: CookieTotals = CookieTotals(), observers: [any ExchangeObserver] = []
+        metrics: MetricsObserver? = nil, observers: [any ExchangeObserver] = []
     ) -> RulesHooks {
         let tracker = LifecycleTracker()
         return RulesHooks(
             engine: engine, dryRun: dryRun, intercept: HostPatternList(), tracker: tracker,
             observers: builtInObservers(
                 log: log, inspector: inspector, tracker: tracker, lifecycle: false, report: nil, metrics: metrics,
-                accessLog: nil, totals: totals) + observers)
+                accessLog: nil) + observers)
     }
 
     /// `lines` as a response head through the hooks' stage; the head's bytes as the client would get them.
@@ -71,16 +70,15 @@ import Testing
             ("X-Other:   spaced   ", "X-Other:   spaced   "),
         ] as [(String, String?)])
     func aTargetedCookieIsRewrittenAndEveryOtherLineIsLeftByteForByte(_ line: String, _ expected: String?) throws {
-        let totals = CookieTotals()
-        let hooks = Self.hooks(try Self.engine(Self.rules), totals: totals)
+        let hooks = Self.hooks(try Self.engine(Self.rules))
         let out = try Self.forward(hooks, [line])
         if let expected {
             #expect(out == "HTTP/1.1 200 OK\r\n\(expected)\r\nContent-Length: 0\r\n\r\n")
         } else {
             #expect(out == "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
         }
-        #expect(totals.seen.load() == (line.lowercased().hasPrefix("set-cookie") ? 1 : 0))
-        #expect(totals.changed.load() == (expected == line ? 0 : 1))
+        #expect(hooks.seen.load() == (line.lowercased().hasPrefix("set-cookie") ? 1 : 0))
+        #expect(hooks.changed.load() == (expected == line ? 0 : 1))
     }
 
     /// An observer of the stage's own, added with no other change: it is handed every line's outcome (the rules
@@ -230,8 +228,8 @@ import Testing
                     request-cookie remove _ga
                 }
                 """
-        let (metrics, totals) = (MetricsObserver(reverse: false, lifecycle: false), CookieTotals())
-        let hooks = Self.hooks(try Self.engine(rules), metrics: metrics, totals: totals)
+        let metrics = MetricsObserver(reverse: false, lifecycle: false)
+        let hooks = Self.hooks(try Self.engine(rules), metrics: metrics)
         let counts = metrics.cookies
         let stage = hooks.makeStage()
         _ = try Self.forward(
@@ -245,7 +243,8 @@ import Testing
             counts.transformationSamples.map { ("\($0.rule) \($0.action)", $0.count) }, uniquingKeysWith: +)
         #expect(samples["drop tracking drop"] == 1 && samples["share login with subdomains rewrite"] == 1)
         #expect(samples["log everything drop"] ?? 0 == 0 && samples["log everything rewrite"] ?? 0 == 0, "\(samples)")
-        #expect(totals.changed.load() == 2 && totals.requestCookiesChanged.load() == 1)
+        #expect(metrics.linesChanged.load() == 2 && metrics.requestCookiesChanged.load() == 1)
+        #expect(metrics.linesSeen.load() == 2 && hooks.changed.load() == 2)
         let pairs = Set(counts.verdictSamples.map { "\($0.verdict) \($0.reason)" })
         #expect(pairs.contains("sent-not-set not-seen") && pairs.contains("sent-as-expected none"))
         #expect(!pairs.contains("sent-other-value lint") && !pairs.contains("expected-not-sent not-seen"))
@@ -304,7 +303,9 @@ import Testing
         let stage = hooks.makeStage()
         let request = try HTTPHeadParser().parseRequest(
             Array("GET /login HTTP/1.1\r\nHost: bin.example.com\r\n\r\n".utf8))
-        store.requestForwarded(id: Self.context.requestID, head: request.head, time: 0)
+        var sent = OutgoingHead(request.head)
+        sent.append(name: "X-Forwarded-For", value: "127.0.0.1")
+        stage.willForwardRequest(&sent, context: Self.context)
         let lines = [
             "Set-Cookie: Bin-Auth-Token=abc; Path=/; Domain=bin.example.com", "Set-Cookie: track=1",
             "Set-Cookie: other=2",
@@ -318,6 +319,9 @@ import Testing
         hooks.replace(try Self.engine("rule \"other\" {\n    secure\n}\n"))
         stage.didForwardResponse(head, bytes: bytes[...], context: Self.context)
         let cookies = try #require(store.exchanges().first?.analysis.cookies)
+        // The request as the client sent it, and as it went upstream.
+        let recorded = try #require(store.exchanges().first)
+        #expect(recorded.request.fields.count == 1 && recorded.sent?.fields.count == 2)
         #expect(cookies.map(\.rules) == [["share login with subdomains"], ["drop tracking"], []])
         #expect(cookies[0].transformation.ruleLocations.map(\.line) == [1])
         #expect(cookies[0].changes.map(\.op) == [.set, .add])
