@@ -47,7 +47,7 @@ wait_port 18184
 echo "# What recording costs: cookie-proxy's configurations against its own bare one, beside nginx and HAProxy;"
 echo "# ${ROUNDS} rounds × ${DUR}s, req/s medians; ratios are medians of per-round ratios (middle half in brackets)"
 echo
-echo "| load | req/s: nginx · HAProxy · $(IFS=' · '; echo "${NAMES[*]}") | recording / bare | defaults / bare | access-log / bare | access-log-json / bare | bare / nginx | defaults / nginx |"
+echo "| load | req/s: nginx · HAProxy · bare · recording · defaults · access-log · access-log-json | recording / bare | defaults / bare | access-log / bare | access-log-json / bare | bare / nginx | defaults / nginx |"
 echo "|---|---|---|---|---|---|---|---|"
 for load in ${LOADS:-ka:1 ka:16 ka:64}; do
   IFS=: read -r kind c <<< "$load"

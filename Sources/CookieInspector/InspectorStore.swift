@@ -80,6 +80,8 @@ public final class InspectorStore: Sendable {
             var time: Int64
         }
         private var pending: [UInt64: Pending] = [:]
+        /// The last request whose response took its entry (its exchange's end then looks nothing up).
+        private var lastAnswered: UInt64 = 0
         /// Requests that may wait for their responses at once (past it, the oldest are let go unrecorded).
         static let pendingLimit = 4096
 
@@ -113,7 +115,8 @@ public final class InspectorStore: Sendable {
 
         /// The exchange ended: what its request left, if its response did not take it, is let go.
         public func exchangeEnded(id: UInt64) {
-            if let entry = pending.removeValue(forKey: id) { release(entry.slot) }
+            guard id != lastAnswered, !pending.isEmpty, let entry = pending.removeValue(forKey: id) else { return }
+            release(entry.slot)
         }
 
         private func release(_ slot: Int) {
@@ -129,6 +132,7 @@ public final class InspectorStore: Sendable {
             judged: (RequestJudgement?, RequestSite.Kind?, client: String?) = (nil, nil, nil)
         ) {
             guard let request = pending.removeValue(forKey: context.requestID) else { return }
+            lastAnswered = context.requestID
             defer { release(request.slot) }
             let setsCookies = head.source.fields.contains { $0.known == .setCookie }
             guard setsCookies || request.sendsCookies || !(judged.0?.verdicts.isEmpty ?? true) else { return }

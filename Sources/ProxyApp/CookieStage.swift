@@ -6,7 +6,7 @@ import HTTPGrammar
 import ProxyCore
 
 /// The cookie stage of one event loop (``RulesHooks/makeStage()``): each request's cookies through the request-side
-/// rules (``RulesHooks/forwardRequest(_:context:time:)``), each response's Set-Cookie lines through the rules, and
+/// rules (``RulesHooks/forwardRequest(_:context:time:facts:)``), each response's Set-Cookie lines through the rules, and
 /// every step told to the observers' parts for this loop (``LoopObserver``). One parser, one rewrite and one shape
 /// cache for every line of every response of the loop: their storage is reused (the head copies what it keeps).
 /// Only the loop's thread uses it.
@@ -35,7 +35,8 @@ final class CookieStage: ExchangeStage {
     func willForwardRequest(_ head: inout OutgoingHead, context: ExchangeContext) {
         // The clock is read for whoever reads the time: a part, the lifecycle's jar.
         let time = observers != nil || hooks.lifecycle ? RulesHooks.wallMilliseconds() : 0
-        let (engine, facts) = hooks.forwardRequest(&head, context: context, time: time)
+        var facts = RulesHooks.RequestFacts()
+        let engine = hooks.forwardRequest(&head, context: context, time: time, facts: &facts)
         guard let observers else { return }
         let request = ForwardedRequest(
             context: context, sent: head, cookieEdits: facts.cookieEdits, judged: facts.judged,
@@ -104,9 +105,13 @@ final class CookieStage: ExchangeStage {
             let received = head.valueBytes(at: index)
             var rewritten: ArraySlice<UInt8>? = nil
             if edit.rewritten && !dropped {
-                scratch.removeAll(keepingCapacity: true)
-                rewrite.withOutput { scratch.append(contentsOf: $0) }
-                rewritten = scratch[...]
+                // Copied over the last line's bytes (emptying the array first cost as much as the copy).
+                let n = rewrite.withOutput { out in
+                    if scratch.count < out.count { scratch += repeatElement(0, count: out.count - scratch.count) }
+                    scratch.withUnsafeMutableBufferPointer { _ = $0.update(fromContentsOf: out) }
+                    return out.count
+                }
+                rewritten = scratch[..<n]
             }
             if changed && !dryRun {
                 changedCount += 1

@@ -9,7 +9,7 @@ import Locking
 import ProxyCore
 
 /// The rules plugged into the proxy: which tunnels are intercepted, the request side of the cookie stage
-/// (``forwardRequest(_:context:time:)``), and each event loop's ``CookieStage`` (made by ``makeStage()``), which runs
+/// (``forwardRequest(_:context:time:facts:)``), and each event loop's ``CookieStage`` (made by ``makeStage()``), which runs
 /// the response side and tells the observers every step. The rule set can be swapped at any time (hot reload); each
 /// message uses the set that was current when its head arrived.
 package final class RulesHooks: ProxyHooks, Sendable {
@@ -90,7 +90,7 @@ package final class RulesHooks: ProxyHooks, Sendable {
         interceptFlags.matches(host) || ruleHosts.withLock { $0.matches(host) }
     }
 
-    /// What the request side found (``forwardRequest(_:context:time:)``), for the observers.
+    /// What the request side found (``forwardRequest(_:context:time:facts:)``), for the observers.
     struct RequestFacts {
         var cookieEdits: [RequestCookieChange] = []
         var judged: RequestJudgement? = nil
@@ -100,11 +100,11 @@ package final class RulesHooks: ProxyHooks, Sendable {
 
     /// The request side of the cookie stage: the request's site context and, with the lifecycle on, its cookies
     /// judged against the client's jar (RFC 6265bis §5.2); then header actions, `request-cookie` rules and renames
-    /// undone, on the head as it will go upstream. Returns the rule set it used and what it found.
-    func forwardRequest(_ head: inout OutgoingHead, context: ExchangeContext, time: Int64) -> (RuleEngine, RequestFacts)
-    {
+    /// undone, on the head as it will go upstream. Returns the rule set it used; what it found is in `facts`.
+    func forwardRequest(
+        _ head: inout OutgoingHead, context: ExchangeContext, time: Int64, facts: inout RequestFacts
+    ) -> RuleEngine {
         let engine = current
-        var facts = RequestFacts()
         // The site context (RFC 6265bis §5.2) when the lifecycle or a `site` condition reads it; kept for the
         // response by the tracker.
         if lifecycle || engine.readsSite {
@@ -121,7 +121,7 @@ package final class RulesHooks: ProxyHooks, Sendable {
                 tracker.note(context.requestID, client: client, site: s)
             }
         }
-        guard engine.touchesRequests else { return (engine, facts) }
+        guard engine.touchesRequests else { return engine }
         var message = MessageContext(context)
         message.site = facts.site?.kind
         if !dryRun { Self.applyHeaderActions(engine.requestHeaderActions(message), to: &head) }
@@ -130,13 +130,13 @@ package final class RulesHooks: ProxyHooks, Sendable {
                 &head, engine: engine, context: context, message: message,
                 client: facts.client ?? context.clientAddress, time: time)
         }
-        guard !dryRun else { return (engine, facts) }
+        guard !dryRun else { return engine }
         for index in head.indices(of: .cookie) {
             if let renamed = engine.renameBack(cookieHeader: head.value(at: index), context: message) {
                 head.replaceValue(at: index, with: renamed)
             }
         }
-        return (engine, facts)
+        return engine
     }
 
     /// `request-cookie` actions: each Cookie field edited in place (an emptied field removed, a field added for a
