@@ -73,6 +73,8 @@ package final class AccessLog: ExchangeObserver {
         var sentHost: [UInt8] = []
         var cookieEdits = 0
         var verdicts = 0
+        /// The request line said HTTP/1.0 (the context names the protocol, HTTP/1.x, not the minor version).
+        var http10 = false
 
         package init(referer: [UInt8] = [], agent: [UInt8] = []) { (self.referer, self.agent) = (referer, agent) }
     }
@@ -100,6 +102,8 @@ package final class AccessLog: ExchangeObserver {
             if let f = head.fields.first(where: { head.field($0, is: "user-agent") }) {
                 kept.agent = Array(head.valueBytes(f))
             }
+            let startLine = head.bytes[head.startLine]
+            kept.http10 = startLine.count > 8 && startLine.suffix(8).elementsEqual(AccessLog.http10)
             if log.format == .json {
                 kept.sentTarget = request.target
                 if let i = request.sent.indices(of: .host).first {
@@ -107,7 +111,7 @@ package final class AccessLog: ExchangeObserver {
                 }
                 kept.cookieEdits = request.cookieEdits.count
                 kept.verdicts = request.judged?.verdicts.count(where: { $0.kind != .sentAsExpected }) ?? 0
-            } else if kept.referer.isEmpty && kept.agent.isEmpty {
+            } else if kept.referer.isEmpty && kept.agent.isEmpty && !kept.http10 {
                 return
             }
             note(request.context.requestID, kept)
@@ -130,7 +134,7 @@ package final class AccessLog: ExchangeObserver {
             case .combined:
                 AccessLog.write(
                     context, bodyBytes: exchange.bodyBytes, time: exchange.time, referer: kept?.referer ?? [],
-                    agent: kept?.agent ?? [], into: &line)
+                    agent: kept?.agent ?? [], http10: kept?.http10 ?? false, into: &line)
             case .json:
                 AccessLog.writeJSON(exchange, kept ?? Pending(), into: &line)
             }
@@ -142,14 +146,14 @@ package final class AccessLog: ExchangeObserver {
         }
     }
 
-    /// One exchange's line (without its line end), as text: ``write(_:bodyBytes:time:referer:agent:into:)``'s.
+    /// One exchange's line (without its line end), as text: ``write(_:bodyBytes:time:referer:agent:http10:into:)``'s.
     package static func line(
-        _ context: ExchangeContext, bodyBytes: Int, time: Int64, referer: String, agent: String
+        _ context: ExchangeContext, bodyBytes: Int, time: Int64, referer: String, agent: String, http10: Bool = false
     ) -> String {
         var out: [UInt8] = []
         write(
             context, bodyBytes: bodyBytes, time: time, referer: referer == "-" ? [] : Array(referer.utf8),
-            agent: agent == "-" ? [] : Array(agent.utf8), into: &out)
+            agent: agent == "-" ? [] : Array(agent.utf8), http10: http10, into: &out)
         return String(decoding: out, as: UTF8.self)
     }
 
@@ -157,9 +161,10 @@ package final class AccessLog: ExchangeObserver {
     /// escape cost more than the rest of a request did: docs/architecture.md). The request line is the client's: for
     /// a route (or an intercepted
     /// or TLS listener's origin-form request) its target, for a forward proxy's request its absolute URL; `-` for a
-    /// request refused before its head was read. An empty `referer` or `agent` is `-`.
+    /// request refused before its head was read. An empty `referer` or `agent` is `-`; `http10`: the request line
+    /// said HTTP/1.0.
     static func write(
-        _ context: ExchangeContext, bodyBytes: Int, time: Int64, referer: [UInt8], agent: [UInt8],
+        _ context: ExchangeContext, bodyBytes: Int, time: Int64, referer: [UInt8], agent: [UInt8], http10: Bool,
         into out: inout [UInt8]
     ) {
         append(context.clientAddress, into: &out)
@@ -180,8 +185,12 @@ package final class AccessLog: ExchangeObserver {
             }
             escape(context.target, into: &out)
             out.append(0x20)
-            let name = context.clientSide.name
-            out.append(contentsOf: UnsafeBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount))
+            if http10 && context.clientSide == .http1 {
+                out.append(contentsOf: Self.http10)
+            } else {
+                let name = context.clientSide.name
+                out.append(contentsOf: UnsafeBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount))
+            }
         }
         out.append(contentsOf: Self.afterRequest)
         if let status = context.status { writeNumber(status, into: &out) } else { out.append(0x2D) }
@@ -210,7 +219,7 @@ package final class AccessLog: ExchangeObserver {
         w.raw(",\"request\":{\"remote_ip\":")
         w.string(context.clientAddress)
         w.raw(",\"proto\":")
-        w.string(String(describing: context.clientSide.name))
+        w.string(kept.http10 && context.clientSide == .http1 ? "HTTP/1.0" : String(describing: context.clientSide.name))
         w.raw(",\"method\":")
         w.string(context.method)
         w.raw(",\"host\":")
@@ -329,6 +338,7 @@ package final class AccessLog: ExchangeObserver {
     private static let afterAddress = Array(" - - [".utf8)
     private static let afterTime = Array("] \"".utf8)
     private static let http = Array("http://".utf8)
+    static let http10 = Array("HTTP/1.0".utf8)
     private static let afterRequest = Array("\" ".utf8)
     private static let beforeReferer = Array(" \"".utf8)
     private static let betweenQuoted = Array("\" \"".utf8)

@@ -40,7 +40,7 @@ public struct RunReports {
     }
 }
 
-/// `run`'s wait: until SIGINT or SIGTERM, SIGHUP reloads the rules, SIGUSR1 reopens the log and writes the reports,
+/// `run`'s wait: until SIGINT or SIGTERM, SIGHUP reloads the rules, SIGUSR1 reopens the logs and writes the reports,
 /// and once a second the running proxy is polled and the status line redrawn; then the proxy drains and the exit
 /// messages say how connections ended.
 public enum RunLoop {
@@ -54,7 +54,8 @@ public enum RunLoop {
         for refusal in server.takeHTTP2Refusals() { Console.err("cookie-proxy: HTTP/2: \(refusal)") }
     }
 
-    /// Until SIGINT or SIGTERM: SIGHUP reloads the rules, SIGUSR1 reopens the log, and once a second the rules
+    /// Until SIGINT or SIGTERM: SIGHUP reloads the rules and reopens the logs (as nginx's HUP does), SIGUSR1 reopens
+    /// the logs (the transformation log and the access log), and once a second the rules
     /// files are looked at and the status line redrawn. Then the server drains and the log is flushed.
     public static func serve(
         _ proxy: RunningProxy, signals: inout BlockedSignals, drain: Double, terminal: TerminalView?,
@@ -64,6 +65,7 @@ public enum RunLoop {
             let sig = signals.wait(milliseconds: 1000)
             if sig == SIGHUP {
                 proxy.reload(reason: "SIGHUP")
+                proxy.reopenLog()
                 continue
             }
             if sig == SIGUSR1 {

@@ -171,8 +171,8 @@ enum RunCommand {
             machine's loopback services through it unless --allow-loopback-upstream.
             SIGINT/SIGTERM stop accepting, finish exchanges in flight (up to --drain-timeout), write every queued log
             record and the --report files, and exit 0 (1 when a --fail-on condition was met). SIGHUP reloads the
-            rules; SIGUSR1 reopens the log file (logrotate: move it, then send USR1; nothing is lost) and writes the
-            --report files.
+            rules and reopens the log files; SIGUSR1 reopens the log and access log files (logrotate: move them,
+            then send USR1; nothing is lost) and writes the --report files.
             """)
 
     static func seconds(_ s: Double) -> String { s == s.rounded() ? "\(Int(s))s" : "\(s)s" }

@@ -40,11 +40,18 @@ import Testing
             context("-", host: "", port: 0, target: "-", status: 400), 23, "-", "-",
             #"127.0.0.1 - - [06/Dec/2026:08:15:07 +0000] "-" 400 23 "-" "-""#
         ),
+        (
+            context("GET", target: "/old", status: 200), 5, "-", "HTTP/1.0 client",
+            #"127.0.0.1 - - [06/Dec/2026:08:15:07 +0000] "GET http://example.com/old HTTP/1.0" 200 5 "-" "HTTP/1.0 client""#
+        ),
     ])
     func aLineIsTheCombinedLogFormatOfWhatTheClientSentAndGot(
         _ context: ExchangeContext, _ bytes: Int, _ referer: String, _ agent: String, _ expected: String
     ) {
-        #expect(AccessLog.line(context, bodyBytes: bytes, time: Self.time, referer: referer, agent: agent) == expected)
+        let line = AccessLog.line(
+            context, bodyBytes: bytes, time: Self.time, referer: referer, agent: agent,
+            http10: agent.hasPrefix("HTTP/1.0"))
+        #expect(line == expected)
     }
 
     /// The common log format's time in UTC, made from the day number (no time zone work), is the calendar's: leap

@@ -144,8 +144,8 @@ import Testing
 
     /// `--access-log-format json`: every line is one JSON object with the documented fields and their types; a
     /// route's request shows the target and Host sent upstream beside the client's (a 404 from a wrong prefix mapping
-    /// is debugged from it), the proxy's own 502 names the upstream it could not reach, and a malformed request's
-    /// 400 has neither.
+    /// is debugged from it), the proxy's own 502 names the upstream it could not reach, a malformed request's 400 has
+    /// neither, and an HTTP/1.0 request is logged as one.
     @Test func theJSONAccessLogCarriesTheDocumentedFieldsAndWhatWentUpstream() throws {
         let home = try temporaryHome("cp-access-json")
         defer { try? FileManager.default.removeItem(atPath: home) }
@@ -177,10 +177,11 @@ import Testing
                 "import socket; s=socket.create_connection(('127.0.0.1',\(port))); s.sendall(b'GET / HTTP/1.1\\r\\nHost: a\\r\\nbad line\\r\\n\\r\\n'); print(s.recv(100).split(b' ')[1].decode())",
             ], timeout: 20)
         #expect(String(decoding: raw.stdout, as: UTF8.self).hasPrefix("400"))
+        #expect(try get("/api/old", ["--http1.0"]) == "404")
         proxy.stop(drain: 1)
 
         let lines = try Self.lines(home + "/access.jsonl")
-        #expect(lines.count == 3)
+        #expect(lines.count == 4)
         // Every documented field, with its type (NSNumber for numbers; null where the docs say it may be).
         let fields: [(String, (Any) -> Bool)] = [
             ("ts", { $0 is NSNumber }), ("request", { $0 is [String: Any] }), ("bytes_read", { $0 is NSNumber }),
@@ -216,5 +217,7 @@ import Testing
         #expect((down["upstream_request"] as? [String: Any])?["host"] as? String == "127.0.0.1:9", "\(down)")
         #expect(malformed["status"] as? Int == 400 && malformed["upstream_request"] is NSNull)
         #expect((malformed["request"] as? [String: Any])?["method"] as? String == "-")
+        // The request line's version, not only the protocol's name.
+        #expect((lines[3]["request"] as? [String: Any])?["proto"] as? String == "HTTP/1.0", "\(lines[3])")
     }
 }
