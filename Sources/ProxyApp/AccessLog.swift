@@ -129,17 +129,18 @@ package final class AccessLog: ExchangeObserver {
         package func exchangeFinished(_ exchange: borrowing FinishedExchange) {
             let context = exchange.context
             let kept = pending.isEmpty ? nil : pending.removeValue(forKey: context.requestID)
-            line.removeAll(keepingCapacity: true)
             switch log.format {
             case .combined:
+                line.removeAll(keepingCapacity: true)
                 AccessLog.write(
                     context, bodyBytes: exchange.bodyBytes, time: exchange.time, referer: kept?.referer ?? [],
                     agent: kept?.agent ?? [], http10: kept?.http10 ?? false, into: &line)
+                line.append(0x0A)
+                line.withUnsafeBufferPointer { chunk.bytes.raw($0) }
             case .json:
-                AccessLog.writeJSON(exchange, kept ?? Pending(), into: &line)
+                // Written straight into the chunk the writer takes.
+                AccessLog.writeJSON(exchange, kept ?? Pending(), into: &chunk.bytes)
             }
-            line.append(0x0A)
-            line.withUnsafeBufferPointer { chunk.bytes.raw($0) }
             chunk.records = 1
             chunk = log.sink.submit(chunk)
             if line.capacity > 16384 { line = [] }
@@ -211,32 +212,36 @@ package final class AccessLog: ExchangeObserver {
     /// proxy's exchange no route and the origin's host and port), `upstream_proto`, `upstream_request` (the target and Host sent upstream: a route's
     /// prefix mapped to its path), `cookies_changed` (request cookies a rule changed) and `verdicts` (cookies not
     /// sent as the client's jar expected). Header bytes that are not UTF-8 are written as U+FFFD.
-    static func writeJSON(_ exchange: borrowing FinishedExchange, _ kept: Pending, into out: inout [UInt8]) {
+    static func writeJSON(_ exchange: borrowing FinishedExchange, _ kept: Pending, into w: inout JSONWriter) {
         let context = exchange.context
-        var w = JSONWriter(capacity: 512)
         w.raw("{\"ts\":")
         writeDecimal(exchange.time, scale: 1000, digits: 3, into: &w)
         w.raw(",\"request\":{\"remote_ip\":")
         w.string(context.clientAddress)
-        w.raw(",\"proto\":")
-        w.string(kept.http10 && context.clientSide == .http1 ? "HTTP/1.0" : String(describing: context.clientSide.name))
-        w.raw(",\"method\":")
+        w.raw(",\"proto\":\"")
+        w.raw(kept.http10 && context.clientSide == .http1 ? "HTTP/1.0" : context.clientSide.name)
+        w.raw("\",\"method\":")
         w.string(context.method)
         w.raw(",\"host\":")
-        let host = Origin(host: context.host, port: context.port).hostFieldValue(
-            defaultPort: context.scheme == "https" ? 443 : 80)
-        w.string(context.host.isEmpty ? "" : String(decoding: host, as: UTF8.self))
+        if context.host.isEmpty {
+            w.raw("\"\"")
+        } else {
+            let host = Origin(host: context.host, port: context.port).hostFieldValue(
+                defaultPort: context.scheme == "https" ? 443 : 80)
+            text(host, into: &w)
+        }
         w.raw(",\"uri\":")
         w.string(context.target)
         w.raw(",\"headers\":{")
-        var comma = false
-        for (name, value) in [("Referer", kept.referer), ("User-Agent", kept.agent)] where !value.isEmpty {
-            if comma { w.raw(",") }
-            w.string(name)
-            w.raw(":[")
-            w.string(String(decoding: value, as: UTF8.self))
+        if !kept.referer.isEmpty {
+            w.raw("\"Referer\":[")
+            text(kept.referer, into: &w)
+            w.raw(kept.agent.isEmpty ? "]" : "],")
+        }
+        if !kept.agent.isEmpty {
+            w.raw("\"User-Agent\":[")
+            text(kept.agent, into: &w)
             w.raw("]")
-            comma = true
         }
         w.raw("}},\"bytes_read\":")
         w.int(Int64(exchange.requestBodyBytes))
@@ -253,13 +258,17 @@ package final class AccessLog: ExchangeObserver {
             w.string(route.name)
             w.raw(",\"upstream\":")
             w.string(route.upstreamHost)
+        } else if context.host.isEmpty {
+            w.raw("null,\"upstream\":null")
         } else {
             w.raw("null,\"upstream\":")
-            if context.host.isEmpty { w.raw("null") } else { w.string("\(context.host):\(context.port)") }
+            text(Origin(host: context.host, port: context.port).hostFieldValue(defaultPort: -1), into: &w)
         }
         w.raw(",\"upstream_proto\":")
         if exchange.times.upstreamConnected > 0 {
-            w.string(String(describing: context.upstreamSide.name))
+            w.raw("\"")
+            w.raw(context.upstreamSide.name)
+            w.raw("\"")
         } else {
             w.raw("null")
         }
@@ -270,25 +279,37 @@ package final class AccessLog: ExchangeObserver {
             w.raw("{\"uri\":")
             w.string(kept.sentTarget)
             w.raw(",\"host\":")
-            w.string(String(decoding: kept.sentHost, as: UTF8.self))
+            text(kept.sentHost, into: &w)
             w.raw("}")
         }
         w.raw(",\"cookies_changed\":")
         w.int(Int64(kept.cookieEdits))
         w.raw(",\"verdicts\":")
         w.int(Int64(kept.verdicts))
-        w.raw("}")
-        w.withBytes { out.append(contentsOf: $0) }
+        w.raw("}\n")
     }
 
-    /// `value / scale` as a JSON number with `digits` decimals (`value` ≥ 0).
+    /// A header's bytes as a JSON string: as they are when they are ASCII (nearly always), else decoded as UTF-8
+    /// with what is not UTF-8 written as U+FFFD (the line stays valid JSON whatever a client sent).
+    private static func text(_ bytes: [UInt8], into w: inout JSONWriter) {
+        if bytes.allSatisfy({ $0 < 0x80 }) {
+            bytes.withUnsafeBufferPointer { w.string($0) }
+        } else {
+            w.string(String(decoding: bytes, as: UTF8.self))
+        }
+    }
+
+    /// `value / scale` as a JSON number with `digits` decimals (`value` ≥ 0; `scale` is 10^`digits`).
     private static func writeDecimal(_ value: Int64, scale: Int64, digits: Int, into w: inout JSONWriter) {
         let value = max(0, value)
         w.int(value / scale)
         w.raw(".")
-        var fraction = Array(String(value % scale).utf8)
-        while fraction.count < digits { fraction.insert(0x30, at: 0) }
-        fraction.withUnsafeBufferPointer { w.raw($0) }
+        var divisor = scale / 10
+        let fraction = value % scale
+        for _ in 0..<digits {
+            w.raw(0x30 + UInt8(fraction / divisor % 10))
+            divisor = max(1, divisor / 10)
+        }
     }
 
     /// `06/Dec/2026:08:15:07 +0000` (the common log format's time, in UTC) for milliseconds since the epoch: the

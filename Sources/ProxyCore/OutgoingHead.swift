@@ -33,9 +33,16 @@ public struct OutgoingHead: Sendable {
     /// A request head's target as its start line will carry it (a route's upstream path, a proxy's absolute form):
     /// the word between the method and the version.
     public var requestTarget: String {
-        let line = startLine ?? Array(source.bytes[source.startLine])
-        let words = line.split(separator: 0x20, omittingEmptySubsequences: false)
-        return words.count >= 3 ? String(decoding: words[1], as: UTF8.self) : ""
+        func target(_ line: UnsafeBufferPointer<UInt8>) -> String {
+            guard let first = line.firstIndex(of: 0x20), let last = line.lastIndex(of: 0x20), first < last else {
+                return ""
+            }
+            return String(decoding: UnsafeBufferPointer(rebasing: line[(first + 1)..<last]), as: UTF8.self)
+        }
+        if let r = startLineRange {
+            return withEditedBytes { target(UnsafeBufferPointer(rebasing: $0[r.lowerBound..<(r.upperBound - 2)])) }
+        }
+        return source.bytes.withUnsafeBufferPointer { target(UnsafeBufferPointer(rebasing: $0[source.startLine])) }
     }
 
     /// Storage a head is written into, for reuse by a caller that rewrites head after head (``HeadStorage``): a
