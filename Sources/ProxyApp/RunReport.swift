@@ -7,7 +7,7 @@ import Locking
 
 /// `run --report`: the run's findings and verdicts, collected as the proxy forwards (``FindingsReport``), read when a
 /// report is written (at exit, and on SIGUSR1). An observer of the cookie stage: each forwarded line's findings are
-/// the stage's (``LineOutcome/forwardedFindings(_:)``), worked out once for every observer that reads them.
+/// the stage's (``SetCookieLine/forwardedLint(_:)``), worked out once for every observer that reads them.
 package final class RunReport: Sendable {
     private let state = Locked(FindingsReport())
 
