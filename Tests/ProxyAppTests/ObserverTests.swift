@@ -107,11 +107,7 @@ import Testing
         let port = try #require(proxy.listenerPorts.first)
         let path = "/app/setcookie?c=sid%3Dabc%3B%20Path%3D%2F&c=plain%3D1"
         for extra in [[], ["--http2-prior-knowledge"]] {
-            let result = try run(
-                "/usr/bin/curl",
-                ["-s", "-o", "/dev/null", "-w", "%{http_code}"] + extra + ["http://127.0.0.1:\(port)\(path)"],
-                timeout: 20)
-            #expect(String(decoding: result.stdout, as: UTF8.self) == "200")
+            #expect(try curlStatus(port: port, path, extra) == "200")
         }
         proxy.stop(drain: 1)
 
@@ -161,22 +157,10 @@ import Testing
         configuration.accessLogFormat = .json
         let proxy = try ProxyApp.start(configuration)
         let port = try #require(proxy.listenerPorts.first)
-        func get(_ path: String, _ extra: [String] = []) throws -> String {
-            let result = try run(
-                "/usr/bin/curl",
-                ["-s", "-o", "/dev/null", "-w", "%{http_code}"] + extra + ["http://127.0.0.1:\(port)\(path)"],
-                timeout: 20)
-            return String(decoding: result.stdout, as: UTF8.self)
-        }
+        func get(_ path: String, _ extra: [String] = []) throws -> String { try curlStatus(port: port, path, extra) }
         #expect(try get("/api/missing", ["-A", "tester/1", "-e", "http://app.localhost/\u{e9}"]) == "404")
         #expect(try get("/down/x") == "502")
-        let raw = try run(
-            TestOrigin.python,
-            [
-                "-c",
-                "import socket; s=socket.create_connection(('127.0.0.1',\(port))); s.sendall(b'GET / HTTP/1.1\\r\\nHost: a\\r\\nbad line\\r\\n\\r\\n'); print(s.recv(100).split(b' ')[1].decode())",
-            ], timeout: 20)
-        #expect(String(decoding: raw.stdout, as: UTF8.self).hasPrefix("400"))
+        #expect(try malformedRequestStatus(port: port) == "400")
         #expect(try get("/api/old", ["--http1.0"]) == "404")
         proxy.stop(drain: 1)
 

@@ -28,3 +28,22 @@ func temporaryHome(_ prefix: String) throws -> String {
     try FileManager.default.createDirectory(atPath: home, withIntermediateDirectories: true)
     return home
 }
+
+/// The status a GET of `path` through the proxy's listener on `port` got (`extra`: more curl options).
+func curlStatus(port: Int, _ path: String, _ extra: [String] = []) throws -> String {
+    let result = try run(
+        "/usr/bin/curl", ["-s", "-o", "/dev/null", "-w", "%{http_code}"] + extra + ["http://127.0.0.1:\(port)\(path)"],
+        timeout: 20)
+    return String(decoding: result.stdout, as: UTF8.self)
+}
+
+/// The status the listener on `port` answers a request head with a line that is not a field (`bad line`).
+func malformedRequestStatus(port: Int) throws -> String {
+    let raw = try run(
+        TestOrigin.python,
+        [
+            "-c",
+            "import socket; s=socket.create_connection(('127.0.0.1',\(port))); s.sendall(b'GET / HTTP/1.1\\r\\nHost: a\\r\\nbad line\\r\\n\\r\\n'); print(s.recv(100).split(b' ')[1].decode())",
+        ], timeout: 20)
+    return String(decoding: raw.stdout, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+}
