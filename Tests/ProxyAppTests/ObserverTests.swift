@@ -204,4 +204,54 @@ import Testing
         // The request line's version, not only the protocol's name.
         #expect((lines[3]["request"] as? [String: Any])?["proto"] as? String == "HTTP/1.0", "\(lines[3])")
     }
+
+    /// An exchange the shell ends itself, not the machine (an HTTP/2 client resets its stream while the upstream is
+    /// still answering), is told as any other: cut short, with a line in the access log.
+    @Test func anExchangeWhoseStreamItsClientResetsEndsCutWithALine() throws {
+        let home = try temporaryHome("cp-access-reset")
+        defer { try? FileManager.default.removeItem(atPath: home) }
+        let origin = try TestOrigin()
+        defer { origin.stop() }
+        var configuration = ProxyApp.Configuration(home: home)
+        configuration.listeners = [.init(host: "127.0.0.1", port: 0)]
+        configuration.routes = [try ReverseRoute.parse("/=http://127.0.0.1:\(origin.port)").get()]
+        configuration.accessLog = home + "/access.jsonl"
+        configuration.accessLogFormat = .json
+        configuration.http2 = .on
+        let proxy = try ProxyApp.start(configuration)
+        let port = try #require(proxy.listenerPorts.first)
+        // h2c with prior knowledge: stream 1 asks for a response that takes 2 s and is reset after 0.3 s; stream 3
+        // then gets an answer, so the reset was taken before the connection closes.
+        let script = """
+            import socket, time, h2.connection, h2.config, h2.events
+            s = socket.create_connection(("127.0.0.1", \(port)))
+            c = h2.connection.H2Connection(config=h2.config.H2Configuration(client_side=True))
+            c.initiate_connection()
+            def get(stream, path):
+                c.send_headers(stream, [(":method", "GET"), (":scheme", "http"), (":path", path),
+                                        (":authority", "127.0.0.1")], end_stream=True)
+                s.sendall(c.data_to_send())
+            get(1, "/slow=2")
+            time.sleep(0.3)
+            c.reset_stream(1)
+            s.sendall(c.data_to_send())
+            get(3, "/hello")
+            done = False
+            while not done:
+                for e in c.receive_data(s.recv(65536)):
+                    if isinstance(e, h2.events.StreamEnded) and e.stream_id == 3: done = True
+                s.sendall(c.data_to_send())
+            print("ok")
+            """
+        let result = try run(
+            BuiltBinary.repositoryRoot + "/.build/test-python/bin/python", ["-c", script], timeout: 30)
+        #expect(String(decoding: result.stdout, as: UTF8.self).hasPrefix("ok"), "\(result.stderr)")
+        proxy.stop(drain: 1)
+        let lines = try Self.lines(home + "/access.jsonl")
+        let reset = try #require(
+            lines.first { ($0["request"] as? [String: Any])?["uri"] as? String == "/slow=2" }, "\(lines)")
+        #expect(reset["ending"] as? String == "cut" && reset["status"] as? Int == 0, "\(reset)")
+        #expect((reset["request"] as? [String: Any])?["proto"] as? String == "HTTP/2")
+        #expect(lines.count == 2 && lines.contains { $0["ending"] as? String == "relayed" }, "\(lines)")
+    }
 }
