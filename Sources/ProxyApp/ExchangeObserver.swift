@@ -16,10 +16,12 @@ package protocol ExchangeObserver: Sendable {
     func makeLoopObserver() -> (any LoopObserver)?
 }
 
-/// One observer's part on one event loop. For each exchange, in order: ``requestForwarded(_:)`` once its request
-/// went upstream, ``line(_:of:)`` for each Set-Cookie line of its response as the rules decided it,
+/// One observer's part on one event loop. For each exchange, in order: ``requestForwarded(_:)`` once its request's
+/// head is made for the upstream (before the upstream is reached: an upstream that is down still gets it),
+/// ``line(_:of:)`` for each Set-Cookie line of its response as the rules decided it,
 /// ``responseForwarded(_:head:bytes:)`` once the response's head was written for the client, and
-/// ``exchangeFinished(_:)`` once, however it ended (a request the proxy refused, or answered itself, gets only that).
+/// ``exchangeFinished(_:)`` once, however it ended. A request the proxy refused before routing it, and a CONNECT
+/// tunnel, get only the last; one whose upstream could not be reached gets the first and the last.
 /// Every event has a default that does nothing: a part implements what it reads.
 ///
 /// The events are values (or, for the response, the loop's own object for it) lent for the call: keep what you need
