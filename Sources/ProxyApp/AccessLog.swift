@@ -99,9 +99,7 @@ package final class AccessLog: ExchangeObserver {
             let head = request.received
             var kept = Pending()
             if let f = head.fields.first(where: { $0.known == .referer }) { kept.referer = Array(head.valueBytes(f)) }
-            if let f = head.fields.first(where: { head.field($0, is: "user-agent") }) {
-                kept.agent = Array(head.valueBytes(f))
-            }
+            if let f = LifecycleTracker.userAgentField(head) { kept.agent = Array(head.valueBytes(f)) }
             let startLine = head.bytes[head.startLine]
             kept.http10 = startLine.count > 8 && startLine.suffix(8).elementsEqual(AccessLog.http10)
             if log.format == .json {
@@ -160,9 +158,8 @@ package final class AccessLog: ExchangeObserver {
 
     /// One exchange's line, written byte by byte into `out` (string interpolation and a character-by-character
     /// escape cost more than the rest of a request did: docs/architecture.md). The request line is the client's: for
-    /// a route (or an intercepted
-    /// or TLS listener's origin-form request) its target, for a forward proxy's request its absolute URL; `-` for a
-    /// request refused before its head was read. An empty `referer` or `agent` is `-`; `http10`: the request line
+    /// a route (or an intercepted or TLS listener's origin-form request) its target, for a forward proxy's request
+    /// its absolute URL; `-` for a request refused before its head was read. An empty `referer` or `agent` is `-`; `http10`: the request line
     /// said HTTP/1.0.
     static func write(
         _ context: ExchangeContext, bodyBytes: Int, time: Int64, referer: [UInt8], agent: [UInt8], http10: Bool,

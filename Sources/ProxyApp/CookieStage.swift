@@ -58,16 +58,11 @@ final class CookieStage: ExchangeStage {
         let actions = dryRun ? [] : engine.responseHeaderActions(plan.context)
         if !actions.isEmpty { RulesHooks.applyHeaderActions(actions, to: &head) }
         let observers = lineObservers
-        guard dryRun || observers != nil || !plan.isEmpty else {
-            if self.observers != nil {
-                response.refill(
-                    context: context, engine: engine, message: nil, siteNoted: hooks.lifecycle || engine.readsSite,
-                    dryRun: dryRun, time: 0)
-            }
-            return
-        }
-        // The clock is read once, for a response with Set-Cookie lines (received, or added by a header action).
-        let time = head.source.has(.setCookie) || !actions.isEmpty ? RulesHooks.wallMilliseconds() : 0
+        let readsLines = dryRun || observers != nil || !plan.isEmpty
+        // The clock is read once, for a response whose Set-Cookie lines are read (received, or added by a header
+        // action).
+        let time =
+            readsLines && (head.source.has(.setCookie) || !actions.isEmpty) ? RulesHooks.wallMilliseconds() : 0
         let response = self.response
         if self.observers != nil {
             response.refill(
@@ -75,6 +70,7 @@ final class CookieStage: ExchangeStage {
                 message: engine.readsSite || engine.readsMessageContext ? plan.context : nil,
                 siteNoted: hooks.lifecycle || engine.readsSite, dryRun: dryRun, time: time)
         }
+        guard readsLines else { return }
         var (seen, changedCount) = (0, 0)
         var droppedLines: [Int] = []
         for index in 0..<head.count where head.name(at: index, is: .setCookie) {
@@ -87,44 +83,34 @@ final class CookieStage: ExchangeStage {
                     plan, line: original, now: time / 1000, parser: &parser, rewrite: &rewrite, shapes: &shapes)
             }
             let (changed, dropped) = (edit.dropped || edit.rewritten, edit.dropped)
-            guard let observers else {
-                if changed && !dryRun {
-                    changedCount += 1
-                    if dropped {
-                        droppedLines.append(index)
-                    } else {
-                        rewrite.withOutput { head.replaceValue(at: index, with: $0) }
+            if let observers {
+                // The received field the line is, and its bytes as a slice of the head (nothing copied); what the
+                // rules made of it copied once into storage kept from line to line.
+                var field: Int? = nil
+                if case .original(let f) = head.lines[index] { field = f }
+                let received = head.valueBytes(at: index)
+                var rewritten: ArraySlice<UInt8>? = nil
+                if edit.rewritten && !dropped {
+                    // Copied over the last line's bytes (emptying the array first cost as much as the copy).
+                    let n = rewrite.withOutput { out in
+                        if scratch.count < out.count { scratch += repeatElement(0, count: out.count - scratch.count) }
+                        scratch.withUnsafeMutableBufferPointer { _ = $0.update(fromContentsOf: out) }
+                        return out.count
                     }
+                    rewritten = scratch[..<n]
                 }
-                continue
+                response.facts.reset()
+                observers.line(
+                    SetCookieLine(received: received, rewritten: rewritten, edit: edit, field: field, dryRun: dryRun),
+                    of: response)
             }
-            // The received field the line is, and its bytes as a slice of the head (nothing copied); what the rules
-            // made of it copied once into storage kept from line to line.
-            var field: Int? = nil
-            if case .original(let f) = head.lines[index] { field = f }
-            let received = head.valueBytes(at: index)
-            var rewritten: ArraySlice<UInt8>? = nil
-            if edit.rewritten && !dropped {
-                // Copied over the last line's bytes (emptying the array first cost as much as the copy).
-                let n = rewrite.withOutput { out in
-                    if scratch.count < out.count { scratch += repeatElement(0, count: out.count - scratch.count) }
-                    scratch.withUnsafeMutableBufferPointer { _ = $0.update(fromContentsOf: out) }
-                    return out.count
-                }
-                rewritten = scratch[..<n]
+            guard changed && !dryRun else { continue }
+            changedCount += 1
+            if dropped {
+                droppedLines.append(index)
+            } else {
+                rewrite.withOutput { head.replaceValue(at: index, with: $0) }
             }
-            if changed && !dryRun {
-                changedCount += 1
-                if dropped {
-                    droppedLines.append(index)
-                } else {
-                    rewrite.withOutput { head.replaceValue(at: index, with: $0) }
-                }
-            }
-            response.facts.reset()
-            observers.line(
-                SetCookieLine(received: received, rewritten: rewritten, edit: edit, field: field, dryRun: dryRun),
-                of: response)
         }
         if seen > 0 { hooks.seen.add(seen) }
         if changedCount > 0 { hooks.changed.add(changedCount) }
@@ -132,8 +118,7 @@ final class CookieStage: ExchangeStage {
     }
 
     func didForwardResponse(_ head: OutgoingHead, bytes: ArraySlice<UInt8>, context: ExchangeContext) {
-        // With parts to tell, ``willForwardResponse(_:context:)`` refilled the response for this head, whatever it did
-        // with its lines.
+        // With parts to tell, ``willForwardResponse(_:context:)`` refilled the response for this head.
         guard let observers else { return }
         observers.responseForwarded(response, head: head, bytes: bytes)
     }

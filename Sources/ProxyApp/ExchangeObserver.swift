@@ -124,8 +124,6 @@ package final class ForwardedResponse {
         made = box
         return box
     }
-
-    package var site: RequestSite.Kind? { withMessage { $0.site } }
 }
 
 /// A request's ``MessageContext`` in an object of its own, whose constant is read in place (reading it out of an

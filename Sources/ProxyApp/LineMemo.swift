@@ -47,18 +47,11 @@ final class LineMemo {
     func matches(_ line: borrowing SetCookieLine, _ m: MessageBox, second: Int64, dryRun: Bool) -> Bool {
         let edited = line.edited
         guard self.second == second, self.dryRun == dryRun, rulesLow == line.matchedRulesLow,
-            (result == nil) == (edited == nil), Self.same(original, line.received),
-            edited.map({ Self.same(result!, $0) }) ?? true,
+            (result == nil) == (edited == nil), LifecycleTracker.sameBytes(original, line.received),
+            edited.map({ LifecycleTracker.sameBytes(result!, $0) }) ?? true,
             rulesHigh == line.rulesBeyond64
         else { return false }
         return place.isFor(m)
-    }
-
-    static func same(_ x: [UInt8], _ y: ArraySlice<UInt8>) -> Bool {
-        x.count == y.count
-            && x.withUnsafeBytes { p in
-                y.withUnsafeBytes { q in p.count == 0 || memcmp(p.baseAddress!, q.baseAddress!, p.count) == 0 }
-            }
     }
 }
 

@@ -45,11 +45,6 @@ package final class RulesHooks: ProxyHooks, Sendable {
         self.ruleHosts = Locked(Self.targetedHosts(engine.ruleSet))
     }
 
-    /// The first observer of type `T` (the built-in ones, for what reads their counts).
-    package func observer<T: ExchangeObserver>(_ type: T.Type) -> T? {
-        observers.lazy.compactMap { $0 as? T }.first
-    }
-
     package var current: RuleEngine { engine.withLock { $0 } }
     package func replace(_ new: RuleEngine) {
         let hosts = Self.targetedHosts(new.ruleSet)

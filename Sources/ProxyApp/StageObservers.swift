@@ -106,9 +106,11 @@ final class InspectorObserver: ExchangeObserver {
 
         func responseForwarded(_ response: ForwardedResponse, head: OutgoingHead, bytes: ArraySlice<UInt8>) {
             let context = response.context
+            // The stage's reading of the clock when it read one (a response with Set-Cookie lines).
+            let time = response.time > 0 ? response.time : RulesHooks.wallMilliseconds()
             recorder.responseForwarded(
                 context: context, head: head, bytes: bytes, engine: response.engine, dryRun: response.dryRun,
-                time: RulesHooks.wallMilliseconds(), edits: edits,
+                time: time, edits: edits,
                 judged: tracker?.judged(context.requestID) ?? (nil, nil, nil))
             edits.reset()
         }
