@@ -44,6 +44,10 @@ let package = Package(
         // Pure: what a run or an audit found (cookie-line findings, lifecycle verdicts), as CI reads it: JUnit XML and
         // SARIF 2.1.0.
         .target(name: "CookieReports", dependencies: ["CookieKit", "CookieLifecycle"]),
+        // Pure: a browser audit of a whole site (`audit URL --browser`): the pages a seed picks, the consent
+        // platforms' buttons, the Open Cookie Database, and the report built from what the browser and the proxy saw.
+        .target(
+            name: "SiteAudit", dependencies: ["CookieKit"], exclude: ["OpenCookieDatabase-LICENSE.txt"]),
         // Runs the scenario corpora of conformance/ against the jar (tests and `cookie-proxy conformance`).
         .target(name: "CookieConformance", dependencies: ["CookieKit"]),
         // Sans-I/O HTTP/1.1 codec and the per-connection proxy state machine.
@@ -94,13 +98,15 @@ let package = Package(
                 "ExchangeFacts",
                 "CookieKit", "CookieRules", "CookieInspector", "CookieLifecycle", "CookieReports", "ProxyCore",
                 "ProxyServer", "ProxyPlatform", "ProxyTLS", "Locking", "HTTPGrammar", "JSONStream", "BrowserEngines",
-                "CookieAudit",
+                "CookieAudit", "SiteAudit",
             ], swiftSettings: hotPath),
         // `parse --browser`: Chromium (DevTools pipe), Firefox (WebDriver BiDi) and WebKitGTK (WebDriver) asked what
         // they store for a line served by a local server.
         .target(
             name: "BrowserEngines",
-            dependencies: ["CookieKit", "HTTPGrammar", "ProxyCore", "ProxyPlatform", "ProxyTLS", "Locking"]),
+            dependencies: [
+                "CookieKit", "HTTPGrammar", "ProxyCore", "ProxyPlatform", "ProxyTLS", "Locking", "SiteAudit",
+            ]),
         // The command line's small parser in swift-argument-parser's shape (options declared once: parsing, `--help`,
         // usage errors), and the shells' completions and the manual page made from the same declarations.
         .target(name: "ArgumentParsing", dependencies: ["CookieRules"]),
@@ -111,7 +117,7 @@ let package = Package(
                 "JSONStream",
                 "BrowserEngines",
                 "CookieKit", "CookieFoundation", "CookieConformance", "CookieRules", "CookieAudit", "ProxyCore",
-                "ProxyTLS", "CookieInspector", "HTTPGrammar", "ProxyApp", "CookieLifecycle", "CookieReports",
+                "ProxyTLS", "CookieInspector", "HTTPGrammar", "ProxyApp", "CookieLifecycle", "CookieReports", "SiteAudit",
             ], swiftSettings: hotPath),
         // Counts allocations in the benchmark only (interposes malloc in that executable).
         .target(name: "CBenchSupport"),

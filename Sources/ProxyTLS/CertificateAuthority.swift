@@ -124,6 +124,11 @@ public final class LeafCache: Sendable {
         self.leafKey = try PrivateKey.generateP256()
     }
 
+    /// The SHA-256 of the SubjectPublicKeyInfo every leaf shares (a pin, RFC 7469 §2.4). A browser run for one
+    /// audit trusts the proxy's leaves by it (Chromium's `--ignore-certificate-errors-spki-list`, in base64)
+    /// without the CA entering any trust store.
+    public func publicKeySHA256() throws(TLSError) -> [UInt8] { try leafKey.publicKeySHA256() }
+
     /// How many leaves were minted (for the benchmark and the banner).
     public var count: Int { cache.withLock { $0.count } }
 

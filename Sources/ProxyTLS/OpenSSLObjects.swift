@@ -55,6 +55,22 @@ final class PrivateKey: Sendable {
         return PrivateKey(owning: key)
     }
 
+    /// The SHA-256 of the key's SubjectPublicKeyInfo (RFC 5280 §4.1.2.7) in DER: what a pin names (RFC 7469 §2.4,
+    /// Chromium's `--ignore-certificate-errors-spki-list`).
+    func publicKeySHA256() throws(TLSError) -> [UInt8] {
+        let length = i2d_PUBKEY(pointer, nil)
+        guard length > 0 else { throw TLSError("cannot encode the public key") }
+        var der = [UInt8](repeating: 0, count: Int(length))
+        let written = der.withUnsafeMutableBufferPointer { buffer -> Int32 in
+            var p: UnsafeMutablePointer<UInt8>? = buffer.baseAddress
+            return i2d_PUBKEY(pointer, &p)
+        }
+        guard written == length else { throw TLSError("cannot encode the public key") }
+        var digest = [UInt8](repeating: 0, count: 32)
+        guard SHA256(der, der.count, &digest) != nil else { throw TLSError("cannot hash the public key") }
+        return digest
+    }
+
     func pem() throws(TLSError) -> [UInt8] {
         let bio = try MemoryBIO()
         guard PEM_write_bio_PrivateKey(bio.pointer, pointer, nil, nil, 0, nil, nil) == 1 else {
@@ -172,4 +188,15 @@ enum NID {
     static let extendedKeyUsage = NID_ext_key_usage
     static let subjectKeyIdentifier = NID_subject_key_identifier
     static let authorityKeyIdentifier = NID_authority_key_identifier
+}
+
+/// SHA-256 (FIPS 180-4) of `bytes`: the digests of an audit's evidence files (`manifest.json`).
+public func sha256Hex(_ bytes: [UInt8]) -> String {
+    var digest = [UInt8](repeating: 0, count: 32)
+    _ = SHA256(bytes, bytes.count, &digest)
+    let hex = Array("0123456789abcdef".utf8)
+    var out: [UInt8] = []
+    out.reserveCapacity(64)
+    for b in digest { out += [hex[Int(b >> 4)], hex[Int(b & 15)]] }
+    return String(decoding: out, as: UTF8.self)
 }

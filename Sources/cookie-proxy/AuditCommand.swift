@@ -44,6 +44,38 @@ enum AuditCommand {
                 "With --har: whose cookie store judges the file (rfc6265bis, chromium, firefox, webkit); by default the"
                 + " engine its User-Agent names.",
             choices: CookieJar.Profile.Engine.allCases.map(\.rawValue))
+        static let browser = OptionSpec(
+            names: ["--browser"], value: "engine",
+            help:
+                "Audit the whole site in a real browser through the proxy: pages, script-set and third-party cookies,"
+                + " consent states (Chromium; Firefox and WebKit are not driven yet).",
+            choices: ["chromium"])
+        static let pages = OptionSpec(
+            names: ["--pages"], value: "n", help: "With --browser: pages to visit in each consent state.",
+            defaultValue: "10")
+        static let seed = OptionSpec(
+            names: ["--seed"], value: "n", help: "With --browser: picks the same-site links (same seed, same pages).",
+            defaultValue: "1")
+        static let wait = OptionSpec(
+            names: ["--wait"], value: "seconds", help: "With --browser: longest wait for a page's network to go idle.",
+            defaultValue: "10")
+        static let consent = OptionSpec(
+            names: ["--consent"], value: "state",
+            help: "With --browser: none (no click), reject, accept, or all three, each in a fresh profile.",
+            defaultValue: "all", choices: ["none", "reject", "accept", "all"])
+        static let accept = OptionSpec(
+            names: ["--accept"], value: "selector",
+            help: "With --browser: the consent banner's accept button (CSS), before the known platforms' buttons.")
+        static let reject = OptionSpec(
+            names: ["--reject"], value: "selector", help: "With --browser: the consent banner's reject button (CSS).")
+        static let upstreamCa = OptionSpec(
+            names: ["--upstream-ca"], value: "file", help: "With --browser: also trust this CA (PEM) for the site.")
+        static let insecureUpstream = OptionSpec(
+            names: ["--insecure-upstream"], value: "host",
+            help: "With --browser: do not verify this host's certificate.", repeatable: true)
+        static let out = OptionSpec(
+            names: ["--out"], value: "dir",
+            help: "With --browser: write report.json, report.txt, a screenshot per page and manifest.json (SHA-256).")
         static let har = OptionSpec(
             names: ["--har"], value: "file",
             help:
@@ -55,7 +87,7 @@ enum AuditCommand {
         name: "audit",
         abstract: "Fetch a URL (following redirects like a browser) and check every cookie it sets.",
         usage:
-            "cookie-proxy audit [options] URL\n       cookie-proxy audit --har FILE [--rules PATH] [--format text|json|junit|sarif]",
+            "cookie-proxy audit [options] URL\n       cookie-proxy audit --browser chromium [--pages N] [--consent STATE] [--out DIR] URL\n       cookie-proxy audit --har FILE [--rules PATH] [--format text|json|junit|sarif]",
         options: [
             Option.request,
             Option.data,
@@ -71,6 +103,16 @@ enum AuditCommand {
             Option.format,
             Option.har,
             Option.engine,
+            Option.browser,
+            Option.pages,
+            Option.seed,
+            Option.wait,
+            Option.consent,
+            Option.accept,
+            Option.reject,
+            Option.upstreamCa,
+            Option.insecureUpstream,
+            Option.out,
         ] + [.psl],
         arguments: "  URL      An http:// or https:// URL.",
         discussion: """
@@ -82,10 +124,17 @@ enum AuditCommand {
             never set, sent with another value); json is one object per line: the entries with something to say,
             then the summary. Exit 1 when a browser would reject a cookie or a cookie was expected and not sent; 2
             when the file is not a HAR (the error gives the JSON path) or was exported without cookies.
+            With --browser, a headless browser visits the start page and same-site links through the proxy (run in
+            this process, intercepting https with a CA made for the run), in each consent state: every cookie it
+            kept with its party, whether a Set-Cookie line or a script set it, where it first appeared, its
+            category from the Open Cookie Database, and every line it refused with its reasons. Exit 1 when the
+            browser refused a cookie or an analytics or marketing cookie was there before consent
+            (set-before-consent); 2 when no page could be scanned.
             """)
 
     static func run(_ args: ParsedArguments, now: Int64) throws(UsageError) -> Int32 {
         if let har = args.value(Option.har) { return try runHAR(har, args) }
+        if args.value(Option.browser) != nil { return try runBrowser(args) }
         guard args.positionals.count == 1 else {
             throw UsageError(
                 message: "give one URL, e.g. cookie-proxy audit https://app.example.com/login", command: spec.name)

@@ -1,0 +1,229 @@
+import BrowserEngines
+import CookieKit
+import Foundation
+import Locking
+import ProxyTLS
+import SiteAudit
+
+/// `cookie-proxy audit URL --browser chromium`: the site as its visitors' browsers see it. The proxy is started in
+/// this process (intercepting every https host with a CA made for the run in a folder of its own, removed after),
+/// and a headless Chromium browses through it: in each consent state a fresh profile, the start page and then the
+/// same-site links a seed picks, each page waited for until its network is idle. The proxy's observer records every
+/// Set-Cookie line relayed (`http`); what the browser's store holds with no line behind it was set by a script.
+public enum SiteAuditRun {
+    public struct Options {
+        public var url: String
+        public var pages = 10
+        public var seed: UInt64 = 1
+        public var wait: Double = 10
+        public var states: [ConsentState] = ConsentState.allCases
+        public var acceptSelector: String? = nil
+        public var rejectSelector: String? = nil
+        public var resolve: [String: String] = [:]
+        public var upstreamCAFile: String? = nil
+        public var insecureHosts: Set<String> = []
+        /// Screenshots of each page go here (`--out`), when set.
+        public var screenshots: String? = nil
+        public init(url: String) { self.url = url }
+    }
+
+    public struct Failure: Error, CustomStringConvertible {
+        public var description: String
+    }
+
+    /// Runs the audit; `progress` is told a line per page. Throws only when nothing could be scanned (no browser,
+    /// no proxy, not an http(s) URL); a page or state that fails is reported in the scan.
+    public static func run(_ o: Options, progress: (String) -> Void) throws(Failure) -> SiteScan {
+        guard let start = RequestURL(o.url), start.scheme == "http" || start.scheme == "https" else {
+            throw Failure(description: "'\(o.url)' is not an http:// or https:// URL")
+        }
+        let binary: String
+        do {
+            binary = try Browser.chromium.locate()
+        } catch {
+            throw Failure(description: error.description)
+        }
+        let home = NSTemporaryDirectory() + "cookie-proxy-audit-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        do {
+            try FileManager.default.createDirectory(
+                atPath: home, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        } catch {
+            throw Failure(description: "cannot create \(home): \(error.localizedDescription)")
+        }
+        defer { try? FileManager.default.removeItem(atPath: home) }
+        let lines = LineRecorder()
+        var c = ProxyApp.Configuration(home: home)
+        c.listeners = [.init(host: "127.0.0.1", port: 0)]
+        c.intercept.all = true
+        c.tls.upstreamCAFile = o.upstreamCAFile
+        c.tls.insecureHosts = o.insecureHosts
+        c.tls.commonName = "cookie-proxy audit (throwaway)"
+        c.resolve = o.resolve
+        // A name the user resolved to this machine is the site under audit.
+        c.allowLoopbackUpstream = o.resolve.values.contains { $0.hasPrefix("127.") || $0 == "::1" }
+        c.lifecycle = false
+        c.observers = [lines]
+        let proxy: RunningProxy
+        do {
+            proxy = try ProxyApp.start(c)
+        } catch {
+            throw Failure(description: "cannot start the proxy: \(error)")
+        }
+        defer { proxy.stop(drain: 0) }
+        let pin: String
+        do {
+            guard let leaves = proxy.tls?.interception.server.leaves else {
+                throw Failure(description: "the proxy has no https interception")
+            }
+            pin = Data(try leaves.publicKeySHA256()).base64EncodedString()
+        } catch let failure as Failure {
+            throw failure
+        } catch {
+            throw Failure(description: "cannot read the proxy's leaf key: \(error)")
+        }
+        let port = proxy.listenerPorts.first ?? 0
+        var visits: [PageVisit] = []
+        var outcomes: [ConsentOutcome] = []
+        // The first state picks the pages; the others visit the same ones.
+        var chosen: [String] = []
+        for state in o.states {
+            let session: ChromiumSiteSession
+            do {
+                session = try ChromiumSiteSession(binary: binary, proxyPort: port, pin: pin)
+            } catch {
+                outcomes.append(ConsentOutcome(state: state, applied: false, detail: "Chromium: \(error.description)"))
+                continue
+            }
+            _ = lines.take()
+            var sample = PageSample(start: o.url, limit: o.pages, seed: o.seed, suffixes: .system)
+            var visited = 0
+            var outcome = ConsentOutcome(state: state, applied: state == .none, detail: "no interaction")
+            let picking = chosen.isEmpty
+            while let url = picking ? sample.next(visited: visited) : (visited < chosen.count ? chosen[visited] : nil) {
+                visited += 1
+                progress("[\(state.rawValue)] page \(visited)/\(o.pages): \(url)")
+                var problem: String? = nil
+                var status: Int? = nil
+                do {
+                    (status, problem) = try session.visit(url, wait: o.wait)
+                    if visited == 1, let choice = state.button {
+                        outcome = try consent(
+                            choice, state: state, session: session,
+                            selector: choice == .accept ? o.acceptSelector : o.rejectSelector, wait: o.wait)
+                    }
+                    if picking, let links = try session.evaluate(ConsentButtons.linksScript),
+                        let list = try? JSONSerialization.jsonObject(with: Data(links.utf8)) as? [String]
+                    {
+                        sample.found(list)
+                    }
+                    if let folder = o.screenshots, let png = try session.screenshot() {
+                        try? png.write(to: URL(fileURLWithPath: "\(folder)/\(state.rawValue)-\(visited).png"))
+                    }
+                } catch {
+                    problem = error.description
+                }
+                let store = (try? session.cookies()) ?? []
+                visits.append(
+                    PageVisit(
+                        url: url, state: state, status: status, problem: problem, lines: lines.take(),
+                        refused: session.takeRefused(), store: store, readAt: Date().timeIntervalSince1970))
+                if picking { chosen.append(url) }
+                if problem != nil, !session.isAlive {
+                    progress("[\(state.rawValue)] Chromium ended; the state's other pages are not visited")
+                    break
+                }
+            }
+            outcomes.append(outcome)
+        }
+        return SiteScan.build(engine: "chromium", start: o.url, seed: o.seed, states: outcomes, visits: visits)
+    }
+
+    /// The evidence in `folder` (made if missing; the screenshots are already there): `report.json`, `report.txt`,
+    /// and `manifest.json`, the SHA-256 of every other file in the folder.
+    public static func writeEvidence(_ scan: SiteScan, to folder: String) throws(Failure) {
+        do {
+            try Data(scan.json.serialized.utf8).write(to: URL(fileURLWithPath: "\(folder)/report.json"))
+            try Data(scan.text.utf8).write(to: URL(fileURLWithPath: "\(folder)/report.txt"))
+            let names = try FileManager.default.contentsOfDirectory(atPath: folder).filter { $0 != "manifest.json" }
+                .sorted()
+            var files: [(String, JSONValue)] = []
+            for name in names {
+                let bytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: "\(folder)/\(name)")))
+                files.append(
+                    (name, .object([("sha256", .string(sha256Hex(bytes))), ("bytes", .int(Int64(bytes.count)))])))
+            }
+            let manifest = JSONValue.object([("files", .object(files))])
+            try Data(manifest.serialized.utf8).write(to: URL(fileURLWithPath: "\(folder)/manifest.json"))
+        } catch {
+            throw Failure(description: "cannot write the evidence in \(folder): \(error.localizedDescription)")
+        }
+    }
+
+    /// Finds the state's button, clicks it and checks the click took.
+    static func consent(
+        _ choice: ConsentButtons.Choice, state: ConsentState, session: ChromiumSiteSession, selector: String?,
+        wait: Double
+    ) throws(BrowserFailure) -> ConsentOutcome {
+        struct Found: Decodable {
+            var found: Bool
+            var how: String?
+            var looked: String?
+        }
+        struct Taken: Decodable {
+            var taken: Bool
+            var sign: String?
+        }
+        guard let text = try session.evaluate(ConsentButtons.findScript(choice, selector: selector)),
+            let found = try? JSONDecoder().decode(Found.self, from: Data(text.utf8))
+        else {
+            return ConsentOutcome(state: state, applied: false, detail: "the page could not be searched for a button")
+        }
+        guard found.found else {
+            let given = selector.map { " (--\(choice.rawValue) \($0) matched no visible element)" } ?? ""
+            return ConsentOutcome(
+                state: state, applied: false,
+                detail: "no \(choice.rawValue) button found\(given); looked for \(found.looked ?? "")")
+        }
+        let before = (try? session.cookies())?.map(\.key).sorted() ?? []
+        _ = try session.evaluateFlag(ConsentButtons.clickScript)
+        try session.settle(wait: min(wait, 5))
+        if let text = try session.evaluate(ConsentButtons.verifyScript),
+            let taken = try? JSONDecoder().decode(Taken.self, from: Data(text.utf8)), taken.taken
+        {
+            return ConsentOutcome(
+                state: state, applied: true, detail: "clicked \(found.how ?? ""); \(taken.sign ?? "")")
+        }
+        if (try? session.cookies())?.map(\.key).sorted() ?? [] != before {
+            return ConsentOutcome(
+                state: state, applied: true, detail: "clicked \(found.how ?? ""); the browser's cookies changed")
+        }
+        return ConsentOutcome(
+            state: state, applied: false,
+            detail: "clicked \(found.how ?? "") but nothing showed it took (the banner stayed, no cookie or storage"
+                + " changed)")
+    }
+}
+
+/// The audit's observer: every Set-Cookie line the proxy relays, with its response's URL, until taken.
+final class LineRecorder: ExchangeObserver, LoopObserver, @unchecked Sendable {
+    private let lines = Locked<[(url: String, line: String)]>([])
+
+    func makeLoopObserver() -> (any LoopObserver)? { self }
+
+    func line(_ line: borrowing SetCookieLine, of response: ForwardedResponse) {
+        let context = response.context
+        let port = context.port == (context.scheme == "https" ? 443 : 80) ? "" : ":\(context.port)"
+        let host = context.host.contains(":") ? "[\(context.host)]" : context.host
+        let url = "\(context.scheme)://\(host)\(port)\(context.target)"
+        let text = String(decoding: line.received, as: UTF8.self)
+        lines.withLock { $0.append((url, text)) }
+    }
+
+    /// The lines recorded since the last call.
+    func take() -> [(url: String, line: String)] {
+        lines.withLock { held in
+            defer { held.removeAll() }
+            return held
+        }
+    }
+}

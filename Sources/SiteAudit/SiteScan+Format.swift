@@ -1,0 +1,117 @@
+import CookieKit
+
+extension SiteScan {
+    /// The report as `report.json` and `--format json` write it (field names in the README's "Audit a whole site").
+    public var json: JSONValue {
+        .object([
+            ("engine", .string(engine)), ("start", .string(start)), ("seed", .int(Int64(bitPattern: seed))),
+            (
+                "consent",
+                .object(
+                    states.map { s in
+                        (
+                            s.state.rawValue,
+                            .object([
+                                ("applied", .bool(s.applied)), ("detail", .string(s.detail)),
+                                (
+                                    "cookies",
+                                    .array(
+                                        cookies.filter { $0.states.contains(s.state) }.map { .string($0.name) })
+                                ),
+                            ])
+                        )
+                    })
+            ),
+            (
+                "pages",
+                .array(
+                    pages.map { p in
+                        .object([
+                            ("url", .string(p.url)), ("consent", .string(p.state.rawValue)),
+                            ("status", p.status.map { .int(Int64($0)) } ?? .null),
+                            ("problem", JSONValue(p.problem)), ("cookies", .int(Int64(p.store.count))),
+                        ])
+                    })
+            ),
+            ("cookies", .array(cookies.map(\.json))),
+            (
+                "refused",
+                .array(
+                    refused.map { r in
+                        .object([
+                            ("name", .string(r.name)), ("url", .string(r.url)), ("page", .string(r.page)),
+                            ("consent", .string(r.state.rawValue)), ("reasons", .array(r.reasons.map { .string($0) })),
+                            ("times", .int(Int64(r.times))),
+                        ])
+                    })
+            ),
+        ])
+    }
+
+    /// The report for a person: each consent state, then each cookie (first party first, by name), then the
+    /// refused lines.
+    public var text: String {
+        var out = "\(engine): \(pages.count) page visit(s) from \(start) (seed \(seed))\n"
+        for s in states {
+            out += "  consent \(s.state.rawValue): \(s.applied ? "applied" : "NOT APPLIED") (\(s.detail))\n"
+        }
+        for p in pages where p.problem != nil {
+            out += "  page \(p.url) [\(p.state.rawValue)]: \(p.problem!)\n"
+        }
+        let sorted = cookies.sorted { ($0.party, $0.domain, $0.name) < ($1.party, $1.domain, $1.name) }
+        out += "\n\(cookies.count) cookie(s):\n"
+        for c in sorted {
+            let life = c.lifetime.map { "\($0) s" } ?? "session"
+            out += "  \(c.name)  \(c.hostOnly ? "" : ".")\(c.domain)\(c.path)  \(c.party)-party, set by \(c.setBy)"
+            out += " on \(c.setOn)\n"
+            out += "    first seen: \(c.firstPage) [\(c.firstState.rawValue)]; in: "
+            out += c.states.map(\.rawValue).joined(separator: ", ") + "\n"
+            var flags = [life, "SameSite=\(c.sameSite)"]
+            if c.secure { flags.append("Secure") }
+            if c.httpOnly { flags.append("HttpOnly") }
+            if let key = c.partitionKey { flags.append("Partitioned(\(key))") }
+            out += "    \(flags.joined(separator: ", "))\n"
+            out += "    category: \(c.category.rawValue)"
+            if let row = c.row {
+                out += " (Open Cookie Database: \(row.platform), \(row.listed)\(row.wildcard ? ", prefix \(row.name)" : ""))"
+            }
+            out += "\n"
+            if !c.findings.isEmpty { out += "    findings: \(c.findings.joined(separator: ", "))\n" }
+            if let engines = c.engines { out += "    engines: \(engines)\n" }
+        }
+        if !refused.isEmpty {
+            out += "\nRefused by \(engine):\n"
+            for r in refused {
+                out += "  \(r.name) from \(r.url) [\(r.state.rawValue)]: \(r.reasons.joined(separator: ", "))"
+                out += r.times > 1 ? " (\(r.times) times)\n" : "\n"
+            }
+        }
+        return out
+    }
+}
+
+extension SiteCookie {
+    /// One cookie as `report.json` writes it.
+    public var json: JSONValue {
+        .object([
+            ("name", .string(name)), ("domain", .string(domain)), ("path", .string(path)), ("hostOnly", .bool(hostOnly)),
+            ("partitionKey", JSONValue(partitionKey)), ("party", .string(party)), ("setBy", .string(setBy)),
+            ("setOn", .string(setOn)),
+            ("firstSeen", .object([("page", .string(firstPage)), ("consent", .string(firstState.rawValue))])),
+            ("states", .array(states.map { .string($0.rawValue) })),
+            ("lifetime", lifetime.map { .int($0) } ?? .string("session")), ("secure", .bool(secure)),
+            ("httpOnly", .bool(httpOnly)), ("sameSite", .string(sameSite)), ("category", .string(category.rawValue)),
+            (
+                "categorySource",
+                row.map { r in
+                    .object([
+                        ("source", .string(categorySource)), ("id", .string(r.id)), ("platform", .string(r.platform)),
+                        ("listed", .string(r.listed)), ("name", .string(r.name)), ("wildcard", .bool(r.wildcard)),
+                        ("retention", .string(r.retention)),
+                    ])
+                } ?? .string(categorySource)
+            ),
+            ("findings", .array(findings.map { .string($0) })), ("engines", JSONValue(engines)),
+        ])
+    }
+}

@@ -1,0 +1,214 @@
+import CookieKit
+
+/// What a browser saw on one page of a site audit, as the driver gathered it: the page, what its loading did, the
+/// Set-Cookie lines the proxy relayed meanwhile, the lines the browser refused (in its words), and its cookie store
+/// afterwards.
+public struct PageVisit: Sendable {
+    public var url: String
+    public var state: ConsentState
+    /// The document's status; nil when no response came.
+    public var status: Int?
+    /// Why the page is incomplete or missing (a navigation error, not idle in time, the browser crashed).
+    public var problem: String?
+    /// The Set-Cookie lines the proxy relayed while the page loaded, with the URL of the response of each.
+    public var lines: [(url: String, line: String)]
+    /// The lines the browser refused, with the URL of each response and the browser's reasons.
+    public var refused: [(url: String, line: String, reasons: [String])]
+    /// The browser's whole cookie store once the page was idle.
+    public var store: [BrowserStoredCookie]
+    /// When the store was read (seconds since the epoch): lifetimes are counted from it.
+    public var readAt: Double
+
+    public init(
+        url: String, state: ConsentState, status: Int?, problem: String?, lines: [(url: String, line: String)],
+        refused: [(url: String, line: String, reasons: [String])], store: [BrowserStoredCookie], readAt: Double
+    ) {
+        (self.url, self.state, self.status, self.problem) = (url, state, status, problem)
+        (self.lines, self.refused, self.store, self.readAt) = (lines, refused, store, readAt)
+    }
+}
+
+/// A cookie as a browser's store reported it (the DevTools protocol's `Network.Cookie`).
+public struct BrowserStoredCookie: Sendable, Hashable {
+    public var name: String
+    /// With a leading dot for a domain cookie (host-only without).
+    public var domain: String
+    public var path: String
+    /// Seconds since the epoch; nil for a session cookie.
+    public var expires: Double?
+    public var secure: Bool
+    public var httpOnly: Bool
+    /// Strict, Lax or None as set; nil when the cookie had none.
+    public var sameSite: String?
+    /// The top-level site of a partitioned cookie (CHIPS).
+    public var partitionKey: String?
+
+    public init(
+        name: String, domain: String, path: String, expires: Double?, secure: Bool, httpOnly: Bool,
+        sameSite: String?, partitionKey: String?
+    ) {
+        (self.name, self.domain, self.path, self.expires) = (name, domain, path, expires)
+        (self.secure, self.httpOnly, self.sameSite, self.partitionKey) = (secure, httpOnly, sameSite, partitionKey)
+    }
+
+    /// What tells two cookies of a store apart (RFC 6265bis §5.7 step 23: name, domain, host-only, path; CHIPS
+    /// adds the partition).
+    public var key: String { "\(name)\u{0}\(domain)\u{0}\(path)\u{0}\(partitionKey ?? "")" }
+    public var hostOnly: Bool { !domain.hasPrefix(".") }
+    public var bareDomain: String { domain.hasPrefix(".") ? String(domain.dropFirst()) : domain }
+}
+
+/// How one consent state went: whether its button was found and the click took, and why not.
+public struct ConsentOutcome: Sendable {
+    public var state: ConsentState
+    /// The state is what it says: `none` always; `accept`/`reject` when the button was clicked and it took.
+    public var applied: Bool
+    /// How the button was found and what showed the click took, or why the state was not applied.
+    public var detail: String
+    public init(state: ConsentState, applied: Bool, detail: String) {
+        (self.state, self.applied, self.detail) = (state, applied, detail)
+    }
+}
+
+/// One cookie of a site audit: what the browser kept, where it came from, what it is for, what is wrong with it.
+public struct SiteCookie: Sendable {
+    public var name: String
+    /// Without a leading dot.
+    public var domain: String
+    public var path: String
+    public var hostOnly: Bool
+    public var partitionKey: String?
+    /// `first` when its domain's registrable domain is the top-level site's, else `third`.
+    public var party: String
+    /// `http` (a Set-Cookie line the proxy relayed) or `script` (in the store with no line behind it).
+    public var setBy: String
+    /// The response URL of its Set-Cookie line, or the page whose script set it.
+    public var setOn: String
+    public var firstPage: String
+    public var firstState: ConsentState
+    /// The consent states it was in the store in.
+    public var states: [ConsentState]
+    /// Seconds from when the store was read; nil for a session cookie.
+    public var lifetime: Int64?
+    public var secure: Bool
+    public var httpOnly: Bool
+    /// Strict, Lax, None, or Default (none set).
+    public var sameSite: String
+    public var category: CookieCategory
+    /// `open-cookie-database` with the row that matched, or `none`.
+    public var categorySource: String
+    public var row: CookieDatabase.Row?
+    /// The lint's findings on its Set-Cookie line (codes), and the audit's own (`set-before-consent`).
+    public var findings: [String]
+    /// Each engine's verdict on its Set-Cookie line (``EngineVerdict``), when it had one.
+    public var engines: String?
+    /// The Set-Cookie line, when it came from one.
+    public var line: String?
+}
+
+/// A Set-Cookie line a browser refused.
+public struct RefusedCookie: Sendable {
+    public var name: String
+    public var url: String
+    public var page: String
+    public var state: ConsentState
+    /// The browser's own reasons (Chromium's `CookieBlockedReason`/`SetCookieBlockedReason` names).
+    public var reasons: [String]
+    public var line: String
+    /// How many times in the state it was refused (once per page that loaded the response, usually).
+    public var times: Int
+}
+
+/// A browser audit of a site: the pages visited in each consent state, how each state went, every cookie the
+/// browser kept and every line it refused.
+public struct SiteScan: Sendable {
+    public var engine: String
+    public var start: String
+    public var seed: UInt64
+    public var states: [ConsentOutcome]
+    public var pages: [PageVisit]
+    public var cookies: [SiteCookie]
+    public var refused: [RefusedCookie]
+
+    /// Builds the report from the visits, in order (each state's pages in the order they were visited).
+    public static func build(
+        engine: String, start: String, seed: UInt64, states: [ConsentOutcome], visits: [PageVisit],
+        database: CookieDatabase = .shipped, suffixes: PublicSuffixList = .system
+    ) -> SiteScan {
+        let top = RequestURL(start).map { suffixes.registrableDomain(of: $0.host) ?? $0.host } ?? ""
+        var cookies: [SiteCookie] = []
+        var index: [String: Int] = [:]
+        var refused: [RefusedCookie] = []
+        var refusedIndex: [String: Int] = [:]
+        var linesSoFar: [(url: String, line: String, state: ConsentState)] = []
+        for visit in visits {
+            linesSoFar += visit.lines.map { ($0.url, $0.line, visit.state) }
+            // A line refused again in the same state (the same response on every page) is one entry, counted.
+            for r in visit.refused {
+                let key = "\(visit.state)\u{0}\(r.url)\u{0}\(r.line)\u{0}\(r.reasons)"
+                if let i = refusedIndex[key] {
+                    refused[i].times += 1
+                    continue
+                }
+                refusedIndex[key] = refused.count
+                refused.append(
+                    RefusedCookie(
+                        name: SetCookie(r.line).name, url: r.url, page: visit.url, state: visit.state,
+                        reasons: r.reasons, line: r.line, times: 1))
+            }
+            for stored in visit.store {
+                if let i = index[stored.key] {
+                    if !cookies[i].states.contains(visit.state) { cookies[i].states.append(visit.state) }
+                    continue
+                }
+                index[stored.key] = cookies.count
+                cookies.append(
+                    entry(
+                        stored, visit: visit, top: top, lines: linesSoFar.filter { $0.state == visit.state },
+                        database: database, suffixes: suffixes))
+            }
+        }
+        for i in cookies.indices {
+            let c = cookies[i]
+            if c.category.needsConsent, c.states.contains(where: { $0 != .accept }) {
+                cookies[i].findings.append("set-before-consent")
+            }
+        }
+        return SiteScan(
+            engine: engine, start: start, seed: seed, states: states, pages: visits, cookies: cookies,
+            refused: refused)
+    }
+
+    /// A stored cookie's entry: from the latest line of the same name whose response host the cookie's domain
+    /// covers (http), else from the page's scripts.
+    static func entry(
+        _ c: BrowserStoredCookie, visit: PageVisit, top: String,
+        lines: [(url: String, line: String, state: ConsentState)], database: CookieDatabase,
+        suffixes: PublicSuffixList
+    ) -> SiteCookie {
+        let domain = c.bareDomain
+        let party = (suffixes.registrableDomain(of: domain) ?? domain) == top ? "first" : "third"
+        let source = lines.last { l in
+            let parsed = SetCookie(l.line)
+            guard parsed.name == c.name, let url = RequestURL(l.url) else { return false }
+            return domainMatches(url.host, domain)
+        }
+        var findings: [String] = []
+        var engines: String? = nil
+        if let source, let url = RequestURL(source.url) {
+            let lint = CookieLint.findings(
+                for: SetCookie(source.line), from: url, now: Int64(visit.readAt), suffixes: suffixes)
+            findings = lint.map(\.code)
+            engines = EngineVerdict.summary(lint)
+        }
+        let row = database.row(for: c.name)
+        return SiteCookie(
+            name: c.name, domain: domain, path: c.path, hostOnly: c.hostOnly, partitionKey: c.partitionKey,
+            party: party, setBy: source == nil ? "script" : "http", setOn: source?.url ?? visit.url,
+            firstPage: visit.url, firstState: visit.state, states: [visit.state],
+            lifetime: c.expires.map { Int64(($0 - visit.readAt).rounded()) }, secure: c.secure,
+            httpOnly: c.httpOnly, sameSite: c.sameSite ?? "Default", category: row?.category ?? .unknown,
+            categorySource: row == nil ? "none" : "open-cookie-database", row: row, findings: findings,
+            engines: engines, line: source?.line)
+    }
+}
