@@ -117,7 +117,8 @@ let package = Package(
                 "JSONStream",
                 "BrowserEngines",
                 "CookieKit", "CookieFoundation", "CookieConformance", "CookieRules", "CookieAudit", "ProxyCore",
-                "ProxyTLS", "CookieInspector", "HTTPGrammar", "ProxyApp", "CookieLifecycle", "CookieReports", "SiteAudit",
+                "ProxyTLS", "CookieInspector", "HTTPGrammar", "ProxyApp", "CookieLifecycle", "CookieReports",
+                "SiteAudit",
             ], swiftSettings: hotPath),
         // Counts allocations in the benchmark only (interposes malloc in that executable).
         .target(name: "CBenchSupport"),
@@ -132,6 +133,7 @@ let package = Package(
             name: "ProxyServerTests",
             dependencies: ["ProxyServer", "ProxyPlatform", "ProxyCore", "Locking", "HTTPGrammar"]),
         .testTarget(name: "HTTPGrammarTests", dependencies: ["HTTPGrammar"]),
+        .testTarget(name: "SiteAuditTests", dependencies: ["SiteAudit", "CookieKit"]),
         .testTarget(name: "ArgumentParsingTests", dependencies: ["ArgumentParsing"]),
         .testTarget(name: "ProxyTLSTests", dependencies: ["ProxyTLS"]),
         .testTarget(name: "ProxyHTTP2Tests", dependencies: ["ProxyHTTP2", "CNGHTTP2", "ProxyCore"]),

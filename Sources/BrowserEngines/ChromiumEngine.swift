@@ -1,15 +1,10 @@
 import CookieKit
 import Foundation
-import ProxyCore
-import ProxyPlatform
-import ProxyTLS
-import Locking
 
 /// `parse --browser chromium`: what the machine's own Chromium stores for a Set-Cookie line.
 ///
-/// A headless Chromium with a fresh profile is driven over the DevTools protocol on a pipe
-/// (`--remote-debugging-pipe`: commands on its fd 3, replies on its fd 4, each message ended by NUL). Every host
-/// name resolves to a local server (`--host-resolver-rules`) that answers the navigation to the URL with exactly
+/// A headless Chromium with a fresh profile is driven over the DevTools protocol on a pipe (``DevToolsPipe``). Every
+/// host name resolves to a local server (`--host-resolver-rules`) that answers the navigation to the URL with exactly
 /// that one Set-Cookie line, over http or https on one port (a first byte of 0x16 is TLS; the certificate comes
 /// from a throwaway CA, and Chromium is told to ignore certificate errors). What Chromium then holds is read
 /// back with `Storage.getCookies`; the jar is cleared before each line.

@@ -98,7 +98,8 @@ public final class ChromiumSiteSession {
             // `partitionKey` is an object ({topLevelSite, hasCrossSiteAncestor}) in today's protocol, a string before.
             let key = (c["partitionKey"] as? [String: Any])?["topLevelSite"] as? String ?? c["partitionKey"] as? String
             return BrowserStoredCookie(
-                name: c["name"] as? String ?? "", domain: c["domain"] as? String ?? "", path: c["path"] as? String ?? "/",
+                name: c["name"] as? String ?? "", domain: c["domain"] as? String ?? "",
+                path: c["path"] as? String ?? "/",
                 expires: session ? nil : (c["expires"] as? Double ?? (c["expires"] as? Int).map(Double.init)),
                 secure: c["secure"] as? Bool ?? false, httpOnly: c["httpOnly"] as? Bool ?? false,
                 sameSite: c["sameSite"] as? String, partitionKey: key)

@@ -98,7 +98,7 @@ public final class DevToolsPipe {
             let message: [String: Any]
             do {
                 message = try receive(until: deadline, what: "an event")
-            } catch where !exited {
+            } catch  where !exited {
                 return nil
             }
             if message["id"] == nil { return message }

@@ -118,7 +118,8 @@ public enum ConsentButtons {
     }
 
     /// Clicks the button ``findScript`` found.
-    public static let clickScript = "(() => { const c = window.__cookieProxyConsent; if (c) c.button.click(); return !!c; })()"
+    public static let clickScript =
+        "(() => { const c = window.__cookieProxyConsent; if (c) c.button.click(); return !!c; })()"
 
     /// Whether the click took: a JSON string `{"taken":true,"sign":"…"}` when the banner is gone or hidden, or the
     /// page's cookies or local storage changed; `{"taken":false}` otherwise. (A navigation after the click, which

@@ -58,7 +58,8 @@ public struct CookieDatabase: Sendable {
             }
             guard f.count == 7, !f[3].isEmpty else { continue }
             let row = Row(
-                id: f[0], platform: f[1], listed: f[2], name: f[3], domain: f[4], retention: f[5], wildcard: f[6] == "1")
+                id: f[0], platform: f[1], listed: f[2], name: f[3], domain: f[4], retention: f[5], wildcard: f[6] == "1"
+            )
             count += 1
             if row.wildcard {
                 prefixes.append(row)

@@ -73,7 +73,8 @@ extension SiteScan {
             out += "    \(flags.joined(separator: ", "))\n"
             out += "    category: \(c.category.rawValue)"
             if let row = c.row {
-                out += " (Open Cookie Database: \(row.platform), \(row.listed)\(row.wildcard ? ", prefix \(row.name)" : ""))"
+                out +=
+                    " (Open Cookie Database: \(row.platform), \(row.listed)\(row.wildcard ? ", prefix \(row.name)" : ""))"
             }
             out += "\n"
             if !c.findings.isEmpty { out += "    findings: \(c.findings.joined(separator: ", "))\n" }
@@ -94,7 +95,8 @@ extension SiteCookie {
     /// One cookie as `report.json` writes it.
     public var json: JSONValue {
         .object([
-            ("name", .string(name)), ("domain", .string(domain)), ("path", .string(path)), ("hostOnly", .bool(hostOnly)),
+            ("name", .string(name)), ("domain", .string(domain)), ("path", .string(path)),
+            ("hostOnly", .bool(hostOnly)),
             ("partitionKey", JSONValue(partitionKey)), ("party", .string(party)), ("setBy", .string(setBy)),
             ("setOn", .string(setOn)),
             ("firstSeen", .object([("page", .string(firstPage)), ("consent", .string(firstState.rawValue))])),

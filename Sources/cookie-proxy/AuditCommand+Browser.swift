@@ -13,7 +13,8 @@ extension AuditCommand {
         }
         let format = try args.choice(Option.format, command: spec.name)
         guard format == "text" || format == "json" else {
-            throw UsageError(message: "--browser writes text or json (--format \(format) is not yet)", command: spec.name)
+            throw UsageError(
+                message: "--browser writes text or json (--format \(format) is not yet)", command: spec.name)
         }
         var o = SiteAuditRun.Options(url: args.positionals[0])
         o.pages = try args.integer(Option.pages, in: 1...10_000, orDefault: true, command: spec.name) ?? 10

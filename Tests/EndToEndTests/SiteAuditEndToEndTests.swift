@@ -1,0 +1,157 @@
+import Foundation
+import TestSupport
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// `audit URL --browser chromium` on a local shop (Fixtures/shop_site.py: shop.test with a consent banner, cdn.test's
+/// analytics script, ads.test's iframe, over https with a CA of the test's own), in a real headless Chromium through
+/// the proxy the audit starts.
+@Suite(.serialized) struct SiteAuditEndToEndTests {
+    /// The shop, served for a test.
+    final class Shop: Sendable {
+        let process: TestProcess
+        let port: Int
+        let ca: TestCA
+        init() throws {
+            ca = try TestCA(names: ["shop.test", "cdn.test", "ads.test"])
+            process = try TestProcess(
+                Paths.which("python3"), ["-u", Paths.fixtures + "/shop_site.py", ca.cert, ca.key])
+            port = Int(try process.waitForLine(startingWith: "PORT ").dropFirst(5))!
+        }
+        var resolve: [String] {
+            ["shop.test", "cdn.test", "ads.test"].flatMap { ["--resolve", "\($0):127.0.0.1"] }
+        }
+        func audit(_ extra: [String], path: String = "/", host: String = "shop.test") throws -> CommandResult {
+            try run(
+                Paths.binary,
+                ["audit", "--browser", "chromium", "--upstream-ca", ca.caCert, "--wait", "8"] + resolve + extra
+                    + ["https://\(host):\(port)\(path)"])
+        }
+    }
+
+    static func object(_ data: Data) throws -> [String: Any] {
+        try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+    }
+
+    /// The shop's own table of its cookies, as Chromium must report them: party, who set it, the consent state it
+    /// first appeared in, the states it is in, its category (the Open Cookie Database's rows for _fbp, _ga and lang;
+    /// sid, consent and __Host-ad are in no row: unknown), and the audit's findings.
+    struct Expected: Sendable, CustomStringConvertible {
+        var name: String
+        var party: String
+        var setBy: String
+        var setOnSuffix: String
+        var first: String
+        var states: [String]
+        var category: String
+        var beforeConsent: Bool
+        var partitioned: Bool
+        var description: String { name }
+    }
+
+    static let table: [Expected] = [
+        Expected(
+            name: "sid", party: "first", setBy: "http", setOnSuffix: "/", first: "none",
+            states: ["none", "reject", "accept"], category: "unknown", beforeConsent: false, partitioned: false),
+        Expected(
+            name: "_fbp", party: "first", setBy: "http", setOnSuffix: "/", first: "none",
+            states: ["none", "reject", "accept"], category: "marketing", beforeConsent: true, partitioned: false),
+        Expected(
+            name: "lang", party: "first", setBy: "http", setOnSuffix: "/page/2", first: "none",
+            states: ["none", "reject", "accept"], category: "functional", beforeConsent: false, partitioned: false),
+        Expected(
+            name: "consent", party: "first", setBy: "script", setOnSuffix: "/", first: "reject",
+            states: ["reject", "accept"], category: "unknown", beforeConsent: false, partitioned: false),
+        Expected(
+            name: "_ga", party: "first", setBy: "script", setOnSuffix: "/", first: "accept", states: ["accept"],
+            category: "analytics", beforeConsent: false, partitioned: false),
+        Expected(
+            name: "__Host-ad", party: "third", setBy: "http", setOnSuffix: "/frame", first: "none",
+            states: ["none", "reject", "accept"], category: "unknown", beforeConsent: false, partitioned: true),
+    ]
+
+    @Test func everyCookieOfTheShopHasTheSitesOwnPartySourceConsentStateAndCategory() throws {
+        let shop = try Shop()
+        let out = FileManager.default.temporaryDirectory.appendingPathComponent("cp-site-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: out) }
+        let result = try shop.audit(["--pages", "4", "--format", "json", "--out", out])
+        // _fbp is a marketing cookie set before any consent: a finding, so status 1.
+        #expect(result.status == 1, "\(result.stderr)")
+        let report = try Self.object(result.stdout)
+        let consent = try #require(report["consent"] as? [String: [String: Any]])
+        for state in ["none", "reject", "accept"] {
+            #expect(consent[state]?["applied"] as? Bool == true, "\(state): \(consent[state] ?? [:])")
+        }
+        let detail = consent["accept"]?["detail"] as? String
+        #expect(detail?.contains("accept all") == true, "\(detail ?? "none")")
+        let pages = try #require(report["pages"] as? [[String: Any]])
+        #expect(pages.count == 12, "4 pages in each of 3 states: \(pages.map { $0["url"] ?? "" })")
+        #expect(pages.allSatisfy { $0["status"] as? Int == 200 })
+        let cookies = try #require(report["cookies"] as? [[String: Any]])
+        let byName = Dictionary(cookies.map { ($0["name"] as? String ?? "", $0) }, uniquingKeysWith: { a, _ in a })
+        for e in Self.table {
+            let c = try #require(byName[e.name], "\(e.name) missing from \(byName.keys.sorted())")
+            #expect(c["party"] as? String == e.party, "\(e.name)")
+            #expect(c["setBy"] as? String == e.setBy, "\(e.name)")
+            #expect((c["setOn"] as? String ?? "").hasSuffix(":\(shop.port)\(e.setOnSuffix)"), "\(e.name): \(c)")
+            let first = c["firstSeen"] as? [String: Any]
+            #expect(first?["consent"] as? String == e.first, "\(e.name)")
+            #expect(c["states"] as? [String] == e.states, "\(e.name)")
+            #expect(c["category"] as? String == e.category, "\(e.name)")
+            let findings = c["findings"] as? [String] ?? []
+            #expect(findings.contains("set-before-consent") == e.beforeConsent, "\(e.name): \(findings)")
+            let partition = c["partitionKey"] as? String
+            #expect((partition?.contains("shop.test") ?? false) == e.partitioned, "\(e.name): \(partition ?? "none")")
+        }
+        // The category says which row matched.
+        let ga = try #require(byName["_ga"]?["categorySource"] as? [String: Any])
+        #expect(ga["source"] as? String == "open-cookie-database")
+        #expect(ga["platform"] as? String == "Google Analytics")
+        // The line with another site's Domain is refused, in Chromium's words, once per state.
+        let refused = try #require(report["refused"] as? [[String: Any]])
+        let bad = refused.filter { $0["name"] as? String == "bad" }
+        #expect(bad.count == 3, "\(refused)")
+        #expect(bad.allSatisfy { ($0["reasons"] as? [String] ?? []).contains("InvalidDomain") }, "\(bad)")
+        // IDE, the ad frame's unpartitioned third-party cookie: kept as third party, or refused with a reason
+        // (this Chromium's default refuses third-party cookies).
+        if let ide = byName["IDE"] {
+            #expect(ide["party"] as? String == "third")
+        } else {
+            let lines = refused.filter { $0["name"] as? String == "IDE" }
+            #expect(!lines.isEmpty && lines.allSatisfy { !($0["reasons"] as? [String] ?? []).isEmpty }, "\(refused)")
+        }
+        // The evidence: every file the manifest lists has the SHA-256 it says, and every file is listed.
+        let manifest = try Self.object(Data(contentsOf: URL(fileURLWithPath: out + "/manifest.json")))
+        let files = try #require(manifest["files"] as? [String: [String: Any]])
+        let present = try FileManager.default.contentsOfDirectory(atPath: out).filter { $0 != "manifest.json" }
+        #expect(Set(files.keys) == Set(present))
+        #expect(present.contains("report.json") && present.contains("none-1.png") && present.contains("accept-4.png"))
+        for (name, entry) in files {
+            let sum = try run(Paths.which("sha256sum"), [out + "/" + name])
+            #expect(sum.text.hasPrefix((entry["sha256"] as? String ?? "-") + " "), "\(name)")
+        }
+    }
+
+    /// The exit statuses: 2 when nothing could be scanned or the format is not one the browser audit writes; a
+    /// consent state whose button is not on the page is reported not applied, with what was looked for.
+    @Test func aStateWithoutItsButtonIsReportedNotAppliedAndNothingScannedIsStatus2() throws {
+        let shop = try Shop()
+        let frame = try shop.audit(
+            ["--pages", "1", "--consent", "accept", "--format", "json"], path: "/frame", host: "ads.test")
+        #expect(frame.status != 2, "\(frame.stderr)")
+        let report = try Self.object(frame.stdout)
+        let accept = try #require((report["consent"] as? [String: [String: Any]])?["accept"])
+        #expect(accept["applied"] as? Bool == false)
+        #expect((accept["detail"] as? String ?? "").contains("no accept button found"), "\(accept)")
+
+        let notHTTP = try run(Paths.binary, ["audit", "--browser", "chromium", "ftp://shop.test/"])
+        #expect(notHTTP.status == 2)
+        #expect(notHTTP.stderr.contains("is not an http:// or https:// URL"), "\(notHTTP.stderr)")
+        let junit = try run(Paths.binary, ["audit", "--browser", "chromium", "--format", "junit", "https://x.test/"])
+        #expect(junit.status == 2)
+        #expect(junit.stderr.contains("--browser writes text or json"), "\(junit.stderr)")
+    }
+}
