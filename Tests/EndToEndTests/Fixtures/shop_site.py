@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """A small shop for `audit --browser`'s tests: three hosts on one https port (its certificate names them all),
-told apart by Host. Prints "PORT <n>" on stdout and runs until killed. Usage: shop_site.py CERT KEY.
+told apart by Host. Prints "PORT <n>" on stdout and runs until killed. Usage: shop_site.py CERT KEY [PAGES=3].
 
-  shop.test  the first party: a consent banner (buttons named "Accept all" and "Reject all"), links to /page/1..3,
+  shop.test  the first party: a consent banner (buttons named "Accept all" and "Reject all"), links to /page/1..PAGES,
              the ad host's iframe; its responses set sid (necessary, HttpOnly) and, before any consent on purpose,
              _fbp (marketing); /page/2 sets lang; / also sends a line browsers refuse (Domain of another site).
              The banner's buttons set the consent cookie by script; accepting loads cdn.test's analytics script.
@@ -29,7 +29,7 @@ BANNER = """
 """
 
 def page(title, port):
-    links = " ".join('<a href="/page/%d">page %d</a>' % (i, i) for i in (1, 2, 3))
+    links = " ".join('<a href="/page/%d">page %d</a>' % (i, i) for i in range(1, PAGES + 1))
     body = ("<!doctype html><html><head><title>%s</title></head><body><h1>%s</h1><p>%s</p>"
             '<iframe src="https://ads.test:PORT/frame" width="300" height="100"></iframe>%s</body></html>'
             % (title, title, links, BANNER))
@@ -55,7 +55,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         host = (self.headers.get("Host") or "").split(":")[0]
         port = self.server.server_address[1]
         path = self.path.split("?")[0]
-        if host == "shop.test" and path in ("/", "/page/1", "/page/2", "/page/3"):
+        if host == "shop.test" and (path == "/" or path in PAGE_PATHS):
             cookies = ["sid=s1; Path=/; Secure; HttpOnly; SameSite=Lax",
                        "_fbp=fb.1.1; Path=/; Max-Age=7776000; SameSite=Lax"]
             if path == "/":
@@ -76,6 +76,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
 class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
     daemon_threads = True
     allow_reuse_address = True
+
+PAGES = int(sys.argv[3]) if len(sys.argv) > 3 else 3
+PAGE_PATHS = {"/page/%d" % i for i in range(1, PAGES + 1)}
 
 def main():
     server = Server(("127.0.0.1", 0), Handler)
