@@ -19,8 +19,23 @@ public final class ChromiumSiteSession {
     private var status: Int? = nil
     private var idle = false
 
+    /// Third-party cookies: the profile's setting (`profile.cookie_controls_mode`: 0 allows them, 1 blocks them),
+    /// or this Chromium's own default.
+    public enum ThirdParty: String, Sendable, CaseIterable {
+        case `default`, allow, block
+        var preferences: String? {
+            switch self {
+            case .default: nil
+            case .allow: #"{"profile":{"cookie_controls_mode":0}}"#
+            case .block: #"{"profile":{"cookie_controls_mode":1}}"#
+            }
+        }
+    }
+
     /// `pin`: the base64 SHA-256 of the proxy's leaf key (``publicKeySHA256``).
-    public init(binary: String, proxyPort: Int, pin: String) throws(BrowserFailure) {
+    public init(binary: String, proxyPort: Int, pin: String, thirdParty: ThirdParty = .default)
+        throws(BrowserFailure)
+    {
         browser = try DevToolsPipe(
             binary: binary,
             arguments: [
@@ -29,7 +44,7 @@ public final class ChromiumSiteSession {
                 "--disable-features=IsolateOrigins,site-per-process,OptimizationHints,MediaRouter,"
                     + "AutofillServerCommunication,Translate",
                 "--window-size=1280,900",
-            ])
+            ], preferences: thirdParty.preferences)
         let target = try browser.call("Target.createTarget", ["url": "about:blank"])["targetId"] as? String ?? ""
         session =
             try browser.call("Target.attachToTarget", ["targetId": target, "flatten": true])["sessionId"] as? String

@@ -20,9 +20,21 @@ public final class DevToolsPipe {
     private var reaped = false
 
     /// Starts `binary` headless with a fresh profile (mode 0700, HOME pointed at it: Chromium writes its own files
-    /// there, not in the user's), `arguments` added to the flags every run needs.
-    public init(binary: String, arguments: [String]) throws(BrowserFailure) {
+    /// there, not in the user's), `arguments` added to the flags every run needs; `preferences`, when given, is the
+    /// profile's `Default/Preferences` (JSON) before the first start.
+    public init(binary: String, arguments: [String], preferences: String? = nil) throws(BrowserFailure) {
         profile = try makeProfile("chromium")
+        if let preferences {
+            do {
+                try FileManager.default.createDirectory(
+                    atPath: profile + "/Default", withIntermediateDirectories: true,
+                    attributes: [.posixPermissions: 0o700])
+                try Data(preferences.utf8).write(to: URL(fileURLWithPath: profile + "/Default/Preferences"))
+            } catch {
+                try? FileManager.default.removeItem(atPath: profile)
+                throw BrowserFailure("cannot write the profile's preferences: \(error.localizedDescription)")
+            }
+        }
         let toBrowser: (read: Int32, write: Int32)
         let fromBrowser: (read: Int32, write: Int32)
         do {

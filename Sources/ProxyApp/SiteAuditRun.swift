@@ -22,6 +22,9 @@ public enum SiteAuditRun {
         public var resolve: [String: String] = [:]
         public var upstreamCAFile: String? = nil
         public var insecureHosts: Set<String> = []
+        public var thirdParty = ChromiumSiteSession.ThirdParty.default
+        /// The site's declared cookies (`--policy`).
+        public var policy: CookiePolicy? = nil
         /// Screenshots of each page go here (`--out`), when set.
         public var screenshots: String? = nil
         public init(url: String) { self.url = url }
@@ -89,7 +92,7 @@ public enum SiteAuditRun {
         for state in o.states {
             let session: ChromiumSiteSession
             do {
-                session = try ChromiumSiteSession(binary: binary, proxyPort: port, pin: pin)
+                session = try ChromiumSiteSession(binary: binary, proxyPort: port, pin: pin, thirdParty: o.thirdParty)
             } catch {
                 outcomes.append(ConsentOutcome(state: state, applied: false, detail: "Chromium: \(error.description)"))
                 continue
@@ -104,6 +107,7 @@ public enum SiteAuditRun {
                 progress("[\(state.rawValue)] page \(visited)/\(o.pages): \(url)")
                 var problem: String? = nil
                 var status: Int? = nil
+                var screenshot: String? = nil
                 do {
                     (status, problem) = try session.visit(url, wait: o.wait)
                     if visited == 1, let choice = state.button {
@@ -117,7 +121,13 @@ public enum SiteAuditRun {
                         sample.found(list)
                     }
                     if let folder = o.screenshots, let png = try session.screenshot() {
-                        try? png.write(to: URL(fileURLWithPath: "\(folder)/\(state.rawValue)-\(visited).png"))
+                        let name = "\(state.rawValue)-\(visited).png"
+                        do {
+                            try png.write(to: URL(fileURLWithPath: "\(folder)/\(name)"))
+                            screenshot = name
+                        } catch {
+                            problem = "cannot write its screenshot \(folder)/\(name): \(error.localizedDescription)"
+                        }
                     }
                 } catch {
                     problem = error.description
@@ -126,7 +136,8 @@ public enum SiteAuditRun {
                 visits.append(
                     PageVisit(
                         url: url, state: state, status: status, problem: problem, lines: lines.take(),
-                        refused: session.takeRefused(), store: store, readAt: Date().timeIntervalSince1970))
+                        refused: session.takeRefused(), store: store, readAt: Date().timeIntervalSince1970,
+                        screenshot: screenshot))
                 if picking { chosen.append(url) }
                 if problem != nil, !session.isAlive {
                     progress("[\(state.rawValue)] Chromium ended; the state's other pages are not visited")
@@ -135,15 +146,19 @@ public enum SiteAuditRun {
             }
             outcomes.append(outcome)
         }
-        return SiteScan.build(engine: "chromium", start: o.url, seed: o.seed, states: outcomes, visits: visits)
+        var scan = SiteScan.build(
+            engine: "chromium", start: o.url, seed: o.seed, states: outcomes, visits: visits, policy: o.policy)
+        scan.thirdParty = o.thirdParty.rawValue
+        return scan
     }
 
-    /// The evidence in `folder` (made if missing; the screenshots are already there): `report.json`, `report.txt`,
+    /// The evidence in `folder` (the screenshots are already there): `report.json`, `report.txt`, `report.html`,
     /// and `manifest.json`, the SHA-256 of every other file in the folder.
     public static func writeEvidence(_ scan: SiteScan, to folder: String) throws(Failure) {
         do {
             try Data(scan.json.serialized.utf8).write(to: URL(fileURLWithPath: "\(folder)/report.json"))
             try Data(scan.text.utf8).write(to: URL(fileURLWithPath: "\(folder)/report.txt"))
+            try Data(scan.html.utf8).write(to: URL(fileURLWithPath: "\(folder)/report.html"))
             let names = try FileManager.default.contentsOfDirectory(atPath: folder).filter { $0 != "manifest.json" }
                 .sorted()
             var files: [(String, JSONValue)] = []

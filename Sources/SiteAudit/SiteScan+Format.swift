@@ -5,6 +5,7 @@ extension SiteScan {
     public var json: JSONValue {
         .object([
             ("engine", .string(engine)), ("start", .string(start)), ("seed", .int(Int64(bitPattern: seed))),
+            ("thirdParty", .string(thirdParty)),
             (
                 "consent",
                 .object(
@@ -51,7 +52,8 @@ extension SiteScan {
     /// The report for a person: each consent state, then each cookie (first party first, by name), then the
     /// refused lines.
     public var text: String {
-        var out = "\(engine): \(pages.count) page visit(s) from \(start) (seed \(seed))\n"
+        var out =
+            "\(engine): \(pages.count) page visit(s) from \(start) (seed \(seed); third-party cookies: \(thirdParty))\n"
         for s in states {
             out += "  consent \(s.state.rawValue): \(s.applied ? "applied" : "NOT APPLIED") (\(s.detail))\n"
         }
@@ -72,7 +74,9 @@ extension SiteScan {
             if let key = c.partitionKey { flags.append("Partitioned(\(key))") }
             out += "    \(flags.joined(separator: ", "))\n"
             out += "    category: \(c.category.rawValue)"
-            if let row = c.row {
+            if c.categorySource == "policy", let d = c.declared {
+                out += " (policy: \(d.pattern) at \(d.location))"
+            } else if let row = c.row {
                 out +=
                     " (Open Cookie Database: \(row.platform), \(row.listed)\(row.wildcard ? ", prefix \(row.name)" : ""))"
             }
@@ -105,13 +109,19 @@ extension SiteCookie {
             ("httpOnly", .bool(httpOnly)), ("sameSite", .string(sameSite)), ("category", .string(category.rawValue)),
             (
                 "categorySource",
-                row.map { r in
-                    .object([
-                        ("source", .string(categorySource)), ("id", .string(r.id)), ("platform", .string(r.platform)),
-                        ("listed", .string(r.listed)), ("name", .string(r.name)), ("wildcard", .bool(r.wildcard)),
-                        ("retention", .string(r.retention)),
+                categorySource == "policy"
+                    ? .object([
+                        ("source", .string("policy")), ("pattern", .string(declared?.pattern ?? "")),
+                        ("at", .string(declared?.location.description ?? "")),
                     ])
-                } ?? .string(categorySource)
+                    : row.map { r in
+                        .object([
+                            ("source", .string(categorySource)), ("id", .string(r.id)),
+                            ("platform", .string(r.platform)),
+                            ("listed", .string(r.listed)), ("name", .string(r.name)), ("wildcard", .bool(r.wildcard)),
+                            ("retention", .string(r.retention)),
+                        ])
+                    } ?? .string(categorySource)
             ),
             ("findings", .array(findings.map { .string($0) })), ("engines", JSONValue(engines)),
         ])

@@ -18,13 +18,18 @@ public struct PageVisit: Sendable {
     public var store: [BrowserStoredCookie]
     /// When the store was read (seconds since the epoch): lifetimes are counted from it.
     public var readAt: Double
+    /// The file name of the page's screenshot, when one was written (`--out`).
+    public var screenshot: String?
 
     public init(
         url: String, state: ConsentState, status: Int?, problem: String?, lines: [(url: String, line: String)],
-        refused: [(url: String, line: String, reasons: [String])], store: [BrowserStoredCookie], readAt: Double
+        refused: [(url: String, line: String, reasons: [String])], store: [BrowserStoredCookie], readAt: Double,
+        screenshot: String? = nil
     ) {
         (self.url, self.state, self.status, self.problem) = (url, state, status, problem)
-        (self.lines, self.refused, self.store, self.readAt) = (lines, refused, store, readAt)
+        (self.lines, self.refused, self.store, self.readAt, self.screenshot) = (
+            lines, refused, store, readAt, screenshot
+        )
     }
 }
 
@@ -95,9 +100,11 @@ public struct SiteCookie: Sendable {
     /// Strict, Lax, None, or Default (none set).
     public var sameSite: String
     public var category: CookieCategory
-    /// `open-cookie-database` with the row that matched, or `none`.
+    /// `policy` (the declaring entry), `open-cookie-database` (the row that matched), or `none`.
     public var categorySource: String
     public var row: CookieDatabase.Row?
+    /// The policy's entry that declares it (`--policy`).
+    public var declared: CookiePolicy.Entry?
     /// The lint's findings on its Set-Cookie line (codes), and the audit's own (`set-before-consent`).
     public var findings: [String]
     /// Each engine's verdict on its Set-Cookie line (``EngineVerdict``), when it had one.
@@ -125,6 +132,8 @@ public struct SiteScan: Sendable {
     public var engine: String
     public var start: String
     public var seed: UInt64
+    /// The browser's third-party cookie setting for the run (`default`: its own).
+    public var thirdParty = "default"
     public var states: [ConsentOutcome]
     public var pages: [PageVisit]
     public var cookies: [SiteCookie]
@@ -133,7 +142,7 @@ public struct SiteScan: Sendable {
     /// Builds the report from the visits, in order (each state's pages in the order they were visited).
     public static func build(
         engine: String, start: String, seed: UInt64, states: [ConsentOutcome], visits: [PageVisit],
-        database: CookieDatabase = .shipped, suffixes: PublicSuffixList = .system
+        policy: CookiePolicy? = nil, database: CookieDatabase = .shipped, suffixes: PublicSuffixList = .system
     ) -> SiteScan {
         let top = RequestURL(start).map { suffixes.registrableDomain(of: $0.host) ?? $0.host } ?? ""
         var cookies: [SiteCookie] = []
@@ -169,6 +178,16 @@ public struct SiteScan: Sendable {
             }
         }
         for i in cookies.indices {
+            // The site's own declaration comes before the database's row.
+            if let policy {
+                if let entry = policy.entry(for: cookies[i].name) {
+                    cookies[i].declared = entry
+                    if let category = entry.category {
+                        (cookies[i].category, cookies[i].categorySource) = (category, "policy")
+                    }
+                }
+                cookies[i].findings += policy.findings(for: cookies[i])
+            }
             let c = cookies[i]
             if c.category.needsConsent, c.states.contains(where: { $0 != .accept }) {
                 cookies[i].findings.append("set-before-consent")
@@ -208,7 +227,26 @@ public struct SiteScan: Sendable {
             firstPage: visit.url, firstState: visit.state, states: [visit.state],
             lifetime: c.expires.map { Int64(($0 - visit.readAt).rounded()) }, secure: c.secure,
             httpOnly: c.httpOnly, sameSite: c.sameSite ?? "Default", category: row?.category ?? .unknown,
-            categorySource: row == nil ? "none" : "open-cookie-database", row: row, findings: findings,
+            categorySource: row == nil ? "none" : "open-cookie-database", row: row, declared: nil, findings: findings,
             engines: engines, line: source?.line)
+    }
+}
+
+extension SiteScan {
+    /// What a CI gate fails on, of the `kinds` asked (`undeclared`, `violations`, `rejects`, `set-before-consent`):
+    /// a line per cookie or refusal, empty when the gate passes.
+    public func failures(of kinds: Set<String>) -> [String] {
+        var out: [String] = []
+        for c in cookies {
+            for f in c.findings {
+                let kind =
+                    f == "undeclared" || f == "set-before-consent" ? f : f.hasPrefix("policy-") ? "violations" : ""
+                if kinds.contains(kind) { out.append("\(c.name) (\(c.domain)): \(f)") }
+            }
+        }
+        if kinds.contains("rejects") {
+            out += refused.map { "\($0.name) from \($0.url): refused (\($0.reasons.joined(separator: ", ")))" }
+        }
+        return out
     }
 }

@@ -1,4 +1,5 @@
 import ArgumentParsing
+import BrowserEngines
 import Foundation
 import ProxyApp
 import SiteAudit
@@ -35,6 +36,28 @@ extension AuditCommand {
         }
         o.upstreamCAFile = args.value(Option.upstreamCa)
         o.insecureHosts = Set(args.all(Option.insecureUpstream).map { $0.lowercased() })
+        o.thirdParty = ChromiumSiteSession.ThirdParty(rawValue: try args.choice(Option.thirdParty, command: spec.name))!
+        if let path = args.value(Option.policy) {
+            do {
+                let text = try String(contentsOfFile: path, encoding: .utf8)
+                o.policy = try CookiePolicy(text: text, file: path)
+            } catch let error as PolicyError {
+                Console.err("\(error)")
+                return 2
+            } catch {
+                Console.err("error: cannot read \(path): \(error.localizedDescription)")
+                return 2
+            }
+        }
+        var failOn: Set<String> = o.policy == nil ? kinds.defaults : kinds.defaults.union(["undeclared", "violations"])
+        if let given = args.value(Option.failOn) {
+            failOn = Set(given.split(separator: ",").map { String($0).trimmingCharacters(in: .whitespaces) })
+            if let unknown = failOn.first(where: { !kinds.all.contains($0) }) {
+                throw UsageError(
+                    message: "--fail-on '\(unknown)': the kinds are \(kinds.all.joined(separator: ", "))",
+                    command: spec.name)
+            }
+        }
         let out = args.value(Option.out)
         if let out {
             do {
@@ -58,7 +81,14 @@ extension AuditCommand {
             Console.err("error: no page could be scanned (each page's problem is in the report)")
             return 2
         }
-        let beforeConsent = scan.cookies.contains { $0.findings.contains("set-before-consent") }
-        return scan.refused.isEmpty && !beforeConsent ? 0 : 1
+        let failures = scan.failures(of: failOn)
+        for line in failures { Console.err("fails: \(line)") }
+        return failures.isEmpty ? 0 : 1
     }
+
+    /// `--fail-on`'s kinds, and those that fail a run without it.
+    static let kinds = (
+        all: ["undeclared", "violations", "rejects", "set-before-consent"],
+        defaults: Set(["rejects", "set-before-consent"])
+    )
 }

@@ -73,6 +73,21 @@ enum AuditCommand {
         static let insecureUpstream = OptionSpec(
             names: ["--insecure-upstream"], value: "host",
             help: "With --browser: do not verify this host's certificate.", repeatable: true)
+        static let thirdParty = OptionSpec(
+            names: ["--third-party"], value: "setting",
+            help: "With --browser: third-party cookies allowed, blocked, or as the browser's default has it.",
+            defaultValue: "default", choices: ["default", "allow", "block"])
+        static let policy = OptionSpec(
+            names: ["--policy"], value: "file",
+            help:
+                "With --browser: the cookies the site declares (cookie NAME|PREFIX* { category, domain, lifetime,"
+                + " consent }); undeclared cookies and breaches are findings.")
+        static let failOn = OptionSpec(
+            names: ["--fail-on"], value: "kinds",
+            help:
+                "With --browser: what makes the exit status 1, comma-separated: undeclared, violations, rejects,"
+                + " set-before-consent.",
+            defaultValue: "rejects,set-before-consent (and undeclared,violations with --policy)")
         static let out = OptionSpec(
             names: ["--out"], value: "dir",
             help: "With --browser: write report.json, report.txt, a screenshot per page and manifest.json (SHA-256).")
@@ -112,6 +127,9 @@ enum AuditCommand {
             Option.reject,
             Option.upstreamCa,
             Option.insecureUpstream,
+            Option.thirdParty,
+            Option.policy,
+            Option.failOn,
             Option.out,
         ] + [.psl],
         arguments: "  URL      An http:// or https:// URL.",
@@ -127,9 +145,10 @@ enum AuditCommand {
             With --browser, a headless browser visits the start page and same-site links through the proxy (run in
             this process, intercepting https with a CA made for the run), in each consent state: every cookie it
             kept with its party, whether a Set-Cookie line or a script set it, where it first appeared, its
-            category from the Open Cookie Database, and every line it refused with its reasons. Exit 1 when the
-            browser refused a cookie or an analytics or marketing cookie was there before consent
-            (set-before-consent); 2 when no page could be scanned.
+            category (the policy's, else the Open Cookie Database's), and every line it refused with its reasons.
+            Exit 1 on what --fail-on names (by default: the browser refused a cookie, or an analytics or marketing
+            cookie was there before consent; with --policy also undeclared cookies and breaches); 2 when no page
+            could be scanned or the policy is invalid (file:line:column).
             """)
 
     static func run(_ args: ParsedArguments, now: Int64) throws(UsageError) -> Int32 {

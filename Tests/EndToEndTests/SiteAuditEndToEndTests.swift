@@ -133,6 +133,112 @@ import Testing
             let sum = try run(Paths.which("sha256sum"), [out + "/" + name])
             #expect(sum.text.hasPrefix((entry["sha256"] as? String ?? "-") + " "), "\(name)")
         }
+        // report.html in Chromium at 1024 and 1920 px: no horizontal scrolling, a row per cookie, every page's
+        // screenshot shown; the window's screenshots are kept beside it.
+        let layout = try run(
+            Paths.root + "/.build/test-python/bin/python",
+            [Paths.fixtures + "/report_layout.py", out + "/report.html", "1024", "1920"])
+        #expect(layout.status == 0, "\(layout.stderr)")
+        let widths = try #require(try JSONSerialization.jsonObject(with: layout.stdout) as? [String: [String: Any]])
+        for width in ["1024", "1920"] {
+            let facts = try #require(widths[width], "\(layout.text)")
+            let scroll = facts["scrollWidth"] as? Int ?? .max
+            #expect(scroll <= facts["innerWidth"] as? Int ?? 0, "\(width) px: \(facts)")
+            #expect(facts["cookieRows"] as? Int == cookies.count, "\(width) px: \(facts)")
+            #expect(facts["images"] as? Int == 12 && facts["loaded"] as? Int == 12, "\(width) px: \(facts)")
+            let shot = try FileManager.default.attributesOfItem(atPath: facts["screenshot"] as? String ?? "")
+            #expect((shot[.size] as? Int ?? 0) > 10_000)
+        }
+    }
+
+    /// The policy as a CI gate: each --fail-on against a policy the shop keeps or breaks, and an invalid policy.
+    @Test(arguments: [
+        // Every cookie declared as it is: nothing undeclared, nothing broken (the refused line and _fbp before
+        // consent are other kinds).
+        (Self.fullPolicy, "undeclared,violations", Int32(0), ""),
+        (Self.fullPolicy, "rejects", 1, "bad from https://shop.test"),
+        // lang left out: undeclared.
+        (
+            Self.fullPolicy.replacingOccurrences(of: "cookie lang {\n}\n", with: ""), "undeclared", 1,
+            "lang (shop.test): undeclared"
+        ),
+        (Self.fullPolicy.replacingOccurrences(of: "cookie lang {\n}\n", with: ""), "violations", 0, ""),
+        // _ga may live a day, and only with consent: both broken by a 2-year cookie... which only appears after
+        // consent (the lifetime alone breaks).
+        (
+            Self.fullPolicy.replacingOccurrences(of: "lifetime 2y", with: "lifetime 1d"), "violations", 1,
+            "_ga (shop.test): policy-lifetime"
+        ),
+        // _fbp allowed in accept only: it is there before consent.
+        (
+            Self.fullPolicy.replacingOccurrences(
+                of: "cookie _fbp {\n    consent none reject accept", with: "cookie _fbp {\n    consent accept"),
+            "violations", 1, "_fbp (shop.test): policy-consent"
+        ),
+        // Without --policy's own --fail-on, the policy's kinds join the defaults.
+        (Self.fullPolicy.replacingOccurrences(of: "cookie sid {\n}\n", with: ""), "", 1, "sid (shop.test): undeclared"),
+        ("cookie sid {\n  lifetime forever\n}\n", "", 2, "shop.policy:2:12: error: lifetime is"),
+    ])
+    func thePolicyGatesTheExitStatusOnWhatFailOnNames(policy: String, failOn: String, status: Int32, says: String)
+        throws
+    {
+        let shop = try Shop()
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("cp-policy-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        try policy.write(toFile: dir + "/shop.policy", atomically: true, encoding: .utf8)
+        let result = try run(
+            Paths.binary,
+            ["audit", "--browser", "chromium", "--upstream-ca", shop.ca.caCert, "--wait", "8", "--pages", "3"]
+                + shop.resolve + ["--policy", dir + "/shop.policy"] + (failOn.isEmpty ? [] : ["--fail-on", failOn])
+                + ["https://shop.test:\(shop.port)/"])
+        #expect(result.status == status, "\(result.stderr)\n\(result.text)")
+        #expect(says.isEmpty || (result.stderr + result.text).contains(says), "\(result.stderr)\n\(result.text)")
+    }
+
+    /// The shop's cookies as its policy declares them, on three pages (lang is set on /page/2).
+    static let fullPolicy = """
+        cookie sid {
+        }
+        cookie _fbp {
+            consent none reject accept
+        }
+        cookie lang {
+        }
+        cookie consent {
+            category necessary
+        }
+        cookie "_ga*" {
+            category analytics
+            domain   shop.test
+            lifetime 2y
+            consent  accept
+        }
+        cookie __Host-ad {
+        }
+        cookie IDE {
+        }
+
+        """
+
+    /// Third-party cookies as the run asks: the ad frame's IDE kept (third party) when allowed, refused in the
+    /// browser's words when blocked.
+    @Test func theThirdPartySettingDecidesWhetherTheAdFramesCookieIsKept() throws {
+        let shop = try Shop()
+        let allowed = try shop.audit([
+            "--pages", "1", "--consent", "none", "--third-party", "allow", "--format", "json",
+        ])
+        let a = try Self.object(allowed.stdout)
+        #expect(a["thirdParty"] as? String == "allow")
+        let kept = (a["cookies"] as? [[String: Any]] ?? []).first { $0["name"] as? String == "IDE" }
+        #expect(kept?["party"] as? String == "third", "\(a["cookies"] ?? [])")
+        let blocked = try shop.audit([
+            "--pages", "1", "--consent", "none", "--third-party", "block", "--format", "json",
+        ])
+        let b = try Self.object(blocked.stdout)
+        #expect(!(b["cookies"] as? [[String: Any]] ?? []).contains { $0["name"] as? String == "IDE" })
+        let refused = (b["refused"] as? [[String: Any]] ?? []).filter { $0["name"] as? String == "IDE" }
+        #expect(refused.count == 1 && !(refused.first?["reasons"] as? [String] ?? []).isEmpty, "\(b["refused"] ?? [])")
     }
 
     /// The exit statuses: 2 when nothing could be scanned or the format is not one the browser audit writes; a

@@ -1,5 +1,5 @@
 import CookieKit
-import SiteAudit
+@testable import SiteAudit
 import Testing
 
 @Suite struct CookieDatabaseTests {
@@ -128,5 +128,112 @@ import Testing
         #expect(scan.refused.count == 1 && scan.refused.first?.times == 2)
         #expect(scan.text.contains("_ga  .shop.test/  first-party, set by script"))
         #expect(scan.json.serialized.contains(#""firstSeen":{"page":"https://shop.test/","consent":"none"}"#))
+    }
+}
+
+@Suite struct CookiePolicyTests {
+    static let policy = """
+        # the shop's cookies
+        cookie sid {
+            category necessary
+            lifetime session
+        }
+        cookie "_ga*" {   # Google Analytics
+            category  analytics
+            domain    shop.test
+            lifetime  2y
+            consent   accept
+        }
+        cookie _ga_special {
+            category functional
+        }
+        """
+
+    /// The error for each invalid policy, at its line and column.
+    @Test(arguments: [
+        ("cookie sid {\n  categry necessary\n}\n", "p:2:3: error: unknown key 'categry'"),
+        ("cookie sid {\n  category tasty\n}\n", "p:2:12: error: category is one of"),
+        ("cookie sid {\n  lifetime forever\n}\n", "p:2:12: error: lifetime is 'session' or a number"),
+        ("cookie sid {\n  consent none maybe\n}\n", "p:2:16: error: consent states are none, reject and accept"),
+        ("cookie sid {\n  category necessary\n", "p:1:8: error: the cookie block of sid is not closed"),
+        ("  category necessary\n", "p:1:3: error: expected 'cookie NAME {'"),
+        ("cookie a*b {\n}\n", "p:1:8: error: '*' only ends a name"),
+        ("cookie sid {\n}\ncookie sid {\n}\n", "p:3:8: error: sid is declared twice"),
+        ("}\n", "p:1:1: error: '}' closes no cookie block"),
+        ("cookie sid\n", "p:1:1: error: expected: cookie NAME {"),
+    ])
+    func anInvalidPolicyIsRefusedAtItsLineAndColumn(text: String, expected: String) {
+        do {
+            _ = try CookiePolicy(text: text, file: "p")
+            Issue.record("accepted: \(text.debugDescription)")
+        } catch {
+            #expect(error.description.hasPrefix(expected), "\(error)")
+        }
+    }
+
+    static func cookie(_ name: String, domain: String = "shop.test", lifetime: Int64?, states: [ConsentState])
+        -> SiteCookie
+    {
+        SiteCookie(
+            name: name, domain: domain, path: "/", hostOnly: false, partitionKey: nil, party: "first", setBy: "http",
+            setOn: "https://shop.test/", firstPage: "https://shop.test/", firstState: states[0], states: states,
+            lifetime: lifetime, secure: true, httpOnly: false, sameSite: "Lax", category: .unknown,
+            categorySource: "none", row: nil, declared: nil, findings: [], engines: nil, line: nil)
+    }
+
+    /// A cookie against the policy: undeclared, or each way it breaks its entry.
+    @Test(arguments: [
+        (cookie("sid", lifetime: nil, states: [.none]), [String]()),
+        (cookie("sid", lifetime: 60, states: [.none]), ["policy-lifetime"]),
+        (cookie("_ga_X1", lifetime: 63_072_000, states: [.accept]), []),
+        (cookie("_ga", lifetime: 63_072_001, states: [.accept]), ["policy-lifetime"]),
+        (
+            cookie("_ga", domain: "cdn.test", lifetime: 10, states: [.none, .accept]),
+            ["policy-domain", "policy-consent"]
+        ),
+        (cookie("_ga", domain: "www.shop.test", lifetime: 10, states: [.accept]), []),
+        (cookie("_ga_special", lifetime: 10, states: [.none]), []),
+        (cookie("lang", lifetime: 10, states: [.none]), ["undeclared"]),
+    ])
+    func aCookieIsJudgedByTheEntryThatDeclaresIt(cookie: SiteCookie, findings: [String]) throws {
+        let policy = try CookiePolicy(text: Self.policy, file: "shop.policy")
+        #expect(policy.findings(for: cookie) == findings, "\(cookie.name)")
+    }
+
+    @Test func anExactNameBeatsAPrefixAndThePolicysCategoryBeatsTheDatabases() throws {
+        let policy = try CookiePolicy(text: Self.policy, file: "shop.policy")
+        #expect(policy.entry(for: "_ga_special")?.category == .functional)
+        #expect(policy.entry(for: "_ga_other")?.pattern == "_ga*")
+        #expect(policy.entry(for: "_ga_other")?.location.description == "shop.policy:6:8")
+        let scan = SiteScan.build(
+            engine: "chromium", start: "https://shop.test/", seed: 1,
+            states: [ConsentOutcome(state: .none, applied: true, detail: "")], visits: [SiteScanTests.visits[0]],
+            policy: policy)
+        let ga = try #require(scan.cookies.first { $0.name == "_ga" })
+        #expect(ga.categorySource == "policy" && ga.category == .analytics)
+        // Declared only after consent, present without it: a breach and, being analytics, set before consent.
+        #expect(ga.findings == ["policy-consent", "set-before-consent"])
+        #expect(scan.cookies.first { $0.name == "IDE" }?.findings.contains("undeclared") == true)
+        #expect(scan.failures(of: ["undeclared"]).contains("IDE (ads.test): undeclared"))
+        #expect(scan.failures(of: ["violations"]) == ["_ga (shop.test): policy-consent"])
+        #expect(scan.failures(of: ["rejects"]).count == 1)
+        #expect(scan.failures(of: []).isEmpty)
+    }
+}
+
+@Suite struct SiteReportHTMLTests {
+    @Test func theHTMLReportEscapesWhatTheSiteSentAndNamesEveryCookie() {
+        var visit = SiteScanTests.visits[0]
+        visit.url = "https://shop.test/?q=<script>alert(1)</script>"
+        visit.screenshot = "none-1.png"
+        let scan = SiteScan.build(
+            engine: "chromium", start: "https://shop.test/\"><b>", seed: 1,
+            states: [ConsentOutcome(state: .none, applied: true, detail: "no interaction")], visits: [visit])
+        let html = scan.html
+        #expect(!html.contains("<script>") && !html.contains("\"><b>"))
+        #expect(html.contains("&lt;script&gt;alert(1)&lt;/script&gt;"))
+        #expect(html.contains("<img src=\"none-1.png\""))
+        for c in scan.cookies { #expect(html.contains("<code>\(c.name)</code>")) }
+        #expect(!html.contains("http://") && !html.contains("<link") && !html.contains("<script"))
     }
 }
