@@ -60,7 +60,16 @@ public final class ChromiumSiteSession {
     /// none came), and why the page is incomplete (a navigation error; not idle in time).
     public func visit(_ url: String, wait: Double) throws(BrowserFailure) -> (status: Int?, problem: String?) {
         (status, idle) = (nil, false)
-        let navigated = try browser.call("Page.navigate", ["url": url], session: session)
+        let navigated: [String: Any]
+        do {
+            // Page.navigate answers once the document's response starts: a server that never answers is waited
+            // for as long as a page may take to go idle, then stopped.
+            navigated = try browser.call("Page.navigate", ["url": url], session: session, seconds: wait)
+        } catch {
+            guard isAlive else { throw error }
+            _ = try? browser.call("Page.stopLoading", session: session)
+            return (nil, "no response within \(Self.seconds(wait)): the page was stopped (a longer --wait waits more)")
+        }
         if let error = navigated["errorText"] as? String, !error.isEmpty {
             return (nil, "Chromium could not load the page: \(error)")
         }

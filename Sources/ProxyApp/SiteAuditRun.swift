@@ -1,5 +1,6 @@
 import BrowserEngines
 import CookieKit
+import ExchangeFacts
 import Foundation
 import Locking
 import ProxyTLS
@@ -108,8 +109,18 @@ public enum SiteAuditRun {
                 var problem: String? = nil
                 var status: Int? = nil
                 var screenshot: String? = nil
+                var reached = true
                 do {
                     (status, problem) = try session.visit(url, wait: o.wait)
+                    if let answered = lines.answeredStatus(url) {
+                        // The site was not reached: the proxy's own answer says why (its first line).
+                        let why = (try? session.evaluate(ConsentButtons.bodyTextScript)) ?? nil
+                        problem =
+                            "the proxy could not fetch the page (\(answered)): "
+                            + (why?.split(separator: "\n").first.map(String.init)
+                                ?? "no reason given; check the host (--resolve HOST:ADDRESS)")
+                        reached = false
+                    }
                     if visited == 1, let choice = state.button {
                         outcome = try consent(
                             choice, state: state, session: session,
@@ -137,7 +148,7 @@ public enum SiteAuditRun {
                     PageVisit(
                         url: url, state: state, status: status, problem: problem, lines: lines.take(),
                         refused: session.takeRefused(), store: store, readAt: Date().timeIntervalSince1970,
-                        screenshot: screenshot))
+                        screenshot: screenshot, reached: reached && status != nil))
                 if picking { chosen.append(url) }
                 if problem != nil, !session.isAlive {
                     progress("[\(state.rawValue)] Chromium ended; the state's other pages are not visited")
@@ -194,10 +205,11 @@ public enum SiteAuditRun {
             return ConsentOutcome(state: state, applied: false, detail: "the page could not be searched for a button")
         }
         guard found.found else {
-            let given = selector.map { " (--\(choice.rawValue) \($0) matched no visible element)" } ?? ""
-            return ConsentOutcome(
-                state: state, applied: false,
-                detail: "no \(choice.rawValue) button found\(given); looked for \(found.looked ?? "")")
+            let detail =
+                selector.map { "--\(choice.rawValue) '\($0)' matched no visible element on the start page" }
+                ?? "no \(choice.rawValue) button found on the start page; looked for \(found.looked ?? ""): give it"
+                + " with --\(choice.rawValue) SELECTOR"
+            return ConsentOutcome(state: state, applied: false, detail: detail)
         }
         let before = (try? session.cookies())?.map(\.key).sorted() ?? []
         _ = try session.evaluateFlag(ConsentButtons.clickScript)
@@ -219,20 +231,34 @@ public enum SiteAuditRun {
     }
 }
 
-/// The audit's observer: every Set-Cookie line the proxy relays, with its response's URL, until taken.
+/// The audit's observer: every Set-Cookie line the proxy relays, with its response's URL, until taken; and the
+/// URLs the proxy answered itself (an upstream it could not reach or verify: `502`, `504`), with the status.
 final class LineRecorder: ExchangeObserver, LoopObserver, @unchecked Sendable {
     private let lines = Locked<[(url: String, line: String)]>([])
+    private let answered = Locked<[String: Int]>([:])
 
     func makeLoopObserver() -> (any LoopObserver)? { self }
 
-    func line(_ line: borrowing SetCookieLine, of response: ForwardedResponse) {
-        let context = response.context
+    static func url(_ context: ExchangeContext) -> String {
         let port = context.port == (context.scheme == "https" ? 443 : 80) ? "" : ":\(context.port)"
         let host = context.host.contains(":") ? "[\(context.host)]" : context.host
-        let url = "\(context.scheme)://\(host)\(port)\(context.target)"
+        return "\(context.scheme)://\(host)\(port)\(context.target)"
+    }
+
+    func line(_ line: borrowing SetCookieLine, of response: ForwardedResponse) {
+        let url = Self.url(response.context)
         let text = String(decoding: line.received, as: UTF8.self)
         lines.withLock { $0.append((url, text)) }
     }
+
+    func exchangeFinished(_ exchange: borrowing FinishedExchange) {
+        guard exchange.ending == .answered, let status = exchange.context.status else { return }
+        let url = Self.url(exchange.context)
+        answered.withLock { $0[url] = status }
+    }
+
+    /// The status the proxy itself answered `url` with, if it did.
+    func answeredStatus(_ url: String) -> Int? { answered.withLock { $0[url] } }
 
     /// The lines recorded since the last call.
     func take() -> [(url: String, line: String)] {

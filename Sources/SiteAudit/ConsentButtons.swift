@@ -17,7 +17,7 @@ public enum ConsentState: String, Sendable, CaseIterable {
 
 /// Where consent banners put their accept and reject buttons: the ids and classes of the common consent platforms'
 /// default banners, then the buttons' accessible names in the languages of the sites audited most. The user's own
-/// selector (`--accept`, `--reject`) comes before all of them. The page is asked by a script (``findScript``) that
+/// selector (`--accept`, `--reject`) replaces all of them. The page is asked by a script (``findScript``) that
 /// returns how it found the button; the click is then checked (``verifyScript``).
 public enum ConsentButtons {
     public enum Choice: String, Sendable { case accept, reject }
@@ -83,12 +83,13 @@ public enum ConsentButtons {
         "alles weigeren", "weigeren", "rejeitar tudo", "rejeitar",
     ]
 
-    /// A script for the page that finds the `choice` button (the user's `selector` first, then the platforms', then
-    /// the names), remembers it and its banner for ``clickScript`` and ``verifyScript``, and returns a JSON string:
+    /// A script for the page that finds the `choice` button (by the user's `selector` alone, else the platforms',
+    /// then the names), remembers it and its banner for ``clickScript`` and ``verifyScript``, and returns a JSON string:
     /// `{"found":true,"how":"…"}` or `{"found":false,"looked":"…"}`.
     public static func findScript(_ choice: Choice, selector: String?) -> String {
-        let selectors = (selector.map { [$0] } ?? []) + platforms.map { choice == .accept ? $0.accept : $0.reject }
-        let names = choice == .accept ? acceptNames : rejectNames
+        // The user's selector alone when given: one that matches nothing is reported, not silently replaced.
+        let selectors = selector.map { [$0] } ?? platforms.map { choice == .accept ? $0.accept : $0.reject }
+        let names = selector != nil ? [] : choice == .accept ? acceptNames : rejectNames
         return """
             (() => {
               const visible = e => { const r = e.getBoundingClientRect(); const s = getComputedStyle(e);
@@ -137,6 +138,9 @@ public enum ConsentButtons {
           return JSON.stringify({taken: false});
         })()
         """
+
+    /// The page's text (the proxy's own answer, when it could not reach the site, says why in its first line).
+    public static let bodyTextScript = "document.body ? document.body.innerText.slice(0, 500) : ''"
 
     /// The links of the page (absolute URLs), for ``PageSample``.
     public static let linksScript = "JSON.stringify([...document.links].map(a => a.href))"

@@ -30,7 +30,8 @@ extension SiteScan {
                         .object([
                             ("url", .string(p.url)), ("consent", .string(p.state.rawValue)),
                             ("status", p.status.map { .int(Int64($0)) } ?? .null),
-                            ("problem", JSONValue(p.problem)), ("cookies", .int(Int64(p.store.count))),
+                            ("reached", .bool(p.reached)), ("problem", JSONValue(p.problem)),
+                            ("cookies", .int(Int64(p.store.count))),
                         ])
                     })
             ),

@@ -20,12 +20,15 @@ public struct PageVisit: Sendable {
     public var readAt: Double
     /// The file name of the page's screenshot, when one was written (`--out`).
     public var screenshot: String?
+    /// The site answered the page (not the proxy, for a site it could not reach).
+    public var reached: Bool
 
     public init(
         url: String, state: ConsentState, status: Int?, problem: String?, lines: [(url: String, line: String)],
         refused: [(url: String, line: String, reasons: [String])], store: [BrowserStoredCookie], readAt: Double,
-        screenshot: String? = nil
+        screenshot: String? = nil, reached: Bool = true
     ) {
+        self.reached = reached
         (self.url, self.state, self.status, self.problem) = (url, state, status, problem)
         (self.lines, self.refused, self.store, self.readAt, self.screenshot) = (
             lines, refused, store, readAt, screenshot

@@ -77,7 +77,7 @@ extension AuditCommand {
             return 2
         }
         Console.out(format == "json" ? scan.json.serialized : scan.text)
-        guard scan.pages.contains(where: { $0.status != nil }) else {
+        guard scan.pages.contains(where: \.reached) else {
             Console.err("error: no page could be scanned (each page's problem is in the report)")
             return 2
         }

@@ -24,11 +24,15 @@ import Testing
         var resolve: [String] {
             ["shop.test", "cdn.test", "ads.test"].flatMap { ["--resolve", "\($0):127.0.0.1"] }
         }
-        func audit(_ extra: [String], path: String = "/", host: String = "shop.test") throws -> CommandResult {
+        /// `trust`: the shop's CA given with --upstream-ca.
+        func audit(_ extra: [String], path: String = "/", host: String = "shop.test", trust: Bool = true) throws
+            -> CommandResult
+        {
             try run(
                 Paths.binary,
-                ["audit", "--browser", "chromium", "--upstream-ca", ca.caCert, "--wait", "8"] + resolve + extra
-                    + ["https://\(host):\(port)\(path)"])
+                ["audit", "--browser", "chromium"] + (extra.contains("--wait") ? [] : ["--wait", "8"])
+                    + (trust ? ["--upstream-ca", ca.caCert] : [])
+                    + resolve + extra + ["https://\(host):\(port)\(path)"])
         }
     }
 
@@ -259,5 +263,30 @@ import Testing
         let junit = try run(Paths.binary, ["audit", "--browser", "chromium", "--format", "junit", "https://x.test/"])
         #expect(junit.status == 2)
         #expect(junit.stderr.contains("--browser writes text or json"), "\(junit.stderr)")
+    }
+
+    /// The bad days, each a clear message in the report and the rest of the run completed: a page that never goes
+    /// idle is read as it is; one whose server never answers is stopped; a site whose certificate the proxy cannot
+    /// verify gets the proxy's reason; a selector that matches nothing leaves its state not applied. Exit 2 only when
+    /// no page was reached.
+    @Test(arguments: [
+        ("/busy", ["--wait", "2"], true, Int32(0), "the page's network was not idle after 2 s"),
+        ("/hang", ["--wait", "3"], true, 2, "no response within 3 s"),
+        ("/", [], false, 2, "certificate verification failed"),
+        ("/", ["--consent", "accept", "--accept", "#nope"], true, 1, "--accept '#nope' matched no visible element"),
+    ])
+    func eachBadDayIsReportedWithWhatToDoAndStatus2OnlyWhenNothingWasReached(
+        path: String, extra: [String], trust: Bool, status: Int32, says: String
+    ) throws {
+        let shop = try Shop()
+        let result = try shop.audit(
+            ["--pages", "1", "--format", "json"] + (extra.contains("--consent") ? [] : ["--consent", "none"]) + extra,
+            path: path, trust: trust)
+        #expect(result.status == status, "\(result.stderr)")
+        #expect(result.text.contains(says), "\(result.text)")
+        let report = try Self.object(result.stdout)
+        let pages = report["pages"] as? [[String: Any]] ?? []
+        #expect(pages.count == 1 && pages[0]["reached"] as? Bool == (status != 2), "\(pages)")
+        if status == 2 { #expect(result.stderr.contains("no page could be scanned")) }
     }
 }

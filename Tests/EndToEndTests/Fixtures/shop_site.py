@@ -8,8 +8,10 @@ told apart by Host. Prints "PORT <n>" on stdout and runs until killed. Usage: sh
              The banner's buttons set the consent cookie by script; accepting loads cdn.test's analytics script.
   cdn.test   /analytics.js: sets _ga on the page's site by document.cookie.
   ads.test   /frame: an iframe setting IDE (SameSite=None; Secure) and a partitioned __Host-ad (CHIPS).
+  And for the audit's bad days: shop.test/busy never goes idle (a request every 100 ms), shop.test/hang answers
+  after a minute.
 """
-import http.server, socketserver, ssl, sys
+import http.server, socketserver, ssl, sys, time
 
 BANNER = """
 <div id="cookie-banner" style="position:fixed;bottom:0;left:0;right:0;background:#eee;padding:1em">
@@ -63,6 +65,15 @@ class Handler(http.server.BaseHTTPRequestHandler):
             if path == "/page/2":
                 cookies.append("lang=en; Path=/; Max-Age=86400")
             self.send(200, "text/html; charset=utf-8", page("shop " + path, port), cookies)
+        elif host == "shop.test" and path == "/busy":
+            # A page whose network never goes idle: a request every 100 ms.
+            self.send(200, "text/html", b"<!doctype html><p>busy</p><script>setInterval(() => fetch('/ping'), 100)</script>",
+                      ["busy=1; Path=/"])
+        elif host == "shop.test" and path == "/ping":
+            self.send(200, "text/plain", b"pong")
+        elif host == "shop.test" and path == "/hang":
+            time.sleep(60)
+            self.send(200, "text/plain", b"late")
         elif host == "cdn.test" and path == "/analytics.js":
             js = b"document.cookie = '_ga=GA1.1.42.1; Path=/; Max-Age=63072000; SameSite=Lax';"
             self.send(200, "application/javascript", js)
