@@ -47,7 +47,8 @@ let package = Package(
         // Pure: a browser audit of a whole site (`audit URL --browser`): the pages a seed picks, the consent
         // platforms' buttons, the Open Cookie Database, and the report built from what the browser and the proxy saw.
         .target(
-            name: "SiteAudit", dependencies: ["CookieKit"], exclude: ["OpenCookieDatabase-LICENSE.txt"]),
+            name: "SiteAudit", dependencies: ["CookieKit", "CookieReports"], exclude: ["OpenCookieDatabase-LICENSE.txt"]
+        ),
         // Runs the scenario corpora of conformance/ against the jar (tests and `cookie-proxy conformance`).
         .target(name: "CookieConformance", dependencies: ["CookieKit"]),
         // Sans-I/O HTTP/1.1 codec and the per-connection proxy state machine.

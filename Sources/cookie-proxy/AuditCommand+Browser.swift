@@ -13,10 +13,6 @@ extension AuditCommand {
                 command: spec.name)
         }
         let format = try args.choice(Option.format, command: spec.name)
-        guard format == "text" || format == "json" else {
-            throw UsageError(
-                message: "--browser writes text or json (--format \(format) is not yet)", command: spec.name)
-        }
         var o = SiteAuditRun.Options(url: args.positionals[0])
         o.pages = try args.integer(Option.pages, in: 1...10_000, orDefault: true, command: spec.name) ?? 10
         if let seed = args.value(Option.seed) {
@@ -76,7 +72,13 @@ extension AuditCommand {
             Console.err("error: \(error.description)")
             return 2
         }
-        Console.out(format == "json" ? scan.json.serialized : scan.text)
+        switch format {
+        case "json": Console.out(scan.json.serialized)
+        case "junit": Console.out(scan.junit)
+        case "sarif":
+            Console.out(scan.sarif(toolVersion: cookieProxyVersion, time: Int64(Date().timeIntervalSince1970 * 1000)))
+        default: Console.out(scan.text)
+        }
         guard scan.pages.contains(where: \.reached) else {
             Console.err("error: no page could be scanned (each page's problem is in the report)")
             return 2

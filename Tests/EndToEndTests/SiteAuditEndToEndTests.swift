@@ -260,9 +260,52 @@ import Testing
         let notHTTP = try run(Paths.binary, ["audit", "--browser", "chromium", "ftp://shop.test/"])
         #expect(notHTTP.status == 2)
         #expect(notHTTP.stderr.contains("is not an http:// or https:// URL"), "\(notHTTP.stderr)")
-        let junit = try run(Paths.binary, ["audit", "--browser", "chromium", "--format", "junit", "https://x.test/"])
-        #expect(junit.status == 2)
-        #expect(junit.stderr.contains("--browser writes text or json"), "\(junit.stderr)")
+    }
+
+    /// The same audit as CI reads it: JUnit XML through junitparser, SARIF through sarif-tools.
+    @Test func theAuditIsReadByCIToolsAsJUnitAndSARIF() throws {
+        let shop = try Shop()
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("cp-ci-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let python = Paths.root + "/.build/test-python/bin/python"
+        let junit = try shop.audit(["--pages", "1", "--format", "junit"])
+        #expect(junit.status == 1, "\(junit.stderr)")
+        try junit.stdout.write(to: URL(fileURLWithPath: dir + "/audit.xml"))
+        let read = try run(
+            python,
+            [
+                "-c",
+                """
+                import json, sys
+                from junitparser import JUnitXml
+                print(json.dumps(sorted([s.name, c.name, [r.type for r in c.result]] for s in JUnitXml.fromfile(sys.argv[1]) for c in s)))
+                """, dir + "/audit.xml",
+            ])
+        let cases = try #require(try JSONSerialization.jsonObject(with: read.stdout) as? [[Any]], "\(read.stderr)")
+        let failed = cases.filter { !(($0[2] as? [Any])?.isEmpty ?? true) }.map { "\($0[0]) / \($0[1])" }
+        #expect(
+            Set(cases.map { "\($0[0])" }).isSuperset(of: ["consent", "shop.test", "ads.test", "refused by chromium"]))
+        #expect(failed.contains { $0.hasPrefix("shop.test / _fbp ") }, "\(failed)")
+        #expect(failed.contains { $0.hasPrefix("refused by chromium / bad from https://shop.test") }, "\(failed)")
+        #expect(!failed.contains { $0.hasPrefix("shop.test / sid ") || $0.hasPrefix("consent /") }, "\(failed)")
+
+        let sarif = try shop.audit(["--pages", "1", "--format", "sarif"])
+        #expect(sarif.status == 1, "\(sarif.stderr)")
+        try sarif.stdout.write(to: URL(fileURLWithPath: dir + "/audit.sarif"))
+        let records = try run(
+            python,
+            [
+                "-c",
+                """
+                import json, sys
+                from sarif import loader
+                print(json.dumps(sorted(r["Code"] for r in loader.load_sarif_file(sys.argv[1]).get_records())))
+                """, dir + "/audit.sarif",
+            ])
+        let codes = try #require(
+            try JSONSerialization.jsonObject(with: records.stdout) as? [String], "\(records.stderr)")
+        #expect(codes.contains("set-before-consent") && codes.contains("browser-refused"), "\(codes)")
     }
 
     /// The bad days, each a clear message in the report and the rest of the run completed: a page that never goes
