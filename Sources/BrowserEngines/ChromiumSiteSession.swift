@@ -13,6 +13,8 @@ public final class ChromiumSiteSession {
     /// Each request's URL, to name the response a refused line came in.
     private var urls: [String: String] = [:]
     private var refused: [(url: String, line: String, reasons: [String])] = []
+    /// The cookies requests carried (``BrowserStoredCookie/sentKey``), since the last take.
+    private var sent: Set<String> = []
     private var lastNetwork = Date()
     /// The navigation in hand: its loader, the document's status, whether it went idle.
     private var loader = ""
@@ -114,6 +116,12 @@ public final class ChromiumSiteSession {
         return refused
     }
 
+    /// The cookies requests carried since the last call (``BrowserStoredCookie/sentKey``).
+    public func takeSent() -> Set<String> {
+        defer { sent.removeAll() }
+        return sent
+    }
+
     /// Chromium's whole cookie store.
     public func cookies() throws(BrowserFailure) -> [BrowserStoredCookie] {
         let list = try browser.call("Storage.getCookies")["cookies"] as? [[String: Any]] ?? []
@@ -157,6 +165,17 @@ public final class ChromiumSiteSession {
             }
         case "Network.loadingFinished", "Network.loadingFailed":
             lastNetwork = Date()
+        case "Network.requestWillBeSentExtraInfo":
+            // The cookies Chromium considered for the request; those with no blocked reason were sent.
+            for associated in params["associatedCookies"] as? [[String: Any]] ?? [] {
+                guard (associated["blockedReasons"] as? [Any] ?? []).isEmpty,
+                    let c = associated["cookie"] as? [String: Any]
+                else { continue }
+                sent.insert(
+                    BrowserStoredCookie.sentKey(
+                        name: c["name"] as? String ?? "", domain: c["domain"] as? String ?? "",
+                        path: c["path"] as? String ?? "/"))
+            }
         case "Network.responseReceivedExtraInfo":
             let id = params["requestId"] as? String ?? ""
             for blocked in params["blockedCookies"] as? [[String: Any]] ?? [] {

@@ -1,4 +1,6 @@
 import BrowserEngines
+import CookieInspector
+import CookieRules
 import CookieKit
 import ExchangeFacts
 import Foundation
@@ -24,6 +26,8 @@ public enum SiteAuditRun {
         public var upstreamCAFile: String? = nil
         public var insecureHosts: Set<String> = []
         public var thirdParty = ChromiumSiteSession.ThirdParty.default
+        /// `--rules`: a second pass through a proxy that applies them (the path names them in the report).
+        public var rules: (path: String, set: RuleSet)? = nil
         /// The site's declared cookies (`--policy`).
         public var policy: CookiePolicy? = nil
         /// Screenshots of each page go here (`--out`), when set.
@@ -36,7 +40,8 @@ public enum SiteAuditRun {
     }
 
     /// Runs the audit; `progress` is told a line per page. Throws only when nothing could be scanned (no browser,
-    /// no proxy, not an http(s) URL); a page or state that fails is reported in the scan.
+    /// no proxy, not an http(s) URL); a page or state that fails is reported in the scan. With `rules`, the same
+    /// pages are visited again through a proxy that applies them, and the scan says what they changed.
     public static func run(_ o: Options, progress: (String) -> Void) throws(Failure) -> SiteScan {
         guard let start = RequestURL(o.url), start.scheme == "http" || start.scheme == "https" else {
             throw Failure(description: "'\(o.url)' is not an http:// or https:// URL")
@@ -47,6 +52,8 @@ public enum SiteAuditRun {
         } catch {
             throw Failure(description: error.description)
         }
+        // One folder for both passes: one throwaway CA, and one key for the values the HAR files redact (a value
+        // reads the same in both).
         let home = NSTemporaryDirectory() + "cookie-proxy-audit-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
         do {
             try FileManager.default.createDirectory(
@@ -55,6 +62,30 @@ public enum SiteAuditRun {
             throw Failure(description: "cannot create \(home): \(error.localizedDescription)")
         }
         defer { try? FileManager.default.removeItem(atPath: home) }
+        let before = try pass(o, binary: binary, home: home, rules: nil, pages: [], label: "", progress: progress)
+        var scan = SiteScan.build(
+            engine: "chromium", start: o.url, seed: o.seed, states: before.outcomes, visits: before.visits,
+            policy: o.policy)
+        scan.thirdParty = o.thirdParty.rawValue
+        if let rules = o.rules {
+            let after = try pass(
+                o, binary: binary, home: home, rules: rules.set, pages: before.pages, label: "rules", progress: progress
+            )
+            var afterScan = SiteScan.build(
+                engine: "chromium", start: o.url, seed: o.seed, states: after.outcomes, visits: after.visits,
+                policy: o.policy)
+            afterScan.thirdParty = o.thirdParty.rawValue
+            scan.rules = RulesComparison(path: rules.path, before: scan, after: afterScan)
+        }
+        return scan
+    }
+
+    /// One pass over the site: a proxy (with `rules`, if any) and, per consent state, a fresh browser visiting
+    /// `pages` (the first pass picks them: empty). `label` prefixes its evidence files and progress lines.
+    static func pass(
+        _ o: Options, binary: String, home: String, rules: RuleSet?, pages: [String], label: String,
+        progress: (String) -> Void
+    ) throws(Failure) -> (outcomes: [ConsentOutcome], visits: [PageVisit], pages: [String]) {
         let lines = LineRecorder()
         var c = ProxyApp.Configuration(home: home)
         c.listeners = [.init(host: "127.0.0.1", port: 0)]
@@ -67,6 +98,11 @@ public enum SiteAuditRun {
         c.allowLoopbackUpstream = o.resolve.values.contains { $0.hasPrefix("127.") || $0 == "::1" }
         c.lifecycle = false
         c.observers = [lines]
+        if let rules { c.rules = rules }
+        // With evidence asked for, the inspector's store keeps every exchange for the states' HAR files.
+        if o.screenshots != nil {
+            c.inspector = .init(host: "127.0.0.1", port: 0, capacity: 1_000_000, anyPortIfTaken: true)
+        }
         let proxy: RunningProxy
         do {
             proxy = try ProxyApp.start(c)
@@ -86,10 +122,12 @@ public enum SiteAuditRun {
             throw Failure(description: "cannot read the proxy's leaf key: \(error)")
         }
         let port = proxy.listenerPorts.first ?? 0
+        let prefix = label.isEmpty ? "" : label + "-"
         var visits: [PageVisit] = []
         var outcomes: [ConsentOutcome] = []
-        // The first state picks the pages; the others visit the same ones.
-        var chosen: [String] = []
+        // The first state of the first pass picks the pages; every other state visits the same ones.
+        var chosen = pages
+        var recorded: UInt64 = 0
         for state in o.states {
             let session: ChromiumSiteSession
             do {
@@ -105,7 +143,7 @@ public enum SiteAuditRun {
             let picking = chosen.isEmpty
             while let url = picking ? sample.next(visited: visited) : (visited < chosen.count ? chosen[visited] : nil) {
                 visited += 1
-                progress("[\(state.rawValue)] page \(visited)/\(o.pages): \(url)")
+                progress("[\(prefix)\(state.rawValue)] page \(visited)/\(picking ? o.pages : chosen.count): \(url)")
                 var problem: String? = nil
                 var status: Int? = nil
                 var screenshot: String? = nil
@@ -132,7 +170,7 @@ public enum SiteAuditRun {
                         sample.found(list)
                     }
                     if let folder = o.screenshots, let png = try session.screenshot() {
-                        let name = "\(state.rawValue)-\(visited).png"
+                        let name = "\(prefix)\(state.rawValue)-\(visited).png"
                         do {
                             try png.write(to: URL(fileURLWithPath: "\(folder)/\(name)"))
                             screenshot = name
@@ -148,19 +186,23 @@ public enum SiteAuditRun {
                     PageVisit(
                         url: url, state: state, status: status, problem: problem, lines: lines.take(),
                         refused: session.takeRefused(), store: store, readAt: Date().timeIntervalSince1970,
-                        screenshot: screenshot, reached: reached && status != nil))
+                        screenshot: screenshot, reached: reached && status != nil, sent: session.takeSent()))
                 if picking { chosen.append(url) }
                 if problem != nil, !session.isAlive {
-                    progress("[\(state.rawValue)] Chromium ended; the state's other pages are not visited")
+                    progress("[\(prefix)\(state.rawValue)] Chromium ended; the state's other pages are not visited")
                     break
                 }
             }
             outcomes.append(outcome)
+            if let folder = o.screenshots {
+                // The state's exchanges as the proxy saw them (values redacted as in the log).
+                let exchanges = proxy.service.store.exchanges(after: recorded)
+                recorded = exchanges.last?.sequence ?? recorded
+                let bytes = proxy.service.views.harBytes(exchanges, version: cookieProxyVersion)
+                try? Data(bytes).write(to: URL(fileURLWithPath: "\(folder)/\(prefix)scan-\(state.rawValue).har"))
+            }
         }
-        var scan = SiteScan.build(
-            engine: "chromium", start: o.url, seed: o.seed, states: outcomes, visits: visits, policy: o.policy)
-        scan.thirdParty = o.thirdParty.rawValue
-        return scan
+        return (outcomes, visits, chosen)
     }
 
     /// The evidence in `folder` (the screenshots are already there): `report.json`, `report.txt`, `report.html`,

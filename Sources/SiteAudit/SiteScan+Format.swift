@@ -36,6 +36,7 @@ extension SiteScan {
                     })
             ),
             ("cookies", .array(cookies.map(\.json))),
+            ("rules", rules.map(\.json) ?? .null),
             (
                 "refused",
                 .array(
@@ -73,6 +74,7 @@ extension SiteScan {
             if c.secure { flags.append("Secure") }
             if c.httpOnly { flags.append("HttpOnly") }
             if let key = c.partitionKey { flags.append("Partitioned(\(key))") }
+            flags.append(c.sent ? "sent back" : "never sent back")
             out += "    \(flags.joined(separator: ", "))\n"
             out += "    category: \(c.category.rawValue)"
             if c.categorySource == "policy", let d = c.declared {
@@ -84,6 +86,14 @@ extension SiteScan {
             out += "\n"
             if !c.findings.isEmpty { out += "    findings: \(c.findings.joined(separator: ", "))\n" }
             if let engines = c.engines { out += "    engines: \(engines)\n" }
+        }
+        if let rules {
+            out += "\nWith the rules (\(rules.path)), the same pages again:\n"
+            for row in rules.rows {
+                out += "  \(row.name): \(row.changed ? "CHANGED" : "unchanged")\n"
+                out += "    before: \(row.before.summary)\n"
+                if row.changed { out += "    after:  \(row.after.summary)\n" }
+            }
         }
         if !refused.isEmpty {
             out += "\nRefused by \(engine):\n"
@@ -124,7 +134,36 @@ extension SiteCookie {
                         ])
                     } ?? .string(categorySource)
             ),
-            ("findings", .array(findings.map { .string($0) })), ("engines", JSONValue(engines)),
+            ("findings", .array(findings.map { .string($0) })), ("engines", JSONValue(engines)), ("sent", .bool(sent)),
+        ])
+    }
+}
+
+extension RulesComparison {
+    /// The comparison as `report.json`'s `rules` writes it.
+    public var json: JSONValue {
+        func side(_ s: Side) -> JSONValue {
+            .object([
+                ("kept", .array(s.kept.map { .string($0) })), ("refused", .array(s.refused.map { .string($0) })),
+                ("sent", .bool(s.sent)), ("states", .array(s.states.map { .string($0.rawValue) })),
+            ])
+        }
+        return .object([
+            ("path", .string(path)),
+            (
+                "consent",
+                .object(afterStates.map { ($0.state.rawValue, .object([("applied", .bool($0.applied))])) })
+            ),
+            (
+                "cookies",
+                .array(
+                    rows.map { r in
+                        .object([
+                            ("name", .string(r.name)), ("changed", .bool(r.changed)), ("before", side(r.before)),
+                            ("after", side(r.after)),
+                        ])
+                    })
+            ),
         ])
     }
 }

@@ -74,6 +74,17 @@ extension SiteScan {
             h += "</td></tr>\n"
         }
         h += "</table>\n"
+        if let rules {
+            h += "<h2>With the rules (\(Self.escape(rules.path))), the same pages again</h2>\n"
+            h += "<table><tr><th>cookie</th><th>before</th><th>after</th></tr>\n"
+            for row in rules.rows {
+                h += "<tr><td class=\"u\"><code>\(Self.escape(row.name))</code></td>"
+                h += "<td class=\"u\">\(Self.escape(row.before.summary))</td><td class=\"u\">"
+                h += row.changed ? Self.tag("changed", "warn") + " " + Self.escape(row.after.summary) : "unchanged"
+                h += "</td></tr>\n"
+            }
+            h += "</table>\n"
+        }
         if !refused.isEmpty {
             h += "<h2>Refused by \(Self.escape(engine))</h2>\n<table><tr><th>cookie</th><th>response</th>"
             h += "<th>state</th><th>reasons</th><th>times</th></tr>\n"

@@ -22,13 +22,15 @@ public struct PageVisit: Sendable {
     public var screenshot: String?
     /// The site answered the page (not the proxy, for a site it could not reach).
     public var reached: Bool
+    /// The cookies the page's requests carried (``BrowserStoredCookie/sentKey``).
+    public var sent: Set<String>
 
     public init(
         url: String, state: ConsentState, status: Int?, problem: String?, lines: [(url: String, line: String)],
         refused: [(url: String, line: String, reasons: [String])], store: [BrowserStoredCookie], readAt: Double,
-        screenshot: String? = nil, reached: Bool = true
+        screenshot: String? = nil, reached: Bool = true, sent: Set<String> = []
     ) {
-        self.reached = reached
+        (self.reached, self.sent) = (reached, sent)
         (self.url, self.state, self.status, self.problem) = (url, state, status, problem)
         (self.lines, self.refused, self.store, self.readAt, self.screenshot) = (
             lines, refused, store, readAt, screenshot
@@ -62,6 +64,11 @@ public struct BrowserStoredCookie: Sendable, Hashable {
     /// What tells two cookies of a store apart (RFC 6265bis §5.7 step 23: name, domain, host-only, path; CHIPS
     /// adds the partition).
     public var key: String { "\(name)\u{0}\(domain)\u{0}\(path)\u{0}\(partitionKey ?? "")" }
+    /// The cookie as a request's cookie list names it (name, domain as the store has it, path).
+    public var sentKey: String { Self.sentKey(name: name, domain: domain, path: path) }
+    public static func sentKey(name: String, domain: String, path: String) -> String {
+        "\(name)\u{0}\(domain)\u{0}\(path)"
+    }
     public var hostOnly: Bool { !domain.hasPrefix(".") }
     public var bareDomain: String { domain.hasPrefix(".") ? String(domain.dropFirst()) : domain }
 }
@@ -114,6 +121,10 @@ public struct SiteCookie: Sendable {
     public var engines: String?
     /// The Set-Cookie line, when it came from one.
     public var line: String?
+    /// A request carried it back (in a state it was in).
+    public var sent = false
+    /// The store's key, to find it again.
+    var storeKey = ""
 }
 
 /// A Set-Cookie line a browser refused.
@@ -137,6 +148,8 @@ public struct SiteScan: Sendable {
     public var seed: UInt64
     /// The browser's third-party cookie setting for the run (`default`: its own).
     public var thirdParty = "default"
+    /// With `--rules`: the same pages through the rules, cookie by cookie.
+    public var rules: RulesComparison? = nil
     public var states: [ConsentOutcome]
     public var pages: [PageVisit]
     public var cookies: [SiteCookie]
@@ -174,13 +187,16 @@ public struct SiteScan: Sendable {
                     continue
                 }
                 index[stored.key] = cookies.count
-                cookies.append(
-                    entry(
-                        stored, visit: visit, top: top, lines: linesSoFar.filter { $0.state == visit.state },
-                        database: database, suffixes: suffixes))
+                var e = entry(
+                    stored, visit: visit, top: top, lines: linesSoFar.filter { $0.state == visit.state },
+                    database: database, suffixes: suffixes)
+                e.storeKey = stored.sentKey
+                cookies.append(e)
             }
         }
+        let sentAnywhere = visits.reduce(into: Set<String>()) { $0.formUnion($1.sent) }
         for i in cookies.indices {
+            cookies[i].sent = sentAnywhere.contains(cookies[i].storeKey)
             // The site's own declaration comes before the database's row.
             if let policy {
                 if let entry = policy.entry(for: cookies[i].name) {

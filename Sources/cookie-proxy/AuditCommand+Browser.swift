@@ -54,6 +54,14 @@ extension AuditCommand {
                     command: spec.name)
             }
         }
+        if let path = args.value(Option.rules) {
+            do {
+                o.rules = (path, try RulesFiles.load(path))
+            } catch {
+                Console.err("\(error)")
+                return 2
+            }
+        }
         let out = args.value(Option.out)
         if let out {
             do {

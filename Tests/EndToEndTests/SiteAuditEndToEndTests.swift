@@ -332,4 +332,57 @@ import Testing
         #expect(pages.count == 1 && pages[0]["reached"] as? Bool == (status != 2), "\(pages)")
         if status == 2 { #expect(result.stderr.contains("no page could be scanned")) }
     }
+
+    /// A workaround proven in the browser: the rules that remove the refused line's foreign Domain and drop the
+    /// marketing cookie, the same pages visited again through them; and each pass's HAR per state, values redacted
+    /// alike in both.
+    @Test func theRulesAreProvenInTheBrowserBeforeAndAfter() throws {
+        let shop = try Shop()
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("cp-rules-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: dir + "/out", withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        try """
+        rule "keep bad on the shop" {
+            cookie bad
+            domain remove
+        }
+        rule "no facebook pixel" {
+            cookie _fbp
+            drop
+        }
+        """.write(toFile: dir + "/fix.rules", atomically: true, encoding: .utf8)
+        let result = try shop.audit([
+            "--pages", "2", "--consent", "none", "--rules", dir + "/fix.rules", "--out", dir + "/out", "--format",
+            "json",
+        ])
+        let report = try Self.object(result.stdout)
+        let rules = try #require(report["rules"] as? [String: Any], "\(result.stderr)")
+        let rows = Dictionary(
+            ((rules["cookies"] as? [[String: Any]]) ?? []).map { ($0["name"] as? String ?? "", $0) },
+            uniquingKeysWith: { a, _ in a })
+        func side(_ name: String, _ which: String) -> [String: Any] {
+            rows[name]?[which] as? [String: Any] ?? [:]
+        }
+        #expect(side("bad", "before")["refused"] as? [String] == ["InvalidDomain"], "\(rows["bad"] ?? [:])")
+        #expect(side("bad", "after")["kept"] as? [String] == ["shop.test/"], "\(rows["bad"] ?? [:])")
+        #expect(side("_fbp", "before")["kept"] as? [String] == ["shop.test/"])
+        #expect(side("_fbp", "after")["kept"] as? [String] == [], "\(rows["_fbp"] ?? [:])")
+        #expect(rows["sid"]?["changed"] as? Bool == false && side("sid", "before")["sent"] as? Bool == true)
+        // Each pass's HAR: the pages' exchanges, sid's value redacted with one key in both.
+        var redacted: [String] = []
+        for file in ["scan-none.har", "rules-scan-none.har"] {
+            let har = try Self.object(Data(contentsOf: URL(fileURLWithPath: dir + "/out/" + file)))
+            let entries = (har["log"] as? [String: Any])?["entries"] as? [[String: Any]] ?? []
+            let urls = Set(entries.compactMap { ($0["request"] as? [String: Any])?["url"] as? String })
+            #expect(
+                urls.contains("https://shop.test:\(shop.port)/") && urls.contains("https://ads.test:\(shop.port)/frame")
+            )
+            let text = try String(contentsOfFile: dir + "/out/" + file, encoding: .utf8)
+            #expect(!text.contains("sid=s1"))
+            if let range = text.range(of: #"sid=\[h:[0-9a-f]+\]"#, options: .regularExpression) {
+                redacted.append(String(text[range]))
+            }
+        }
+        #expect(redacted.count == 2 && redacted[0] == redacted[1], "\(redacted)")
+    }
 }

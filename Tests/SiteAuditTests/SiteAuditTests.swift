@@ -237,3 +237,28 @@ import Testing
         #expect(!html.contains("http://") && !html.contains("<link") && !html.contains("<script"))
     }
 }
+
+@Suite struct RulesComparisonTests {
+    @Test func eachCookieNameSaysWhatTheBrowserDidBeforeAndAfterTheRules() {
+        var before = SiteScanTests.visits[0]
+        before.sent = ["sid\u{0}shop.test\u{0}/"]
+        var after = SiteScanTests.visits[0]
+        // The rules dropped IDE's line and fixed bad's Domain: bad is kept, IDE absent.
+        after.store = [SiteScanTests.stored("sid", "shop.test"), SiteScanTests.stored("bad", "shop.test")]
+        after.refused = []
+        after.sent = before.sent
+        after.lines = [("https://shop.test/", "sid=1; Path=/; Secure"), ("https://shop.test/", "bad=1")]
+        let states = [ConsentOutcome(state: .none, applied: true, detail: "")]
+        let a = SiteScan.build(
+            engine: "chromium", start: "https://shop.test/", seed: 1, states: states, visits: [before])
+        let b = SiteScan.build(
+            engine: "chromium", start: "https://shop.test/", seed: 1, states: states, visits: [after])
+        let c = RulesComparison(path: "fix.rules", before: a, after: b)
+        let rows = Dictionary(uniqueKeysWithValues: c.rows.map { ($0.name, $0) })
+        #expect(c.rows.map(\.name) == ["sid", "IDE", "_ga", "bad"])
+        #expect(rows["sid"]?.changed == false && rows["sid"]?.before.summary == "kept shop.test/, sent back")
+        #expect(rows["IDE"]?.after.summary == "absent" && rows["IDE"]?.changed == true)
+        #expect(rows["bad"]?.before.summary == "refused: InvalidDomain")
+        #expect(rows["bad"]?.after.summary == "kept shop.test/, never sent back")
+    }
+}
