@@ -1,15 +1,20 @@
 #!/usr/bin/env bash
-# `audit --browser chromium` on a local 50-page shop (Tests/EndToEndTests/Fixtures/shop_site.py: a consent banner, a
+# `audit --browser ENGINE` on a local 50-page shop (Tests/EndToEndTests/Fixtures/shop_site.py: a consent banner, a
 # script that sets a cookie, a third-party iframe; https with a CA made here): pages per minute over the three
-# consent states, and the peak resident memory of the audit (the proxy runs in it) and of Chromium (all its
+# consent states, and the peak resident memory of the audit (the proxy runs in it) and of the browser (all its
 # processes, summed), sampled every 0.2 s. Everything listens on 127.0.0.1 and is stopped afterwards.
-# Usage: bench/audit-site.sh [pages=50] [wait=10]. Env: BIN.
+# Usage: bench/audit-site.sh [pages=50] [wait=10]. Env: BIN, ENGINE (chromium or firefox; default chromium).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PAGES=${1:-50}; WAIT=${2:-10}
 BIN=${BIN:-.build/release/cookie-proxy}
 [ -x "$BIN" ] || swift build -c release --product cookie-proxy >&2
-command -v chromium >/dev/null || { echo "needs chromium (apt-get install -y chromium)" >&2; exit 1; }
+ENGINE=${ENGINE:-chromium}
+case $ENGINE in
+  chromium) command -v chromium >/dev/null || { echo "needs chromium (apt-get install -y chromium)" >&2; exit 1; } ;;
+  firefox) command -v firefox-esr >/dev/null || { echo "needs firefox-esr (apt-get install -y firefox-esr)" >&2; exit 1; } ;;
+  *) echo "ENGINE is chromium or firefox" >&2; exit 1 ;;
+esac
 T=$(mktemp -d); SITE=""
 trap 'kill $SITE 2>/dev/null || true; rm -rf "$T"' EXIT
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$T/ca.key" -out "$T/ca.pem" -days 2 \
@@ -24,11 +29,11 @@ SITE=$!
 for _ in $(seq 50); do grep -q PORT "$T/port" 2>/dev/null && break; sleep 0.1; done
 PORT=$(awk '/PORT/ {print $2}' "$T/port")
 start=$(date +%s.%N)
-"$BIN" audit --browser chromium --pages "$PAGES" --wait "$WAIT" --upstream-ca "$T/ca.pem" --format json \
+"$BIN" audit --browser "$ENGINE" --pages "$PAGES" --wait "$WAIT" --upstream-ca "$T/ca.pem" --format json \
   --resolve shop.test:127.0.0.1 --resolve cdn.test:127.0.0.1 --resolve ads.test:127.0.0.1 \
   "https://shop.test:$PORT/" > "$T/report.json" 2> "$T/progress" &
 AUDIT=$!
-# The audit's own RSS and the sum over its descendants (Chromium's browser, renderer, GPU and network processes).
+# The audit's own RSS and the sum over its descendants (the browser's own processes: renderers, GPU, network).
 read -r peak_audit peak_browser < <(python3 - "$AUDIT" <<'PY'
 import os, sys, time
 root = int(sys.argv[1])
@@ -60,5 +65,5 @@ status=0; wait $AUDIT || status=$?
 end=$(date +%s.%N)
 visits=$(python3 -c "import json,sys; r=json.load(open('$T/report.json')); print(len(r['pages']))")
 cookies=$(python3 -c "import json,sys; r=json.load(open('$T/report.json')); print(len(r['cookies']))")
-awk -v v="$visits" -v s="$start" -v e="$end" -v a="$peak_audit" -v b="$peak_browser" -v c="$cookies" -v x="$status" \
-  'BEGIN { t = e - s; printf "| Chromium | %d page visits (3 consent states) | %.1f s | %.1f pages/min | audit + proxy peak RSS %.0f MiB | Chromium peak RSS %.0f MiB | %d cookies | exit %d |\n", v, t, v / t * 60, a / 1024, b / 1024, c, x }'
+awk -v n="$ENGINE" -v v="$visits" -v s="$start" -v e="$end" -v a="$peak_audit" -v b="$peak_browser" -v c="$cookies" -v x="$status" \
+  'BEGIN { t = e - s; printf "| %s | %d page visits (3 consent states) | %.1f s | %.1f pages/min | audit + proxy peak RSS %.0f MiB | browser peak RSS %.0f MiB | %d cookies | exit %d |\n", n, v, t, v / t * 60, a / 1024, b / 1024, c, x }'

@@ -6,36 +6,21 @@ import SiteAudit
 /// (`--ignore-certificate-errors-spki-list`: no trust store is touched). Cross-site frames stay in the page's
 /// process (site isolation off), so the page's Network domain reports every frame's cookies, including the ones
 /// Chromium refused and why (`Network.responseReceivedExtraInfo`'s `blockedCookies`).
-public final class ChromiumSiteSession {
+public final class ChromiumSiteSession: SiteBrowser {
     private let browser: DevToolsPipe
     private var session = ""
     private var mainFrame = ""
     /// Each request's URL, to name the response a refused line came in.
     private var urls: [String: String] = [:]
     private var refused: [(url: String, line: String, reasons: [String])] = []
-    /// The cookies requests carried (``BrowserStoredCookie/sentKey``), since the last take.
-    private var sent: Set<String> = []
     private var lastNetwork = Date()
     /// The navigation in hand: its loader, the document's status, whether it went idle.
     private var loader = ""
     private var status: Int? = nil
     private var idle = false
 
-    /// Third-party cookies: the profile's setting (`profile.cookie_controls_mode`: 0 allows them, 1 blocks them),
-    /// or this Chromium's own default.
-    public enum ThirdParty: String, Sendable, CaseIterable {
-        case `default`, allow, block
-        var preferences: String? {
-            switch self {
-            case .default: nil
-            case .allow: #"{"profile":{"cookie_controls_mode":0}}"#
-            case .block: #"{"profile":{"cookie_controls_mode":1}}"#
-            }
-        }
-    }
-
     /// `pin`: the base64 SHA-256 of the proxy's leaf key (``publicKeySHA256``).
-    public init(binary: String, proxyPort: Int, pin: String, thirdParty: ThirdParty = .default)
+    public init(binary: String, proxyPort: Int, pin: String, thirdParty: ThirdPartyCookies = .default)
         throws(BrowserFailure)
     {
         browser = try DevToolsPipe(
@@ -44,9 +29,12 @@ public final class ChromiumSiteSession {
                 "--proxy-server=http://127.0.0.1:\(proxyPort)", "--ignore-certificate-errors-spki-list=\(pin)",
                 "--disable-site-isolation-trials",
                 "--disable-features=IsolateOrigins,site-per-process,OptimizationHints,MediaRouter,"
-                    + "AutofillServerCommunication,Translate",
+                    + "AutofillServerCommunication,Translate,NetworkTimeServiceQuerying",
                 "--window-size=1280,900",
-            ], preferences: thirdParty.preferences)
+            ],
+            // The profile's `profile.cookie_controls_mode`: 0 allows third-party cookies, 1 blocks them.
+            preferences: thirdParty == .default
+                ? nil : #"{"profile":{"cookie_controls_mode":\#(thirdParty == .allow ? 0 : 1)}}"#)
         let target = try browser.call("Target.createTarget", ["url": "about:blank"])["targetId"] as? String ?? ""
         session =
             try browser.call("Target.attachToTarget", ["targetId": target, "flatten": true])["sessionId"] as? String
@@ -83,7 +71,7 @@ public final class ChromiumSiteSession {
     }
 
     /// Reads events until the network has been quiet for `quiet` seconds, at most `wait` (after a click).
-    public func settle(quiet: Double = 0.5, wait: Double) throws(BrowserFailure) {
+    public func settle(quiet: Double, wait: Double) throws(BrowserFailure) {
         let end = Date().addingTimeInterval(wait)
         lastNetwork = Date()
         while Date() < end {
@@ -103,23 +91,10 @@ public final class ChromiumSiteSession {
         return (result["result"] as? [String: Any])?["value"] as? String
     }
 
-    /// A script's value, when it returns a boolean.
-    public func evaluateFlag(_ script: String) throws(BrowserFailure) -> Bool {
-        let result = try browser.call(
-            "Runtime.evaluate", ["expression": script, "returnByValue": true], session: session)
-        return (result["result"] as? [String: Any])?["value"] as? Bool ?? false
-    }
-
     /// The lines Chromium refused since the last call, with the response URL and its reasons.
     public func takeRefused() -> [(url: String, line: String, reasons: [String])] {
         defer { refused.removeAll() }
         return refused
-    }
-
-    /// The cookies requests carried since the last call (``BrowserStoredCookie/sentKey``).
-    public func takeSent() -> Set<String> {
-        defer { sent.removeAll() }
-        return sent
     }
 
     /// Chromium's whole cookie store.
@@ -165,17 +140,6 @@ public final class ChromiumSiteSession {
             }
         case "Network.loadingFinished", "Network.loadingFailed":
             lastNetwork = Date()
-        case "Network.requestWillBeSentExtraInfo":
-            // The cookies Chromium considered for the request; those with no blocked reason were sent.
-            for associated in params["associatedCookies"] as? [[String: Any]] ?? [] {
-                guard (associated["blockedReasons"] as? [Any] ?? []).isEmpty,
-                    let c = associated["cookie"] as? [String: Any]
-                else { continue }
-                sent.insert(
-                    BrowserStoredCookie.sentKey(
-                        name: c["name"] as? String ?? "", domain: c["domain"] as? String ?? "",
-                        path: c["path"] as? String ?? "/"))
-            }
         case "Network.responseReceivedExtraInfo":
             let id = params["requestId"] as? String ?? ""
             for blocked in params["blockedCookies"] as? [[String: Any]] ?? [] {

@@ -25,7 +25,9 @@ public enum SiteAuditRun {
         public var resolve: [String: String] = [:]
         public var upstreamCAFile: String? = nil
         public var insecureHosts: Set<String> = []
-        public var thirdParty = ChromiumSiteSession.ThirdParty.default
+        /// The browser engine that visits the pages.
+        public var engine = Browser.chromium
+        public var thirdParty = ThirdPartyCookies.default
         /// `--rules`: a second pass through a proxy that applies them (the path names them in the report).
         public var rules: (path: String, set: RuleSet)? = nil
         /// The site's declared cookies (`--policy`).
@@ -48,7 +50,7 @@ public enum SiteAuditRun {
         }
         let binary: String
         do {
-            binary = try Browser.chromium.locate()
+            binary = try o.engine.locate()
         } catch {
             throw Failure(description: error.description)
         }
@@ -64,7 +66,7 @@ public enum SiteAuditRun {
         defer { try? FileManager.default.removeItem(atPath: home) }
         let before = try pass(o, binary: binary, home: home, rules: nil, pages: [], label: "", progress: progress)
         var scan = SiteScan.build(
-            engine: "chromium", start: o.url, seed: o.seed, states: before.outcomes, visits: before.visits,
+            engine: o.engine.rawValue, start: o.url, seed: o.seed, states: before.outcomes, visits: before.visits,
             policy: o.policy)
         scan.thirdParty = o.thirdParty.rawValue
         if let rules = o.rules {
@@ -72,7 +74,7 @@ public enum SiteAuditRun {
                 o, binary: binary, home: home, rules: rules.set, pages: before.pages, label: "rules", progress: progress
             )
             var afterScan = SiteScan.build(
-                engine: "chromium", start: o.url, seed: o.seed, states: after.outcomes, visits: after.visits,
+                engine: o.engine.rawValue, start: o.url, seed: o.seed, states: after.outcomes, visits: after.visits,
                 policy: o.policy)
             afterScan.thirdParty = o.thirdParty.rawValue
             scan.rules = RulesComparison(path: rules.path, before: scan, after: afterScan)
@@ -99,9 +101,16 @@ public enum SiteAuditRun {
         c.lifecycle = false
         c.observers = [lines]
         if let rules { c.rules = rules }
-        // With evidence asked for, the inspector's store keeps every exchange for the states' HAR files.
-        if o.screenshots != nil {
+        // With evidence asked for: the inspector's store keeps every exchange for the states' HAR files; the
+        // transformation log records every Set-Cookie line (the first pass is a dry run of no rules: it changes
+        // nothing and logs each line), the access log every request (values redacted in both, as in `run`).
+        let prefix = label.isEmpty ? "" : label + "-"
+        if let folder = o.screenshots {
             c.inspector = .init(host: "127.0.0.1", port: 0, capacity: 1_000_000, anyPortIfTaken: true)
+            c.log = .init(destination: .file("\(folder)/\(prefix)proxy-log.jsonl"))
+            c.dryRun = rules == nil
+            c.accessLog = "\(folder)/\(prefix)access.jsonl"
+            c.accessLogFormat = .json
         }
         let proxy: RunningProxy
         do {
@@ -122,18 +131,18 @@ public enum SiteAuditRun {
             throw Failure(description: "cannot read the proxy's leaf key: \(error)")
         }
         let port = proxy.listenerPorts.first ?? 0
-        let prefix = label.isEmpty ? "" : label + "-"
         var visits: [PageVisit] = []
         var outcomes: [ConsentOutcome] = []
         // The first state of the first pass picks the pages; every other state visits the same ones.
         var chosen = pages
         var recorded: UInt64 = 0
         for state in o.states {
-            let session: ChromiumSiteSession
+            let session: any SiteBrowser
             do {
-                session = try ChromiumSiteSession(binary: binary, proxyPort: port, pin: pin, thirdParty: o.thirdParty)
+                session = try o.engine.siteBrowser(binary: binary, proxyPort: port, pin: pin, thirdParty: o.thirdParty)
             } catch {
-                outcomes.append(ConsentOutcome(state: state, applied: false, detail: "Chromium: \(error.description)"))
+                outcomes.append(
+                    ConsentOutcome(state: state, applied: false, detail: "\(o.engine.title): \(error.description)"))
                 continue
             }
             _ = lines.take()
@@ -182,11 +191,18 @@ public enum SiteAuditRun {
                     problem = error.description
                 }
                 let store = (try? session.cookies()) ?? []
+                let (relayed, carried) = lines.take()
+                let now = Date().timeIntervalSince1970
+                // A browser that does not say what it refused: the lines whose cookie is not in its store.
+                let refused =
+                    session.reportsRefusals
+                    ? session.takeRefused()
+                    : SiteScan.absentLines(relayed, store: store, now: now, engine: o.engine.verdictEngine)
                 visits.append(
                     PageVisit(
-                        url: url, state: state, status: status, problem: problem, lines: lines.take(),
-                        refused: session.takeRefused(), store: store, readAt: Date().timeIntervalSince1970,
-                        screenshot: screenshot, reached: reached && status != nil, sent: session.takeSent()))
+                        url: url, state: state, status: status, problem: problem, lines: relayed,
+                        refused: refused, store: store, readAt: now,
+                        screenshot: screenshot, reached: reached && status != nil, sent: carried))
                 if picking { chosen.append(url) }
                 if problem != nil, !session.isAlive {
                     progress("[\(prefix)\(state.rawValue)] Chromium ended; the state's other pages are not visited")
@@ -229,7 +245,7 @@ public enum SiteAuditRun {
 
     /// Finds the state's button, clicks it and checks the click took.
     static func consent(
-        _ choice: ConsentButtons.Choice, state: ConsentState, session: ChromiumSiteSession, selector: String?,
+        _ choice: ConsentButtons.Choice, state: ConsentState, session: any SiteBrowser, selector: String?,
         wait: Double
     ) throws(BrowserFailure) -> ConsentOutcome {
         struct Found: Decodable {
@@ -254,8 +270,8 @@ public enum SiteAuditRun {
             return ConsentOutcome(state: state, applied: false, detail: detail)
         }
         let before = (try? session.cookies())?.map(\.key).sorted() ?? []
-        _ = try session.evaluateFlag(ConsentButtons.clickScript)
-        try session.settle(wait: min(wait, 5))
+        _ = try session.evaluate(ConsentButtons.clickScript)
+        try session.settle(quiet: 0.5, wait: min(wait, 5))
         if let text = try session.evaluate(ConsentButtons.verifyScript),
             let taken = try? JSONDecoder().decode(Taken.self, from: Data(text.utf8)), taken.taken
         {
@@ -273,10 +289,11 @@ public enum SiteAuditRun {
     }
 }
 
-/// The audit's observer: every Set-Cookie line the proxy relays, with its response's URL, until taken; and the
-/// URLs the proxy answered itself (an upstream it could not reach or verify: `502`, `504`), with the status.
+/// The audit's observer: every Set-Cookie line the proxy relays, with its response's URL, and the cookie names
+/// every request carried in its Cookie header, with its host, until taken; and the URLs the proxy answered itself
+/// (an upstream it could not reach or verify: `502`, `504`), with the status.
 final class LineRecorder: ExchangeObserver, LoopObserver, @unchecked Sendable {
-    private let lines = Locked<[(url: String, line: String)]>([])
+    private let lines = Locked<(set: [(url: String, line: String)], sent: [(host: String, name: String)])>(([], []))
     private let answered = Locked<[String: Int]>([:])
 
     func makeLoopObserver() -> (any LoopObserver)? { self }
@@ -290,7 +307,22 @@ final class LineRecorder: ExchangeObserver, LoopObserver, @unchecked Sendable {
     func line(_ line: borrowing SetCookieLine, of response: ForwardedResponse) {
         let url = Self.url(response.context)
         let text = String(decoding: line.received, as: UTF8.self)
-        lines.withLock { $0.append((url, text)) }
+        lines.withLock { $0.set.append((url, text)) }
+    }
+
+    func requestForwarded(_ request: borrowing ForwardedRequest) {
+        // RFC 6265bis §5.8.3: cookie-pair *( ";" SP cookie-pair ); a name is what comes before its "=".
+        let names = request.received.values("cookie").flatMap { header in
+            header.split(separator: ";").compactMap { pair -> String? in
+                let name = pair.split(separator: "=", maxSplits: 1).first.map {
+                    $0.trimmingCharacters(in: .whitespaces)
+                }
+                return name.flatMap { $0.isEmpty ? nil : $0 }
+            }
+        }
+        guard !names.isEmpty else { return }
+        let host = request.context.host
+        lines.withLock { $0.sent += names.map { (host, $0) } }
     }
 
     func exchangeFinished(_ exchange: borrowing FinishedExchange) {
@@ -302,11 +334,11 @@ final class LineRecorder: ExchangeObserver, LoopObserver, @unchecked Sendable {
     /// The status the proxy itself answered `url` with, if it did.
     func answeredStatus(_ url: String) -> Int? { answered.withLock { $0[url] } }
 
-    /// The lines recorded since the last call.
-    func take() -> [(url: String, line: String)] {
+    /// The lines and the cookies sent recorded since the last call.
+    func take() -> (lines: [(url: String, line: String)], sent: [(host: String, name: String)]) {
         lines.withLock { held in
-            defer { held.removeAll() }
-            return held
+            defer { held = ([], []) }
+            return (held.set, held.sent)
         }
     }
 }

@@ -10,7 +10,7 @@ public struct RulesComparison: Sendable {
         public var sent: Bool
         public var states: [ConsentState]
 
-        init(_ name: String, cookies: [SiteCookie], refused: [RefusedCookie]) {
+        public init(_ name: String, cookies: [SiteCookie], refused: [RefusedCookie]) {
             let mine = cookies.filter { $0.name == name }
             kept = mine.map { ($0.hostOnly ? "" : ".") + $0.domain + $0.path }
             self.refused = Array(Set(refused.filter { $0.name == name }.flatMap(\.reasons))).sorted()

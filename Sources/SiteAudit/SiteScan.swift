@@ -22,13 +22,14 @@ public struct PageVisit: Sendable {
     public var screenshot: String?
     /// The site answered the page (not the proxy, for a site it could not reach).
     public var reached: Bool
-    /// The cookies the page's requests carried (``BrowserStoredCookie/sentKey``).
-    public var sent: Set<String>
+    /// The cookies the page's requests carried, as the proxy saw their Cookie headers: each request's host and a
+    /// cookie's name.
+    public var sent: [(host: String, name: String)]
 
     public init(
         url: String, state: ConsentState, status: Int?, problem: String?, lines: [(url: String, line: String)],
         refused: [(url: String, line: String, reasons: [String])], store: [BrowserStoredCookie], readAt: Double,
-        screenshot: String? = nil, reached: Bool = true, sent: Set<String> = []
+        screenshot: String? = nil, reached: Bool = true, sent: [(host: String, name: String)] = []
     ) {
         (self.reached, self.sent) = (reached, sent)
         (self.url, self.state, self.status, self.problem) = (url, state, status, problem)
@@ -64,11 +65,7 @@ public struct BrowserStoredCookie: Sendable, Hashable {
     /// What tells two cookies of a store apart (RFC 6265bis §5.7 step 23: name, domain, host-only, path; CHIPS
     /// adds the partition).
     public var key: String { "\(name)\u{0}\(domain)\u{0}\(path)\u{0}\(partitionKey ?? "")" }
-    /// The cookie as a request's cookie list names it (name, domain as the store has it, path).
-    public var sentKey: String { Self.sentKey(name: name, domain: domain, path: path) }
-    public static func sentKey(name: String, domain: String, path: String) -> String {
-        "\(name)\u{0}\(domain)\u{0}\(path)"
-    }
+
     public var hostOnly: Bool { !domain.hasPrefix(".") }
     public var bareDomain: String { domain.hasPrefix(".") ? String(domain.dropFirst()) : domain }
 }
@@ -123,8 +120,6 @@ public struct SiteCookie: Sendable {
     public var line: String?
     /// A request carried it back (in a state it was in).
     public var sent = false
-    /// The store's key, to find it again.
-    var storeKey = ""
 }
 
 /// A Set-Cookie line a browser refused.
@@ -187,16 +182,21 @@ public struct SiteScan: Sendable {
                     continue
                 }
                 index[stored.key] = cookies.count
-                var e = entry(
-                    stored, visit: visit, top: top, lines: linesSoFar.filter { $0.state == visit.state },
-                    database: database, suffixes: suffixes)
-                e.storeKey = stored.sentKey
-                cookies.append(e)
+                cookies.append(
+                    entry(
+                        stored, visit: visit, top: top, lines: linesSoFar.filter { $0.state == visit.state },
+                        database: database, suffixes: suffixes))
             }
         }
-        let sentAnywhere = visits.reduce(into: Set<String>()) { $0.formUnion($1.sent) }
+        // Sent back: a request to a host the cookie's domain covers carried its name (the proxy saw the header).
+        var sentTo: [String: Set<String>] = [:]
+        for visit in visits { for s in visit.sent { sentTo[s.name, default: []].insert(s.host) } }
         for i in cookies.indices {
-            cookies[i].sent = sentAnywhere.contains(cookies[i].storeKey)
+            let stored = cookies[i]
+            cookies[i].sent =
+                sentTo[stored.name]?.contains {
+                    stored.hostOnly ? $0 == stored.domain : domainMatches($0, stored.domain)
+                } ?? false
             // The site's own declaration comes before the database's row.
             if let policy {
                 if let entry = policy.entry(for: cookies[i].name) {
@@ -265,6 +265,33 @@ extension SiteScan {
         }
         if kinds.contains("rejects") {
             out += refused.map { "\($0.name) from \($0.url): refused (\($0.reasons.joined(separator: ", ")))" }
+        }
+        return out
+    }
+}
+
+extension SiteScan {
+    /// The lines a browser that does not say what it refuses (Firefox over BiDi) did not keep: those whose cookie
+    /// is not in the store after the page, leaving out the lines that delete a cookie (an expiry in the past). The
+    /// reasons say so, with the lint's findings that predict `engine`'s refusal.
+    public static func absentLines(
+        _ lines: [(url: String, line: String)], store: [BrowserStoredCookie], now: Double,
+        engine: EngineVerdict.Engine, suffixes: PublicSuffixList = .system
+    ) -> [(url: String, line: String, reasons: [String])] {
+        var out: [(url: String, line: String, reasons: [String])] = []
+        for l in lines {
+            guard let url = RequestURL(l.url) else { continue }
+            let cookie = SetCookie(l.line)
+            let findings = CookieLint.findings(for: cookie, from: url, now: Int64(now), suffixes: suffixes)
+            if findings.contains(where: { $0.code == "already-expired" }) { continue }
+            let kept = store.contains { c in
+                c.name == cookie.name && (domainMatches(url.host, c.bareDomain) || c.bareDomain == url.host)
+            }
+            guard !kept else { continue }
+            let predicted =
+                EngineVerdict.of(findings).first { $0.engine == engine }?.stores == false
+                ? findings.filter { $0.severity == .rejects }.map(\.code) : []
+            out.append((l.url, l.line, ["not-in-store"] + predicted))
         }
         return out
     }

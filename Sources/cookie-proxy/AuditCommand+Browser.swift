@@ -1,5 +1,6 @@
 import ArgumentParsing
 import BrowserEngines
+import CookieKit
 import Foundation
 import ProxyApp
 import SiteAudit
@@ -32,7 +33,15 @@ extension AuditCommand {
         }
         o.upstreamCAFile = args.value(Option.upstreamCa)
         o.insecureHosts = Set(args.all(Option.insecureUpstream).map { $0.lowercased() })
-        o.thirdParty = ChromiumSiteSession.ThirdParty(rawValue: try args.choice(Option.thirdParty, command: spec.name))!
+        let engineName = try args.choice(Option.browser, command: spec.name)
+        // `all`: every engine the audit drives, one after the other, on the same pages.
+        let engines: [Browser] = engineName == "all" ? [.chromium, .firefox] : [Browser(rawValue: engineName)!]
+        if engines.count > 1, format == "junit" || format == "sarif" {
+            throw UsageError(
+                message: "--format \(format) takes one engine: run --browser chromium and --browser firefox",
+                command: spec.name)
+        }
+        o.thirdParty = ThirdPartyCookies(rawValue: try args.choice(Option.thirdParty, command: spec.name))!
         if let path = args.value(Option.policy) {
             do {
                 let text = try String(contentsOfFile: path, encoding: .utf8)
@@ -72,28 +81,59 @@ extension AuditCommand {
             }
             o.screenshots = out
         }
-        let scan: SiteScan
-        do {
-            scan = try SiteAuditRun.run(o) { Console.err($0) }
-            if let out { try SiteAuditRun.writeEvidence(scan, to: out) }
-        } catch {
-            Console.err("error: \(error.description)")
-            return 2
+        var scans: [SiteScan] = []
+        for engine in engines {
+            var one = o
+            one.engine = engine
+            if let out, engines.count > 1 {
+                // Each engine's evidence in a folder of its own.
+                one.screenshots = "\(out)/\(engine.rawValue)"
+                try? FileManager.default.createDirectory(atPath: one.screenshots!, withIntermediateDirectories: true)
+            }
+            do {
+                let scan = try SiteAuditRun.run(one) {
+                    Console.err(engines.count > 1 ? "\(engine.rawValue) \($0)" : $0)
+                }
+                if let folder = one.screenshots { try SiteAuditRun.writeEvidence(scan, to: folder) }
+                scans.append(scan)
+            } catch {
+                Console.err("error: \(engine.title): \(error.description)")
+                if engines.count == 1 { return 2 }
+            }
         }
-        switch format {
-        case "json": Console.out(scan.json.serialized)
-        case "junit": Console.out(scan.junit)
-        case "sarif":
-            Console.out(scan.sarif(toolVersion: cookieProxyVersion, time: Int64(Date().timeIntervalSince1970 * 1000)))
-        default: Console.out(scan.text)
+        guard let scan = scans.first else { return 2 }
+        if scans.count > 1 {
+            let sideBySide = EngineComparison(scans)
+            if format == "json" {
+                Console.out(
+                    JSONValue.object([
+                        ("engines", .object(scans.map { ($0.engine, $0.json) })), ("sideBySide", sideBySide.json),
+                    ]).serialized)
+            } else {
+                Console.out(scans.map(\.text).joined(separator: "\n") + "\n" + sideBySide.text)
+            }
+        } else {
+            switch format {
+            case "json": Console.out(scan.json.serialized)
+            case "junit": Console.out(scan.junit)
+            case "sarif":
+                Console.out(
+                    scan.sarif(toolVersion: cookieProxyVersion, time: Int64(Date().timeIntervalSince1970 * 1000)))
+            default: Console.out(scan.text)
+            }
         }
-        guard scan.pages.contains(where: \.reached) else {
+        guard scans.contains(where: { $0.pages.contains(where: \.reached) }) else {
             Console.err("error: no page could be scanned (each page's problem is in the report)")
             return 2
         }
-        let failures = scan.failures(of: failOn)
-        for line in failures { Console.err("fails: \(line)") }
-        return failures.isEmpty ? 0 : 1
+        var failed = false
+        for s in scans {
+            for line in s.failures(of: failOn) {
+                Console.err(scans.count > 1 ? "fails (\(s.engine)): \(line)" : "fails: \(line)")
+                failed = true
+            }
+        }
+        return failed ? 1 : 0
     }
 
     /// `--fail-on`'s kinds, and those that fail a run without it.

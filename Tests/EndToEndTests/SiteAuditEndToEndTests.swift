@@ -25,12 +25,13 @@ import Testing
             ["shop.test", "cdn.test", "ads.test"].flatMap { ["--resolve", "\($0):127.0.0.1"] }
         }
         /// `trust`: the shop's CA given with --upstream-ca.
-        func audit(_ extra: [String], path: String = "/", host: String = "shop.test", trust: Bool = true) throws
-            -> CommandResult
-        {
+        func audit(
+            _ extra: [String], path: String = "/", host: String = "shop.test", trust: Bool = true,
+            engine: String = "chromium"
+        ) throws -> CommandResult {
             try run(
                 Paths.binary,
-                ["audit", "--browser", "chromium"] + (extra.contains("--wait") ? [] : ["--wait", "8"])
+                ["audit", "--browser", engine] + (extra.contains("--wait") ? [] : ["--wait", "8"])
                     + (trust ? ["--upstream-ca", ca.caCert] : [])
                     + resolve + extra + ["https://\(host):\(port)\(path)"])
         }
@@ -132,7 +133,15 @@ import Testing
         let files = try #require(manifest["files"] as? [String: [String: Any]])
         let present = try FileManager.default.contentsOfDirectory(atPath: out).filter { $0 != "manifest.json" }
         #expect(Set(files.keys) == Set(present))
-        #expect(present.contains("report.json") && present.contains("none-1.png") && present.contains("accept-4.png"))
+        for file in ["report.json", "report.html", "none-1.png", "accept-4.png", "scan-reject.har", "proxy-log.jsonl"] {
+            #expect(present.contains(file), "\(file) missing from \(present.sorted())")
+        }
+        // The proxy's own records: a transformation-log line per Set-Cookie line relayed (the first pass is a dry
+        // run: every line), an access-log line per request.
+        let log = try String(contentsOfFile: out + "/proxy-log.jsonl", encoding: .utf8)
+        #expect(log.contains(#""cookie":"_fbp""#) && log.contains(#""dryRun":true"#))
+        let access = try String(contentsOfFile: out + "/access.jsonl", encoding: .utf8)
+        #expect(access.contains(#""uri":"/page/1""#), "\(access.prefix(300))")
         for (name, entry) in files {
             let sum = try run(Paths.which("sha256sum"), [out + "/" + name])
             #expect(sum.text.hasPrefix((entry["sha256"] as? String ?? "-") + " "), "\(name)")
@@ -384,5 +393,45 @@ import Testing
             }
         }
         #expect(redacted.count == 2 && redacted[0] == redacted[1], "\(redacted)")
+    }
+
+    /// `--browser all`: Chromium and Firefox on the same pages, each cookie of the shop's table as both report it,
+    /// and side by side where they differ (the ad frame's IDE: Chromium's default refuses third-party cookies,
+    /// Firefox's keeps them in the top-level site's partition).
+    @Test func chromiumAndFirefoxAuditTheSameShopSideBySide() throws {
+        let shop = try Shop()
+        let result = try shop.audit(["--pages", "3", "--format", "json"], engine: "all")
+        #expect(result.status == 1, "\(result.stderr)")
+        let report = try Self.object(result.stdout)
+        let engines = try #require(report["engines"] as? [String: [String: Any]], "\(result.stderr)")
+        #expect(Set(engines.keys) == ["chromium", "firefox"])
+        for (engine, scan) in engines {
+            let consent = scan["consent"] as? [String: [String: Any]] ?? [:]
+            #expect(["none", "reject", "accept"].allSatisfy { consent[$0]?["applied"] as? Bool == true }, "\(engine)")
+            let byName = Dictionary(
+                (scan["cookies"] as? [[String: Any]] ?? []).map { ($0["name"] as? String ?? "", $0) },
+                uniquingKeysWith: { a, _ in a })
+            // The first-party part of the shop's table holds in both engines.
+            for e in Self.table where e.party == "first" {
+                let c = try #require(byName[e.name], "\(engine): \(e.name) missing")
+                #expect(c["setBy"] as? String == e.setBy, "\(engine) \(e.name)")
+                #expect((c["firstSeen"] as? [String: Any])?["consent"] as? String == e.first, "\(engine) \(e.name)")
+                #expect(c["states"] as? [String] == e.states, "\(engine) \(e.name)")
+                #expect(c["category"] as? String == e.category, "\(engine) \(e.name)")
+                // lang is set by /page/2, the last page visited: no later request carried it.
+                #expect(c["sent"] as? Bool == (e.name != "lang"), "\(engine) \(e.name): sent back")
+            }
+            // The line with another site's Domain is refused by both (Firefox's, found missing from its store).
+            let refused = scan["refused"] as? [[String: Any]] ?? []
+            #expect(refused.contains { $0["name"] as? String == "bad" }, "\(engine): \(refused)")
+        }
+        let rows = Dictionary(
+            (report["sideBySide"] as? [[String: Any]] ?? []).map { ($0["name"] as? String ?? "", $0) },
+            uniquingKeysWith: { a, _ in a })
+        let ide = try #require(rows["IDE"])
+        #expect(ide["differs"] as? Bool == true, "\(ide)")
+        #expect(((ide["chromium"] as? [String: Any])?["refused"] as? [String])?.isEmpty == false, "\(ide)")
+        #expect(((ide["firefox"] as? [String: Any])?["kept"] as? [String]) == ["ads.test/"], "\(ide)")
+        #expect(rows["sid"]?["differs"] as? Bool == false)
     }
 }

@@ -241,7 +241,7 @@ import Testing
 @Suite struct RulesComparisonTests {
     @Test func eachCookieNameSaysWhatTheBrowserDidBeforeAndAfterTheRules() {
         var before = SiteScanTests.visits[0]
-        before.sent = ["sid\u{0}shop.test\u{0}/"]
+        before.sent = [("shop.test", "sid")]
         var after = SiteScanTests.visits[0]
         // The rules dropped IDE's line and fixed bad's Domain: bad is kept, IDE absent.
         after.store = [SiteScanTests.stored("sid", "shop.test"), SiteScanTests.stored("bad", "shop.test")]
