@@ -4,7 +4,7 @@ import SiteAudit
 
 /// A browser that `audit --browser` drives through the site, one consent state per instance (a fresh profile):
 /// Chromium over the DevTools protocol (``ChromiumSiteSession``), Firefox over WebDriver BiDi
-/// (``FirefoxSiteSession``).
+/// (``FirefoxSiteSession``), WebKitGTK over classic WebDriver (``WebKitSiteSession``).
 public protocol SiteBrowser: AnyObject {
     /// Loads `url` and waits until its network is idle, at most `wait` seconds: the document's status (nil when
     /// none came) and why the page is incomplete.
@@ -23,10 +23,13 @@ public protocol SiteBrowser: AnyObject {
     var isAlive: Bool { get }
     /// Whether ``takeRefused()`` reports what the browser refused (else the audit infers it from the store).
     var reportsRefusals: Bool { get }
+    /// Whether ``cookies()`` gives only the current document's cookies (WebKit over classic WebDriver).
+    var readsOnlyThePagesCookies: Bool { get }
 }
 
 extension SiteBrowser {
     public var reportsRefusals: Bool { true }
+    public var readsOnlyThePagesCookies: Bool { false }
 }
 
 /// Third-party cookies as the audit asks: allowed, blocked, or as the browser's own default has them.
@@ -45,8 +48,8 @@ extension Browser {
     }
 
     /// A fresh browser of this engine for one consent state, its traffic through the proxy on `proxyPort`, whose
-    /// leaves it trusts by `pin` (Chromium) or by accepting the proxy's certificates (Firefox, whose every request
-    /// goes to the proxy, which verifies the upstream's).
+    /// leaves it trusts by `pin` (Chromium) or by accepting the proxy's certificates (Firefox and WebKit, whose every
+    /// request goes to the proxy, which verifies the upstream's).
     public func siteBrowser(binary: String, proxyPort: Int, pin: String, thirdParty: ThirdPartyCookies)
         throws(BrowserFailure) -> any SiteBrowser
     {
@@ -54,7 +57,14 @@ extension Browser {
         case .chromium:
             return try ChromiumSiteSession(binary: binary, proxyPort: proxyPort, pin: pin, thirdParty: thirdParty)
         case .firefox: return try FirefoxSiteSession(binary: binary, proxyPort: proxyPort, thirdParty: thirdParty)
-        case .webkit: throw BrowserFailure("audit --browser webkit is not driven yet (Chromium and Firefox are)")
+        case .webkit:
+            guard thirdParty == .default else {
+                throw BrowserFailure(
+                    "WebKit's third-party cookie policy cannot be set over WebDriver (it blocks them): leave"
+                        + " --third-party at default for webkit")
+            }
+            return try WebKitSiteSession(
+                driver: binary, proxyPort: proxyPort, environment: ProcessInfo.processInfo.environment)
         }
     }
 }

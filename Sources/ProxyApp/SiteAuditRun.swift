@@ -69,6 +69,7 @@ public enum SiteAuditRun {
             engine: o.engine.rawValue, start: o.url, seed: o.seed, states: before.outcomes, visits: before.visits,
             policy: o.policy)
         scan.thirdParty = o.thirdParty.rawValue
+        scan.notes = notes(o.engine)
         if let rules = o.rules {
             let after = try pass(
                 o, binary: binary, home: home, rules: rules.set, pages: before.pages, label: "rules", progress: progress
@@ -80,6 +81,23 @@ public enum SiteAuditRun {
             scan.rules = RulesComparison(path: rules.path, before: scan, after: afterScan)
         }
         return scan
+    }
+
+    /// What an engine's report cannot show.
+    static func notes(_ engine: Browser) -> [String] {
+        switch engine {
+        case .chromium: []
+        case .firefox:
+            [
+                "Firefox says nothing over WebDriver BiDi about the lines it refuses: a refused line is one whose cookie"
+                    + " is missing from its store (not-in-store); partitions are not reported"
+            ]
+        case .webkit:
+            [
+                "WebKit over classic WebDriver shows only the current page's cookies: third-party cookies and other"
+                    + " paths' are not listed, and a refused line is one of the page's host missing from them"
+            ]
+        }
     }
 
     /// One pass over the site: a proxy (with `rules`, if any) and, per consent state, a fresh browser visiting
@@ -159,6 +177,8 @@ public enum SiteAuditRun {
                 var reached = true
                 do {
                     (status, problem) = try session.visit(url, wait: o.wait)
+                    // A browser whose protocol does not give the document's status (WebKit): the proxy's.
+                    if status == nil, problem == nil { status = lines.status(url) }
                     if let answered = lines.answeredStatus(url) {
                         // The site was not reached: the proxy's own answer says why (its first line).
                         let why = (try? session.evaluate(ConsentButtons.bodyTextScript)) ?? nil
@@ -193,11 +213,20 @@ public enum SiteAuditRun {
                 let store = (try? session.cookies()) ?? []
                 let (relayed, carried) = lines.take()
                 let now = Date().timeIntervalSince1970
-                // A browser that does not say what it refused: the lines whose cookie is not in its store.
+                // A browser that does not say what it refused: the lines whose cookie is not in its store (of those
+                // a store that shows only the page's cookies would hold: the page's host's, for its path).
+                let page = RequestURL(url)
+                let judged =
+                    session.readsOnlyThePagesCookies
+                    ? relayed.filter { l in
+                        guard let page, let from = RequestURL(l.url), from.host == page.host else { return false }
+                        let path = SetCookie(l.line).attributes.path ?? from.defaultPath
+                        return pathMatches(page.path.isEmpty ? "/" : page.path, path)
+                    } : relayed
                 let refused =
                     session.reportsRefusals
                     ? session.takeRefused()
-                    : SiteScan.absentLines(relayed, store: store, now: now, engine: o.engine.verdictEngine)
+                    : SiteScan.absentLines(judged, store: store, now: now, engine: o.engine.verdictEngine)
                 visits.append(
                     PageVisit(
                         url: url, state: state, status: status, problem: problem, lines: relayed,
@@ -294,7 +323,7 @@ public enum SiteAuditRun {
 /// (an upstream it could not reach or verify: `502`, `504`), with the status.
 final class LineRecorder: ExchangeObserver, LoopObserver, @unchecked Sendable {
     private let lines = Locked<(set: [(url: String, line: String)], sent: [(host: String, name: String)])>(([], []))
-    private let answered = Locked<[String: Int]>([:])
+    private let answered = Locked<[String: (status: Int, byProxy: Bool)]>([:])
 
     func makeLoopObserver() -> (any LoopObserver)? { self }
 
@@ -326,13 +355,19 @@ final class LineRecorder: ExchangeObserver, LoopObserver, @unchecked Sendable {
     }
 
     func exchangeFinished(_ exchange: borrowing FinishedExchange) {
-        guard exchange.ending == .answered, let status = exchange.context.status else { return }
+        guard let status = exchange.context.status else { return }
         let url = Self.url(exchange.context)
-        answered.withLock { $0[url] = status }
+        let byProxy = exchange.ending == .answered
+        answered.withLock { $0[url] = (status, byProxy) }
     }
 
     /// The status the proxy itself answered `url` with, if it did.
-    func answeredStatus(_ url: String) -> Int? { answered.withLock { $0[url] } }
+    func answeredStatus(_ url: String) -> Int? {
+        answered.withLock { $0[url] }.flatMap { $0.byProxy ? $0.status : nil }
+    }
+
+    /// The status the client got for `url`'s last exchange, whoever answered.
+    func status(_ url: String) -> Int? { answered.withLock { $0[url]?.status } }
 
     /// The lines and the cookies sent recorded since the last call.
     func take() -> (lines: [(url: String, line: String)], sent: [(host: String, name: String)]) {

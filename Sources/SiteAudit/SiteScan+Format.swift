@@ -5,7 +5,7 @@ extension SiteScan {
     public var json: JSONValue {
         .object([
             ("engine", .string(engine)), ("start", .string(start)), ("seed", .int(Int64(bitPattern: seed))),
-            ("thirdParty", .string(thirdParty)),
+            ("thirdParty", .string(thirdParty)), ("notes", .array(notes.map { .string($0) })),
             (
                 "consent",
                 .object(
@@ -56,6 +56,7 @@ extension SiteScan {
     public var text: String {
         var out =
             "\(engine): \(pages.count) page visit(s) from \(start) (seed \(seed); third-party cookies: \(thirdParty))\n"
+        for note in notes { out += "  note: \(note)\n" }
         for s in states {
             out += "  consent \(s.state.rawValue): \(s.applied ? "applied" : "NOT APPLIED") (\(s.detail))\n"
         }

@@ -29,6 +29,7 @@ extension SiteScan {
             \(Self.escape(thirdParty)) · \(cookies.count) cookies · \(refused.count) refused</p>
 
             """
+        for note in notes { h += "<p class=\"meta\">\(Self.tag("note", "warn")) \(Self.escape(note))</p>\n" }
         h += "<h2>Consent states</h2>\n<table><tr><th>state</th><th>applied</th><th>how</th><th>cookies</th></tr>\n"
         for s in states {
             let count = cookies.filter { $0.states.contains(s.state) }.count

@@ -145,6 +145,8 @@ public struct SiteScan: Sendable {
     public var thirdParty = "default"
     /// With `--rules`: the same pages through the rules, cookie by cookie.
     public var rules: RulesComparison? = nil
+    /// What this engine's report cannot show (its automation protocol's limits).
+    public var notes: [String] = []
     public var states: [ConsentOutcome]
     public var pages: [PageVisit]
     public var cookies: [SiteCookie]

@@ -35,10 +35,10 @@ extension AuditCommand {
         o.insecureHosts = Set(args.all(Option.insecureUpstream).map { $0.lowercased() })
         let engineName = try args.choice(Option.browser, command: spec.name)
         // `all`: every engine the audit drives, one after the other, on the same pages.
-        let engines: [Browser] = engineName == "all" ? [.chromium, .firefox] : [Browser(rawValue: engineName)!]
+        let engines: [Browser] = engineName == "all" ? Browser.allCases : [Browser(rawValue: engineName)!]
         if engines.count > 1, format == "junit" || format == "sarif" {
             throw UsageError(
-                message: "--format \(format) takes one engine: run --browser chromium and --browser firefox",
+                message: "--format \(format) takes one engine: run --browser with each engine in turn",
                 command: spec.name)
         }
         o.thirdParty = ThirdPartyCookies(rawValue: try args.choice(Option.thirdParty, command: spec.name))!

@@ -48,8 +48,8 @@ enum AuditCommand {
             names: ["--browser"], value: "engine",
             help:
                 "Audit the whole site in a real browser through the proxy: pages, script-set and third-party cookies,"
-                + " consent states (chromium, firefox, or all of them side by side; WebKit is not driven yet).",
-            choices: ["chromium", "firefox", "all"])
+                + " consent states (chromium, firefox, webkit, or all three side by side).",
+            choices: ["chromium", "firefox", "webkit", "all"])
         static let pages = OptionSpec(
             names: ["--pages"], value: "n", help: "With --browser: pages to visit in each consent state.",
             defaultValue: "10")
