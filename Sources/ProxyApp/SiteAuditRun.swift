@@ -14,7 +14,7 @@ import SiteAudit
 /// same-site links a seed picks, each page waited for until its network is idle. The proxy's observer records every
 /// Set-Cookie line relayed (`http`); what the browser's store holds with no line behind it was set by a script.
 public enum SiteAuditRun {
-    public struct Options {
+    public struct Options: Sendable {
         public var url: String
         public var pages = 10
         public var seed: UInt64 = 1
@@ -32,6 +32,8 @@ public enum SiteAuditRun {
         public var rules: (path: String, set: RuleSet)? = nil
         /// The site's declared cookies (`--policy`).
         public var policy: CookiePolicy? = nil
+        /// Asked between pages: true stops the audit there (an interrupt), and the pages visited are reported.
+        public var cancelled: @Sendable () -> Bool = { false }
         /// Screenshots of each page go here (`--out`), when set.
         public var screenshots: String? = nil
         public init(url: String) { self.url = url }
@@ -41,10 +43,27 @@ public enum SiteAuditRun {
         public var description: String
     }
 
+    /// Where the audit is: the pass (`rules` for the second), the state, the page's number of `pages`, its URL;
+    /// or a message (the browser ended).
+    public struct Progress: Sendable {
+        public var pass: String
+        public var state: ConsentState
+        public var page: Int
+        public var pages: Int
+        public var url: String
+        public var message: String? = nil
+
+        /// As a line: `[rules-none] page 2/10: URL`.
+        public var line: String {
+            let tag = "[\(pass.isEmpty ? "" : pass + "-")\(state.rawValue)]"
+            return message.map { "\(tag) \($0)" } ?? "\(tag) page \(page)/\(pages): \(url)"
+        }
+    }
+
     /// Runs the audit; `progress` is told a line per page. Throws only when nothing could be scanned (no browser,
     /// no proxy, not an http(s) URL); a page or state that fails is reported in the scan. With `rules`, the same
     /// pages are visited again through a proxy that applies them, and the scan says what they changed.
-    public static func run(_ o: Options, progress: (String) -> Void) throws(Failure) -> SiteScan {
+    public static func run(_ o: Options, progress: (Progress) -> Void) throws(Failure) -> SiteScan {
         guard let start = RequestURL(o.url), start.scheme == "http" || start.scheme == "https" else {
             throw Failure(description: "'\(o.url)' is not an http:// or https:// URL")
         }
@@ -70,7 +89,7 @@ public enum SiteAuditRun {
             policy: o.policy)
         scan.thirdParty = o.thirdParty.rawValue
         scan.notes = notes(o.engine)
-        if let rules = o.rules {
+        if let rules = o.rules, !o.cancelled() {
             let after = try pass(
                 o, binary: binary, home: home, rules: rules.set, pages: before.pages, label: "rules", progress: progress
             )
@@ -104,7 +123,7 @@ public enum SiteAuditRun {
     /// `pages` (the first pass picks them: empty). `label` prefixes its evidence files and progress lines.
     static func pass(
         _ o: Options, binary: String, home: String, rules: RuleSet?, pages: [String], label: String,
-        progress: (String) -> Void
+        progress: (Progress) -> Void
     ) throws(Failure) -> (outcomes: [ConsentOutcome], visits: [PageVisit], pages: [String]) {
         let lines = LineRecorder()
         var c = ProxyApp.Configuration(home: home)
@@ -154,7 +173,7 @@ public enum SiteAuditRun {
         // The first state of the first pass picks the pages; every other state visits the same ones.
         var chosen = pages
         var recorded: UInt64 = 0
-        for state in o.states {
+        for state in o.states where !o.cancelled() {
             let session: any SiteBrowser
             do {
                 session = try o.engine.siteBrowser(binary: binary, proxyPort: port, pin: pin, thirdParty: o.thirdParty)
@@ -168,9 +187,13 @@ public enum SiteAuditRun {
             var visited = 0
             var outcome = ConsentOutcome(state: state, applied: state == .none, detail: "no interaction")
             let picking = chosen.isEmpty
-            while let url = picking ? sample.next(visited: visited) : (visited < chosen.count ? chosen[visited] : nil) {
+            while !o.cancelled(),
+                let url = picking ? sample.next(visited: visited) : (visited < chosen.count ? chosen[visited] : nil)
+            {
                 visited += 1
-                progress("[\(prefix)\(state.rawValue)] page \(visited)/\(picking ? o.pages : chosen.count): \(url)")
+                progress(
+                    Progress(
+                        pass: label, state: state, page: visited, pages: picking ? o.pages : chosen.count, url: url))
                 var problem: String? = nil
                 var status: Int? = nil
                 var screenshot: String? = nil
@@ -234,9 +257,15 @@ public enum SiteAuditRun {
                         screenshot: screenshot, reached: reached && status != nil, sent: carried))
                 if picking { chosen.append(url) }
                 if problem != nil, !session.isAlive {
-                    progress("[\(prefix)\(state.rawValue)] Chromium ended; the state's other pages are not visited")
+                    progress(
+                        Progress(
+                            pass: label, state: state, page: visited, pages: o.pages, url: url,
+                            message: "\(o.engine.title) ended; the state's other pages are not visited"))
                     break
                 }
+            }
+            if visited == 0, o.cancelled() {
+                outcome = ConsentOutcome(state: state, applied: false, detail: "not visited: the audit was interrupted")
             }
             outcomes.append(outcome)
             if let folder = o.screenshots {

@@ -1,9 +1,17 @@
 import ArgumentParsing
+import Locking
+import ProxyPlatform
 import BrowserEngines
 import CookieKit
 import Foundation
 import ProxyApp
 import SiteAudit
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 /// `cookie-proxy audit URL --browser chromium`: the options read into ``SiteAuditRun/Options``, the report printed.
 extension AuditCommand {
@@ -15,6 +23,7 @@ extension AuditCommand {
         }
         let format = try args.choice(Option.format, command: spec.name)
         var o = SiteAuditRun.Options(url: args.positionals[0])
+
         o.pages = try args.integer(Option.pages, in: 1...10_000, orDefault: true, command: spec.name) ?? 10
         if let seed = args.value(Option.seed) {
             guard let n = UInt64(seed) else {
@@ -81,26 +90,51 @@ extension AuditCommand {
             }
             o.screenshots = out
         }
-        var scans: [SiteScan] = []
-        for engine in engines {
-            var one = o
-            one.engine = engine
-            if let out, engines.count > 1 {
-                // Each engine's evidence in a folder of its own.
-                one.screenshots = "\(out)/\(engine.rawValue)"
-                try? FileManager.default.createDirectory(atPath: one.screenshots!, withIntermediateDirectories: true)
-            }
-            do {
-                let scan = try SiteAuditRun.run(one) {
-                    Console.err(engines.count > 1 ? "\(engine.rawValue) \($0)" : $0)
+        // The audit runs on a thread of its own; this one waits for it or for SIGINT/SIGTERM, which stop it after
+        // the page in hand: the browsers and the proxy are stopped, and what was visited is reported.
+        var signals = BlockedSignals([SIGINT, SIGTERM])
+        let stop = Locked(false)
+        let done = Locked<(scans: [SiteScan], failed: Bool)?>(nil)
+        o.cancelled = { stop.withLock { $0 } }
+        let bar = ProgressBar(terminal: isatty(2) == 1)
+        let options = o
+        let worker = Thread {
+            var scans: [SiteScan] = []
+            var failed = false
+            for engine in engines where !options.cancelled() {
+                var one = options
+                one.engine = engine
+                if let out, engines.count > 1 {
+                    // Each engine's evidence in a folder of its own.
+                    one.screenshots = "\(out)/\(engine.rawValue)"
+                    try? FileManager.default.createDirectory(
+                        atPath: one.screenshots!, withIntermediateDirectories: true)
                 }
-                if let folder = one.screenshots { try SiteAuditRun.writeEvidence(scan, to: folder) }
-                scans.append(scan)
-            } catch {
-                Console.err("error: \(engine.title): \(error.description)")
-                if engines.count == 1 { return 2 }
+                do {
+                    let scan = try SiteAuditRun.run(one) { step in
+                        bar.show(step, engine: engines.count > 1 ? engine.rawValue : nil)
+                    }
+                    if let folder = one.screenshots { try SiteAuditRun.writeEvidence(scan, to: folder) }
+                    scans.append(scan)
+                } catch {
+                    Console.err("error: \(engine.title): \(error)")
+                    failed = true
+                }
+            }
+            done.withLock { $0 = (scans, failed) }
+        }
+        worker.start()
+        var interrupted = false
+        while done.withLock({ $0 == nil }) {
+            if signals.wait(milliseconds: 100) != 0, !interrupted {
+                interrupted = true
+                stop.withLock { $0 = true }
+                Console.err("interrupted: stopping after the page in hand; the pages visited are reported")
             }
         }
+        bar.finish()
+        let (scans, errored) = done.withLock { $0! }
+        if errored && engines.count == 1 { return 2 }
         guard let scan = scans.first else { return 2 }
         if scans.count > 1 {
             let sideBySide = EngineComparison(scans)
@@ -122,6 +156,7 @@ extension AuditCommand {
             default: Console.out(scan.text)
             }
         }
+        if interrupted { return 130 }
         guard scans.contains(where: { $0.pages.contains(where: \.reached) }) else {
             Console.err("error: no page could be scanned (each page's problem is in the report)")
             return 2
@@ -141,4 +176,38 @@ extension AuditCommand {
         all: ["undeclared", "violations", "rejects", "set-before-consent"],
         defaults: Set(["rejects", "set-before-consent"])
     )
+}
+
+/// `audit --browser`'s progress on stderr: a line per page, or on a terminal one line redrawn in place with a bar.
+final class ProgressBar: @unchecked Sendable {
+    private let terminal: Bool
+    private let drawn = Locked(false)
+
+    init(terminal: Bool) { self.terminal = terminal }
+
+    func show(_ step: SiteAuditRun.Progress, engine: String?) {
+        let who = engine.map { "\($0) " } ?? ""
+        guard terminal, step.message == nil else {
+            finish()
+            Console.err(who + step.line)
+            return
+        }
+        let width = 20
+        let done = step.pages > 0 ? min(width, step.page * width / step.pages) : 0
+        let bar = String(repeating: "#", count: done) + String(repeating: "-", count: width - done)
+        let tag = "\(step.pass.isEmpty ? "" : step.pass + "-")\(step.state.rawValue)"
+        let text = "\(who)[\(tag)] [\(bar)] \(step.page)/\(step.pages) \(step.url)"
+        // Carriage return and erase-line: the line is redrawn, not added to.
+        FileHandle.standardError.write(Data(("\r\u{1B}[K" + String(text.prefix(160))).utf8))
+        drawn.withLock { $0 = true }
+    }
+
+    /// Ends the redrawn line, if one was drawn.
+    func finish() {
+        if drawn.withLock({
+            let was = $0; $0 = false; return was
+        }) {
+            FileHandle.standardError.write(Data("\n".utf8))
+        }
+    }
 }

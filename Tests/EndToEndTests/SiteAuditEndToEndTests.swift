@@ -440,4 +440,28 @@ import Testing
         let notes = engines["webkit"]?["notes"] as? [String] ?? []
         #expect(notes.first?.contains("only the current page's cookies") == true, "\(notes)")
     }
+
+    /// Ctrl-C (SIGINT) stops the audit after the page in hand: the pages visited are reported, the status is 130,
+    /// and no browser the audit started is left running.
+    @Test(arguments: ["chromium", "firefox"])
+    func anInterruptedAuditReportsWhatItVisitedAndLeavesNoBrowserBehind(engine: String) throws {
+        let shop = try Shop()
+        let audit = try TestProcess(
+            Paths.binary,
+            ["audit", "--browser", engine, "--upstream-ca", shop.ca.caCert, "--pages", "3", "--format", "json"]
+                + shop.resolve + ["https://shop.test:\(shop.port)/"])
+        _ = try audit.waitForLine(startingWith: "[none] page 2/3", onStderr: true, timeout: 60)
+        audit.signal(SIGINT)
+        let status = audit.waitForExit(timeout: 60)
+        #expect(status == 130, "\(audit.stderr)")
+        #expect(audit.stderr.contains("interrupted: stopping after the page in hand"))
+        let report = try Self.object(Data(audit.stdout.utf8))
+        let pages = report["pages"] as? [[String: Any]] ?? []
+        #expect((1...3).contains(pages.count) && pages.allSatisfy { $0["consent"] as? String == "none" }, "\(pages)")
+        let states = report["consent"] as? [String: [String: Any]] ?? [:]
+        #expect(states["accept"]?["applied"] as? Bool != true, "\(states)")
+        // Each browser's profile folder names the audit's process: none of its processes is left.
+        let left = try run(Paths.which("pgrep"), ["-f", "cookie-proxy-\(engine)-\(audit.pid)-"])
+        #expect(left.text.isEmpty, "left running: \(left.text)")
+    }
 }
