@@ -119,7 +119,7 @@ let package = Package(
                 "BrowserEngines",
                 "CookieKit", "CookieFoundation", "CookieConformance", "CookieRules", "CookieAudit", "ProxyCore",
                 "ProxyTLS", "CookieInspector", "HTTPGrammar", "ProxyApp", "CookieLifecycle", "CookieReports",
-                "SiteAudit",
+                "SiteAudit", "Locking",
             ], swiftSettings: hotPath),
         // Counts allocations in the benchmark only (interposes malloc in that executable).
         .target(name: "CBenchSupport"),
