@@ -102,6 +102,69 @@ public enum SiteAuditRun {
         return scan
     }
 
+    /// What `audit --browser` with one or more engines found: each engine's scan, in order, and the errors of the
+    /// engines that could not scan at all.
+    public struct Outcome: Sendable {
+        public var scans: [SiteScan]
+        public var errors: [String]
+
+        /// Some page of some engine was reached.
+        public var reachedAny: Bool { scans.contains { $0.pages.contains(where: \.reached) } }
+
+        /// The report in `format` (text, json, junit, sarif); several engines as one object (json) or one after
+        /// the other (text), with the side-by-side comparison.
+        public func report(format: String) -> String {
+            guard scans.count > 1 else {
+                guard let scan = scans.first else { return "" }
+                switch format {
+                case "json": return scan.json.serialized
+                case "junit": return scan.junit
+                case "sarif":
+                    return scan.sarif(toolVersion: cookieProxyVersion, time: Int64(Date().timeIntervalSince1970 * 1000))
+                default: return scan.text
+                }
+            }
+            let sideBySide = EngineComparison(scans)
+            if format == "json" {
+                return JSONValue.object([
+                    ("engines", .object(scans.map { ($0.engine, $0.json) })), ("sideBySide", sideBySide.json),
+                ]).serialized
+            }
+            return scans.map(\.text).joined(separator: "\n") + "\n" + sideBySide.text
+        }
+
+        /// What `--fail-on` fails on, a line each (named by engine when there are several).
+        public func failures(of kinds: Set<String>) -> [String] {
+            scans.flatMap { s in s.failures(of: kinds).map { scans.count > 1 ? "(\(s.engine)) \($0)" : $0 } }
+        }
+    }
+
+    /// Runs the audit with each engine in turn on the same options; with `out`, each engine's evidence goes there
+    /// (in a folder per engine when there are several). `progress` is told each step, with the engine's name when
+    /// there are several.
+    public static func run(
+        engines: [Browser], _ o: Options, out: String?, progress: @escaping (Progress, String?) -> Void
+    ) -> Outcome {
+        var outcome = Outcome(scans: [], errors: [])
+        for engine in engines where !o.cancelled() {
+            var one = o
+            one.engine = engine
+            if let out, engines.count > 1 {
+                one.screenshots = "\(out)/\(engine.rawValue)"
+                try? FileManager.default.createDirectory(
+                    atPath: "\(out)/\(engine.rawValue)", withIntermediateDirectories: true)
+            }
+            do {
+                let scan = try run(one) { progress($0, engines.count > 1 ? engine.rawValue : nil) }
+                if let folder = one.screenshots { try writeEvidence(scan, to: folder) }
+                outcome.scans.append(scan)
+            } catch {
+                outcome.errors.append("\(engine.title): \(error.description)")
+            }
+        }
+        return outcome
+    }
+
     /// What an engine's report cannot show.
     static func notes(_ engine: Browser) -> [String] {
         switch engine {
@@ -403,6 +466,40 @@ final class LineRecorder: ExchangeObserver, LoopObserver, @unchecked Sendable {
         lines.withLock { held in
             defer { held = ([], []) }
             return (held.set, held.sent)
+        }
+    }
+}
+
+/// `audit --browser`'s progress on stderr: a line per page, or on a terminal one line redrawn in place with a bar.
+public final class ProgressBar: @unchecked Sendable {
+    private let terminal: Bool
+    private let drawn = Locked(false)
+
+    public init(terminal: Bool) { self.terminal = terminal }
+
+    public func show(_ step: SiteAuditRun.Progress, engine: String?) {
+        let who = engine.map { "\($0) " } ?? ""
+        guard terminal, step.message == nil else {
+            finish()
+            Console.err(who + step.line)
+            return
+        }
+        let width = 20
+        let done = step.pages > 0 ? min(width, step.page * width / step.pages) : 0
+        let bar = String(repeating: "#", count: done) + String(repeating: "-", count: width - done)
+        let tag = "\(step.pass.isEmpty ? "" : step.pass + "-")\(step.state.rawValue)"
+        let text = "\(who)[\(tag)] [\(bar)] \(step.page)/\(step.pages) \(step.url)"
+        // Carriage return and erase-line: the line is redrawn, not added to.
+        FileHandle.standardError.write(Data(("\r\u{1B}[K" + String(text.prefix(160))).utf8))
+        drawn.withLock { $0 = true }
+    }
+
+    /// Ends the redrawn line, if one was drawn.
+    public func finish() {
+        if drawn.withLock({
+            let was = $0; $0 = false; return was
+        }) {
+            FileHandle.standardError.write(Data("\n".utf8))
         }
     }
 }

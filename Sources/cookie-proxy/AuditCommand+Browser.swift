@@ -2,7 +2,6 @@ import ArgumentParsing
 import Locking
 import ProxyPlatform
 import BrowserEngines
-import CookieKit
 import Foundation
 import ProxyApp
 import SiteAudit
@@ -94,34 +93,13 @@ extension AuditCommand {
         // the page in hand: the browsers and the proxy are stopped, and what was visited is reported.
         var signals = BlockedSignals([SIGINT, SIGTERM])
         let stop = Locked(false)
-        let done = Locked<(scans: [SiteScan], failed: Bool)?>(nil)
+        let done = Locked<SiteAuditRun.Outcome?>(nil)
         o.cancelled = { stop.withLock { $0 } }
         let bar = ProgressBar(terminal: isatty(2) == 1)
         let options = o
         let worker = Thread {
-            var scans: [SiteScan] = []
-            var failed = false
-            for engine in engines where !options.cancelled() {
-                var one = options
-                one.engine = engine
-                if let out, engines.count > 1 {
-                    // Each engine's evidence in a folder of its own.
-                    one.screenshots = "\(out)/\(engine.rawValue)"
-                    try? FileManager.default.createDirectory(
-                        atPath: one.screenshots!, withIntermediateDirectories: true)
-                }
-                do {
-                    let scan = try SiteAuditRun.run(one) { step in
-                        bar.show(step, engine: engines.count > 1 ? engine.rawValue : nil)
-                    }
-                    if let folder = one.screenshots { try SiteAuditRun.writeEvidence(scan, to: folder) }
-                    scans.append(scan)
-                } catch {
-                    Console.err("error: \(engine.title): \(error)")
-                    failed = true
-                }
-            }
-            done.withLock { $0 = (scans, failed) }
+            let outcome = SiteAuditRun.run(engines: engines, options, out: out, progress: bar.show)
+            done.withLock { $0 = outcome }
         }
         worker.start()
         var interrupted = false
@@ -133,42 +111,19 @@ extension AuditCommand {
             }
         }
         bar.finish()
-        let (scans, errored) = done.withLock { $0! }
-        if errored && engines.count == 1 { return 2 }
-        guard let scan = scans.first else { return 2 }
-        if scans.count > 1 {
-            let sideBySide = EngineComparison(scans)
-            if format == "json" {
-                Console.out(
-                    JSONValue.object([
-                        ("engines", .object(scans.map { ($0.engine, $0.json) })), ("sideBySide", sideBySide.json),
-                    ]).serialized)
-            } else {
-                Console.out(scans.map(\.text).joined(separator: "\n") + "\n" + sideBySide.text)
-            }
-        } else {
-            switch format {
-            case "json": Console.out(scan.json.serialized)
-            case "junit": Console.out(scan.junit)
-            case "sarif":
-                Console.out(
-                    scan.sarif(toolVersion: cookieProxyVersion, time: Int64(Date().timeIntervalSince1970 * 1000)))
-            default: Console.out(scan.text)
-            }
-        }
+        let outcome = done.withLock { $0! }
+        for error in outcome.errors { Console.err("error: \(error)") }
+        if !outcome.errors.isEmpty && engines.count == 1 { return 2 }
+        guard !outcome.scans.isEmpty else { return 2 }
+        Console.out(outcome.report(format: format))
         if interrupted { return 130 }
-        guard scans.contains(where: { $0.pages.contains(where: \.reached) }) else {
+        guard outcome.reachedAny else {
             Console.err("error: no page could be scanned (each page's problem is in the report)")
             return 2
         }
-        var failed = false
-        for s in scans {
-            for line in s.failures(of: failOn) {
-                Console.err(scans.count > 1 ? "fails (\(s.engine)): \(line)" : "fails: \(line)")
-                failed = true
-            }
-        }
-        return failed ? 1 : 0
+        let failures = outcome.failures(of: failOn)
+        for line in failures { Console.err("fails: \(line)") }
+        return failures.isEmpty ? 0 : 1
     }
 
     /// `--fail-on`'s kinds, and those that fail a run without it.
@@ -176,38 +131,4 @@ extension AuditCommand {
         all: ["undeclared", "violations", "rejects", "set-before-consent"],
         defaults: Set(["rejects", "set-before-consent"])
     )
-}
-
-/// `audit --browser`'s progress on stderr: a line per page, or on a terminal one line redrawn in place with a bar.
-final class ProgressBar: @unchecked Sendable {
-    private let terminal: Bool
-    private let drawn = Locked(false)
-
-    init(terminal: Bool) { self.terminal = terminal }
-
-    func show(_ step: SiteAuditRun.Progress, engine: String?) {
-        let who = engine.map { "\($0) " } ?? ""
-        guard terminal, step.message == nil else {
-            finish()
-            Console.err(who + step.line)
-            return
-        }
-        let width = 20
-        let done = step.pages > 0 ? min(width, step.page * width / step.pages) : 0
-        let bar = String(repeating: "#", count: done) + String(repeating: "-", count: width - done)
-        let tag = "\(step.pass.isEmpty ? "" : step.pass + "-")\(step.state.rawValue)"
-        let text = "\(who)[\(tag)] [\(bar)] \(step.page)/\(step.pages) \(step.url)"
-        // Carriage return and erase-line: the line is redrawn, not added to.
-        FileHandle.standardError.write(Data(("\r\u{1B}[K" + String(text.prefix(160))).utf8))
-        drawn.withLock { $0 = true }
-    }
-
-    /// Ends the redrawn line, if one was drawn.
-    func finish() {
-        if drawn.withLock({
-            let was = $0; $0 = false; return was
-        }) {
-            FileHandle.standardError.write(Data("\n".utf8))
-        }
-    }
 }
