@@ -3,7 +3,8 @@
 # script that sets a cookie, a third-party iframe; https with a CA made here): pages per minute over the three
 # consent states, and the peak resident memory of the audit (the proxy runs in it) and of the browser (all its
 # processes, summed), sampled every 0.2 s. Everything listens on 127.0.0.1 and is stopped afterwards.
-# Usage: bench/audit-site.sh [pages=50] [wait=10]. Env: BIN, ENGINE (chromium or firefox; default chromium).
+# Usage: bench/audit-site.sh [pages=50] [wait=10]. Env: BIN, ENGINE (chromium, firefox or webkit; default
+# chromium).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PAGES=${1:-50}; WAIT=${2:-10}
@@ -13,7 +14,9 @@ ENGINE=${ENGINE:-chromium}
 case $ENGINE in
   chromium) command -v chromium >/dev/null || { echo "needs chromium (apt-get install -y chromium)" >&2; exit 1; } ;;
   firefox) command -v firefox-esr >/dev/null || { echo "needs firefox-esr (apt-get install -y firefox-esr)" >&2; exit 1; } ;;
-  *) echo "ENGINE is chromium or firefox" >&2; exit 1 ;;
+  webkit) command -v WebKitWebDriver >/dev/null && command -v xvfb-run >/dev/null || {
+    echo "needs WebKitWebDriver and xvfb-run (apt-get install -y webkit2gtk-driver xvfb)" >&2; exit 1; } ;;
+  *) echo "ENGINE is chromium, firefox or webkit" >&2; exit 1 ;;
 esac
 T=$(mktemp -d); SITE=""
 trap 'kill $SITE 2>/dev/null || true; rm -rf "$T"' EXIT
