@@ -84,6 +84,8 @@ public final class ChromiumSiteSession: SiteBrowser {
     /// Whether the browser is still running.
     public var isAlive: Bool { !browser.exited }
 
+    public var trust: String { "Chromium trusted the proxy's leaves by their key's pin, in this run only" }
+
     /// A script's value, when it returns a string.
     public func evaluate(_ script: String) throws(BrowserFailure) -> String? {
         let result = try browser.call(

@@ -23,6 +23,9 @@ public final class DevToolsPipe {
     /// there, not in the user's), `arguments` added to the flags every run needs; `preferences`, when given, is the
     /// profile's `Default/Preferences` (JSON) before the first start.
     public init(binary: String, arguments: [String], preferences: String? = nil) throws(BrowserFailure) {
+        // A browser that crashes closes the pipe's reading end: the next command must fail with EPIPE (handled in
+        // `send`), not end this process with SIGPIPE. (Its children get the default back: spawn resets it.)
+        signal(SIGPIPE, SIG_IGN)
         profile = try makeProfile("chromium")
         if let preferences {
             do {
@@ -73,11 +76,11 @@ public final class DevToolsPipe {
         try? FileManager.default.removeItem(atPath: profile)
     }
 
-    /// Whether the browser process has ended (crashed or closed).
+    /// Whether the browser process has ended (crashed or closed), or its pipe has (a browser that closed it is
+    /// ending, even before it can be waited for).
     public var exited: Bool {
-        if reaped { return true }
-        if ChildProcess.reap(pid) != nil { (reaped, closed) = (true, true) }
-        return reaped
+        if !reaped, ChildProcess.reap(pid) != nil { (reaped, closed) = (true, true) }
+        return reaped || closed
     }
 
     /// Sends a command (to `session`, a page's, or to the browser) and waits at most `seconds` for its reply;

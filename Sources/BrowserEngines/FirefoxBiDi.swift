@@ -33,15 +33,36 @@ public final class FirefoxBiDi {
         ]
     }
 
-    /// Starts `binary` with `prefs` (values as JavaScript literals) and opens a BiDi session that accepts the
-    /// proxy's certificates (`acceptInsecureCerts`: every https request goes to the local proxy, which verifies
-    /// the upstream's).
-    public init(binary: String, prefs: [(String, String)], arguments: [String] = []) throws(BrowserFailure) {
+    /// Whether the session accepts any certificate (`acceptInsecureCerts`): when no CA was given, or the profile's
+    /// NSS database could not be made to trust it (no `certutil`).
+    public private(set) var acceptsAnyCertificate = true
+
+    /// Starts `binary` with `prefs` (values as JavaScript literals) and opens a BiDi session. `trust`: a CA (PEM) the
+    /// new profile's own certificate database trusts for websites (with NSS's `certutil`; the user's profiles are
+    /// never touched); without it, or without `certutil`, the session accepts every certificate
+    /// (`acceptInsecureCerts`: every https request goes to the local proxy, which verifies the upstream's).
+    public init(binary: String, prefs: [(String, String)], arguments: [String] = [], trust: String? = nil)
+        throws(BrowserFailure)
+    {
         profile = try makeProfile("firefox")
         let userJS = (Self.quiet + prefs).map { "user_pref(\"\($0.0)\", \($0.1));\n" }.joined()
         guard FileManager.default.createFile(atPath: profile + "/user.js", contents: Data(userJS.utf8)) else {
             try? FileManager.default.removeItem(atPath: profile)
             throw BrowserFailure("cannot write \(profile)/user.js")
+        }
+        if let trust,
+            let certutil = ["/usr/bin/certutil", "/usr/local/bin/certutil"].first(where: {
+                FileManager.default.isExecutableFile(atPath: $0)
+            })
+        {
+            // The profile's cert9.db, made before Firefox first opens it, with the CA trusted for TLS servers ("C").
+            let made = (try? ChildProcess.run(certutil, ["-N", "-d", "sql:" + profile, "--empty-password"]))?.status
+            let added =
+                (try? ChildProcess.run(
+                    certutil,
+                    ["-A", "-n", "cookie-proxy audit (throwaway)", "-t", "C,,", "-i", trust, "-d", "sql:" + profile]))?
+                .status
+            acceptsAnyCertificate = !(made == 0 && added == 0)
         }
         let errors: (read: Int32, write: Int32)
         do { errors = try ChildProcess.pipe() } catch { throw BrowserFailure(error.description) }
@@ -81,7 +102,7 @@ public final class FirefoxBiDi {
             throw error
         }
         do {
-            try call("session.new", ["capabilities": ["alwaysMatch": ["acceptInsecureCerts": true]]])
+            try call("session.new", ["capabilities": ["alwaysMatch": ["acceptInsecureCerts": acceptsAnyCertificate]]])
         } catch {
             stopChild(pid, group: true)
             try? FileManager.default.removeItem(atPath: profile)

@@ -11,7 +11,10 @@ public final class FirefoxSiteSession: SiteBrowser {
     private var lastNetwork = Date()
     private var status: Int? = nil
 
-    public init(binary: String, proxyPort: Int, thirdParty: ThirdPartyCookies = .default) throws(BrowserFailure) {
+    /// `trust`: the proxy's CA (PEM), which the new profile trusts (``FirefoxBiDi``).
+    public init(binary: String, proxyPort: Int, thirdParty: ThirdPartyCookies = .default, trust: String? = nil)
+        throws(BrowserFailure)
+    {
         var prefs = FirefoxBiDi.proxy(host: "127.0.0.1", port: proxyPort)
         // network.cookie.cookieBehavior: 0 accepts every cookie, 1 refuses third-party ones.
         switch thirdParty {
@@ -19,12 +22,19 @@ public final class FirefoxSiteSession: SiteBrowser {
         case .allow: prefs.append(("network.cookie.cookieBehavior", "0"))
         case .block: prefs.append(("network.cookie.cookieBehavior", "1"))
         }
-        browser = try FirefoxBiDi(binary: binary, prefs: prefs, arguments: ["--width=1280", "--height=900"])
+        browser = try FirefoxBiDi(
+            binary: binary, prefs: prefs, arguments: ["--width=1280", "--height=900"], trust: trust)
         let tree = try browser.call("browsingContext.getTree")
         context = ((tree["contexts"] as? [[String: Any]])?.first?["context"] as? String) ?? ""
         try browser.call(
             "session.subscribe",
             ["events": ["network.beforeRequestSent", "network.responseCompleted", "network.fetchError"]])
+    }
+
+    public var trust: String {
+        browser.acceptsAnyCertificate
+            ? "Firefox accepted any certificate from the proxy (no certutil to make its profile trust the run's CA)"
+            : "Firefox trusted the run's CA in its new profile's certificate database only"
     }
 
     /// Firefox says nothing over BiDi about the lines it refuses.

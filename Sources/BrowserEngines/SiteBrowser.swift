@@ -25,6 +25,8 @@ public protocol SiteBrowser: AnyObject {
     var reportsRefusals: Bool { get }
     /// Whether ``cookies()`` gives only the current document's cookies (WebKit over classic WebDriver).
     var readsOnlyThePagesCookies: Bool { get }
+    /// How the browser trusts the proxy's certificates, for the report.
+    var trust: String { get }
 }
 
 extension SiteBrowser {
@@ -48,15 +50,17 @@ extension Browser {
     }
 
     /// A fresh browser of this engine for one consent state, its traffic through the proxy on `proxyPort`, whose
-    /// leaves it trusts by `pin` (Chromium) or by accepting the proxy's certificates (Firefox and WebKit, whose every
-    /// request goes to the proxy, which verifies the upstream's).
-    public func siteBrowser(binary: String, proxyPort: Int, pin: String, thirdParty: ThirdPartyCookies)
-        throws(BrowserFailure) -> any SiteBrowser
-    {
+    /// leaves it trusts by `pin` (Chromium), by its CA `ca` in the new profile's database (Firefox, with `certutil`),
+    /// or by accepting the proxy's certificates (WebKit, and Firefox without `certutil`: every request goes to the
+    /// proxy, which verifies the upstream's).
+    public func siteBrowser(
+        binary: String, proxyPort: Int, pin: String, thirdParty: ThirdPartyCookies, ca: String? = nil
+    ) throws(BrowserFailure) -> any SiteBrowser {
         switch self {
         case .chromium:
             return try ChromiumSiteSession(binary: binary, proxyPort: proxyPort, pin: pin, thirdParty: thirdParty)
-        case .firefox: return try FirefoxSiteSession(binary: binary, proxyPort: proxyPort, thirdParty: thirdParty)
+        case .firefox:
+            return try FirefoxSiteSession(binary: binary, proxyPort: proxyPort, thirdParty: thirdParty, trust: ca)
         case .webkit:
             guard thirdParty == .default else {
                 throw BrowserFailure(

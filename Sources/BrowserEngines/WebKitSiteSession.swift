@@ -17,6 +17,7 @@ public final class WebKitSiteSession: SiteBrowser {
     public var reportsRefusals: Bool { false }
     public var readsOnlyThePagesCookies: Bool { true }
     public var isAlive: Bool { !driver.exited }
+    public var trust: String { "WebKit accepted any certificate from the proxy (WebKitGTK has no per-profile trust)" }
 
     public func visit(_ url: String, wait: Double) throws(BrowserFailure) -> (status: Int?, problem: String?) {
         let end = Date().addingTimeInterval(wait)

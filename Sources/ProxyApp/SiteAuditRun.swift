@@ -88,7 +88,7 @@ public enum SiteAuditRun {
             engine: o.engine.rawValue, start: o.url, seed: o.seed, states: before.outcomes, visits: before.visits,
             policy: o.policy)
         scan.thirdParty = o.thirdParty.rawValue
-        scan.notes = notes(o.engine)
+        scan.notes = before.trust + notes(o.engine)
         if let rules = o.rules, !o.cancelled() {
             let after = try pass(
                 o, binary: binary, home: home, rules: rules.set, pages: before.pages, label: "rules", progress: progress
@@ -187,7 +187,7 @@ public enum SiteAuditRun {
     static func pass(
         _ o: Options, binary: String, home: String, rules: RuleSet?, pages: [String], label: String,
         progress: (Progress) -> Void
-    ) throws(Failure) -> (outcomes: [ConsentOutcome], visits: [PageVisit], pages: [String]) {
+    ) throws(Failure) -> (outcomes: [ConsentOutcome], visits: [PageVisit], pages: [String], trust: [String]) {
         let lines = LineRecorder()
         var c = ProxyApp.Configuration(home: home)
         c.listeners = [.init(host: "127.0.0.1", port: 0)]
@@ -236,15 +236,19 @@ public enum SiteAuditRun {
         // The first state of the first pass picks the pages; every other state visits the same ones.
         var chosen = pages
         var recorded: UInt64 = 0
+        var trust: [String] = []
         for state in o.states where !o.cancelled() {
             let session: any SiteBrowser
             do {
-                session = try o.engine.siteBrowser(binary: binary, proxyPort: port, pin: pin, thirdParty: o.thirdParty)
+                session = try o.engine.siteBrowser(
+                    binary: binary, proxyPort: port, pin: pin, thirdParty: o.thirdParty,
+                    ca: proxy.tls?.ca.certificatePath)
             } catch {
                 outcomes.append(
                     ConsentOutcome(state: state, applied: false, detail: "\(o.engine.title): \(error.description)"))
                 continue
             }
+            if !trust.contains(session.trust) { trust.append(session.trust) }
             _ = lines.take()
             var sample = PageSample(start: o.url, limit: o.pages, seed: o.seed, suffixes: .system)
             var visited = 0
@@ -320,6 +324,8 @@ public enum SiteAuditRun {
                         screenshot: screenshot, reached: reached && status != nil, sent: carried))
                 if picking { chosen.append(url) }
                 if problem != nil, !session.isAlive {
+                    // A first state cut short has not picked all the pages: the next state picks them again.
+                    if picking { chosen = [] }
                     progress(
                         Progress(
                             pass: label, state: state, page: visited, pages: o.pages, url: url,
@@ -339,7 +345,7 @@ public enum SiteAuditRun {
                 try? Data(bytes).write(to: URL(fileURLWithPath: "\(folder)/\(prefix)scan-\(state.rawValue).har"))
             }
         }
-        return (outcomes, visits, chosen)
+        return (outcomes, visits, chosen, trust)
     }
 
     /// The evidence in `folder` (the screenshots are already there): `report.json`, `report.txt`, `report.html`,

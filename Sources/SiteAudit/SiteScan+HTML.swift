@@ -1,3 +1,5 @@
+import CookieReports
+
 extension SiteScan {
     /// `report.html`: the report as one self-contained page (no script, no request: the styles are inline), its
     /// tables wrapping long values so that it reads without horizontal scrolling from 1024 to 1920 px wide.
@@ -127,20 +129,7 @@ extension SiteScan {
         return "\(s) s"
     }
 
-    /// Text as HTML (the five characters that matter in content and attribute values).
-    static func escape(_ s: String) -> String {
-        var out = ""
-        out.reserveCapacity(s.utf8.count)
-        for ch in s {
-            switch ch {
-            case "&": out += "&amp;"
-            case "<": out += "&lt;"
-            case ">": out += "&gt;"
-            case "\"": out += "&quot;"
-            case "'": out += "&#39;"
-            default: out.append(ch)
-            }
-        }
-        return out
-    }
+    /// Text as HTML: the XML escapes (the five characters that matter in content and attribute values; a control
+    /// character HTML cannot carry as U+FFFD), which HTML reads alike.
+    static func escape(_ s: String) -> String { JUnitReport.xml(s) }
 }
