@@ -39,8 +39,8 @@ extension AuditCommand {
             let (host, address) = try RunCommand.resolveEntry(entry, command: spec.name)
             o.resolve[host.lowercased()] = address
         }
-        o.upstreamCAFile = args.value(Option.upstreamCa)
-        o.insecureHosts = Set(args.all(Option.insecureUpstream).map { $0.lowercased() })
+        o.upstreamCAFile = args.value(RuntimeOptions.Option.upstreamCa)
+        o.insecureHosts = Set(args.all(RuntimeOptions.Option.insecureUpstream).map { $0.lowercased() })
         let engineName = try args.choice(Option.browser, command: spec.name)
         // `all`: every engine the audit drives, one after the other, on the same pages.
         let engines: [Browser] = engineName == "all" ? Browser.allCases : [Browser(rawValue: engineName)!]

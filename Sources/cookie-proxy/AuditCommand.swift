@@ -65,14 +65,10 @@ enum AuditCommand {
             defaultValue: "all", choices: ["none", "reject", "accept", "all"])
         static let accept = OptionSpec(
             names: ["--accept"], value: "selector",
-            help: "With --browser: the consent banner's accept button (CSS), before the known platforms' buttons.")
+            help: "With --browser: the consent banner's accept button (CSS), instead of the known platforms' buttons.")
         static let reject = OptionSpec(
-            names: ["--reject"], value: "selector", help: "With --browser: the consent banner's reject button (CSS).")
-        static let upstreamCa = OptionSpec(
-            names: ["--upstream-ca"], value: "file", help: "With --browser: also trust this CA (PEM) for the site.")
-        static let insecureUpstream = OptionSpec(
-            names: ["--insecure-upstream"], value: "host",
-            help: "With --browser: do not verify this host's certificate.", repeatable: true)
+            names: ["--reject"], value: "selector",
+            help: "With --browser: the consent banner's reject button (CSS), instead of the known ones.")
         static let thirdParty = OptionSpec(
             names: ["--third-party"], value: "setting",
             help: "With --browser: third-party cookies allowed, blocked, or as the browser's default has it.",
@@ -125,8 +121,9 @@ enum AuditCommand {
             Option.consent,
             Option.accept,
             Option.reject,
-            Option.upstreamCa,
-            Option.insecureUpstream,
+            // The site's certificates, as `run` reads them (one declaration of each).
+            RuntimeOptions.Option.upstreamCa,
+            RuntimeOptions.Option.insecureUpstream,
             Option.thirdParty,
             Option.policy,
             Option.failOn,
