@@ -361,7 +361,13 @@ public enum SiteAuditRun {
             for name in names {
                 let bytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: "\(folder)/\(name)")))
                 files.append(
-                    (name, .object([("sha256", .string(sha256Hex(bytes))), ("bytes", .int(Int64(bytes.count)))])))
+                    (
+                        name,
+                        .object([
+                            ("sha256", .string(String(decoding: LogKey.hex(sha256(bytes)), as: UTF8.self))),
+                            ("bytes", .int(Int64(bytes.count))),
+                        ])
+                    ))
             }
             let manifest = JSONValue.object([("files", .object(files))])
             try Data(manifest.serialized.utf8).write(to: URL(fileURLWithPath: "\(folder)/manifest.json"))
@@ -438,14 +444,11 @@ final class LineRecorder: ExchangeObserver, LoopObserver, @unchecked Sendable {
     }
 
     func requestForwarded(_ request: borrowing ForwardedRequest) {
-        // RFC 6265bis §5.8.3: cookie-pair *( ";" SP cookie-pair ); a name is what comes before its "=".
-        let names = request.received.values("cookie").flatMap { header in
-            header.split(separator: ";").compactMap { pair -> String? in
-                let name = pair.split(separator: "=", maxSplits: 1).first.map {
-                    $0.trimmingCharacters(in: .whitespaces)
-                }
-                return name.flatMap { $0.isEmpty ? nil : $0 }
-            }
+        // The names of every pair of every Cookie field, read as the request-cookie rules read them.
+        let head = request.received
+        let names = head.fields.filter { $0.known == .cookie }.flatMap { field in
+            let cookies = CookieHeader(head.valueBytes(field))
+            return cookies.pairs.map { cookies.name($0) }.filter { !$0.isEmpty }
         }
         guard !names.isEmpty else { return }
         let host = request.context.host

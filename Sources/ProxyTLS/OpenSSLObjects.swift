@@ -191,12 +191,8 @@ enum NID {
 }
 
 /// SHA-256 (FIPS 180-4) of `bytes`: the digests of an audit's evidence files (`manifest.json`).
-public func sha256Hex(_ bytes: [UInt8]) -> String {
+public func sha256(_ bytes: [UInt8]) -> [UInt8] {
     var digest = [UInt8](repeating: 0, count: 32)
     _ = SHA256(bytes, bytes.count, &digest)
-    let hex = Array("0123456789abcdef".utf8)
-    var out: [UInt8] = []
-    out.reserveCapacity(64)
-    for b in digest { out += [hex[Int(b >> 4)], hex[Int(b & 15)]] }
-    return String(decoding: out, as: UTF8.self)
+    return digest
 }
