@@ -31,11 +31,7 @@ final class ChromiumEngine: BrowserEngine {
             try? FileManager.default.removeItem(atPath: folder)
             throw error
         }
-        let target = try browser.call("Target.createTarget", ["url": "about:blank"])["targetId"] as? String ?? ""
-        session =
-            try browser.call("Target.attachToTarget", ["targetId": target, "flatten": true])["sessionId"] as? String
-            ?? ""
-        try browser.call("Page.enable", session: session)
+        session = try browser.openPage()
     }
 
     deinit {

@@ -35,11 +35,7 @@ public final class ChromiumSiteSession: SiteBrowser {
             // The profile's `profile.cookie_controls_mode`: 0 allows third-party cookies, 1 blocks them.
             preferences: thirdParty == .default
                 ? nil : #"{"profile":{"cookie_controls_mode":\#(thirdParty == .allow ? 0 : 1)}}"#)
-        let target = try browser.call("Target.createTarget", ["url": "about:blank"])["targetId"] as? String ?? ""
-        session =
-            try browser.call("Target.attachToTarget", ["targetId": target, "flatten": true])["sessionId"] as? String
-            ?? ""
-        try browser.call("Page.enable", session: session)
+        session = try browser.openPage()
         try browser.call("Page.setLifecycleEventsEnabled", ["enabled": true], session: session)
         try browser.call("Network.enable", session: session)
         let tree = try browser.call("Page.getFrameTree", session: session)

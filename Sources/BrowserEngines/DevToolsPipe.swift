@@ -83,6 +83,15 @@ public final class DevToolsPipe {
         return reaped || closed
     }
 
+    /// A new blank page, attached in flat mode with its Page domain enabled: its session, for ``call``.
+    public func openPage() throws(BrowserFailure) -> String {
+        let target = try call("Target.createTarget", ["url": "about:blank"])["targetId"] as? String ?? ""
+        let session =
+            try call("Target.attachToTarget", ["targetId": target, "flatten": true])["sessionId"] as? String ?? ""
+        try call("Page.enable", session: session)
+        return session
+    }
+
     /// Sends a command (to `session`, a page's, or to the browser) and waits at most `seconds` for its reply;
     /// its `result`, or the browser's error as a ``BrowserFailure``.
     @discardableResult

@@ -175,6 +175,17 @@ public final class FirefoxBiDi {
         }
     }
 
+    /// The browsing context of the window Firefox opened (the one tab of a fresh profile).
+    public func topContext() throws(BrowserFailure) -> String {
+        let tree = try call("browsingContext.getTree")
+        return ((tree["contexts"] as? [[String: Any]])?.first?["context"] as? String) ?? ""
+    }
+
+    /// BiDi's `network.SameSite` (`strict`, `lax`, `none`) as the reports write it; nil for anything else.
+    static func sameSite(_ value: Any?) -> String? {
+        ["strict": "Strict", "lax": "Lax", "none": "None"][value as? String ?? ""]
+    }
+
     /// The next event, kept or read; nil when none came by `deadline`.
     public func nextEvent(until deadline: Date) throws(BrowserFailure) -> [String: Any]? {
         if !events.isEmpty { return events.removeFirst() }

@@ -20,8 +20,7 @@ final class FirefoxEngine: BrowserEngine {
         server = try LineServer(directory: folder)
         do {
             browser = try FirefoxBiDi(binary: binary, prefs: FirefoxBiDi.proxy(host: "127.0.0.1", port: server.port))
-            let tree = try browser.call("browsingContext.getTree")
-            context = ((tree["contexts"] as? [[String: Any]])?.first?["context"] as? String) ?? ""
+            context = try browser.topContext()
         } catch {
             server.stop()
             try? FileManager.default.removeItem(atPath: folder)
@@ -55,7 +54,7 @@ final class FirefoxEngine: BrowserEngine {
         if name.unicodeScalars.allSatisfy({ $0.value < 256 }) {
             name = String(decoding: name.unicodeScalars.map { UInt8($0.value) }, as: UTF8.self)
         }
-        let sameSite = ["strict": "Strict", "lax": "Lax", "none": "None"][c["sameSite"] as? String ?? ""]
+        let sameSite = FirefoxBiDi.sameSite(c["sameSite"])
         return BrowserCookie(
             reported: c, name: name, value: text, sameSite: sameSite ?? "Default", persistent: c["expiry"] != nil)
     }

@@ -24,8 +24,7 @@ public final class FirefoxSiteSession: SiteBrowser {
         }
         browser = try FirefoxBiDi(
             binary: binary, prefs: prefs, arguments: ["--width=1280", "--height=900"], trust: trust)
-        let tree = try browser.call("browsingContext.getTree")
-        context = ((tree["contexts"] as? [[String: Any]])?.first?["context"] as? String) ?? ""
+        context = try browser.topContext()
         try browser.call(
             "session.subscribe",
             ["events": ["network.beforeRequestSent", "network.responseCompleted", "network.fetchError"]])
@@ -87,12 +86,12 @@ public final class FirefoxSiteSession: SiteBrowser {
     public func cookies() throws(BrowserFailure) -> [BrowserStoredCookie] {
         let list = try browser.call("storage.getCookies")["cookies"] as? [[String: Any]] ?? []
         return list.map { c in
-            let sameSite = ["strict": "Strict", "lax": "Lax", "none": "None"][c["sameSite"] as? String ?? ""]
             return BrowserStoredCookie(
                 name: c["name"] as? String ?? "", domain: c["domain"] as? String ?? "",
                 path: c["path"] as? String ?? "/",
                 expires: (c["expiry"] as? Double) ?? (c["expiry"] as? Int).map(Double.init),
-                secure: c["secure"] as? Bool ?? false, httpOnly: c["httpOnly"] as? Bool ?? false, sameSite: sameSite,
+                secure: c["secure"] as? Bool ?? false, httpOnly: c["httpOnly"] as? Bool ?? false,
+                sameSite: FirefoxBiDi.sameSite(c["sameSite"]),
                 partitionKey: nil)
         }
     }
