@@ -83,21 +83,23 @@ public enum SiteAuditRun {
             throw Failure(description: "cannot create \(home): \(error.localizedDescription)")
         }
         defer { try? FileManager.default.removeItem(atPath: home) }
+        func report(_ visited: (outcomes: [ConsentOutcome], visits: [PageVisit], pages: [String], trust: [String]))
+            -> SiteScan
+        {
+            var scan = SiteScan.build(
+                engine: o.engine.rawValue, start: o.url, seed: o.seed, states: visited.outcomes,
+                visits: visited.visits, policy: o.policy)
+            scan.thirdParty = o.thirdParty.rawValue
+            scan.notes = visited.trust + notes(o.engine)
+            return scan
+        }
         let before = try pass(o, binary: binary, home: home, rules: nil, pages: [], label: "", progress: progress)
-        var scan = SiteScan.build(
-            engine: o.engine.rawValue, start: o.url, seed: o.seed, states: before.outcomes, visits: before.visits,
-            policy: o.policy)
-        scan.thirdParty = o.thirdParty.rawValue
-        scan.notes = before.trust + notes(o.engine)
+        var scan = report(before)
         if let rules = o.rules, !o.cancelled() {
             let after = try pass(
                 o, binary: binary, home: home, rules: rules.set, pages: before.pages, label: "rules", progress: progress
             )
-            var afterScan = SiteScan.build(
-                engine: o.engine.rawValue, start: o.url, seed: o.seed, states: after.outcomes, visits: after.visits,
-                policy: o.policy)
-            afterScan.thirdParty = o.thirdParty.rawValue
-            scan.rules = RulesComparison(path: rules.path, before: scan, after: afterScan)
+            scan.rules = RulesComparison(path: rules.path, before: scan, after: report(after))
         }
         return scan
     }
@@ -303,20 +305,13 @@ public enum SiteAuditRun {
                 let store = (try? session.cookies()) ?? []
                 let (relayed, carried) = lines.take()
                 let now = Date().timeIntervalSince1970
-                // A browser that does not say what it refused: the lines whose cookie is not in its store (of those
-                // a store that shows only the page's cookies would hold: the page's host's, for its path).
-                let page = RequestURL(url)
-                let judged =
-                    session.readsOnlyThePagesCookies
-                    ? relayed.filter { l in
-                        guard let page, let from = RequestURL(l.url), from.host == page.host else { return false }
-                        let path = SetCookie(l.line).attributes.path ?? from.defaultPath
-                        return pathMatches(page.path.isEmpty ? "/" : page.path, path)
-                    } : relayed
+                // A browser that does not say what it refused: the lines whose cookie is not in its store.
                 let refused =
                     session.reportsRefusals
                     ? session.takeRefused()
-                    : SiteScan.absentLines(judged, store: store, now: now, engine: o.engine.verdictEngine)
+                    : SiteScan.absentLines(
+                        relayed, store: store, now: now, engine: o.engine.verdictEngine,
+                        onlyFor: session.readsOnlyThePagesCookies ? url : nil)
                 visits.append(
                     PageVisit(
                         url: url, state: state, status: status, problem: problem, lines: relayed,

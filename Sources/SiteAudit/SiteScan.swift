@@ -275,20 +275,26 @@ extension SiteScan {
 extension SiteScan {
     /// The lines a browser that does not say what it refuses (Firefox over BiDi) did not keep: those whose cookie
     /// is not in the store after the page, leaving out the lines that delete a cookie (an expiry in the past). The
-    /// reasons say so, with the lint's findings that predict `engine`'s refusal.
+    /// reasons say so, with the lint's findings that predict `engine`'s refusal. `onlyFor`: the page, when the store
+    /// holds only its cookies (WebKit over classic WebDriver): only the lines of its host whose path covers it are
+    /// judged.
     public static func absentLines(
         _ lines: [(url: String, line: String)], store: [BrowserStoredCookie], now: Double,
-        engine: EngineVerdict.Engine, suffixes: PublicSuffixList = .system
+        engine: EngineVerdict.Engine, onlyFor page: String? = nil, suffixes: PublicSuffixList = .system
     ) -> [(url: String, line: String, reasons: [String])] {
+        let shown = page.flatMap(RequestURL.init)
         var out: [(url: String, line: String, reasons: [String])] = []
         for l in lines {
             guard let url = RequestURL(l.url) else { continue }
             let cookie = SetCookie(l.line)
+            if let shown {
+                guard url.host == shown.host,
+                    pathMatches(shown.path.isEmpty ? "/" : shown.path, cookie.attributes.path ?? url.defaultPath)
+                else { continue }
+            }
             let findings = CookieLint.findings(for: cookie, from: url, now: Int64(now), suffixes: suffixes)
             if findings.contains(where: { $0.code == "already-expired" }) { continue }
-            let kept = store.contains { c in
-                c.name == cookie.name && (domainMatches(url.host, c.bareDomain) || c.bareDomain == url.host)
-            }
+            let kept = store.contains { c in c.name == cookie.name && domainMatches(url.host, c.bareDomain) }
             guard !kept else { continue }
             let predicted =
                 EngineVerdict.of(findings).first { $0.engine == engine }?.stores == false

@@ -262,3 +262,32 @@ import Testing
         #expect(rows["bad"]?.after.summary == "kept shop.test/, never sent back")
     }
 }
+
+@Suite struct AbsentLinesTests {
+    static let lines: [(url: String, line: String)] = [
+        ("https://shop.test/", "sid=1; Path=/"),
+        ("https://shop.test/", "bad=1; Domain=elsewhere.test"),
+        ("https://shop.test/", "gone=; Max-Age=0"),
+        ("https://shop.test/", "app=1; Path=/app"),
+        ("https://ads.test/frame", "IDE=1; SameSite=None; Secure"),
+    ]
+
+    /// (the store's cookie names, the page when the store shows only its cookies, the lines found refused)
+    @Test(arguments: [
+        (["sid"], String?.none, ["bad", "app", "IDE"]),
+        (["sid", "app", "IDE"], nil, ["bad"]),
+        // Only the page's cookies shown: the other host's and the other path's lines are not judged.
+        (["sid"], "https://shop.test/", ["bad"]),
+        ([], "https://shop.test/app/x", ["sid", "bad", "app"]),
+    ])
+    func aLineIsRefusedWhenItsCookieIsMissingFromWhatTheStoreShows(
+        stored: [String], page: String?, refused: [String]
+    ) {
+        let store = stored.map { SiteScanTests.stored($0, $0 == "IDE" ? "ads.test" : "shop.test") }
+        let found = SiteScan.absentLines(Self.lines, store: store, now: 1_000_000, engine: .firefox, onlyFor: page)
+        #expect(found.map { SetCookie($0.line).name } == refused)
+        #expect(found.allSatisfy { $0.reasons.first == "not-in-store" })
+        // The lint predicts Firefox's refusal of the foreign Domain.
+        #expect(found.first { SetCookie($0.line).name == "bad" }?.reasons.contains("domain-mismatch") == true)
+    }
+}
