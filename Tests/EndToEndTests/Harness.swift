@@ -162,6 +162,25 @@ final class Proxy: Sendable {
     }()
 }
 
+/// A JUnit XML file as junitparser (the CI tool, in the tests' Python environment) reads it: each case's suite name,
+/// case name and the types of its results (failures), sorted.
+func junitCases(_ path: String) throws -> [[Any]] {
+    let read = try run(
+        Paths.root + "/.build/test-python/bin/python",
+        [
+            "-c",
+            """
+            import json, sys
+            from junitparser import JUnitXml
+            print(json.dumps(sorted([s.name, c.name, [r.type for r in c.result]] for s in JUnitXml.fromfile(sys.argv[1]) for c in s)))
+            """, path,
+        ])
+    guard let cases = try JSONSerialization.jsonObject(with: read.stdout) as? [[Any]] else {
+        throw HarnessError("junitparser could not read \(path): \(read.stderr)")
+    }
+    return cases
+}
+
 func curl(_ arguments: [String]) throws -> CommandResult {
     try run(Paths.which("curl"), ["-sS", "--max-time", "30"] + arguments)
 }

@@ -42,17 +42,7 @@ import Testing
         proxy.process.signal(SIGTERM)
         #expect(proxy.process.waitForExit() == status, "\(proxy.process.stderr)")
 
-        let junit = try run(
-            Self.python,
-            [
-                "-c",
-                """
-                import json, sys
-                from junitparser import JUnitXml
-                print(json.dumps(sorted([s.name, c.name, [r.type for r in c.result]] for s in JUnitXml.fromfile(sys.argv[1]) for c in s)))
-                """, dir + "/report.xml",
-            ])
-        let cases = try #require(try JSONSerialization.jsonObject(with: junit.stdout) as? [[Any]], "\(junit.stderr)")
+        let cases = try junitCases(dir + "/report.xml")
         let names = cases.map { "\($0[1])" }
         if problems {
             #expect(names.contains("bad: samesite-none-insecure"), "\(cases)")

@@ -281,17 +281,7 @@ import Testing
         let junit = try shop.audit(["--pages", "1", "--format", "junit"])
         #expect(junit.status == 1, "\(junit.stderr)")
         try junit.stdout.write(to: URL(fileURLWithPath: dir + "/audit.xml"))
-        let read = try run(
-            python,
-            [
-                "-c",
-                """
-                import json, sys
-                from junitparser import JUnitXml
-                print(json.dumps(sorted([s.name, c.name, [r.type for r in c.result]] for s in JUnitXml.fromfile(sys.argv[1]) for c in s)))
-                """, dir + "/audit.xml",
-            ])
-        let cases = try #require(try JSONSerialization.jsonObject(with: read.stdout) as? [[Any]], "\(read.stderr)")
+        let cases = try junitCases(dir + "/audit.xml")
         let failed = cases.filter { !(($0[2] as? [Any])?.isEmpty ?? true) }.map { "\($0[0]) / \($0[1])" }
         #expect(
             Set(cases.map { "\($0[0])" }).isSuperset(of: ["consent", "shop.test", "ads.test", "refused by chromium"]))
