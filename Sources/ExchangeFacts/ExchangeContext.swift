@@ -4,8 +4,6 @@ public final class RouteFacts: Sendable {
     public let name: String
     public let upstreamHost: String
     public init(name: String, upstreamHost: String) { (self.name, self.upstreamHost) = (name, upstreamHost) }
-    /// No route (a forward proxy's exchange).
-    public static let none = RouteFacts(name: "", upstreamHost: "")
 }
 
 /// The facts of one request and its response, as the proxy has them: the one record of them that every module
@@ -15,10 +13,45 @@ public final class RouteFacts: Sendable {
 /// `MessageContext`, the lifecycle's request).
 public struct ExchangeContext: Sendable {
     public var requestID: UInt64
-    public var clientAddress: String
-    public var method: String
-    /// `http` or `https` (intercepted, or behind a TLS listener). Kept as a flag: one reference fewer to count in
-    /// each copy of the context (made with every exchange, and held by the hooks, the log and the inspector).
+    /// The exchange's text (the client's address, the method, the host, the target) and its route, in one object
+    /// that is never changed (a setter makes another): the context is copied with every exchange, by the machine,
+    /// the stage and every observer, and a copy then counts one reference, not five.
+    @usableFromInline var texts: Texts
+
+    @usableFromInline final class Texts: Sendable {
+        @usableFromInline let clientAddress: String
+        @usableFromInline let method: String
+        @usableFromInline let host: String
+        @usableFromInline let target: String
+        @usableFromInline let route: RouteFacts?
+
+        @inlinable init(clientAddress: String, method: String, host: String, target: String, route: RouteFacts?) {
+            (self.clientAddress, self.method, self.host, self.target) = (clientAddress, method, host, target)
+            self.route = route
+        }
+
+        @usableFromInline static let empty = Texts(clientAddress: "", method: "", host: "", target: "", route: nil)
+
+        /// The same with one part changed (a setter: rare, never per line).
+        @inlinable func with(
+            clientAddress: String? = nil, method: String? = nil, host: String? = nil, target: String? = nil,
+            route: RouteFacts?? = nil
+        ) -> Texts {
+            Texts(
+                clientAddress: clientAddress ?? self.clientAddress, method: method ?? self.method,
+                host: host ?? self.host, target: target ?? self.target, route: route ?? self.route)
+        }
+    }
+
+    public var clientAddress: String {
+        @inlinable get { texts.clientAddress }
+        @inlinable set { texts = texts.with(clientAddress: newValue) }
+    }
+    public var method: String {
+        @inlinable get { texts.method }
+        @inlinable set { texts = texts.with(method: newValue) }
+    }
+    /// `http` or `https` (intercepted, or behind a TLS listener). Kept as a flag.
     public var scheme: String {
         @inlinable get { isHTTPS ? "https" : "http" }
         @inlinable set { isHTTPS = Self.isSecure(newValue) }
@@ -34,30 +67,31 @@ public struct ExchangeContext: Sendable {
         default: return false
         }
     }
-    public var host: String
+    public var host: String {
+        @inlinable get { texts.host }
+        @inlinable set { texts = texts.with(host: newValue) }
+    }
     public var port: Int
     /// Path and query as requested.
-    public var target: String
-    /// The response status, once known. Kept in two bytes (0: not known): the context is copied with every
-    /// exchange, and small enough it is copied without memcpy.
+    public var target: String {
+        @inlinable get { texts.target }
+        @inlinable set { texts = texts.with(target: newValue) }
+    }
+    /// The response status, once known. Kept in two bytes (0: not known).
     public var status: Int? {
         @inlinable get { statusCode == 0 ? nil : Int(statusCode) }
         @inlinable set { statusCode = newValue.map { UInt16(clamping: $0) } ?? 0 }
     }
     @usableFromInline var statusCode: UInt16 = 0
     /// The protocol the client spoke (HTTP/2: the exchange is one of its streams) and the one the upstream spoke
-    /// (ALPN chose h2, or an h2c origin): a value per side, so that another protocol is one more case. A byte each,
-    /// not strings: the context is copied with every exchange.
+    /// (ALPN chose h2, or an h2c origin): a value per side, so that another protocol is one more case.
     public var clientSide: HTTPProtocol
     public var upstreamSide: HTTPProtocol
-    /// The reverse route that served the exchange; nil for a forward proxy's. A reference made once per route (the
-    /// context is copied with every exchange: one pointer, not two strings), never nil inside (``RouteFacts/none``:
-    /// an optional reference made Swift copy the whole context through an outlined copy: docs/architecture.md).
+    /// The reverse route that served the exchange; nil for a forward proxy's. A reference made once per route.
     public var route: RouteFacts? {
-        @inlinable get { routeFacts === RouteFacts.none ? nil : routeFacts }
-        @inlinable set { routeFacts = newValue ?? RouteFacts.none }
+        @inlinable get { texts.route }
+        @inlinable set { texts = texts.with(route: .some(newValue)) }
     }
-    @usableFromInline var routeFacts: RouteFacts
     /// The client's protocol as the log names it (`HTTP/2`); nil for HTTP/1.x (whose version is in the request
     /// line).
     public var clientProtocol: StaticString? { clientSide == .http1 ? nil : clientSide.name }
@@ -71,18 +105,23 @@ public struct ExchangeContext: Sendable {
         target: String, status: Int?, clientSide: HTTPProtocol = .http1, upstreamSide: HTTPProtocol = .http1,
         route: RouteFacts? = nil
     ) {
-        (self.requestID, self.clientAddress, self.method) = (requestID, clientAddress, method)
+        self.requestID = requestID
+        texts = Texts(clientAddress: clientAddress, method: method, host: host, target: target, route: route)
         self.isHTTPS = Self.isSecure(scheme)
-        (self.host, self.port, self.target) = (host, port, target)
+        self.port = port
         self.statusCode = status.map { UInt16(clamping: $0) } ?? 0
         (self.clientSide, self.upstreamSide) = (clientSide, upstreamSide)
-        self.routeFacts = route ?? RouteFacts.none
     }
 
-    /// A context with nothing in it, for a machine without an exchange (empty strings: making one retains nothing).
+    /// A context with nothing in it, for a machine without an exchange (one object shared by all: making one
+    /// allocates nothing).
     @inlinable package static var empty: ExchangeContext {
-        ExchangeContext(
-            requestID: 0, clientAddress: "", method: "", scheme: "", host: "", port: 0, target: "", status: nil)
+        ExchangeContext(requestID: 0, texts: Texts.empty)
+    }
+
+    @inlinable init(requestID: UInt64, texts: Texts) {
+        (self.requestID, self.texts, isHTTPS, port, statusCode) = (requestID, texts, false, 0, 0)
+        (clientSide, upstreamSide) = (.http1, .http1)
     }
 
     /// `scheme://host:port/path` (the port always written, as the log wants it).
