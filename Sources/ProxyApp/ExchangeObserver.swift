@@ -89,6 +89,8 @@ package final class ForwardedResponse {
     private var made: MessageBox? = nil
     /// Whether the request's site context was noted (the lifecycle on, or a `site` condition), to be read back.
     private var siteNoted = false
+    /// The request's site context as the lint reads it, once read back (``isPlace(_:)``, ``messageBox``).
+    private var site: RequestSite.Kind?? = nil
     private let tracker: LifecycleTracker
     /// The loop's memo table, where the line in hand's memo is looked up when a part first asks.
     let facts = LineFacts()
@@ -107,6 +109,9 @@ package final class ForwardedResponse {
         if self.engine !== engine { self.engine = engine }
         made = message.map { MessageBox($0) }
         self.siteNoted = siteNoted
+        site = nil
+        place = nil
+        facts.startResponse()
         (self.dryRun, self.time) = (dryRun, time)
     }
 
@@ -120,9 +125,39 @@ package final class ForwardedResponse {
     /// ``message`` in its box (made at the first ask).
     var messageBox: MessageBox {
         if let made { return made }
-        let box = MessageBox(MessageContext(context, site: siteNoted ? tracker.site(of: context.requestID)?.kind : nil))
+        let box = MessageBox(MessageContext(context, site: requestSite))
         made = box
         return box
+    }
+
+    /// The request's site context as noted for it (nil when it was not worked out), read back once.
+    private var requestSite: RequestSite.Kind? {
+        if let site { return site }
+        let read = siteNoted ? tracker.site(of: context.requestID)?.kind : nil
+        site = .some(read)
+        return read
+    }
+
+    /// The place a memo of this response's lines was found or made at (``isPlace(_:)``): the next line's memo
+    /// usually holds the same one.
+    private(set) var place: LintPlace? = nil
+
+    /// Whether `place` is this response's request's (compared with the rules' message when they made one, else
+    /// with the exchange's own fields: no message is made for a memo found again), once per response for the place
+    /// its lines' memos share.
+    func isPlace(_ place: LintPlace) -> Bool {
+        if place === self.place { return true }
+        let same = made.map { place.isFor($0) } ?? place.isFor(context, site: requestSite)
+        if same { self.place = place }
+        return same
+    }
+
+    /// The place to keep with a new memo of this response's line: the one found for it, or a new one.
+    func newPlace() -> LintPlace {
+        if let place { return place }
+        let made = LintPlace(messageBox.message)
+        place = made
+        return made
     }
 }
 
@@ -168,6 +203,14 @@ package struct SetCookieLine {
     package var edited: ArraySlice<UInt8>? { dropped ? nil : rewritten ?? received }
     /// The line as the client got it: nil when a rule dropped it.
     package var forwarded: ArraySlice<UInt8>? { dryRun ? received : edited }
+
+    /// Whether ``edited`` (the line not dropped) is `bytes`, compared where the line lies.
+    func editedIs(_ bytes: [UInt8]) -> Bool {
+        switch rewritten {
+        case .some(let r): LifecycleTracker.sameBytes(bytes, r)
+        case .none: LifecycleTracker.sameBytes(bytes, received)
+        }
+    }
 
     /// The names of the rules that matched, in file order.
     package func rules(_ response: ForwardedResponse) -> [String] {

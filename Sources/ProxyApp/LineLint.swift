@@ -1,4 +1,6 @@
+import Foundation
 import CookieKit
+import ExchangeFacts
 import CookieRules
 import HTTPGrammar
 import Locking
@@ -73,8 +75,9 @@ final class FindingKeys: Sendable {
 }
 
 /// What the lint reads of a request besides the line (its URL and site context), kept with a line's memo
-/// (``LineMemo``) and compared exactly before the memo is used again.
-struct LintPlace {
+/// (``LineMemo``) and compared exactly before the memo is used again. One object for the memos of the lines of
+/// requests at the same place, so that a response's lines compare it once (``ForwardedResponse/isPlace(_:)``).
+final class LintPlace {
     let scheme: String
     let host: String
     let port: Int
@@ -90,5 +93,21 @@ struct LintPlace {
     func isFor(_ box: MessageBox) -> Bool {
         port == box.message.port && site == box.message.site && host == box.message.host
             && path == box.message.path && scheme == box.message.scheme
+    }
+
+    /// Whether it is the place of the exchange `context` whose request's site context is `site`, read from the
+    /// context itself (no message is made to compare: its path is the target up to a query or fragment, `/` when
+    /// that is empty, as ``MessageContext/path``).
+    @inline(__always)
+    func isFor(_ context: ExchangeContext, site: RequestSite.Kind?) -> Bool {
+        port == context.port && self.site == site && host == context.host && scheme == context.scheme
+            && Self.isPath(path, of: context.target)
+    }
+
+    static func isPath(_ path: String, of target: String) -> Bool {
+        let u = target.utf8
+        let end = u.firstIndex { $0 == 0x3F || $0 == 0x23 } ?? u.endIndex
+        if end == u.startIndex { return path == "/" }
+        return path.utf8.elementsEqual(u[..<end])
     }
 }

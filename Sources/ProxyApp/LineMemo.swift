@@ -33,25 +33,25 @@ final class LineMemo {
     var record = JSONWriter(capacity: 0)
     var recorded = false
 
-    init(digest: UInt64, _ line: borrowing SetCookieLine, _ m: borrowing MessageContext, second: Int64, dryRun: Bool) {
+    init(digest: UInt64, _ line: borrowing SetCookieLine, _ place: LintPlace, second: Int64, dryRun: Bool) {
         self.digest = digest
         original = Array(line.received)
         result = line.edited.map { Array($0) }
         (rulesLow, rulesHigh) = (line.matchedRulesLow, line.rulesBeyond64)
-        place = LintPlace(m)
+        self.place = place
         (self.second, self.dryRun) = (second, dryRun)
     }
 
     /// Whether it was made for this line of this response (the lines compared with memcmp).
     @inline(__always)
-    func matches(_ line: borrowing SetCookieLine, _ m: MessageBox, second: Int64, dryRun: Bool) -> Bool {
-        let edited = line.edited
+    func matches(_ line: borrowing SetCookieLine, _ response: ForwardedResponse, second: Int64, dryRun: Bool) -> Bool {
         guard self.second == second, self.dryRun == dryRun, rulesLow == line.matchedRulesLow,
-            (result == nil) == (edited == nil), LifecycleTracker.sameBytes(original, line.received),
-            edited.map({ LifecycleTracker.sameBytes(result!, $0) }) ?? true,
-            rulesHigh == line.rulesBeyond64
+            LifecycleTracker.sameBytes(original, line.received),
+            line.beyond64 ? rulesHigh == line.rulesBeyond64 : rulesHigh.isEmpty
         else { return false }
-        return place.isFor(m)
+        // The line as the rules left it (``SetCookieLine/edited``), compared without making it.
+        guard let result else { return line.dropped && response.isPlace(place) }
+        return !line.dropped && line.editedIs(result) && response.isPlace(place)
     }
 }
 
@@ -64,10 +64,22 @@ final class LineFacts {
     private var engine: RuleEngine? = nil
     /// This line's memo, once looked up.
     private var held: LineMemo? = nil
+    /// The memos of the last response's lines, by their place in it, and the place in the response in hand of the
+    /// line in hand: a server sends the same lines in the same order, so the memo at the same place is compared
+    /// first, without hashing the line.
+    private var recent: [LineMemo?] = []
+    private var ordinal = -1
+
+    /// A new response.
+    @inline(__always)
+    func startResponse() { ordinal = -1 }
 
     /// A new line.
     @inline(__always)
-    func reset() { if held != nil { held = nil } }
+    func reset() {
+        ordinal += 1
+        if held != nil { held = nil }
+    }
 
     /// The line's memo: the one kept for it, or a new one in its slot.
     @inline(__always)
@@ -81,19 +93,30 @@ final class LineFacts {
     private func lookUp(_ line: borrowing SetCookieLine, _ response: ForwardedResponse) -> LineMemo {
         if engine !== response.engine {
             for i in memos.indices { memos[i] = nil }
+            recent.removeAll()
             engine = response.engine
         }
         let second = response.time / 1000
+        let dryRun = response.dryRun
+        let k = ordinal
+        if k >= 0 && k < recent.count, let kept = recent[k],
+            kept.matches(line, response, second: second, dryRun: dryRun)
+        {
+            held = kept
+            return kept
+        }
         let digest = line.digest(second: second)
         let slot = Int(truncatingIfNeeded: digest >> UInt64(64 - Self.slotBits))
-        let dryRun = response.dryRun
-        let box = response.messageBox
         let found: LineMemo
-        if let kept = memos[slot], kept.digest == digest, kept.matches(line, box, second: second, dryRun: dryRun) {
+        if let kept = memos[slot], kept.digest == digest, kept.matches(line, response, second: second, dryRun: dryRun) {
             found = kept
         } else {
-            found = LineMemo(digest: digest, line, box.message, second: second, dryRun: dryRun)
+            found = LineMemo(digest: digest, line, response.newPlace(), second: second, dryRun: dryRun)
             memos[slot] = found
+        }
+        if k >= 0 && k < 64 {
+            if k >= recent.count { recent += repeatElement(nil, count: k + 1 - recent.count) }
+            recent[k] = found
         }
         held = found
         return found
