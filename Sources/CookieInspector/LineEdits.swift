@@ -48,7 +48,7 @@ public struct LineEdits: Sendable {
     /// needs is a function of its own.
     @inlinable @inline(__always)
     public mutating func append(field: Int, edit: borrowing RuleEngine.Edit, wouldBe: [UInt8]?) {
-        let full = edit.matchedRulesBeyond64 || !edit.notes.isEmpty || wouldBe != nil
+        let full = edit.matchedRulesBeyond64 || edit.hasNotes || wouldBe != nil
         if full { appendRest(edit, wouldBe) }
         append(
             LineEdit(

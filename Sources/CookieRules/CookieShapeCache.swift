@@ -89,7 +89,7 @@ package struct CookieShapeCache: ~Copyable {
         _ edit: RuleEngine.Edit, plan: UInt64, shape: UnsafeBufferPointer<UInt8>, hash: UInt64,
         pair: UnsafeBufferPointer<UInt8>, rewrite: inout SetCookieRewrite
     ) {
-        guard edit.notes.isEmpty, !edit.matched.hasBeyond64, shape.count <= Self.slotBytes else { return }
+        guard !edit.hasNotes, !edit.matched.hasBeyond64, shape.count <= Self.slotBytes else { return }
         let slot = Self.slot(hash)
         let kept = bytes + slot * Self.slotBytes
         var outputLength = 0

@@ -245,7 +245,16 @@ public final class RuleEngine: Sendable {
         /// A rule dropped the line (the cookie is left as it was matched).
         public var dropped: Bool
         public var logRequested: Bool
-        public var notes: [String]
+        /// What the rules' `note`s said of the line (empty for nearly every line).
+        public var notes: [String] {
+            get { noted ?? [] }
+            set { noted = newValue.isEmpty ? nil : newValue }
+        }
+        /// ``notes`` when there are some: nil is nothing to retain or release (an empty array still is), and an
+        /// edit is copied and dropped on every line.
+        @usableFromInline var noted: [String]?
+        /// A rule left a note.
+        @inlinable public var hasNotes: Bool { noted != nil }
         /// The edited line is in the ``SetCookieRewrite``'s output and differs from the received one (the
         /// proxy's path; the cookie it was given is left as received).
         public internal(set) var rewritten = false
@@ -259,7 +268,8 @@ public final class RuleEngine: Sendable {
         }
 
         init(matched: RuleMatches, dropped: Bool, logRequested: Bool, notes: [String]) {
-            (self.matched, self.dropped, self.logRequested, self.notes) = (matched, dropped, logRequested, notes)
+            (self.matched, self.dropped, self.logRequested) = (matched, dropped, logRequested)
+            noted = notes.isEmpty ? nil : notes
         }
 
         /// No rule matched (the rules did not run on the line, or none applied).

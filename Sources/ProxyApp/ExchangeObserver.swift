@@ -194,7 +194,7 @@ package struct SetCookieLine {
     /// A rule past the 64th matched (``rulesBeyond64`` is not empty).
     package var beyond64: Bool { edit.matchedRulesBeyond64 }
     /// ``edit`` says more than its bits: a rule past the 64th matched, or a rule left notes.
-    package var hasMore: Bool { beyond64 || !edit.notes.isEmpty }
+    package var hasMore: Bool { beyond64 || edit.hasNotes }
     /// The rules past the 64th that matched, by index.
     package var rulesBeyond64: [Int] { beyond64 ? edit.matchedRules.high : [] }
     /// A rule changed or dropped the line (in a dry run: would have).
