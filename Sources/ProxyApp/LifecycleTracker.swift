@@ -100,12 +100,15 @@ public final class LifecycleTracker: Sendable {
             guard let field = head.fields.first(where: { head.field($0, is: name) }) else { return address }
             return head.value(field)
         case .automatic:
-            guard HostName.isLoopback(address), let field = Self.userAgentField(head) else { return address }
+            guard let field = Self.userAgentField(head) else { return address }
             let agent = head.valueBytes(field)
+            // The last loopback client's first: only a loopback address is ever kept there, so a match needs no
+            // parse of the address.
             let known = lastAgent.withLock { last in
                 last.flatMap { $0.address == address && Self.sameBytes($0.agent, agent) ? $0.key : nil }
             }
             if let known { return known }
+            guard HostName.isLoopback(address) else { return address }
             let key = address + " " + Self.agentLabel(String(decoding: agent, as: UTF8.self))
             lastAgent.withLock { $0 = (address, Array(agent), key) }
             return key
@@ -217,18 +220,22 @@ public final class LifecycleTracker: Sendable {
         s.tick += 1
         let client: Client
         if let last = s.last, last.key == key {
+            // The client of the exchange before (most exchanges): `last` is left as it is.
             client = last.client
-        } else if let found = s.clients[key] {
-            client = found
         } else {
-            if s.clients.count >= Self.maximumClients, let oldest = s.clients.min(by: { $0.value.seen < $1.value.seen })
-            {
-                s.clients[oldest.key] = nil
+            if let found = s.clients[key] {
+                client = found
+            } else {
+                if s.clients.count >= Self.maximumClients,
+                    let oldest = s.clients.min(by: { $0.value.seen < $1.value.seen })
+                {
+                    s.clients[oldest.key] = nil
+                }
+                client = Client(ClientCookies(suffixes: suffixes, profile: profile()))
+                s.clients[key] = client
             }
-            client = Client(ClientCookies(suffixes: suffixes, profile: profile()))
-            s.clients[key] = client
+            s.last = (key, client)
         }
-        s.last = (key, client)
         client.seen = s.tick
         return body(&client.cookies)
     }

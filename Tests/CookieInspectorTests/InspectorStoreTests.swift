@@ -145,4 +145,53 @@ import Testing
     func base64IsFoundationsBase64(_ bytes: [UInt8]) {
         #expect(Base64.encode(bytes) == Data(bytes).base64EncodedString())
     }
+
+    /// A loop's requests wait for their responses by id: whatever order the responses come in (a connection's
+    /// pipelined ones, HTTP/2 streams ending out of order, ids that share a slot of the recorder's table), each
+    /// finds its request, and nothing is left waiting.
+    @Test(arguments: [
+        ("in order", Array(UInt64(1)...40)),
+        ("reversed", Array((UInt64(1)...40).reversed())),
+        ("ids a table's size apart", [1, 17, 33, 49, 65, 2, 18, 34].map(UInt64.init)),
+        ("interleaved", [5, 1, 9, 3, 7, 2, 8, 4, 6, 10].map(UInt64.init)),
+    ])
+    func everyResponseFindsItsWaitingRequestInAnyOrder(_ name: String, _ ids: [UInt64]) throws {
+        let store = InspectorStore(capacity: 100)
+        let recorder = InspectorStore.Recorder(store: store)
+        let parser = HTTPHeadParser()
+        let request = try parser.parseRequest(Array("GET / HTTP/1.1\r\nHost: a.test\r\n\r\n".utf8)).head
+        for id in ids.sorted() { recorder.requestForwarded(id: id, head: request, time: 0) }
+        #expect(recorder.pendingCount == ids.count, "\(name)")
+        let response = OutgoingHead(
+            try parser.parseResponse(Array("HTTP/1.1 200 OK\r\nSet-Cookie: a=1\r\nContent-Length: 0\r\n\r\n".utf8)).head
+        )
+        for (k, id) in ids.enumerated() {
+            recorder.responseForwarded(
+                context: Self.context(id, host: "a.test"), head: response, bytes: [], engine: RuleEngine(.empty),
+                dryRun: false, time: 0)
+            #expect(recorder.pendingCount == ids.count - k - 1, "\(name)")
+        }
+        #expect(store.exchanges().map(\.context.requestID) == ids, "\(name)")
+    }
+
+    /// Requests whose responses never come are let go once 4,096 newer ones have been forwarded: the oldest go,
+    /// the newest still find their requests.
+    @Test func requestsThatNeverGetAResponseAreLetGoPastTheLimit() throws {
+        let store = InspectorStore(capacity: 10)
+        let recorder = InspectorStore.Recorder(store: store)
+        let parser = HTTPHeadParser()
+        let request = try parser.parseRequest(Array("GET / HTTP/1.1\r\nHost: a.test\r\n\r\n".utf8)).head
+        let last = UInt64(InspectorStore.Recorder.pendingLimit + 50)
+        for id in 1...last { recorder.requestForwarded(id: id, head: request, time: 0) }
+        #expect(recorder.pendingCount <= InspectorStore.Recorder.pendingLimit)
+        let response = OutgoingHead(
+            try parser.parseResponse(Array("HTTP/1.1 200 OK\r\nSet-Cookie: a=1\r\nContent-Length: 0\r\n\r\n".utf8)).head
+        )
+        for id in [UInt64(1), 2, last - 1, last] {
+            recorder.responseForwarded(
+                context: Self.context(id, host: "a.test"), head: response, bytes: [], engine: RuleEngine(.empty),
+                dryRun: false, time: 0)
+        }
+        #expect(store.exchanges().map(\.context.requestID) == [last - 1, last])
+    }
 }
