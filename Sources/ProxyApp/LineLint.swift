@@ -105,9 +105,16 @@ final class LintPlace {
     }
 
     static func isPath(_ path: String, of target: String) -> Bool {
-        let u = target.utf8
-        let end = u.firstIndex { $0 == 0x3F || $0 == 0x23 } ?? u.endIndex
-        if end == u.startIndex { return path == "/" }
-        return path.utf8.elementsEqual(u[..<end])
+        // Compared on the strings' bytes (the generic comparison of a UTF-8 view with a slice of another cost six
+        // times as much).
+        var (path, target) = (path, target)
+        return target.withUTF8 { t in
+            path.withUTF8 { p in
+                var end = 0
+                while end < t.count && t[end] != 0x3F && t[end] != 0x23 { end += 1 }
+                if end == 0 { return p.count == 1 && p[0] == 0x2F }
+                return end == p.count && memcmp(t.baseAddress!, p.baseAddress!, end) == 0
+            }
+        }
     }
 }
