@@ -6,7 +6,8 @@
 # apart, and a ratio is the median of the per-round ratios (this machine's speed drifts between phases; a round sees
 # one phase), with the middle half of them. Every cookie-proxy is one thread with bench/bench.rules, on CPU 0 with
 # the origin; wrk on CPU 1. Only 127.0.0.1 is used; everything started is stopped; the log and access logs are
-# emptied before each measurement (a round writes about 100 MB of log).
+# emptied before each measurement (a round writes about 100 MB of log). A second table gives each configuration's
+# own CPU time per request, user and system.
 # Usage: bench/defaults-cost.sh [seconds=2] [rounds=7]. Env: LOADS (default "ka:1 ka:16 ka:64"), BIN.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -49,6 +50,7 @@ echo "# ${ROUNDS} rounds × ${DUR}s, req/s medians; ratios are medians of per-ro
 echo
 echo "| load | req/s: nginx · HAProxy · bare · recording · defaults · access-log · access-log-json | recording / bare | defaults / bare | access-log / bare | access-log-json / bare | bare / nginx | defaults / nginx |"
 echo "|---|---|---|---|---|---|---|---|"
+CPU_ROWS=""
 for load in ${LOADS:-ka:1 ka:16 ka:64}; do
   IFS=: read -r kind c <<< "$load"
   extra=(); label="keep-alive c=$c"
@@ -72,4 +74,14 @@ for load in ${LOADS:-ka:1 ka:16 ka:64}; do
     "$(col nginx)" "$(col haproxy)" "$(col bare)" "$(col recording)" "$(col defaults)" "$(col access-log)" \
     "$(col access-log-json)" "$(ratio recording bare)" "$(ratio defaults bare)" "$(ratio access-log bare)" \
     "$(ratio access-log-json bare)" "$(ratio bare nginx)" "$(ratio defaults nginx)"
+  # Each configuration's own CPU per request (wrk_round's /proc figures): where the difference goes, user or kernel.
+  cpu() { echo "$(awk '{print $3}' "$T/$1" | median) + $(awk '{print $4}' "$T/$1" | median)"; }
+  CPU_ROWS+="| $label | $(cpu bare) | $(cpu recording) | $(cpu defaults) | $(cpu access-log) | $(cpu access-log-json) |"$'\n'
 done
+echo
+echo "cookie-proxy's own CPU per request, user + system µs (medians of the rounds; the origin and the kernel's work"
+echo "for the client are not in it):"
+echo
+echo "| load | bare | recording | defaults | access-log | access-log-json |"
+echo "|---|---|---|---|---|---|"
+printf "%s" "$CPU_ROWS"

@@ -39,9 +39,7 @@ final class CookieStage: ExchangeStage {
         let engine = hooks.forwardRequest(&head, context: context, time: time, facts: &facts)
         guard let observers else { return }
         let request = ForwardedRequest(
-            context: context, sent: head, cookieEdits: facts.cookieEdits, judged: facts.judged,
-            site: facts.site, client: facts.client ?? context.clientAddress, engine: engine, dryRun: hooks.dryRun,
-            time: time)
+            context: context, sent: head, facts: consume facts, engine: engine, dryRun: hooks.dryRun, time: time)
         observers.requestForwarded(request)
     }
 

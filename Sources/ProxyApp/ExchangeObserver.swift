@@ -57,14 +57,16 @@ package struct ForwardedRequest {
     package let sent: OutgoingHead
     /// The target as sent upstream (a route's prefix mapped to its upstream's path), read from ``sent``.
     package var target: String { sent.requestTarget }
+    /// What the request side found, moved in whole (copying its parts out counted each of them once more).
+    let facts: RulesHooks.RequestFacts
     /// What `request-cookie` rules changed (in a dry run: would have); empty for nearly every request.
-    package let cookieEdits: [RequestCookieChange]
+    package var cookieEdits: [RequestCookieChange] { facts.cookieEdits }
     /// The request's cookies judged against the client's jar (the lifecycle on; nil otherwise).
-    package let judged: RequestJudgement?
+    package var judged: RequestJudgement? { facts.judged }
     /// The request's site context (RFC 6265bis §5.2), when the lifecycle or a `site` condition worked it out.
-    package let site: RequestSite?
+    package var site: RequestSite? { facts.site }
     /// The client's key (its address, or the `--client-by` header's value) when it was worked out; else the address.
-    package let client: String
+    package var client: String { facts.client ?? context.clientAddress }
     /// The rule set the request was edited under.
     package let engine: RuleEngine
     package let dryRun: Bool
