@@ -17,8 +17,14 @@ public struct MessageContext: Sendable {
     public init(_ exchange: ExchangeContext, site: RequestSite.Kind? = nil) {
         self.exchange = exchange
         self.site = site
+        self.path = Self.path(of: exchange)
+    }
+
+    /// The target's path without the query, `/` for none (``path``): a target without a query is its own path, so
+    /// no string is made for it.
+    public static func path(of exchange: ExchangeContext) -> String {
         let path = exchange.path
-        self.path = path.isEmpty ? "/" : path
+        return path.isEmpty ? "/" : path
     }
 
     /// A message outside the proxy (`try`, `audit`, tests): an exchange of its parts, its host lowercased.

@@ -1,7 +1,6 @@
-import Foundation
 import CookieKit
-import ExchangeFacts
 import CookieRules
+import ExchangeFacts
 import HTTPGrammar
 import Locking
 
@@ -96,25 +95,10 @@ final class LintPlace {
     }
 
     /// Whether it is the place of the exchange `context` whose request's site context is `site`, read from the
-    /// context itself (no message is made to compare: its path is the target up to a query or fragment, `/` when
-    /// that is empty, as ``MessageContext/path``).
+    /// context itself (no message is made to compare).
     @inline(__always)
     func isFor(_ context: ExchangeContext, site: RequestSite.Kind?) -> Bool {
         port == context.port && self.site == site && host == context.host && scheme == context.scheme
-            && Self.isPath(path, of: context.target)
-    }
-
-    static func isPath(_ path: String, of target: String) -> Bool {
-        // Compared on the strings' bytes (the generic comparison of a UTF-8 view with a slice of another cost six
-        // times as much).
-        var (path, target) = (path, target)
-        return target.withUTF8 { t in
-            path.withUTF8 { p in
-                var end = 0
-                while end < t.count && t[end] != 0x3F && t[end] != 0x23 { end += 1 }
-                if end == 0 { return p.count == 1 && p[0] == 0x2F }
-                return end == p.count && memcmp(t.baseAddress!, p.baseAddress!, end) == 0
-            }
-        }
+            && path == MessageContext.path(of: context)
     }
 }
