@@ -141,6 +141,22 @@ public enum SiteAuditRun {
         }
     }
 
+    /// `--policy FILE` read: a policy error says `file:line:column` with the line and a caret (``PolicyError``); a
+    /// file that cannot be read says why (``PolicyReadError``).
+    public static func policy(file path: String) throws -> CookiePolicy {
+        let text: String
+        do {
+            text = try String(contentsOfFile: path, encoding: .utf8)
+        } catch {
+            throw PolicyReadError(description: "error: cannot read \(path): \(error.localizedDescription)")
+        }
+        return try CookiePolicy(text: text, file: path)
+    }
+
+    public struct PolicyReadError: Error, CustomStringConvertible {
+        public var description: String
+    }
+
     /// Runs the audit with each engine in turn on the same options; with `out`, each engine's evidence goes there
     /// (in a folder per engine when there are several). `progress` is told each step, with the engine's name when
     /// there are several.

@@ -254,6 +254,25 @@ public struct SiteScan: Sendable {
 }
 
 extension SiteScan {
+    /// What a CI gate can fail on (`--fail-on`): a policy's undeclared cookies, its violations, the lines a browser
+    /// refused, analytics and marketing cookies set before consent (``failures(of:)``).
+    public static let failKinds = ["undeclared", "violations", "rejects", "set-before-consent"]
+
+    /// What fails a run when no kinds are named: refusals and cookies set before consent; with a policy, every kind.
+    public static func defaultFailKinds(policy: Bool) -> Set<String> {
+        policy ? Set(failKinds) : ["rejects", "set-before-consent"]
+    }
+
+    /// A comma-separated list of kinds read: the kinds named, and the first name that is not a kind (nil when none).
+    public static func failKinds(_ list: String) -> (kinds: Set<String>, unknown: String?) {
+        // Each name without the blanks around it (not line breaks: Foundation's `.whitespaces`).
+        let blank: (Character) -> Bool = { $0.isWhitespace && !$0.isNewline }
+        let names = list.split(separator: ",").map { name in
+            String(name.drop(while: blank).reversed().drop(while: blank).reversed())
+        }
+        return (Set(names), names.first { !failKinds.contains($0) })
+    }
+
     /// What a CI gate fails on, of the `kinds` asked (`undeclared`, `violations`, `rejects`, `set-before-consent`):
     /// a line per cookie or refusal, empty when the gate passes.
     public func failures(of kinds: Set<String>) -> [String] {

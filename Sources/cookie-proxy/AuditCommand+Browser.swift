@@ -52,24 +52,21 @@ extension AuditCommand {
         o.thirdParty = ThirdPartyCookies(rawValue: try args.choice(Option.thirdParty, command: spec.name))!
         if let path = args.value(Option.policy) {
             do {
-                let text = try String(contentsOfFile: path, encoding: .utf8)
-                o.policy = try CookiePolicy(text: text, file: path)
-            } catch let error as PolicyError {
-                Console.err("\(error)")
-                return 2
+                o.policy = try SiteAuditRun.policy(file: path)
             } catch {
-                Console.err("error: cannot read \(path): \(error.localizedDescription)")
+                Console.err("\(error)")
                 return 2
             }
         }
-        var failOn: Set<String> = o.policy == nil ? kinds.defaults : kinds.defaults.union(["undeclared", "violations"])
+        var failOn = SiteScan.defaultFailKinds(policy: o.policy != nil)
         if let given = args.value(Option.failOn) {
-            failOn = Set(given.split(separator: ",").map { String($0).trimmingCharacters(in: .whitespaces) })
-            if let unknown = failOn.first(where: { !kinds.all.contains($0) }) {
+            let read = SiteScan.failKinds(given)
+            if let unknown = read.unknown {
                 throw UsageError(
-                    message: "--fail-on '\(unknown)': the kinds are \(kinds.all.joined(separator: ", "))",
+                    message: "--fail-on '\(unknown)': the kinds are \(SiteScan.failKinds.joined(separator: ", "))",
                     command: spec.name)
             }
+            failOn = read.kinds
         }
         if let path = args.value(Option.rules) {
             do {
@@ -125,10 +122,4 @@ extension AuditCommand {
         for line in failures { Console.err("fails: \(line)") }
         return failures.isEmpty ? 0 : 1
     }
-
-    /// `--fail-on`'s kinds, and those that fail a run without it.
-    static let kinds = (
-        all: ["undeclared", "violations", "rejects", "set-before-consent"],
-        defaults: Set(["rejects", "set-before-consent"])
-    )
 }

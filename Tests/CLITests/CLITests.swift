@@ -143,12 +143,24 @@ import Testing
         (["parse", "--url", "not a url"], "is not an absolute URL"),
         (["prase"], "unknown subcommand 'prase'; did you mean 'parse'?"),
         (["conformance", "--quite"], "unknown option '--quite'; did you mean '--quiet'?"),
+        (
+            ["audit", "https://a.test/", "--browser", "chromium", "--fail-on", "rejects, reject"],
+            "--fail-on 'reject': the kinds are undeclared, violations, rejects, set-before-consent"
+        ),
     ])
     func usageErrorsSayWhatToDoAndExitWith2(_ args: [String], _ message: String) throws {
         let result = try Binary.run(args)
         #expect(result.status == 2)
         #expect(result.stderr.contains(message))
         #expect(result.stderr.contains("--help"))
+    }
+
+    /// A policy file that cannot be read stops the site audit before any browser starts, naming the file.
+    @Test func theSiteAuditNamesAPolicyFileItCannotRead() throws {
+        let result = try Binary.run(
+            ["audit", "https://a.test/", "--browser", "chromium", "--policy", "/nonexistent/site.policy"])
+        #expect(result.status == 2)
+        #expect(result.stderr.hasPrefix("error: cannot read /nonexistent/site.policy: "), "\(result.stderr)")
     }
 
     /// A corpus that cannot be read is named with its errno's text, not Foundation's error domain and code.

@@ -221,6 +221,29 @@ import Testing
     }
 }
 
+@Suite struct FailKindsTests {
+    /// `--fail-on`'s list as given → the kinds, and the first name that is not one.
+    @Test(arguments: [
+        ("rejects", Set(["rejects"]), String?.none),
+        (" undeclared ,\tviolations ", Set(["undeclared", "violations"]), nil),
+        ("rejects,set-before-consent,rejects", Set(["rejects", "set-before-consent"]), nil),
+        ("rejects,reject", Set(["rejects", "reject"]), "reject"),
+        ("", Set<String>(), nil),
+    ])
+    func theListNamesItsKindsAndTheFirstNameThatIsNone(_ list: String, _ kinds: Set<String>, _ unknown: String?) {
+        let read = SiteScan.failKinds(list)
+        #expect(read.kinds == kinds)
+        #expect(read.unknown == unknown)
+    }
+
+    /// Without `--fail-on`, refusals and cookies set before consent fail a run; with a policy, every kind does.
+    @Test(arguments: [(false, Set(["rejects", "set-before-consent"])), (true, Set(SiteScan.failKinds))])
+    func aPolicyMakesEveryKindFailARunByDefault(_ policy: Bool, _ kinds: Set<String>) {
+        #expect(SiteScan.defaultFailKinds(policy: policy) == kinds)
+        #expect(kinds.isSubset(of: Set(SiteScan.failKinds)))
+    }
+}
+
 @Suite struct SiteReportHTMLTests {
     @Test func theHTMLReportEscapesWhatTheSiteSentAndNamesEveryCookie() {
         var visit = SiteScanTests.visits[0]
