@@ -66,7 +66,7 @@ final class LineFacts {
     private var held: LineMemo? = nil
     /// The memos of the last response's lines, by their place in it, and the place in the response in hand of the
     /// line in hand: a server sends the same lines in the same order, so the memo at the same place is compared
-    /// first, without hashing the line.
+    /// first, without hashing the line (for a response's first 64 lines; the rest go by the digest alone).
     private var recent: [LineMemo?] = []
     private var ordinal = -1
 
