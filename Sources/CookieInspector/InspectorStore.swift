@@ -80,73 +80,8 @@ public final class InspectorStore: Sendable {
             var time: Int64
         }
 
-        /// The requests waiting for their responses, by id: open addressing with linear probing over a
-        /// power-of-two table, at most half full, removal by shifting the entries after back (no tombstones). Ids
-        /// are the proxy's consecutive request numbers, so `id & mask` spreads them without hashing (a Dictionary
-        /// hashed each id twice per exchange, with SipHash).
-        private struct PendingTable {
-            private var keys = [UInt64](repeating: PendingTable.empty, count: 16)
-            private var values = [Pending](
-                repeating: Pending(slot: 0, received: 0, sendsCookies: false, time: 0), count: 16)
-            private(set) var count = 0
-            private static let empty = UInt64.max
-
-            private var mask: Int { keys.count - 1 }
-
-            /// Puts `entry` for `id`; the entry it replaced, if any.
-            mutating func insert(_ entry: Pending, for id: UInt64) -> Pending? {
-                if (count + 1) * 2 > keys.count { grow() }
-                var i = Int(truncatingIfNeeded: id) & mask
-                while keys[i] != Self.empty {
-                    if keys[i] == id {
-                        let old = values[i]
-                        values[i] = entry
-                        return old
-                    }
-                    i = (i + 1) & mask
-                }
-                (keys[i], values[i]) = (id, entry)
-                count += 1
-                return nil
-            }
-
-            /// Takes `id`'s entry out.
-            mutating func remove(_ id: UInt64) -> Pending? {
-                var i = Int(truncatingIfNeeded: id) & mask
-                while keys[i] != id {
-                    if keys[i] == Self.empty { return nil }
-                    i = (i + 1) & mask
-                }
-                let found = values[i]
-                keys[i] = Self.empty
-                count -= 1
-                // Entries after the hole that would not be found past it move into it (Knuth's algorithm R).
-                var j = (i + 1) & mask
-                while keys[j] != Self.empty {
-                    let home = Int(truncatingIfNeeded: keys[j]) & mask
-                    let between = i <= j ? (i < home && home <= j) : (i < home || home <= j)
-                    if !between {
-                        (keys[i], values[i]) = (keys[j], values[j])
-                        keys[j] = Self.empty
-                        i = j
-                    }
-                    j = (j + 1) & mask
-                }
-                return found
-            }
-
-            /// The ids held that are below `bound`.
-            func ids(olderThan bound: UInt64) -> [UInt64] { keys.filter { $0 != Self.empty && $0 < bound } }
-
-            private mutating func grow() {
-                let (oldKeys, oldValues) = (keys, values)
-                keys = [UInt64](repeating: Self.empty, count: oldKeys.count * 2)
-                values = [Pending](repeating: oldValues[0], count: oldKeys.count * 2)
-                count = 0
-                for (k, key) in oldKeys.enumerated() where key != Self.empty { _ = insert(oldValues[k], for: key) }
-            }
-        }
-        private var pending = PendingTable()
+        /// The requests waiting for their responses, by id.
+        private var pending = RequestTable<Pending>()
         /// The last request whose response took its entry (its exchange's end then looks nothing up).
         private var lastAnswered: UInt64 = 0
         /// Requests that may wait for their responses at once (past it, the oldest are let go unrecorded).
@@ -172,11 +107,7 @@ public final class InspectorStore: Sendable {
             sent?.serialize(into: &buffers[slot])
             let kept = Pending(slot: slot, received: head.bytes.count, sendsCookies: head.has(.cookie), time: time)
             if let old = pending.insert(kept, for: id) { release(old.slot) }
-            if pending.count > Self.pendingLimit {
-                for old in pending.ids(olderThan: id - min(id, UInt64(Self.pendingLimit) - 1)) {
-                    if let entry = pending.remove(old) { release(entry.slot) }
-                }
-            }
+            for entry in pending.letGo(past: Self.pendingLimit, newest: id) { release(entry.slot) }
         }
 
         /// The exchange ended: what its request left, if its response did not take it, is let go.

@@ -2,24 +2,24 @@
 /// append checks uniqueness and capacity through generic code: about a hundred instructions): the Set-Cookie
 /// rewrite's entries and output, the JSON writer. Noncopyable: it owns its pointer. Elements are plain values
 /// (no deinitialisation).
-struct GrowableBuffer<Element>: ~Copyable {
-    private var base: UnsafeMutablePointer<Element>
-    private(set) var count = 0
-    private var capacity: Int
+@usableFromInline struct GrowableBuffer<Element>: ~Copyable {
+    @usableFromInline var base: UnsafeMutablePointer<Element>
+    @usableFromInline var count = 0
+    @usableFromInline var capacity: Int
 
     init(capacity: Int) {
         self.capacity = max(capacity, 16)
         base = .allocate(capacity: self.capacity)
     }
 
-    deinit { base.deallocate() }
+    @inlinable deinit { base.deallocate() }
 
-    @inline(__always)
-    private mutating func reserve(_ n: Int) {
-        if count + n > capacity { grow(n) }
+    @inlinable @inline(__always)
+    mutating func reserve(_ n: Int) {
+        if count &+ n > capacity { grow(n) }
     }
 
-    private mutating func grow(_ n: Int) {
+    @usableFromInline mutating func grow(_ n: Int) {
         capacity = max(2 * capacity, count + n)
         let grown = UnsafeMutablePointer<Element>.allocate(capacity: capacity)
         grown.initialize(from: base, count: count)
@@ -27,14 +27,14 @@ struct GrowableBuffer<Element>: ~Copyable {
         base = grown
     }
 
-    @inline(__always)
+    @inlinable @inline(__always)
     mutating func append(_ element: Element) {
         reserve(1)
         (base + count).initialize(to: element)
         count += 1
     }
 
-    @inline(__always)
+    @inlinable @inline(__always)
     mutating func append(_ elements: UnsafeBufferPointer<Element>) {
         guard let source = elements.baseAddress, elements.count > 0 else { return }
         let n = elements.count
@@ -73,7 +73,7 @@ struct GrowableBuffer<Element>: ~Copyable {
     mutating func removeAll() { count = 0 }
 
     /// The elements, valid until the next change.
-    var elements: UnsafeBufferPointer<Element> { UnsafeBufferPointer(start: base, count: count) }
+    @inlinable var elements: UnsafeBufferPointer<Element> { UnsafeBufferPointer(start: base, count: count) }
 
     /// The elements, for the duration of `body`.
     func withElements<R>(_ body: (UnsafeBufferPointer<Element>) -> R) -> R {
@@ -82,10 +82,11 @@ struct GrowableBuffer<Element>: ~Copyable {
 }
 
 /// Bytes written by many small appends (the JSON writer, the Set-Cookie rewrite's output).
-typealias ByteWriter = GrowableBuffer<UInt8>
+@usableFromInline typealias ByteWriter = GrowableBuffer<UInt8>
 
 extension GrowableBuffer where Element == UInt8 {
 
+    @inlinable @inline(__always)
     mutating func append(_ text: StaticString) {
         append(UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
     }
@@ -95,25 +96,25 @@ extension GrowableBuffer where Element == UInt8 {
         text.withUTF8 { append($0) }
     }
 
-    /// An integer in decimal, without going through a String.
+    /// An integer in decimal, without going through a String: its digits counted, then written from the last one
+    /// straight into the buffer.
     mutating func appendDecimal(_ value: Int64) {
-        if value == 0 { return append(0x30) }
-        var digits:
-            (
-                UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8,
-                UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8
-            ) =
-                (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
-        var n = 0
+        if value < 0 { append(0x2D) }
         var v = value.magnitude
-        withUnsafeMutableBytes(of: &digits) { d in
-            while v > 0 {
-                d[19 - n] = UInt8(truncatingIfNeeded: v % 10) &+ 0x30
-                v /= 10
-                n += 1
-            }
-            if value < 0 { append(0x2D) }
-            append(UnsafeBufferPointer(start: d.baseAddress!.assumingMemoryBound(to: UInt8.self) + 20 - n, count: n))
+        var digits = 1
+        var bound: UInt64 = 10
+        while v >= bound && digits < 19 {
+            digits &+= 1
+            bound &*= 10
         }
+        if v >= bound { digits = 20 }  // 10^19 ≤ v: bound would overflow
+        reserve(digits)
+        var at = base + count + digits
+        repeat {
+            at -= 1
+            at.pointee = UInt8(truncatingIfNeeded: v % 10) &+ 0x30
+            v /= 10
+        } while v > 0
+        count &+= digits
     }
 }

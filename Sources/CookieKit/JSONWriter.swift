@@ -2,14 +2,18 @@
 /// log): no ``JSONValue`` tree is built and freed per object. The caller writes the punctuation of the object
 /// it knows; strings are escaped as ``JSONValue`` escapes them, so both write the same text.
 public struct JSONWriter: ~Copyable {
-    var out: ByteWriter
+    @usableFromInline var out: ByteWriter
 
     public init(capacity: Int = 1024) { out = ByteWriter(capacity: capacity) }
 
     /// Bytes written as they are (keys and punctuation known to be valid JSON).
-    public mutating func raw(_ text: StaticString) { out.append(text) }
-    public mutating func raw(_ byte: UInt8) { out.append(byte) }
-    public mutating func raw(_ bytes: UnsafeBufferPointer<UInt8>) { out.append(bytes) }
+    @inlinable @inline(__always) public mutating func raw(_ text: StaticString) { out.append(text) }
+    @inlinable @inline(__always) public mutating func raw(_ byte: UInt8) { out.append(byte) }
+    @inlinable @inline(__always) public mutating func raw(_ bytes: UnsafeBufferPointer<UInt8>) { out.append(bytes) }
+    /// Another writer's bytes, as they are (a part written once and kept).
+    @inlinable @inline(__always) public mutating func raw(_ other: borrowing JSONWriter) {
+        out.append(other.out.elements)
+    }
     public mutating func raw(_ bytes: ArraySlice<UInt8>) { bytes.withUnsafeBufferPointer { out.append($0) } }
 
     /// A JSON string of `text`.

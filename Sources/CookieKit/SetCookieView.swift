@@ -14,7 +14,7 @@ protocol SetCookieSpans: ~Copyable {
 }
 
 extension GrowableBuffer: SetCookieSpans where Element == SetCookie.Layout.Span {
-    func reserveForAttributes() {}
+    @usableFromInline func reserveForAttributes() {}
 }
 
 /// A Set-Cookie line parsed where it lies: its bytes and the positions of its parts, in memory that someone

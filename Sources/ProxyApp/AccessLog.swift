@@ -64,28 +64,37 @@ package final class AccessLog: ExchangeObserver {
     /// Requests whose facts wait for their exchange's end, at most, per loop (about).
     package static let pendingLimit = 4096
 
-    /// What a request leaves for its exchange's line: its Referer and User-Agent (both formats), and for `json` what
-    /// went upstream.
-    package struct Pending {
-        var referer: [UInt8] = []
-        var agent: [UInt8] = []
-        var sentTarget = ""
-        var sentHost: [UInt8] = []
-        var cookieEdits = 0
-        var verdicts = 0
+    /// What a request leaves for its exchange's line, besides its bytes (its Referer and User-Agent; for `json` the
+    /// Host and target sent upstream), which wait in a buffer of the part's (``Part``) at `slot`, one after another.
+    struct Pending {
+        var slot: Int32
+        /// Where the Referer, the User-Agent and the Host sent upstream end in the slot's buffer (the target sent
+        /// upstream is the rest).
+        var refererEnd: Int32
+        var agentEnd: Int32
+        var hostEnd: Int32
+        var cookieEdits: Int32
+        var verdicts: Int32
         /// The request line said HTTP/1.0 (the context names the protocol, HTTP/1.x, not the minor version).
-        var http10 = false
-
-        package init(referer: [UInt8] = [], agent: [UInt8] = []) { (self.referer, self.agent) = (referer, agent) }
+        var http10: Bool
+        /// A request went upstream (``upstream_request`` is written; a request refused before has none).
+        var sent: Bool
     }
 
     /// One loop's part: its requests' facts until their exchanges end (no lock: a request and its end are told on
-    /// the same loop), and the line being made.
+    /// the same loop), and the lines made since the writer last took them. Nothing per exchange is allocated: a
+    /// request's bytes go into a buffer kept for reuse, its facts into a table by request id (``RequestTable``), its
+    /// line straight into the chunk the writer takes, and the time's text is made once a second.
     package final class Part: LoopObserver {
         let log: AccessLog
-        private(set) var pending: [UInt64: Pending] = [:]
-        private var line: [UInt8] = []
+        private var pending = RequestTable<Pending>()
+        /// Waiting requests' bytes, by slot; the free slots.
+        private var buffers: [[UInt8]] = []
+        private var free: [Int32] = []
         private var chunk = LogSink.Chunk()
+        /// The last second written and its text (`06/Dec/2026:08:15:07 +0000`).
+        private var stampSecond = Int64.min
+        private var stamp: [UInt8] = []
 
         init(_ log: AccessLog) { self.log = log }
 
@@ -97,108 +106,208 @@ package final class AccessLog: ExchangeObserver {
 
         package func requestForwarded(_ request: borrowing ForwardedRequest) {
             let head = request.received
-            var kept = Pending()
-            if let f = head.fields.first(where: { $0.known == .referer }) { kept.referer = Array(head.valueBytes(f)) }
-            if let f = LifecycleTracker.userAgentField(head) { kept.agent = Array(head.valueBytes(f)) }
-            let startLine = head.bytes[head.startLine]
-            kept.http10 = startLine.count > 8 && startLine.suffix(8).elementsEqual(AccessLog.http10)
+            let referer = head.has(.referer) ? head.fields.first(where: { $0.known == .referer }) : nil
+            let agent = LifecycleTracker.userAgentField(head)
+            let http10 = AccessLog.saysHTTP10(head)
+            if log.format == .combined && referer == nil && agent == nil && !http10 { return }
+            let slot = take()
+            let s = Int(slot)
+            buffers[s].removeAll(keepingCapacity: true)
+            if let referer { buffers[s].append(contentsOf: head.valueBytes(referer)) }
+            let refererEnd = Int32(truncatingIfNeeded: buffers[s].count)
+            if let agent { buffers[s].append(contentsOf: head.valueBytes(agent)) }
+            let agentEnd = Int32(truncatingIfNeeded: buffers[s].count)
+            var kept = Pending(
+                slot: slot, refererEnd: refererEnd, agentEnd: agentEnd, hostEnd: agentEnd, cookieEdits: 0, verdicts: 0,
+                http10: http10, sent: false)
             if log.format == .json {
-                kept.sentTarget = request.target
-                if let i = request.sent.indices(of: .host).first {
-                    kept.sentHost = Array(request.sent.valueBytes(at: i))
-                }
-                kept.cookieEdits = request.cookieEdits.count
-                kept.verdicts = request.judged?.verdicts.count(where: { $0.kind != .sentAsExpected }) ?? 0
-            } else if kept.referer.isEmpty && kept.agent.isEmpty && !kept.http10 {
-                return
+                let sent = request.sent
+                if let i = sent.indices(of: .host).first { buffers[s].append(contentsOf: sent.valueBytes(at: i)) }
+                kept.hostEnd = Int32(truncatingIfNeeded: buffers[s].count)
+                buffers[s].append(contentsOf: request.target.utf8)
+                kept.sent = true
+                kept.cookieEdits = Int32(truncatingIfNeeded: request.cookieEdits.count)
+                kept.verdicts = Int32(
+                    truncatingIfNeeded: request.judged?.verdicts.count(where: { $0.kind != .sentAsExpected }) ?? 0)
             }
-            note(request.context.requestID, kept)
+            keep(request.context.requestID, kept)
         }
 
-        /// Keeps a request's facts. An exchange the stage never hears end (a bug) leaves its entry: past
-        /// ``AccessLog/pendingLimit`` entries, those of requests that many ids old go.
-        package func note(_ id: UInt64, _ kept: Pending) {
-            pending[id] = kept
-            if pending.count > AccessLog.pendingLimit {
-                pending = pending.filter { $0.key + UInt64(AccessLog.pendingLimit) > id }
-            }
+        /// Keeps a request's Referer and User-Agent for its exchange's line (what ``requestForwarded(_:)`` keeps
+        /// for the `combined` format).
+        package func note(_ id: UInt64, referer: [UInt8] = [], agent: [UInt8] = []) {
+            let slot = take()
+            buffers[Int(slot)] = referer + agent
+            let (r, a) = (Int32(referer.count), Int32(referer.count + agent.count))
+            keep(
+                id,
+                Pending(
+                    slot: slot, refererEnd: r, agentEnd: a, hostEnd: a, cookieEdits: 0, verdicts: 0, http10: false,
+                    sent: false))
+        }
+
+        /// A free buffer's slot.
+        private func take() -> Int32 {
+            if let slot = free.popLast() { return slot }
+            buffers.append([])
+            return Int32(buffers.count - 1)
+        }
+
+        private func release(_ slot: Int32) {
+            if buffers[Int(slot)].capacity > 16384 { buffers[Int(slot)] = [] }
+            free.append(slot)
+        }
+
+        /// Holds `kept` until its exchange ends. An exchange the stage never hears end (a bug) leaves its entry:
+        /// past ``AccessLog/pendingLimit`` entries, those of requests more than half that many ids old go.
+        private func keep(_ id: UInt64, _ kept: Pending) {
+            if let old = pending.insert(kept, for: id) { release(old.slot) }
+            for old in pending.letGo(past: AccessLog.pendingLimit, newest: id) { release(old.slot) }
         }
 
         package func exchangeFinished(_ exchange: borrowing FinishedExchange) {
             let context = exchange.context
-            let kept = pending.isEmpty ? nil : pending.removeValue(forKey: context.requestID)
-            switch log.format {
-            case .combined:
-                line.removeAll(keepingCapacity: true)
-                AccessLog.write(
-                    context, bodyBytes: exchange.bodyBytes, time: exchange.time, referer: kept?.referer ?? [],
-                    agent: kept?.agent ?? [], http10: kept?.http10 ?? false, into: &line)
-                line.append(0x0A)
-                line.withUnsafeBufferPointer { chunk.bytes.raw($0) }
-            case .json:
-                // Written straight into the chunk the writer takes.
-                AccessLog.writeJSON(exchange, kept ?? Pending(), into: &chunk.bytes)
+            let kept = pending.count == 0 ? nil : pending.remove(context.requestID)
+            let empty: [UInt8] = []
+            let bytes = kept.map { buffers[Int($0.slot)] } ?? empty
+            bytes.withUnsafeBufferPointer { b in
+                let r = Int(kept?.refererEnd ?? 0)
+                let a = Int(kept?.agentEnd ?? 0)
+                let h = Int(kept?.hostEnd ?? 0)
+                let referer = UnsafeBufferPointer(rebasing: b[0..<r])
+                let agent = UnsafeBufferPointer(rebasing: b[r..<a])
+                switch log.format {
+                case .combined:
+                    let second = exchange.time >= 0 ? exchange.time / 1000 : (exchange.time - 999) / 1000
+                    if second != stampSecond {
+                        stamp.removeAll(keepingCapacity: true)
+                        AccessLog.writeTimestamp(exchange.time, into: &stamp)
+                        stampSecond = second
+                    }
+                    stamp.withUnsafeBufferPointer { stamp in
+                        AccessLog.write(
+                            context, bodyBytes: exchange.bodyBytes, stamp: stamp, referer: referer, agent: agent,
+                            http10: kept?.http10 ?? false, into: &chunk.bytes)
+                    }
+                    chunk.bytes.raw(0x0A)
+                case .json:
+                    let sent =
+                        kept?.sent == true
+                        ? (
+                            host: UnsafeBufferPointer(rebasing: b[a..<h]),
+                            target: UnsafeBufferPointer(rebasing: b[h...])
+                        )
+                        : nil
+                    AccessLog.writeJSON(
+                        exchange, referer: referer, agent: agent, http10: kept?.http10 ?? false, sent: sent,
+                        cookieEdits: Int(kept?.cookieEdits ?? 0), verdicts: Int(kept?.verdicts ?? 0),
+                        into: &chunk.bytes)
+                }
             }
+            if let kept { release(kept.slot) }
             chunk.records = 1
             chunk = log.sink.submit(chunk)
-            if line.capacity > 16384 { line = [] }
         }
     }
 
-    /// One exchange's line (without its line end), as text: ``write(_:bodyBytes:time:referer:agent:http10:into:)``'s.
+    /// The request line ends in ` HTTP/1.0`.
+    static func saysHTTP10(_ head: HTTPHead) -> Bool {
+        let line = head.startLine
+        guard line.count > 9 else { return false }
+        return head.bytes.withUnsafeBufferPointer { b in
+            UnsafeRawPointer(b.baseAddress! + line.upperBound - 8).loadUnaligned(as: UInt64.self)
+                == http10Word
+        }
+    }
+
+    /// `HTTP/1.0` as one word, in memory order.
+    private static let http10Word = Array("HTTP/1.0".utf8).withUnsafeBytes { $0.loadUnaligned(as: UInt64.self) }
+
+    /// One exchange's line (without its line end), as text: ``write(_:bodyBytes:stamp:referer:agent:http10:into:)``'s.
     package static func line(
         _ context: ExchangeContext, bodyBytes: Int, time: Int64, referer: String, agent: String, http10: Bool = false
     ) -> String {
-        var out: [UInt8] = []
-        write(
-            context, bodyBytes: bodyBytes, time: time, referer: referer == "-" ? [] : Array(referer.utf8),
-            agent: agent == "-" ? [] : Array(agent.utf8), http10: http10, into: &out)
-        return String(decoding: out, as: UTF8.self)
+        var stamp: [UInt8] = []
+        writeTimestamp(time, into: &stamp)
+        var out = JSONWriter(capacity: 256)
+        let referer = referer == "-" ? [] : Array(referer.utf8)
+        let agent = agent == "-" ? [] : Array(agent.utf8)
+        stamp.withUnsafeBufferPointer { stamp in
+            referer.withUnsafeBufferPointer { referer in
+                agent.withUnsafeBufferPointer { agent in
+                    write(
+                        context, bodyBytes: bodyBytes, stamp: stamp, referer: referer, agent: agent, http10: http10,
+                        into: &out)
+                }
+            }
+        }
+        return out.withBytes { String(decoding: $0, as: UTF8.self) }
     }
 
-    /// One exchange's line, written byte by byte into `out` (string interpolation and a character-by-character
+    /// One exchange's line, written piece by piece into `out` (string interpolation and a character-by-character
     /// escape cost more than the rest of a request did: docs/architecture.md). The request line is the client's: for
     /// a route (or an intercepted or TLS listener's origin-form request) its target, for a forward proxy's request
-    /// its absolute URL; `-` for a request refused before its head was read. An empty `referer` or `agent` is `-`; `http10`: the request line
-    /// said HTTP/1.0.
+    /// its absolute URL; `-` for a request refused before its head was read. `stamp`: the time's text
+    /// (``writeTimestamp(_:into:)``); an empty `referer` or `agent` is `-`; `http10`: the request line said HTTP/1.0.
     static func write(
-        _ context: ExchangeContext, bodyBytes: Int, time: Int64, referer: [UInt8], agent: [UInt8], http10: Bool,
-        into out: inout [UInt8]
+        _ context: ExchangeContext, bodyBytes: Int, stamp: UnsafeBufferPointer<UInt8>,
+        referer: UnsafeBufferPointer<UInt8>,
+        agent: UnsafeBufferPointer<UInt8>, http10: Bool, into out: inout JSONWriter
     ) {
-        append(context.clientAddress, into: &out)
-        out.append(contentsOf: Self.afterAddress)
-        writeTimestamp(time, into: &out)
-        out.append(contentsOf: Self.afterTime)
+        withBytes(context.clientAddress) { out.raw($0) }
+        out.raw(" - - [")
+        out.raw(stamp)
+        out.raw("] \"")
         if context.method == "-" {
-            out.append(0x2D)
+            out.raw(0x2D)
         } else {
-            escape(context.method, into: &out)
-            out.append(0x20)
+            withBytes(context.method) { escape($0, into: &out) }
+            out.raw(0x20)
             if context.route == nil && context.scheme == "http" && !context.host.isEmpty
                 && context.target.utf8.first == 0x2F
             {
                 // A forward proxy's request: the absolute URL the client wrote, its default port left out.
-                out.append(contentsOf: Self.http)
-                escape(Origin(host: context.host, port: context.port).hostFieldValue(defaultPort: 80), into: &out)
+                out.raw("http://")
+                writeHost(context.host, port: context.port, defaultPort: 80, into: &out)
             }
-            escape(context.target, into: &out)
-            out.append(0x20)
+            withBytes(context.target) { escape($0, into: &out) }
+            out.raw(0x20)
             if http10 && context.clientSide == .http1 {
-                out.append(contentsOf: Self.http10)
+                out.raw("HTTP/1.0")
             } else {
-                let name = context.clientSide.name
-                out.append(contentsOf: UnsafeBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount))
+                out.raw(context.clientSide.name)
             }
         }
-        out.append(contentsOf: Self.afterRequest)
-        if let status = context.status { writeNumber(status, into: &out) } else { out.append(0x2D) }
-        out.append(0x20)
-        if bodyBytes > 0 { writeNumber(bodyBytes, into: &out) } else { out.append(0x2D) }
-        out.append(contentsOf: Self.beforeReferer)
-        if referer.isEmpty { out.append(0x2D) } else { escape(referer, into: &out) }
-        out.append(contentsOf: Self.betweenQuoted)
-        if agent.isEmpty { out.append(0x2D) } else { escape(agent, into: &out) }
-        out.append(0x22)
+        out.raw("\" ")
+        if let status = context.status { out.int(Int64(status)) } else { out.raw(0x2D) }
+        out.raw(0x20)
+        if bodyBytes > 0 { out.int(Int64(bodyBytes)) } else { out.raw(0x2D) }
+        out.raw(" \"")
+        if referer.isEmpty { out.raw(0x2D) } else { escape(referer, into: &out) }
+        out.raw("\" \"")
+        if agent.isEmpty { out.raw(0x2D) } else { escape(agent, into: &out) }
+        out.raw(0x22)
+    }
+
+    /// A host and port as a Host field value (``Origin/hostFieldValue(defaultPort:)``'s, escaped), written in place.
+    private static func writeHost(_ host: String, port: Int, defaultPort: Int, into out: inout JSONWriter) {
+        withBytes(host) { host in
+            let v6 = host.contains(0x3A)
+            if v6 { out.raw(0x5B) }
+            escape(host, into: &out)
+            if v6 { out.raw(0x5D) }
+        }
+        if port != defaultPort {
+            out.raw(0x3A)
+            out.int(Int64(port))
+        }
+    }
+
+    /// `body` with a string's UTF-8 bytes, in place when the string is native (nearly always), else copied.
+    private static func withBytes<R>(_ text: String, _ body: (UnsafeBufferPointer<UInt8>) -> R) -> R {
+        if let done = text.utf8.withContiguousStorageIfAvailable(body) { return done }
+        var text = text
+        return text.withUTF8(body)
     }
 
     /// One exchange's line in the `json` format (without its line end): Caddy's access log's field names for what
@@ -209,35 +318,39 @@ package final class AccessLog: ExchangeObserver {
     /// proxy's exchange no route and the origin's host and port), `upstream_proto`, `upstream_request` (the target and Host sent upstream: a route's
     /// prefix mapped to its path), `cookies_changed` (request cookies a rule changed) and `verdicts` (cookies not
     /// sent as the client's jar expected). Header bytes that are not UTF-8 are written as U+FFFD.
-    static func writeJSON(_ exchange: borrowing FinishedExchange, _ kept: Pending, into w: inout JSONWriter) {
+    static func writeJSON(
+        _ exchange: borrowing FinishedExchange, referer: UnsafeBufferPointer<UInt8>, agent: UnsafeBufferPointer<UInt8>,
+        http10: Bool, sent: (host: UnsafeBufferPointer<UInt8>, target: UnsafeBufferPointer<UInt8>)?, cookieEdits: Int,
+        verdicts: Int, into w: inout JSONWriter
+    ) {
         let context = exchange.context
         w.raw("{\"ts\":")
         writeDecimal(exchange.time, scale: 1000, digits: 3, into: &w)
         w.raw(",\"request\":{\"remote_ip\":")
         w.string(context.clientAddress)
         w.raw(",\"proto\":\"")
-        w.raw(kept.http10 && context.clientSide == .http1 ? "HTTP/1.0" : context.clientSide.name)
+        w.raw(http10 && context.clientSide == .http1 ? "HTTP/1.0" : context.clientSide.name)
         w.raw("\",\"method\":")
         w.string(context.method)
         w.raw(",\"host\":")
         if context.host.isEmpty {
             w.raw("\"\"")
         } else {
-            let host = Origin(host: context.host, port: context.port).hostFieldValue(
-                defaultPort: context.scheme == "https" ? 443 : 80)
-            text(host, into: &w)
+            text(
+                Origin(host: context.host, port: context.port).hostFieldValue(
+                    defaultPort: context.scheme == "https" ? 443 : 80), into: &w)
         }
         w.raw(",\"uri\":")
         w.string(context.target)
         w.raw(",\"headers\":{")
-        if !kept.referer.isEmpty {
+        if !referer.isEmpty {
             w.raw("\"Referer\":[")
-            text(kept.referer, into: &w)
-            w.raw(kept.agent.isEmpty ? "]" : "],")
+            text(referer, into: &w)
+            w.raw(agent.isEmpty ? "]" : "],")
         }
-        if !kept.agent.isEmpty {
+        if !agent.isEmpty {
             w.raw("\"User-Agent\":[")
-            text(kept.agent, into: &w)
+            text(agent, into: &w)
             w.raw("]")
         }
         w.raw("}},\"bytes_read\":")
@@ -270,30 +383,34 @@ package final class AccessLog: ExchangeObserver {
             w.raw("null")
         }
         w.raw(",\"upstream_request\":")
-        if kept.sentTarget.isEmpty {
-            w.raw("null")
-        } else {
+        if let sent {
             w.raw("{\"uri\":")
-            w.string(kept.sentTarget)
+            text(sent.target, into: &w)
             w.raw(",\"host\":")
-            text(kept.sentHost, into: &w)
+            text(sent.host, into: &w)
             w.raw("}")
+        } else {
+            w.raw("null")
         }
         w.raw(",\"cookies_changed\":")
-        w.int(Int64(kept.cookieEdits))
+        w.int(Int64(cookieEdits))
         w.raw(",\"verdicts\":")
-        w.int(Int64(kept.verdicts))
+        w.int(Int64(verdicts))
         w.raw("}\n")
     }
 
     /// A header's bytes as a JSON string: as they are when they are ASCII (nearly always), else decoded as UTF-8
     /// with what is not UTF-8 written as U+FFFD (the line stays valid JSON whatever a client sent).
-    private static func text(_ bytes: [UInt8], into w: inout JSONWriter) {
+    private static func text(_ bytes: UnsafeBufferPointer<UInt8>, into w: inout JSONWriter) {
         if bytes.allSatisfy({ $0 < 0x80 }) {
-            bytes.withUnsafeBufferPointer { w.string($0) }
+            w.string(bytes)
         } else {
             w.string(String(decoding: bytes, as: UTF8.self))
         }
+    }
+
+    private static func text(_ bytes: [UInt8], into w: inout JSONWriter) {
+        bytes.withUnsafeBufferPointer { text($0, into: &w) }
     }
 
     /// `value / scale` as a JSON number with `digits` decimals (`value` ≥ 0; `scale` is 10^`digits`).
@@ -352,45 +469,26 @@ package final class AccessLog: ExchangeObserver {
         }
     }
 
-    // The line's fixed parts, as bytes.
-    private static let afterAddress = Array(" - - [".utf8)
-    private static let afterTime = Array("] \"".utf8)
-    private static let http = Array("http://".utf8)
-    static let http10 = Array("HTTP/1.0".utf8)
-    private static let afterRequest = Array("\" ".utf8)
-    private static let beforeReferer = Array(" \"".utf8)
-    private static let betweenQuoted = Array("\" \"".utf8)
     private static let utc = Array(" +0000".utf8)
 
-    /// A string's bytes, as they are.
-    private static func append(_ text: String, into out: inout [UInt8]) {
-        var text = text
-        text.withUTF8 { out.append(contentsOf: $0) }
-    }
-
-    /// A string's bytes, escaped (``escape(_:into:)``).
-    private static func escape(_ text: String, into out: inout [UInt8]) {
-        var text = text
-        text.withUTF8 { escape($0, into: &out) }
-    }
-
     /// A quoted field's bytes as nginx writes them: `"`, `\` and bytes outside printable ASCII as `\xNN`, so that
-    /// a line is one line and its quotes one reading.
-    /// Runs that need no escape are appended whole.
-    static func escape(_ bytes: UnsafeBufferPointer<UInt8>, into out: inout [UInt8]) {
+    /// a line is one line and its quotes one reading. Runs that need no escape are appended whole.
+    static func escape(_ bytes: UnsafeBufferPointer<UInt8>, into out: inout JSONWriter) {
+        guard let base = bytes.baseAddress else { return }
         var start = 0
-        for (i, byte) in bytes.enumerated() where byte < 0x20 || byte >= 0x7F || byte == 0x22 || byte == 0x5C {
-            out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[start..<i]))
-            out.append(contentsOf: [0x5C, 0x78, hex[Int(byte >> 4)], hex[Int(byte & 0xF)]])
+        for i in 0..<bytes.count {
+            let byte = base[i]
+            // Printable ASCII (0x20 ... 0x7E) but for the quote and the backslash goes as it is.
+            if byte &- 0x20 < 0x5F && byte != 0x22 && byte != 0x5C { continue }
+            out.raw(UnsafeBufferPointer(start: base + start, count: i - start))
+            out.raw("\\x")
+            out.raw(hexDigit(byte >> 4))
+            out.raw(hexDigit(byte & 0xF))
             start = i + 1
         }
-        out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[start...]))
+        out.raw(UnsafeBufferPointer(start: base + start, count: bytes.count - start))
     }
 
-    static func escape(_ bytes: [UInt8], into out: inout [UInt8]) {
-        bytes.withUnsafeBufferPointer { escape($0, into: &out) }
-    }
-
-    private static let hex = Array("0123456789ABCDEF".utf8)
+    private static func hexDigit(_ n: UInt8) -> UInt8 { n < 10 ? 0x30 + n : 0x37 + n }
 
 }

@@ -401,6 +401,7 @@ extension LogSink {
         /// Adds the line's record: the line as received and as the rules left it, the rules that matched, the
         /// changes and the findings (the stage's, worked out once: ``SetCookieLine``).
         func add(_ line: borrowing SetCookieLine, of response: ForwardedResponse) {
+            let chunk = self.chunk  // one reference for the record's appends, not one per append
             chunk.records += 1
             if compact.on {
                 let full = record(line, response)
@@ -419,7 +420,7 @@ extension LogSink {
                         to: &exchangeFields)
                 }
             }
-            exchangeFields.withBytes { chunk.bytes.raw($0) }
+            chunk.bytes.raw(exchangeFields)
             // The cookie part, written once for a line decided the same way before (kept with the line's memo).
             let memo = line.memo(response)
             if !memo.recorded {
@@ -433,7 +434,7 @@ extension LogSink {
                 }
                 memo.recorded = true
             }
-            memo.record.withBytes { chunk.bytes.raw($0) }
+            chunk.bytes.raw(memo.record)
             chunk.bytes.raw(0x0A)
         }
 

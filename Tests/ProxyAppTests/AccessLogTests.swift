@@ -148,7 +148,7 @@ import Testing
         defer { try? FileManager.default.removeItem(atPath: home) }
         let log = try AccessLog(path: home + "/access.log")
         let part = try #require(log.makeLoopObserver() as? AccessLog.Part)
-        for id in 1...UInt64(3 * AccessLog.pendingLimit) { part.note(id, .init(agent: Array("t/1".utf8))) }
+        for id in 1...UInt64(3 * AccessLog.pendingLimit) { part.note(id, agent: Array("t/1".utf8)) }
         #expect(part.pendingCount <= AccessLog.pendingLimit + 1)
         #expect(part.pendingCount > 0)
     }
