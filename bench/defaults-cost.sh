@@ -6,7 +6,7 @@
 # apart, and a ratio is the median of the per-round ratios (this machine's speed drifts between phases; a round sees
 # one phase), with the middle half of them. Every cookie-proxy is one thread with bench/bench.rules, on CPU 0 with
 # the origin; wrk on CPU 1. Only 127.0.0.1 is used; everything started is stopped; the log and access logs are
-# emptied before each measurement (a round writes about 100 MB of log). A second table gives each configuration's
+# emptied and synced before each measurement (a round writes about 100 MB of log). A second table gives each configuration's
 # own CPU time per request, user and system.
 # Usage: bench/defaults-cost.sh [seconds=2] [rounds=7]. Env: LOADS (default "ka:1 ka:16 ka:64"), BIN.
 set -euo pipefail
@@ -61,7 +61,9 @@ for load in ${LOADS:-ka:1 ka:16 ka:64}; do
     wrk_round 18182 "$NGINX_WORKER" "$c" "${extra[@]}" >> "$T/nginx"
     wrk_round 18184 "$HAPROXY" "$c" "${extra[@]}" >> "$T/haproxy"
     for k in "${!NAMES[@]}"; do
-      : > "$T/log.jsonl"; : > "$T/access.log"; : > "$T/access.jsonl"
+      # Emptied and synced first: the last configuration's log (about 100 MB a round) is not written back to disk
+      # while this one is measured.
+      : > "$T/log.jsonl"; : > "$T/access.log"; : > "$T/access.jsonl"; sync
       wrk_round $((18190 + k)) "${PIDS[$k]}" "$c" "${extra[@]}" >> "$T/${NAMES[$k]}"
     done
   done

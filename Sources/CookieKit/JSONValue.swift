@@ -71,28 +71,38 @@ public enum JSONValue: Sendable, Hashable, ExpressibleByStringLiteral, Expressib
         out.append(0x22)
     }
 
-    /// Appends `bytes` with JSON escapes, copying unescaped runs in one go.
-    static func writeEscaped(_ bytes: UnsafeBufferPointer<UInt8>, to out: inout ByteWriter) {
-        var runStart = 0
-        var i = 0
-        let count = bytes.count
+    /// Whether any of a word's eight bytes needs a JSON escape: a byte below 0x20, '"', '\\' or DEL (a zero byte of
+    /// the word XORed with each of them); a false alarm only sends the word to the byte loop.
+    @inline(__always)
+    static func mayNeedEscape(_ w: UInt64) -> Bool {
         let ones: UInt64 = 0x0101_0101_0101_0101
-        let highs: UInt64 = 0x8080_8080_8080_8080
+        let quote = w ^ (0x22 &* ones)
+        let backslash = w ^ (0x5C &* ones)
+        let del = w ^ (0x7F &* ones)
+        let hit =
+            ((w &- 0x20 &* ones) & ~w) | ((quote &- ones) & ~quote) | ((backslash &- ones) & ~backslash)
+            | ((del &- ones) & ~del)
+        return hit & 0x8080_8080_8080_8080 != 0
+    }
+
+    /// Appends `bytes` with JSON escapes, copying unescaped runs in one go. Nearly every string needs none: it is
+    /// checked eight bytes at a time (its last few bytes in a word padded with `A`), and appended whole.
+    static func writeEscaped(_ bytes: UnsafeBufferPointer<UInt8>, to out: inout ByteWriter) {
+        guard let base = bytes.baseAddress else { return }
+        let count = bytes.count
+        var i = 0
+        while i + 8 <= count && !mayNeedEscape(UnsafeRawPointer(base + i).loadUnaligned(as: UInt64.self)) { i += 8 }
+        if i + 8 > count {
+            var tail: UInt64 = 0x4141_4141_4141_4141
+            withUnsafeMutableBytes(of: &tail) { $0.baseAddress!.copyMemory(from: base + i, byteCount: count - i) }
+            if !mayNeedEscape(tail) { return out.append(bytes) }
+        }
+        var runStart = 0
         while i < count {
-            // Eight bytes at a time while none needs an escape: no byte below 0x20, no '"', '\\' or DEL (a zero
-            // byte of the word XORed with each of them; a false alarm only sends the word to the byte loop).
-            if i + 8 <= count {
-                let w = UnsafeRawPointer(bytes.baseAddress! + i).loadUnaligned(as: UInt64.self)
-                let quote = w ^ (0x22 &* ones)
-                let backslash = w ^ (0x5C &* ones)
-                let del = w ^ (0x7F &* ones)
-                let hit =
-                    ((w &- 0x20 &* ones) & ~w) | ((quote &- ones) & ~quote) | ((backslash &- ones) & ~backslash)
-                    | ((del &- ones) & ~del)
-                if hit & highs == 0 {
-                    i += 8
-                    continue
-                }
+            // Eight bytes at a time while none needs an escape.
+            if i + 8 <= count && !mayNeedEscape(UnsafeRawPointer(base + i).loadUnaligned(as: UInt64.self)) {
+                i += 8
+                continue
             }
             let b = bytes[i]
             if b >= 0x20 && b != 0x22 && b != 0x5C && b != 0x7F {

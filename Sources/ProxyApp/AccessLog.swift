@@ -336,9 +336,7 @@ package final class AccessLog: ExchangeObserver {
         if context.host.isEmpty {
             w.raw("\"\"")
         } else {
-            text(
-                Origin(host: context.host, port: context.port).hostFieldValue(
-                    defaultPort: context.scheme == "https" ? 443 : 80), into: &w)
+            jsonHost(context.host, port: context.port, defaultPort: context.scheme == "https" ? 443 : 80, into: &w)
         }
         w.raw(",\"uri\":")
         w.string(context.target)
@@ -372,7 +370,7 @@ package final class AccessLog: ExchangeObserver {
             w.raw("null,\"upstream\":null")
         } else {
             w.raw("null,\"upstream\":")
-            text(Origin(host: context.host, port: context.port).hostFieldValue(defaultPort: -1), into: &w)
+            jsonHost(context.host, port: context.port, defaultPort: -1, into: &w)
         }
         w.raw(",\"upstream_proto\":")
         if exchange.times.upstreamConnected > 0 {
@@ -397,6 +395,25 @@ package final class AccessLog: ExchangeObserver {
         w.raw(",\"verdicts\":")
         w.int(Int64(verdicts))
         w.raw("}\n")
+    }
+
+    /// A host and port as a Host field value (``Origin/hostFieldValue(defaultPort:)``'s) in a JSON string (``text(_:into:)``'s
+    /// reading), written in place.
+    private static func jsonHost(_ host: String, port: Int, defaultPort: Int, into w: inout JSONWriter) {
+        withBytes(host) { bytes in
+            guard bytes.allSatisfy({ $0 < 0x80 }) else {
+                return text(Origin(host: host, port: port).hostFieldValue(defaultPort: defaultPort), into: &w)
+            }
+            let v6 = bytes.contains(0x3A)
+            w.raw(v6 ? "\"[" : "\"")
+            w.escaped(bytes)
+            if v6 { w.raw(0x5D) }
+            if port != defaultPort {
+                w.raw(0x3A)
+                w.int(Int64(port))
+            }
+            w.raw(0x22)
+        }
     }
 
     /// A header's bytes as a JSON string: as they are when they are ASCII (nearly always), else decoded as UTF-8

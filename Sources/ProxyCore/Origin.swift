@@ -58,7 +58,9 @@ public struct Origin: Sendable, Hashable, CustomStringConvertible {
     public func hostFieldValue(defaultPort: Int) -> [UInt8] {
         var out: [UInt8] = []
         out.reserveCapacity(host.utf8.count + 8)
-        let v6 = host.utf8.contains(0x3A)
+        // A native string's bytes are scanned in place (the generic `contains` on its UTF-8 view cost ~300
+        // instructions).
+        let v6 = host.utf8.withContiguousStorageIfAvailable { $0.contains(0x3A) } ?? host.utf8.contains(0x3A)
         if v6 { out.append(0x5B) }
         out.append(contentsOf: host.utf8)
         if v6 { out.append(0x5D) }
