@@ -6,8 +6,8 @@
 # apart, and a ratio is the median of the per-round ratios (this machine's speed drifts between phases; a round sees
 # one phase), with the middle half of them. Every cookie-proxy is one thread with bench/bench.rules, on CPU 0 with
 # the origin; wrk on CPU 1. Only 127.0.0.1 is used; everything started is stopped; the log and access logs are
-# emptied and synced before each measurement (a round writes about 100 MB of log). A second table gives each configuration's
-# own CPU time per request, user and system.
+# emptied and synced before each measurement (a round writes about 100 MB of log). A second table gives each
+# configuration's own CPU time per request, user and system.
 # Usage: bench/defaults-cost.sh [seconds=2] [rounds=7]. Env: LOADS (default "ka:1 ka:16 ka:64"), BIN.
 set -euo pipefail
 cd "$(dirname "$0")/.."
