@@ -70,9 +70,8 @@ public final class InspectorStore: Sendable {
     /// recorded.
     public final class Recorder {
         public let store: InspectorStore
-        /// Heads' bytes, by slot; the free slots.
-        private var buffers: [[UInt8]] = []
-        private var free: [Int] = []
+        /// Waiting requests' heads, by slot.
+        private var slots = ByteSlots()
         private struct Pending {
             var slot: Int
             var received: Int
@@ -95,30 +94,20 @@ public final class InspectorStore: Sendable {
         /// The request head as the client sent it, before the rules and the proxy's own edits, and `sent`, as it
         /// went upstream after them.
         public func requestForwarded(id: UInt64, head: HTTPHead, sent: OutgoingHead? = nil, time: Int64) {
-            let slot: Int
-            if let reused = free.popLast() {
-                slot = reused
-            } else {
-                slot = buffers.count
-                buffers.append([])
+            let slot = slots.take()
+            slots.write(slot) { buffer in
+                buffer.append(contentsOf: head.bytes)
+                sent?.serialize(into: &buffer)
             }
-            buffers[slot].removeAll(keepingCapacity: true)
-            buffers[slot].append(contentsOf: head.bytes)
-            sent?.serialize(into: &buffers[slot])
             let kept = Pending(slot: slot, received: head.bytes.count, sendsCookies: head.has(.cookie), time: time)
-            if let old = pending.insert(kept, for: id) { release(old.slot) }
-            for entry in pending.letGo(past: Self.pendingLimit, newest: id) { release(entry.slot) }
+            if let old = pending.insert(kept, for: id) { slots.release(old.slot) }
+            for entry in pending.letGo(past: Self.pendingLimit, newest: id) { slots.release(entry.slot) }
         }
 
         /// The exchange ended: what its request left, if its response did not take it, is let go.
         public func exchangeEnded(id: UInt64) {
             guard id != lastAnswered, pending.count > 0, let entry = pending.remove(id) else { return }
-            release(entry.slot)
-        }
-
-        private func release(_ slot: Int) {
-            if buffers[slot].capacity > 16384 { buffers[slot] = [] }
-            free.append(slot)
+            slots.release(entry.slot)
         }
 
         /// The response head as it goes to the client (`head.source`: as the upstream sent it), and `bytes`, as
@@ -130,10 +119,10 @@ public final class InspectorStore: Sendable {
         ) {
             guard let request = pending.remove(context.requestID) else { return }
             lastAnswered = context.requestID
-            defer { release(request.slot) }
+            defer { slots.release(request.slot) }
             let setsCookies = head.source.fields.contains { $0.known == .setCookie }
             guard setsCookies || request.sendsCookies || !(judged.0?.verdicts.isEmpty ?? true) else { return }
-            let heads = buffers[request.slot]
+            let heads = slots[request.slot]
             store.record(
                 context: context, request: heads[..<request.received], sent: heads[request.received...],
                 requestTime: request.time, head: head, bytes: bytes, engine: engine, dryRun: dryRun, time: time,

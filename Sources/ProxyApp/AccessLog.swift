@@ -69,7 +69,7 @@ package final class AccessLog: ExchangeObserver {
     struct Pending {
         var slot: Int32
         /// Where the Referer, the User-Agent and the Host sent upstream end in the slot's buffer (the target sent
-        /// upstream is the rest).
+        /// upstream is the rest: empty when none is known, as for the `combined` format, which keeps none).
         var refererEnd: Int32
         var agentEnd: Int32
         var hostEnd: Int32
@@ -77,8 +77,6 @@ package final class AccessLog: ExchangeObserver {
         var verdicts: Int32
         /// The request line said HTTP/1.0 (the context names the protocol, HTTP/1.x, not the minor version).
         var http10: Bool
-        /// A request went upstream (``upstream_request`` is written; a request refused before has none).
-        var sent: Bool
     }
 
     /// One loop's part: its requests' facts until their exchanges end (no lock: a request and its end are told on
@@ -88,9 +86,8 @@ package final class AccessLog: ExchangeObserver {
     package final class Part: LoopObserver {
         let log: AccessLog
         private var pending = RequestTable<Pending>()
-        /// Waiting requests' bytes, by slot; the free slots.
-        private var buffers: [[UInt8]] = []
-        private var free: [Int32] = []
+        /// Waiting requests' bytes, by slot.
+        private var slots = ByteSlots()
         private var chunk = LogSink.Chunk()
         /// The last second written and its text (`06/Dec/2026:08:15:07 +0000`).
         private var stampSecond = Int64.min
@@ -110,22 +107,24 @@ package final class AccessLog: ExchangeObserver {
             let agent = LifecycleTracker.userAgentField(head)
             let http10 = AccessLog.saysHTTP10(head)
             if log.format == .combined && referer == nil && agent == nil && !http10 { return }
-            let slot = take()
-            let s = Int(slot)
-            buffers[s].removeAll(keepingCapacity: true)
-            if let referer { buffers[s].append(contentsOf: head.valueBytes(referer)) }
-            let refererEnd = Int32(truncatingIfNeeded: buffers[s].count)
-            if let agent { buffers[s].append(contentsOf: head.valueBytes(agent)) }
-            let agentEnd = Int32(truncatingIfNeeded: buffers[s].count)
-            var kept = Pending(
-                slot: slot, refererEnd: refererEnd, agentEnd: agentEnd, hostEnd: agentEnd, cookieEdits: 0, verdicts: 0,
-                http10: http10, sent: false)
+            let slot = slots.take()
+            var kept = slots.write(slot) { buffer in
+                if let referer { buffer.append(contentsOf: head.valueBytes(referer)) }
+                let refererEnd = Int32(truncatingIfNeeded: buffer.count)
+                if let agent { buffer.append(contentsOf: head.valueBytes(agent)) }
+                let agentEnd = Int32(truncatingIfNeeded: buffer.count)
+                var kept = Pending(
+                    slot: Int32(slot), refererEnd: refererEnd, agentEnd: agentEnd, hostEnd: agentEnd, cookieEdits: 0,
+                    verdicts: 0, http10: http10)
+                if log.format == .json {
+                    let sent = request.sent
+                    if let i = sent.indices(of: .host).first { buffer.append(contentsOf: sent.valueBytes(at: i)) }
+                    kept.hostEnd = Int32(truncatingIfNeeded: buffer.count)
+                    buffer.append(contentsOf: request.target.utf8)
+                }
+                return kept
+            }
             if log.format == .json {
-                let sent = request.sent
-                if let i = sent.indices(of: .host).first { buffers[s].append(contentsOf: sent.valueBytes(at: i)) }
-                kept.hostEnd = Int32(truncatingIfNeeded: buffers[s].count)
-                buffers[s].append(contentsOf: request.target.utf8)
-                kept.sent = true
                 kept.cookieEdits = Int32(truncatingIfNeeded: request.cookieEdits.count)
                 kept.verdicts = Int32(
                     truncatingIfNeeded: request.judged?.verdicts.count(where: { $0.kind != .sentAsExpected }) ?? 0)
@@ -136,40 +135,27 @@ package final class AccessLog: ExchangeObserver {
         /// Keeps a request's Referer and User-Agent for its exchange's line (what ``requestForwarded(_:)`` keeps
         /// for the `combined` format).
         package func note(_ id: UInt64, referer: [UInt8] = [], agent: [UInt8] = []) {
-            let slot = take()
-            buffers[Int(slot)] = referer + agent
+            let slot = slots.take()
+            slots.write(slot) { $0 = referer + agent }
             let (r, a) = (Int32(referer.count), Int32(referer.count + agent.count))
             keep(
                 id,
                 Pending(
-                    slot: slot, refererEnd: r, agentEnd: a, hostEnd: a, cookieEdits: 0, verdicts: 0, http10: false,
-                    sent: false))
-        }
-
-        /// A free buffer's slot.
-        private func take() -> Int32 {
-            if let slot = free.popLast() { return slot }
-            buffers.append([])
-            return Int32(buffers.count - 1)
-        }
-
-        private func release(_ slot: Int32) {
-            if buffers[Int(slot)].capacity > 16384 { buffers[Int(slot)] = [] }
-            free.append(slot)
+                    slot: Int32(slot), refererEnd: r, agentEnd: a, hostEnd: a, cookieEdits: 0, verdicts: 0,
+                    http10: false))
         }
 
         /// Holds `kept` until its exchange ends. An exchange the stage never hears end (a bug) leaves its entry:
         /// past ``AccessLog/pendingLimit`` entries, those of requests more than half that many ids old go.
         private func keep(_ id: UInt64, _ kept: Pending) {
-            if let old = pending.insert(kept, for: id) { release(old.slot) }
-            for old in pending.letGo(past: AccessLog.pendingLimit, newest: id) { release(old.slot) }
+            if let old = pending.insert(kept, for: id) { slots.release(Int(old.slot)) }
+            for old in pending.letGo(past: AccessLog.pendingLimit, newest: id) { slots.release(Int(old.slot)) }
         }
 
         package func exchangeFinished(_ exchange: borrowing FinishedExchange) {
             let context = exchange.context
-            let kept = pending.count == 0 ? nil : pending.remove(context.requestID)
-            let empty: [UInt8] = []
-            let bytes = kept.map { buffers[Int($0.slot)] } ?? empty
+            let kept = pending.remove(context.requestID)
+            let bytes = kept.map { slots[Int($0.slot)] } ?? []
             bytes.withUnsafeBufferPointer { b in
                 let r = Int(kept?.refererEnd ?? 0)
                 let a = Int(kept?.agentEnd ?? 0)
@@ -191,8 +177,9 @@ package final class AccessLog: ExchangeObserver {
                     }
                     chunk.bytes.raw(0x0A)
                 case .json:
+                    // The target sent upstream, when one is known (a request refused before it had none).
                     let sent =
-                        kept?.sent == true
+                        h < b.count
                         ? (
                             host: UnsafeBufferPointer(rebasing: b[a..<h]),
                             target: UnsafeBufferPointer(rebasing: b[h...])
@@ -204,7 +191,7 @@ package final class AccessLog: ExchangeObserver {
                         into: &chunk.bytes)
                 }
             }
-            if let kept { release(kept.slot) }
+            if let kept { slots.release(Int(kept.slot)) }
             chunk.records = 1
             chunk = log.sink.submit(chunk)
         }
@@ -268,7 +255,9 @@ package final class AccessLog: ExchangeObserver {
             {
                 // A forward proxy's request: the absolute URL the client wrote, its default port left out.
                 out.raw("http://")
-                writeHost(context.host, port: context.port, defaultPort: 80, into: &out)
+                withBytes(context.host) { host in
+                    writeHost(host, port: context.port, defaultPort: 80, into: &out) { escape($0, into: &$1) }
+                }
             }
             withBytes(context.target) { escape($0, into: &out) }
             out.raw(0x20)
@@ -289,14 +278,17 @@ package final class AccessLog: ExchangeObserver {
         out.raw(0x22)
     }
 
-    /// A host and port as a Host field value (``Origin/hostFieldValue(defaultPort:)``'s, escaped), written in place.
-    private static func writeHost(_ host: String, port: Int, defaultPort: Int, into out: inout JSONWriter) {
-        withBytes(host) { host in
-            let v6 = host.contains(0x3A)
-            if v6 { out.raw(0x5B) }
-            escape(host, into: &out)
-            if v6 { out.raw(0x5D) }
-        }
+    /// A host and port as a Host field value (``Origin/hostFieldValue(defaultPort:)``'s: IPv6 in brackets, the port
+    /// unless it is `defaultPort`), the host's bytes written by `escape` (nginx's for the combined line, JSON's for
+    /// `json`), in place.
+    private static func writeHost(
+        _ host: UnsafeBufferPointer<UInt8>, port: Int, defaultPort: Int, into out: inout JSONWriter,
+        escape: (UnsafeBufferPointer<UInt8>, inout JSONWriter) -> Void
+    ) {
+        let v6 = host.contains(0x3A)
+        if v6 { out.raw(0x5B) }
+        escape(host, &out)
+        if v6 { out.raw(0x5D) }
         if port != defaultPort {
             out.raw(0x3A)
             out.int(Int64(port))
@@ -404,14 +396,8 @@ package final class AccessLog: ExchangeObserver {
             guard bytes.allSatisfy({ $0 < 0x80 }) else {
                 return text(Origin(host: host, port: port).hostFieldValue(defaultPort: defaultPort), into: &w)
             }
-            let v6 = bytes.contains(0x3A)
-            w.raw(v6 ? "\"[" : "\"")
-            w.escaped(bytes)
-            if v6 { w.raw(0x5D) }
-            if port != defaultPort {
-                w.raw(0x3A)
-                w.int(Int64(port))
-            }
+            w.raw(0x22)
+            writeHost(bytes, port: port, defaultPort: defaultPort, into: &w) { $1.escaped($0) }
             w.raw(0x22)
         }
     }
