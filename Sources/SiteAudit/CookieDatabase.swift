@@ -47,20 +47,31 @@ public struct CookieDatabase: Sendable {
     private let prefixes: [Row]
     public let count: Int
 
-    /// Rows from tab-separated lines: ID, platform, category, name, domain, retention, wildcard.
+    /// Rows from tab-separated lines: ID, platform, category, name, domain, retention, wildcard; optionally after
+    /// the row's place in the database's CSV (the copy compiled in keeps its rows in a file per category). The
+    /// rows are read in the CSV's order, by place when given, else as the lines come: the order is meaning, the
+    /// first row for a name being the one reported.
     public init(tabSeparated text: String) {
-        var exact: [String: Row] = [:]
-        var prefixes: [Row] = []
-        var count = 0
+        var read: [(place: Int, row: Row)] = []
         for line in text.split(separator: "\n") {
-            let f = line.split(separator: "\t", omittingEmptySubsequences: false).map {
+            var f = line.split(separator: "\t", omittingEmptySubsequences: false).map {
                 String($0.drop(while: { $0 == " " }))
+            }
+            var place = read.count
+            if f.count == 8, let given = Int(f[0]) {
+                place = given
+                f.removeFirst()
             }
             guard f.count == 7, !f[3].isEmpty else { continue }
             let row = Row(
                 id: f[0], platform: f[1], listed: f[2], name: f[3], domain: f[4], retention: f[5], wildcard: f[6] == "1"
             )
-            count += 1
+            read.append((place, row))
+        }
+        read.sort { $0.place < $1.place }
+        var exact: [String: Row] = [:]
+        var prefixes: [Row] = []
+        for (_, row) in read {
             if row.wildcard {
                 prefixes.append(row)
             } else if exact[row.name] == nil {
@@ -70,7 +81,7 @@ public struct CookieDatabase: Sendable {
         }
         self.exact = exact
         self.prefixes = prefixes.sorted { $0.name.count > $1.name.count }
-        self.count = count
+        self.count = read.count
     }
 
     /// The copy compiled in.

@@ -36,6 +36,31 @@ import Testing
     }
 }
 
+/// Rows given with their places in the database's CSV (as the compiled-in copy keeps them, a file per category)
+/// are read in the CSV's order whatever order their lines come in: the first row for a name is the one reported, and
+/// of two equally long prefixes the first.
+@Suite struct CookieDatabasePlaceTests {
+    /// Place, ID, platform, category, name, domain, retention, wildcard.
+    static let rows = [
+        "2\tid-b\tB\tMarketing\tdc\t\t1 year\t0",
+        "1\tid-a\tA\tFunctional\tdc\t\tsession\t0",
+        "4\tid-d\tD\tAnalytics\tp_\t\t1 day\t1",
+        "3\tid-c\tC\tMarketing\tp_\t\t1 year\t1",
+    ]
+
+    @Test(arguments: [
+        ("as the lines were given", [0, 1, 2, 3]), ("in the CSV's order", [1, 0, 3, 2]),
+        ("reversed", [3, 2, 1, 0]),
+    ])
+    func theCSVsFirstRowForANameIsReportedWhateverTheLinesOrder(_ order: String, _ lines: [Int]) {
+        let db = CookieDatabase(tabSeparated: lines.map { Self.rows[$0] }.joined(separator: "\n"))
+        #expect(db.count == 4, "\(order)")
+        #expect(db.row(for: "dc")?.id == "id-a", "\(order)")
+        #expect(db.row(for: "dc")?.category == .functional, "\(order)")
+        #expect(db.row(for: "p_x")?.id == "id-c", "\(order)")
+    }
+}
+
 @Suite struct PageSampleTests {
     static let links =
         (1...8).map { "https://shop.test/p/\($0)" } + [
