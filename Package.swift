@@ -47,10 +47,11 @@ let package = Package(
         // Pure: a browser audit of a whole site (`audit URL --browser`): the pages a seed picks, the consent
         // platforms' buttons, the Open Cookie Database, and the report built from what the browser and the proxy saw.
         .target(
-            name: "SiteAudit", dependencies: ["CookieKit", "CookieReports"], exclude: ["OpenCookieDatabase-LICENSE.txt"]
+            name: "SiteAudit", dependencies: ["CookieKit", "CookieReports", "HTTPGrammar"],
+            exclude: ["OpenCookieDatabase-LICENSE.txt"]
         ),
         // Runs the scenario corpora of conformance/ against the jar (tests and `cookie-proxy conformance`).
-        .target(name: "CookieConformance", dependencies: ["CookieKit"]),
+        .target(name: "CookieConformance", dependencies: ["CookieKit", "HTTPGrammar"]),
         // Sans-I/O HTTP/1.1 codec and the per-connection proxy state machine.
         .target(name: "ProxyCore", dependencies: ["ExchangeFacts", "HTTPGrammar"], swiftSettings: hotPath),
         // libnghttp2 through a system-library target (HPACK, frames, flow control, RFC 9113's request checks).
@@ -100,7 +101,10 @@ let package = Package(
                 "CookieKit", "CookieRules", "CookieInspector", "CookieLifecycle", "CookieReports", "ProxyCore",
                 "ProxyServer", "ProxyPlatform", "ProxyTLS", "Locking", "HTTPGrammar", "JSONStream", "BrowserEngines",
                 "CookieAudit", "SiteAudit",
-            ], swiftSettings: hotPath),
+            ], swiftSettings: hotPath, plugins: ["BuildInfo"]),
+        // The commit a build is made from, written into ProxyApp (`--version`, reports, the build-info metric).
+        .executableTarget(name: "build-info"),
+        .plugin(name: "BuildInfo", capability: .buildTool(), dependencies: ["build-info"]),
         // `parse --browser`: Chromium (DevTools pipe), Firefox (WebDriver BiDi) and WebKitGTK (WebDriver) asked what
         // they store for a line served by a local server.
         .target(

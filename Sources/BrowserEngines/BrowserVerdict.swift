@@ -1,4 +1,5 @@
 import CookieKit
+import HTTPGrammar
 
 /// `parse --browser`: the draft's view of a line beside one engine's, and where they differ.
 public struct BrowserVerdict: Sendable {
@@ -34,21 +35,23 @@ public struct BrowserVerdict: Sendable {
     }
 
     /// One line: what the engine stored (or not) and whether that is the draft's answer.
-    public var text: String {
+    public var text: TerminalText {
         let label = "  " + browser.rawValue + String(repeating: " ", count: max(1, 10 - browser.rawValue.count))
         guard let c = stored else {
-            return label + "NOT stored" + (draft == nil ? " (agrees)" : " (the draft stores it)") + "\n"
+            return "\(label + "NOT stored" + (draft == nil ? " (agrees)" : " (the draft stores it)"))\n"
         }
         let d = differences
-        return label + "stored: \(c.name.isEmpty ? "(empty)" : c.name)=\(c.value); "
+        let line =
+            label + "stored: \(c.name.isEmpty ? "(empty)" : c.name)=\(c.value); "
             + (c.hostOnly ? "host-only \(c.domain)" : "domain \(c.domain)") + "; path \(c.path)"
             + (c.secure ? "; Secure" : "") + (c.httpOnly ? "; HttpOnly" : "") + "; SameSite \(c.sameSite)"
             + (c.persistent ? "; persistent" : "; session")
-            + (d.isEmpty ? " (agrees)" : " (DIFFERS from the draft in: \(d.joined(separator: ", ")))") + "\n"
+            + (d.isEmpty ? " (agrees)" : " (DIFFERS from the draft in: \(d.joined(separator: ", ")))")
+        return "\(line)\n"
     }
 
     /// With more than one engine: where they disagree with each other, or that they agree.
-    public static func disagreement(_ verdicts: [BrowserVerdict]) -> String {
+    public static func disagreement(_ verdicts: [BrowserVerdict]) -> TerminalText {
         guard verdicts.count > 1 else { return "" }
         var groups: [(BrowserCookie?, [String])] = []
         for v in verdicts {
@@ -67,7 +70,7 @@ public struct BrowserVerdict: Sendable {
             return names.joined(separator: ", ") + " " + verb.0 + " it"
                 + (fields.isEmpty ? "" : " (" + fields.map { s.field($0) }.joined(separator: ", ") + ")")
         }
-        return "  asked     DISAGREE: " + parts.joined(separator: "; ") + "\n"
+        return "  asked     DISAGREE: \(parts.joined(separator: "; "))\n"
     }
 }
 

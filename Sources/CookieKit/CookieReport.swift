@@ -1,3 +1,5 @@
+import HTTPGrammar
+
 /// Everything `parse` reports about one Set-Cookie value from a URL: the cookie a browser following RFC 6265bis
 /// would store (or why not), the lint's findings, and which engines would differ.
 public struct CookieReport: Sendable {
@@ -54,7 +56,7 @@ public struct CookieReport: Sendable {
         ])
     }
 
-    public var text: String {
+    public var text: TerminalText {
         var rows: [(String, String)] = [
             ("name", cookie.name.isEmpty ? "(empty)" : cookie.name),
             ("value", cookie.value),
@@ -74,8 +76,8 @@ public struct CookieReport: Sendable {
         ]
         for finding in findings { rows.append((finding.severity.rawValue, "\(finding.code): \(finding.message)")) }
         if let engines = EngineVerdict.summary(findings) { rows.append(("engines", engines)) }
-        var out = "Set-Cookie: \(cookie)\n"
-        for (k, v) in rows { out += "  " + k + String(repeating: " ", count: max(1, 10 - k.count)) + v + "\n" }
+        var out: TerminalText = "Set-Cookie: \(cookie)\n"
+        for (k, v) in rows { out += "  \(k)\(String(repeating: " ", count: max(1, 10 - k.count)))\(v)\n" }
         return out
     }
 }

@@ -197,7 +197,10 @@ public struct FindingsReport: Sendable {
                     (
                         "driver",
                         .object([
+                            // `version` as given (the release and its commit: 0.8.0+1a2b3c4d5e6f); the release
+                            // alone as SARIF's semanticVersion (§3.19.5).
                             ("name", .string("cookie-proxy")), ("version", .string(toolVersion)),
+                            ("semanticVersion", .string(String(toolVersion.prefix { $0 != "+" }))),
                             ("rules", .array(descriptors)),
                         ])
                     )

@@ -1,11 +1,12 @@
 import CookieKit
+import HTTPGrammar
 
 /// What `try` shows for one Set-Cookie value run through the rules offline (before, after, the rules that matched,
 /// the changes, and what browsers make of the result), or for one request's Cookie header through the
 /// request-cookie rules: as text for a person and as JSON.
 public struct RulesTrial: Sendable {
     public let json: JSONValue
-    public let text: String
+    public let text: TerminalText
 
     /// A Set-Cookie value's trial: `outcome` is the rules' transformation of it, linted at `url` in `site`.
     public init(_ outcome: Transformation, url: RequestURL, site: RequestSite.Kind?, now: Int64) {
@@ -31,7 +32,7 @@ public struct RulesTrial: Sendable {
             ("engines", JSONValue(EngineVerdict.summary(findings))),
             ("notes", .array(outcome.notes.map { .string($0) })),
         ])
-        var text = "before:  \(outcome.received)\n"
+        var text: TerminalText = "before:  \(outcome.received)\n"
         text += "after:   \(outcome.result?.description ?? "(dropped)")\n"
         text += "rules:   \(outcome.rules.isEmpty ? "(none matched)" : outcome.rules.joined(separator: ", "))\n"
         for c in outcome.changes {
@@ -48,7 +49,7 @@ public struct RulesTrial: Sendable {
         self.text = text
     }
 
-    init(json: JSONValue, text: String) { (self.json, self.text) = (json, text) }
+    init(json: JSONValue, text: TerminalText) { (self.json, self.text) = (json, text) }
 
     /// `try --request 'Cookie: …'`: the request-cookie rules over one Cookie header.
     public static func request(_ text: String, engine: RuleEngine, context: MessageContext) -> RulesTrial {
@@ -74,7 +75,7 @@ public struct RulesTrial: Sendable {
                     })
             ),
         ])
-        var out = "before:  Cookie: \(before)\n"
+        var out: TerminalText = "before:  Cookie: \(before)\n"
         out += "after:   \(after.map { "Cookie: \($0)" } ?? "(no Cookie header)")\n"
         if changes.isEmpty { out += "rules:   (none matched)\n" }
         for c in changes {

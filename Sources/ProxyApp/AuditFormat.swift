@@ -5,6 +5,7 @@ import CookieLifecycle
 import CookieReports
 import CookieRules
 import Foundation
+import HTTPGrammar
 
 /// What `cookie-proxy audit` prints, made from its reports: the redirect chain's (``AuditReport``) and a HAR's
 /// entries and summary (``HARAudit``), as text for a person, JSON, JUnit XML and SARIF 2.1.0 for CI.
@@ -70,8 +71,8 @@ public enum AuditFormat {
         ])
     }
 
-    public static func text(_ r: AuditReport) -> String {
-        var out = ""
+    public static func text(_ r: AuditReport) -> TerminalText {
+        var out: TerminalText = ""
         for (i, hop) in r.hops.enumerated() {
             out +=
                 "\(i + 1). \(hop.method) \(hop.url) → \(hop.status)\(hop.location.map { " (Location: \($0))" } ?? "")\n"
@@ -98,7 +99,7 @@ public enum AuditFormat {
         } else {
             out +=
                 "Cookies browsers would drop:\n"
-                + r.dropped.map { "  \($0.name) from \($0.url): \($0.reason)" }.joined(separator: "\n")
+                + r.dropped.map { "  \($0.name) from \($0.url): \($0.reason)" as TerminalText }.joined(separator: "\n")
         }
         return out
     }
@@ -135,7 +136,7 @@ public enum AuditFormat {
                 }
             }
         }
-        return report.sarif(toolVersion: cookieProxyVersion)
+        return report.sarif(toolVersion: cookieProxyBuildVersion)
     }
 
     /// `audit --har FILE --format sarif`: the entries' Set-Cookie findings and their verdicts.
@@ -151,7 +152,7 @@ public enum AuditFormat {
             }
             report.add(verdicts: e.verdicts, host: host, url: e.url, time: now)
         }
-        return report.sarif(toolVersion: cookieProxyVersion)
+        return report.sarif(toolVersion: cookieProxyBuildVersion)
     }
 
     /// `audit --har FILE --format junit`: a suite per host, a case per Set-Cookie line and per cookie a request sent
@@ -189,10 +190,10 @@ public enum AuditFormat {
         + " Archive (.har); Proxyman: select the requests → right-click → Export → HAR. Each of these keeps Cookie"
         + " and Set-Cookie headers unless a sanitizing option is on."
 
-    public static func text(_ e: HARAudit.EntryReport) -> String {
-        var out =
+    public static func text(_ e: HARAudit.EntryReport) -> TerminalText {
+        var out: TerminalText =
             "[\(e.index)] \(e.method) \(e.url) → \(e.status) (\(e.site.kind.rawValue))"
-            + (e.client.isEmpty ? "" : " client \(e.client)") + "\n"
+            + (e.client.isEmpty ? "" : " client \(e.client)") + "\n" as TerminalText
         for line in e.setCookies {
             out += "   Set-Cookie: \(line.received)\n"
             if !line.rules.isEmpty || line.forwarded?.bytes != line.received.bytes {
@@ -249,14 +250,16 @@ public enum AuditFormat {
         ])
     }
 
-    public static func text(_ s: HARAudit.Summary) -> String {
-        var out = "\n\(s.entries) entries\(s.skipped > 0 ? " (\(s.skipped) without an http(s) URL skipped)" : "")"
+    public static func text(_ s: HARAudit.Summary) -> TerminalText {
+        var out: TerminalText =
+            "\n\(s.entries) entries\(s.skipped > 0 ? " (\(s.skipped) without an http(s) URL skipped)" : "")"
         out += ", \(s.setCookieLines) Set-Cookie lines"
         out += ", judged by \(s.engine.displayName)'s jar"
         out += " (\(s.findings[.rejects] ?? 0) rejected by browsers, \(s.findings[.warning] ?? 0) warnings)"
         if s.rulesChanged > 0 { out += ", \(s.rulesChanged) changed by the rules (dry run)" }
         out += "\ncookies: "
-        out += CookieVerdict.Kind.allCases.map { "\(s.verdicts[$0] ?? 0) \($0.rawValue)" }.joined(separator: ", ")
+        out += CookieVerdict.Kind.allCases.map { "\(s.verdicts[$0] ?? 0) \($0.rawValue)" as TerminalText }.joined(
+            separator: ", ")
         return out + "\n"
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+import HTTPGrammar
 import ProxyPlatform
 import ProxyTLS
 
@@ -104,7 +105,7 @@ public enum CATrust {
                 let outcome =
                     install
                     ? try self.install(store, context, system: system) : try uninstall(store, context, system: system)
-                Console.out(outcome.message)
+                Console.out(TerminalText(lines: outcome.message))
                 changed = changed || outcome.changed
             } catch {
                 Console.err("error: \(error)")

@@ -1,20 +1,25 @@
 import Foundation
+import HTTPGrammar
 
 /// Standard output and error without Foundation's buffering surprises.
 public enum Console {
-    public static func out(_ text: String) {
+    /// Text for a person on standard output: every value in it escaped (``TerminalText``).
+    public static func out(_ text: TerminalText) { line(1, text.text) }
+    /// A note, warning or error on standard error: every value in it escaped (``TerminalText``).
+    public static func err(_ text: TerminalText) { line(2, text.text) }
+
+    /// A document in a machine format on standard output (JSON, XML, SARIF, PEM): escaped for its own format by
+    /// whoever made it, and written as it is.
+    public static func document(_ text: String) { line(1, text) }
+
+    private static func line(_ fd: Int32, _ text: String) {
         var t = text
         if !t.hasSuffix("\n") { t += "\n" }
-        writeAll(1, t)
-    }
-    public static func err(_ text: String) {
-        var t = text
-        if !t.hasSuffix("\n") { t += "\n" }
-        writeAll(2, t)
+        writeAll(fd, t)
     }
 
     /// Writes to stderr without adding a newline (the live status line).
-    public static func errRaw(_ text: String) { writeAll(2, text) }
+    public static func errRaw(_ text: TerminalText) { writeAll(2, text.text) }
 
     public static func writeAll(_ fd: Int32, _ text: String) { writeAll(fd, Array(text.utf8)) }
 

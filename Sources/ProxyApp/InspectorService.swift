@@ -13,7 +13,7 @@ import ProxyServer
 /// the installation's token and must name the inspector's own address in Host (DNS rebinding); the onboarding
 /// pages need neither, and serve only the CA certificate, never a key.
 final class InspectorService: LocalService {
-    static let version = cookieProxyVersion
+    static let version = cookieProxyBuildVersion
     static let cookieName = "cookie-proxy-inspector"
 
     let store: InspectorStore

@@ -46,7 +46,7 @@ public final class MCPServer {
                 [
                     "protocolVersion": asked ?? Self.protocolVersion,
                     "capabilities": ["tools": ["listChanged": false]],
-                    "serverInfo": ["name": "cookie-proxy", "version": cookieProxyVersion],
+                    "serverInfo": ["name": "cookie-proxy", "version": cookieProxyBuildVersion],
                     "instructions":
                         "Tools to see what browsers make of Set-Cookie headers, to run them through cookie-proxy rules, and to read a running cookie-proxy's recent exchanges.",
                 ])

@@ -72,6 +72,11 @@ struct Metrics: Sendable {
             out += "# HELP \(name) \(help)\n# TYPE \(name) \(type)\n"
             for sample in samples { out += "\(name)\(sample.labels) \(sample.value)\n" }
         }
+        // Prometheus's `*_build_info` convention (as prometheus_build_info): the build as labels on a constant 1.
+        family(
+            "cookie_proxy_build_info", "gauge",
+            "The build of cookie-proxy that serves these metrics: its release and commit.",
+            [("{version=\"\(Self.escaped(cookieProxyVersion))\",commit=\"\(Self.escaped(cookieProxyCommit))\"}", "1")])
         family(
             "cookie_proxy_requests_total", "counter",
             "Requests read from clients (HTTP/1.1 requests and HTTP/2 streams).", [("", "\(requests)")])

@@ -2,6 +2,7 @@ import CookieInspector
 import CookieKit
 import CookieRules
 import Foundation
+import HTTPGrammar
 import Locking
 import ProxyServer
 
@@ -110,7 +111,7 @@ package final class ProxyRuntime {
                 + " written, \(sink.droppedCount) dropped"
             if sink.droppedCount > 0 { summary += " (--log-overflow drop: the log could not keep up)" }
             if let failure = sink.failure { summary += "; \(failure.records) not written: \(failure.reason)" }
-            Console.err(summary)
+            Console.err(TerminalText(escaping: summary))
         }
         accessLog?.close()
         if let access = accessLog?.counts, access.lost > 0 {

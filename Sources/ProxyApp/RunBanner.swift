@@ -186,6 +186,7 @@ public enum RunBanner {
                 https
                 ?? "  https:        CONNECT is tunnelled untouched (no host is intercepted; see --intercept)\n"
         }
+        banner += "  version:      \(cookieProxyBuild)\n"
         banner += "  stop:         Ctrl-C"
         if let port = proxy.metricsPort, let host = metricsHost {
             banner +=

@@ -1,5 +1,6 @@
 import CookieReports
 import Foundation
+import HTTPGrammar
 import ProxyPlatform
 
 /// `run --report FORMAT:FILE` and `--fail-on`: the reports asked for and the conditions that fail the run, written
@@ -18,7 +19,7 @@ public struct RunReports {
             let text =
                 format == "junit"
                 ? snapshot.junit(name: "cookie-proxy run") + "\n"
-                : snapshot.sarif(toolVersion: cookieProxyVersion) + "\n"
+                : snapshot.sarif(toolVersion: cookieProxyBuildVersion) + "\n"
             do {
                 try text.write(toFile: path, atomically: true, encoding: .utf8)
             } catch {
@@ -32,10 +33,10 @@ public struct RunReports {
         guard let snapshot, !failOn.isEmpty else { return 0 }
         guard snapshot.fails(failOn) else { return 0 }
         let counts = Dictionary(grouping: snapshot.entries, by: \.level).mapValues { $0.count }
+        let kinds = failOn.map(\.rawValue).sorted().joined(separator: ",")
         Console.err(
-            "cookie-proxy: --fail-on \(failOn.map(\.rawValue).sorted().joined(separator: ",")): "
-                + "\(counts[.rejects] ?? 0) rejected, \(counts[.warning] ?? 0) warned, \(counts[.verdict] ?? 0) verdicts"
-                + " (by host and cookie)")
+            "cookie-proxy: --fail-on \(kinds): \(counts[.rejects] ?? 0) rejected, \(counts[.warning] ?? 0) warned, \(counts[.verdict] ?? 0) verdicts (by host and cookie)"
+        )
         return 1
     }
 }
@@ -83,19 +84,17 @@ public enum RunLoop {
                 reportEvents(proxy)
                 let status = proxy.status
                 if !status.socketErrors.isEmpty {
-                    Console.err(
-                        "cookie-proxy: client connections ended by a socket error: "
-                            + status.socketErrors.map { "\($0.count) × \($0.error)" }.joined(separator: ", "))
+                    let errors = status.socketErrors.map { "\($0.count) × \($0.error)" }.joined(separator: ", ")
+                    Console.err("cookie-proxy: client connections ended by a socket error: \(errors)")
                 }
                 if !status.closings.isEmpty {
-                    Console.err(
-                        "cookie-proxy: exchanges closed early: "
-                            + status.closings.map { "\($0.count) × \($0.reason)" }.joined(separator: ", "))
+                    let closings = status.closings.map { "\($0.count) × \($0.reason)" }.joined(separator: ", ")
+                    Console.err("cookie-proxy: exchanges closed early: \(closings)")
                 }
                 if status.unexpectedEvents > 0 {
                     Console.err(
-                        "cookie-proxy: \(status.unexpectedEvents) connections were closed on an event their state"
-                            + " could not take (a bug in cookie-proxy: please report it)")
+                        "cookie-proxy: \(status.unexpectedEvents) connections were closed on an event their state could not take (a bug in cookie-proxy: please report it)"
+                    )
                 }
                 reports.write(proxy.findings)
                 return reports.status(proxy.findings)
@@ -105,7 +104,8 @@ public enum RunLoop {
             if statusLine {
                 let status = proxy.status
                 let text = "\(status.connections) connections · \(status.requests) requests · \(proxy.statusSummary)"
-                if let terminal { terminal.setStatus(text) } else { Console.errRaw("\r\u{1B}[2K\(text)") }
+                let line = TerminalText(escaping: text)
+                if let terminal { terminal.setStatus(line) } else { Console.errRaw("\r\u{1B}[2K" + line) }
             }
         }
     }

@@ -4,6 +4,7 @@ import CookieRules
 import CookieKit
 import ExchangeFacts
 import Foundation
+import HTTPGrammar
 import Locking
 import ProxyTLS
 import SiteAudit
@@ -115,6 +116,7 @@ public enum SiteAuditRun {
 
         /// The report in `format` (text, json, junit, sarif); several engines as one object (json) or one after
         /// the other (text), with the side-by-side comparison.
+        /// Text is escaped for a terminal (``TerminalText``); the other formats for their own syntax.
         public func report(format: String) -> String {
             guard scans.count > 1 else {
                 guard let scan = scans.first else { return "" }
@@ -122,8 +124,9 @@ public enum SiteAuditRun {
                 case "json": return scan.json.serialized
                 case "junit": return scan.junit
                 case "sarif":
-                    return scan.sarif(toolVersion: cookieProxyVersion, time: Int64(Date().timeIntervalSince1970 * 1000))
-                default: return scan.text
+                    return scan.sarif(
+                        toolVersion: cookieProxyBuildVersion, time: Int64(Date().timeIntervalSince1970 * 1000))
+                default: return scan.text.text
                 }
             }
             let sideBySide = EngineComparison(scans)
@@ -132,7 +135,7 @@ public enum SiteAuditRun {
                     ("engines", .object(scans.map { ($0.engine, $0.json) })), ("sideBySide", sideBySide.json),
                 ]).serialized
             }
-            return scans.map(\.text).joined(separator: "\n") + "\n" + sideBySide.text
+            return (scans.map(\.text).joined(separator: "\n") + "\n" + sideBySide.text).text
         }
 
         /// What `--fail-on` fails on, a line each (named by engine when there are several).
@@ -352,7 +355,7 @@ public enum SiteAuditRun {
                 // The state's exchanges as the proxy saw them (values redacted as in the log).
                 let exchanges = proxy.service.store.exchanges(after: recorded)
                 recorded = exchanges.last?.sequence ?? recorded
-                let bytes = proxy.service.views.harBytes(exchanges, version: cookieProxyVersion)
+                let bytes = proxy.service.views.harBytes(exchanges, version: cookieProxyBuildVersion)
                 try? Data(bytes).write(to: URL(fileURLWithPath: "\(folder)/\(prefix)scan-\(state.rawValue).har"))
             }
         }
@@ -364,7 +367,7 @@ public enum SiteAuditRun {
     public static func writeEvidence(_ scan: SiteScan, to folder: String) throws(Failure) {
         do {
             try Data(scan.json.serialized.utf8).write(to: URL(fileURLWithPath: "\(folder)/report.json"))
-            try Data(scan.text.utf8).write(to: URL(fileURLWithPath: "\(folder)/report.txt"))
+            try Data(scan.text.text.utf8).write(to: URL(fileURLWithPath: "\(folder)/report.txt"))
             try Data(scan.html.utf8).write(to: URL(fileURLWithPath: "\(folder)/report.html"))
             let names = try FileManager.default.contentsOfDirectory(atPath: folder).filter { $0 != "manifest.json" }
                 .sorted()
@@ -501,7 +504,7 @@ public final class ProgressBar: @unchecked Sendable {
         let who = engine.map { "\($0) " } ?? ""
         guard terminal, step.message == nil else {
             finish()
-            Console.err(who + step.line)
+            Console.err("\(who)\(step.line)")
             return
         }
         let width = 20
@@ -510,7 +513,7 @@ public final class ProgressBar: @unchecked Sendable {
         let tag = "\(step.pass.isEmpty ? "" : step.pass + "-")\(step.state.rawValue)"
         let text = "\(who)[\(tag)] [\(bar)] \(step.page)/\(step.pages) \(step.url)"
         // Carriage return and erase-line: the line is redrawn, not added to.
-        FileHandle.standardError.write(Data(("\r\u{1B}[K" + String(text.prefix(160))).utf8))
+        FileHandle.standardError.write(Data(("\r\u{1B}[K" + TerminalText.escape(String(text.prefix(160)))).utf8))
         drawn.withLock { $0 = true }
     }
 

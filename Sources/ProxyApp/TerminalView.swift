@@ -1,4 +1,5 @@
 import Foundation
+import HTTPGrammar
 import Locking
 
 /// The terminal when log lines and the live status line share it: the status line stays the last line. Each
@@ -9,9 +10,9 @@ public final class TerminalView: Sendable {
     public init() {}
 
     /// Draws the status line (stderr) in place.
-    public func setStatus(_ text: String) {
+    public func setStatus(_ text: TerminalText) {
         status.withLock { s in
-            s = text
+            s = text.text
             Console.writeAll(2, "\r\u{1B}[2K\(text)")
         }
     }

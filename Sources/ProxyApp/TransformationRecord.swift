@@ -173,13 +173,21 @@ public struct TransformationRecord: Sendable {
         out.raw(0x5D)
     }
 
-    /// A compact one-line form for a terminal, coloured when `color`.
+    /// A compact one-line form for a terminal, coloured when `color`. Every part is escaped for the terminal
+    /// (``TerminalText``: a cookie's name, a URL, a changed value are the site's bytes) before the proxy's own
+    /// colours are put around it.
     public func line(showValues: Bool, color: Bool) -> String {
-        func paint(_ s: String, _ code: String) -> String { color ? "\u{1B}[\(code)m\(s)\u{1B}[0m" : s }
+        func paint(_ s: String, _ code: String, bytes: ArraySlice<UInt8>? = nil) -> String {
+            let safe = bytes.map { $0.isEmpty ? s : TerminalText.escape(bytes: $0) } ?? TerminalText.escape(s)
+            return color ? "\u{1B}[\(code)m\(safe)\u{1B}[0m" : safe
+        }
         let clock = String(Self.timestamp(time).dropFirst(11).prefix(8))
         var parts = [
-            "\(clock) #\(exchange.requestID) \(exchange.method) \(url) \(exchange.status ?? 0)",
-            paint(outcome.received.name.isEmpty ? "(nameless)" : outcome.received.name, "1"),
+            TerminalText.escape("\(clock) #\(exchange.requestID) \(exchange.method) \(url) \(exchange.status ?? 0)"),
+            // The name from its bytes: one that is not UTF-8 is shown byte for byte (`\x9b`), not as U+FFFD.
+            paint(
+                outcome.received.name.isEmpty ? "(nameless)" : outcome.received.name, "1",
+                bytes: outcome.received.nameBytes),
         ]
         if outcome.changes.isEmpty {
             parts.append(paint(dryRun ? "unchanged" : "logged", "2"))

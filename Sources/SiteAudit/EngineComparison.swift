@@ -1,4 +1,5 @@
 import CookieKit
+import HTTPGrammar
 
 /// `audit --browser all`: what each real browser kept, refused and sent back, cookie by cookie, side by side (the
 /// same pages, consent states and seed in each).
@@ -49,8 +50,8 @@ public struct EngineComparison: Sendable {
             })
     }
 
-    public var text: String {
-        var out = "Side by side:\n"
+    public var text: TerminalText {
+        var out: TerminalText = "Side by side:\n"
         for r in rows {
             out += "  \(r.name)\(r.differs ? "  (the engines differ)" : "")\n"
             for e in r.engines { out += "    \(e.engine): \(e.side.summary)\n" }

@@ -1,4 +1,5 @@
 import CookieKit
+import HTTPGrammar
 
 extension SiteScan {
     /// The report as `report.json` and `--format json` write it (field names in the README's "Audit a whole site").
@@ -53,8 +54,8 @@ extension SiteScan {
 
     /// The report for a person: each consent state, then each cookie (first party first, by name), then the
     /// refused lines.
-    public var text: String {
-        var out =
+    public var text: TerminalText {
+        var out: TerminalText =
             "\(engine): \(pages.count) page visit(s) from \(start) (seed \(seed); third-party cookies: \(thirdParty))\n"
         for note in notes { out += "  note: \(note)\n" }
         for s in states {
@@ -70,7 +71,7 @@ extension SiteScan {
             out += "  \(c.name)  \(c.hostOnly ? "" : ".")\(c.domain)\(c.path)  \(c.party)-party, set by \(c.setBy)"
             out += " on \(c.setOn)\n"
             out += "    first seen: \(c.firstPage) [\(c.firstState.rawValue)]; in: "
-            out += c.states.map(\.rawValue).joined(separator: ", ") + "\n"
+            out += "\(c.states.map(\.rawValue).joined(separator: ", "))\n"
             var flags = [life, "SameSite=\(c.sameSite)"]
             if c.secure { flags.append("Secure") }
             if c.httpOnly { flags.append("HttpOnly") }

@@ -1,4 +1,5 @@
 import ArgumentParsing
+import HTTPGrammar
 import Locking
 import ProxyPlatform
 import BrowserEngines
@@ -112,7 +113,7 @@ extension AuditCommand {
         for error in outcome.errors { Console.err("error: \(error)") }
         if !outcome.errors.isEmpty && engines.count == 1 { return 2 }
         guard !outcome.scans.isEmpty else { return 2 }
-        Console.out(outcome.report(format: format))
+        Console.document(outcome.report(format: format))
         if interrupted { return 130 }
         guard outcome.reachedAny else {
             Console.err("error: no page could be scanned (each page's problem is in the report)")

@@ -4,6 +4,7 @@ import CookieKit
 import CookieLifecycle
 import CookieRules
 import Foundation
+import HTTPGrammar
 import JSONStream
 import ProxyApp
 
@@ -37,19 +38,23 @@ extension AuditCommand {
                 if format == "junit" || format == "sarif" {
                     kept.append(entry)
                 } else {
-                    Console.out(format == "json" ? AuditFormat.json(entry).serialized : AuditFormat.text(entry))
+                    if format == "json" {
+                        Console.document(AuditFormat.json(entry).serialized)
+                    } else {
+                        Console.out(AuditFormat.text(entry))
+                    }
                 }
             }
         } catch {
             Console.err("error: \(error)")
             return 2
         }
-        Console.out(
-            format == "junit"
-                ? AuditFormat.junit(kept)
-                : format == "sarif"
-                    ? AuditFormat.sarif(kept)
-                    : format == "json" ? AuditFormat.json(summary).serialized + "\n" : AuditFormat.text(summary))
+        switch format {
+        case "junit": Console.document(AuditFormat.junit(kept))
+        case "sarif": Console.document(AuditFormat.sarif(kept))
+        case "json": Console.document(AuditFormat.json(summary).serialized + "\n")
+        default: Console.out(AuditFormat.text(summary))
+        }
         let none =
             "\(path) has \(summary.entries) entries and not one Cookie or Set-Cookie header"
             + (summary.creator.map { " (exported by \($0))" } ?? "")

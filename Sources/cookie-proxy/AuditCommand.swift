@@ -1,4 +1,5 @@
 import ArgumentParsing
+import HTTPGrammar
 import ProxyApp
 import CookieAudit
 import CookieKit
@@ -202,12 +203,12 @@ enum AuditCommand {
             Console.err("error: \(error.description)")
             return 2
         }
-        Console.out(
-            format == "json"
-                ? AuditFormat.json(report).serialized
-                : format == "junit"
-                    ? AuditFormat.junit(report)
-                    : format == "sarif" ? AuditFormat.sarif(report) : AuditFormat.text(report))
+        switch format {
+        case "json": Console.document(AuditFormat.json(report).serialized)
+        case "junit": Console.document(AuditFormat.junit(report))
+        case "sarif": Console.document(AuditFormat.sarif(report))
+        default: Console.out(AuditFormat.text(report))
+        }
         if let failure = report.failure {
             // The hops that answered are printed above; the audit is incomplete (a network error: status 2).
             Console.err("error: \(failure)")

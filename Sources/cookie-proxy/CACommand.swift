@@ -1,4 +1,5 @@
 import ArgumentParsing
+import HTTPGrammar
 import ProxyApp
 import Foundation
 import ProxyTLS
@@ -76,7 +77,7 @@ enum CACommand {
                     Console.err("error: no CA in \(directory) yet; create it with: cookie-proxy ca init")
                     return 1
                 }
-                Console.out(directory + "/" + CertificateAuthority.certificateFile)
+                Console.out("\(directory)/\(CertificateAuthority.certificateFile)")
             case "export":
                 let format = try args.choice(Option.format, command: spec.name)
                 guard CertificateAuthority.exists(in: directory) else {

@@ -25,10 +25,10 @@ enum CompletionsCommand {
             throw UsageError(message: "name one of bash, zsh, fish or man", command: spec.name)
         }
         switch kind {
-        case "bash": Console.out(Completions.bash(commands))
-        case "zsh": Console.out(Completions.zsh(commands))
-        case "fish": Console.out(Completions.fish(commands))
-        case "man": Console.out(Completions.man(commands, root: root, version: cookieProxyVersion))
+        case "bash": Console.document(Completions.bash(commands))
+        case "zsh": Console.document(Completions.zsh(commands))
+        case "fish": Console.document(Completions.fish(commands))
+        case "man": Console.document(Completions.man(commands, root: root, version: cookieProxyVersion))
         default: break  // the parser takes only the declared actions
         }
         return 0

@@ -40,7 +40,7 @@ enum MCPCommand {
         while let line = readLine(strippingNewline: true) {
             guard !line.isEmpty else { continue }
             if let reply = server.handle(line) {
-                Console.out(reply)
+                Console.document(reply)
             }
         }
         return 0

@@ -2,6 +2,7 @@ import ArgumentParsing
 import BrowserEngines
 import CookieKit
 import Foundation
+import HTTPGrammar
 import ProxyApp
 
 /// `cookie-proxy parse`: Set-Cookie values in, the user-agent view and the lint out.
@@ -67,7 +68,7 @@ enum ParseCommand {
             // Starting browsers takes a while: stderr says what is being waited for, stdout
             // keeps the report alone.
             do {
-                panel = try BrowserPanel(chosen) { Console.err("parse: " + $0) }
+                panel = try BrowserPanel(chosen) { Console.err("parse: \($0)") }
             } catch {
                 throw UsageError(
                     message: "--browser \(error.browser.rawValue): \(error.failure)", command: spec.name,
@@ -80,13 +81,13 @@ enum ParseCommand {
             let cookie = SetCookie(stripHeaderName(input))
             let report = CookieReport(cookie, url: url, now: now, suffixes: suffixes)
             guard let panel else {
-                Console.out(format == "json" ? report.json.serialized : report.text)
+                if format == "json" { Console.document(report.json.serialized) } else { Console.out(report.text) }
                 continue
             }
             let verdicts: [BrowserVerdict]
             do {
                 verdicts = try panel.ask(stripHeaderName(input), url: url, draft: report.storedView(url: url)) {
-                    Console.err("parse: " + $0)
+                    Console.err("parse: \($0)")
                 }
             } catch {
                 throw UsageError(
@@ -95,7 +96,7 @@ enum ParseCommand {
             if format == "json" {
                 guard case .object(var fields) = report.json else { continue }
                 for v in verdicts { fields.append((v.browser.rawValue, v.json)) }
-                Console.out(JSONValue.object(fields).serialized)
+                Console.document(JSONValue.object(fields).serialized)
             } else {
                 Console.out(report.text + verdicts.map(\.text).joined() + BrowserVerdict.disagreement(verdicts))
             }

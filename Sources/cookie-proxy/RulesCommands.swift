@@ -1,4 +1,5 @@
 import ArgumentParsing
+import HTTPGrammar
 import ProxyApp
 import CookieKit
 import CookieRules
@@ -27,10 +28,10 @@ enum CheckCommand {
             Console.err("\(error)")
             return 2
         }
-        var out = ""
+        var out: TerminalText = ""
         for rule in set.rules {
             out += "\(rule.location.file):\(rule.location.line) \"\(rule.name)\"\n"
-            out += RuleDescription.describe(rule).map { "  \($0)\n" }.joined()
+            out += RuleDescription.describe(rule).map { "  \($0)\n" as TerminalText }.joined()
         }
         out +=
             "\(set.rules.count) rule\(set.rules.count == 1 ? "" : "s") OK in \(set.files.count) file\(set.files.count == 1 ? "" : "s")"
@@ -129,7 +130,7 @@ enum TryCommand {
         if let request = args.value(Option.request) {
             context.status = nil
             let trial = RulesTrial.request(request, engine: engine, context: context)
-            Console.out(format == "json" ? trial.json.serialized : trial.text)
+            if format == "json" { Console.document(trial.json.serialized) } else { Console.out(trial.text) }
             return 0
         }
         let inputs = args.positionals.isEmpty ? Console.readLines().filter { !$0.isEmpty } : args.positionals
@@ -137,7 +138,7 @@ enum TryCommand {
         let outcomes = engine.apply(to: cookies, context: context, now: now)
         for outcome in outcomes {
             let trial = RulesTrial(outcome, url: url, site: context.site, now: now)
-            Console.out(format == "json" ? trial.json.serialized : trial.text)
+            if format == "json" { Console.document(trial.json.serialized) } else { Console.out(trial.text) }
         }
         return 0
     }

@@ -218,13 +218,14 @@ enum RunCommand {
             }
         }
         // The banner and status on stderr: stdout carries only the log when the log goes there (`run | jq`).
-        for line in RunBanner.started(configuration, proxy: proxy) { Console.err(line) }
+        for line in RunBanner.started(configuration, proxy: proxy) { Console.err(TerminalText(lines: line)) }
         if !quiet {
             Console.err(
-                RunBanner.banner(
-                    configuration, proxy: proxy, runtimeBanner: runtimeBanner, uiAddress: uiAddress,
-                    https: proxy.tls?.note, pslGiven: args.value(OptionSpec.psl) != nil,
-                    metricsHost: settings.metricsAddress?.0))
+                TerminalText(
+                    lines: RunBanner.banner(
+                        configuration, proxy: proxy, runtimeBanner: runtimeBanner, uiAddress: uiAddress,
+                        https: proxy.tls?.note, pslGiven: args.value(OptionSpec.psl) != nil,
+                        metricsHost: settings.metricsAddress?.0)))
         }
         return RunLoop.serve(
             proxy, signals: &signals, drain: settings.drain, terminal: terminal, statusLine: statusLine,

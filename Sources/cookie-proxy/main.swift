@@ -1,5 +1,6 @@
 import ArgumentParsing
 import CookieKit
+import HTTPGrammar
 import ProxyApp
 
 #if canImport(Glibc)
@@ -12,7 +13,7 @@ func currentTime() -> Int64 { Int64(time(nil)) }
 
 /// The subcommands, in the order the root's help lists them (completions and the manual page follow it).
 let program = Program(
-    name: "cookie-proxy", version: cookieProxyVersion,
+    name: "cookie-proxy", version: cookieProxyBuild,
     abstract: "A local HTTP/HTTPS proxy that rewrites Set-Cookie headers by declarative rules and logs every change.",
     commands: [
         Subcommand(RunCommand.spec) { args throws(UsageError) in try RunCommand.run(args) },
@@ -31,7 +32,10 @@ let program = Program(
     ])
 
 exit(
-    program.main(Array(CommandLine.arguments.dropFirst()), out: { Console.out($0) }, err: { Console.err($0) }) { args in
+    program.main(
+        Array(CommandLine.arguments.dropFirst()), out: { Console.out(TerminalText(lines: $0)) },
+        err: { Console.err(TerminalText(lines: $0)) }
+    ) { args in
         // `--psl FILE`, before any subcommand judges a domain.
         guard let psl = args.value(OptionSpec.psl) else { return nil }
         do {

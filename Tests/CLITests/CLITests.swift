@@ -133,7 +133,9 @@ import Testing
     func versionIsAnsweredByEveryCommand(_ command: [String]) throws {
         let result = try Binary.run(command + ["--version"])
         #expect(result.status == 0, "\(result.stderr)")
-        #expect(result.stdout.wholeMatch(of: /cookie-proxy \d+\.\d+(\.\d+)?\n/) != nil, "\(result.stdout)")
+        // The release (semantic versioning) and the commit the binary was built from: this checkout's HEAD.
+        let head = try run("/usr/bin/git", ["-C", Binary.repositoryRoot, "rev-parse", "HEAD"]).text
+        #expect(result.stdout == "cookie-proxy 0.8.0 (commit \(head.prefix(12)))\n", "\(result.stdout)")
         #expect(result.stderr.isEmpty)
     }
 

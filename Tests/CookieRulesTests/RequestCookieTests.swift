@@ -187,7 +187,7 @@ import Testing
         let outcome = Self.engine.apply(to: [SetCookie("sid=1; SameSite=None")], context: context, now: 0)[0]
         let trial = RulesTrial(outcome, url: url, site: nil, now: 0)
         #expect(
-            trial.text.hasPrefix(
+            trial.text.text.hasPrefix(
                 "before:  sid=1; SameSite=None\nafter:   sid=1; SameSite=None; HttpOnly\nrules:   harden\n"
                     + "change:  add HttpOnly\n"), "\(trial.text)")
         #expect(trial.json.serialized.contains(#""after":"sid=1; SameSite=None; HttpOnly""#))
@@ -197,8 +197,8 @@ import Testing
     @Test func aCookieHeadersTrialSaysWhatTheRequestCookieRulesDid() {
         let context = MessageContext(scheme: "https", host: "a.test", port: 443, path: "/", method: "GET", status: nil)
         let trial = RulesTrial.request("Cookie: _ga=1; sid=2", engine: Self.engine, context: context)
-        #expect(trial.text.contains("after:   Cookie: sid=2\n"), "\(trial.text)")
-        #expect(trial.text.contains("change:  remove _ga (rule \"no tracking\", t.rules:5)"), "\(trial.text)")
+        #expect(trial.text.text.contains("after:   Cookie: sid=2\n"), "\(trial.text)")
+        #expect(trial.text.text.contains("change:  remove _ga (rule \"no tracking\", t.rules:5)"), "\(trial.text)")
         #expect(trial.json.serialized.contains(#""after":"sid=2""#), "\(trial.json.serialized)")
     }
 }

@@ -47,6 +47,10 @@ import Testing
         #expect(try curl(["-o", "/dev/null", "-w", "%{http_code}", url]).text == "401")
         let scraped = try curl(["-H", "Authorization: Bearer \(token)", url]).text
         #expect(Self.value(scraped, "cookie_proxy_requests_total") == 5, "\(scraped)")
+        // The build: its release and the commit it was made from (this checkout's HEAD).
+        let head = try run("/usr/bin/git", ["-C", Paths.root, "rev-parse", "HEAD"]).text.trimmingCharacters(
+            in: .newlines)
+        #expect(Self.value(scraped, "cookie_proxy_build_info{version=\"0.8.0\",commit=\"\(head)\"}") == 1, "\(scraped)")
         #expect(Self.value(scraped, "cookie_proxy_set_cookie_lines_changed_total") == 15, "\(scraped)")
         #expect(Self.value(scraped, "cookie_proxy_set_cookie_lines_examined_total") == 15)
         #expect(Self.value(scraped, "cookie_proxy_closings_total{reason=\"header_timeout\"}") == 0)

@@ -31,11 +31,11 @@ import Testing
         #expect(entries.count == 2)
         let text: String
         switch format {
-        case "text": text = entries.map(AuditFormat.text).joined()
+        case "text": text = entries.map(AuditFormat.text).joined().text
         case "json": text = entries.map { AuditFormat.json($0).serialized }.joined(separator: "\n")
         case "junit": text = AuditFormat.junit(entries)
         case "sarif": text = AuditFormat.sarif(entries)
-        default: text = AuditFormat.text(summary)
+        default: text = AuditFormat.text(summary).text
         }
         #expect(text.contains(holds), "\(text)")
     }

@@ -151,8 +151,32 @@ import Testing
         #expect(by["sid"]?.lifetime == nil && by["sid"]?.category == .unknown && by["sid"]?.categorySource == "none")
         // The same refusal on two pages of one state is one entry, counted.
         #expect(scan.refused.count == 1 && scan.refused.first?.times == 2)
-        #expect(scan.text.contains("_ga  .shop.test/  first-party, set by script"))
+        #expect(scan.text.text.contains("_ga  .shop.test/  first-party, set by script"))
         #expect(scan.json.serialized.contains(#""firstSeen":{"page":"https://shop.test/","consent":"none"}"#))
+    }
+}
+
+extension SiteScanTests {
+    /// `report.txt` and `audit --browser`'s stdout: a cookie a hostile site set (its name, its domain, the page
+    /// it was set on, a refused line's name) is shown escaped, one line each.
+    @Test func theTextReportShowsTheSitesControlsEscaped() {
+        let visits = [
+            PageVisit(
+                url: "https://shop.test/\u{1B}[2J", state: .none, status: 200, problem: "title \u{1B}]0;owned\u{07}",
+                lines: [("https://shop.test/", "ev\u{1B}[8mil=1; Path=/; Secure")],
+                refused: [("https://shop.test/\u{9B}", "bad\u{202E}=1\nforged: line", ["InvalidDomain"])],
+                store: [Self.stored("ev\u{1B}[8mil", "shop.test")], readAt: 1_000_000)
+        ]
+        let scan = SiteScan.build(
+            engine: "chromium", start: "https://shop.test/\u{85}", seed: 1,
+            states: [ConsentOutcome(state: .none, applied: true, detail: "no \u{7}interaction")], visits: visits)
+        let text = scan.text.text
+        #expect(!text.unicodeScalars.contains { $0.value < 0x20 && $0 != "\n" || (0x7F...0x9F).contains($0.value) })
+        #expect(!text.unicodeScalars.contains { $0.value == 0x202E })
+        #expect(text.contains("ev\\x1b[8mil"), "\(text)")
+        #expect(text.contains("https://shop.test/\\u{85}"), "\(text)")
+        #expect(text.contains("title \\x1b]0;owned\\x07"), "\(text)")
+        #expect(!text.split(separator: "\n").contains { $0.hasPrefix("forged") }, "\(text)")
     }
 }
 

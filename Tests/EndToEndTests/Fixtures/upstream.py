@@ -126,6 +126,20 @@ def handle(conn):
                 else:
                     payload = b"<html><body>set</body></html>"
                     conn.sendall(b"HTTP/1.1 200 OK\r\n" + lines + b"Content-Type: text/html\r\nContent-Length: %d\r\n\r\n" % len(payload) + payload)
+            elif path.startswith("/hostile"):
+                # What a hostile site puts in its cookies and its Location: terminal controls (ESC sequences that
+                # clear the screen and set the window title, BEL, BS), C1 as a raw byte and in UTF-8, a bidi
+                # override. /hostile-redirect answers 302 with such a Location.
+                lines = (b"Set-Cookie: ev\x1b[2J\x1b[Hil=1; Path=/\r\n"
+                         b"Set-Cookie: t\x1b]0;owned\x07=2; Path=/\r\n"
+                         b"Set-Cookie: c1\x9b2J=3; Path=/\r\n"
+                         b"Set-Cookie: u\xc2\x9b2J\xc2\x85=4; Domain=\x1b[8m.example; Path=/\r\n"
+                         b"Set-Cookie: bidi\xe2\x80\xaegpj=5; Path=/\x08\x08\x7f\r\n")
+                if path.startswith("/hostile-redirect"):
+                    conn.sendall(b"HTTP/1.1 302 Found\r\n" + lines + b"Location: /x\x1b[2J\x1b]0;owned\x07\r\nContent-Length: 0\r\n\r\n")
+                else:
+                    payload = b"<html><body>hostile</body></html>"
+                    conn.sendall(b"HTTP/1.1 200 OK\r\n" + lines + b"Content-Type: text/html\r\nContent-Length: %d\r\n\r\n" % len(payload) + payload)
             elif path.startswith("/frame"):
                 # /frame?src=<url>: a page that embeds <url> in an iframe (a cross-site frame when it is another site).
                 from urllib.parse import urlparse, parse_qs
