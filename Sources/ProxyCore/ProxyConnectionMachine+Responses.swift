@@ -194,8 +194,12 @@ extension ProxyConnectionMachine {
     /// closing the client connection, the only honest signal once part of a response is out.
     mutating func failExchange(status: Int, message: String, _ io: inout ConnectionIO) {
         release(reusable: false, &io)
-        if !exchange.response.bytesSeen {
-            answer(status, message, &io, keepAlive: false)
+        if !exchange.response.readingBody {
+            // Nothing of the final response has gone to the client (at most an interim 1xx): it gets the answer,
+            // whether the upstream failed before its first byte or partway through its head; a reset there is
+            // the same fault as an end of stream there (``upstreamClosed(_:)``), and answered the same way.
+            let partial = exchange.response.bytesSeen ? " before its response head ended" : ""
+            answer(status, message + partial, &io, keepAlive: false)
         } else {
             reportEnd(.cut)
             close(&io)

@@ -340,6 +340,30 @@ import Testing
         #expect(t.machine.phase == .closed)
     }
 
+    /// An upstream that ends partway through its response head, by an end of stream or by a reset, and one that
+    /// ends after an interim response: the client gets a 502 naming the upstream either way (nothing of a final
+    /// response has gone to it), never an empty close.
+    @Test(arguments: [
+        ("HTTP/1.1 200 OK\r\nContent-", "end of stream", "sent an incomplete response head"),
+        ("HTTP/1.1 200 OK\r\nContent-", "reset", "failed: Connection reset by peer before its response head ended"),
+        ("HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 20", "reset", "before its response head ended"),
+        ("", "reset", "failed: Connection reset by peer"),
+    ])
+    func anUpstreamThatEndsInItsHeadIsA502NamingIt(_ sent: String, _ end: String, _ says: String) {
+        var t = Transcript { $0.addVia = false }
+        t.client("GET http://example.com/ HTTP/1.1\r\nHost: example.com\r\n\r\n")
+        t.connected()
+        if !sent.isEmpty { t.upstream(sent) }
+        if end == "reset" {
+            t.failed(.failed(Self.origin, reason: "Connection reset by peer"))
+        } else {
+            t.upstreamClosed()
+        }
+        let final = t.toClient.split(separator: "HTTP/1.1 ").last.map(String.init) ?? ""
+        #expect(final.hasPrefix("502 "), "\(t.toClient)")
+        #expect(t.toClient.contains("upstream example.com:80 ") && t.toClient.contains(says), "\(t.toClient)")
+    }
+
     /// The server closed the pooled connection before the request reached it: the proxy sees an end of stream,
     /// or, when the request arrived at a closed socket, a reset.
     @Test(arguments: ["end of stream", "reset"])
