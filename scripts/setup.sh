@@ -32,6 +32,7 @@ if [ "${1:-}" = "--tests" ]; then
         groff-base        # the generated manual page, checked by groff
         prometheus        # a real Prometheus scrapes run --metrics; promtool checks the exposition
         goaccess          # reads run --access-log's combined log format
+        jq                # reads back every line of the logs (a full disk tears none)
         procps            # pgrep/pkill: the audit's browsers found by their profile folder (left running? killed)
     )
 fi

@@ -39,7 +39,8 @@ package final class AccessLog: ExchangeObserver {
         do {
             sink = try LogSink(
                 destination: path == "-" ? .standardOutput(compact: false, color: false) : .file(path),
-                redaction: Redaction(showValues: false, key: []), overflow: .block)
+                redaction: Redaction(showValues: false, key: []), overflow: .block, label: "the access log",
+                gapRecord: { lost, reason, since, now in AccessLog.gapLine(format, lost: lost, reason: reason, since: since, now: now) })
         } catch let error as RulesLoadError {
             throw error
         } catch {
@@ -426,6 +427,36 @@ package final class AccessLog: ExchangeObserver {
         for _ in 0..<digits {
             w.raw(0x30 + UInt8(fraction / divisor % 10))
             divisor = max(1, divisor / 10)
+        }
+    }
+
+    /// The line written after lines were lost (the file could not be written), in the log's own format so that
+    /// every reader reads it: `combined` as a request nobody made (address 0.0.0.0, method `LOG-GAP`, status 599)
+    /// whose User-Agent says what was lost and why, which GoAccess counts as a valid line; `json` as an object with
+    /// `event: "log-gap"`.
+    ///
+    ///     0.0.0.0 - - [07/Dec/2026:13:00:01 +0000] "LOG-GAP /lost/12 HTTP/1.1" 599 - "-" "cookie-proxy: 12 lines lost since 07/Dec/2026:12:59:58 +0000: No space left on device (ENOSPC, errno 28)"
+    static func gapLine(_ format: Format, lost: Int, reason: String, since: Int64, now: Int64) -> String {
+        switch format {
+        case .combined:
+            var stamp: [UInt8] = []
+            writeTimestamp(now, into: &stamp)
+            var from: [UInt8] = []
+            writeTimestamp(since, into: &from)
+            let said = "cookie-proxy: \(lost) line\(lost == 1 ? "" : "s") lost since \(String(decoding: from, as: UTF8.self)): \(reason)"
+            return "0.0.0.0 - - [\(String(decoding: stamp, as: UTF8.self))] \"LOG-GAP /lost/\(lost) HTTP/1.1\" 599 - \"-\" \"\(said.replacingOccurrences(of: "\"", with: "'"))\""
+        case .json:
+            var w = JSONWriter(capacity: 256)
+            w.raw("{\"ts\":")
+            writeDecimal(now, scale: 1000, digits: 3, into: &w)
+            w.raw(",\"event\":\"log-gap\",\"lost\":")
+            w.int(Int64(lost))
+            w.raw(",\"since\":")
+            writeDecimal(since, scale: 1000, digits: 3, into: &w)
+            w.raw(",\"reason\":")
+            w.string(reason)
+            w.raw("}")
+            return w.withBytes { String(decoding: $0, as: UTF8.self) }
         }
     }
 

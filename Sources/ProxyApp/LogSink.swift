@@ -50,6 +50,12 @@ public final class LogSink: Sendable {
         /// The last write or reopen error, once reported.
         var failure: String? = nil
         var failedRecords = 0
+        /// Writes are failing now (since the first failed write; said on stderr then): why, and the records lost
+        /// since. The first write that succeeds says so, and writes a gap record before the others.
+        var failing: (reason: String, lost: Int, since: Int64)? = nil
+        /// A failed write left part of a line that could not be taken back (not a regular file, or truncating
+        /// failed): the next write starts with a line end, so that no record is glued to it.
+        var torn = false
         /// The writer waits for a signal rather than polling (after a quiet spell).
         var writerIdle = true
     }
@@ -64,6 +70,11 @@ public final class LogSink: Sendable {
     package let overflow: Overflow
     let destination: Destination
     let terminal: TerminalView?
+    /// The log's name in what is said about it on stderr (`the log cookies.jsonl`).
+    let label: String
+    /// The line that says, after a gap, how many records were lost and why, in this log's own format (nil: none;
+    /// the terminal's lines).
+    let gapRecord: (@Sendable (_ lost: Int, _ reason: String, _ since: Int64, _ now: Int64) -> String)?
     /// Where each request's client key is kept (the lifecycle's, `--client-by`), so that every record names a client
     /// as the lifecycle's records and the inspector do (docs/lifecycle.md: one key); nil, or a request it does not
     /// hold: the address.
@@ -73,9 +84,15 @@ public final class LogSink: Sendable {
 
     package init(
         destination: Destination, redaction: Redaction, overflow: Overflow = .block, capacity: Int = 10_000,
-        terminal: TerminalView? = nil, clients: LifecycleTracker? = nil
+        terminal: TerminalView? = nil, clients: LifecycleTracker? = nil, label: String = "the log",
+        gapRecord: (@Sendable (_ lost: Int, _ reason: String, _ since: Int64, _ now: Int64) -> String)? = nil
     ) throws {
         self.clients = clients
+        self.gapRecord = gapRecord
+        switch destination {
+        case .standardOutput: self.label = "\(label) (stdout)"
+        case .file(let path): self.label = "\(label) \(path)"
+        }
         self.destination = destination
         self.redaction = redaction
         self.overflow = overflow
@@ -270,42 +287,113 @@ public final class LogSink: Sendable {
 
     /// Writes `chunks` (with writev, up to 512 at a time), counts their records written or failed, and lets go of
     /// the file's cached pages behind it (``LogPageCache``).
+    ///
+    /// A record is written whole or not at all: when a write fails partway (ENOSPC, EIO, EPIPE), a file is cut back
+    /// to the end of the last whole chunk written (chunks hold whole lines), so that no fragment is left for the
+    /// next record to be glued to. The failure is said on stderr when it starts and when it ends, with the records
+    /// lost in between; after the gap, a record in the log's own format says the same (``gapRecord``).
     private func write(_ chunks: ArraySlice<Chunk>, _ pages: inout LogPageCache?) {
         guard !chunks.isEmpty else { return }
-        let fd = state.withLock { $0.fd }
+        let (fd, failing, torn) = state.withLock { ($0.fd, $0.failing, $0.torn) }
         let records = chunks.reduce(0) { $0 + $1.records }
         let events = chunks.reduce(0) { $0 + $1.events }
         var error: Int32 = 0
+        var recordsWritten = records
+        var eventsWritten = events
         if let terminal, case .standardOutput = destination {
             // Above the status line, under its lock: one buffer (the terminal's volume is small).
             var all: [UInt8] = []
             for chunk in chunks { chunk.bytes.withBytes { all.append(contentsOf: $0) } }
             error = all.withUnsafeBufferPointer { terminal.printAbove(fd: fd, $0) }
+            if error != 0 { (recordsWritten, eventsWritten) = (0, 0) }
         } else {
-            var start = chunks.startIndex
-            while start < chunks.endIndex && error == 0 {
-                let end = min(start + 512, chunks.endIndex)
-                error = Self.writeAll(fd, chunks[start..<end])
-                start = end
+            // What goes before the chunks: a line end after a fragment that stayed, and the gap's record.
+            var lead: [UInt8] = torn ? [0x0A] : []
+            if let failing, let gapRecord {
+                let now = Int64(Date().timeIntervalSince1970 * 1000)
+                lead += Array(gapRecord(failing.lost, failing.reason, failing.since, now).utf8) + [0x0A]
             }
-            if error == 0, let range = pages?.appended(chunks.reduce(0) { $0 + $1.bytes.count }) {
-                LogPageCache.release(fd, range)
+            let leadChunk = Chunk()
+            lead.withUnsafeBufferPointer { leadChunk.bytes.raw($0) }
+            let all = [leadChunk] + chunks
+            // A regular file's size before the write: where to cut back to.
+            let start = pages == nil ? -1 : lseek(fd, 0, SEEK_END)
+            var written = 0
+            var first = 0
+            while first < all.count && error == 0 {
+                let end = min(first + 512, all.count)
+                let (e, n) = Self.writeAll(fd, all[first..<end])
+                error = e
+                written += n
+                first = end
             }
-        }
-        state.withLock { s in
             if error == 0 {
-                s.written += records
-                s.eventsWritten += events
+                if let range = pages?.appended(written) { LogPageCache.release(fd, range) }
+                state.withLock { $0.torn = false }
             } else {
-                s.failedRecords += records
-                s.failure = "cannot write the log: \(String(cString: strerror(error)))"
+                // The whole chunks written stay (the lead among them only when whole); the rest is taken back.
+                var whole = 0
+                var kept = 0
+                recordsWritten = 0
+                eventsWritten = 0
+                for (i, chunk) in all.enumerated() {
+                    let count = chunk.bytes.count
+                    guard kept + count <= written else { break }
+                    kept += count
+                    whole = i + 1
+                    if i > 0 {
+                        recordsWritten += chunk.records
+                        eventsWritten += chunk.events
+                    }
+                }
+                let cut = start >= 0 && kept < written && ftruncate(fd, start + off_t(kept)) == 0
+                let fragment = kept < written && !cut
+                state.withLock { s in
+                    s.torn = fragment || (torn && whole == 0)
+                }
+                if whole > 0, let range = pages?.appended(kept) { LogPageCache.release(fd, range) }
             }
         }
+        let lost = records - recordsWritten
+        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        var said: String? = nil
+        state.withLock { s in
+            s.written += recordsWritten
+            s.eventsWritten += eventsWritten
+            if error == 0 {
+                if let f = s.failing {
+                    said =
+                        "cookie-proxy: \(label) is written again; \(f.lost) record\(f.lost == 1 ? " was" : "s were") lost while it could not be (\(f.reason))"
+                    s.failing = nil
+                }
+            } else {
+                let reason = Self.describe(errno: error)
+                s.failedRecords += lost
+                s.failure = "cannot write \(label): \(reason)"
+                if s.failing == nil {
+                    said =
+                        "cookie-proxy: cannot write \(label): \(reason); its records are lost (and counted) until it can be written again"
+                    s.failing = (reason, lost, now)
+                } else {
+                    s.failing!.lost += lost
+                }
+            }
+        }
+        if let said { Console.err(TerminalText(escaping: said)) }
     }
 
-    /// Writes every byte of `chunks` with writev (after a short write, from where it stopped); 0, or the errno
-    /// of the call that failed.
-    static func writeAll(_ fd: Int32, _ chunks: ArraySlice<Chunk>) -> Int32 {
+    /// An errno as a person and a search engine read it: `No space left on device (ENOSPC, errno 28)`.
+    static func describe(errno e: Int32) -> String {
+        let names: [Int32: String] = [
+            ENOSPC: "ENOSPC", EIO: "EIO", EPIPE: "EPIPE", EDQUOT: "EDQUOT", EFBIG: "EFBIG", EROFS: "EROFS",
+            EBADF: "EBADF", EACCES: "EACCES", EPERM: "EPERM", ENXIO: "ENXIO", EAGAIN: "EAGAIN",
+        ]
+        return "\(String(cString: strerror(e))) (\(names[e].map { "\($0), " } ?? "")errno \(e))"
+    }
+
+    /// Writes every byte of `chunks` with writev (after a short write, from where it stopped): 0, or the errno
+    /// of the call that failed, and the bytes written before it.
+    static func writeAll(_ fd: Int32, _ chunks: ArraySlice<Chunk>) -> (error: Int32, written: Int) {
         var vectors: [iovec] = []
         vectors.reserveCapacity(chunks.count)
         // The chunks' storage stays put while they are written: each is held by `chunks`, and nothing appends to
@@ -318,13 +406,15 @@ public final class LogSink: Sendable {
             }
         }
         var first = 0
+        var written = 0
         while first < vectors.count {
             let n = vectors[first...].withUnsafeBufferPointer { writev(fd, $0.baseAddress, Int32($0.count)) }
             if n < 0 {
                 if errno == EINTR { continue }
-                return errno
+                return (errno, written)
             }
-            if n == 0 { return EIO }
+            if n == 0 { return (EIO, written) }
+            written += n
             var left = n
             while first < vectors.count && left >= vectors[first].iov_len {
                 left -= vectors[first].iov_len
@@ -335,7 +425,7 @@ public final class LogSink: Sendable {
                 vectors[first].iov_len -= left
             }
         }
-        return 0
+        return (0, written)
     }
 
     private func reopenFile() {

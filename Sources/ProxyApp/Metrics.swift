@@ -15,7 +15,9 @@ struct Metrics: Sendable {
     var responses: [(protocol: String, mode: ResponseCounts.Mode, class: String, count: Int)]?
     var closings: [(ProxyServer.Closing, Int)]
     /// Nil without a log.
-    var logRecords: (written: Int, dropped: Int)?
+    var logRecords: (written: Int, dropped: Int, lost: Int)?
+    /// Nil without an access log.
+    var accessLogLines: (written: Int, lost: Int)?
     var transformations: [(rule: String, action: String, count: Int)]
     package var findings: [(code: String, severity: String, count: Int)]
     /// Nil without per-response counting.
@@ -25,7 +27,7 @@ struct Metrics: Sendable {
     var startTime: Double
 
     /// The process's counters now: the server's, and the metrics observer's.
-    init(server: ProxyServer, metrics: MetricsObserver, log: LogSink?, startTime: Double) {
+    init(server: ProxyServer, metrics: MetricsObserver, log: LogSink?, accessLog: LogSink?, startTime: Double) {
         requests = server.requests
         openConnections = server.connections
         interceptedConnections = server.intercepted
@@ -35,7 +37,8 @@ struct Metrics: Sendable {
         responses = metrics.responses.samples
         let counted = Dictionary(uniqueKeysWithValues: server.closingCounts.map { ($0.0.rawValue, $0.1) })
         closings = ProxyServer.Closing.allCases.map { ($0, counted[$0.rawValue] ?? 0) }
-        logRecords = log.map { ($0.writtenCount, $0.droppedCount) }
+        logRecords = log.map { ($0.writtenCount, $0.droppedCount, $0.failure?.records ?? 0) }
+        accessLogLines = accessLog.map { ($0.writtenCount, $0.droppedCount + ($0.failure?.records ?? 0)) }
         transformations = metrics.cookies.transformationSamples
         findings = metrics.cookies.findingSamples
         upstreamResponse = metrics.responses.upstreamResponse.snapshot
@@ -144,8 +147,17 @@ struct Metrics: Sendable {
         if let logRecords {
             family(
                 "cookie_proxy_log_records_total", "counter",
-                "Records of the transformation log, by what became of them.",
-                [("{result=\"written\"}", "\(logRecords.written)"), ("{result=\"dropped\"}", "\(logRecords.dropped)")])
+                "Records of the transformation log, by what became of them (lost: the file could not be written).",
+                [
+                    ("{result=\"written\"}", "\(logRecords.written)"), ("{result=\"dropped\"}", "\(logRecords.dropped)"),
+                    ("{result=\"lost\"}", "\(logRecords.lost)"),
+                ])
+        }
+        if let accessLogLines {
+            family(
+                "cookie_proxy_access_log_lines_total", "counter",
+                "Lines of the access log, by what became of them (lost: the file could not be written).",
+                [("{result=\"written\"}", "\(accessLogLines.written)"), ("{result=\"lost\"}", "\(accessLogLines.lost)")])
         }
         family(
             "cookie_proxy_start_time_seconds", "gauge", "When the proxy started, in seconds since the epoch.",

@@ -170,7 +170,14 @@ public enum ProxyApp {
             sink = try c.log.map {
                 try LogSink(
                     destination: $0.destination, redaction: Redaction(showValues: c.showValues, key: key),
-                    overflow: $0.overflow, capacity: $0.capacity, terminal: $0.terminal, clients: tracker)
+                    overflow: $0.overflow, capacity: $0.capacity, terminal: $0.terminal, clients: tracker,
+                    gapRecord: { lost, reason, since, now in
+                        JSONValue.object([
+                            ("time", .string(TransformationRecord.timestamp(now))), ("event", .string("log-gap")),
+                            ("lost", .int(Int64(lost))), ("since", .string(TransformationRecord.timestamp(since))),
+                            ("reason", .string(reason)),
+                        ]).serialized
+                    })
             }
             accessLog = try c.accessLog.map { path throws(RulesLoadError) in
                 try AccessLog(path: path, format: c.accessLogFormat)
@@ -232,7 +239,7 @@ public enum ProxyApp {
             let started = Date().timeIntervalSince1970
             do {
                 metrics = try MetricsServer(host: host, port: port, token: service.token) {
-                    Metrics(server: proxy, metrics: observer, log: sink, startTime: started)
+                    Metrics(server: proxy, metrics: observer, log: sink, accessLog: accessLog?.sink, startTime: started)
                 }
             } catch {
                 proxy.shutdown(deadline: 0)
