@@ -122,6 +122,7 @@ final class CookieStage: ExchangeStage {
     }
 
     func exchangeEnded(_ context: ExchangeContext, _ end: ExchangeEnd) {
+        if end.ending == .cut { hooks.noteCut(context, end) }
         guard let observers else { return }
         observers.exchangeFinished(FinishedExchange(context: context, end: end, time: RulesHooks.wallMilliseconds()))
     }

@@ -342,6 +342,8 @@ public final class RunningProxy {
     public func reload(reason: String) { runtime.reload(reason: reason) }
     /// What `run --report` found so far (nil without it): cookie-line findings and lifecycle verdicts.
     public var findings: FindingsReport? { runtime.report?.snapshot }
+    /// Exchanges cut short by either side since the start (a body that ended early; deadlines are closings).
+    public var cutCount: Int { runtime.hooks.cutCount }
     /// The status line's summary: lines examined and changed, log records, the last reload.
     public var statusSummary: String { runtime.statusSummary }
     /// Reopens the log file (after a rotation).
@@ -352,9 +354,14 @@ public final class RunningProxy {
         logClosings()
     }
 
-    /// The exchanges a deadline (or a client gone) closed since the last look, into the log.
+    /// The exchanges a deadline closed, and those cut short by either side, since the last look: on stderr and into
+    /// the log, each (at most 100 of each between two looks, and how many more there were).
     private func logClosings() {
-        for note in server.takeClosingNotes() { runtime.report(note) }
+        let (notes, leftOut) = server.takeClosingNotes()
+        for note in notes { runtime.report(note) }
+        let cuts = runtime.hooks.takeCuts()
+        for cut in cuts.notes { runtime.report(cut) }
+        runtime.reportLeftOut(closings: leftOut, cuts: cuts.leftOut)
     }
 
     /// Stops taking connections, lets the exchanges in flight finish for up to `drain` seconds, logs the last

@@ -40,6 +40,28 @@ package final class ProxyRuntime {
         let stamp = Self.now()
         do {
             var set = try RulesFiles.load(rulesPath)
+            if let emptied = Self.emptied(set, replacing: hooks.current.ruleSet) {
+                // An editor's truncate-then-write caught between its two steps, or a file emptied by mistake: running
+                // with none of its rules would let every cookie through unrewritten. An empty file is never a
+                // reason to drop rules (a comment in it is).
+                let kept = hooks.current.ruleSet.rules.count
+                Console.err(
+                    "cookie-proxy: WARNING: rules NOT reloaded (\(reason)): \(emptied) is empty; the last good rules (\(kept)) stay in force (to run without its rules, leave a comment in it)"
+                )
+                reloadStatus.withLock {
+                    $0 = .object([
+                        ("time", .string(stamp)), ("ok", false),
+                        ("message", .string("\(emptied) is empty — the last good rules stay in force")),
+                    ])
+                }
+                logEvent(
+                    "rules-reload-failed", at: stamp,
+                    [
+                        ("reason", .string(reason)), ("error", .string("\(emptied) is empty")),
+                        ("path", .string(rulesPath)),
+                    ])
+                return
+            }
             set.rules += extraRules
             hooks.replace(RuleEngine(set))
             Console.err("cookie-proxy: rules reloaded (\(reason)): \(set.rules.count) rules from \(rulesPath)")
@@ -80,6 +102,32 @@ package final class ProxyRuntime {
             ])
     }
 
+    /// An exchange cut short by either side (a body ended early): a line on stderr, and an event in the log
+    /// (`{"event": "body-cut", "request": …, "client": …, "detail": …, "bytes": …}`).
+    func report(_ cut: RulesHooks.Cut) {
+        Console.err("cookie-proxy: body cut short: \(cut.exchange) (client \(cut.client)): \(cut.why)")
+        logEvent(
+            "body-cut", at: Self.now(),
+            [
+                ("request", .string(cut.exchange)),
+                ("client", .string(hooks.tracker.client(ofRequest: cut.requestID) ?? cut.client)),
+                ("detail", .string(cut.why)), ("bytes", .int(Int64(cut.bodyBytes))),
+            ])
+    }
+
+    /// Notes past the limit between two looks: how many were not said one by one (all are in the exit counts).
+    func reportLeftOut(closings: Int, cuts: Int) {
+        guard closings + cuts > 0 else { return }
+        var parts: [String] = []
+        if closings > 0 { parts.append("\(closings) more closing\(closings == 1 ? "" : "s")") }
+        if cuts > 0 { parts.append("\(cuts) more cut\(cuts == 1 ? "" : "s")") }
+        Console.err(
+            "cookie-proxy: and \(parts.joined(separator: " and ")) in the last second, not listed one by one (counted at exit)"
+        )
+        logEvent(
+            "notes-left-out", at: Self.now(), [("closings", .int(Int64(closings))), ("cuts", .int(Int64(cuts)))])
+    }
+
     /// An event of the proxy's own in the log, beside the cookies' records: `{"time", "event", fields…}`.
     private func logEvent(_ event: String, at stamp: String, _ fields: [(String, JSONValue)]) {
         sink?.submit(line: JSONValue.object([("time", .string(stamp)), ("event", .string(event))] + fields).serialized)
@@ -88,11 +136,34 @@ package final class ProxyRuntime {
     /// Milliseconds, as every record's `time` (rules/README.md).
     private static func now() -> String { TransformationRecord.timestamp(Int64(Date().timeIntervalSince1970 * 1000)) }
 
-    /// Called about once a second: notices edited rules files.
+    /// A file that gave rules to `current` and is empty now (nothing but white space), if any: its path.
+    static func emptied(_ new: RuleSet, replacing current: RuleSet) -> String? {
+        let had = Set(current.rules.map(\.location.file))
+        for file in new.files where had.contains(file) && !new.rules.contains(where: { $0.location.file == file }) {
+            let text = (try? String(contentsOfFile: file, encoding: .utf8)) ?? ""
+            if text.allSatisfy(\.isWhitespace) { return file }
+        }
+        return nil
+    }
+
+    /// Called about once a second: notices edited rules files, and reads them once they have been still for a
+    /// moment (``settleTime``): an editor's save (truncate then write, or write a copy then rename) is one change,
+    /// read once, not a half-written file read between its steps.
     func poll() {
         guard let rulesPath else { return }
-        if RulesFiles.fingerprint(rulesPath) != fingerprint { reload(reason: "file changed") }
+        var seen = RulesFiles.fingerprint(rulesPath)
+        guard seen != fingerprint else { return }
+        for _ in 0..<10 {
+            usleep(Self.settleTime)
+            let again = RulesFiles.fingerprint(rulesPath)
+            if again == seen { return reload(reason: "file changed") }
+            seen = again
+        }
+        // Still changing after a second: read at the next poll.
     }
+
+    /// How long the files must stay unchanged before they are read (microseconds).
+    static let settleTime: UInt32 = 100_000
 
     /// SIGUSR1: the log file and the access log are reopened (after logrotate moved them).
     func reopenLog() {

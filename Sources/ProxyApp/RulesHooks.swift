@@ -26,6 +26,49 @@ package final class RulesHooks: ProxyHooks, Sendable {
     /// no observer a line is not read at all.
     package let seen = AtomicCounter()
     package let changed = AtomicCounter()
+    /// Exchanges cut short (a body ended early by either side, not by a deadline), noted as they end for stderr and
+    /// the log (``takeCuts()``), and counted for the exit summary.
+    private let cuts = Locked(Cuts())
+
+    /// Cut exchanges waiting to be said: at most ``Cuts/limit`` between two takes, the rest counted.
+    struct Cuts {
+        static let limit = 100
+        var notes: [Cut] = []
+        var leftOut = 0
+        var total = 0
+    }
+
+    /// One exchange cut short: `GET http://…`, its client, its request id, why, and the body bytes relayed.
+    package struct Cut: Sendable {
+        package var exchange: String
+        package var client: String
+        package var requestID: UInt64
+        package var why: String
+        package var bodyBytes: Int
+    }
+
+    /// Notes an exchange that ended cut short (``ExchangeEnd/cut``; nil: a deadline, noted as a closing).
+    func noteCut(_ context: ExchangeContext, _ end: ExchangeEnd) {
+        guard end.ending == .cut, let why = end.cut else { return }
+        let cut = Cut(
+            exchange: "\(context.method) \(context.url)", client: context.clientAddress, requestID: context.requestID,
+            why: why, bodyBytes: end.bodyBytes)
+        cuts.withLock { c in
+            c.total += 1
+            if c.notes.count < Cuts.limit { c.notes.append(cut) } else { c.leftOut += 1 }
+        }
+    }
+
+    /// The cuts noted since the last call, and how many more there were (past the limit).
+    package func takeCuts() -> (notes: [Cut], leftOut: Int) {
+        cuts.withLock { c in
+            defer { (c.notes, c.leftOut) = ([], 0) }
+            return (c.notes, c.leftOut)
+        }
+    }
+
+    /// Exchanges cut short since the start.
+    package var cutCount: Int { cuts.withLock { $0.total } }
 
     /// Hosts named with --intercept / --intercept-all.
     let interceptFlags: HostPatternList

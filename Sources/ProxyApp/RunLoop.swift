@@ -91,6 +91,12 @@ public enum RunLoop {
                     let closings = status.closings.map { "\($0.count) × \($0.reason)" }.joined(separator: ", ")
                     Console.err("cookie-proxy: exchanges closed early: \(closings)")
                 }
+                let cuts = proxy.cutCount
+                if cuts > 0 {
+                    Console.err(
+                        "cookie-proxy: \(cuts) exchange\(cuts == 1 ? " was" : "s were") cut short by a side (a body ended early; each said when it happened)"
+                    )
+                }
                 if status.unexpectedEvents > 0 {
                     Console.err(
                         "cookie-proxy: \(status.unexpectedEvents) connections were closed on an event their state could not take (a bug in cookie-proxy: please report it)"

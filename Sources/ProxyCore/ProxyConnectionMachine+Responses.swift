@@ -150,7 +150,7 @@ extension ProxyConnectionMachine {
         case .complete(let trailing):
             if trailing { exchange.upstreamReusable = false }  // bytes after the body: the upstream is confused
             finishExchange(&io)
-        case .invalid: abortExchange(&io)
+        case .invalid: abortExchange(&io, cut: "upstream \(exchange.origin)'s response body broke its framing")
         }
     }
 
@@ -171,7 +171,7 @@ extension ProxyConnectionMachine {
         reportEnd(.relayed)
         if !client.body.isComplete {
             // The response came before the whole request body: the rest cannot be sent any more.
-            abortExchange(&io)
+            abortExchange(&io, cut: "the response came before the whole request body")
             return
         }
         release(reusable: exchange.upstreamReusable, &io)
@@ -201,7 +201,7 @@ extension ProxyConnectionMachine {
             let partial = exchange.response.bytesSeen ? " before its response head ended" : ""
             answer(status, message + partial, &io, keepAlive: false)
         } else {
-            reportEnd(.cut)
+            reportEnd(.cut, cut: message)
             close(&io)
         }
     }
@@ -211,10 +211,11 @@ extension ProxyConnectionMachine {
         answer(502, reason, &io, keepAlive: false)
     }
 
-    /// The upstream connection is done with and the client's closes after what is queued for it.
-    mutating func abortExchange(_ io: inout ConnectionIO) {
+    /// The upstream connection is done with and the client's closes after what is queued for it. `cut`: why (which
+    /// side ended it, and how), for whoever watches (``ExchangeEnd/cut``).
+    mutating func abortExchange(_ io: inout ConnectionIO, cut: String) {
         release(reusable: false, &io)
-        reportEnd(.cut)
+        reportEnd(.cut, cut: cut)
         close(&io)
     }
 
@@ -240,7 +241,7 @@ extension ProxyConnectionMachine {
 
     /// Tells the stage how the exchange in flight ended, once (``ExchangeStage/exchangeEnded(_:_:)``).
     @inline(__always)
-    mutating func reportEnd(_ ending: ExchangeEnding) {
+    mutating func reportEnd(_ ending: ExchangeEnding, cut: String? = nil) {
         switch state {
         case .connecting, .exchanging, .tunnel: break
         case .idle, .closed: return
@@ -252,7 +253,7 @@ extension ProxyConnectionMachine {
             exchange.context,
             ExchangeEnd(
                 ending: ending, bodyBytes: exchange.bodyBytes, requestBodyBytes: exchange.requestBodyBytes,
-                times: exchange.times))
+                times: exchange.times, cut: cut))
     }
 
     /// Nothing more will be read or written on this connection after what is queued for the client.

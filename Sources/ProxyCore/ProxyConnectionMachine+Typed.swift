@@ -63,7 +63,10 @@ extension ProxyConnectionMachine {
         guard case .exchanging = state, exchange.response.readingBody else {
             return unexpected("the end of a typed response", &io)
         }
-        guard exchange.response.endOfStream() else { return abortExchange(&io) }
+        guard exchange.response.endOfStream() else {
+            return abortExchange(
+                &io, cut: "upstream \(exchange.origin) ended its stream before its response body ended")
+        }
         clientWriter.setTrailers(trailers)
         finishExchange(&io)
     }

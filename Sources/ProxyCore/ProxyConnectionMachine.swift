@@ -253,7 +253,7 @@ public struct ProxyConnectionMachine {
         case .connecting, .exchanging:
             if !client.bodyArrived {
                 // The request was cut short: there is nothing sensible to send upstream.
-                abortExchange(&io)
+                abortExchange(&io, cut: "the client closed its connection before its request body ended")
             }
         // Otherwise the request is whole (forwarded, or waiting here for the upstream connection): a client may
         // close its sending side after a request and still read the response (RFC 9112 §9.6). Finish the
@@ -261,7 +261,7 @@ public struct ProxyConnectionMachine {
         case .tunnel(_, let upstreamDone):
             state = .tunnel(clientDone: true, upstreamDone: upstreamDone)
             io.commands.append(.shutdownUpstreamWrite)
-            if upstreamDone { abortExchange(&io) }
+            if upstreamDone { abortExchange(&io, cut: "the tunnel closed") }
         case .closed: break
         }
     }
@@ -331,7 +331,7 @@ public struct ProxyConnectionMachine {
         case .tunnel(let clientDone, _):
             state = .tunnel(clientDone: clientDone, upstreamDone: true)
             io.commands.append(.shutdownClientWrite)
-            if clientDone { abortExchange(&io) }
+            if clientDone { abortExchange(&io, cut: "the tunnel closed") }
         case .exchanging:
             if exchange.response.readingBody {
                 if exchange.response.endOfStream() {
@@ -340,7 +340,11 @@ public struct ProxyConnectionMachine {
                         exchange.closeClientAfter || exchange.response.framing == .untilClose
                     finishExchange(&io)
                 } else {
-                    abortExchange(&io)
+                    abortExchange(
+                        &io,
+                        cut:
+                            "upstream \(exchange.origin) closed the connection before its response body ended (\(exchange.bodyBytes) bytes relayed)"
+                    )
                 }
                 return
             }
@@ -458,8 +462,9 @@ public struct ProxyConnectionMachine {
 
     /// The shell closed the client's side with an exchange in flight (its client reset the stream, a deadline closed
     /// the connection): the exchange ends cut short, told to the stage as any other end.
-    public mutating func abandon() {
-        reportEnd(.cut)
+    /// `cut`: why (nil: a deadline, noted as a closing of its own).
+    public mutating func abandon(cut: String?) {
+        reportEnd(.cut, cut: cut)
     }
 
     /// Graceful shutdown: close now if idle, else after the exchange in flight.

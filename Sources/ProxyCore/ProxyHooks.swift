@@ -48,11 +48,16 @@ public struct ExchangeEnd: Sendable, Hashable {
     /// The bytes of the request's body written towards the upstream (and their framing).
     public var requestBodyBytes: Int
     public var times: ExchangeTimes
+    /// Why an exchange that ended ``ExchangeEnding/cut`` was cut short (which side, and what happened); nil for
+    /// every other ending, and for one a deadline closed (the deadline is noted as a closing of its own).
+    public var cut: String?
 
     public init(
-        ending: ExchangeEnding, bodyBytes: Int, requestBodyBytes: Int = 0, times: ExchangeTimes = ExchangeTimes()
+        ending: ExchangeEnding, bodyBytes: Int, requestBodyBytes: Int = 0, times: ExchangeTimes = ExchangeTimes(),
+        cut: String? = nil
     ) {
         (self.ending, self.bodyBytes, self.requestBodyBytes, self.times) = (ending, bodyBytes, requestBodyBytes, times)
+        self.cut = cut
     }
 }
 

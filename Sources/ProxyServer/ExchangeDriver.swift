@@ -64,6 +64,8 @@ final class ExchangeDriver {
     /// False while ``flushDeferred()`` runs: then the upstream is written at once.
     var mayDeferUpstream = true
     var closed = false
+    /// A deadline closed this exchange and was noted (``note(_:_:)``): its cut is that note, not another.
+    var deadlineNoted = false
     /// The upstream connection being made (ExchangeDriver+Connect.swift).
     var dial = Dial()
     var lastPhase: ProxyConnectionMachine.Phase = .idle
@@ -344,6 +346,7 @@ final class ExchangeDriver {
 
     /// Counts a deadline that closed something and notes it with the exchange it closed.
     func note(_ closing: ProxyServer.Closing, _ what: String) {
+        deadlineNoted = true
         loop.server.noteClosing(
             closing,
             ProxyServer.ClosingNote(
@@ -354,7 +357,9 @@ final class ExchangeDriver {
     /// Closes at once. A socket error that ended the client's connection is counted by the server (the client is
     /// gone: nobody is left to tell), so that the exit message can say how connections ended. `reset`: the client's
     /// side closes with a reset (SO_LINGER 0 for a socket, RST_STREAM for a stream), dropping what it has not taken.
-    func closeNow(socketError: Int32? = nil, reset: Bool = false) {
+    /// `cut`: why an exchange in flight ends here (default: the client's connection closed, or failed with
+    /// `socketError`).
+    func closeNow(socketError: Int32? = nil, reset: Bool = false, cut: String? = nil) {
         // Its client's side lets go of it as it closes (the socket's connection, the session's table): it stays
         // alive until this returns.
         withExtendedLifetime(self) {
@@ -362,7 +367,10 @@ final class ExchangeDriver {
             if let socketError { loop.server.noteClientSocketError(socketError) }
             closed = true
             // An exchange still in flight ends here, cut short (told once: one the machine ended is not told again).
-            machine.abandon()
+            let why =
+                cut ?? socketError.map { "the client's connection failed: \(Sys.errorText(-$0))" }
+                ?? "the client's connection closed before the response was whole"
+            machine.abandon(cut: deadlineNoted ? nil : why)
             // The client is gone (or a deadline ended it) with its request unfinished: the upstream must not see an
             // orderly end of it, as when the machine asks for that (``ConnectionIO/Command/resetUpstream``).
             if upstream != nil && machine.upstreamHasPartialRequest { resetUpstream() }

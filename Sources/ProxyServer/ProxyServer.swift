@@ -73,12 +73,15 @@ public final class ProxyServer: @unchecked Sendable {
         public var text: String { "\(closing.name): \(exchange.map { "\($0) " } ?? "")(client \(client)): \(detail)" }
     }
     private let closings = Locked<[Int]>(Array(repeating: 0, count: Closing.allCases.count))
-    private let closingNotes = Locked<[ClosingNote]>([])
+    private let closingNotes = Locked<(notes: [ClosingNote], leftOut: Int)>(([], 0))
 
-    /// Counts `closing`; `note` is kept for ``takeClosingNotes()`` (at most 100 wait between two takes).
+    /// Counts `closing`; `note` is kept for ``takeClosingNotes()`` (at most 100 wait between two takes; the rest
+    /// are counted, so that what is said can say how many it left out).
     func noteClosing(_ closing: Closing, _ note: ClosingNote? = nil) {
         closings.withLock { $0[closing.rawValue] += 1 }
-        if let note { closingNotes.withLock { if $0.count < 100 { $0.append(note) } } }
+        if let note {
+            closingNotes.withLock { if $0.notes.count < 100 { $0.notes.append(note) } else { $0.leftOut += 1 } }
+        }
     }
 
     /// How many exchanges or connections each kind of closing ended so far (those that happened).
@@ -88,9 +91,11 @@ public final class ProxyServer: @unchecked Sendable {
     }
 
     /// The notes of closings since the last call.
-    public func takeClosingNotes() -> [ClosingNote] {
+    public func takeClosingNotes() -> (notes: [ClosingNote], leftOut: Int) {
         closingNotes.withLock {
-            let t = $0; $0.removeAll(); return t
+            let t = $0
+            $0 = ([], 0)
+            return t
         }
     }
 

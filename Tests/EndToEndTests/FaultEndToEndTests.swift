@@ -76,12 +76,15 @@ import Testing
         let jq = try run("/usr/bin/jq", ["-c", "select(.event == \"log-gap\")", disk + "/cookies.jsonl"])
         #expect(jq.status == 0, "jq could not read every line: \(jq.stderr)\n\(log.suffix(2000))")
         let gap = try #require(
-            try JSONSerialization.jsonObject(with: Data(jq.text.split(separator: "\n").first.map(String.init)?.utf8 ?? "".utf8))
+            try JSONSerialization.jsonObject(
+                with: Data(jq.text.split(separator: "\n").first.map(String.init)?.utf8 ?? "".utf8))
                 as? [String: Any], "no gap record in \(log.suffix(2000))")
         #expect((gap["lost"] as? Int ?? 0) > 0 && (gap["reason"] as? String)?.contains("ENOSPC") == true, "\(gap)")
         #expect(log.hasSuffix("\n"))
         // Records before and after the gap are there (the last requests' cookies).
-        #expect(log.contains("/cookies/4\"") && log.contains("/cookies/0\"") && log.components(separatedBy: "\n").count > 10)
+        #expect(
+            log.contains("/cookies/4\"") && log.contains("/cookies/0\"") && log.components(separatedBy: "\n").count > 10
+        )
 
         // Every line of the access log is one GoAccess reads as valid; one says what was lost.
         let access = try String(contentsOfFile: disk + "/access.log", encoding: .utf8)
@@ -98,5 +101,38 @@ import Testing
         #expect(general?["total_requests"] as? Int == lines.count, "\(String(describing: general))")
         // The exit summary counts what was lost.
         #expect(proxy.process.stderr.contains("not written: cannot write the log "), "\(proxy.process.stderr)")
+    }
+
+    /// A body cut short by either side is said when it happens (stderr), is an event in the log, and is counted at
+    /// exit: the upstream ending before its declared length, and a client that goes away mid-response.
+    @Test(arguments: ["upstream", "client"])
+    func aBodyCutShortIsSaidLoggedAndCounted(_ side: String) throws {
+        let upstream = try Upstream()
+        defer { upstream.process.signal(SIGTERM) }
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("cp-cut-\(getpid())-\(side)").path
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let proxy = try Proxy(["--log", dir + "/log.jsonl", "--ui", "off"])
+        let said: String
+        if side == "upstream" {
+            _ = try curl(["-s", "-o", "/dev/null", "-x", proxy.url, "\(upstream.base)/truncated"])
+            said = try proxy.process.waitForLine(startingWith: "cookie-proxy: body cut short: ", onStderr: true)
+            #expect(said.contains("GET \(upstream.base)/truncated (client 127.0.0.1)"), "\(said)")
+            #expect(said.contains("closed the connection before its response body ended (10 bytes relayed)"), "\(said)")
+        } else {
+            let fd = try connectedLoopbackSocket(port: proxy.port)
+            sendAll(fd, Array("GET \(upstream.base)/large=50000000 HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".utf8))
+            _ = receive(fd) { $0.count > 100_000 }
+            close(fd)
+            said = try proxy.process.waitForLine(startingWith: "cookie-proxy: body cut short: ", onStderr: true)
+            #expect(said.contains("the client's connection"), "\(said)")
+        }
+        proxy.process.signal(SIGTERM)
+        _ = proxy.process.waitForExit(timeout: 20)
+        let log = try String(contentsOfFile: dir + "/log.jsonl", encoding: .utf8)
+        #expect(log.contains("\"event\":\"body-cut\""), "\(log)")
+        #expect(
+            proxy.process.stderr.contains("cookie-proxy: 1 exchange was cut short by a side"), "\(proxy.process.stderr)"
+        )
     }
 }

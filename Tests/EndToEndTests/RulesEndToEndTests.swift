@@ -191,4 +191,41 @@ import Testing
         #expect(proxy.process.stderr.contains("r.rules:2:5: error: unknown directive 'httponlyy'"))
         #expect(proxy.process.stderr.contains("(SIGHUP)"))
     }
+
+    /// An editor's save (truncate, then write a moment later) is one change, read once, and a file that stays
+    /// empty does not replace its rules: the last good rules stay in force, with a warning that names the file.
+    @Test func anEditorsSaveIsOneReloadAndAnEmptiedFileKeepsTheLastGoodRules() throws {
+        let dir = try Self.tempDir()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let file = "\(dir)/r.rules"
+        try "rule \"a\" {\n    secure\n}\n".write(toFile: file, atomically: true, encoding: .utf8)
+        let upstream = try Upstream()
+        let proxy = try Proxy(["--rules", file, "--log", "none", "--ui", "off"])
+        let url = Self.setCookieURL(upstream, ["t=1"])
+        func line() throws -> String? {
+            Self.setCookieLines(try curl(["-sS", "-D", "-", "-o", "/dev/null", "-x", proxy.url, url]).text).first
+        }
+        // Truncate-then-write, as editors that save in place do, 30 ms apart.
+        let handle = try #require(FileHandle(forWritingAtPath: file))
+        try handle.truncate(atOffset: 0)
+        usleep(30_000)
+        try handle.write(contentsOf: Data("rule \"a\" {\n    httponly\n}\n".utf8))
+        try handle.close()
+        _ = try proxy.process.waitForLine(startingWith: "cookie-proxy: rules reloaded (file changed)", onStderr: true)
+        #expect(try line() == "t=1; HttpOnly")
+        // Emptied and left so: not read as "no rules".
+        try "".write(toFile: file, atomically: false, encoding: .utf8)
+        let warning = try proxy.process.waitForLine(
+            startingWith: "cookie-proxy: WARNING: rules NOT reloaded", onStderr: true)
+        #expect(warning.contains("\(file) is empty; the last good rules (1) stay in force"), "\(warning)")
+        #expect(try line() == "t=1; HttpOnly")
+        let stderr = proxy.process.stderr
+        #expect(stderr.components(separatedBy: "rules reloaded (file changed)").count == 2, "\(stderr)")
+        #expect(!stderr.contains("0 rules from"), "\(stderr)")
+        // A comment is a file meant to hold no rules.
+        try "# no rules for now\n".write(toFile: file, atomically: false, encoding: .utf8)
+        _ = try proxy.process.waitForLine(
+            startingWith: "cookie-proxy: rules reloaded (file changed): 0 rules", onStderr: true)
+        #expect(try line() == "t=1")
+    }
 }
