@@ -32,15 +32,20 @@ package final class AccessLog: ExchangeObserver {
     let format: Format
     /// The writer (its own thread, file and counts).
     let sink: LogSink
+    /// The device page's host (`cookie-proxy.local`): its exchanges are the proxy's own answers, not relayed.
+    let onboardingHost: String?
 
     /// `path`: a file (appended to, made mode 0600), or `-` for standard output.
-    package init(path: String, format: Format = .combined) throws(RulesLoadError) {
+    package init(path: String, format: Format = .combined, onboardingHost: String? = nil) throws(RulesLoadError) {
         self.format = format
+        self.onboardingHost = onboardingHost
         do {
             sink = try LogSink(
                 destination: path == "-" ? .standardOutput(compact: false, color: false) : .file(path),
                 redaction: Redaction(showValues: false, key: []), overflow: .block, label: "the access log",
-                gapRecord: { lost, reason, since, now in AccessLog.gapLine(format, lost: lost, reason: reason, since: since, now: now) })
+                gapRecord: { lost, reason, since, now in
+                    AccessLog.gapLine(format, lost: lost, reason: reason, since: since, now: now)
+                })
         } catch let error as RulesLoadError {
             throw error
         } catch {
@@ -156,11 +161,20 @@ package final class AccessLog: ExchangeObserver {
         package func exchangeFinished(_ exchange: borrowing FinishedExchange) {
             let context = exchange.context
             let kept = pending.remove(context.requestID)
-            let bytes = kept.map { slots[Int($0.slot)] } ?? []
+            var bytes = kept.map { slots[Int($0.slot)] } ?? []
+            var (refererEnd, agentEnd) = (Int(kept?.refererEnd ?? 0), Int(kept?.agentEnd ?? 0))
+            if kept == nil, let echo = exchange.end.request {
+                // A request that went nowhere (the proxy's own answer, a CONNECT): what of it was read.
+                bytes = Array((echo.referer ?? "").utf8)
+                refererEnd = bytes.count
+                bytes += Array((echo.userAgent ?? "").utf8)
+                agentEnd = bytes.count
+            }
+            let ownPage = context.route == nil && context.host == log.onboardingHost && context.port == 80
             bytes.withUnsafeBufferPointer { b in
-                let r = Int(kept?.refererEnd ?? 0)
-                let a = Int(kept?.agentEnd ?? 0)
-                let h = Int(kept?.hostEnd ?? 0)
+                let r = refererEnd
+                let a = agentEnd
+                let h = kept.map { Int($0.hostEnd) } ?? b.count  // (nothing sent upstream without a request kept)
                 let referer = UnsafeBufferPointer(rebasing: b[0..<r])
                 let agent = UnsafeBufferPointer(rebasing: b[r..<a])
                 switch log.format {
@@ -187,9 +201,9 @@ package final class AccessLog: ExchangeObserver {
                         )
                         : nil
                     AccessLog.writeJSON(
-                        exchange, referer: referer, agent: agent, http10: kept?.http10 ?? false, sent: sent,
-                        cookieEdits: Int(kept?.cookieEdits ?? 0), verdicts: Int(kept?.verdicts ?? 0),
-                        into: &chunk.bytes)
+                        exchange, referer: referer, agent: agent, http10: kept?.http10 ?? false,
+                        sent: ownPage ? nil : sent, cookieEdits: Int(kept?.cookieEdits ?? 0),
+                        verdicts: Int(kept?.verdicts ?? 0), ownPage: ownPage, into: &chunk.bytes)
                 }
             }
             if let kept { slots.release(Int(kept.slot)) }
@@ -260,7 +274,14 @@ package final class AccessLog: ExchangeObserver {
                     writeHost(host, port: context.port, defaultPort: 80, into: &out) { escape($0, into: &$1) }
                 }
             }
-            withBytes(context.target) { escape($0, into: &out) }
+            if context.target.isEmpty && context.method == "CONNECT" {
+                // A tunnel's request-target is its authority (RFC 9112 §3.2.3): host and port, always.
+                withBytes(context.host) { host in
+                    writeHost(host, port: context.port, defaultPort: -1, into: &out) { escape($0, into: &$1) }
+                }
+            } else {
+                withBytes(context.target) { escape($0, into: &out) }
+            }
             out.raw(0x20)
             if http10 && context.clientSide == .http1 {
                 out.raw("HTTP/1.0")
@@ -314,7 +335,7 @@ package final class AccessLog: ExchangeObserver {
     static func writeJSON(
         _ exchange: borrowing FinishedExchange, referer: UnsafeBufferPointer<UInt8>, agent: UnsafeBufferPointer<UInt8>,
         http10: Bool, sent: (host: UnsafeBufferPointer<UInt8>, target: UnsafeBufferPointer<UInt8>)?, cookieEdits: Int,
-        verdicts: Int, into w: inout JSONWriter
+        verdicts: Int, ownPage: Bool = false, into w: inout JSONWriter
     ) {
         let context = exchange.context
         w.raw("{\"ts\":")
@@ -327,12 +348,17 @@ package final class AccessLog: ExchangeObserver {
         w.string(context.method)
         w.raw(",\"host\":")
         if context.host.isEmpty {
-            w.raw("\"\"")
+            // A request the proxy answered before routing it: the Host it sent, if any was read.
+            if let host = exchange.end.request?.host { w.string(host) } else { w.raw("\"\"") }
         } else {
             jsonHost(context.host, port: context.port, defaultPort: context.scheme == "https" ? 443 : 80, into: &w)
         }
         w.raw(",\"uri\":")
-        w.string(context.target)
+        if context.target.isEmpty && context.method == "CONNECT" {
+            jsonHost(context.host, port: context.port, defaultPort: -1, into: &w)
+        } else {
+            w.string(context.target)
+        }
         w.raw(",\"headers\":{")
         if !referer.isEmpty {
             w.raw("\"Referer\":[")
@@ -353,9 +379,12 @@ package final class AccessLog: ExchangeObserver {
         w.raw(",\"duration\":")
         writeDecimal(exchange.times.duration, scale: 1_000_000, digits: 6, into: &w)
         w.raw(",\"ending\":")
-        w.string(exchange.ending.rawValue)
+        // The device page is the proxy's own, served through its local service: answered, from no upstream.
+        w.string(ownPage ? ExchangeEnding.answered.rawValue : exchange.ending.rawValue)
         w.raw(",\"route\":")
-        if let route = context.route {
+        if ownPage {
+            w.raw("null,\"upstream\":null")
+        } else if let route = context.route {
             w.string(route.name)
             w.raw(",\"upstream\":")
             w.string(route.upstreamHost)
@@ -366,7 +395,7 @@ package final class AccessLog: ExchangeObserver {
             jsonHost(context.host, port: context.port, defaultPort: -1, into: &w)
         }
         w.raw(",\"upstream_proto\":")
-        if exchange.times.upstreamConnected > 0 {
+        if exchange.times.upstreamConnected > 0 && !ownPage {
             w.raw("\"")
             w.raw(context.upstreamSide.name)
             w.raw("\"")
@@ -374,7 +403,8 @@ package final class AccessLog: ExchangeObserver {
             w.raw("null")
         }
         w.raw(",\"upstream_request\":")
-        if let sent {
+        // Only what reached an upstream: a request whose upstream could not be reached sent nothing.
+        if let sent, exchange.times.upstreamConnected > 0 {
             w.raw("{\"uri\":")
             text(sent.target, into: &w)
             w.raw(",\"host\":")
@@ -443,8 +473,10 @@ package final class AccessLog: ExchangeObserver {
             writeTimestamp(now, into: &stamp)
             var from: [UInt8] = []
             writeTimestamp(since, into: &from)
-            let said = "cookie-proxy: \(lost) line\(lost == 1 ? "" : "s") lost since \(String(decoding: from, as: UTF8.self)): \(reason)"
-            return "0.0.0.0 - - [\(String(decoding: stamp, as: UTF8.self))] \"LOG-GAP /lost/\(lost) HTTP/1.1\" 599 - \"-\" \"\(said.replacingOccurrences(of: "\"", with: "'"))\""
+            let said =
+                "cookie-proxy: \(lost) line\(lost == 1 ? "" : "s") lost since \(String(decoding: from, as: UTF8.self)): \(reason)"
+            return
+                "0.0.0.0 - - [\(String(decoding: stamp, as: UTF8.self))] \"LOG-GAP /lost/\(lost) HTTP/1.1\" 599 - \"-\" \"\(said.replacingOccurrences(of: "\"", with: "'"))\""
         case .json:
             var w = JSONWriter(capacity: 256)
             w.raw("{\"ts\":")

@@ -180,7 +180,7 @@ public enum ProxyApp {
                     })
             }
             accessLog = try c.accessLog.map { path throws(RulesLoadError) in
-                try AccessLog(path: path, format: c.accessLogFormat)
+                try AccessLog(path: path, format: c.accessLogFormat, onboardingHost: server.onboardingHost)
             }
         } catch {
             throw StartError(description: "\(error)", stage: .log)

@@ -21,8 +21,8 @@ extension ProxyConnectionMachine {
         case .request(let request, let framing):
             startExchange(request, framing: framing, &io)
             headStorage.keep(request.head)
-        case .refused(let status, let reason):
-            answer(status, reason, &io, keepAlive: false)
+        case .refused(let status, let reason, let read):
+            answer(status, reason, &io, keepAlive: false, read: RequestEcho(scanning: read))
         case .http2Preface(let leftover):
             guard configuration.acceptsHTTP2Preface else {
                 // An HTTP/2 client reads no HTTP/1.1 answer: it is told in its own protocol, then the connection
@@ -48,6 +48,7 @@ extension ProxyConnectionMachine {
                 request.head.listElements("accept").contains(where: { $0.lowercased().hasPrefix("text/html") })
             {
                 clientWriter.page(page, head: request.method == "HEAD", &io)
+                reportAnswer(200, bodyBytes: request.method == "HEAD" ? 0 : page.utf8.count, request: request)
                 close(&io)
                 return
             }
@@ -59,6 +60,8 @@ extension ProxyConnectionMachine {
             && hooks.shouldIntercept(host: origin.host, port: origin.port)
         {
             intercept(origin, &io)
+            // The CONNECT got the proxy's own 200: an exchange of its own (its requests inside are others).
+            reportAnswer(200, bodyBytes: 0, request: request)
             return
         }
         let connection = request.head.connectionOptions()
@@ -103,6 +106,7 @@ extension ProxyConnectionMachine {
             response: ResponseReader(limits: configuration.parserLimits))
         exchange.via = via
         exchange.request = writer
+        if route.isConnect { exchange.tunnelRequest = RequestEcho(scanning: request.head.bytes[...]) }
         (exchange.times.accepted, exchange.times.requestHead) = (acceptedAt, headStorage.now)
         clientWriter.start(request)
         if !client.trailers.isEmpty { client.trailers = FieldSection() }

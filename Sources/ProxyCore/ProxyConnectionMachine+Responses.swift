@@ -79,8 +79,11 @@ extension ProxyConnectionMachine {
     mutating func startTunnel(_ io: inout ConnectionIO) {
         state = .tunnel(clientDone: false, upstreamDone: false)
         if exchange.context.status == nil { exchange.context.status = 200 }  // a CONNECT's 2xx (RFC 9110 §9.3.6)
-        reportEnd(.tunnel)
+        // Its end is told when it closes (``close(_:)``), with the bytes that went each way.
+        (exchange.bodyBytes, exchange.requestBodyBytes) = (0, 0)
+        let before = io.toUpstream.count
         client.moveRest(into: &io.toUpstream)
+        exchange.requestBodyBytes += io.toUpstream.count - before
     }
 
     /// A final response: whether the upstream connection stays usable and the client's closes after it, the
@@ -221,29 +224,41 @@ extension ProxyConnectionMachine {
 
     /// An answer of the proxy's own ended the exchange in flight, or a request refused before it became one (which
     /// gets a context of its own: its method and target when they were read, else `-`).
-    mutating func reportAnswer(_ status: Int, bodyBytes: Int, request: RequestHead?) {
+    /// `request` (a head read whole) or `read` (what arrived of one that could not be read): what of it the end
+    /// carries (``ExchangeEnd/request``).
+    mutating func reportAnswer(_ status: Int, bodyBytes: Int, request: RequestHead?, read: RequestEcho? = nil) {
         switch state {
         case .connecting, .exchanging:
             exchange.context.status = status
             exchange.bodyBytes = bodyBytes
+            // (Its request was told to the stage as it went upstream: ``ExchangeStage/willForwardRequest(_:_:)``.)
             reportEnd(.answered)
         case .idle, .tunnel, .closed:
+            let echo = read ?? request.map { RequestEcho(scanning: $0.head.bytes[...]) }
             let context = ExchangeContext(
-                requestID: nextRequestID(), clientAddress: clientAddress, method: request?.method ?? "-",
+                requestID: nextRequestID(), clientAddress: clientAddress,
+                method: request?.method ?? echo?.method ?? "-",
                 scheme: listenerTLS || interceptedOrigin != nil ? "https" : "http", host: "", port: 0,
-                target: request?.target ?? "-", status: status, clientSide: clientWriter.clientProtocol, route: nil)
+                target: request?.target ?? echo?.target ?? "-", status: status,
+                clientSide: clientWriter.clientProtocol, route: nil)
             var times = ExchangeTimes()
             (times.accepted, times.requestHead, times.ended) = (acceptedAt, headStorage.now, headStorage.now)
             headStorage.stage(hooks).exchangeEnded(
-                context, ExchangeEnd(ending: .answered, bodyBytes: bodyBytes, times: times))
+                context, ExchangeEnd(ending: .answered, bodyBytes: bodyBytes, times: times, request: echo))
         }
     }
 
     /// Tells the stage how the exchange in flight ended, once (``ExchangeStage/exchangeEnded(_:_:)``).
     @inline(__always)
-    mutating func reportEnd(_ ending: ExchangeEnding, cut: String? = nil) {
+    mutating func reportEnd(_ ending: ExchangeEnding, cut: String? = nil, request: RequestEcho? = nil) {
+        var (ending, cut, request) = (ending, cut, request)
         switch state {
-        case .connecting, .exchanging, .tunnel: break
+        case .connecting, .exchanging: break
+        case .tunnel:
+            // A tunnel ends as a tunnel however it closes, with what went through it; a CONNECT's request went
+            // nowhere but here.
+            (ending, cut) = (.tunnel, nil)
+            request = exchange.tunnelRequest
         case .idle, .closed: return
         }
         guard !exchange.reported else { return }
@@ -253,11 +268,12 @@ extension ProxyConnectionMachine {
             exchange.context,
             ExchangeEnd(
                 ending: ending, bodyBytes: exchange.bodyBytes, requestBodyBytes: exchange.requestBodyBytes,
-                times: exchange.times, cut: cut))
+                times: exchange.times, cut: cut, request: request))
     }
 
     /// Nothing more will be read or written on this connection after what is queued for the client.
     mutating func close(_ io: inout ConnectionIO) {
+        if case .tunnel = state { reportEnd(.tunnel) }
         state = .closed
         io.commands.append(.closeClient)
     }
@@ -267,13 +283,13 @@ extension ProxyConnectionMachine {
     /// exchange in flight's, or none read).
     mutating func answer(
         _ status: Int, _ reason: String, _ io: inout ConnectionIO, keepAlive: Bool, fields: [ProxyAnswer.Field] = [],
-        request: RequestHead? = nil
+        request: RequestHead? = nil, read: RequestEcho? = nil
     ) {
         let keep = keepAlive && !client.eof && !clientWriter.carriesOneExchange
         let via = configuration.addVia ? configuration.viaPseudonym : nil
         let answer = ProxyAnswer(status: status, reason: reason, fields: fields, via: via, close: !keep)
         clientWriter.answer(answer, &io)
-        reportAnswer(status, bodyBytes: answer.body.count, request: request)
+        reportAnswer(status, bodyBytes: answer.body.count, request: request, read: read)
         if keep {
             exchange = Exchange()  // as at the end of an exchange: nothing of it stays with an idle connection
             state = .idle

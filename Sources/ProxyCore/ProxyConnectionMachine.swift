@@ -51,6 +51,8 @@ public struct ProxyConnectionMachine {
         var context: ExchangeContext
         var origin: Origin
         var isConnect: Bool
+        /// A CONNECT tunnel's request as read (its head's bytes go to the upstream's writer), for its end.
+        var tunnelRequest: RequestEcho? = nil
         var wantsUpgrade: Bool
         /// The request's head as HTTP/1.1 bytes, once written (kept for a retry on a fresh connection).
         var requestHeadBytes: [UInt8]
@@ -237,6 +239,7 @@ public struct ProxyConnectionMachine {
         case .closed: return  // read in the round that closed the connection: nothing will take it
         case .tunnel:
             io.toUpstream.append(contentsOf: bytes)
+            exchange.requestBodyBytes += bytes.count
             return
         case .idle, .connecting, .exchanging: break
         }
@@ -314,6 +317,7 @@ public struct ProxyConnectionMachine {
         switch state {
         case .tunnel:
             io.toClient.append(contentsOf: bytes)
+            exchange.bodyBytes += bytes.count
         case .exchanging:
             if exchange.response.readingBody {
                 forwardResponseBody(bytes, &io)

@@ -51,13 +51,17 @@ public struct ExchangeEnd: Sendable, Hashable {
     /// Why an exchange that ended ``ExchangeEnding/cut`` was cut short (which side, and what happened); nil for
     /// every other ending, and for one a deadline closed (the deadline is noted as a closing of its own).
     public var cut: String?
+    /// What of the request was read, for an exchange whose request went nowhere (the proxy answered it, or a
+    /// CONNECT tunnel): its observers were told no request, and an access log line still names its User-Agent.
+    /// Nil when the request was forwarded (``ExchangeStage/willForwardRequest(_:_:)`` gave it).
+    public var request: RequestEcho?
 
     public init(
         ending: ExchangeEnding, bodyBytes: Int, requestBodyBytes: Int = 0, times: ExchangeTimes = ExchangeTimes(),
-        cut: String? = nil
+        cut: String? = nil, request: RequestEcho? = nil
     ) {
         (self.ending, self.bodyBytes, self.requestBodyBytes, self.times) = (ending, bodyBytes, requestBodyBytes, times)
-        self.cut = cut
+        (self.cut, self.request) = (cut, request)
     }
 }
 
@@ -88,7 +92,7 @@ public enum ExchangeEnding: String, Sendable, Hashable, CaseIterable {
     case relayed
     /// The proxy answered itself: a refusal (`400`, `431`, …), an upstream it could not reach (`502`, `504`).
     case answered
-    /// A tunnel began (CONNECT, or a `101`): what follows is bytes both ways.
+    /// A tunnel (CONNECT, or a `101`), told when it closes: its body bytes are what went each way through it.
     case tunnel
     /// It ended before its response was whole: the upstream failed, the client went away mid-way, or a deadline
     /// closed it.

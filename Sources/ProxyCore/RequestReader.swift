@@ -11,7 +11,7 @@ struct RequestReader {
         case request(RequestHead, BodyFraming)
         /// The bytes are no request the proxy reads one way: the status to answer with and why (RFC 9112 §2.2,
         /// §3: `400`, `414` for a request line too long, `431` for a head too large, `501` for a coding).
-        case refused(status: Int, reason: String)
+        case refused(status: Int, reason: String, read: ArraySlice<UInt8>)
         /// HTTP/2's connection preface (RFC 9113 §3.4: `PRI * HTTP/2.0`, an empty line, then `SM` and another
         /// empty line, which the HTTP/2 session checks) as a connection's first head: the bytes from it on, for
         /// an HTTP/2 session.
@@ -97,7 +97,9 @@ struct RequestReader {
                 case .headTooLarge: 431
                 default: 400
                 }
-            return .refused(status: status, reason: error.description)
+            return .refused(
+                status: status, reason: error.description,
+                read: input[start..<min(input.count, start + RequestEcho.scanLimit)])
         }
         let headBytes = input.withUnsafeBufferPointer {
             storage.bytes(copying: UnsafeBufferPointer(rebasing: $0[start..<(start + length)]))
@@ -112,7 +114,7 @@ struct RequestReader {
             }
             return .refused(
                 status: error.kind == .tooManyFields ? 431 : error.kind == .notImplemented ? 501 : 400,
-                reason: error.description)
+                reason: error.description, read: headBytes[...])
         }
     }
 

@@ -166,7 +166,12 @@ final class ClientConnection: LoopHandler, ClientPort {
         guard case .http1(let driver) = speaking else { return closeNow() }
         let host = clientTLS?.fallbackHost ?? "127.0.0.1"
         let listener = Origin(host: host, port: Sys.localPort(fd))
-        driver.io.toClient += PlainHTTPOnTLSPort.response(to: loop.readBuffer[0..<count], fallback: listener)
+        let response = PlainHTTPOnTLSPort.response(to: loop.readBuffer[0..<count], fallback: listener)
+        driver.io.toClient += response
+        let headEnd = response.firstRange(of: [0x0D, 0x0A, 0x0D, 0x0A])?.upperBound ?? response.count
+        loop.reportOwnAnswer(
+            client: address, status: 400, bodyBytes: response.count - headEnd, read: loop.readBuffer[0..<count],
+            https: false)
         clientTLS = nil
         loop.server.noteTLSFailure(
             "plain HTTP from \(address) to the https listener \(HostPort.format(host, listener.port)): answered 400"

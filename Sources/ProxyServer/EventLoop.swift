@@ -1,4 +1,5 @@
 import Dispatch
+import ExchangeFacts
 import HTTPGrammar
 import ProxyCore
 import Locking
@@ -265,11 +266,13 @@ final class EventLoop: @unchecked Sendable {
                 ? (403, "client \(address) is not allowed; start the proxy with --allow CIDR to admit it")
                 : (503, "too many connections")
             let proxy = configuration.proxy
-            var bytes = ProxyAnswer(
-                status: status, reason: reason, via: proxy.addVia ? proxy.viaPseudonym : nil, close: true
-            ).bytes
+            let answer = ProxyAnswer(
+                status: status, reason: reason, via: proxy.addVia ? proxy.viaPseudonym : nil, close: true)
+            var bytes = answer.bytes
             _ = bytes.withUnsafeMutableBytes { Sys.send(fd, UnsafeRawBufferPointer($0)) }
             Sys.close(fd)
+            reportOwnAnswer(
+                client: address, status: status, bodyBytes: answer.body.count, read: [], https: tlsHost != nil)
             return
         }
         let client = ClientConnection(fd: fd, address: address, fromNetwork: !loopback, loop: self)
@@ -278,6 +281,20 @@ final class EventLoop: @unchecked Sendable {
         server.activeConnections.add(1)
         register(client, fd: fd, events: Poller.readable)
         if let tlsHost { client.startListenerTLS(fallbackHost: tlsHost) }
+    }
+
+    /// An answer the loop gave outside any exchange (a client refused at accept, plain HTTP to the TLS listener):
+    /// told to the stage as an exchange of its own, so that its observers (the access log) have a line for it, with
+    /// what of the request was read.
+    func reportOwnAnswer(client: String, status: Int, bodyBytes: Int, read: ArraySlice<UInt8>, https: Bool) {
+        guard let stage = headStorage.stage else { return }
+        let echo = RequestEcho(scanning: read)
+        let context = ExchangeContext(
+            requestID: server.nextRequestID(), clientAddress: client, method: echo.method ?? "-",
+            scheme: https ? "https" : "http", host: "", port: 0, target: echo.target ?? "-", status: status)
+        var times = ExchangeTimes()
+        (times.accepted, times.ended) = (headStorage.now, headStorage.now)
+        stage.exchangeEnded(context, ExchangeEnd(ending: .answered, bodyBytes: bodyBytes, times: times, request: echo))
     }
 
     /// A connection to the local service: the same admission as the proxy's (loopback, `--allow`).

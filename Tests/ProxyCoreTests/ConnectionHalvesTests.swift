@@ -10,7 +10,7 @@ import Testing
         switch event {
         case nil: return "more"
         case .request(let head, let framing)?: return "request \(head.method) \(framing)"
-        case .refused(let status, _)?: return "refused \(status)"
+        case .refused(let status, _, _)?: return "refused \(status)"
         case .http2Preface(let leftover)?: return "h2 \(leftover.count)"
         }
     }
