@@ -26,10 +26,21 @@ public final class ChromiumSiteSession: SiteBrowser {
         browser = try DevToolsPipe(
             binary: binary,
             arguments: [
-                "--proxy-server=http://127.0.0.1:\(proxyPort)", "--ignore-certificate-errors-spki-list=\(pin)",
+                // `<-loopback>`: loopback hosts (localhost, 127.0.0.1, *.localhost) go through the proxy too, as
+                // every other host (Chromium sends them direct by default: a dev server would be audited blind).
+                "--proxy-server=http://127.0.0.1:\(proxyPort)", "--proxy-bypass-list=<-loopback>",
+                "--ignore-certificate-errors-spki-list=\(pin)",
                 "--disable-site-isolation-trials",
                 "--disable-features=IsolateOrigins,site-per-process,OptimizationHints,MediaRouter,"
-                    + "AutofillServerCommunication,Translate,NetworkTimeServiceQuerying",
+                    + "AutofillServerCommunication,Translate,NetworkTimeServiceQuerying,"
+                    + "OptimizationGuideModelDownloading,OptimizationHintsFetching,CertificateTransparencyComponentUpdater,"
+                    + "InterestFeedContentSuggestions,SafeBrowsingEnhancedProtection,PrivacySandboxSettings4",
+                // The browser's own traffic off (sign-in, safe browsing, component and metrics pings): on a connected
+                // machine it would go through the proxy, and its cookies sit among the site's.
+                "--allow-browser-signin=false", "--disable-client-side-phishing-detection",
+                "--safebrowsing-disable-auto-update", "--disable-domain-reliability", "--no-pings",
+                "--disable-default-apps", "--disable-breakpad", "--metrics-recording-only",
+                "--disable-component-extensions-with-background-pages", "--google-api-key=no",
                 "--window-size=1280,900",
             ],
             // The profile's `profile.cookie_controls_mode`: 0 allows third-party cookies, 1 blocks them.

@@ -22,6 +22,19 @@ public final class FirefoxBiDi {
         ("browser.safebrowsing.malware.enabled", "false"), ("browser.safebrowsing.phishing.enabled", "false"),
         ("network.dns.disablePrefetch", "true"), ("network.prefetch-next", "false"),
         ("extensions.update.enabled", "false"),
+        // The browser's own traffic off (telemetry, remote settings, experiments, sign-in, push, safe-browsing
+        // lists, captive-portal and region checks): it would go through the audit's proxy beside the site's.
+        ("toolkit.telemetry.enabled", "false"), ("toolkit.telemetry.unified", "false"),
+        ("datareporting.healthreport.uploadEnabled", "false"), ("browser.ping-centre.telemetry", "false"),
+        ("app.normandy.enabled", "false"), ("app.shield.optoutstudies.enabled", "false"),
+        ("messaging-system.rsexperimentloader.enabled", "false"), ("identity.fxaccounts.enabled", "false"),
+        ("services.settings.server", "\"data:,#remote-settings-off\""), ("dom.push.connection.enabled", "false"),
+        ("browser.safebrowsing.downloads.remote.enabled", "false"),
+        ("browser.safebrowsing.provider.google4.updateURL", "\"\""),
+        ("browser.safebrowsing.provider.mozilla.updateURL", "\"\""), ("browser.region.update.enabled", "false"),
+        ("browser.search.update", "false"), ("media.gmp-manager.updateEnabled", "false"),
+        ("extensions.getAddons.cache.enabled", "false"), ("browser.newtabpage.enabled", "false"),
+        ("browser.discovery.enabled", "false"), ("network.trr.mode", "5"),
     ]
 
     /// Proxy preferences: every http and https request (loopback hosts too) through `host:port`.

@@ -49,11 +49,12 @@ public final class WebKitDriver {
         port = Self.freePort()
         var env = environment
         env["HOME"] = profile
-        env["http_proxy"] = "http://127.0.0.1:\(proxyPort)"
-        env["https_proxy"] = "http://127.0.0.1:\(proxyPort)"
-        // The driver reaches the browser over loopback, which must not go through the proxy (the session never
-        // starts otherwise).
-        env["no_proxy"] = "127.0.0.1,localhost"
+        // The proxy is the browser's own setting (MiniBrowser's `--proxy`, WebKit's custom proxy mode with no host
+        // ignored), not the environment's: a `no_proxy` for the driver's loopback connection to the browser would
+        // send a loopback site (a dev server on localhost) around the proxy too.
+        for name in ["http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY", "no_proxy", "NO_PROXY", "all_proxy"] {
+            env[name] = nil
+        }
         // WebKit's bubblewrap sandbox cannot start as root or in most containers; its pages come through the
         // local proxy.
         env["WEBKIT_DISABLE_SANDBOX_THIS_IS_DANGEROUS"] = "1"
@@ -69,9 +70,10 @@ public final class WebKitDriver {
             try waitForDriver()
             let capabilities: [String: Any] = [
                 "acceptInsecureCerts": true,
-                "webkitgtk:browserOptions": ["binary": browser, "args": ["--automation"]],
-                // "system": the environment's proxies for both schemes (a "manual" sslProxy is spoken to in TLS).
-                "proxy": ["proxyType": "system"],
+                "webkitgtk:browserOptions": [
+                    "binary": browser,
+                    "args": ["--automation", "--proxy=http://127.0.0.1:\(proxyPort)", "--ignore-host="],
+                ],
             ]
             let answer = try call("POST", "/session", ["capabilities": ["alwaysMatch": capabilities]])
             session = (answer as? [String: Any])?["sessionId"] as? String ?? ""

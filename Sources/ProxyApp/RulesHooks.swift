@@ -21,6 +21,9 @@ package final class RulesHooks: ProxyHooks, Sendable {
     let lifecycle: Bool
     /// What is told every step of every exchange (``ExchangeObserver``), in order.
     let observers: [any ExchangeObserver]
+    /// Some observer reads lines' findings (the log, the inspector, a report, the site audit's recorder): the
+    /// request's site context is worked out for their site lint.
+    let lintsLines: Bool
     /// What the exit line says (`N cookies rewritten · M seen`): Set-Cookie lines the stages read, and those a rule
     /// rewrote or dropped (not in a dry run). The stage's own count of its work, not an observer's: with no rule and
     /// no observer a line is not read at all.
@@ -81,6 +84,7 @@ package final class RulesHooks: ProxyHooks, Sendable {
     ) {
         self.engine = Locked(engine)
         self.observers = observers
+        self.lintsLines = !observers.isEmpty
         self.lifecycle = lifecycle
         self.tracker = tracker
         self.dryRun = dryRun
@@ -143,9 +147,10 @@ package final class RulesHooks: ProxyHooks, Sendable {
         _ head: inout OutgoingHead, context: ExchangeContext, time: Int64, facts: inout RequestFacts
     ) -> RuleEngine {
         let engine = current
-        // The site context (RFC 6265bis §5.2) when the lifecycle or a `site` condition reads it; kept for the
-        // response by the tracker.
-        if lifecycle || engine.readsSite {
+        // The site context (RFC 6265bis §5.2) when the lifecycle, a `site` condition or the lint reads it (a line's
+        // site findings, cross-site-samesite and the like, are the only explanation of a browser's silent refusal:
+        // they do not wait for the lifecycle); kept for the response by the tracker.
+        if lifecycle || engine.readsSite || lintsLines {
             let s = tracker.site(of: head.source, context: context)
             facts.site = s
             if lifecycle {

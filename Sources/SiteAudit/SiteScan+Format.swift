@@ -67,7 +67,7 @@ extension SiteScan {
         let sorted = cookies.sorted { ($0.party, $0.domain, $0.name) < ($1.party, $1.domain, $1.name) }
         out += "\n\(cookies.count) cookie(s):\n"
         for c in sorted {
-            let life = c.lifetime.map { "\($0) s" } ?? "session"
+            let life = Lifetime.words(c.lifetime)
             out += "  \(c.name)  \(c.hostOnly ? "" : ".")\(c.domain)\(c.path)  \(c.party)-party, set by \(c.setBy)"
             out += " on \(c.setOn)\n"
             out += "    first seen: \(c.firstPage) [\(c.firstState.rawValue)]; in: "
@@ -87,6 +87,9 @@ extension SiteScan {
             }
             out += "\n"
             if !c.findings.isEmpty { out += "    findings: \(c.findings.joined(separator: ", "))\n" }
+            for f in c.findings {
+                if let breach = CookiePolicy.breach(f, of: c) { out += "    \(f): \(breach)\n" }
+            }
             if let engines = c.engines { out += "    engines: \(engines)\n" }
         }
         if let rules {

@@ -255,8 +255,22 @@ public struct SiteScan: Sendable {
 
 extension SiteScan {
     /// What a CI gate can fail on (`--fail-on`): a policy's undeclared cookies, its violations, the lines a browser
-    /// refused, analytics and marketing cookies set before consent (``failures(of:)``).
-    public static let failKinds = ["undeclared", "violations", "rejects", "set-before-consent"]
+    /// refused for what the line says (`rejects`), the lines it refused for its own privacy settings alone
+    /// (`blocked`: third-party cookie blocking, not the site's fault and not in the default), analytics and marketing
+    /// cookies set before consent (``failures(of:)``).
+    public static let failKinds = ["undeclared", "violations", "rejects", "blocked", "set-before-consent"]
+
+    /// Refusal reasons that are the browser's privacy settings, not anything the line says: Chromium's
+    /// `UserPreferences` (third-party cookies blocked), `ThirdPartyPhaseout` and `ThirdPartyBlockedInFirstPartySet`.
+    public static let privacyReasons: Set<String> = [
+        "UserPreferences", "ThirdPartyPhaseout", "ThirdPartyBlockedInFirstPartySet",
+    ]
+
+    /// Whether a refusal was the browser's privacy settings alone (every reason it gave is one of
+    /// ``privacyReasons``).
+    public static func isBlocked(_ reasons: [String]) -> Bool {
+        !reasons.isEmpty && reasons.allSatisfy { privacyReasons.contains($0) }
+    }
 
     /// What fails a run when no kinds are named: refusals and cookies set before consent; with a policy, every kind.
     public static func defaultFailKinds(policy: Bool) -> Set<String> {
@@ -281,11 +295,16 @@ extension SiteScan {
             for f in c.findings {
                 let kind =
                     f == "undeclared" || f == "set-before-consent" ? f : f.hasPrefix("policy-") ? "violations" : ""
-                if kinds.contains(kind) { out.append("\(c.name) (\(c.domain)): \(f)") }
+                if kinds.contains(kind) {
+                    out.append("\(c.name) (\(c.domain)): \(f)\(CookiePolicy.breach(f, of: c).map { ": \($0)" } ?? "")")
+                }
             }
         }
-        if kinds.contains("rejects") {
-            out += refused.map { "\($0.name) from \($0.url): refused (\($0.reasons.joined(separator: ", ")))" }
+        for r in refused {
+            let blocked = Self.isBlocked(r.reasons)
+            guard kinds.contains(blocked ? "blocked" : "rejects") else { continue }
+            let what = blocked ? "blocked by the browser's privacy settings" : "refused"
+            out.append("\(r.name) from \(r.url): \(what) (\(r.reasons.joined(separator: ", ")))")
         }
         return out
     }

@@ -82,7 +82,8 @@ enum AuditCommand {
         static let failOn = OptionSpec(
             names: ["--fail-on"], value: "kinds",
             help:
-                "With --browser: what makes the exit status 1, comma-separated: undeclared, violations, rejects,"
+                "With --browser: what makes the exit status 1, comma-separated: undeclared, violations, rejects (a"
+                + " line refused for what it says), blocked (refused by the browser's privacy settings alone),"
                 + " set-before-consent.",
             defaultValue: "rejects,set-before-consent (and undeclared,violations with --policy)")
         static let out = OptionSpec(
@@ -144,12 +145,28 @@ enum AuditCommand {
             this process, intercepting https with a CA made for the run), in each consent state: every cookie it
             kept with its party, whether a Set-Cookie line or a script set it, where it first appeared, its
             category (the policy's, else the Open Cookie Database's), and every line it refused with its reasons.
-            Exit 1 on what --fail-on names (by default: the browser refused a cookie, or an analytics or marketing
-            cookie was there before consent; with --policy also undeclared cookies and breaches); 2 when no page
+            Exit 1 on what --fail-on names (by default: the browser refused a cookie for what its line says, or an
+            analytics or marketing cookie was there before consent; with --policy also undeclared cookies and
+            breaches; a refusal by the browser's privacy settings alone only with --fail-on blocked); 2 when no page
             could be scanned or the policy is invalid (file:line:column).
             """)
 
+    /// The options that mean something only with `--browser` (the site audit's): refused without it, not ignored.
+    static let browserOnly: [OptionSpec] = [
+        Option.pages, Option.seed, Option.wait, Option.consent, Option.accept, Option.reject,
+        RuntimeOptions.Option.upstreamCa, RuntimeOptions.Option.insecureUpstream, Option.thirdParty, Option.policy,
+        Option.failOn, Option.out,
+    ]
+
     static func run(_ args: ParsedArguments, now: Int64) throws(UsageError) -> Int32 {
+        if args.value(Option.browser) == nil,
+            let given = browserOnly.first(where: { args.value($0) != nil || args.flag($0) })
+        {
+            throw UsageError(
+                message:
+                    "\(given.names[0]) means something only with --browser (the site audit): add --browser ENGINE, or leave it out",
+                command: spec.name)
+        }
         if let har = args.value(Option.har) { return try runHAR(har, args) }
         if args.value(Option.browser) != nil { return try runBrowser(args) }
         guard args.positionals.count == 1 else {

@@ -147,8 +147,13 @@ import Testing
         (["conformance", "--quite"], "unknown option '--quite'; did you mean '--quiet'?"),
         (
             ["audit", "https://a.test/", "--browser", "chromium", "--fail-on", "rejects, reject"],
-            "--fail-on 'reject': the kinds are undeclared, violations, rejects, set-before-consent"
+            "--fail-on 'reject': the kinds are undeclared, violations, rejects, blocked, set-before-consent"
         ),
+        // What means something only with --browser is refused without it, naming --browser (not ignored).
+        (["audit", "https://a.test/", "--out", "/tmp/x"], "--out means something only with --browser"),
+        (["audit", "https://a.test/", "--policy", "p.policy"], "--policy means something only with --browser"),
+        (["audit", "https://a.test/", "--upstream-ca", "ca.pem"], "--upstream-ca means something only with --browser"),
+        (["audit", "--har", "x.har", "--fail-on", "rejects"], "--fail-on means something only with --browser"),
     ])
     func usageErrorsSayWhatToDoAndExitWith2(_ args: [String], _ message: String) throws {
         let result = try Binary.run(args)

@@ -249,6 +249,26 @@ extension SiteScanTests {
         #expect(policy.findings(for: cookie) == findings, "\(cookie.name)")
     }
 
+    /// A breach says its numbers: what the cookie does and what the policy declared, and where.
+    @Test(arguments: [
+        (
+            "_ga", Int64(69_120_000), ConsentState.accept, "policy-lifetime",
+            "lifetime 800 days, declared at most 2 years"
+        ),
+        ("sid", Int64(3_600), ConsentState.none, "policy-lifetime", "lifetime 1 hour, declared a session cookie"),
+        ("_ga", Int64(10), ConsentState.none, "policy-consent", "set in consent none, declared only in accept"),
+    ])
+    func aBreachSaysItsNumbers(name: String, lifetime: Int64, state: ConsentState, finding: String, says: String)
+        throws
+    {
+        let policy = try CookiePolicy(text: Self.policy, file: "shop.policy")
+        var c = Self.cookie(name, lifetime: lifetime, states: [state])
+        c.declared = policy.entry(for: name)
+        #expect(policy.findings(for: c).contains(finding))
+        let breach = try #require(CookiePolicy.breach(finding, of: c))
+        #expect(breach.hasPrefix(says) && breach.contains("(shop.policy:"), "\(breach)")
+    }
+
     @Test func anExactNameBeatsAPrefixAndThePolicysCategoryBeatsTheDatabases() throws {
         let policy = try CookiePolicy(text: Self.policy, file: "shop.policy")
         #expect(policy.entry(for: "_ga_special")?.category == .functional)
@@ -264,7 +284,10 @@ extension SiteScanTests {
         #expect(ga.findings == ["policy-consent", "set-before-consent"])
         #expect(scan.cookies.first { $0.name == "IDE" }?.findings.contains("undeclared") == true)
         #expect(scan.failures(of: ["undeclared"]).contains("IDE (ads.test): undeclared"))
-        #expect(scan.failures(of: ["violations"]) == ["_ga (shop.test): policy-consent"])
+        #expect(
+            scan.failures(of: ["violations"]) == [
+                "_ga (shop.test): policy-consent: set in consent none, declared only in accept (shop.policy:6:8)"
+            ])
         #expect(scan.failures(of: ["rejects"]).count == 1)
         #expect(scan.failures(of: []).isEmpty)
     }
@@ -361,5 +384,19 @@ extension SiteScanTests {
         #expect(found.allSatisfy { $0.reasons.first == "not-in-store" })
         // The lint predicts Firefox's refusal of the foreign Domain.
         #expect(found.first { SetCookie($0.line).name == "bad" }?.reasons.contains("domain-mismatch") == true)
+    }
+}
+
+@Suite struct LifetimeWordsTests {
+    @Test(
+        arguments: [
+            (nil, "session"), (0, "expired"), (30, "30 seconds"), (60, "1 minute"), (3_600, "1 hour"),
+            (90_000, "25 hours"), (86_400, "1 day"), (34_560_000, "400 days"), (31_536_000, "1 year"),
+            (63_072_000, "2 years"), (34_559_987, "about 400 days"), (5_401, "about 90 minutes"),
+            (7_261, "about 2 hours"),
+            (119, "119 seconds"),
+        ] as [(Int64?, String)])
+    func lifetimesAreSaidInWords(_ seconds: Int64?, _ words: String) {
+        #expect(Lifetime.words(seconds) == words)
     }
 }
