@@ -236,6 +236,29 @@ import Testing
 
     /// Third-party cookies as the run asks: the ad frame's IDE kept (third party) when allowed, refused in the
     /// browser's words when blocked.
+    /// A dev server on loopback (`localhost`, `127.0.0.1`, `app.localhost`) is audited through the audit's proxy in
+    /// every engine, as any other site: its HttpOnly cookie from a header is set by `http`, not by a script, and the
+    /// proxy saw the page (Chromium and WebKit send loopback hosts direct unless told otherwise).
+    @Test(arguments: ["chromium", "firefox", "webkit"], ["localhost", "127.0.0.1", "app.localhost"])
+    func aLoopbackDevSiteGoesThroughTheProxyInEveryEngine(engine: String, host: String) throws {
+        let upstream = try Upstream()
+        defer { upstream.process.signal(SIGTERM) }
+        let line = "dev=1; Path=/; HttpOnly".addingPercentEncoding(withAllowedCharacters: .alphanumerics)!
+        let result = try run(
+            Paths.binary,
+            [
+                "audit", "--browser", engine, "--pages", "1", "--consent", "none", "--wait", "8", "--format", "json",
+                "--resolve", "app.localhost:127.0.0.1", "http://\(host):\(upstream.port)/setcookie?c=\(line)",
+            ])
+        let report = try Self.object(result.stdout)
+        let cookies = report["cookies"] as? [[String: Any]] ?? []
+        let dev = try #require(cookies.first { $0["name"] as? String == "dev" }, "\(engine) \(host): \(result.stderr)")
+        #expect(dev["setBy"] as? String == "http", "\(engine) \(host): \(dev)")
+        #expect(dev["httpOnly"] as? Bool == true, "\(dev)")
+        let pages = report["pages"] as? [[String: Any]] ?? []
+        #expect(pages.first?["status"] as? Int == 200, "\(engine) \(host): \(pages)")
+    }
+
     @Test func theThirdPartySettingDecidesWhetherTheAdFramesCookieIsKept() throws {
         let shop = try Shop()
         let allowed = try shop.audit([
