@@ -45,7 +45,15 @@ extension SiteScan {
                         .object([
                             ("name", .string(r.name)), ("url", .string(r.url)), ("page", .string(r.page)),
                             ("consent", .string(r.state.rawValue)), ("reasons", .array(r.reasons.map { .string($0) })),
-                            ("times", .int(Int64(r.times))),
+                            ("blocked", .bool(r.blocked)), ("times", .int(Int64(r.times))),
+                            ("domain", .string(r.domain)), ("path", .string(r.path)), ("hostOnly", .bool(r.hostOnly)),
+                            ("party", .string(r.party)), ("category", .string(r.category.rawValue)),
+                            ("categorySource", .string(r.categorySource)),
+                            ("lifetime", r.lifetime.map { .int($0) } ?? .string("session")),
+                            ("secure", .bool(r.secure)),
+                            ("httpOnly", .bool(r.httpOnly)), ("sameSite", .string(r.sameSite)),
+                            ("partitioned", .bool(r.partitioned)), ("line", .string(r.line)),
+                            ("findings", .array(r.findings.map { .string($0) })),
                         ])
                     })
             ),
@@ -104,7 +112,12 @@ extension SiteScan {
             out += "\nRefused by \(engine):\n"
             for r in refused {
                 out += "  \(r.name) from \(r.url) [\(r.state.rawValue)]: \(r.reasons.joined(separator: ", "))"
+                out += r.blocked ? " (the browser's privacy settings)" : ""
                 out += r.times > 1 ? " (\(r.times) times)\n" : "\n"
+                out +=
+                    "    would be: \(r.hostOnly ? "" : ".")\(r.domain)\(r.path)  \(r.party)-party, \(Lifetime.words(r.lifetime))"
+                out += ", category \(r.category.rawValue)\n"
+                if !r.findings.isEmpty { out += "    findings: \(r.findings.joined(separator: ", "))\n" }
             }
         }
         return out

@@ -133,6 +133,24 @@ public struct RefusedCookie: Sendable {
     public var line: String
     /// How many times in the state it was refused (once per page that loaded the response, usually).
     public var times: Int
+    /// The cookie the line would have made, classified as a kept one is (one row whether kept or refused): its
+    /// domain (the Domain attribute, else the response's host) and path, its party, its category and where that
+    /// came from, its attributes, its lifetime in seconds (nil: a session cookie), and the findings of its line
+    /// (the lint's, and `set-before-consent` for an analytics or marketing line sent before consent).
+    public var domain = ""
+    public var path = "/"
+    public var hostOnly = true
+    public var party = "first"
+    public var category = CookieCategory.unknown
+    public var categorySource = "none"
+    public var secure = false
+    public var httpOnly = false
+    public var sameSite = "Default"
+    public var partitioned = false
+    public var lifetime: Int64? = nil
+    public var findings: [String] = []
+    /// The refusal was the browser's privacy settings alone (``SiteScan/isBlocked(_:)``), not the line's own.
+    public var blocked: Bool { SiteScan.isBlocked(reasons) }
 }
 
 /// A browser audit of a site: the pages visited in each consent state, how each state went, every cookie the
@@ -174,9 +192,8 @@ public struct SiteScan: Sendable {
                 }
                 refusedIndex[key] = refused.count
                 refused.append(
-                    RefusedCookie(
-                        name: SetCookie(r.line).name, url: r.url, page: visit.url, state: visit.state,
-                        reasons: r.reasons, line: r.line, times: 1))
+                    refusedEntry(
+                        r, visit: visit, top: top, policy: policy, database: database, suffixes: suffixes))
             }
             for stored in visit.store {
                 if let i = index[stored.key] {
@@ -217,6 +234,40 @@ public struct SiteScan: Sendable {
         return SiteScan(
             engine: engine, start: start, seed: seed, states: states, pages: visits, cookies: cookies,
             refused: refused)
+    }
+
+    /// A refused line's entry: the cookie it would have made, classified as a kept one is.
+    static func refusedEntry(
+        _ r: (url: String, line: String, reasons: [String]), visit: PageVisit, top: String, policy: CookiePolicy?,
+        database: CookieDatabase, suffixes: PublicSuffixList
+    ) -> RefusedCookie {
+        let cookie = SetCookie(r.line)
+        let url = RequestURL(r.url)
+        let a = cookie.attributes
+        var entry = RefusedCookie(
+            name: cookie.name, url: r.url, page: visit.url, state: visit.state, reasons: r.reasons, line: r.line,
+            times: 1)
+        let domain = (a.domain?.isEmpty == false ? a.domain : nil) ?? url?.host ?? ""
+        (entry.domain, entry.hostOnly) = (domain, a.domain?.isEmpty != false)
+        entry.path = a.path ?? url?.defaultPath ?? "/"
+        entry.party = (suffixes.registrableDomain(of: domain) ?? domain) == top ? "first" : "third"
+        (entry.secure, entry.httpOnly, entry.partitioned) = (a.secure, a.httpOnly, a.partitioned)
+        entry.sameSite = a.sameSite.rawValue
+        let now = Int64(visit.readAt)
+        entry.lifetime = a.maxAge.map { max(0, $0) } ?? a.expires.map { max(0, $0 - now) }
+        if let row = database.row(for: cookie.name) {
+            (entry.category, entry.categorySource) = (row.category, "open-cookie-database")
+        }
+        if let declared = policy?.entry(for: cookie.name), let category = declared.category {
+            (entry.category, entry.categorySource) = (category, "policy")
+        }
+        if let url {
+            entry.findings = CookieLint.findings(for: cookie, from: url, now: now, suffixes: suffixes).map(\.code)
+        }
+        // Sent before consent whether or not this browser kept it: another (Firefox keeps third-party lines that
+        // Chromium blocks) would have.
+        if entry.category.needsConsent && visit.state != .accept { entry.findings.append("set-before-consent") }
+        return entry
     }
 
     /// A stored cookie's entry: from the latest line of the same name whose response host the cookie's domain
@@ -298,6 +349,13 @@ extension SiteScan {
                 if kinds.contains(kind) {
                     out.append("\(c.name) (\(c.domain)): \(f)\(CookiePolicy.breach(f, of: c).map { ": \($0)" } ?? "")")
                 }
+            }
+        }
+        if kinds.contains("set-before-consent") {
+            for r in refused where r.findings.contains("set-before-consent") {
+                out.append(
+                    "\(r.name) (\(r.domain)): set-before-consent: the site sent it in consent \(r.state.rawValue); \(engine) refused it (\(r.reasons.joined(separator: ", ")))"
+                )
             }
         }
         for r in refused {

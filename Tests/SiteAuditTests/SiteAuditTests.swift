@@ -180,6 +180,42 @@ extension SiteScanTests {
     }
 }
 
+extension SiteScanTests {
+    /// A refused line is one cookie row as a kept one is: its domain, party, category and attributes; an analytics
+    /// or marketing line sent before consent is `set-before-consent` though the browser refused it; a refusal by
+    /// the browser's privacy settings alone is `blocked`, not a reject of the line.
+    @Test func aRefusedLineIsClassifiedAndGatedByWhyItWasRefused() {
+        let visits = [
+            PageVisit(
+                url: "https://shop.test/", state: .none, status: 200, problem: nil, lines: [],
+                refused: [
+                    (
+                        "https://ads.test/frame", "IDE=1; Path=/; Max-Age=3600; SameSite=None; Secure",
+                        ["UserPreferences"]
+                    ),
+                    ("https://shop.test/", "bad=1; Domain=x.test", ["InvalidDomain"]),
+                ],
+                store: [], readAt: 1_000_000)
+        ]
+        let scan = SiteScan.build(
+            engine: "chromium", start: "https://shop.test/", seed: 1,
+            states: [ConsentOutcome(state: .none, applied: true, detail: "")], visits: visits)
+        let ide = scan.refused.first { $0.name == "IDE" }
+        #expect(
+            ide?.domain == "ads.test" && ide?.party == "third" && ide?.category == .marketing,
+            "\(String(describing: ide))")
+        #expect(ide?.lifetime == 3600 && ide?.secure == true && ide?.sameSite == "None" && ide?.blocked == true)
+        #expect(ide?.findings.contains("set-before-consent") == true)
+        let bad = scan.refused.first { $0.name == "bad" }
+        #expect(bad?.blocked == false && bad?.party == "third" && bad?.domain == "x.test")
+        #expect(scan.failures(of: ["rejects"]).count == 1 && scan.failures(of: ["rejects"])[0].hasPrefix("bad from"))
+        #expect(scan.failures(of: ["blocked"]).count == 1 && scan.failures(of: ["blocked"])[0].hasPrefix("IDE from"))
+        #expect(
+            scan.failures(of: ["set-before-consent"]).contains { $0.hasPrefix("IDE (ads.test): set-before-consent") })
+        #expect(scan.json.serialized.contains(#""category":"marketing""#))
+    }
+}
+
 @Suite struct CookiePolicyTests {
     static let policy = """
         # the shop's cookies
