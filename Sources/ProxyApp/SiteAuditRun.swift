@@ -183,7 +183,64 @@ public enum SiteAuditRun {
                 outcome.errors.append("\(engine.title): \(error.description)")
             }
         }
+        if let out, engines.count > 1, outcome.scans.count > 1 {
+            do {
+                try writeComparison(outcome, start: o.url, to: out)
+            } catch {
+                outcome.errors.append(error.description)
+            }
+        }
         return outcome
+    }
+
+    /// `--browser all --out DIR`: beside each engine's folder, the side by side as `report.json` (every engine's
+    /// report and the comparison, as `--format json` prints it), `report.txt` and `report.html`, and a
+    /// `manifest.json` over every file of the folder, the engines' folders' included (their paths relative to it).
+    static func writeComparison(_ outcome: Outcome, start: String, to folder: String) throws(Failure) {
+        do {
+            try Data(outcome.report(format: "json").utf8).write(to: URL(fileURLWithPath: "\(folder)/report.json"))
+            try Data(outcome.report(format: "text").utf8).write(to: URL(fileURLWithPath: "\(folder)/report.txt"))
+            let html = EngineComparison(outcome.scans).html(start: start, engines: outcome.scans.map(\.engine))
+            try Data(html.utf8).write(to: URL(fileURLWithPath: "\(folder)/report.html"))
+            try writeManifest(folder, recursive: true)
+        } catch let error as Failure {
+            throw error
+        } catch {
+            throw Failure(description: "cannot write the side by side in \(folder): \(error.localizedDescription)")
+        }
+    }
+
+    /// `manifest.json` in `folder`: the SHA-256 and size of every other file in it (and, `recursive`, in its
+    /// folders, by relative path), in name order.
+    static func writeManifest(_ folder: String, recursive: Bool) throws {
+        var names: [String] = []
+        if recursive {
+            let walker = FileManager.default.enumerator(atPath: folder)
+            while let name = walker?.nextObject() as? String {
+                var isDirectory: ObjCBool = false
+                if FileManager.default.fileExists(atPath: "\(folder)/\(name)", isDirectory: &isDirectory),
+                    !isDirectory.boolValue, name != "manifest.json"
+                {
+                    names.append(name)
+                }
+            }
+        } else {
+            names = try FileManager.default.contentsOfDirectory(atPath: folder).filter { $0 != "manifest.json" }
+        }
+        var files: [(String, JSONValue)] = []
+        for name in names.sorted() {
+            let bytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: "\(folder)/\(name)")))
+            files.append(
+                (
+                    name,
+                    .object([
+                        ("sha256", .string(String(decoding: LogKey.hex(sha256(bytes)), as: UTF8.self))),
+                        ("bytes", .int(Int64(bytes.count))),
+                    ])
+                ))
+        }
+        let manifest = JSONValue.object([("files", .object(files))])
+        try Data(manifest.serialized.utf8).write(to: URL(fileURLWithPath: "\(folder)/manifest.json"))
     }
 
     /// What an engine's report cannot show.
@@ -369,22 +426,7 @@ public enum SiteAuditRun {
             try Data(scan.json.serialized.utf8).write(to: URL(fileURLWithPath: "\(folder)/report.json"))
             try Data(scan.text.text.utf8).write(to: URL(fileURLWithPath: "\(folder)/report.txt"))
             try Data(scan.html.utf8).write(to: URL(fileURLWithPath: "\(folder)/report.html"))
-            let names = try FileManager.default.contentsOfDirectory(atPath: folder).filter { $0 != "manifest.json" }
-                .sorted()
-            var files: [(String, JSONValue)] = []
-            for name in names {
-                let bytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: "\(folder)/\(name)")))
-                files.append(
-                    (
-                        name,
-                        .object([
-                            ("sha256", .string(String(decoding: LogKey.hex(sha256(bytes)), as: UTF8.self))),
-                            ("bytes", .int(Int64(bytes.count))),
-                        ])
-                    ))
-            }
-            let manifest = JSONValue.object([("files", .object(files))])
-            try Data(manifest.serialized.utf8).write(to: URL(fileURLWithPath: "\(folder)/manifest.json"))
+            try writeManifest(folder, recursive: false)
         } catch {
             throw Failure(description: "cannot write the evidence in \(folder): \(error.localizedDescription)")
         }

@@ -414,10 +414,28 @@ import Testing
     /// them).
     @Test func chromiumFirefoxAndWebKitAuditTheSameShopSideBySide() throws {
         let shop = try Shop()
-        let result = try shop.audit(["--pages", "3", "--format", "json"], engine: "all")
+        let out = FileManager.default.temporaryDirectory.appendingPathComponent("cp-all-\(getpid())").path
+        defer { try? FileManager.default.removeItem(atPath: out) }
+        let result = try shop.audit(["--pages", "3", "--format", "json", "--out", out], engine: "all")
         #expect(result.status == 1, "\(result.stderr)")
         let report = try Self.object(result.stdout)
         let engines = try #require(report["engines"] as? [String: [String: Any]], "\(result.stderr)")
+        // --out keeps the side by side at its top (as stdout has it), each engine's evidence in its folder, and a
+        // manifest over every file.
+        let top = try Self.object(Data(contentsOf: URL(fileURLWithPath: out + "/report.json")))
+        #expect(top["sideBySide"] is [[String: Any]] && top["engines"] is [String: Any])
+        let text = try String(contentsOfFile: out + "/report.txt", encoding: .utf8)
+        #expect(text.contains("Side by side:") && text.contains("IDE"), "\(text)")
+        let html = try String(contentsOfFile: out + "/report.html", encoding: .utf8)
+        #expect(html.contains("<a href=\"chromium/report.html\">") && html.contains("class=\"differs\""))
+        let manifest = try Self.object(Data(contentsOf: URL(fileURLWithPath: out + "/manifest.json")))
+        let files = manifest["files"] as? [String: Any] ?? [:]
+        for name in [
+            "report.json", "report.txt", "report.html", "chromium/report.json", "firefox/manifest.json",
+            "webkit/report.html",
+        ] {
+            #expect(files[name] != nil, "\(name) not in \(files.keys.sorted())")
+        }
         #expect(Set(engines.keys) == ["chromium", "firefox", "webkit"])
         for (engine, scan) in engines {
             let consent = scan["consent"] as? [String: [String: Any]] ?? [:]
