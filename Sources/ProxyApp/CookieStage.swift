@@ -6,7 +6,7 @@ import HTTPGrammar
 import ProxyCore
 
 /// The cookie stage of one event loop (``RulesHooks/makeStage()``): each request's cookies through the request-side
-/// rules (``RulesHooks/forwardRequest(_:context:time:facts:)``), each response's Set-Cookie lines through the rules, and
+/// rules (``RulesHooks/forwardRequest(_:context:time:lintsLines:facts:)``), each response's Set-Cookie lines through the rules, and
 /// every step told to the observers' parts for this loop (``LoopObserver``). One parser, one rewrite and one shape
 /// cache for every line of every response of the loop: their storage is reused (the head copies what it keeps).
 /// Only the loop's thread uses it.
@@ -36,7 +36,8 @@ final class CookieStage: ExchangeStage {
         // The clock is read for whoever reads the time: a part, the lifecycle's jar.
         let time = observers != nil || hooks.lifecycle ? RulesHooks.wallMilliseconds() : 0
         var facts = RulesHooks.RequestFacts()
-        let engine = hooks.forwardRequest(&head, context: context, time: time, facts: &facts)
+        let engine = hooks.forwardRequest(
+            &head, context: context, time: time, lintsLines: lineObservers != nil, facts: &facts)
         guard let observers else { return }
         let request = ForwardedRequest(
             context: context, sent: head, facts: consume facts, engine: engine, dryRun: hooks.dryRun, time: time)
@@ -66,7 +67,7 @@ final class CookieStage: ExchangeStage {
             response.refill(
                 context: context, engine: engine,
                 message: engine.readsSite || engine.readsMessageContext ? plan.context : nil,
-                siteNoted: hooks.lifecycle || engine.readsSite, dryRun: dryRun, time: time)
+                siteNoted: hooks.lifecycle || engine.readsSite || lineObservers != nil, dryRun: dryRun, time: time)
         }
         guard readsLines else { return }
         var (seen, changedCount) = (0, 0)

@@ -9,7 +9,7 @@ import Locking
 import ProxyCore
 
 /// The rules plugged into the proxy: which tunnels are intercepted, the request side of the cookie stage
-/// (``forwardRequest(_:context:time:facts:)``), and each event loop's ``CookieStage`` (made by ``makeStage()``), which runs
+/// (``forwardRequest(_:context:time:lintsLines:facts:)``), and each event loop's ``CookieStage`` (made by ``makeStage()``), which runs
 /// the response side and tells the observers every step. The rule set can be swapped at any time (hot reload); each
 /// message uses the set that was current when its head arrived.
 package final class RulesHooks: ProxyHooks, Sendable {
@@ -21,9 +21,6 @@ package final class RulesHooks: ProxyHooks, Sendable {
     let lifecycle: Bool
     /// What is told every step of every exchange (``ExchangeObserver``), in order.
     let observers: [any ExchangeObserver]
-    /// Some observer reads lines' findings (the log, the inspector, a report, the site audit's recorder): the
-    /// request's site context is worked out for their site lint.
-    let lintsLines: Bool
     /// What the exit line says (`N cookies rewritten · M seen`): Set-Cookie lines the stages read, and those a rule
     /// rewrote or dropped (not in a dry run). The stage's own count of its work, not an observer's: with no rule and
     /// no observer a line is not read at all.
@@ -84,7 +81,6 @@ package final class RulesHooks: ProxyHooks, Sendable {
     ) {
         self.engine = Locked(engine)
         self.observers = observers
-        self.lintsLines = !observers.isEmpty
         self.lifecycle = lifecycle
         self.tracker = tracker
         self.dryRun = dryRun
@@ -132,7 +128,7 @@ package final class RulesHooks: ProxyHooks, Sendable {
         interceptFlags.matches(host) || ruleHosts.withLock { $0.matches(host) }
     }
 
-    /// What the request side found (``forwardRequest(_:context:time:facts:)``), for the observers.
+    /// What the request side found (``forwardRequest(_:context:time:lintsLines:facts:)``), for the observers.
     struct RequestFacts {
         var cookieEdits: [RequestCookieChange] = []
         var judged: RequestJudgement? = nil
@@ -143,8 +139,11 @@ package final class RulesHooks: ProxyHooks, Sendable {
     /// The request side of the cookie stage: the request's site context and, with the lifecycle on, its cookies
     /// judged against the client's jar (RFC 6265bis §5.2); then header actions, `request-cookie` rules and renames
     /// undone, on the head as it will go upstream. Returns the rule set it used; what it found is in `facts`.
+    /// `lintsLines`: some observer of the loop reads lines (the log, the inspector, a report, the site audit's
+    /// recorder), whose findings include the site lint.
     func forwardRequest(
-        _ head: inout OutgoingHead, context: ExchangeContext, time: Int64, facts: inout RequestFacts
+        _ head: inout OutgoingHead, context: ExchangeContext, time: Int64, lintsLines: Bool = false,
+        facts: inout RequestFacts
     ) -> RuleEngine {
         let engine = current
         // The site context (RFC 6265bis §5.2) when the lifecycle, a `site` condition or the lint reads it (a line's

@@ -307,4 +307,33 @@ import TestSupport
         #expect(lines.last?.contains("connections ·") == true, "\(pane)")
         #expect(lines.filter { $0.contains("connections ·") }.count == 1, "\(pane)")
     }
+
+    /// The site-context lint does not wait for the lifecycle: with `--lifecycle off`, a cross-site subresource's
+    /// `SameSite=Lax` line (refused by every engine there) is `cross-site-samesite` in the log, and
+    /// `--fail-on rejects` fails the run on it.
+    @Test func theSiteLintRunsWithTheLifecycleOff() throws {
+        let upstream = try Upstream()
+        defer { upstream.process.signal(SIGTERM) }
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("cp-sitelint-\(getpid())").path
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        try "rule \"see all\" {\n    log\n}\n".write(toFile: dir + "/all.rules", atomically: true, encoding: .utf8)
+        let proxy = try Proxy(
+            [
+                "--rules", dir + "/all.rules", "--lifecycle", "off", "--ui", "off", "--log", dir + "/log.jsonl",
+                "--report", "junit:\(dir)/report.xml", "--fail-on", "rejects",
+            ], environment: ["COOKIE_PROXY_HOME": dir])
+        let line = "third=1; Path=/; SameSite=Lax".addingPercentEncoding(withAllowedCharacters: .alphanumerics)!
+        _ = try curl([
+            "-s", "-o", "/dev/null", "-x", proxy.url, "-H", "Sec-Fetch-Site: cross-site", "-H", "Sec-Fetch-Dest: image",
+            "-H", "Sec-Fetch-Mode: no-cors", "-H", "Referer: https://news.example/",
+            "\(upstream.base)/setcookie?c=\(line)",
+        ])
+        usleep(300_000)
+        proxy.process.signal(SIGTERM)
+        let status = proxy.process.waitForExit(timeout: 20)
+        let log = try String(contentsOfFile: dir + "/log.jsonl", encoding: .utf8)
+        #expect(log.contains("\"code\":\"cross-site-samesite\""), "\(log)")
+        #expect(status == 1, "\(proxy.process.stderr)")
+    }
 }
