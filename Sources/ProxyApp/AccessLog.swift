@@ -34,11 +34,17 @@ package final class AccessLog: ExchangeObserver {
     let sink: LogSink
     /// The device page's host (`cookie-proxy.local`): its exchanges are the proxy's own answers, not relayed.
     let onboardingHost: String?
+    /// Which hosts' exchanges the `json` format marks `"browser_own": true` (the site audit's).
+    let ownTraffic: (@Sendable (String) -> Bool)?
 
     /// `path`: a file (appended to, made mode 0600), or `-` for standard output.
-    package init(path: String, format: Format = .combined, onboardingHost: String? = nil) throws(RulesLoadError) {
+    package init(
+        path: String, format: Format = .combined, onboardingHost: String? = nil,
+        ownTraffic: (@Sendable (String) -> Bool)? = nil
+    ) throws(RulesLoadError) {
         self.format = format
         self.onboardingHost = onboardingHost
+        self.ownTraffic = ownTraffic
         do {
             sink = try LogSink(
                 destination: path == "-" ? .standardOutput(compact: false, color: false) : .file(path),
@@ -203,7 +209,8 @@ package final class AccessLog: ExchangeObserver {
                     AccessLog.writeJSON(
                         exchange, referer: referer, agent: agent, http10: kept?.http10 ?? false,
                         sent: ownPage ? nil : sent, cookieEdits: Int(kept?.cookieEdits ?? 0),
-                        verdicts: Int(kept?.verdicts ?? 0), ownPage: ownPage, into: &chunk.bytes)
+                        verdicts: Int(kept?.verdicts ?? 0), ownPage: ownPage,
+                        browserOwn: log.ownTraffic.map { $0(context.host) }, into: &chunk.bytes)
                 }
             }
             if let kept { slots.release(Int(kept.slot)) }
@@ -335,7 +342,7 @@ package final class AccessLog: ExchangeObserver {
     static func writeJSON(
         _ exchange: borrowing FinishedExchange, referer: UnsafeBufferPointer<UInt8>, agent: UnsafeBufferPointer<UInt8>,
         http10: Bool, sent: (host: UnsafeBufferPointer<UInt8>, target: UnsafeBufferPointer<UInt8>)?, cookieEdits: Int,
-        verdicts: Int, ownPage: Bool = false, into w: inout JSONWriter
+        verdicts: Int, ownPage: Bool = false, browserOwn: Bool? = nil, into w: inout JSONWriter
     ) {
         let context = exchange.context
         w.raw("{\"ts\":")
@@ -417,6 +424,11 @@ package final class AccessLog: ExchangeObserver {
         w.int(Int64(cookieEdits))
         w.raw(",\"verdicts\":")
         w.int(Int64(verdicts))
+        if let browserOwn {
+            // The site audit's log only: the browser's own traffic, not the site's (``BrowserTraffic``).
+            w.raw(",\"browser_own\":")
+            w.bool(browserOwn)
+        }
         w.raw("}\n")
     }
 

@@ -53,6 +53,9 @@ public enum ProxyApp {
         public var accessLog: String? = nil
         /// The access log's format: `combined` (nginx's, GoAccess's) or `json` (Caddy's field names and the proxy's).
         package var accessLogFormat = AccessLog.Format.combined
+        /// Hosts whose exchanges the JSON access log marks `"browser_own": true` (the site audit's: the browser's
+        /// own traffic, not the site's); nil: none is marked, and the field is not written.
+        package var accessLogOwnTraffic: (@Sendable (String) -> Bool)? = nil
         /// Observers told every exchange after the built-in ones (``ExchangeObserver``): what a program embedding the
         /// proxy adds, with no other change.
         package var observers: [any ExchangeObserver] = []
@@ -180,7 +183,9 @@ public enum ProxyApp {
                     })
             }
             accessLog = try c.accessLog.map { path throws(RulesLoadError) in
-                try AccessLog(path: path, format: c.accessLogFormat, onboardingHost: server.onboardingHost)
+                try AccessLog(
+                    path: path, format: c.accessLogFormat, onboardingHost: server.onboardingHost,
+                    ownTraffic: c.accessLogOwnTraffic)
             }
         } catch {
             throw StartError(description: "\(error)", stage: .log)

@@ -267,6 +267,9 @@ public enum SiteAuditRun {
         progress: (Progress) -> Void
     ) throws(Failure) -> (outcomes: [ConsentOutcome], visits: [PageVisit], pages: [String], trust: [String]) {
         let lines = LineRecorder()
+        // The audited site's registrable domain: a browser service under it is the site (``BrowserTraffic``).
+        let siteDomain =
+            RequestURL(o.url).map { PublicSuffixList.system.registrableDomain(of: $0.host) ?? $0.host } ?? ""
         var c = ProxyApp.Configuration(home: home)
         c.listeners = [.init(host: "127.0.0.1", port: 0)]
         c.intercept.all = true
@@ -289,6 +292,8 @@ public enum SiteAuditRun {
             c.dryRun = rules == nil
             c.accessLog = "\(folder)/\(prefix)access.jsonl"
             c.accessLogFormat = .json
+            let site = siteDomain
+            c.accessLogOwnTraffic = { BrowserTraffic.isBrowsersOwn($0, site: site) }
         }
         let proxy: RunningProxy
         do {
@@ -378,8 +383,16 @@ public enum SiteAuditRun {
                 } catch {
                     problem = error.description
                 }
-                let store = (try? session.cookies()) ?? []
-                let (relayed, carried) = lines.take()
+                // The browser's own traffic (``BrowserTraffic``) is not the site's: its lines, cookies and sends are
+                // left out.
+                let store = ((try? session.cookies()) ?? []).filter {
+                    !BrowserTraffic.isBrowsersOwn($0.bareDomain, site: siteDomain)
+                }
+                var (relayed, carried) = lines.take()
+                relayed.removeAll {
+                    RequestURL($0.url).map { BrowserTraffic.isBrowsersOwn($0.host, site: siteDomain) } ?? false
+                }
+                carried.removeAll { BrowserTraffic.isBrowsersOwn($0.host, site: siteDomain) }
                 let now = Date().timeIntervalSince1970
                 // A browser that does not say what it refused: the lines whose cookie is not in its store.
                 let refused =

@@ -436,3 +436,19 @@ extension SiteScanTests {
         #expect(Lifetime.words(seconds) == words)
     }
 }
+
+@Suite struct BrowserTrafficTests {
+    /// The browsers' own services are not the site's, unless the audited site is one of them.
+    @Test(arguments: [
+        ("accounts.google.com", "shop.test", true), ("update.googleapis.com", "shop.test", true),
+        ("optimizationguide-pa.googleapis.com", "shop.test", true),
+        ("firefox.settings.services.mozilla.com", "shop.test", true),
+        ("detectportal.firefox.com", "shop.test", true), ("shop.test", "shop.test", false),
+        ("cdn.test", "shop.test", false),
+        ("www.google.com", "shop.test", false), ("fonts.googleapis.com", "googleapis.com", false),
+        ("ACCOUNTS.GOOGLE.COM", "shop.test", true), ("evilgoogleapis.com", "shop.test", false),
+    ])
+    func theBrowsersOwnServicesAreNotTheSites(host: String, site: String, own: Bool) {
+        #expect(BrowserTraffic.isBrowsersOwn(host, site: site) == own)
+    }
+}
