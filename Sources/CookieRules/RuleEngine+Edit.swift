@@ -20,6 +20,13 @@ extension RuleEngine {
         public internal(set) var rewritten = false
         /// Whether any rule matched.
         public var matchedAny: Bool { !matched.isEmpty }
+
+        /// The line was rewritten beside the rules (a reverse route's mapping of its Path), its new bytes held by
+        /// whoever made them: `note` says what and why, in the record as a rule's note is.
+        public mutating func rewrittenBeside(note: String) {
+            rewritten = true
+            notes.append(note)
+        }
         /// An outcome of rules among the first 64 without notes, from its parts (as a compact record keeps them).
         public init(matchedLow: UInt64, dropped: Bool, logRequested: Bool) {
             var matched = RuleMatches()

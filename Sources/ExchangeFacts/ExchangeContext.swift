@@ -3,7 +3,24 @@
 public final class RouteFacts: Sendable {
     public let name: String
     public let upstreamHost: String
-    public init(name: String, upstreamHost: String) { (self.name, self.upstreamHost) = (name, upstreamHost) }
+    /// The route's upstream path and its prefix (`/v1/` and `/api/`), when they differ: a cookie the upstream sets
+    /// with a Path under its own path is mapped under the prefix, as its redirects are (nginx's
+    /// `proxy_cookie_path`); nil when the target goes upstream as it came.
+    public let pathMap: (upstream: String, client: String)?
+    public init(name: String, upstreamHost: String, pathMap: (upstream: String, client: String)? = nil) {
+        (self.name, self.upstreamHost, self.pathMap) = (name, upstreamHost, pathMap)
+    }
+
+    /// `path` (a cookie's Path) mapped from the upstream's path to the route's prefix: `/v1` → `/api`,
+    /// `/v1/x` → `/api/x`; nil when it is not under the upstream's path (then it stays as it is).
+    public func clientPath(_ path: String) -> String? {
+        guard let (upstream, client) = pathMap else { return nil }
+        if path.hasPrefix(upstream) { return client + path.dropFirst(upstream.count) }
+        // The upstream's path without its last `/` is the mount itself (a cookie for `/v1` covers `/v1/…`).
+        let bare = upstream.hasSuffix("/") ? String(upstream.dropLast()) : upstream
+        guard !bare.isEmpty, path == bare else { return nil }
+        return client.hasSuffix("/") && client.count > 1 ? String(client.dropLast()) : client
+    }
 }
 
 /// The facts of one request and its response, as the proxy has them: the one record of them that every module

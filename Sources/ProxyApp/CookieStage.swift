@@ -57,7 +57,7 @@ final class CookieStage: ExchangeStage {
         let actions = dryRun ? [] : engine.responseHeaderActions(plan.context)
         if !actions.isEmpty { RulesHooks.applyHeaderActions(actions, to: &head) }
         let observers = lineObservers
-        let readsLines = dryRun || observers != nil || !plan.isEmpty
+        let readsLines = dryRun || observers != nil || !plan.isEmpty || context.route?.pathMap != nil
         // The clock is read once, for a response whose Set-Cookie lines are read (received, or added by a header
         // action).
         let time =
@@ -81,6 +81,20 @@ final class CookieStage: ExchangeStage {
                 edit = engine.apply(
                     plan, line: original, now: time / 1000, parser: &parser, rewrite: &rewrite, shapes: &shapes)
             }
+            // A reverse route mounted under another path (`/api/` → `/v1/`): the cookie's Path under the upstream's
+            // path is mapped under the route's prefix, as its redirects are (nginx's `proxy_cookie_path`), so that
+            // the browser sends it back to the URLs it uses.
+            var mapped: [UInt8]? = nil
+            if !edit.dropped, let route = context.route, route.pathMap != nil {
+                if edit.rewritten {
+                    rewrite.withOutput { mapped = Self.mapPath(ArraySlice($0), route) }
+                } else {
+                    mapped = Self.mapPath(head.valueBytes(at: index), route)
+                }
+                if mapped != nil {
+                    edit.rewrittenBeside(note: "Path mapped under the route \(route.name), as its redirects are")
+                }
+            }
             let (changed, dropped) = (edit.dropped || edit.rewritten, edit.dropped)
             if let observers {
                 // The received field the line is, and its bytes as a slice of the head (nothing copied); what the
@@ -89,7 +103,9 @@ final class CookieStage: ExchangeStage {
                 if case .original(let f) = head.lines[index] { field = f }
                 let received = head.valueBytes(at: index)
                 var rewritten: ArraySlice<UInt8>? = nil
-                if edit.rewritten && !dropped {
+                if let mapped {
+                    rewritten = mapped[...]
+                } else if edit.rewritten && !dropped {
                     // Copied over the last line's bytes (emptying the array first cost as much as the copy).
                     let n = rewrite.withOutput { out in
                         if scratch.count < out.count { scratch += repeatElement(0, count: out.count - scratch.count) }
@@ -107,6 +123,8 @@ final class CookieStage: ExchangeStage {
             changedCount += 1
             if dropped {
                 droppedLines.append(index)
+            } else if let mapped {
+                head.replaceValue(at: index, with: mapped)
             } else {
                 rewrite.withOutput { head.replaceValue(at: index, with: $0) }
             }
@@ -114,6 +132,19 @@ final class CookieStage: ExchangeStage {
         if seen > 0 { hooks.seen.add(seen) }
         if changedCount > 0 { hooks.changed.add(changedCount) }
         for index in droppedLines.reversed() { head.remove(at: index) }
+    }
+
+    /// `line` with its Path mapped from `route`'s upstream path to its prefix (``RouteFacts/clientPath(_:)``); nil
+    /// when it has no Path under the upstream's path.
+    static func mapPath(_ line: ArraySlice<UInt8>, _ route: RouteFacts) -> [UInt8]? {
+        var cookie = SetCookie(line)
+        guard let path = cookie.attributes.path, let mapped = route.clientPath(path), mapped != path else { return nil }
+        do {
+            try cookie.set(.path, to: mapped)
+        } catch {
+            return nil
+        }
+        return cookie.bytes
     }
 
     func didForwardResponse(_ head: OutgoingHead, bytes: ArraySlice<UInt8>, context: ExchangeContext) {

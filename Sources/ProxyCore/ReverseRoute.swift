@@ -160,7 +160,11 @@ public struct RouteTable: Sendable, Hashable {
             if x.prefix.utf8.count != y.prefix.utf8.count { return x.prefix.utf8.count > y.prefix.utf8.count }
             return a.offset < b.offset
         }.map(\.element)
-        facts = self.routes.map { RouteFacts(name: $0.description, upstreamHost: $0.upstream.host) }
+        facts = self.routes.map { route in
+            RouteFacts(
+                name: route.description, upstreamHost: route.upstream.host,
+                pathMap: route.path.flatMap { $0 == route.prefix ? nil : ($0, route.prefix) })
+        }
     }
 
     public var isEmpty: Bool { routes.isEmpty }

@@ -138,6 +138,43 @@ import Testing
         #expect(result.text.contains("\r\nLocation: \(expected)\r\n"), "\(result.text)")
     }
 
+    /// A cookie an upstream mounted under another path sets for its own path is mapped under the route's prefix, as
+    /// its redirects are (nginx's `proxy_cookie_path`), and the log says so; a Path elsewhere, and a route whose
+    /// target goes as it came, are left alone. (route the request takes, the upstream's Set-Cookie, what the client
+    /// gets)
+    @Test(arguments: [
+        ("/api/setcookie", "sid=1; Path=/v1", "sid=1; Path=/api"),
+        ("/api/setcookie", "sid=1; Path=/v1/users; HttpOnly", "sid=1; Path=/api/users; HttpOnly"),
+        ("/api/setcookie", "sid=1; Path=/", "sid=1; Path=/"),
+        ("/api/setcookie", "sid=1; Path=/v10", "sid=1; Path=/v10"),
+        ("/setcookie", "sid=1; Path=/v1", "sid=1; Path=/v1"),
+    ])
+    func aCookiesPathUnderTheUpstreamsMountIsMappedUnderThePrefix(
+        _ path: String, _ line: String, _ expected: String
+    ) throws {
+        let upstream = try Upstream()
+        defer { upstream.process.signal(SIGTERM) }
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("cp-cookiepath-\(getpid())").path
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        // The upstream serves /setcookie at its root; /api/ is mounted on its /v1/ (which the fixture ignores:
+        // /v1/setcookie answers as /setcookie does, by prefix).
+        let proxy = try Proxy([
+            "--quiet", "--ui", "off", "--log", dir + "/log.jsonl", "--route", "/=http://127.0.0.1:\(upstream.port)",
+            "--route", "/api/=http://127.0.0.1:\(upstream.port)/v1/",
+        ])
+        let result = try curl([
+            "-s", "-o", "/dev/null", "-D", "-", proxy.url + path + "?c=" + InterceptionEndToEndTests.enc(line),
+        ])
+        #expect(result.text.contains("\r\nSet-Cookie: \(expected)\r\n"), "\(result.text)")
+        proxy.process.signal(SIGTERM)
+        _ = proxy.process.waitForExit(timeout: 20)
+        if expected != line {
+            let log = try String(contentsOfFile: dir + "/log.jsonl", encoding: .utf8)
+            #expect(log.contains("Path mapped under the route /api/"), "\(log)")
+        }
+    }
+
     /// A route with an unknown option or a repeated prefix is refused at start with what to write instead; a prefix
     /// and a path that disagree on their last `/` start, with a warning (even with `--quiet`) naming the path it
     /// would send and the fix. (arguments, refused, what stderr says)

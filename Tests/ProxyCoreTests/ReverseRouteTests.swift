@@ -1,4 +1,5 @@
 import Testing
+import ExchangeFacts
 
 @testable import ProxyCore
 
@@ -146,5 +147,22 @@ import Testing
         t.connected()
         t.upstream("HTTP/1.1 302 Found\r\n\(field)\r\nContent-Length: 0\r\n\r\n")
         #expect(t.toClient == "HTTP/1.1 302 Found\r\n\(forwarded)\r\nContent-Length: 0\r\n\r\n")
+    }
+}
+
+@Suite struct RouteCookiePathTests {
+    /// A cookie's Path under the upstream's mount maps under the route's prefix (nginx's `proxy_cookie_path`);
+    /// anything else stays. (upstream path, prefix, the cookie's Path, what it becomes)
+    @Test(
+        arguments: [
+            ("/v1/", "/api/", "/v1", "/api"), ("/v1/", "/api/", "/v1/", "/api/"),
+            ("/v1/", "/api/", "/v1/x/y", "/api/x/y"),
+            ("/v1/", "/api/", "/", nil), ("/v1/", "/api/", "/v10", nil), ("/v1/", "/api/", "/other", nil),
+            ("/", "/api/", "/", "/api/"), ("/", "/api/", "/x", "/api/x"), ("/v1/", "/", "/v1/x", "/x"),
+            ("/v1/", "/", "/v1", "/"),
+        ] as [(String, String, String, String?)])
+    func aPathUnderTheMountMapsUnderThePrefix(_ upstream: String, _ prefix: String, _ path: String, _ mapped: String?) {
+        let facts = RouteFacts(name: "r", upstreamHost: "h", pathMap: (upstream, prefix))
+        #expect(facts.clientPath(path) == mapped, "\(path)")
     }
 }

@@ -44,6 +44,9 @@ def handle(conn):
                 return
             line = head.split(b"\r\n")[0].decode("latin-1")
             method, path, _ = line.split(" ", 2)
+            # An upstream mounted under /v1/ (a route's path): its paths answer as at the root.
+            if path.startswith("/v1/"):
+                path = path[3:]
             if LOG_REQUESTS:
                 print("REQ", method, path, flush=True)
             n = content_length(head)
