@@ -48,18 +48,7 @@ package final class ProxyRuntime {
                 Console.err(
                     "cookie-proxy: WARNING: rules NOT reloaded (\(reason)): \(emptied) is empty; the last good rules (\(kept)) stay in force (to run without its rules, leave a comment in it)"
                 )
-                reloadStatus.withLock {
-                    $0 = .object([
-                        ("time", .string(stamp)), ("ok", false),
-                        ("message", .string("\(emptied) is empty — the last good rules stay in force")),
-                    ])
-                }
-                logEvent(
-                    "rules-reload-failed", at: stamp,
-                    [
-                        ("reason", .string(reason)), ("error", .string("\(emptied) is empty")),
-                        ("path", .string(rulesPath)),
-                    ])
+                reloadFailed(reason: reason, error: "\(emptied) is empty", path: rulesPath, at: stamp)
                 return
             }
             set.rules += extraRules
@@ -76,16 +65,21 @@ package final class ProxyRuntime {
                 [("reason", .string(reason)), ("rules", .int(Int64(set.rules.count))), ("path", .string(rulesPath))])
         } catch {
             Console.err("cookie-proxy: rules NOT reloaded (\(reason)); the last good rules stay in force:\n\(error)")
-            reloadStatus.withLock {
-                $0 = .object([
-                    ("time", .string(stamp)), ("ok", false),
-                    ("message", .string("\(error) — the last good rules stay in force")),
-                ])
-            }
-            logEvent(
-                "rules-reload-failed", at: stamp,
-                [("reason", .string(reason)), ("error", .string("\(error)")), ("path", .string(rulesPath))])
+            reloadFailed(reason: reason, error: "\(error)", path: rulesPath, at: stamp)
         }
+    }
+
+    /// A reload that did not take: the status the inspector shows, and the log's `rules-reload-failed` event.
+    private func reloadFailed(reason: String, error: String, path: String, at stamp: String) {
+        reloadStatus.withLock {
+            $0 = .object([
+                ("time", .string(stamp)), ("ok", false),
+                ("message", .string("\(error) — the last good rules stay in force")),
+            ])
+        }
+        logEvent(
+            "rules-reload-failed", at: stamp,
+            [("reason", .string(reason)), ("error", .string(error)), ("path", .string(path))])
     }
 
     /// A deadline that closed an exchange: a line on stderr, and an event in the log beside the exchange's records

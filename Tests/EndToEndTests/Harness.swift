@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import TestSupport
+import Testing
 
 #if canImport(Glibc)
     import Glibc
@@ -273,5 +274,53 @@ extension Array where Element == UInt8 {
             return i..<(i + needle.count)
         }
         return nil
+    }
+}
+
+/// The real binary's `run` on a real pseudo-terminal: tmux runs it in a detached session of its own, its pane read
+/// back as a person would see it. Nil (with an issue recorded) when tmux is missing.
+final class TerminalProxy {
+    let tmux = Paths.which("tmux")
+    let session = "cp-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+    private(set) var port = 0
+
+    /// `arguments`: `run`'s, after `--listen 127.0.0.1:0 --threads 1`; `home`: its COOKIE_PROXY_HOME.
+    init?(_ arguments: String, home: String) throws {
+        guard FileManager.default.isExecutableFile(atPath: tmux) else {
+            Issue.record("tmux is not installed (scripts/setup.sh installs it)")
+            return nil
+        }
+        let command =
+            "COOKIE_PROXY_HOME=\(home) \(Paths.binary) run --listen 127.0.0.1:0 --threads 1 \(arguments)"
+        // The tmux server keeps the standard streams it was started with: they go to /dev/null, not to a pipe
+        // this test would wait on.
+        _ = try run(
+            "/bin/sh",
+            ["-c", "exec \(tmux) new-session -d -s \(session) -x 220 -y 50 '\(command)' </dev/null >/dev/null 2>&1"])
+        for _ in 0..<100 where port == 0 {
+            usleep(100_000)
+            if let line = try pane().split(separator: "\n").first(where: { $0.hasPrefix("cookie-proxy listening on ") })
+            {
+                port = Int(line.split(separator: ":").last!) ?? 0
+            }
+        }
+    }
+
+    /// What the pane shows now.
+    func pane() throws -> String { try run(tmux, ["capture-pane", "-p", "-t", session]).text }
+
+    /// The pane's title (what an OSC 0 or 2 sequence would set).
+    func title() throws -> String { try run(tmux, ["display-message", "-p", "-t", session, "#{pane_title}"]).text }
+
+    /// The pane's proxy is stopped first: killing the session only hangs up its terminal, and SIGHUP makes the proxy
+    /// reload its rules, not exit (it would outlive the test).
+    deinit {
+        _ = try? run(
+            "/bin/sh",
+            [
+                "-c",
+                "kill -TERM $(\(tmux) list-panes -t \(session) -F '#{pane_pid}'); sleep 0.5; "
+                    + "\(tmux) kill-session -t \(session) </dev/null >/dev/null 2>&1",
+            ])
     }
 }

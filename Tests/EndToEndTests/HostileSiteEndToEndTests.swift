@@ -96,44 +96,18 @@ import Testing
     /// text, so the screen is not cleared (the banner above stays), the window title is the pane's own, and each
     /// cookie is one line.
     @Test func theTextLogOnATerminalShowsTheSitesControlsAsText() throws {
-        let tmux = Paths.which("tmux")
-        guard FileManager.default.isExecutableFile(atPath: tmux) else {
-            Issue.record("tmux is not installed (scripts/setup.sh installs it)")
-            return
-        }
         let upstream = try Upstream()
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("cp-hostile-pty-\(getpid())").path
         try FileManager.default.createDirectory(atPath: dir + "/home", withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: dir) }
         // A rule that logs every cookie and changes none.
         try "rule \"see all\" {\n    log\n}\n".write(toFile: dir + "/all.rules", atomically: true, encoding: .utf8)
-        let session = "cph-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
-        let command =
-            "COOKIE_PROXY_HOME=\(dir)/home \(Paths.binary) run --listen 127.0.0.1:0 --threads 1 --ui off --rules \(dir)/all.rules"
-        _ = try run(
-            "/bin/sh",
-            ["-c", "exec \(tmux) new-session -d -s \(session) -x 220 -y 50 '\(command)' </dev/null >/dev/null 2>&1"])
-        defer {
-            _ = try? run(
-                "/bin/sh",
-                [
-                    "-c",
-                    "kill -TERM $(\(tmux) list-panes -t \(session) -F '#{pane_pid}'); sleep 0.5; "
-                        + "\(tmux) kill-session -t \(session) </dev/null >/dev/null 2>&1",
-                ])
-        }
-        var port = 0
-        for _ in 0..<100 where port == 0 {
-            usleep(100_000)
-            let pane = try run(tmux, ["capture-pane", "-p", "-t", session]).text
-            if let line = pane.split(separator: "\n").first(where: { $0.hasPrefix("cookie-proxy listening on ") }) {
-                port = Int(line.split(separator: ":").last!) ?? 0
-            }
-        }
+        guard let terminal = try TerminalProxy("--ui off --rules \(dir)/all.rules", home: dir + "/home") else { return }
+        let port = terminal.port
         try #require(port > 0)
         _ = try curl(["-s", "-x", "http://127.0.0.1:\(port)", "\(upstream.base)/hostile"])
         usleep(1_500_000)
-        let pane = try run(tmux, ["capture-pane", "-p", "-t", session]).text
+        let pane = try terminal.pane()
         // The screen was not cleared: the banner is still above the log lines.
         #expect(pane.contains("cookie-proxy listening on "), "\(pane)")
         let lines = pane.split(separator: "\n").map(String.init).filter { $0.contains("GET \(upstream.base)/hostile") }
@@ -142,7 +116,7 @@ import Testing
         // (The title sequence's `;` ends the name-value pair: that line's cookie is nameless, its value redacted.)
         #expect(pane.contains("c1\\x9b2J"), "\(pane)")
         #expect(pane.contains("bidi\\u{202e}gpj"), "\(pane)")
-        let title = try run(tmux, ["display-message", "-p", "-t", session, "#{pane_title}"]).text
+        let title = try terminal.title()
         #expect(!title.contains("owned"), "\(title)")
     }
 }

@@ -259,46 +259,16 @@ import TestSupport
     /// On a terminal the live status line stays the last line: log lines are printed above it (tmux runs the
     /// proxy on a real pseudo-terminal; the pane is read back).
     @Test func onATerminalTheStatusLineStaysBelowTheLogLines() throws {
-        let tmux = Paths.which("tmux")
-        guard FileManager.default.isExecutableFile(atPath: tmux) else {
-            Issue.record("tmux is not installed (scripts/setup.sh installs it)")
-            return
-        }
         let dir = try Self.folder()
         let upstream = try Recorder()
-        let session = "cp-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
-        let command =
-            "COOKIE_PROXY_HOME=\(dir)/home \(Paths.binary) run --listen 127.0.0.1:0 --threads 1 --rules \(dir)/h.rules"
-        // The tmux server keeps the standard streams it was started with: they go to /dev/null, not to a pipe
-        // this test would wait on.
-        _ = try run(
-            "/bin/sh",
-            ["-c", "exec \(tmux) new-session -d -s \(session) -x 200 -y 50 '\(command)' </dev/null >/dev/null 2>&1"])
-        // The pane's proxy is stopped first: killing the session only hangs up its terminal, and SIGHUP makes the
-        // proxy reload its rules, not exit (it would outlive the test).
-        defer {
-            _ = try? run(
-                "/bin/sh",
-                [
-                    "-c",
-                    "kill -TERM $(\(tmux) list-panes -t \(session) -F '#{pane_pid}'); sleep 0.5; "
-                        + "\(tmux) kill-session -t \(session) </dev/null >/dev/null 2>&1",
-                ])
-        }
-        var port = 0
-        for _ in 0..<100 where port == 0 {
-            usleep(100_000)
-            let pane = try run(tmux, ["capture-pane", "-p", "-t", session]).text
-            if let line = pane.split(separator: "\n").first(where: { $0.hasPrefix("cookie-proxy listening on ") }) {
-                port = Int(line.split(separator: ":").last!) ?? 0
-            }
-        }
+        guard let terminal = try TerminalProxy("--rules \(dir)/h.rules", home: "\(dir)/home") else { return }
+        let port = terminal.port
         #expect(port > 0)
         for i in 0..<3 {
             _ = try curl(["-x", "http://127.0.0.1:\(port)", "http://127.0.0.1:\(upstream.port)/cookies/\(i)"])
             usleep(1_200_000)  // the status line is redrawn every second: log lines and redraws interleave
         }
-        let pane = try run(tmux, ["capture-pane", "-p", "-t", session]).text
+        let pane = try terminal.pane()
         let lines = pane.split(separator: "\n", omittingEmptySubsequences: true).map(String.init)
         let logLines = lines.filter { $0.contains(" GET http://127.0.0.1:\(upstream.port)/cookies/") }
         #expect(logLines.count == 9, "\(pane)")
