@@ -5,12 +5,14 @@ import HTTPGrammar
 /// leniently from the bytes read, a malformed head included (nginx and Caddy log what they could read of a request
 /// they refused): the start line's method and target when they are tokens, and the Host, User-Agent and Referer
 /// fields. Nothing here is trusted or parsed for framing; it is only shown (escaped where it is written).
-public struct RequestEcho: Sendable, Hashable {
-    public var method: String?
-    public var target: String?
-    public var host: String?
-    public var userAgent: String?
-    public var referer: String?
+///
+/// A class: every exchange's end carries one reference (nil for nearly all), not five strings' room.
+public final class RequestEcho: Sendable, Hashable {
+    public let method: String?
+    public let target: String?
+    public let host: String?
+    public let userAgent: String?
+    public let referer: String?
 
     public init(
         method: String? = nil, target: String? = nil, host: String? = nil, userAgent: String? = nil,
@@ -19,12 +21,25 @@ public struct RequestEcho: Sendable, Hashable {
         (self.method, self.target, self.host, self.userAgent, self.referer) = (method, target, host, userAgent, referer)
     }
 
+    public static func == (a: RequestEcho, b: RequestEcho) -> Bool {
+        (a.method, a.target, a.host, a.userAgent, a.referer) == (b.method, b.target, b.host, b.userAgent, b.referer)
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(method)
+        hasher.combine(target)
+        hasher.combine(host)
+        hasher.combine(userAgent)
+        hasher.combine(referer)
+    }
+
     /// At most this many bytes of a head are looked at (a refused head may be as large as the limit it broke).
     static let scanLimit = 16384
 
     /// The facts of `bytes`, a request head or what arrived of one: lines split at LF (a CR before it dropped); the
     /// first is the start line, the others `name: value` fields, the first of each name kept.
-    public init(scanning bytes: ArraySlice<UInt8>) {
+    public convenience init(scanning bytes: ArraySlice<UInt8>) {
+        var (method, target, host, userAgent, referer): (String?, String?, String?, String?, String?)
         let head = bytes.prefix(Self.scanLimit)
         var lines = head.split(separator: 0x0A, omittingEmptySubsequences: false).makeIterator()
         func text(_ b: ArraySlice<UInt8>) -> String {
@@ -52,5 +67,6 @@ public struct RequestEcho: Sendable, Hashable {
             default: break
             }
         }
+        self.init(method: method, target: target, host: host, userAgent: userAgent, referer: referer)
     }
 }
