@@ -12,9 +12,11 @@ public final class RouteFacts: Sendable {
     }
 
     /// `path` (a cookie's Path) mapped from the upstream's path to the route's prefix: `/v1` → `/api`,
-    /// `/v1/x` → `/api/x`; nil when it is not under the upstream's path (then it stays as it is).
+    /// `/v1/x` → `/api/x`; nil when it is not under the upstream's path (then it stays as it is), and for `/`,
+    /// which covers the prefix already (narrowing it would keep the cookie from the site's other routes: a
+    /// frontend rendered on the server that reads the API's session).
     public func clientPath(_ path: String) -> String? {
-        guard let (upstream, client) = pathMap else { return nil }
+        guard let (upstream, client) = pathMap, path != "/" else { return nil }
         if path.hasPrefix(upstream) { return client + path.dropFirst(upstream.count) }
         // The upstream's path without its last `/` is the mount itself (a cookie for `/v1` covers `/v1/…`).
         let bare = upstream.hasSuffix("/") ? String(upstream.dropLast()) : upstream

@@ -158,7 +158,7 @@ import ExchangeFacts
             ("/v1/", "/api/", "/v1", "/api"), ("/v1/", "/api/", "/v1/", "/api/"),
             ("/v1/", "/api/", "/v1/x/y", "/api/x/y"),
             ("/v1/", "/api/", "/", nil), ("/v1/", "/api/", "/v10", nil), ("/v1/", "/api/", "/other", nil),
-            ("/", "/api/", "/", "/api/"), ("/", "/api/", "/x", "/api/x"), ("/v1/", "/", "/v1/x", "/x"),
+            ("/", "/api/", "/", nil), ("/", "/api/", "/x", "/api/x"), ("/v1/", "/", "/v1/x", "/x"),
             ("/v1/", "/", "/v1", "/"),
         ] as [(String, String, String, String?)])
     func aPathUnderTheMountMapsUnderThePrefix(_ upstream: String, _ prefix: String, _ path: String, _ mapped: String?) {
