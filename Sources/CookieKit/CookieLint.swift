@@ -224,6 +224,11 @@ public enum CookieLint {
 }
 
 extension CookieLint {
+    /// The codes ``siteFindings(for:site:)`` gives.
+    public static let siteCodes: Set<String> = [
+        "cross-site-samesite", "cross-site-samesite-default", "third-party-unpartitioned",
+    ]
+
     /// What a Set-Cookie line meets in the site context of the response it came with (RFC 6265bis §5.2; the site
     /// as ``RequestSite`` reads it from the request's headers). A cross-site subresource or frame response is a
     /// third party's: SameSite=Lax or Strict refuses it everywhere (§5.7 step 21), no SameSite refuses it where Lax is

@@ -405,7 +405,8 @@ public enum SiteAuditRun {
                     PageVisit(
                         url: url, state: state, status: status, problem: problem, lines: relayed,
                         refused: refused, store: store, readAt: now,
-                        screenshot: screenshot, reached: reached && status != nil, sent: carried))
+                        screenshot: screenshot, reached: reached && status != nil, sent: carried,
+                        siteFindings: lines.siteFindings()))
                 if picking { chosen.append(url) }
                 if problem != nil, !session.isAlive {
                     // A first state cut short has not picked all the pages: the next state picks them again.
@@ -496,6 +497,8 @@ public enum SiteAuditRun {
 /// (an upstream it could not reach or verify: `502`, `504`), with the status.
 final class LineRecorder: ExchangeObserver, LoopObserver, @unchecked Sendable {
     private let lines = Locked<(set: [(url: String, line: String)], sent: [(host: String, name: String)])>(([], []))
+    /// Each line's site-context findings from the proxy's lint, by ``PageVisit/lineKey(url:line:)``.
+    private let site = Locked<[String: [String]]>([:])
     private let answered = Locked<[String: (status: Int, byProxy: Bool)]>([:])
 
     func makeLoopObserver() -> (any LoopObserver)? { self }
@@ -510,6 +513,10 @@ final class LineRecorder: ExchangeObserver, LoopObserver, @unchecked Sendable {
         let url = Self.url(response.context)
         let text = String(decoding: line.received, as: UTF8.self)
         lines.withLock { $0.set.append((url, text)) }
+        // The site lint's findings (the request's context: a third-party frame's lines), which the report's own lint
+        // of the line cannot work out.
+        let codes = line.findings(response).map(\.code).filter { CookieLint.siteCodes.contains($0) }
+        if !codes.isEmpty { site.withLock { $0[PageVisit.lineKey(url: url, line: text)] = codes } }
     }
 
     func requestForwarded(_ request: borrowing ForwardedRequest) {
@@ -530,6 +537,9 @@ final class LineRecorder: ExchangeObserver, LoopObserver, @unchecked Sendable {
         let byProxy = exchange.ending == .answered
         answered.withLock { $0[url] = (status, byProxy) }
     }
+
+    /// The site-context findings of the lines recorded so far.
+    func siteFindings() -> [String: [String]] { site.withLock { $0 } }
 
     /// The status the proxy itself answered `url` with, if it did.
     func answeredStatus(_ url: String) -> Int? {

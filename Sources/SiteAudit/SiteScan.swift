@@ -25,13 +25,21 @@ public struct PageVisit: Sendable {
     /// The cookies the page's requests carried, as the proxy saw their Cookie headers: each request's host and a
     /// cookie's name.
     public var sent: [(host: String, name: String)]
+    /// The site-context findings the proxy's lint gave each line (`cross-site-samesite`, `third-party-unpartitioned`,
+    /// …: RFC 6265bis §5.2, from the request's Fetch Metadata), by ``lineKey(url:line:)``: the only explanation of a
+    /// refusal that the line alone does not give.
+    public var siteFindings: [String: [String]]
+
+    /// The key of a line's ``siteFindings``: its response's URL and the line.
+    public static func lineKey(url: String, line: String) -> String { url + "\u{0}" + line }
 
     public init(
         url: String, state: ConsentState, status: Int?, problem: String?, lines: [(url: String, line: String)],
         refused: [(url: String, line: String, reasons: [String])], store: [BrowserStoredCookie], readAt: Double,
-        screenshot: String? = nil, reached: Bool = true, sent: [(host: String, name: String)] = []
+        screenshot: String? = nil, reached: Bool = true, sent: [(host: String, name: String)] = [],
+        siteFindings: [String: [String]] = [:]
     ) {
-        (self.reached, self.sent) = (reached, sent)
+        (self.reached, self.sent, self.siteFindings) = (reached, sent, siteFindings)
         (self.url, self.state, self.status, self.problem) = (url, state, status, problem)
         (self.lines, self.refused, self.store, self.readAt, self.screenshot) = (
             lines, refused, store, readAt, screenshot
@@ -264,6 +272,7 @@ public struct SiteScan: Sendable {
         if let url {
             entry.findings = CookieLint.findings(for: cookie, from: url, now: now, suffixes: suffixes).map(\.code)
         }
+        entry.findings += visit.siteFindings[PageVisit.lineKey(url: r.url, line: r.line)] ?? []
         // Sent before consent whether or not this browser kept it: another (Firefox keeps third-party lines that
         // Chromium blocks) would have.
         if entry.category.needsConsent && visit.state != .accept { entry.findings.append("set-before-consent") }
@@ -289,7 +298,8 @@ public struct SiteScan: Sendable {
         if let source, let url = RequestURL(source.url) {
             let lint = CookieLint.findings(
                 for: SetCookie(source.line), from: url, now: Int64(visit.readAt), suffixes: suffixes)
-            findings = lint.map(\.code)
+            findings =
+                lint.map(\.code) + (visit.siteFindings[PageVisit.lineKey(url: source.url, line: source.line)] ?? [])
             engines = EngineVerdict.summary(lint)
         }
         let row = database.row(for: c.name)

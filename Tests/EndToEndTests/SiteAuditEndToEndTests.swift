@@ -275,6 +275,10 @@ import Testing
         #expect(!(b["cookies"] as? [[String: Any]] ?? []).contains { $0["name"] as? String == "IDE" })
         let refused = (b["refused"] as? [[String: Any]] ?? []).filter { $0["name"] as? String == "IDE" }
         #expect(refused.count == 1 && !(refused.first?["reasons"] as? [String] ?? []).isEmpty, "\(b["refused"] ?? [])")
+        // The proxy's site lint explains the refusal: the ad frame's line is a third party's, unpartitioned.
+        let findings = refused.first?["findings"] as? [String] ?? []
+        #expect(findings.contains("third-party-unpartitioned"), "\(b["refused"] ?? [])")
+        #expect(refused.first?["party"] as? String == "third" && refused.first?["blocked"] as? Bool == true)
     }
 
     /// The exit statuses: 2 when nothing could be scanned or the format is not one the browser audit writes; a
