@@ -18,8 +18,10 @@ struct LANEndToEndTests {
         // A server on the LAN address, and one on loopback only (a dev server, the inspector, a database).
         let onNetwork = try Upstream(environment: logged.merging(["UPSTREAM_BIND": lan.hostAddress]) { $1 })
         let loopbackOnly = try Upstream(environment: logged)
+        let access = FileManager.default.temporaryDirectory.appendingPathComponent("cp-lan-access-\(getpid()).log").path
+        defer { try? FileManager.default.removeItem(atPath: access) }
         let proxy = try Proxy(
-            ["--allow", "\(lan.allowedAddress)/32", "--log", "none"], listen: "0.0.0.0:0")
+            ["--allow", "\(lan.allowedAddress)/32", "--log", "none", "--access-log", access], listen: "0.0.0.0:0")
         let proxyURL = "http://\(lan.hostAddress):\(proxy.port)"
         let network = "http://\(lan.hostAddress):\(onNetwork.port)"
 
@@ -75,6 +77,11 @@ struct LANEndToEndTests {
         #expect(networkLog.contains("REQ GET /path/loopback-client\n"))
         #expect(!networkLog.contains("/path/outside"))
         #expect(!loopbackOnly.process.stdout.contains("REQ "), "\(loopbackOnly.process.stdout)")
+        // The client refused at accept has its line in the access log, as every answer does.
+        proxy.process.signal(SIGTERM)
+        _ = proxy.process.waitForExit(timeout: 20)
+        let lines = try String(contentsOfFile: access, encoding: .utf8).split(separator: "\n")
+        #expect(lines.contains { $0.hasPrefix("\(lan.otherAddress) - - [") && $0.contains("\"-\" 403 ") }, "\(lines)")
     }
 
     @Test func allowLoopbackUpstreamLetsAnAllowedDeviceReachLoopbackServices() throws {
