@@ -157,10 +157,14 @@ package final class RulesHooks: ProxyHooks, Sendable {
                 let r = tracker.request(head: head.source, context: context, site: s, time: time)
                 facts.client = r.client
                 if !r.verdicts.isEmpty { facts.judged = r }
-            } else {
+            } else if engine.readsSite {
                 let client = tracker.client(of: head.source, address: context.clientAddress)
                 facts.client = client
                 tracker.note(context.requestID, client: client, site: s)
+            } else if s.kind != .unknown {
+                // For the lint alone: a request no header places (nearly every non-browser client's) has no site
+                // finding to give, and is not noted (the response reads no site, as for unknown).
+                tracker.note(context.requestID, client: context.clientAddress, site: s)
             }
         }
         guard engine.touchesRequests else { return engine }
