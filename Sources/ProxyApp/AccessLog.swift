@@ -176,7 +176,10 @@ package final class AccessLog: ExchangeObserver {
                 bytes += Array((echo.userAgent ?? "").utf8)
                 agentEnd = bytes.count
             }
-            let ownPage = context.route == nil && context.host == log.onboardingHost && context.port == 80
+            // (The port and the route first: the host's comparison is for the few exchanges left.)
+            let ownPage =
+                context.port == 80 && context.route == nil && log.onboardingHost != nil
+                && context.host == log.onboardingHost
             bytes.withUnsafeBufferPointer { b in
                 let r = refererEnd
                 let a = agentEnd

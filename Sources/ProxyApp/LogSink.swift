@@ -307,21 +307,24 @@ public final class LogSink: Sendable {
             error = all.withUnsafeBufferPointer { terminal.printAbove(fd: fd, $0) }
             if error != 0 { (recordsWritten, eventsWritten) = (0, 0) }
         } else {
-            // What goes before the chunks: a line end after a fragment that stayed, and the gap's record.
-            var lead: [UInt8] = torn ? [0x0A] : []
-            if let failing, let gapRecord {
-                let now = Int64(Date().timeIntervalSince1970 * 1000)
-                lead += Array(gapRecord(failing.lost, failing.reason, failing.since, now).utf8) + [0x0A]
+            // What goes before the chunks, only after a fault (nothing is made for a write that follows a good
+            // one): a line end after a fragment that stayed, and the gap's record.
+            var all = chunks
+            if torn || (failing != nil && gapRecord != nil) {
+                var lead: [UInt8] = torn ? [0x0A] : []
+                if let failing, let gapRecord {
+                    let now = Int64(Date().timeIntervalSince1970 * 1000)
+                    lead += Array(gapRecord(failing.lost, failing.reason, failing.since, now).utf8) + [0x0A]
+                }
+                let leadChunk = Chunk()
+                lead.withUnsafeBufferPointer { leadChunk.bytes.raw($0) }
+                all = ArraySlice([leadChunk] + chunks)
             }
-            let leadChunk = Chunk()
-            lead.withUnsafeBufferPointer { leadChunk.bytes.raw($0) }
-            let all = [leadChunk] + chunks
-            // A regular file's size before the write: where to cut back to.
-            let start = pages == nil ? -1 : lseek(fd, 0, SEEK_END)
+            let hasLead = all.count > chunks.count
             var written = 0
-            var first = 0
-            while first < all.count && error == 0 {
-                let end = min(first + 512, all.count)
+            var first = all.startIndex
+            while first < all.endIndex && error == 0 {
+                let end = min(first + 512, all.endIndex)
                 let (e, n) = Self.writeAll(fd, all[first..<end])
                 error = e
                 written += n
@@ -329,19 +332,22 @@ public final class LogSink: Sendable {
             }
             if error == 0 {
                 if let range = pages?.appended(written) { LogPageCache.release(fd, range) }
-                state.withLock { $0.torn = false }
+                if torn { state.withLock { $0.torn = false } }
             } else {
+                // A regular file's size before the write (appended to: it ends where this write stopped), where to
+                // cut back to.
+                let start = pages == nil ? -1 : lseek(fd, 0, SEEK_END) - off_t(written)
                 // The whole chunks written stay (the lead among them only when whole); the rest is taken back.
                 var whole = 0
                 var kept = 0
                 recordsWritten = 0
                 eventsWritten = 0
-                for (i, chunk) in all.enumerated() {
+                for (i, chunk) in all.enumerated() {  // (i counts from 0: the lead, when there is one, is 0)
                     let count = chunk.bytes.count
                     guard kept + count <= written else { break }
                     kept += count
                     whole = i + 1
-                    if i > 0 {
+                    if i > 0 || !hasLead {
                         recordsWritten += chunk.records
                         eventsWritten += chunk.events
                     }
@@ -355,6 +361,14 @@ public final class LogSink: Sendable {
             }
         }
         let lost = records - recordsWritten
+        // The counts; the fault's state only when there is one (a good write after a good one takes one lock).
+        guard error != 0 || failing != nil else {
+            state.withLock { s in
+                s.written += recordsWritten
+                s.eventsWritten += eventsWritten
+            }
+            return
+        }
         let now = Int64(Date().timeIntervalSince1970 * 1000)
         var said: String? = nil
         state.withLock { s in
