@@ -3,9 +3,10 @@
 public final class RouteFacts: Sendable {
     public let name: String
     public let upstreamHost: String
-    /// The route's upstream path and its prefix (`/v1/` and `/api/`), when they differ: a cookie the upstream sets
-    /// with a Path under its own path is mapped under the prefix, as its redirects are (nginx's
-    /// `proxy_cookie_path`); nil when the target goes upstream as it came.
+    /// The route's upstream path and its prefix (`/v1/` and `/api/`), when they differ and the upstream is mounted
+    /// under a path of its own: a cookie the upstream sets with a Path under its own path is mapped under the
+    /// prefix, as its redirects are (nginx's `proxy_cookie_path`); nil when the target goes upstream as it came, or
+    /// to the upstream's root (whose cookies' paths often name the public prefix already).
     public let pathMap: (upstream: String, client: String)?
     public init(name: String, upstreamHost: String, pathMap: (upstream: String, client: String)? = nil) {
         (self.name, self.upstreamHost, self.pathMap) = (name, upstreamHost, pathMap)

@@ -163,7 +163,9 @@ public struct RouteTable: Sendable, Hashable {
         facts = self.routes.map { route in
             RouteFacts(
                 name: route.description, upstreamHost: route.upstream.host,
-                pathMap: route.path.flatMap { $0 == route.prefix ? nil : ($0, route.prefix) })
+                // Only an upstream mounted under a path of its own (`/v1/`): one at its root often knows its public
+                // prefix already (it sets `Path=/api` itself), and its paths are not told apart from the site's.
+                pathMap: route.path.flatMap { $0 == route.prefix || $0 == "/" ? nil : ($0, route.prefix) })
         }
     }
 

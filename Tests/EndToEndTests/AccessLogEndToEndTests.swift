@@ -69,9 +69,14 @@ import Testing
         let plain = try RawClient.exchange(
             port: tlsPort, "GET /x HTTP/1.1\r\nHost: 127.0.0.1\r\nUser-Agent: plain-agent/1\r\n\r\n")
         #expect(plain.hasPrefix("HTTP/1.1 400"))
-        // Over --max-connections: two held open, the third refused at accept.
-        let held = try (0..<2).map { _ in try connectedLoopbackSocket(port: proxy.port) }
-        usleep(200_000)
+        // Over --max-connections: two held open (each has had an answer: the proxy has taken and counts it), the
+        // third refused at accept.
+        let held = try (0..<2).map { _ in
+            let fd = try connectedLoopbackSocket(port: proxy.port)
+            sendAll(fd, Array("GET \(upstream.base)/cookies/held HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".utf8))
+            _ = receive(fd) { String(decoding: $0, as: UTF8.self).contains("cookies\n") }
+            return fd
+        }
         let third = try connectedLoopbackSocket(port: proxy.port)
         let refused = String(decoding: receive(third) { _ in false }, as: UTF8.self)
         #expect(refused.hasPrefix("HTTP/1.1 503"), "\(refused)")
