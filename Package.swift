@@ -18,21 +18,26 @@ let package = Package(
     targets: [
         // Pure: the byte grammar of HTTP shared by the codec and the TLS layer (tchar, hex, host names, IP literals).
         .target(name: "HTTPGrammar"),
+        // Pure: text for a person's terminal (every value escaped: a peer's bytes are shown, never obeyed) and the
+        // one writer of standard output and error.
+        .target(name: "Terminal"),
         // Pure: the facts of one exchange (ExchangeContext: who asked what of whom, which route, which protocols),
         // which the machine makes and every reader above it shares.
         .target(name: "ExchangeFacts"),
         // Pure: Set-Cookie model, parse, serialise, dates, domain/path match, PSL, jar, lint.
-        .target(name: "CookieKit", dependencies: ["HTTPGrammar", "ExchangeFacts"]),
+        .target(name: "CookieKit", dependencies: ["HTTPGrammar", "ExchangeFacts", "JSONStream", "Terminal"]),
         // The bridge to Foundation's HTTPCookie (FoundationNetworking on Linux).
         .target(name: "CookieFoundation", dependencies: ["CookieKit"]),
         // Pure: the rules language → validated rule set → two-phase application → list of changes.
-        .target(name: "CookieRules", dependencies: ["ExchangeFacts", "CookieKit", "HTTPGrammar"]),
+        .target(
+            name: "CookieRules",
+            dependencies: ["ExchangeFacts", "CookieKit", "HTTPGrammar", "JSONStream", "ArgumentParsing", "Terminal"]),
         // libcurl through a system-library target; typed, non-variadic shims in its shim.h.
         .systemLibrary(
             name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"]), .brew(["curl"])]),
-        // Pure: a pull JSON reader over blocks of bytes (a HAR of any size read in bounded memory), values as
-        // CookieKit's JSONValue.
-        .target(name: "JSONStream", dependencies: ["CookieKit"]),
+        // Pure: JSON both ways: a pull reader over blocks of bytes (a HAR of any size read in bounded memory), the
+        // ordered JSONValue and the writer every JSON output uses (over ByteWriter, the growable byte buffer).
+        .target(name: "JSONStream"),
         // `cookie-proxy audit`: fetch, follow redirects, carry cookies in our jar, lint every Set-Cookie.
         .target(name: "CookieAudit", dependencies: ["CookieKit", "CookieRules", "CCurl"]),
         // Pure: each client's cookies across requests (the jar replayed from what the client was sent, its Cookie
@@ -43,15 +48,15 @@ let package = Package(
         ),
         // Pure: what a run or an audit found (cookie-line findings, lifecycle verdicts), as CI reads it: JUnit XML and
         // SARIF 2.1.0.
-        .target(name: "CookieReports", dependencies: ["CookieKit", "CookieLifecycle"]),
+        .target(name: "CookieReports", dependencies: ["CookieKit", "CookieLifecycle", "JSONStream"]),
         // Pure: a browser audit of a whole site (`audit URL --browser`): the pages a seed picks, the consent
         // platforms' buttons, the Open Cookie Database, and the report built from what the browser and the proxy saw.
         .target(
-            name: "SiteAudit", dependencies: ["CookieKit", "CookieReports", "HTTPGrammar"],
+            name: "SiteAudit", dependencies: ["CookieKit", "CookieReports", "JSONStream", "Terminal"],
             exclude: ["OpenCookieDatabase-LICENSE.txt"]
         ),
         // Runs the scenario corpora of conformance/ against the jar (tests and `cookie-proxy conformance`).
-        .target(name: "CookieConformance", dependencies: ["CookieKit", "HTTPGrammar"]),
+        .target(name: "CookieConformance", dependencies: ["CookieKit", "Terminal"]),
         // Sans-I/O HTTP/1.1 codec and the per-connection proxy state machine.
         .target(name: "ProxyCore", dependencies: ["ExchangeFacts", "HTTPGrammar"], swiftSettings: hotPath),
         // libnghttp2 through a system-library target (HPACK, frames, flow control, RFC 9113's request checks).
@@ -90,6 +95,7 @@ let package = Package(
             name: "CookieInspector",
             dependencies: [
                 "ExchangeFacts", "CookieKit", "CookieRules", "CookieLifecycle", "ProxyCore", "Locking", "HTTPGrammar",
+                "JSONStream",
             ],
             swiftSettings: hotPath),
         // The application on the proxy's hooks: the cookie stage (rules on every Set-Cookie), the log (writer, record
@@ -97,10 +103,9 @@ let package = Package(
         .target(
             name: "ProxyApp",
             dependencies: [
-                "ExchangeFacts",
-                "CookieKit", "CookieRules", "CookieInspector", "CookieLifecycle", "CookieReports", "ProxyCore",
-                "ProxyServer", "ProxyPlatform", "ProxyTLS", "Locking", "HTTPGrammar", "JSONStream", "BrowserEngines",
-                "CookieAudit", "SiteAudit",
+                "ExchangeFacts", "CookieKit", "CookieRules", "CookieInspector", "CookieLifecycle", "CookieReports",
+                "ProxyCore", "ProxyServer", "ProxyPlatform", "ProxyTLS", "Locking", "HTTPGrammar", "JSONStream",
+                "BrowserEngines", "CookieAudit", "SiteAudit", "Terminal",
             ], swiftSettings: hotPath, plugins: ["BuildInfo"]),
         // The commit a build is made from, written into ProxyApp (`--version`, reports, the build-info metric).
         .executableTarget(name: "build-info"),
@@ -111,19 +116,17 @@ let package = Package(
             name: "BrowserEngines",
             dependencies: [
                 "CookieKit", "HTTPGrammar", "ProxyCore", "ProxyPlatform", "ProxyTLS", "Locking", "SiteAudit",
+                "JSONStream", "Terminal",
             ]),
         // The command line's small parser in swift-argument-parser's shape (options declared once: parsing, `--help`,
         // usage errors), and the shells' completions and the manual page made from the same declarations.
-        .target(name: "ArgumentParsing", dependencies: ["CookieRules"]),
+        .target(name: "ArgumentParsing"),
         .executableTarget(
             name: "cookie-proxy",
             dependencies: [
-                "ArgumentParsing", "ExchangeFacts", "ProxyPlatform",
-                "JSONStream",
-                "BrowserEngines",
-                "CookieKit", "CookieFoundation", "CookieConformance", "CookieRules", "CookieAudit", "ProxyCore",
-                "ProxyTLS", "CookieInspector", "HTTPGrammar", "ProxyApp", "CookieLifecycle", "CookieReports",
-                "SiteAudit", "Locking",
+                "ArgumentParsing", "ExchangeFacts", "ProxyPlatform", "JSONStream", "BrowserEngines", "CookieKit",
+                "CookieConformance", "CookieRules", "CookieAudit", "ProxyCore", "ProxyTLS", "CookieInspector",
+                "HTTPGrammar", "ProxyApp", "CookieLifecycle", "CookieReports", "SiteAudit", "Locking", "Terminal",
             ], swiftSettings: hotPath),
         // Counts allocations in the benchmark only (interposes malloc in that executable).
         .target(name: "CBenchSupport"),
@@ -138,6 +141,8 @@ let package = Package(
             name: "ProxyServerTests",
             dependencies: ["ProxyServer", "ProxyPlatform", "ProxyCore", "Locking", "HTTPGrammar"]),
         .testTarget(name: "HTTPGrammarTests", dependencies: ["HTTPGrammar"]),
+        .testTarget(name: "TerminalTests", dependencies: ["Terminal"]),
+        .testTarget(name: "JSONStreamTests", dependencies: ["JSONStream"]),
         .testTarget(name: "SiteAuditTests", dependencies: ["SiteAudit", "CookieKit"]),
         .testTarget(name: "ArgumentParsingTests", dependencies: ["ArgumentParsing"]),
         .testTarget(name: "ProxyTLSTests", dependencies: ["ProxyTLS"]),
@@ -153,10 +158,8 @@ let package = Package(
         .testTarget(
             name: "ProxyAppTests",
             dependencies: [
-                "ExchangeFacts",
-                "ProxyApp", "CookieRules", "ProxyCore", "CookieInspector", "CookieLifecycle", "HTTPGrammar",
-                "ProxyServer", "CookieKit", "JSONStream",
-                "TestSupport",
+                "ExchangeFacts", "ProxyApp", "CookieRules", "ProxyCore", "CookieInspector", "CookieLifecycle",
+                "HTTPGrammar", "CookieKit", "JSONStream", "TestSupport",
             ], exclude: ["golden"]),
         // End-to-end: the built binary between real clients and a real upstream (started by the tests).
         .testTarget(

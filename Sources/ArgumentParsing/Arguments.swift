@@ -1,4 +1,3 @@
-import CookieRules
 
 #if canImport(Glibc)
     import Glibc

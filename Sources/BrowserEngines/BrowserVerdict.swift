@@ -1,5 +1,6 @@
 import CookieKit
-import HTTPGrammar
+import JSONStream
+import Terminal
 
 /// `parse --browser`: the draft's view of a line beside one engine's, and where they differ.
 public struct BrowserVerdict: Sendable {

@@ -1,4 +1,4 @@
-import HTTPGrammar
+import Terminal
 
 /// What `cookie-proxy conformance` prints: a line per suite (its counted cases, and its informative ones said to be
 /// disputed, not scored), each failure (and, unless quiet, each informative case that differs), and the total.

@@ -1,5 +1,6 @@
 import CookieKit
 import CookieRules
+import JSONStream
 import ProxyCore
 
 /// HAR 1.2 (http://www.softwareishard.com/blog/har-12-spec/) of the held exchanges: the heads as the client sent

@@ -1,5 +1,6 @@
 import CookieKit
 import CookieLifecycle
+import JSONStream
 
 /// The lifecycle in the inspector's JSON: each exchange's verdicts (the list's counts, the detail's list, HAR's
 /// `_cookieProxy.verdicts`) and a cookie's timeline. Values are redacted as everywhere else.

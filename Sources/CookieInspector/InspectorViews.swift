@@ -1,4 +1,5 @@
 import HTTPGrammar
+import JSONStream
 import Locking
 import CookieKit
 import CookieRules

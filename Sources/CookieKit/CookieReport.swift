@@ -1,4 +1,5 @@
-import HTTPGrammar
+import JSONStream
+import Terminal
 
 /// Everything `parse` reports about one Set-Cookie value from a URL: the cookie a browser following RFC 6265bis
 /// would store (or why not), the lint's findings, and which engines would differ.

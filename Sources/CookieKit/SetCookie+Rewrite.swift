@@ -1,3 +1,5 @@
+import JSONStream
+
 /// The rule engine's one way of editing a Set-Cookie line: edits planned over the parsed line and written out once.
 ///
 /// The in-place edits (``SetCookie/setFlag(_:_:)``, ``SetCookie/set(_:toBytes:)``,

@@ -1,3 +1,5 @@
+import JSONStream
+
 #if canImport(Glibc)
     import Glibc
 #elseif canImport(Darwin)

@@ -1,5 +1,6 @@
 import CookieKit
 import CookieLifecycle
+import JSONStream
 
 /// What a run found, for a CI system: each Set-Cookie line's lint findings (what browsers reject, and warnings) and
 /// each lifecycle verdict other than sent-as-expected, grouped by host, cookie and code and counted (a cookie a

@@ -1,5 +1,6 @@
 import CookieKit
 import HTTPGrammar
+import JSONStream
 
 /// Cookie values in logs: replaced by a short hash so that the same value stays recognisable across records and
 /// runs, while the value itself stays out of the log. The hash is keyed (SipHash-2-4 with a per-installation

@@ -1,3 +1,4 @@
+import ArgumentParsing
 import CookieKit
 
 /// The directives that act on whole messages and on requests: header edits and request-cookie edits.

@@ -1,5 +1,6 @@
 import CookieKit
-import HTTPGrammar
+import JSONStream
+import Terminal
 
 /// What `try` shows for one Set-Cookie value run through the rules offline (before, after, the rules that matched,
 /// the changes, and what browsers make of the result), or for one request's Cookie header through the

@@ -1,4 +1,4 @@
-import CookieKit
+
 
 /// A pull reader of JSON text (RFC 8259) from a byte source read a block at a time, so that a document larger than
 /// memory can be walked: the caller reads the structure it expects (``readObject(_:_:)``, ``readArray(_:_:)``),

@@ -3,6 +3,7 @@ import CookieRules
 import ExchangeFacts
 import Foundation
 import HTTPGrammar
+import JSONStream
 import Locking
 import ProxyCore
 

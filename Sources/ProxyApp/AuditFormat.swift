@@ -5,7 +5,8 @@ import CookieLifecycle
 import CookieReports
 import CookieRules
 import Foundation
-import HTTPGrammar
+import JSONStream
+import Terminal
 
 /// What `cookie-proxy audit` prints, made from its reports: the redirect chain's (``AuditReport``) and a HAR's
 /// entries and summary (``HARAudit``), as text for a person, JSON, JUnit XML and SARIF 2.1.0 for CI.

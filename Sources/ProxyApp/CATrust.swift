@@ -1,7 +1,7 @@
 import Foundation
-import HTTPGrammar
 import ProxyPlatform
 import ProxyTLS
+import Terminal
 
 /// `cookie-proxy ca install|uninstall`: puts the local CA into (or takes it out of) the trust stores clients use,
 /// with the platform's own tools — each store is checked first, so a second install says so instead of adding the

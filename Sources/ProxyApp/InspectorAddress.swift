@@ -1,4 +1,5 @@
 import Foundation
+import Terminal
 
 #if canImport(Glibc)
     import Glibc

@@ -5,6 +5,7 @@ import CookieLifecycle
 import CookieRules
 import Dispatch
 import Foundation
+import JSONStream
 import Locking
 import ProxyServer
 

@@ -3,6 +3,7 @@ import CookieLifecycle
 import CookieRules
 import ExchangeFacts
 import HTTPGrammar
+import JSONStream
 
 /// The log's records of the lifecycle (one per request the client's jar judged: rules/README.md, "Cookie
 /// verdicts") and of request-cookie edits (one per edited cookie, in the transformation records' shape with

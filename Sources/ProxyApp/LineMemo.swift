@@ -1,6 +1,7 @@
 import CookieKit
 import CookieRules
 import Foundation
+import JSONStream
 
 /// What the observers work out from a line (its parsed cookies, the attribute changes, the lint's findings, the
 /// log's record of it), kept for the next time the same line is decided the same way: a server sets the same

@@ -1,6 +1,7 @@
 import CookieRules
 import HTTPGrammar
 import Foundation
+import Terminal
 
 /// The secret of the log's value hashes: 16 random bytes in `log-key` next to the CA (mode 0600), made on first
 /// use, so that the same value hashes the same across runs on one machine and differently on another.

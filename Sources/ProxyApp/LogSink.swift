@@ -1,8 +1,9 @@
 import CookieKit
 import CookieRules
 import Foundation
-import HTTPGrammar
+import JSONStream
 import Locking
+import Terminal
 
 /// The transformation log. Each response's records are formatted on the event loop that forwarded it, into bytes
 /// (``Recorder``, one per loop thread), and handed over in one copy to a writer thread that only writes: the data

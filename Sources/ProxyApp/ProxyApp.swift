@@ -4,6 +4,7 @@ import CookieReports
 import CookieRules
 import Foundation
 import HTTPGrammar
+import JSONStream
 import Locking
 import ProxyCore
 import ProxyServer

@@ -2,9 +2,10 @@ import CookieInspector
 import CookieKit
 import CookieRules
 import Foundation
-import HTTPGrammar
+import JSONStream
 import Locking
 import ProxyServer
+import Terminal
 
 /// What `run` adds around the server: the rules (hot-reloaded), the transformation log, audit mode.
 package final class ProxyRuntime {

@@ -1,7 +1,7 @@
 import CookieReports
 import Foundation
-import HTTPGrammar
 import ProxyPlatform
+import Terminal
 
 /// `run --report FORMAT:FILE` and `--fail-on`: the reports asked for and the conditions that fail the run, written
 /// at exit and on SIGUSR1.

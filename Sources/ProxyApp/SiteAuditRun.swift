@@ -4,10 +4,11 @@ import CookieRules
 import CookieKit
 import ExchangeFacts
 import Foundation
-import HTTPGrammar
+import JSONStream
 import Locking
 import ProxyTLS
 import SiteAudit
+import Terminal
 
 /// `cookie-proxy audit URL --browser chromium`: the site as its visitors' browsers see it. The proxy is started in
 /// this process (intercepting every https host with a CA made for the run in a folder of its own, removed after),

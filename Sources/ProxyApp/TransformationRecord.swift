@@ -1,7 +1,8 @@
 import CookieKit
 import CookieRules
 import ExchangeFacts
-import HTTPGrammar
+import JSONStream
+import Terminal
 
 /// One log record: a cookie the rules transformed (or, in audit mode, observed). Keys are stable and
 /// documented in rules/README.md. Cookie values are redacted unless asked for.

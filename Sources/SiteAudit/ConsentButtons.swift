@@ -1,4 +1,5 @@
 import CookieKit
+import JSONStream
 
 /// A consent state a browser audit visits the pages in, each in a fresh profile: no interaction with the banner,
 /// its reject button clicked, its accept button clicked.

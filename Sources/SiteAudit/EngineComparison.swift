@@ -1,5 +1,6 @@
 import CookieKit
-import HTTPGrammar
+import JSONStream
+import Terminal
 
 /// `audit --browser all`: what each real browser kept, refused and sent back, cookie by cookie, side by side (the
 /// same pages, consent states and seed in each).

@@ -1,5 +1,6 @@
 import CookieKit
-import HTTPGrammar
+import JSONStream
+import Terminal
 
 extension SiteScan {
     /// The report as `report.json` and `--format json` write it (field names in the README's "Audit a whole site").

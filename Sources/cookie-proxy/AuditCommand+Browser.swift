@@ -1,11 +1,11 @@
 import ArgumentParsing
-import HTTPGrammar
 import Locking
 import ProxyPlatform
 import BrowserEngines
 import Foundation
 import ProxyApp
 import SiteAudit
+import Terminal
 
 #if canImport(Glibc)
     import Glibc

@@ -4,9 +4,9 @@ import CookieKit
 import CookieLifecycle
 import CookieRules
 import Foundation
-import HTTPGrammar
 import JSONStream
 import ProxyApp
+import Terminal
 
 /// `cookie-proxy audit --har FILE`: the lifecycle over a recorded session.
 extension AuditCommand {

@@ -1,9 +1,9 @@
 import ArgumentParsing
-import HTTPGrammar
 import ProxyApp
 import CookieAudit
 import CookieKit
 import CookieRules
+import Terminal
 
 /// `cookie-proxy audit URL`: every cookie a site sets across its redirects, checked.
 enum AuditCommand {

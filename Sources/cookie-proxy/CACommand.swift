@@ -1,8 +1,8 @@
 import ArgumentParsing
-import HTTPGrammar
 import ProxyApp
 import Foundation
 import ProxyTLS
+import Terminal
 
 /// `cookie-proxy ca init|path|export|install|uninstall`: the local CA used for https interception.
 enum CACommand {

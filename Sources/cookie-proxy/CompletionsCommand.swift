@@ -1,5 +1,6 @@
 import ArgumentParsing
 import ProxyApp
+import Terminal
 
 /// `cookie-proxy completions bash|zsh|fish` and `cookie-proxy completions man`: shell completions and the manual
 /// page, each written from the commands' declarations (``CommandSpec``, ``OptionSpec``), the ones `--help` and

@@ -3,6 +3,7 @@ import Foundation
 import ProxyApp
 import CookieConformance
 import CookieKit
+import Terminal
 
 /// `cookie-proxy conformance`: runs scenario corpora (the format of the repository's conformance/) against the jar.
 enum ConformanceCommand {

@@ -2,6 +2,7 @@ import ArgumentParsing
 import Foundation
 import ProxyApp
 import ProxyTLS
+import Terminal
 
 /// `cookie-proxy mcp`: the same data for agents, as a Model Context Protocol server over stdio (JSON-RPC 2.0, one
 /// message per line). Its tools run this binary's own subcommands (parse, try, check, audit), so an agent gets

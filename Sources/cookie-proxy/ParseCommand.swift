@@ -2,8 +2,9 @@ import ArgumentParsing
 import BrowserEngines
 import CookieKit
 import Foundation
-import HTTPGrammar
+import JSONStream
 import ProxyApp
+import Terminal
 
 /// `cookie-proxy parse`: Set-Cookie values in, the user-agent view and the lint out.
 enum ParseCommand {

@@ -1,10 +1,10 @@
 import ArgumentParsing
-import HTTPGrammar
 import ProxyApp
 import CookieKit
 import CookieRules
 import ExchangeFacts
 import ProxyCore
+import Terminal
 
 /// `cookie-proxy check` and `cookie-proxy try`: rules without traffic.
 enum CheckCommand {

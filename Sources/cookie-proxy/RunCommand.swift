@@ -8,6 +8,7 @@ import CookieRules
 import ProxyPlatform
 import ProxyTLS
 import ProxyCore
+import Terminal
 
 #if canImport(Glibc)
     import Glibc

@@ -3,6 +3,7 @@ import Foundation
 import ProxyApp
 import HTTPGrammar
 import ProxyTLS
+import Terminal
 
 /// `cookie-proxy ui url`: the inspector's URL with this installation's token, as `run`'s banner prints it, for a
 /// proxy started with `--quiet` or in another terminal.

@@ -1,7 +1,7 @@
 import ArgumentParsing
 import CookieKit
-import HTTPGrammar
 import ProxyApp
+import Terminal
 
 #if canImport(Glibc)
     import Glibc

@@ -1,5 +1,6 @@
 @testable import CookieKit
 @testable import CookieRules
+import JSONStream
 import ProxyApp
 import ExchangeFacts
 import Foundation

@@ -2,6 +2,7 @@ import CookieKit
 import CookieRules
 import ExchangeFacts
 import HTTPGrammar
+import JSONStream
 import ProxyApp
 import Testing
 

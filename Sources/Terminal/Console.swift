@@ -1,5 +1,4 @@
 import Foundation
-import HTTPGrammar
 
 /// Standard output and error without Foundation's buffering surprises.
 public enum Console {

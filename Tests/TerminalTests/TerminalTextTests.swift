@@ -1,4 +1,4 @@
-import HTTPGrammar
+import Terminal
 import Testing
 
 @Suite struct TerminalTextTests {

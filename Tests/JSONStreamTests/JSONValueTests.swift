@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-@testable import CookieKit
+@testable import JSONStream
 
 /// The JSON writer of the log and of `parse`/`try --format json`: exact text, and text Foundation's parser reads
 /// back to the same values.

@@ -2,12 +2,13 @@
 /// append checks uniqueness and capacity through generic code: about a hundred instructions): the Set-Cookie
 /// rewrite's entries and output, the JSON writer. Noncopyable: it owns its pointer. Elements are plain values
 /// (no deinitialisation).
-@usableFromInline struct GrowableBuffer<Element>: ~Copyable {
+public struct GrowableBuffer<Element>: ~Copyable {
     @usableFromInline var base: UnsafeMutablePointer<Element>
-    @usableFromInline var count = 0
+    public var count = 0
     @usableFromInline var capacity: Int
 
-    init(capacity: Int) {
+    @inlinable
+    public init(capacity: Int) {
         self.capacity = max(capacity, 16)
         base = .allocate(capacity: self.capacity)
     }
@@ -15,7 +16,7 @@
     @inlinable deinit { base.deallocate() }
 
     @inlinable @inline(__always)
-    mutating func reserve(_ n: Int) {
+    public mutating func reserve(_ n: Int) {
         if count &+ n > capacity { grow(n) }
     }
 
@@ -28,14 +29,14 @@
     }
 
     @inlinable @inline(__always)
-    mutating func append(_ element: Element) {
+    public mutating func append(_ element: Element) {
         reserve(1)
         (base + count).initialize(to: element)
         count += 1
     }
 
     @inlinable @inline(__always)
-    mutating func append(_ elements: UnsafeBufferPointer<Element>) {
+    public mutating func append(_ elements: UnsafeBufferPointer<Element>) {
         guard let source = elements.baseAddress, elements.count > 0 else { return }
         let n = elements.count
         reserve(n)
@@ -64,41 +65,46 @@
         count += n
     }
 
-    subscript(index: Int) -> Element {
+    @inlinable
+    public subscript(index: Int) -> Element {
         get { base[index] }
         set { base[index] = newValue }
     }
 
     /// Forgets the elements, keeping the memory.
-    mutating func removeAll() { count = 0 }
+    @inlinable
+    public mutating func removeAll() { count = 0 }
 
     /// The elements, valid until the next change.
-    @inlinable var elements: UnsafeBufferPointer<Element> { UnsafeBufferPointer(start: base, count: count) }
+    @inlinable public var elements: UnsafeBufferPointer<Element> { UnsafeBufferPointer(start: base, count: count) }
 
     /// The elements, for the duration of `body`.
-    func withElements<R>(_ body: (UnsafeBufferPointer<Element>) -> R) -> R {
+    @inlinable
+    public func withElements<R>(_ body: (UnsafeBufferPointer<Element>) -> R) -> R {
         body(elements)
     }
 }
 
 /// Bytes written by many small appends (the JSON writer, the Set-Cookie rewrite's output).
-@usableFromInline typealias ByteWriter = GrowableBuffer<UInt8>
+public typealias ByteWriter = GrowableBuffer<UInt8>
 
 extension GrowableBuffer where Element == UInt8 {
 
     @inlinable @inline(__always)
-    mutating func append(_ text: StaticString) {
+    public mutating func append(_ text: StaticString) {
         append(UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
     }
 
-    mutating func append(_ text: String) {
+    @inlinable
+    public mutating func append(_ text: String) {
         var text = text
         text.withUTF8 { append($0) }
     }
 
     /// An integer in decimal, without going through a String: its digits counted, then written from the last one
     /// straight into the buffer.
-    mutating func appendDecimal(_ value: Int64) {
+    @inlinable
+    public mutating func appendDecimal(_ value: Int64) {
         if value < 0 { append(0x2D) }
         var v = value.magnitude
         var digits = 1
