@@ -105,9 +105,35 @@ let package = Package(
             dependencies: [
                 "ExchangeFacts", "CookieKit", "CookieRules", "CookieInspector", "CookieLifecycle", "CookieReports",
                 "ProxyCore", "ProxyServer", "ProxyPlatform", "ProxyTLS", "Locking", "HTTPGrammar", "JSONStream",
-                "BrowserEngines", "CookieAudit", "SiteAudit", "Terminal",
-            ], swiftSettings: hotPath, plugins: ["BuildInfo"]),
-        // The commit a build is made from, written into ProxyApp (`--version`, reports, the build-info metric).
+                "Terminal", "BuildVersion",
+            ], swiftSettings: hotPath),
+        // The release and the commit a build is made from (`--version`, every report's tool field, the build-info
+        // metric); the plugin writes the commit.
+        .target(name: "BuildVersion", plugins: ["BuildInfo"]),
+        // Installs and removes the local CA in the system's and the browsers' trust stores (`cookie-proxy ca`).
+        .target(name: "TrustStores", dependencies: ["ProxyPlatform", "ProxyTLS", "Terminal"]),
+        // `cookie-proxy mcp`: the Model Context Protocol server over stdio (parse, lint and audit as tools).
+        .target(
+            name: "CookieMCP",
+            dependencies: [
+                "BrowserEngines", "BuildVersion", "CookieKit", "HTTPGrammar", "JSONStream", "ProxyApp", "ProxyPlatform",
+            ]),
+        // `cookie-proxy audit`'s outputs (text, JSON, JUnit, SARIF) and a HAR file audited a block at a time.
+        .target(
+            name: "AuditFormats",
+            dependencies: [
+                "BuildVersion", "CookieAudit", "CookieInspector", "CookieKit", "CookieLifecycle", "CookieReports",
+                "CookieRules", "JSONStream", "Terminal",
+            ]),
+        // `audit URL --browser`: the proxy started in-process with an observer recording every line, a browser
+        // driven through it in each consent state, the report built; and its progress on a terminal.
+        .target(
+            name: "SiteAuditRunner",
+            dependencies: [
+                "CookieKit", "ExchangeFacts", "Locking", "ProxyApp", "SiteAudit", "Terminal", "BrowserEngines",
+                "BuildVersion", "CookieInspector", "CookieRules", "JSONStream", "ProxyTLS",
+            ]),
+        // Writes the commit a build is made from into BuildVersion.
         .executableTarget(name: "build-info"),
         .plugin(name: "BuildInfo", capability: .buildTool(), dependencies: ["build-info"]),
         // `parse --browser`: Chromium (DevTools pipe), Firefox (WebDriver BiDi) and WebKitGTK (WebDriver) asked what
@@ -127,6 +153,7 @@ let package = Package(
                 "ArgumentParsing", "ExchangeFacts", "ProxyPlatform", "JSONStream", "BrowserEngines", "CookieKit",
                 "CookieConformance", "CookieRules", "CookieAudit", "ProxyCore", "ProxyTLS", "CookieInspector",
                 "HTTPGrammar", "ProxyApp", "CookieLifecycle", "CookieReports", "SiteAudit", "Locking", "Terminal",
+                "BuildVersion", "SiteAuditRunner", "AuditFormats", "TrustStores", "CookieMCP",
             ], swiftSettings: hotPath),
         // Counts allocations in the benchmark only (interposes malloc in that executable).
         .target(name: "CBenchSupport"),
@@ -142,6 +169,9 @@ let package = Package(
             dependencies: ["ProxyServer", "ProxyPlatform", "ProxyCore", "Locking", "HTTPGrammar"]),
         .testTarget(name: "HTTPGrammarTests", dependencies: ["HTTPGrammar"]),
         .testTarget(name: "TerminalTests", dependencies: ["Terminal"]),
+        .testTarget(name: "AuditFormatsTests", dependencies: ["CookieLifecycle", "JSONStream", "AuditFormats"]),
+        .testTarget(name: "TrustStoresTests", dependencies: ["TrustStores"]),
+        .testTarget(name: "CookieMCPTests", dependencies: ["CookieMCP", "TestSupport"]),
         .testTarget(name: "JSONStreamTests", dependencies: ["JSONStream"]),
         .testTarget(name: "SiteAuditTests", dependencies: ["SiteAudit", "CookieKit"]),
         .testTarget(name: "ArgumentParsingTests", dependencies: ["ArgumentParsing"]),
@@ -163,7 +193,8 @@ let package = Package(
             ], exclude: ["golden"]),
         // End-to-end: the built binary between real clients and a real upstream (started by the tests).
         .testTarget(
-            name: "EndToEndTests", dependencies: ["cookie-proxy", "TestSupport", "Locking"], exclude: ["Fixtures"]),
+            name: "EndToEndTests", dependencies: ["cookie-proxy", "TestSupport", "Locking"],
+            exclude: ["Fixtures"]),
         .testTarget(
             name: "CLITests", dependencies: ["cookie-proxy", "TestSupport"], exclude: ["golden", "darwin-headers"]),
     ]

@@ -1,3 +1,4 @@
+import BuildVersion
 import HTTPGrammar
 import CookieInspector
 import CookieKit

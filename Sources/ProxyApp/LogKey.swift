@@ -15,7 +15,7 @@ public enum LogKey {
         return String(decoding: bytes, as: UTF8.self)
     }
 
-    static func hex(_ bytes: some Sequence<UInt8>) -> [UInt8] {
+    public static func hex(_ bytes: some Sequence<UInt8>) -> [UInt8] {
         Array(bytes.map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined().utf8)
     }
 

@@ -1,3 +1,4 @@
+import BuildVersion
 import Foundation
 import ProxyServer
 

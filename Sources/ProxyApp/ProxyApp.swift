@@ -344,6 +344,13 @@ public final class RunningProxy {
     /// The inspector's token (the local pages' and `/metrics`' bearer).
     public var token: String { service.token }
 
+    /// The exchanges the inspector recorded after the one numbered `sequence` (0: all it holds), as a HAR file whose
+    /// creator is `version` (values redacted as in the log), and the last one's number (`sequence` when none).
+    public func har(after sequence: UInt64, version: String) -> (bytes: [UInt8], last: UInt64) {
+        let exchanges = service.store.exchanges(after: sequence)
+        return (service.views.harBytes(exchanges, version: version), exchanges.last?.sequence ?? sequence)
+    }
+
     /// Reads the rules file again; an invalid file leaves the last good rules in force (and says so).
     public func reload(reason: String) { runtime.reload(reason: reason) }
     /// What `run --report` found so far (nil without it): cookie-line findings and lifecycle verdicts.

@@ -1,3 +1,4 @@
+import BuildVersion
 import CookieKit
 import Foundation
 import HTTPGrammar

@@ -1,3 +1,4 @@
+import BuildVersion
 import CookieReports
 import Foundation
 import ProxyPlatform

@@ -5,6 +5,7 @@ import BrowserEngines
 import Foundation
 import ProxyApp
 import SiteAudit
+import SiteAuditRunner
 import Terminal
 
 #if canImport(Glibc)

@@ -1,4 +1,5 @@
 import ArgumentParsing
+import AuditFormats
 import CookieInspector
 import CookieKit
 import CookieLifecycle

@@ -1,4 +1,5 @@
 import ArgumentParsing
+import AuditFormats
 import ProxyApp
 import CookieAudit
 import CookieKit

@@ -3,6 +3,7 @@ import ProxyApp
 import Foundation
 import ProxyTLS
 import Terminal
+import TrustStores
 
 /// `cookie-proxy ca init|path|export|install|uninstall`: the local CA used for https interception.
 enum CACommand {

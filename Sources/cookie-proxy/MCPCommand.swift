@@ -1,4 +1,5 @@
 import ArgumentParsing
+import CookieMCP
 import Foundation
 import ProxyApp
 import ProxyTLS

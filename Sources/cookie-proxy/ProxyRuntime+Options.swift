@@ -4,6 +4,7 @@ import CookieInspector
 import CookieKit
 import CookieRules
 import Foundation
+import TrustStores
 
 /// The command line of the proxy's runtime (rules, log, interception, lifecycle): its options, and what they put
 /// into the app's configuration.

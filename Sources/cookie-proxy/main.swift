@@ -1,4 +1,5 @@
 import ArgumentParsing
+import BuildVersion
 import CookieKit
 import ProxyApp
 import Terminal

@@ -1,8 +1,11 @@
 import BrowserEngines
+import BuildVersion
 import CookieKit
 import Foundation
 import HTTPGrammar
 import JSONStream
+import ProxyApp
+import ProxyPlatform
 
 /// `cookie-proxy mcp`'s server: the Model Context Protocol over JSON-RPC 2.0, one message per line. Its tools run
 /// the cookie-proxy binary's own subcommands (parse, try, check, audit), so an agent gets exactly what a person at
@@ -240,7 +243,7 @@ enum MCPTools {
     /// `check` use 1 for "found problems", which is an answer, not a failure).
     static func own(_ executable: String, _ args: [String]) -> (String, Bool) {
         do {
-            let result = try Shell.run(executable, args)
+            let result = try ChildProcess.run(executable, args)
             return (result.output, result.status >= 2)
         } catch {
             return ("\(error)", true)

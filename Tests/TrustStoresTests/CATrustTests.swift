@@ -1,5 +1,5 @@
 import Foundation
-import ProxyApp
+import TrustStores
 import Testing
 
 /// The trust stores' plumbing without the executable: which NSS databases `ca install --nss` acts on, and how the

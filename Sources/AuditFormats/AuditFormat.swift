@@ -1,3 +1,4 @@
+import BuildVersion
 import CookieAudit
 import CookieInspector
 import CookieKit

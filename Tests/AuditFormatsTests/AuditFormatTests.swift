@@ -1,6 +1,6 @@
 import CookieLifecycle
 import JSONStream
-import ProxyApp
+import AuditFormats
 import Testing
 
 /// What `audit --har` prints, made without the executable: a small HAR replayed, each format read back.

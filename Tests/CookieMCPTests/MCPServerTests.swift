@@ -1,5 +1,5 @@
 import Foundation
-import ProxyApp
+import CookieMCP
 import TestSupport
 import Testing
 
