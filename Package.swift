@@ -20,7 +20,7 @@ let package = Package(
         .target(name: "HTTPGrammar"),
         // Pure: text for a person's terminal (every value escaped: a peer's bytes are shown, never obeyed) and the
         // one writer of standard output and error.
-        .target(name: "Terminal"),
+        .target(name: "Terminal", dependencies: ["Locking"]),
         // Pure: the facts of one exchange (ExchangeContext: who asked what of whom, which route, which protocols),
         // which the machine makes and every reader above it shares.
         .target(name: "ExchangeFacts"),
@@ -125,13 +125,21 @@ let package = Package(
                 "BuildVersion", "CookieAudit", "CookieInspector", "CookieKit", "CookieLifecycle", "CookieReports",
                 "CookieRules", "JSONStream", "Terminal",
             ]),
+        // `cookie-proxy run` in a terminal's foreground: the banner, the live status line, and the wait on signals
+        // (SIGHUP reloads, SIGUSR1 reopens the logs and writes the reports, SIGINT/SIGTERM drain and stop).
+        .target(
+            name: "ProxyConsole",
+            dependencies: [
+                "BuildVersion", "CookieKit", "HTTPGrammar", "ProxyCore", "ProxyServer", "CookieReports",
+                "ProxyPlatform", "Terminal", "ProxyApp",
+            ]),
         // `audit URL --browser`: the proxy started in-process with an observer recording every line, a browser
         // driven through it in each consent state, the report built; and its progress on a terminal.
         .target(
             name: "SiteAuditRunner",
             dependencies: [
                 "CookieKit", "ExchangeFacts", "Locking", "ProxyApp", "SiteAudit", "Terminal", "BrowserEngines",
-                "BuildVersion", "CookieInspector", "CookieRules", "JSONStream", "ProxyTLS",
+                "BuildVersion", "CookieInspector", "CookieRules", "JSONStream", "ProxyTLS", "ProxyPlatform",
             ]),
         // Writes the commit a build is made from into BuildVersion.
         .executableTarget(name: "build-info"),
@@ -150,10 +158,10 @@ let package = Package(
         .executableTarget(
             name: "cookie-proxy",
             dependencies: [
-                "ArgumentParsing", "ExchangeFacts", "ProxyPlatform", "JSONStream", "BrowserEngines", "CookieKit",
-                "CookieConformance", "CookieRules", "CookieAudit", "ProxyCore", "ProxyTLS", "CookieInspector",
-                "HTTPGrammar", "ProxyApp", "CookieLifecycle", "CookieReports", "SiteAudit", "Locking", "Terminal",
-                "BuildVersion", "SiteAuditRunner", "AuditFormats", "TrustStores", "CookieMCP",
+                "ArgumentParsing", "JSONStream", "BrowserEngines", "CookieKit", "CookieConformance", "CookieRules",
+                "CookieAudit", "CookieInspector", "ProxyApp", "CookieLifecycle", "CookieReports", "SiteAudit",
+                "Terminal", "BuildVersion", "SiteAuditRunner", "AuditFormats", "TrustStores", "CookieMCP",
+                "ProxyConsole",
             ], swiftSettings: hotPath),
         // Counts allocations in the benchmark only (interposes malloc in that executable).
         .target(name: "CBenchSupport"),

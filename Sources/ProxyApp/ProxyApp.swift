@@ -9,6 +9,7 @@ import Locking
 import ProxyCore
 import ProxyServer
 import ProxyTLS
+import Terminal
 
 /// The proxy as a library: a configuration value in, a running proxy out (``start(_:)``). The executable parses its
 /// arguments into a ``Configuration``, starts it, prints what it got and waits for signals; a test starts one the
@@ -160,7 +161,7 @@ public enum ProxyApp {
                 http: routes.http, https: routes.https, bypass: routes.bypass + [onboarding])
         }
         if !c.isReverse {
-            server.proxy.forwardProxyPage = RunBanner.forwardProxyPage(
+            server.proxy.forwardProxyPage = ServicePages.forwardProxyPage(
                 inspector: c.inspector.map { ($0.host, $0.port) }, onboarding: server.onboardingHost)
         }
         let store = c.inspector.map { InspectorStore(capacity: $0.capacity) }
@@ -238,7 +239,7 @@ public enum ProxyApp {
             service.bound(host: inspector.host, port: proxy.localServicePort)
             // `ui url` and `mcp` in another terminal find the inspector here, whichever port it took.
             InspectorAddress.record(
-                RunBanner.inspectorURL(inspector.host, proxy.localServicePort), directory: c.home)
+                ServicePages.inspectorURL(inspector.host, proxy.localServicePort), directory: c.home)
         }
         var metrics: MetricsServer? = nil
         if let (host, port) = c.metrics, let observer = metricsObserver {
@@ -337,6 +338,12 @@ public final class RunningProxy {
 
     /// Each listener's port (as configured, in order; a port 0 resolved).
     public var listenerPorts: [Int] { server.boundPorts }
+    /// What the server noted for a person since the last call: TLS handshakes that failed and HTTP/2 connections
+    /// refused, each as a sentence.
+    public func takeNotes() -> [String] {
+        server.takeTLSFailures().map { "\($0)" } + server.takeHTTP2Refusals().map { "HTTP/2: \($0)" }
+    }
+
     /// The local service's port (the inspector, the onboarding pages).
     public var servicePort: Int { server.localServicePort }
     /// The metrics endpoint's port, when there is one.

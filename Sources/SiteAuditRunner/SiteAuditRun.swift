@@ -8,6 +8,7 @@ import Foundation
 import JSONStream
 import Locking
 import ProxyApp
+import ProxyPlatform
 import ProxyTLS
 import SiteAudit
 import Terminal
@@ -18,6 +19,36 @@ import Terminal
 /// same-site links a seed picks, each page waited for until its network is idle. The proxy's observer records every
 /// Set-Cookie line relayed (`http`); what the browser's store holds with no line behind it was set by a script.
 public enum SiteAuditRun {
+    /// ``run(engines:_:out:progress:)`` on a thread of its own while this one waits for it or for SIGINT/SIGTERM,
+    /// which stop it after the page in hand (the browsers and the proxy are stopped, and what was visited is
+    /// reported); its progress on standard error (``ProgressBar``, redrawn in place on a terminal). The outcome, and
+    /// whether a signal cut it short.
+    public static func runInForeground(
+        engines: [Browser], _ options: Options, out: String?, terminal: Bool
+    ) -> (outcome: Outcome, interrupted: Bool) {
+        var signals = BlockedSignals([SIGINT, SIGTERM])
+        let stop = Locked(false)
+        let done = Locked<Outcome?>(nil)
+        var options = options
+        options.cancelled = { stop.withLock { $0 } }
+        let bar = ProgressBar(terminal: terminal)
+        let worker = Thread { [options] in
+            let outcome = run(engines: engines, options, out: out, progress: bar.show)
+            done.withLock { $0 = outcome }
+        }
+        worker.start()
+        var interrupted = false
+        while done.withLock({ $0 == nil }) {
+            if signals.wait(milliseconds: 100) != 0, !interrupted {
+                interrupted = true
+                stop.withLock { $0 = true }
+                Console.err("interrupted: stopping after the page in hand; the pages visited are reported")
+            }
+        }
+        bar.finish()
+        return (done.withLock { $0! }, interrupted)
+    }
+
     public struct Options: Sendable {
         public var url: String
         public var pages = 10

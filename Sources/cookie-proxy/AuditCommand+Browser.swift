@@ -1,6 +1,4 @@
 import ArgumentParsing
-import Locking
-import ProxyPlatform
 import BrowserEngines
 import Foundation
 import ProxyApp
@@ -88,29 +86,8 @@ extension AuditCommand {
             }
             o.screenshots = out
         }
-        // The audit runs on a thread of its own; this one waits for it or for SIGINT/SIGTERM, which stop it after
-        // the page in hand: the browsers and the proxy are stopped, and what was visited is reported.
-        var signals = BlockedSignals([SIGINT, SIGTERM])
-        let stop = Locked(false)
-        let done = Locked<SiteAuditRun.Outcome?>(nil)
-        o.cancelled = { stop.withLock { $0 } }
-        let bar = ProgressBar(terminal: isatty(2) == 1)
-        let options = o
-        let worker = Thread {
-            let outcome = SiteAuditRun.run(engines: engines, options, out: out, progress: bar.show)
-            done.withLock { $0 = outcome }
-        }
-        worker.start()
-        var interrupted = false
-        while done.withLock({ $0 == nil }) {
-            if signals.wait(milliseconds: 100) != 0, !interrupted {
-                interrupted = true
-                stop.withLock { $0 = true }
-                Console.err("interrupted: stopping after the page in hand; the pages visited are reported")
-            }
-        }
-        bar.finish()
-        let outcome = done.withLock { $0! }
+        let (outcome, interrupted) = SiteAuditRun.runInForeground(
+            engines: engines, o, out: out, terminal: isatty(2) == 1)
         for error in outcome.errors { Console.err("error: \(error)") }
         if !outcome.errors.isEmpty && engines.count == 1 { return 2 }
         guard !outcome.scans.isEmpty else { return 2 }

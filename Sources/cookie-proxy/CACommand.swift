@@ -1,7 +1,6 @@
 import ArgumentParsing
 import ProxyApp
 import Foundation
-import ProxyTLS
 import Terminal
 import TrustStores
 
@@ -60,7 +59,7 @@ enum CACommand {
             """)
 
     static func run(_ args: ParsedArguments) throws(UsageError) -> Int32 {
-        let directory = CertificateAuthority.defaultDirectory(environment: ProcessInfo.processInfo.environment)
+        let directory = ProxyApp.Configuration.defaultHome()
         guard let action = args.positionals.first, args.positionals.count == 1 else {
             throw UsageError(
                 message: "say init, path, export, install or uninstall, e.g. cookie-proxy ca init", command: spec.name)
@@ -68,32 +67,26 @@ enum CACommand {
         do {
             switch action {
             case "init":
-                let ca = try CertificateAuthority.create(
-                    in: directory, force: args.flag(Option.force), commonName: CATrust.commonName())
+                let ca = try LocalCA.create(in: directory, force: args.flag(Option.force))
                 Console.out(
-                    "created the CA in \(directory)\n  certificate: \(ca.certificatePath)\n  private key: \(ca.keyPath) (mode 0600)"
-                )
+                    "created the CA in \(directory)\n  certificate: \(ca.certificate)\n  private key: \(ca.key) (mode 0600)")
             case "path":
-                guard CertificateAuthority.exists(in: directory) else {
+                guard let path = LocalCA.certificatePath(in: directory) else {
                     Console.err("error: no CA in \(directory) yet; create it with: cookie-proxy ca init")
                     return 1
                 }
-                Console.out("\(directory)/\(CertificateAuthority.certificateFile)")
+                Console.out("\(path)")
             case "export":
                 let format = try args.choice(Option.format, command: spec.name)
-                guard CertificateAuthority.exists(in: directory) else {
+                guard LocalCA.certificatePath(in: directory) != nil else {
                     Console.err("error: no CA in \(directory) yet; create it with: cookie-proxy ca init")
                     return 1
                 }
-                let ca = try CertificateAuthority.load(from: directory)
-                Console.writeAll(1, format == "pem" ? try ca.certificatePEM() : try ca.certificateDER())
+                Console.writeAll(1, try LocalCA.certificate(in: directory, pem: format == "pem"))
             case "install", "uninstall":
                 return try trust(action == "install", args, directory: directory)
             default: break  // the parser takes only the declared actions
             }
-        } catch let error as TLSError {
-            Console.err("error: \(error)")
-            return 1
         } catch let error as UsageError {
             throw error
         } catch {

@@ -2,7 +2,6 @@ import ArgumentParsing
 import CookieMCP
 import Foundation
 import ProxyApp
-import ProxyTLS
 import Terminal
 
 /// `cookie-proxy mcp`: the same data for agents, as a Model Context Protocol server over stdio (JSON-RPC 2.0, one
@@ -32,7 +31,7 @@ enum MCPCommand {
 
     static func run(_ args: ParsedArguments) throws(UsageError) -> Int32 {
         let environment = ProcessInfo.processInfo.environment
-        let configuration = CertificateAuthority.defaultDirectory(environment: environment)
+        let configuration = ProxyApp.Configuration.defaultHome(environment: environment)
         let inspector =
             args.value(Option.inspector) ?? environment["COOKIE_PROXY_INSPECTOR"]
             ?? InspectorAddress.recorded(directory: configuration) ?? "http://127.0.0.1:8081"

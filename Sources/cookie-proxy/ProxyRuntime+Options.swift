@@ -4,6 +4,8 @@ import CookieInspector
 import CookieKit
 import CookieRules
 import Foundation
+import ProxyConsole
+import Terminal
 import TrustStores
 
 /// The command line of the proxy's runtime (rules, log, interception, lifecycle): its options, and what they put

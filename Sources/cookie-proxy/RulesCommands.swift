@@ -2,8 +2,6 @@ import ArgumentParsing
 import ProxyApp
 import CookieKit
 import CookieRules
-import ExchangeFacts
-import ProxyCore
 import Terminal
 
 /// `cookie-proxy check` and `cookie-proxy try`: rules without traffic.
@@ -91,19 +89,6 @@ enum TryCommand {
         arguments:
             "  VALUE    A Set-Cookie value ('Set-Cookie:' prefix accepted). Without any, one per line from stdin.")
 
-    /// The route of `texts` that `url` takes (as `run --route` would choose it), nil without routes; refused when
-    /// none does, naming the routes, as the running proxy's `404` does.
-    static func route(_ texts: [String], for url: RequestURL) throws(UsageError) -> RouteFacts? {
-        guard !texts.isEmpty else { return nil }
-        let table = RouteTable(try RunCommand.parseRoutes(texts, command: spec.name))
-        guard let index = table.match(host: url.host, target: url.path) else {
-            throw UsageError(
-                message: "no --route takes \(url.path) on \(url.host) (the routes: \(table.summary))",
-                command: spec.name)
-        }
-        return table.facts[index]
-    }
-
     static func run(_ args: ParsedArguments, now: Int64) throws(UsageError) -> Int32 {
         guard let path = args.value(Option.rules) else {
             throw UsageError(message: "--rules PATH is required", command: spec.name)
@@ -126,7 +111,10 @@ enum TryCommand {
         var context = MessageContext(
             scheme: url.scheme, host: url.host, port: url.port ?? (url.scheme == "https" ? 443 : 80), path: url.path,
             method: (args.value(orDefault: Option.method) ?? "").uppercased(), status: status, site: site)
-        context.exchange.route = try route(args.all(Option.route), for: url)
+        switch ProxyApp.Configuration.route(args.all(Option.route), host: url.host, path: url.path) {
+        case .success(let route): context.exchange.route = route
+        case .failure(let error): throw UsageError(message: error.description, command: spec.name)
+        }
         if let request = args.value(Option.request) {
             context.status = nil
             let trial = RulesTrial.request(request, engine: engine, context: context)

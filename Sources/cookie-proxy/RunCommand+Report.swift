@@ -2,6 +2,7 @@ import ArgumentParsing
 import CookieReports
 import Foundation
 import ProxyApp
+import ProxyConsole
 
 /// `run --report FORMAT:FILE` and `--fail-on`: what the run found, for a CI system, written at exit and on
 /// SIGUSR1; the exit status says whether it met a `--fail-on` condition.

@@ -1,13 +1,10 @@
 import ArgumentParsing
 import ProxyApp
-import HTTPGrammar
 import CookieInspector
 import Foundation
 import CookieKit
 import CookieRules
-import ProxyPlatform
-import ProxyTLS
-import ProxyCore
+import ProxyConsole
 import Terminal
 
 #if canImport(Glibc)
@@ -203,9 +200,7 @@ enum RunCommand {
             .init(host: $0.0, port: $0.1, capacity: settings.uiHistory, anyPortIfTaken: args.value(Option.ui) == nil)
         }
         configuration.metrics = settings.metricsAddress
-        // Signals are taken synchronously on this thread; loops inherit the blocked mask.
-        var signals = BlockedSignals([SIGINT, SIGTERM, SIGHUP, SIGUSR1])
-        signal(SIGPIPE, SIG_IGN)
+        var signals = RunLoop.blockSignals()
         let proxy: RunningProxy
         do {
             proxy = try ProxyApp.start(configuration)
@@ -235,8 +230,7 @@ enum RunCommand {
 
     /// The options that configure the server, checked.
     static func settings(_ args: ParsedArguments) throws(UsageError) -> Settings {
-        var config = ProxyApp.Configuration(
-            home: CertificateAuthority.defaultDirectory(environment: ProcessInfo.processInfo.environment))
+        var config = ProxyApp.Configuration(home: ProxyApp.Configuration.defaultHome())
         config.threads = ProxyApp.Configuration.availableCPUs
         switch ProxyApp.Configuration.Poller.fromEnvironment(
             getenv("COOKIE_PROXY_POLLER").map { ["COOKIE_PROXY_POLLER": String(cString: $0)] } ?? [:])
@@ -268,7 +262,12 @@ enum RunCommand {
             config.allowed.append(c)
         }
         if args.flag(Option.allowLoopbackUpstream) { config.allowLoopbackUpstream = true }
-        config.upstreamProxies = try upstreamProxies(args)
+        let bypass = args.all(Option.noUpstreamProxy).flatMap { $0.split(separator: ",").map(String.init) }
+        if let error = config.setUpstreamProxies(
+            args.value(Option.upstreamProxy), bypass: bypass, environment: { getenv($0).map { String(cString: $0) } })
+        {
+            throw UsageError(message: error.description, command: spec.name)
+        }
         if args.flag(Option.noVia) { config.via = false }
         for entry in args.all(Option.resolve) {
             let (host, address) = try resolveEntry(entry, command: spec.name)
@@ -318,26 +317,14 @@ enum RunCommand {
             config: config, drain: drain, uiAddress: uiAddress, uiHistory: history, metricsAddress: metricsAddress)
     }
 
-    /// `--upstream-proxy` and `--no-upstream-proxy` (``UpstreamProxyRoutes/configured(_:bypass:environment:)``).
-    static func upstreamProxies(_ args: ParsedArguments) throws(UsageError) -> UpstreamProxyRoutes? {
-        let bypass = args.all(Option.noUpstreamProxy).flatMap { $0.split(separator: ",").map(String.init) }
-        switch UpstreamProxyRoutes.configured(
-            args.value(Option.upstreamProxy), bypass: bypass,
-            environment: { getenv($0).map { String(cString: $0) } })
-        {
-        case .success(let routes): return routes
-        case .failure(let error): throw UsageError(message: error.description, command: spec.name)
-        }
-    }
-
-    /// A `--resolve HOST:ADDRESS` entry (``HostPort/resolveEntry(_:)``).
+    /// A `--resolve HOST:ADDRESS` entry (``ProxyApp/Configuration/resolveEntry(_:)``).
     static func resolveEntry(_ entry: String, command: String) throws(UsageError) -> (host: String, address: String) {
-        guard let parsed = HostPort.resolveEntry(entry) else {
+        guard let parsed = ProxyApp.Configuration.resolveEntry(entry) else {
             throw UsageError(
                 message: "--resolve '\(entry)' must be HOST:ADDRESS, e.g. app.test:127.0.0.1", command: command)
         }
         return parsed
     }
 
-    static func parseHostPort(_ s: String) -> (String, Int)? { HostPort.listenAddress(s) }
+    static func parseHostPort(_ s: String) -> (String, Int)? { ProxyApp.Configuration.address(s) }
 }

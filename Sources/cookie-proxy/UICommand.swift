@@ -1,8 +1,6 @@
 import ArgumentParsing
 import Foundation
 import ProxyApp
-import HTTPGrammar
-import ProxyTLS
 import Terminal
 
 /// `cookie-proxy ui url`: the inspector's URL with this installation's token, as `run`'s banner prints it, for a
@@ -29,14 +27,14 @@ enum UICommand {
             + " in the configuration folder), which 'ui' and 'mcp' read; --ui names another.")
 
     static func run(_ args: ParsedArguments) throws(UsageError) -> Int32 {
-        let directory = CertificateAuthority.defaultDirectory(environment: ProcessInfo.processInfo.environment)
+        let directory = ProxyApp.Configuration.defaultHome()
         let base: String
         if let address = args.value(Option.ui) {
             guard let (host, port) = RunCommand.parseHostPort(address), port > 0 else {
                 throw UsageError(
                     message: "--ui '\(address)' must be HOST:PORT, e.g. 127.0.0.1:8081", command: spec.name)
             }
-            base = "http://\(HostPort.bracketed(host)):\(port)"
+            base = ProxyApp.Configuration.serviceURL(host: host, port: port)
         } else {
             base = InspectorAddress.recorded(directory: directory) ?? "http://127.0.0.1:8081"
         }

@@ -1,6 +1,5 @@
 import Foundation
 import Locking
-import Terminal
 
 /// The terminal when log lines and the live status line share it: the status line stays the last line. Each
 /// print clears it, writes the lines above it and draws it again, under one lock.
@@ -26,7 +25,7 @@ public final class TerminalView: Sendable {
     }
 
     /// Writes `bytes` (whole lines) to `fd` above the status line; returns 0 or the errno of a failed write.
-    func printAbove(fd: Int32, _ bytes: UnsafeBufferPointer<UInt8>) -> Int32 {
+    public func printAbove(fd: Int32, _ bytes: UnsafeBufferPointer<UInt8>) -> Int32 {
         status.withLock { s in
             if s.isEmpty { return Console.writeAll(fd, bytes) }
             Console.writeAll(2, "\r\u{1B}[2K")
@@ -36,7 +35,7 @@ public final class TerminalView: Sendable {
         }
     }
 
-    func printAbove(fd: Int32, _ text: String) {
+    public func printAbove(fd: Int32, _ text: String) {
         var bytes = Array(text.utf8)
         if bytes.last != 0x0A { bytes.append(0x0A) }
         _ = bytes.withUnsafeMutableBufferPointer { printAbove(fd: fd, UnsafeBufferPointer($0)) }

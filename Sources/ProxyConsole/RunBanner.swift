@@ -2,6 +2,7 @@ import BuildVersion
 import CookieKit
 import Foundation
 import HTTPGrammar
+import ProxyApp
 import ProxyCore
 import ProxyServer
 
@@ -11,49 +12,9 @@ import ProxyServer
     import Darwin
 #endif
 
-/// What `run` tells the person who started it: the banner, the page a browser gets at the forward proxy's own URL,
-/// and the proxy variables of the environment it does not follow.
+/// What `run` tells the person who started it: the banner, and the proxy variables of the environment it does not
+/// follow.
 public enum RunBanner {
-    /// The page a browser gets when it opens the forward proxy's own URL: what this is, and where the onboarding
-    /// pages and the inspector are (the inspector's link needs its token, which `cookie-proxy ui url` adds).
-    public static func forwardProxyPage(inspector: (String, Int)?, onboarding: String?) -> String {
-        var items = [
-            "<li>Set this address as the <b>HTTP and HTTPS proxy</b> of a browser, a device or a tool "
-                + "(<code>curl -x</code>, <code>export http_proxy=… https_proxy=…</code>); its cookies are then "
-                + "rewritten by the rules and logged.</li>"
-        ]
-        if let onboarding {
-            items.append(
-                "<li>With the proxy set, <a href=\"http://\(onboarding)/\">http://\(onboarding)/</a> has the local CA "
-                    + "certificate and how to trust it on this device (for https interception).</li>")
-        }
-        if let (host, port) = inspector, port > 0 {
-            let url = "http://\(HostPort.bracketed(host)):\(port)/"
-            items.append(
-                "<li>The inspector is at <a href=\"\(url)\">\(url)</a>; it needs this installation's token: "
-                    + "<code>cookie-proxy ui url</code> prints its address with it.</li>")
-        }
-        return """
-            <!doctype html>
-            <html lang="en"><head><meta charset="utf-8"><title>cookie-proxy</title>
-            <style>body{font:16px/1.5 system-ui,sans-serif;max-width:42em;margin:3em auto;padding:0 1em}</style>
-            </head><body>
-            <h1>cookie-proxy</h1>
-            <p>This is a forward proxy, not a web site: pages go through it rather than to it.</p>
-            <ul>
-            \(items.joined(separator: "\n"))
-            </ul>
-            </body></html>
-
-            """
-    }
-
-    /// The inspector's URL as this machine's clients open it (loopback when it listens on every address).
-    public static func inspectorURL(_ host: String, _ port: Int) -> String {
-        let shown = host == "0.0.0.0" ? "127.0.0.1" : host == "::" ? "[::1]" : HostPort.bracketed(host)
-        return "http://\(shown):\(port)"
-    }
-
     /// What is said whatever the banner: where it listens, and what the person must act on (warnings, a CA this
     /// start created).
     public static func started(_ config: ProxyApp.Configuration, proxy: RunningProxy) -> [String] {
@@ -94,19 +55,18 @@ public enum RunBanner {
         _ config: ProxyApp.Configuration, proxy: RunningProxy, runtimeBanner: String, uiAddress: (String, Int)?,
         https: String?, pslGiven: Bool, metricsHost: String? = nil
     ) -> String {
-        let server = proxy.server
         let address = HostPort.bracketed(config.listener.host)
         // Listening on every address: this machine's own clients use loopback.
         let localAddress =
             config.listener.host == "0.0.0.0" ? "127.0.0.1" : config.listener.host == "::" ? "[::1]" : address
-        let proxyURL = "\(config.listener.tls ? "https" : "http")://\(localAddress):\(server.boundPort)"
+        let proxyURL = "\(config.listener.tls ? "https" : "http")://\(localAddress):\(proxy.listenerPorts[0])"
         var banner = ""
         if config.isReverse {
             // On loopback, the name the docs use: a browser keeps `app.localhost`'s cookies apart from another
             // local app's, and treats it as a secure context as it does `localhost` (RFC 6761 §6.3).
             let origin =
                 HostName.isLoopback(localAddress.trimmingCharacters(in: CharacterSet(charactersIn: "[]")))
-                ? "\(config.listener.tls ? "https" : "http")://app.localhost:\(server.boundPort)" : proxyURL
+                ? "\(config.listener.tls ? "https" : "http")://app.localhost:\(proxy.listenerPorts[0])" : proxyURL
             banner += routesBanner(config, url: origin)
         } else if config.listener.tls {
             // An https forward proxy: the client speaks TLS to the proxy itself, so it must trust the local CA for
@@ -122,12 +82,12 @@ public enum RunBanner {
             banner += "  curl:         curl -x \(proxyURL) http://example.com/\n"
             banner += "  environment:  export http_proxy=\(proxyURL) https_proxy=\(proxyURL)\n"
             banner +=
-                "  iOS simulator / macOS: System Settings → Network → Proxies → Web Proxy (HTTP) and Secure Web Proxy (HTTPS), both \(localAddress):\(server.boundPort)\n"
+                "  iOS simulator / macOS: System Settings → Network → Proxies → Web Proxy (HTTP) and Secure Web Proxy (HTTPS), both \(localAddress):\(proxy.listenerPorts[0])\n"
             if config.listener.host == "0.0.0.0" || config.listener.host == "::" {
                 let addresses = ServerConfiguration.networkAddresses().filter {
                     config.listener.host == "::" || !$0.contains(":")
                 }
-                let typed = addresses.map { HostPort.format($0, server.boundPort) }
+                let typed = addresses.map { HostPort.format($0, proxy.listenerPorts[0]) }
                 banner +=
                     typed.isEmpty
                     ? "  devices:      this machine has no network address up\n"
@@ -156,7 +116,7 @@ public enum RunBanner {
                 : "http \(routes.http.map(\.description) ?? "direct"), https \(routes.https.map(\.description) ?? "direct")"
             let direct = routes.bypass.isEmpty ? "" : "; direct to \(routes.bypass.joined(separator: ", "))"
             banner += "  upstream:     through proxy \(via)\(direct)\n"
-        } else if let ignored = ignoredProxyVariables(ownPort: server.boundPort), !ignored.isEmpty {
+        } else if let ignored = ignoredProxyVariables(ownPort: proxy.listenerPorts[0]), !ignored.isEmpty {
             // A corporate proxy in the environment is not followed unless asked: say so, naming the variables only
             // (their values may hold credentials).
             banner +=
@@ -170,7 +130,7 @@ public enum RunBanner {
             if pslGiven { banner += "  suffixes:     \(path) (--psl)\n" }
         }
         if let (host, _) = uiAddress {
-            banner += "  inspector:    \(inspectorURL(host, server.localServicePort))/?token=\(proxy.token)\n"
+            banner += "  inspector:    \(ServicePages.inspectorURL(host, proxy.servicePort))/?token=\(proxy.token)\n"
         }
         banner += runtimeBanner
         if config.isReverse {

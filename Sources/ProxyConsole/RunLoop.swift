@@ -1,6 +1,7 @@
 import BuildVersion
 import CookieReports
 import Foundation
+import ProxyApp
 import ProxyPlatform
 import Terminal
 
@@ -46,14 +47,19 @@ public struct RunReports {
 /// and once a second the running proxy is polled and the status line redrawn; then the proxy drains and the exit
 /// messages say how connections ended.
 public enum RunLoop {
+    /// Blocks the signals ``serve(_:signals:drain:terminal:statusLine:reports:)`` takes (SIGINT, SIGTERM, SIGHUP,
+    /// SIGUSR1) and ignores SIGPIPE (a peer's close is a write's error, not the process's end). Called before
+    /// ``ProxyApp/start(_:)``: the loops' threads inherit the mask, so the signals come only to the waiting thread.
+    public static func blockSignals() -> BlockedSignals {
+        let signals = BlockedSignals([SIGINT, SIGTERM, SIGHUP, SIGUSR1])
+        signal(SIGPIPE, SIG_IGN)
+        return signals
+    }
+
     /// What the server noted for a person since the last look (the log's closings are the running proxy's:
     /// ``RunningProxy/poll()``).
     static func reportEvents(_ proxy: RunningProxy) {
-        let server = proxy.server
-        for failure in server.takeTLSFailures() {
-            Console.err("cookie-proxy: \(failure)")
-        }
-        for refusal in server.takeHTTP2Refusals() { Console.err("cookie-proxy: HTTP/2: \(refusal)") }
+        for note in proxy.takeNotes() { Console.err("cookie-proxy: \(note)") }
     }
 
     /// Until SIGINT or SIGTERM: SIGHUP reloads the rules and reopens the logs (as nginx's HUP does), SIGUSR1 reopens
