@@ -1,5 +1,3 @@
-
-
 /// A pull reader of JSON text (RFC 8259) from a byte source read a block at a time, so that a document larger than
 /// memory can be walked: the caller reads the structure it expects (``readObject(_:_:)``, ``readArray(_:_:)``),
 /// skips what it does not need (``skipValue(_:)``) and builds trees only of the parts it keeps (``readValue(_:)``).
