@@ -83,7 +83,8 @@ extension ProxyApp.Configuration {
         case .success(let routes):
             let table = RouteTable(routes)
             guard let index = table.match(host: host, target: path) else {
-                return .failure(TextError(description: "no --route takes \(path) on \(host) (the routes: \(table.summary))"))
+                return .failure(
+                    TextError(description: "no --route takes \(path) on \(host) (the routes: \(table.summary))"))
             }
             return .success(table.facts[index])
         }

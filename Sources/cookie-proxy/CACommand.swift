@@ -69,7 +69,8 @@ enum CACommand {
             case "init":
                 let ca = try LocalCA.create(in: directory, force: args.flag(Option.force))
                 Console.out(
-                    "created the CA in \(directory)\n  certificate: \(ca.certificate)\n  private key: \(ca.key) (mode 0600)")
+                    "created the CA in \(directory)\n  certificate: \(ca.certificate)\n  private key: \(ca.key) (mode 0600)"
+                )
             case "path":
                 guard let path = LocalCA.certificatePath(in: directory) else {
                     Console.err("error: no CA in \(directory) yet; create it with: cookie-proxy ca init")
