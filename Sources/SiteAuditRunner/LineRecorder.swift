@@ -7,7 +7,7 @@ import SiteAudit
 /// The audit's observer: every Set-Cookie line the proxy relays, with its response's URL, and the cookie names
 /// every request carried in its Cookie header, with its host, until taken; and the URLs the proxy answered itself
 /// (an upstream it could not reach or verify: `502`, `504`), with the status.
-final class LineRecorder: ExchangeObserver, LoopObserver, @unchecked Sendable {
+final class LineRecorder: ExchangeObserver, LoopObserver, Sendable {
     private let lines = Locked<(set: [(url: String, line: String)], sent: [(host: String, name: String)])>(([], []))
     /// Each line's site-context findings from the proxy's lint, by ``PageVisit/lineKey(url:line:)``.
     private let site = Locked<[String: [String]]>([:])

@@ -3,7 +3,7 @@ import Locking
 import Terminal
 
 /// `audit --browser`'s progress on stderr: a line per page, or on a terminal one line redrawn in place with a bar.
-public final class ProgressBar: @unchecked Sendable {
+public final class ProgressBar: Sendable {
     private let terminal: Bool
     private let drawn = Locked(false)
 
