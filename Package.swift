@@ -11,6 +11,9 @@ let package = Package(
     platforms: [.macOS(.v13)],
     products: [
         .library(name: "CookieKit", targets: ["CookieKit"]),
+        // The proxy to embed: ProxyApp.start, its Configuration (with observers) and the observer protocols
+        // (ExchangeObserver, LoopObserver); Examples/CookiesPerRoute uses it from a package of its own.
+        .library(name: "CookieProxy", targets: ["ProxyApp"]),
         .executable(name: "cookie-proxy", targets: ["cookie-proxy"]),
         .executable(name: "cookie-bench", targets: ["cookie-bench"]),
     ],
@@ -20,7 +23,7 @@ let package = Package(
         .target(name: "HTTPGrammar"),
         // Pure: text for a person's terminal (every value escaped: a peer's bytes are shown, never obeyed) and the
         // one writer of standard output and error.
-        .target(name: "Terminal", dependencies: ["Locking"]),
+        .target(name: "Terminal", dependencies: []),
         // Pure: the facts of one exchange (ExchangeContext: who asked what of whom, which route, which protocols),
         // which the machine makes and every reader above it shares.
         .target(name: "ExchangeFacts"),
@@ -197,7 +200,7 @@ let package = Package(
             name: "ProxyAppTests",
             dependencies: [
                 "ExchangeFacts", "ProxyApp", "CookieRules", "ProxyCore", "CookieInspector", "CookieLifecycle",
-                "HTTPGrammar", "CookieKit", "JSONStream", "TestSupport",
+                "HTTPGrammar", "CookieKit", "JSONStream", "TestSupport", "Locking",
             ], exclude: ["golden"]),
         // End-to-end: the built binary between real clients and a real upstream (started by the tests).
         .testTarget(

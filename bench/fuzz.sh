@@ -23,18 +23,23 @@ module() {  # name, sources...: a static library and its module, instrumented fo
 }
 : > "$OUT/build.log"
 module HTTPGrammar Sources/HTTPGrammar/*.swift
+module Terminal Sources/Terminal/*.swift
+module JSONStream Sources/JSONStream/*.swift
+module ArgumentParsing Sources/ArgumentParsing/*.swift
 module ExchangeFacts Sources/ExchangeFacts/*.swift
 module ProxyCore Sources/ProxyCore/*.swift
 module CookieKit Sources/CookieKit/*.swift
 module CookieRules Sources/CookieRules/*.swift
 module ProxyHTTP2 Sources/ProxyHTTP2/*.swift
-module JSONStream Sources/JSONStream/*.swift
 module CookieLifecycle Sources/CookieLifecycle/*.swift
 for t in "${TARGETS[@]}"; do
   case $t in
-    SetCookieRoundTrip | CookieHeaderEdit) libs=(-lCookieKit -lExchangeFacts -lHTTPGrammar); extra=() ;;
-    HARAudit) libs=(-lCookieLifecycle -lJSONStream -lCookieKit -lExchangeFacts -lHTTPGrammar); extra=() ;;
-    RulesParser | ShapeCache) libs=(-lCookieRules -lCookieKit -lExchangeFacts -lHTTPGrammar); extra=() ;;
+    SetCookieRoundTrip | CookieHeaderEdit)
+      libs=(-lCookieKit -lJSONStream -lTerminal -lExchangeFacts -lHTTPGrammar); extra=() ;;
+    HARAudit) libs=(-lCookieLifecycle -lCookieKit -lJSONStream -lTerminal -lExchangeFacts -lHTTPGrammar); extra=() ;;
+    RulesParser | ShapeCache)
+      libs=(-lCookieRules -lArgumentParsing -lCookieKit -lJSONStream -lTerminal -lExchangeFacts -lHTTPGrammar)
+      extra=() ;;
     HTTP2Session | HTTP2ClientSession)
       libs=(-lProxyHTTP2 -lProxyCore -lExchangeFacts -lHTTPGrammar -lnghttp2)
       extra=(Tests/ProxyCoreTests/TwoReadings.swift Fuzz/H2FuzzFrames.swift) ;;

@@ -1,4 +1,3 @@
-import CookieRules
 
 /// Rules the binary carries (`run --emulate NAME`), appended after the user's rules and reloaded with them.
 public enum Presets {

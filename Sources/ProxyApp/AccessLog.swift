@@ -114,7 +114,7 @@ package final class AccessLog: ExchangeObserver {
         /// A line is a request's and its end's: the Set-Cookie lines are not read.
         package var readsLines: Bool { false }
 
-        package func requestForwarded(_ request: borrowing ForwardedRequest) {
+        package func didForwardRequest(_ request: borrowing ForwardedRequest) {
             let head = request.received
             let referer = head.has(.referer) ? head.fields.first(where: { $0.known == .referer }) : nil
             let agent = LifecycleTracker.userAgentField(head)
@@ -145,7 +145,7 @@ package final class AccessLog: ExchangeObserver {
             keep(request.context.requestID, kept)
         }
 
-        /// Keeps a request's Referer and User-Agent for its exchange's line (what ``requestForwarded(_:)`` keeps
+        /// Keeps a request's Referer and User-Agent for its exchange's line (what ``didForwardRequest(_:)`` keeps
         /// for the `combined` format).
         package func note(_ id: UInt64, referer: [UInt8] = [], agent: [UInt8] = []) {
             let slot = slots.take()
@@ -165,7 +165,7 @@ package final class AccessLog: ExchangeObserver {
             for old in pending.letGo(past: AccessLog.pendingLimit, newest: id) { slots.release(Int(old.slot)) }
         }
 
-        package func exchangeFinished(_ exchange: borrowing FinishedExchange) {
+        package func exchangeEnded(_ exchange: borrowing EndedExchange) {
             let context = exchange.context
             let kept = pending.remove(context.requestID)
             var bytes = kept.map { slots[Int($0.slot)] } ?? []
@@ -344,7 +344,7 @@ package final class AccessLog: ExchangeObserver {
     /// prefix mapped to its path), `cookies_changed` (request cookies a rule changed) and `verdicts` (cookies not
     /// sent as the client's jar expected). Header bytes that are not UTF-8 are written as U+FFFD.
     static func writeJSON(
-        _ exchange: borrowing FinishedExchange, referer: UnsafeBufferPointer<UInt8>, agent: UnsafeBufferPointer<UInt8>,
+        _ exchange: borrowing EndedExchange, referer: UnsafeBufferPointer<UInt8>, agent: UnsafeBufferPointer<UInt8>,
         http10: Bool, sent: (host: UnsafeBufferPointer<UInt8>, target: UnsafeBufferPointer<UInt8>)?, cookieEdits: Int,
         verdicts: Int, ownPage: Bool = false, browserOwn: Bool? = nil, into w: inout JSONWriter
     ) {

@@ -179,13 +179,14 @@ package final class MetricsObserver: ExchangeObserver {
             (drops, edits) = (engine.cookieRuleDrops, engine.cookieRuleEdits)
         }
 
-        func requestForwarded(_ request: borrowing ForwardedRequest) {
+        func didForwardRequest(_ request: borrowing ForwardedRequest) {
             if let judged = request.judged { counts.judged(judged.verdicts) }
             if !request.cookieEdits.isEmpty { metrics.requestCookiesChanged.add(request.cookieEdits.count) }
         }
 
-        func line(_ line: borrowing SetCookieLine, of response: ForwardedResponse) {
+        func didDecideLine(_ line: borrowing SetCookieLine) {
             seen += 1
+            let response = line.response
             if current?.engine !== response.engine {
                 replace(engine: response.engine, findingKeys: max(findings.count, 64))
             }
@@ -194,9 +195,9 @@ package final class MetricsObserver: ExchangeObserver {
                 // Each rule that did it: a drop counts for the rules that drop, a rewrite for those that edit.
                 if line.dropped { count(line, in: dropped, drops) } else { count(line, in: rewritten, edits) }
             }
-            let keys = line.forwardedKeys(response)
+            let keys = line.forwardedKeys
             if keys == .overflow {
-                for key in line.forwardedLint(response)?.counted ?? [] { count(key, response) }
+                for key in line.forwardedLint?.counted ?? [] { count(key, response) }
             } else {
                 keys.forEach { count($0, response) }
             }
@@ -217,14 +218,14 @@ package final class MetricsObserver: ExchangeObserver {
         }
 
         @inline(__always)
-        private func count(_ key: Int, _ response: ForwardedResponse) {
+        private func count(_ key: Int, _ response: ResponseInHand) {
             if key >= findings.count {
                 replace(engine: response.engine, findingKeys: max(key + 1, 2 * findings.count))
             }
             findings.add(key, 1)
         }
 
-        func responseForwarded(_ response: ForwardedResponse, head: OutgoingHead, bytes: ArraySlice<UInt8>) {
+        func didForwardResponse(_ response: borrowing ForwardedResponse) {
             responses.count(response.context)
             guard seen > 0 else { return }
             metrics.linesSeen.add(seen)
@@ -232,7 +233,7 @@ package final class MetricsObserver: ExchangeObserver {
             (seen, changed) = (0, 0)
         }
 
-        func exchangeFinished(_ exchange: borrowing FinishedExchange) {
+        func exchangeEnded(_ exchange: borrowing EndedExchange) {
             responses.observe(exchange.times, relayed: exchange.ending == .relayed)
         }
     }

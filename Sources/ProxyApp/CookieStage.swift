@@ -20,7 +20,7 @@ final class CookieStage: ExchangeStage {
     let observers: Observers?
     let lineObservers: Observers?
     /// The response in hand, as the parts are lent it (refilled for each response).
-    let response: ForwardedResponse
+    let response: ResponseInHand
     /// Where the rewritten line is copied for the parts (its storage reused from one line to the next).
     private var scratch: [UInt8] = []
 
@@ -29,7 +29,7 @@ final class CookieStage: ExchangeStage {
         let parts = hooks.observers.compactMap { $0.makeLoopObserver() }
         observers = parts.reversed().reduce(nil) { next, part in Observers(part, next: next) }
         lineObservers = parts.filter(\.readsLines).reversed().reduce(nil) { next, part in Observers(part, next: next) }
-        response = ForwardedResponse(tracker: hooks.tracker, engine: hooks.current)
+        response = ResponseInHand(tracker: hooks.tracker, engine: hooks.current)
     }
 
     func willForwardRequest(_ head: inout OutgoingHead, context: ExchangeContext) {
@@ -41,7 +41,7 @@ final class CookieStage: ExchangeStage {
         guard let observers else { return }
         let request = ForwardedRequest(
             context: context, sent: head, facts: consume facts, engine: engine, dryRun: hooks.dryRun, time: time)
-        observers.requestForwarded(request)
+        observers.didForwardRequest(request)
     }
 
     func willForwardResponse(_ head: inout OutgoingHead, context: ExchangeContext) {
@@ -115,9 +115,10 @@ final class CookieStage: ExchangeStage {
                     rewritten = scratch[..<n]
                 }
                 response.facts.reset()
-                observers.line(
-                    SetCookieLine(received: received, rewritten: rewritten, edit: edit, field: field, dryRun: dryRun),
-                    of: response)
+                observers.didDecideLine(
+                    SetCookieLine(
+                        received: received, rewritten: rewritten, edit: edit, field: field, dryRun: dryRun,
+                        response: response))
             }
             guard changed && !dryRun else { continue }
             changedCount += 1
@@ -150,13 +151,13 @@ final class CookieStage: ExchangeStage {
     func didForwardResponse(_ head: OutgoingHead, bytes: ArraySlice<UInt8>, context: ExchangeContext) {
         // With parts to tell, ``willForwardResponse(_:context:)`` refilled the response for this head.
         guard let observers else { return }
-        observers.responseForwarded(response, head: head, bytes: bytes)
+        observers.didForwardResponse(ForwardedResponse(inHand: response, head: head, bytes: bytes))
     }
 
     func exchangeEnded(_ context: ExchangeContext, _ end: ExchangeEnd) {
         if end.ending == .cut { hooks.noteCut(context, end) }
         guard let observers else { return }
-        observers.exchangeFinished(FinishedExchange(context: context, end: end, time: RulesHooks.wallMilliseconds()))
+        observers.exchangeEnded(EndedExchange(context: context, end: end, time: RulesHooks.wallMilliseconds()))
     }
 }
 
@@ -169,23 +170,23 @@ final class Observers {
 
     init(_ part: any LoopObserver, next: Observers?) { (self.part, self.next) = (part, next) }
 
-    func requestForwarded(_ request: borrowing ForwardedRequest) {
-        part.requestForwarded(request)
-        next?.requestForwarded(request)
+    func didForwardRequest(_ request: borrowing ForwardedRequest) {
+        part.didForwardRequest(request)
+        next?.didForwardRequest(request)
     }
 
-    func line(_ line: borrowing SetCookieLine, of response: ForwardedResponse) {
-        part.line(line, of: response)
-        next?.line(line, of: response)
+    func didDecideLine(_ line: borrowing SetCookieLine) {
+        part.didDecideLine(line)
+        next?.didDecideLine(line)
     }
 
-    func responseForwarded(_ response: ForwardedResponse, head: OutgoingHead, bytes: ArraySlice<UInt8>) {
-        part.responseForwarded(response, head: head, bytes: bytes)
-        next?.responseForwarded(response, head: head, bytes: bytes)
+    func didForwardResponse(_ response: borrowing ForwardedResponse) {
+        part.didForwardResponse(response)
+        next?.didForwardResponse(response)
     }
 
-    func exchangeFinished(_ exchange: borrowing FinishedExchange) {
-        part.exchangeFinished(exchange)
-        next?.exchangeFinished(exchange)
+    func exchangeEnded(_ exchange: borrowing EndedExchange) {
+        part.exchangeEnded(exchange)
+        next?.exchangeEnded(exchange)
     }
 }

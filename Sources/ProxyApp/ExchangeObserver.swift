@@ -9,75 +9,104 @@ import ProxyCore
 /// pictures): the transformation log, the access log, the inspector, the lifecycle, the run report and the metrics
 /// are observers, and so is any other given to ``ProxyApp/Configuration/observers``, with no other change.
 ///
-/// An observer makes a part for each event loop (``makeLoopObserver()``); each part is told that loop's exchanges,
-/// from that loop's thread alone, so what it keeps across them (a cache, a response's notes) is its own and needs no
-/// lock. Nil: it reads nothing.
-package protocol ExchangeObserver: Sendable {
+/// An observer is two things, and the protocols say which is which:
+/// - the observer itself (this protocol) is shared by every event loop, so it is `Sendable`: what it holds for all of
+///   them (a total, a file, a store) is behind its own lock or atomic, or immutable;
+/// - it makes a part for each event loop (``makeLoopObserver()``, a ``LoopObserver``); each part is told that loop's
+///   exchanges, from that loop's thread alone, so what it keeps across them (a cache, a response's notes) is its own
+///   and needs no lock. Nil: it reads nothing.
+///
+/// `Examples/CookiesPerRoute` is an observer written outside this package: a total per route behind a lock, and a
+/// part per loop that counts a response's lines before adding them in once.
+public protocol ExchangeObserver: Sendable {
     func makeLoopObserver() -> (any LoopObserver)?
 }
 
-/// One observer's part on one event loop. For each exchange, in order: ``requestForwarded(_:)`` once its request's
-/// head is made for the upstream (before the upstream is reached: an upstream that is down still gets it),
-/// ``line(_:of:)`` for each Set-Cookie line of its response as the rules decided it,
-/// ``responseForwarded(_:head:bytes:)`` once the response's head was written for the client, and
-/// ``exchangeFinished(_:)`` once, however it ended. A request the proxy refused before routing it, and a CONNECT
-/// tunnel, get only the last; one whose upstream could not be reached gets the first and the last.
+/// One observer's part on one event loop. The events are the cookie stage's steps (``CookieStage``, the loop's
+/// ``ExchangeStage``) in the same words, told after each step: for each exchange, in order,
+/// ``didForwardRequest(_:)`` once its request's head is made for the upstream (the stage's `willForwardRequest`
+/// done; before the upstream is reached: an upstream that is down still gets it), ``didDecideLine(_:)`` for each
+/// Set-Cookie line of its response as the rules decided it (during the stage's `willForwardResponse`),
+/// ``didForwardResponse(_:)`` once the response's head was written for the client (`didForwardResponse`), and
+/// ``exchangeEnded(_:)`` once, however it ended (`exchangeEnded`). A request the proxy refused before routing it,
+/// and a CONNECT tunnel, get only the last; one whose upstream could not be reached gets the first and the last.
 /// Every event has a default that does nothing: a part implements what it reads.
 ///
-/// The events are values (or, for the response, the loop's own object for it) lent for the call: keep what you need
-/// from them, not them.
-package protocol LoopObserver: AnyObject {
-    /// Whether it is told each line (``line(_:of:)``); true unless it says otherwise. A part that reads no line says
-    /// false, and a response's lines then cost it nothing (when no part reads lines and no rule applies, the stage
-    /// does not read them at all).
+/// The events are lent for the call and cannot be kept past it: each is noncopyable and passed `borrowing`, so the
+/// compiler refuses to store one (the response's lines are read from the loop's own object, refilled for the next
+/// response). Keep what you need from them: their properties are values.
+public protocol LoopObserver: AnyObject {
+    /// Whether it is told each line (``didDecideLine(_:)``); true unless it says otherwise. A part that reads no line
+    /// says false, and a response's lines then cost it nothing (when no part reads lines and no rule applies, the
+    /// stage does not read them at all).
     var readsLines: Bool { get }
-    func requestForwarded(_ request: borrowing ForwardedRequest)
-    func line(_ line: borrowing SetCookieLine, of response: ForwardedResponse)
-    func responseForwarded(_ response: ForwardedResponse, head: OutgoingHead, bytes: ArraySlice<UInt8>)
-    func exchangeFinished(_ exchange: borrowing FinishedExchange)
+    func didForwardRequest(_ request: borrowing ForwardedRequest)
+    func didDecideLine(_ line: borrowing SetCookieLine)
+    func didForwardResponse(_ response: borrowing ForwardedResponse)
+    func exchangeEnded(_ exchange: borrowing EndedExchange)
 }
 
 extension LoopObserver {
-    package var readsLines: Bool { true }
-    package func requestForwarded(_ request: borrowing ForwardedRequest) {}
-    package func line(_ line: borrowing SetCookieLine, of response: ForwardedResponse) {}
-    package func responseForwarded(_ response: ForwardedResponse, head: OutgoingHead, bytes: ArraySlice<UInt8>) {}
-    package func exchangeFinished(_ exchange: borrowing FinishedExchange) {}
+    public var readsLines: Bool { true }
+    public func didForwardRequest(_ request: borrowing ForwardedRequest) {}
+    public func didDecideLine(_ line: borrowing SetCookieLine) {}
+    public func didForwardResponse(_ response: borrowing ForwardedResponse) {}
+    public func exchangeEnded(_ exchange: borrowing EndedExchange) {}
 }
 
 /// A request as it went upstream: what the client sent, what the upstream got (after a route's target and Host,
 /// `X-Forwarded-*`, header actions and request-cookie rules), the cookie edits made on the way, and, with the
 /// lifecycle on, its cookies judged against the client's jar.
-package struct ForwardedRequest {
-    package let context: ExchangeContext
+public struct ForwardedRequest: ~Copyable {
+    public let context: ExchangeContext
     /// The head as the client sent it.
-    package var received: HTTPHead { sent.source }
+    public var received: HTTPHead { sent.source }
     /// The head as it went upstream (for an upstream that takes parts, an HTTP/2 stream, its fields and target; the
     /// start line says HTTP/1.1).
-    package let sent: OutgoingHead
+    public let sent: OutgoingHead
     /// The target as sent upstream (a route's prefix mapped to its upstream's path), read from ``sent``.
-    package var target: String { sent.requestTarget }
+    public var target: String { sent.requestTarget }
     /// What the request side found, moved in whole (copying its parts out counted each of them once more).
     let facts: RulesHooks.RequestFacts
     /// What `request-cookie` rules changed (in a dry run: would have); empty for nearly every request.
-    package var cookieEdits: [RequestCookieChange] { facts.cookieEdits }
+    public var cookieEdits: [RequestCookieChange] { facts.cookieEdits }
     /// The request's cookies judged against the client's jar (the lifecycle on; nil otherwise).
-    package var judged: RequestJudgement? { facts.judged }
+    public var judged: RequestJudgement? { facts.judged }
     /// The request's site context (RFC 6265bis §5.2), when the lifecycle or a `site` condition worked it out.
-    package var site: RequestSite? { facts.site }
+    public var site: RequestSite? { facts.site }
     /// The client's key (its address, or the `--client-by` header's value) when it was worked out; else the address.
-    package var client: String { facts.client ?? context.clientAddress }
+    public var client: String { facts.client ?? context.clientAddress }
     /// The rule set the request was edited under.
-    package let engine: RuleEngine
-    package let dryRun: Bool
+    public let engine: RuleEngine
+    public let dryRun: Bool
     /// Milliseconds since the epoch.
-    package let time: Int64
+    public let time: Int64
 }
 
-/// A response whose head the cookie stage handled: the exchange, the rule set its lines were decided under, the
-/// mode and the time, and what is worked out about its request when first asked (its URL and site context: the lint
-/// reads them). One per event loop, refilled for each response: lent to a part for the call.
-package final class ForwardedResponse {
+/// A response as its head was written for the client: the exchange, the head as sent and its bytes, and what the
+/// stage decided it under (the rule set, the mode, the time).
+public struct ForwardedResponse: ~Copyable {
+    /// The loop's response in hand (refilled for the next response: this event is not kept past its call).
+    unowned(unsafe) let inHand: ResponseInHand
+    /// The head as the client got it.
+    public let head: OutgoingHead
+    /// The head's bytes as written (HTTP/1.1; for an HTTP/2 client, the same head in HTTP/1.1 form).
+    public let bytes: ArraySlice<UInt8>
+
+    public var context: ExchangeContext { inHand.context }
+    /// The rule set its lines were decided under.
+    public var engine: RuleEngine { inHand.engine }
+    /// Nothing was changed: the client got each line as received.
+    public var dryRun: Bool { inHand.dryRun }
+    /// Milliseconds since the epoch, read once for a response with Set-Cookie lines; 0 for one without.
+    public var time: Int64 { inHand.time }
+}
+
+/// The response the cookie stage has in hand: the exchange, the rule set its lines were decided under, the mode and
+/// the time, and what is worked out about its request when first asked (its URL and site context: the lint reads
+/// them). One per event loop, refilled for each response; read through the events (``SetCookieLine``,
+/// ``ForwardedResponse``), which cannot be kept past their call.
+package final class ResponseInHand {
     package private(set) var context: ExchangeContext
     /// The rule set the lines were decided under (a reload during the response does not rename what matched).
     package private(set) var engine: RuleEngine
@@ -174,37 +203,54 @@ final class MessageBox {
 /// which rules matched; and what is worked out from those at most once whichever parts ask (the parsed cookies, the
 /// attribute changes, the lint's findings), kept for the next time the same line is decided the same way
 /// (``LineMemo``).
-package struct SetCookieLine {
+public struct SetCookieLine: ~Copyable {
     /// The line's value as the upstream sent it.
-    package let received: ArraySlice<UInt8>
+    public let received: ArraySlice<UInt8>
     /// What the rules made of it when they changed it (in a dry run, what they would have sent); nil when they did
     /// not change it or dropped it.
-    package let rewritten: ArraySlice<UInt8>?
+    public let rewritten: ArraySlice<UInt8>?
     /// The whole of what the rules decided: which matched (by index into the engine's names), a drop, `log`, notes.
-    package let edit: RuleEngine.Edit
+    public let edit: RuleEngine.Edit
     /// The received head's field the line is (nil: a line a header action added).
-    package let field: Int?
+    public let field: Int?
     /// Nothing was changed: the client got ``received``.
-    package let dryRun: Bool
+    public let dryRun: Bool
+    /// The loop's response in hand, whose facts the line's accessors read (refilled for the next response: this
+    /// event is not kept past its call).
+    unowned(unsafe) let response: ResponseInHand
 
+    init(
+        received: ArraySlice<UInt8>, rewritten: ArraySlice<UInt8>?, edit: RuleEngine.Edit, field: Int?, dryRun: Bool,
+        response: ResponseInHand
+    ) {
+        (self.received, self.rewritten, self.edit, self.field, self.dryRun) = (received, rewritten, edit, field, dryRun)
+        self.response = response
+    }
+
+    /// The exchange the line's response belongs to.
+    public var context: ExchangeContext { response.context }
+    /// Milliseconds since the epoch, read once for the response.
+    public var time: Int64 { response.time }
+    /// The rule set the line was decided under.
+    public var engine: RuleEngine { response.engine }
     /// A rule dropped the line (in a dry run: would have).
-    package var dropped: Bool { edit.dropped }
+    public var dropped: Bool { edit.dropped }
     /// A rule asked for the line to be logged.
-    package var logRequested: Bool { edit.logRequested }
+    public var logRequested: Bool { edit.logRequested }
     /// The rules among the first 64 that matched, as bits (rule `k`: bit `k`).
-    package var matchedRulesLow: UInt64 { edit.matchedRulesLow }
+    public var matchedRulesLow: UInt64 { edit.matchedRulesLow }
     /// A rule past the 64th matched (``rulesBeyond64`` is not empty).
-    package var beyond64: Bool { edit.matchedRulesBeyond64 }
+    public var beyond64: Bool { edit.matchedRulesBeyond64 }
     /// ``edit`` says more than its bits: a rule past the 64th matched, or a rule left notes.
-    package var hasMore: Bool { beyond64 || edit.hasNotes }
+    public var hasMore: Bool { beyond64 || edit.hasNotes }
     /// The rules past the 64th that matched, by index.
-    package var rulesBeyond64: [Int] { beyond64 ? edit.matchedRules.high : [] }
+    public var rulesBeyond64: [Int] { beyond64 ? edit.matchedRules.high : [] }
     /// A rule changed or dropped the line (in a dry run: would have).
-    package var changed: Bool { dropped || rewritten != nil }
+    public var changed: Bool { dropped || rewritten != nil }
     /// The line as the rules left it: nil when a rule dropped it (in a dry run, what they would have sent).
-    package var edited: ArraySlice<UInt8>? { dropped ? nil : rewritten ?? received }
+    public var edited: ArraySlice<UInt8>? { dropped ? nil : rewritten ?? received }
     /// The line as the client got it: nil when a rule dropped it.
-    package var forwarded: ArraySlice<UInt8>? { dryRun ? received : edited }
+    public var forwarded: ArraySlice<UInt8>? { dryRun ? received : edited }
 
     /// Whether ``edited`` (the line not dropped) is `bytes`, compared where the line lies.
     func editedIs(_ bytes: [UInt8]) -> Bool {
@@ -215,19 +261,17 @@ package struct SetCookieLine {
     }
 
     /// The names of the rules that matched, in file order.
-    package func rules(_ response: ForwardedResponse) -> [String] {
-        matchedRulesLow != 0 || hasMore ? response.engine.ruleNames(edit) : []
-    }
+    public var rules: [String] { matchedRulesLow != 0 || hasMore ? response.engine.ruleNames(edit) : [] }
 
     /// What is worked out from the line (its parsed cookies, the attribute changes, the lint), made when a part
     /// first asks and kept for the next time the same line is decided the same way (``LineMemo``).
-    func memo(_ response: ForwardedResponse) -> LineMemo { response.facts.memo(self, response) }
+    var memo: LineMemo { response.facts.memo(self, response) }
 
     /// What the rules did, attribute by attribute (``Transformation/changes``), with the rules' names and places.
-    package func transformation(_ response: ForwardedResponse) -> Transformation {
-        let memo = memo(response)
+    public var transformation: Transformation {
+        let memo = memo
         if let made = memo.transformation { return made }
-        let received = receivedCookie(response)
+        let received = receivedCookie
         let edited = rewritten.map { SetCookie(bytes: Array($0)) } ?? received
         let made = response.engine.transformation(received: received, edited: edited, edit)
         memo.transformation = made
@@ -236,41 +280,44 @@ package struct SetCookieLine {
 
     /// The lint of the line as the rules left it (of the received line when dropped), at the request's URL and
     /// site: what the log shows with the line's record.
-    package func findings(_ response: ForwardedResponse) -> [LintFinding] { lint(response).findings }
+    public var findings: [LintFinding] { lint.findings }
 
     /// The same, with the findings' keys for counting (``Linted``).
-    package func lint(_ response: ForwardedResponse) -> Linted {
-        let memo = memo(response)
+    package var lint: Linted {
+        let memo = memo
         if let made = memo.editedLint { return made }
-        let made = Linted(Self.lint(transformation(response).result ?? receivedCookie(response), response))
+        let made = Linted(Self.lint(transformation.result ?? receivedCookie, response))
         memo.editedLint = made
         return made
     }
 
     /// The lint of the line as the client got it (nil when dropped): what a report of the run holds, and the
     /// metrics count.
-    package func forwardedLint(_ response: ForwardedResponse) -> Linted? {
-        if !dryRun || rewritten == nil { return dropped && !dryRun ? nil : lint(response) }
-        let memo = memo(response)
+    package var forwardedLint: Linted? {
+        if !dryRun || rewritten == nil { return dropped && !dryRun ? nil : lint }
+        let memo = memo
         if let made = memo.receivedLint { return made }
-        let made = Linted(Self.lint(receivedCookie(response), response))
+        let made = Linted(Self.lint(receivedCookie, response))
         memo.receivedLint = made
         return made
     }
 
-    /// The keys of ``forwardedLint(_:)``'s counted findings (``CountedKeys/none`` when dropped), read from the line's
+    /// The findings of the line as the client got it (nil when dropped).
+    public var forwardedFindings: [LintFinding]? { forwardedLint?.findings }
+
+    /// The keys of ``forwardedLint``'s counted findings (``CountedKeys/none`` when dropped), read from the line's
     /// memo once its lint is made.
-    package func forwardedKeys(_ response: ForwardedResponse) -> CountedKeys {
+    package var forwardedKeys: CountedKeys {
         let forwardedIsEdited = !dryRun || rewritten == nil
         if forwardedIsEdited && dropped && !dryRun { return .none }
-        let memo = memo(response)
+        let memo = memo
         if let keys = forwardedIsEdited ? memo.editedKeys : memo.receivedKeys { return keys }
-        return forwardedLint(response)?.keys ?? .none
+        return forwardedLint?.keys ?? .none
     }
 
     /// The cookie as received, parsed.
-    package func receivedCookie(_ response: ForwardedResponse) -> SetCookie {
-        let memo = memo(response)
+    public var receivedCookie: SetCookie {
+        let memo = memo
         if let made = memo.received { return made }
         let made = SetCookie(bytes: Array(received))
         memo.received = made
@@ -278,9 +325,9 @@ package struct SetCookieLine {
     }
 
     /// The cookie as the client got it, parsed (nil when dropped).
-    package func forwardedCookie(_ response: ForwardedResponse) -> SetCookie? {
-        if dryRun || rewritten == nil { return dryRun || !dropped ? receivedCookie(response) : nil }
-        return transformation(response).result
+    public var forwardedCookie: SetCookie? {
+        if dryRun || rewritten == nil { return dryRun || !dropped ? receivedCookie : nil }
+        return transformation.result
     }
 
     /// A digest of what the line's memo depends on besides the request: the received line hashed eight bytes at a
@@ -296,7 +343,7 @@ package struct SetCookieLine {
         return h ^ (h >> 29)
     }
 
-    static func lint(_ cookie: SetCookie, _ response: ForwardedResponse) -> [LintFinding] {
+    static func lint(_ cookie: SetCookie, _ response: ResponseInHand) -> [LintFinding] {
         response.withMessage { message in
             CookieLint.findings(for: cookie, from: message.requestURL, now: response.time / 1000)
                 + CookieLint.siteFindings(for: cookie, site: message.site)
@@ -306,16 +353,16 @@ package struct SetCookieLine {
 
 /// An exchange that ended, however it ended: its context (with the status the client got, none when it got
 /// nothing; the protocol each side spoke), how it ended, the bytes each way and when each step happened.
-package struct FinishedExchange {
-    package let context: ExchangeContext
-    package let end: ExchangeEnd
+public struct EndedExchange: ~Copyable {
+    public let context: ExchangeContext
+    public let end: ExchangeEnd
     /// Milliseconds since the epoch, at the end.
-    package let time: Int64
+    public let time: Int64
 
-    package var ending: ExchangeEnding { end.ending }
+    public var ending: ExchangeEnding { end.ending }
     /// The bytes written for the client after the response's head.
-    package var bodyBytes: Int { end.bodyBytes }
+    public var bodyBytes: Int { end.bodyBytes }
     /// The bytes of the request's body sent towards the upstream.
-    package var requestBodyBytes: Int { end.requestBodyBytes }
-    package var times: ExchangeTimes { end.times }
+    public var requestBodyBytes: Int { end.requestBodyBytes }
+    public var times: ExchangeTimes { end.times }
 }

@@ -75,7 +75,7 @@ final class FindingKeys: Sendable {
 
 /// What the lint reads of a request besides the line (its URL and site context), kept with a line's memo
 /// (``LineMemo``) and compared exactly before the memo is used again. One object for the memos of the lines of
-/// requests at the same place, so that a response's lines compare it once (``ForwardedResponse/isPlace(_:)``).
+/// requests at the same place, so that a response's lines compare it once (``ResponseInHand/isPlace(_:)``).
 final class LintPlace {
     let scheme: String
     let host: String

@@ -45,7 +45,7 @@ final class LineMemo {
 
     /// Whether it was made for this line of this response (the lines compared with memcmp).
     @inline(__always)
-    func matches(_ line: borrowing SetCookieLine, _ response: ForwardedResponse, second: Int64, dryRun: Bool) -> Bool {
+    func matches(_ line: borrowing SetCookieLine, _ response: ResponseInHand, second: Int64, dryRun: Bool) -> Bool {
         guard self.second == second, self.dryRun == dryRun, rulesLow == line.matchedRulesLow,
             LifecycleTracker.sameBytes(original, line.received),
             line.beyond64 ? rulesHigh == line.rulesBeyond64 : rulesHigh.isEmpty
@@ -84,14 +84,14 @@ final class LineFacts {
 
     /// The line's memo: the one kept for it, or a new one in its slot.
     @inline(__always)
-    func memo(_ line: borrowing SetCookieLine, _ response: ForwardedResponse) -> LineMemo {
+    func memo(_ line: borrowing SetCookieLine, _ response: ResponseInHand) -> LineMemo {
         if let held { return held }
         return lookUp(line, response)
     }
 
     /// Looks the line's memo up (or makes it) and holds it.
     @inline(never)
-    private func lookUp(_ line: borrowing SetCookieLine, _ response: ForwardedResponse) -> LineMemo {
+    private func lookUp(_ line: borrowing SetCookieLine, _ response: ResponseInHand) -> LineMemo {
         if engine !== response.engine {
             for i in memos.indices { memos[i] = nil }
             recent.removeAll()

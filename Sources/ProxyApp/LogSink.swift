@@ -496,7 +496,7 @@ extension LogSink {
         }
 
         /// Starts a response's records (at its first).
-        func start(_ response: ForwardedResponse) {
+        func start() {
             started = true
             chunk.bytes.removeAll()
             chunk.records = 0
@@ -505,11 +505,12 @@ extension LogSink {
 
         /// Adds the line's record: the line as received and as the rules left it, the rules that matched, the
         /// changes and the findings (the stage's, worked out once: ``SetCookieLine``).
-        func add(_ line: borrowing SetCookieLine, of response: ForwardedResponse) {
+        func add(_ line: borrowing SetCookieLine) {
+            let response = line.response
             let chunk = self.chunk  // one reference for the record's appends, not one per append
             chunk.records += 1
             if compact.on {
-                let full = record(line, response)
+                let full = record(line)
                 var text = Array(full.line(showValues: redaction.showValues, color: compact.color).utf8)
                 text.withUnsafeMutableBufferPointer { chunk.bytes.raw(UnsafeBufferPointer($0)) }
                 chunk.bytes.raw(0x0A)
@@ -527,9 +528,9 @@ extension LogSink {
             }
             chunk.bytes.raw(exchangeFields)
             // The cookie part, written once for a line decided the same way before (kept with the line's memo).
-            let memo = line.memo(response)
+            let memo = line.memo
             if !memo.recorded {
-                let full = record(line, response)
+                let full = record(line)
                 fragment.removeAll()
                 full.writeCookiePart(to: &fragment, redaction: redaction, changes: full.outcome.changes)
                 fragment.withBytes { json in
@@ -544,12 +545,10 @@ extension LogSink {
         }
 
         /// The whole record (a cache miss, the terminal's compact line).
-        private func record(_ line: borrowing SetCookieLine, _ response: ForwardedResponse)
-            -> TransformationRecord
-        {
+        private func record(_ line: borrowing SetCookieLine) -> TransformationRecord {
             TransformationRecord(
-                time: response.time, exchange: response.context, outcome: line.transformation(response),
-                findings: line.findings(response), dryRun: response.dryRun)
+                time: line.time, exchange: line.context, outcome: line.transformation, findings: line.findings,
+                dryRun: line.response.dryRun)
         }
     }
 }

@@ -150,7 +150,8 @@ struct Metrics: Sendable {
                 "cookie_proxy_log_records_total", "counter",
                 "Records of the transformation log, by what became of them (lost: the file could not be written).",
                 [
-                    ("{result=\"written\"}", "\(logRecords.written)"), ("{result=\"dropped\"}", "\(logRecords.dropped)"),
+                    ("{result=\"written\"}", "\(logRecords.written)"),
+                    ("{result=\"dropped\"}", "\(logRecords.dropped)"),
                     ("{result=\"lost\"}", "\(logRecords.lost)"),
                 ])
         }
@@ -158,7 +159,10 @@ struct Metrics: Sendable {
             family(
                 "cookie_proxy_access_log_lines_total", "counter",
                 "Lines of the access log, by what became of them (lost: the file could not be written).",
-                [("{result=\"written\"}", "\(accessLogLines.written)"), ("{result=\"lost\"}", "\(accessLogLines.lost)")])
+                [
+                    ("{result=\"written\"}", "\(accessLogLines.written)"),
+                    ("{result=\"lost\"}", "\(accessLogLines.lost)"),
+                ])
         }
         family(
             "cookie_proxy_start_time_seconds", "gauge", "When the proxy started, in seconds since the epoch.",

@@ -60,7 +60,7 @@ public enum ProxyApp {
         package var accessLogOwnTraffic: (@Sendable (String) -> Bool)? = nil
         /// Observers told every exchange after the built-in ones (``ExchangeObserver``): what a program embedding the
         /// proxy adds, with no other change.
-        package var observers: [any ExchangeObserver] = []
+        public var observers: [any ExchangeObserver] = []
         /// Hosts whose https is intercepted (the hosts the rules target are added to them).
         public var intercept = HostPatternList()
         public var tls = TLS()

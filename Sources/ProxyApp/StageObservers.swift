@@ -24,11 +24,11 @@ package func builtInObservers(
 /// whose cookies a `request-cookie` rule changed gets a record per change, and one whose cookies were not all sent as
 /// expected a record of its verdicts.
 extension LogSink: ExchangeObserver {
-    package func makeLoopObserver() -> (any LoopObserver)? { Recorder(sink: self) }
+    public func makeLoopObserver() -> (any LoopObserver)? { Recorder(sink: self) }
 }
 
 extension LogSink.Recorder: LoopObserver {
-    package func requestForwarded(_ request: borrowing ForwardedRequest) {
+    package func didForwardRequest(_ request: borrowing ForwardedRequest) {
         if !request.cookieEdits.isEmpty {
             sink.submit(
                 records: LifecycleLog.requestCookieRecords(
@@ -45,14 +45,14 @@ extension LogSink.Recorder: LoopObserver {
     }
 
     /// A record for each line a rule changed or asked to log, and for every line in a dry run.
-    package func line(_ line: borrowing SetCookieLine, of response: ForwardedResponse) {
+    package func didDecideLine(_ line: borrowing SetCookieLine) {
         guard line.changed || line.logRequested || line.dryRun else { return }
-        if !started { start(response) }
-        add(line, of: response)
+        if !started { start() }
+        add(line)
     }
 
     /// The response's records handed to the sink in one piece.
-    package func responseForwarded(_ response: ForwardedResponse, head: OutgoingHead, bytes: ArraySlice<UInt8>) {
+    package func didForwardResponse(_ response: borrowing ForwardedResponse) {
         guard started else { return }
         started = false
         sink.submit(self)
@@ -82,16 +82,16 @@ final class InspectorObserver: ExchangeObserver {
             (recorder, self.tracker) = (InspectorStore.Recorder(store: store), tracker)
         }
 
-        func requestForwarded(_ request: borrowing ForwardedRequest) {
+        func didForwardRequest(_ request: borrowing ForwardedRequest) {
             recorder.requestForwarded(
                 id: request.context.requestID, head: request.received, sent: request.sent, time: request.time)
         }
 
-        func exchangeFinished(_ exchange: borrowing FinishedExchange) {
+        func exchangeEnded(_ exchange: borrowing EndedExchange) {
             recorder.exchangeEnded(id: exchange.context.requestID)
         }
 
-        func line(_ line: borrowing SetCookieLine, of response: ForwardedResponse) {
+        func didDecideLine(_ line: borrowing SetCookieLine) {
             guard let field = line.field else { return }
             if line.hasMore || (line.dryRun && line.rewritten != nil) {
                 // A dry run's would-be line is kept: the inspector shows what the rules would have sent.
@@ -104,12 +104,13 @@ final class InspectorObserver: ExchangeObserver {
             }
         }
 
-        func responseForwarded(_ response: ForwardedResponse, head: OutgoingHead, bytes: ArraySlice<UInt8>) {
+        func didForwardResponse(_ response: borrowing ForwardedResponse) {
             let context = response.context
             // The stage's reading of the clock when it read one (a response with Set-Cookie lines).
             let time = response.time > 0 ? response.time : RulesHooks.wallMilliseconds()
             recorder.responseForwarded(
-                context: context, head: head, bytes: bytes, engine: response.engine, dryRun: response.dryRun,
+                context: context, head: response.head, bytes: response.bytes, engine: response.engine,
+                dryRun: response.dryRun,
                 time: time, edits: edits,
                 judged: tracker?.judged(context.requestID) ?? (nil, nil, nil))
             edits.reset()
@@ -134,9 +135,9 @@ final class LifecycleObserver: ExchangeObserver {
 
         init(tracker: LifecycleTracker) { self.tracker = tracker }
 
-        func line(_ line: borrowing SetCookieLine, of response: ForwardedResponse) {
+        func didDecideLine(_ line: borrowing SetCookieLine) {
             if !started {
-                lines.reset(ruleNames: response.engine.cookieRuleNameTable)
+                lines.reset(ruleNames: line.engine.cookieRuleNameTable)
                 started = true
             }
             // The bytes only: the lifecycle parses them if and when it replays them. The rules past the 64th only
@@ -158,7 +159,7 @@ final class LifecycleObserver: ExchangeObserver {
             }
         }
 
-        func responseForwarded(_ response: ForwardedResponse, head: OutgoingHead, bytes: ArraySlice<UInt8>) {
+        func didForwardResponse(_ response: borrowing ForwardedResponse) {
             guard started else { return }
             started = false
             guard !lines.isEmpty else { return }
@@ -172,16 +173,16 @@ final class LifecycleObserver: ExchangeObserver {
 extension RunReport: ExchangeObserver, LoopObserver {
     package func makeLoopObserver() -> (any LoopObserver)? { self }
 
-    package func requestForwarded(_ request: borrowing ForwardedRequest) {
+    package func didForwardRequest(_ request: borrowing ForwardedRequest) {
         if let judged = request.judged { self.judged(judged.verdicts, context: request.context, time: request.time) }
     }
 
-    package func line(_ line: borrowing SetCookieLine, of response: ForwardedResponse) {
-        guard let findings = line.forwardedLint(response)?.findings,
+    package func didDecideLine(_ line: borrowing SetCookieLine) {
+        guard let findings = line.forwardedLint?.findings,
             findings.contains(where: { $0.severity != .info })
         else { return }
         self.findings(
-            findings, cookie: line.forwardedCookie(response)?.name ?? "", rules: line.rules(response),
-            context: response.context, time: response.time)
+            findings, cookie: line.forwardedCookie?.name ?? "", rules: line.rules,
+            context: line.context, time: line.time)
     }
 }

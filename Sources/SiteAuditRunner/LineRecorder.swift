@@ -21,17 +21,17 @@ final class LineRecorder: ExchangeObserver, LoopObserver, Sendable {
         return "\(context.scheme)://\(host)\(port)\(context.target)"
     }
 
-    func line(_ line: borrowing SetCookieLine, of response: ForwardedResponse) {
-        let url = Self.url(response.context)
+    func didDecideLine(_ line: borrowing SetCookieLine) {
+        let url = Self.url(line.context)
         let text = String(decoding: line.received, as: UTF8.self)
         lines.withLock { $0.set.append((url, text)) }
         // The site lint's findings (the request's context: a third-party frame's lines), which the report's own lint
         // of the line cannot work out.
-        let codes = line.findings(response).map(\.code).filter { CookieLint.siteCodes.contains($0) }
+        let codes = line.findings.map(\.code).filter { CookieLint.siteCodes.contains($0) }
         if !codes.isEmpty { site.withLock { $0[PageVisit.lineKey(url: url, line: text)] = codes } }
     }
 
-    func requestForwarded(_ request: borrowing ForwardedRequest) {
+    func didForwardRequest(_ request: borrowing ForwardedRequest) {
         // The names of every pair of every Cookie field, read as the request-cookie rules read them.
         let head = request.received
         let names = head.fields.filter { $0.known == .cookie }.flatMap { field in
@@ -43,7 +43,7 @@ final class LineRecorder: ExchangeObserver, LoopObserver, Sendable {
         lines.withLock { $0.sent += names.map { (host, $0) } }
     }
 
-    func exchangeFinished(_ exchange: borrowing FinishedExchange) {
+    func exchangeEnded(_ exchange: borrowing EndedExchange) {
         guard let status = exchange.context.status else { return }
         let url = Self.url(exchange.context)
         let byProxy = exchange.ending == .answered

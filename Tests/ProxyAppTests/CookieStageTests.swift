@@ -4,6 +4,7 @@ import CookieRules
 import ExchangeFacts
 import Foundation
 import HTTPGrammar
+import Locking
 import ProxyApp
 import ProxyCore
 import Testing
@@ -84,7 +85,7 @@ import Testing
     /// An observer of the stage's own, added with no other change: it is handed every line's outcome (the rules
     /// that matched, the attribute changes, the findings, the field), and what it is handed for a changed line is
     /// what the log writes for it.
-    final class Recording: ExchangeObserver, LoopObserver, @unchecked Sendable {
+    final class Recording: ExchangeObserver {
         struct Seen {
             var cookie: String
             var after: String?
@@ -93,23 +94,27 @@ import Testing
             var findings: [String]
             var field: Int?
         }
-        private let lock = NSLock()
-        private var seen: [Seen] = []
-        private var ended = 0
-        var lines: [Seen] { lock.withLock { seen } }
-        var responses: Int { lock.withLock { ended } }
-        func makeLoopObserver() -> (any LoopObserver)? { self }
-        func line(_ line: borrowing SetCookieLine, of response: ForwardedResponse) {
-            let t = line.transformation(response)
-            let entry = Seen(
-                cookie: line.receivedCookie(response).name,
-                after: line.forwarded.map { String(decoding: $0, as: UTF8.self) },
-                rules: line.rules(response), changes: t.changes.map { "\($0.op.rawValue) \($0.attribute)" },
-                findings: line.findings(response).map(\.code), field: line.field)
-            lock.withLock { seen.append(entry) }
-        }
-        func responseForwarded(_ response: ForwardedResponse, head: OutgoingHead, bytes: ArraySlice<UInt8>) {
-            lock.withLock { ended += 1 }
+        /// Shared by every loop's part, so behind a lock.
+        private let state = Locked<(seen: [Seen], ended: Int)>(([], 0))
+        var lines: [Seen] { state.withLock { $0.seen } }
+        var responses: Int { state.withLock { $0.ended } }
+        func makeLoopObserver() -> (any LoopObserver)? { Part(state: state) }
+
+        final class Part: LoopObserver {
+            let state: Locked<(seen: [Seen], ended: Int)>
+            init(state: Locked<(seen: [Seen], ended: Int)>) { self.state = state }
+            func didDecideLine(_ line: borrowing SetCookieLine) {
+                let t = line.transformation
+                let entry = Seen(
+                    cookie: line.receivedCookie.name,
+                    after: line.forwarded.map { String(decoding: $0, as: UTF8.self) },
+                    rules: line.rules, changes: t.changes.map { "\($0.op.rawValue) \($0.attribute)" },
+                    findings: line.findings.map(\.code), field: line.field)
+                state.withLock { $0.seen.append(entry) }
+            }
+            func didForwardResponse(_ response: borrowing ForwardedResponse) {
+                state.withLock { $0.ended += 1 }
+            }
         }
     }
 
@@ -150,11 +155,16 @@ import Testing
 
     /// A line's findings are its own when the lint's cache answers (the second response of a stage, the same lines
     /// in the same second): what one line worked out is never handed to the next.
-    final class FindingsOnly: ExchangeObserver, LoopObserver, @unchecked Sendable {
-        var lines: [[String]] = []
-        func makeLoopObserver() -> (any LoopObserver)? { self }
-        func line(_ line: borrowing SetCookieLine, of response: ForwardedResponse) {
-            lines.append(line.findings(response).map(\.code))
+    final class FindingsOnly: ExchangeObserver {
+        private let seen = Locked<[[String]]>([])
+        var lines: [[String]] { seen.withLock { $0 } }
+        func makeLoopObserver() -> (any LoopObserver)? { Part(seen: seen) }
+        final class Part: LoopObserver {
+            let seen: Locked<[[String]]>
+            init(seen: Locked<[[String]]>) { self.seen = seen }
+            func didDecideLine(_ line: borrowing SetCookieLine) {
+                seen.withLock { $0.append(line.findings.map(\.code)) }
+            }
         }
     }
 

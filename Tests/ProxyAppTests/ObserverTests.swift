@@ -1,6 +1,7 @@
 import CookieRules
 import ExchangeFacts
 import Foundation
+import Locking
 import ProxyApp
 import ProxyCore
 import TestSupport
@@ -10,7 +11,7 @@ import Testing
 /// the JSON access log, itself an observer.
 @Suite(.serialized) struct ObserverTests {
     /// Every event of every exchange, as a plain record.
-    final class Recording: ExchangeObserver, LoopObserver, @unchecked Sendable {
+    final class Recording: ExchangeObserver {
         struct Exchange {
             var id: UInt64
             var sentTarget = ""
@@ -24,54 +25,60 @@ import Testing
             var times = ExchangeTimes()
             var order: [String] = []
         }
-        private let lock = NSLock()
-        private var table: [UInt64: Exchange] = [:]
-        var exchanges: [Exchange] { lock.withLock { table.values.sorted { $0.id < $1.id } } }
+        /// Shared by every loop's part, so behind a lock.
+        private let table = Locked<[UInt64: Exchange]>([:])
+        var exchanges: [Exchange] { table.withLock { $0.values.sorted { $0.id < $1.id } } }
 
-        func makeLoopObserver() -> (any LoopObserver)? { self }
+        func makeLoopObserver() -> (any LoopObserver)? { Part(table: table) }
 
-        private func update(_ id: UInt64, _ event: String, _ body: (inout Exchange) -> Void) {
-            lock.withLock {
-                var e = table[id] ?? Exchange(id: id)
-                e.order.append(event)
-                body(&e)
-                table[id] = e
-            }
-        }
+        /// One loop's part: told that loop's exchanges, on its thread.
+        final class Part: LoopObserver {
+            let table: Locked<[UInt64: Exchange]>
+            init(table: Locked<[UInt64: Exchange]>) { self.table = table }
 
-        func requestForwarded(_ request: borrowing ForwardedRequest) {
-            let (target, host) = (
-                request.target,
-                request.sent.indices(of: .host).first.map {
-                    String(decoding: request.sent.valueBytes(at: $0), as: UTF8.self)
+            private func update(_ id: UInt64, _ event: String, _ body: (inout Exchange) -> Void) {
+                table.withLock { table in
+                    var e = table[id] ?? Exchange(id: id)
+                    e.order.append(event)
+                    body(&e)
+                    table[id] = e
                 }
-                    ?? ""
-            )
-            update(request.context.requestID, "request") { ($0.sentTarget, $0.sentHost) = (target, host) }
-        }
+            }
 
-        func line(_ line: borrowing SetCookieLine, of response: ForwardedResponse) {
-            let seen = (
-                String(decoding: line.received, as: UTF8.self),
-                line.forwarded.map { String(decoding: $0, as: UTF8.self) }
-            )
-            update(response.context.requestID, "line") { $0.lines.append(seen) }
-        }
-
-        func responseForwarded(_ response: ForwardedResponse, head: OutgoingHead, bytes: ArraySlice<UInt8>) {
-            let status = response.context.status
-            update(response.context.requestID, "response") { $0.responseStatus = status }
-        }
-
-        func exchangeFinished(_ exchange: borrowing FinishedExchange) {
-            let (status, bytes, ending, side, times) = (
-                exchange.context.status, exchange.bodyBytes, exchange.ending, exchange.context.clientSide,
-                exchange.times
-            )
-            update(exchange.context.requestID, "finished") {
-                ($0.finishedStatus, $0.bodyBytes, $0.ending, $0.clientSide, $0.times) = (
-                    status, bytes, ending, side, times
+            func didForwardRequest(_ request: borrowing ForwardedRequest) {
+                let (target, host) = (
+                    request.target,
+                    request.sent.indices(of: .host).first.map {
+                        String(decoding: request.sent.valueBytes(at: $0), as: UTF8.self)
+                    }
+                        ?? ""
                 )
+                update(request.context.requestID, "request") { ($0.sentTarget, $0.sentHost) = (target, host) }
+            }
+
+            func didDecideLine(_ line: borrowing SetCookieLine) {
+                let seen = (
+                    String(decoding: line.received, as: UTF8.self),
+                    line.forwarded.map { String(decoding: $0, as: UTF8.self) }
+                )
+                update(line.context.requestID, "line") { $0.lines.append(seen) }
+            }
+
+            func didForwardResponse(_ response: borrowing ForwardedResponse) {
+                let status = response.context.status
+                update(response.context.requestID, "response") { $0.responseStatus = status }
+            }
+
+            func exchangeEnded(_ exchange: borrowing EndedExchange) {
+                let (status, bytes, ending, side, times) = (
+                    exchange.context.status, exchange.bodyBytes, exchange.ending, exchange.context.clientSide,
+                    exchange.times
+                )
+                update(exchange.context.requestID, "finished") {
+                    ($0.finishedStatus, $0.bodyBytes, $0.ending, $0.clientSide, $0.times) = (
+                        status, bytes, ending, side, times
+                    )
+                }
             }
         }
     }

@@ -1,5 +1,6 @@
 import Foundation
 import Locking
+import Terminal
 
 /// The terminal when log lines and the live status line share it: the status line stays the last line. Each
 /// print clears it, writes the lines above it and draws it again, under one lock.
