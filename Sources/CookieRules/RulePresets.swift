@@ -1,4 +1,3 @@
-
 /// Rules the binary carries (`run --emulate NAME`), appended after the user's rules and reloaded with them.
 public enum Presets {
     /// What Safari and every WKWebView app do with third-party cookies (WebKit's full third-party cookie blocking),
