@@ -93,6 +93,13 @@ public struct ForwardedResponse: ~Copyable {
     /// The head's bytes as written (HTTP/1.1; for an HTTP/2 client, the same head in HTTP/1.1 form).
     public let bytes: ArraySlice<UInt8>
 
+    // Not inlined: Swift 6.3.1's optimizer crashes inlining this noncopyable struct's construction from borrowed
+    // values ("Cannot initialize a nonCopyable type with a guaranteed value"); one call per response.
+    @inline(never)
+    init(inHand: ResponseInHand, head: OutgoingHead, bytes: ArraySlice<UInt8>) {
+        (self.inHand, self.head, self.bytes) = (inHand, head, bytes)
+    }
+
     public var context: ExchangeContext { inHand.context }
     /// The rule set its lines were decided under.
     public var engine: RuleEngine { inHand.engine }
