@@ -115,10 +115,12 @@ final class CookieStage: ExchangeStage {
                     rewritten = scratch[..<n]
                 }
                 response.facts.reset()
+                // The line's parts are moved in, not copied: nothing below reads them (each copy counted a
+                // reference).
                 observers.didDecideLine(
                     SetCookieLine(
-                        received: received, rewritten: rewritten, edit: edit, field: field, dryRun: dryRun,
-                        response: response))
+                        received: consume received, rewritten: consume rewritten, edit: consume edit, field: field,
+                        dryRun: dryRun, response: response))
             }
             guard changed && !dryRun else { continue }
             changedCount += 1

@@ -87,7 +87,7 @@ public struct ForwardedRequest: ~Copyable {
 /// stage decided it under (the rule set, the mode, the time).
 public struct ForwardedResponse: ~Copyable {
     /// The loop's response in hand (refilled for the next response: this event is not kept past its call).
-    unowned(unsafe) let inHand: ResponseInHand
+    let inHand: ResponseInHand
     /// The head as the client got it.
     public let head: OutgoingHead
     /// The head's bytes as written (HTTP/1.1; for an HTTP/2 client, the same head in HTTP/1.1 form).
@@ -223,8 +223,10 @@ public struct SetCookieLine: ~Copyable {
     /// Nothing was changed: the client got ``received``.
     public let dryRun: Bool
     /// The loop's response in hand, whose facts the line's accessors read (refilled for the next response: this
-    /// event is not kept past its call).
-    unowned(unsafe) let response: ResponseInHand
+    /// event is not kept past its call). A strong reference, counted once when the line is made: every accessor
+    /// then reads it from the borrowed line without counting it again (an `unowned(unsafe)` one was counted at
+    /// each read, five times a line).
+    let response: ResponseInHand
 
     init(
         received: ArraySlice<UInt8>, rewritten: ArraySlice<UInt8>?, edit: RuleEngine.Edit, field: Int?, dryRun: Bool,
