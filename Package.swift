@@ -182,6 +182,7 @@ let package = Package(
         .testTarget(name: "TerminalTests", dependencies: ["Terminal"]),
         .testTarget(name: "AuditFormatsTests", dependencies: ["CookieLifecycle", "JSONStream", "AuditFormats"]),
         .testTarget(name: "TrustStoresTests", dependencies: ["TrustStores"]),
+        .testTarget(name: "SiteAuditRunnerTests", dependencies: ["ExchangeFacts", "SiteAudit", "SiteAuditRunner"]),
         .testTarget(name: "CookieMCPTests", dependencies: ["CookieMCP", "TestSupport"]),
         .testTarget(name: "JSONStreamTests", dependencies: ["JSONStream"]),
         .testTarget(name: "SiteAuditTests", dependencies: ["SiteAudit", "CookieKit"]),
