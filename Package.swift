@@ -147,8 +147,8 @@ let package = Package(
         // Writes the commit a build is made from into BuildVersion.
         .executableTarget(name: "build-info"),
         .plugin(name: "BuildInfo", capability: .buildTool(), dependencies: ["build-info"]),
-        // `parse --browser`: Chromium (DevTools pipe), Firefox (WebDriver BiDi) and WebKitGTK (WebDriver) asked what
-        // they store for a line served by a local server.
+        // One driver per browser behind one protocol — Chromium (DevTools pipe), Firefox (WebDriver BiDi), WebKitGTK
+        // (classic WebDriver) — for `parse --browser` (a line served by a local server) and `audit --browser`.
         .target(
             name: "BrowserEngines",
             dependencies: [
@@ -182,6 +182,10 @@ let package = Package(
         .testTarget(name: "TerminalTests", dependencies: ["Terminal"]),
         .testTarget(name: "AuditFormatsTests", dependencies: ["CookieLifecycle", "JSONStream", "AuditFormats"]),
         .testTarget(name: "TrustStoresTests", dependencies: ["TrustStores"]),
+        // Each browser's driver replayed from transcripts of the real browser (no browser runs).
+        .testTarget(
+            name: "BrowserEnginesTests", dependencies: ["BrowserEngines", "CookieKit", "SiteAudit"],
+            exclude: ["Transcripts"]),
         .testTarget(name: "SiteAuditRunnerTests", dependencies: ["ExchangeFacts", "SiteAudit", "SiteAuditRunner"]),
         .testTarget(name: "CookieMCPTests", dependencies: ["CookieMCP", "TestSupport"]),
         .testTarget(name: "JSONStreamTests", dependencies: ["JSONStream"]),

@@ -1,5 +1,6 @@
 import CookieKit
 import Foundation
+import SiteAudit
 
 /// `parse --browser`: the engines asked, started once (each headless with a fresh profile) and asked for every line,
 /// saying what they wait for (a browser is slow to start) through `progress`.
@@ -10,21 +11,21 @@ public final class BrowserPanel {
         public let failure: BrowserFailure
     }
 
-    private let engines: [(Browser, any BrowserEngine)]
+    private let probes: [(Browser, LineProbe)]
 
     public init(_ browsers: [Browser], progress: (String) -> Void) throws(Failure) {
-        var engines: [(Browser, any BrowserEngine)] = []
+        var probes: [(Browser, LineProbe)] = []
         for browser in browsers {
             progress("starting \(browser.title) (headless, a fresh profile)…")
             let started = Date()
             do {
-                engines.append((browser, try browser.start()))
+                probes.append((browser, try LineProbe(browser, environment: ProcessInfo.processInfo.environment)))
             } catch {
                 throw Failure(browser: browser, failure: error)
             }
             progress("\(browser.title) ready in \(String(format: "%.1f", Date().timeIntervalSince(started))) s")
         }
-        self.engines = engines
+        self.probes = probes
     }
 
     /// What each engine stores from `url` answering `Set-Cookie: line`, beside `draft` (what the draft keeps), read
@@ -33,10 +34,10 @@ public final class BrowserPanel {
         throws(Failure) -> [BrowserVerdict]
     {
         var verdicts: [BrowserVerdict] = []
-        for (browser, engine) in engines {
+        for (browser, probe) in probes {
             progress("asking \(browser.title) what it stores from \(url)…")
             do {
-                let stored = try engine.check(line, url: url, readAt: draft?.path ?? url.defaultPath)
+                let stored = try probe.check(line, url: url, readAt: draft?.path ?? url.defaultPath)
                 verdicts.append(BrowserVerdict(browser: browser, draft: draft, stored: stored))
             } catch {
                 throw Failure(browser: browser, failure: error)

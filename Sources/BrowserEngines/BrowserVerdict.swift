@@ -1,5 +1,6 @@
 import CookieKit
 import JSONStream
+import SiteAudit
 import Terminal
 
 /// `parse --browser`: the draft's view of a line beside one engine's, and where they differ.
@@ -23,8 +24,9 @@ public struct BrowserVerdict: Sendable {
     public static func json(_ s: BrowserCookie) -> JSONValue {
         .object([
             ("name", .string(s.name)), ("value", .string(s.value)), ("hostOnly", .bool(s.hostOnly)),
-            ("domain", .string(s.domain)), ("path", .string(s.path)), ("secure", .bool(s.secure)),
-            ("httpOnly", .bool(s.httpOnly)), ("sameSite", .string(s.sameSite)), ("persistent", .bool(s.persistent)),
+            ("domain", .string(s.bareDomain)), ("path", .string(s.path)), ("secure", .bool(s.secure)),
+            ("httpOnly", .bool(s.httpOnly)), ("sameSite", .string(s.draftSameSite)),
+            ("persistent", .bool(s.persistent)),
         ])
     }
 
@@ -44,8 +46,8 @@ public struct BrowserVerdict: Sendable {
         let d = differences
         let line =
             label + "stored: \(c.name.isEmpty ? "(empty)" : c.name)=\(c.value); "
-            + (c.hostOnly ? "host-only \(c.domain)" : "domain \(c.domain)") + "; path \(c.path)"
-            + (c.secure ? "; Secure" : "") + (c.httpOnly ? "; HttpOnly" : "") + "; SameSite \(c.sameSite)"
+            + (c.hostOnly ? "host-only \(c.bareDomain)" : "domain \(c.bareDomain)") + "; path \(c.path)"
+            + (c.secure ? "; Secure" : "") + (c.httpOnly ? "; HttpOnly" : "") + "; SameSite \(c.draftSameSite)"
             + (c.persistent ? "; persistent" : "; session")
             + (d.isEmpty ? " (agrees)" : " (DIFFERS from the draft in: \(d.joined(separator: ", ")))")
         return "\(line)\n"
@@ -56,7 +58,7 @@ public struct BrowserVerdict: Sendable {
         guard verdicts.count > 1 else { return "" }
         var groups: [(BrowserCookie?, [String])] = []
         for v in verdicts {
-            if let i = groups.firstIndex(where: { $0.0 == v.stored }) {
+            if let i = groups.firstIndex(where: { $0.0.agrees(with: v.stored) }) {
                 groups[i].1.append(v.browser.title)
             } else {
                 groups.append((v.stored, [v.browser.title]))
@@ -66,7 +68,7 @@ public struct BrowserVerdict: Sendable {
         let parts = groups.map { stored, names -> String in
             let verb = names.count > 1 ? ("store", "do not store") : ("stores", "does not store")
             guard let s = stored else { return names.joined(separator: ", ") + " " + verb.1 + " it" }
-            let other = groups.compactMap { $0.0 }.first { $0 != s }
+            let other = groups.compactMap { $0.0 }.first { !$0.differences(from: s).isEmpty }
             let fields = other.map { s.differences(from: $0) } ?? []
             return names.joined(separator: ", ") + " " + verb.0 + " it"
                 + (fields.isEmpty ? "" : " (" + fields.map { s.field($0) }.joined(separator: ", ") + ")")
@@ -76,17 +78,44 @@ public struct BrowserVerdict: Sendable {
 }
 
 extension BrowserCookie {
+    /// SameSite in the draft's words: Default when none was set.
+    var draftSameSite: String { sameSite ?? "Default" }
+
+    /// The fields `parse` compares in which `other` differs from this one: persistence, not the expiry (each
+    /// engine's clock is its own).
+    public func differences(from other: BrowserCookie) -> [String] {
+        [
+            ("name", name == other.name), ("value", value == other.value),
+            ("domain", bareDomain == other.bareDomain), ("hostOnly", hostOnly == other.hostOnly),
+            ("path", path == other.path), ("secure", secure == other.secure), ("httpOnly", httpOnly == other.httpOnly),
+            ("sameSite", draftSameSite == other.draftSameSite), ("persistent", persistent == other.persistent),
+        ].filter { !$0.1 }.map(\.0)
+    }
+}
+
+extension BrowserCookie? {
+    /// Both nothing, or cookies no compared field tells apart.
+    func agrees(with other: BrowserCookie?) -> Bool {
+        switch (self, other) {
+        case (nil, nil): true
+        case (let a?, let b?): a.differences(from: b).isEmpty
+        default: false
+        }
+    }
+}
+
+extension BrowserCookie {
     /// A field's value as text, for the disagreement line.
     func field(_ name: String) -> String {
         switch name {
         case "name": "name '\(self.name)'"
         case "value": "value '\(value)'"
-        case "domain": "domain \(domain)"
+        case "domain": "domain \(bareDomain)"
         case "hostOnly": hostOnly ? "host-only" : "a domain cookie"
         case "path": "path \(path)"
         case "secure": secure ? "Secure" : "not Secure"
         case "httpOnly": httpOnly ? "HttpOnly" : "not HttpOnly"
-        case "sameSite": "SameSite \(sameSite)"
+        case "sameSite": "SameSite \(draftSameSite)"
         default: persistent ? "persistent" : "session"
         }
     }

@@ -18,18 +18,25 @@ final class LineServer: Sendable {
     private let tls: TLSServerContext
     private let current = Locked<(line: String, host: String, path: String)>(("", "", "/"))
     private let stopped = AtomicCounter()
+    /// The throwaway CA's folder, removed by ``stop()``.
+    private let folder: String
 
-    init(directory: String) throws(BrowserFailure) {
+    init() throws(BrowserFailure) {
+        folder = NSTemporaryDirectory() + "cookie-proxy-lines-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
         do {
+            try FileManager.default.createDirectory(
+                atPath: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
             let ca = try CertificateAuthority.create(
-                in: directory + "/ca", force: true, commonName: "cookie-proxy parse --browser (throwaway)")
+                in: folder + "/ca", force: true, commonName: "cookie-proxy parse --browser (throwaway)")
             tls = try TLSServerContext(leaves: try LeafCache(ca: ca))
         } catch {
+            try? FileManager.default.removeItem(atPath: folder)
             throw BrowserFailure("cannot make the local certificate: \(error)")
         }
         switch Descriptors.listen(host: "127.0.0.1", port: 0) {
         case .success(let bound): (listener, port) = bound
         case .failure(let error):
+            try? FileManager.default.removeItem(atPath: folder)
             throw BrowserFailure("cannot listen on 127.0.0.1: \(error)")
         }
         if case .success(let bound) = Descriptors.listen(host: "::1", port: port) {
@@ -73,10 +80,12 @@ final class LineServer: Sendable {
         Authority.parse(host[...], defaultPort: 80)?.host ?? host.lowercased()
     }
 
+    /// Stops listening and removes the CA's folder (once).
     func stop() {
-        stopped.store(1)
+        guard stopped.add(1) == 1 else { return }
         close(listener)
         if let ipv6Listener { close(ipv6Listener) }
+        try? FileManager.default.removeItem(atPath: folder)
     }
 
     private func acceptLoop(_ listener: Int32) {

@@ -2,11 +2,14 @@ import Foundation
 import ProxyCore
 import ProxyPlatform
 
-/// A blocking WebSocket client (RFC 6455) for one loopback automation endpoint: Firefox's WebDriver BiDi. Text
-/// messages only; a ping is answered, a close or a broken frame ends it with a failure.
-final class WebSocketClient {
+/// A blocking WebSocket client (RFC 6455) for one loopback automation endpoint, Firefox's WebDriver BiDi, as its
+/// channel. Text messages only; a ping is answered, a close or a broken frame ends it with a failure.
+final class WebSocketClient: BrowserChannel {
     private let fd: Int32
     private var received: [UInt8] = []
+    /// The fragments of a message not yet whole (§5.4), kept across a wait that ran out.
+    private var partial: [UInt8] = []
+    private(set) var closed = false
 
     /// Connects to `ws://127.0.0.1:port/path` and completes the opening handshake (RFC 6455 §4.1).
     init(host: String, port: Int, path: String) throws(BrowserFailure) {
@@ -35,9 +38,14 @@ final class WebSocketClient {
                 }
                 return
             }
-            do { try fill(until: deadline) } catch {
+            let filled: Bool
+            do { filled = try fill(until: deadline) } catch {
                 close(fd)
                 throw error
+            }
+            guard filled else {
+                close(fd)
+                throw BrowserFailure("the browser did not answer the WebSocket handshake in time")
             }
         }
     }
@@ -61,19 +69,23 @@ final class WebSocketClient {
         if let error = Descriptors.sendAll(fd, frame) { throw BrowserFailure("WebSocket write failed: \(error)") }
     }
 
-    /// The next text message (fragments joined, §5.4), waiting until `deadline`.
-    func receive(until deadline: Date) throws(BrowserFailure) -> String {
-        var message: [UInt8] = []
+    /// The next text message (fragments joined, §5.4), or nil when none is whole by `deadline`.
+    func receive(until deadline: Date) throws(BrowserFailure) -> String? {
         while true {
-            let (fin, opcode, payload) = try frame(until: deadline)
+            guard let (fin, opcode, payload) = try frame(until: deadline) else { return nil }
             switch opcode {
             case 0x9:  // ping: answered with its payload (§5.5.2)
                 try control(0xA, payload)
             case 0xA: continue
-            case 0x8: throw BrowserFailure("the browser closed its WebSocket")
+            case 0x8:
+                closed = true
+                throw BrowserFailure("the browser closed its WebSocket")
             case 0x0, 0x1, 0x2:
-                message += payload
-                if fin { return String(decoding: message, as: UTF8.self) }
+                partial += payload
+                if fin {
+                    defer { partial = [] }
+                    return String(decoding: partial, as: UTF8.self)
+                }
             default: throw BrowserFailure("unknown WebSocket opcode \(opcode)")
             }
         }
@@ -86,7 +98,7 @@ final class WebSocketClient {
     }
 
     /// One frame: a server's frames are not masked (§5.1); lengths in 7, 16 or 64 bits (§5.2).
-    private func frame(until deadline: Date) throws(BrowserFailure) -> (Bool, UInt8, [UInt8]) {
+    private func frame(until deadline: Date) throws(BrowserFailure) -> (Bool, UInt8, [UInt8])? {
         while true {
             if received.count >= 2 {
                 let fin = received[0] & 0x80 != 0
@@ -109,18 +121,20 @@ final class WebSocketClient {
                     return (fin, opcode, payload)
                 }
             }
-            try fill(until: deadline)
+            guard try fill(until: deadline) else { return nil }
         }
     }
 
-    private func fill(until deadline: Date) throws(BrowserFailure) {
+    /// Reads what came by `deadline`: false when nothing did.
+    private func fill(until deadline: Date) throws(BrowserFailure) -> Bool {
         let left = Int(deadline.timeIntervalSinceNow * 1000)
-        guard left > 0, Descriptors.waitReadable(fd, milliseconds: left) else {
-            throw BrowserFailure("the browser did not answer in time")
-        }
+        guard left > 0, Descriptors.waitReadable(fd, milliseconds: left) else { return false }
         switch Descriptors.receive(fd, maximum: 65536) {
         case .bytes(let bytes): received += bytes
-        default: throw BrowserFailure("the browser closed its WebSocket")
+        default:
+            closed = true
+            throw BrowserFailure("the browser closed its WebSocket")
         }
+        return true
     }
 }

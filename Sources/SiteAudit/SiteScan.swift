@@ -15,7 +15,7 @@ public struct PageVisit: Sendable {
     /// The lines the browser refused, with the URL of each response and the browser's reasons.
     public var refused: [(url: String, line: String, reasons: [String])]
     /// The browser's whole cookie store once the page was idle.
-    public var store: [BrowserStoredCookie]
+    public var store: [BrowserCookie]
     /// When the store was read (seconds since the epoch): lifetimes are counted from it.
     public var readAt: Double
     /// The file name of the page's screenshot, when one was written (`--out`).
@@ -35,7 +35,7 @@ public struct PageVisit: Sendable {
 
     public init(
         url: String, state: ConsentState, status: Int?, problem: String?, lines: [(url: String, line: String)],
-        refused: [(url: String, line: String, reasons: [String])], store: [BrowserStoredCookie], readAt: Double,
+        refused: [(url: String, line: String, reasons: [String])], store: [BrowserCookie], readAt: Double,
         screenshot: String? = nil, reached: Bool = true, sent: [(host: String, name: String)] = [],
         siteFindings: [String: [String]] = [:]
     ) {
@@ -47,9 +47,12 @@ public struct PageVisit: Sendable {
     }
 }
 
-/// A cookie as a browser's store reported it (the DevTools protocol's `Network.Cookie`).
-public struct BrowserStoredCookie: Sendable, Hashable {
+/// A cookie as a browser keeps it: what every driver reads from its store (the shape of the DevTools protocol's
+/// `Network.Cookie`, which BiDi's and WebDriver's cookies map onto), and what the draft would keep, written the same
+/// way for `parse --browser` to compare.
+public struct BrowserCookie: Sendable, Hashable {
     public var name: String
+    public var value: String
     /// With a leading dot for a domain cookie (host-only without).
     public var domain: String
     public var path: String
@@ -57,16 +60,16 @@ public struct BrowserStoredCookie: Sendable, Hashable {
     public var expires: Double?
     public var secure: Bool
     public var httpOnly: Bool
-    /// Strict, Lax or None as set; nil when the cookie had none.
+    /// Strict, Lax or None as set; nil when the cookie had none (the draft's Default).
     public var sameSite: String?
     /// The top-level site of a partitioned cookie (CHIPS).
     public var partitionKey: String?
 
     public init(
-        name: String, domain: String, path: String, expires: Double?, secure: Bool, httpOnly: Bool,
-        sameSite: String?, partitionKey: String?
+        name: String, value: String = "", domain: String, path: String, expires: Double?, secure: Bool,
+        httpOnly: Bool, sameSite: String?, partitionKey: String? = nil
     ) {
-        (self.name, self.domain, self.path, self.expires) = (name, domain, path, expires)
+        (self.name, self.value, self.domain, self.path, self.expires) = (name, value, domain, path, expires)
         (self.secure, self.httpOnly, self.sameSite, self.partitionKey) = (secure, httpOnly, sameSite, partitionKey)
     }
 
@@ -75,7 +78,12 @@ public struct BrowserStoredCookie: Sendable, Hashable {
     public var key: String { "\(name)\u{0}\(domain)\u{0}\(path)\u{0}\(partitionKey ?? "")" }
 
     public var hostOnly: Bool { !domain.hasPrefix(".") }
-    public var bareDomain: String { domain.hasPrefix(".") ? String(domain.dropFirst()) : domain }
+    /// The domain as the draft's fields write it: without a leading dot, an IPv6 address without brackets.
+    public var bareDomain: String {
+        let d = domain.hasPrefix(".") ? domain.dropFirst() : domain[...]
+        return String(d.hasPrefix("[") && d.hasSuffix("]") ? d.dropFirst().dropLast() : d)
+    }
+    public var persistent: Bool { expires != nil }
 }
 
 /// How one consent state went: whether its button was found and the click took, and why not.
@@ -282,7 +290,7 @@ public struct SiteScan: Sendable {
     /// A stored cookie's entry: from the latest line of the same name whose response host the cookie's domain
     /// covers (http), else from the page's scripts.
     static func entry(
-        _ c: BrowserStoredCookie, visit: PageVisit, top: String,
+        _ c: BrowserCookie, visit: PageVisit, top: String,
         lines: [(url: String, line: String, state: ConsentState)], database: CookieDatabase,
         suffixes: PublicSuffixList
     ) -> SiteCookie {
@@ -385,7 +393,7 @@ extension SiteScan {
     /// holds only its cookies (WebKit over classic WebDriver): only the lines of its host whose path covers it are
     /// judged.
     public static func absentLines(
-        _ lines: [(url: String, line: String)], store: [BrowserStoredCookie], now: Double,
+        _ lines: [(url: String, line: String)], store: [BrowserCookie], now: Double,
         engine: EngineVerdict.Engine, onlyFor page: String? = nil, suffixes: PublicSuffixList = .system
     ) -> [(url: String, line: String, reasons: [String])] {
         let shown = page.flatMap(RequestURL.init)

@@ -355,11 +355,13 @@ public enum SiteAuditRun {
         var recorded: UInt64 = 0
         var trust: [String] = []
         for state in o.states where !o.cancelled() {
-            let session: any SiteBrowser
+            let session: any BrowserDriver
             do {
-                session = try o.engine.siteBrowser(
-                    binary: binary, proxyPort: port, pin: pin, thirdParty: o.thirdParty,
-                    ca: proxy.tls?.ca.certificatePath)
+                session = try o.engine.start(
+                    binary: binary,
+                    options: DriverOptions(
+                        proxyPort: port, pin: pin, authority: proxy.tls?.ca.certificatePath,
+                        thirdParty: o.thirdParty, window: (1280, 900)))
             } catch {
                 outcomes.append(
                     ConsentOutcome(state: state, applied: false, detail: "\(o.engine.title): \(error.description)"))
@@ -383,7 +385,8 @@ public enum SiteAuditRun {
                 var screenshot: String? = nil
                 var reached = true
                 do {
-                    (status, problem) = try session.visit(url, wait: o.wait)
+                    let load = try session.open(url, wait: o.wait, until: .quiet)
+                    (status, problem) = (load.status, load.problem)
                     // A browser whose protocol does not give the document's status (WebKit): the proxy's.
                     if status == nil, problem == nil { status = lines.status(url) }
                     if let answered = lines.answeredStatus(url) {
@@ -481,7 +484,7 @@ public enum SiteAuditRun {
 
     /// Finds the state's button, clicks it and checks the click took.
     static func consent(
-        _ choice: ConsentButtons.Choice, state: ConsentState, session: any SiteBrowser, selector: String?,
+        _ choice: ConsentButtons.Choice, state: ConsentState, session: any BrowserDriver, selector: String?,
         wait: Double
     ) throws(BrowserFailure) -> ConsentOutcome {
         struct Found: Decodable {

@@ -99,9 +99,9 @@ import Testing
 
 @Suite struct SiteScanTests {
     static func stored(_ name: String, _ domain: String, expires: Double? = nil, partition: String? = nil)
-        -> BrowserStoredCookie
+        -> BrowserCookie
     {
-        BrowserStoredCookie(
+        BrowserCookie(
             name: name, domain: domain, path: "/", expires: expires, secure: true, httpOnly: false, sameSite: "Lax",
             partitionKey: partition)
     }
