@@ -108,8 +108,12 @@ let package = Package(
             dependencies: [
                 "ExchangeFacts", "CookieKit", "CookieRules", "CookieInspector", "CookieLifecycle", "CookieReports",
                 "ProxyCore", "ProxyServer", "ProxyPlatform", "ProxyTLS", "Locking", "HTTPGrammar", "JSONStream",
-                "Terminal", "BuildVersion",
+                "Terminal", "BuildVersion", "LogWriter",
             ], swiftSettings: hotPath),
+        // A log file's writer (the transformation log's and the access log's): each loop's records handed over in
+        // one copy to a thread that only writes, bounded (backpressure or counted drops), reopened on SIGUSR1, a
+        // failed write cut back to whole records and said when it starts and ends.
+        .target(name: "LogWriter", dependencies: ["JSONStream", "Locking", "Terminal"], swiftSettings: hotPath),
         // The release and the commit a build is made from (`--version`, every report's tool field, the build-info
         // metric); the plugin writes the commit.
         .target(name: "BuildVersion", plugins: ["BuildInfo"]),
@@ -134,7 +138,7 @@ let package = Package(
             name: "ProxyConsole",
             dependencies: [
                 "BuildVersion", "CookieKit", "HTTPGrammar", "ProxyCore", "ProxyServer", "CookieReports",
-                "ProxyPlatform", "Terminal", "ProxyApp",
+                "ProxyPlatform", "Terminal", "ProxyApp", "ArgumentParsing", "CookieRules", "TrustStores", "LogWriter",
             ]),
         // `audit URL --browser`: the proxy started in-process with an observer recording every line, a browser
         // driven through it in each consent state, the report built; and its progress on a terminal.
@@ -205,7 +209,7 @@ let package = Package(
             name: "ProxyAppTests",
             dependencies: [
                 "ExchangeFacts", "ProxyApp", "CookieRules", "ProxyCore", "CookieInspector", "CookieLifecycle",
-                "HTTPGrammar", "CookieKit", "JSONStream", "TestSupport", "Locking",
+                "HTTPGrammar", "CookieKit", "JSONStream", "TestSupport", "Locking", "LogWriter",
             ], exclude: ["golden"]),
         // End-to-end: the built binary between real clients and a real upstream (started by the tests).
         .testTarget(

@@ -44,7 +44,9 @@ package final class RecordingChannel: BrowserChannel {
     private func write(_ kind: Character, _ text: String?) {
         let t = String(format: "%.3f", inner.now.timeIntervalSince(start))
         // A JSON text has no raw line break but whitespace between tokens, which may go.
-        let body = text.map { " " + $0.replacingOccurrences(of: "\n", with: " ").replacingOccurrences(of: "\r", with: " ") }
+        let body = text.map {
+            " " + $0.replacingOccurrences(of: "\n", with: " ").replacingOccurrences(of: "\r", with: " ")
+        }
         try? file.write(contentsOf: Data("\(kind) \(t)\(body ?? "")\n".utf8))
     }
 

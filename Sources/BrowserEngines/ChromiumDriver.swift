@@ -283,7 +283,10 @@ public final class ChromiumDriver: BrowserDriver {
             guard let e = event.params(ExtraInfo.self) else { return }
             for blocked in e.blockedCookies ?? [] {
                 refused.append(
-                    (urls[e.requestId] ?? "(unknown request \(e.requestId))", blocked.cookieLine, blocked.blockedReasons))
+                    (
+                        urls[e.requestId] ?? "(unknown request \(e.requestId))", blocked.cookieLine,
+                        blocked.blockedReasons
+                    ))
             }
         default: break
         }

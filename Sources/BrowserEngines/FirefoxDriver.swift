@@ -47,12 +47,13 @@ public final class FirefoxDriver: BrowserDriver {
     static func start(binary: String, options: DriverOptions) throws(BrowserFailure) -> FirefoxDriver {
         let process = try BrowserProcess(engine: "firefox")
         // Every http and https request (loopback hosts too) through the proxy.
-        var prefs = quiet + [
-            ("network.proxy.type", "1"), ("network.proxy.http", "\"127.0.0.1\""),
-            ("network.proxy.http_port", "\(options.proxyPort)"), ("network.proxy.ssl", "\"127.0.0.1\""),
-            ("network.proxy.ssl_port", "\(options.proxyPort)"), ("network.proxy.no_proxies_on", "\"\""),
-            ("network.proxy.allow_hijacking_localhost", "true"),
-        ]
+        var prefs =
+            quiet + [
+                ("network.proxy.type", "1"), ("network.proxy.http", "\"127.0.0.1\""),
+                ("network.proxy.http_port", "\(options.proxyPort)"), ("network.proxy.ssl", "\"127.0.0.1\""),
+                ("network.proxy.ssl_port", "\(options.proxyPort)"), ("network.proxy.no_proxies_on", "\"\""),
+                ("network.proxy.allow_hijacking_localhost", "true"),
+            ]
         // network.cookie.cookieBehavior: 0 accepts every cookie, 1 refuses third-party ones.
         switch options.thirdParty {
         case .default: break
@@ -83,7 +84,8 @@ public final class FirefoxDriver: BrowserDriver {
         let size = options.window.map { ["--width=\($0.width)", "--height=\($0.height)"] } ?? []
         do {
             try process.start(
-                binary, ["--headless", "--no-remote", "--profile", process.profile, "--remote-debugging-port=0"] + size,
+                binary,
+                ["--headless", "--no-remote", "--profile", process.profile, "--remote-debugging-port=0"] + size,
                 environment: env, descriptors: [-1, -1, errors.write], newGroup: true)
         } catch {
             close(errors.read)
@@ -100,7 +102,9 @@ public final class FirefoxDriver: BrowserDriver {
             close(errors.read)
         }
         drain.start()
-        guard let (host, port) = address else { throw BrowserFailure("Firefox did not start WebDriver BiDi within 30 s") }
+        guard let (host, port) = address else {
+            throw BrowserFailure("Firefox did not start WebDriver BiDi within 30 s")
+        }
         let socket = try WebSocketClient(host: host, port: port, path: "/session")
         return try FirefoxDriver(
             channel: try options.channel(socket, .firefox), process: process, acceptsAnyCertificate: !trusted)
@@ -124,7 +128,8 @@ public final class FirefoxDriver: BrowserDriver {
             struct Context: Decodable { var context: String }
             var contexts: [Context]
         }
-        try rpc.call("session.new", New(capabilities: .init(alwaysMatch: .init(acceptInsecureCerts: acceptsAnyCertificate))))
+        try rpc.call(
+            "session.new", New(capabilities: .init(alwaysMatch: .init(acceptInsecureCerts: acceptsAnyCertificate))))
         context = try rpc.call("browsingContext.getTree", as: Tree.self).contexts.first?.context ?? ""
         try rpc.call(
             "session.subscribe",
@@ -198,7 +203,8 @@ public final class FirefoxDriver: BrowserDriver {
         guard ready == .quiet else { return PageLoad(status: status, problem: nil) }
         let idle = try quiet(0.5, until: end)
         return PageLoad(
-            status: status, problem: idle ? nil : "the page's network was not idle after \(Int(wait)) s (read as it was)")
+            status: status,
+            problem: idle ? nil : "the page's network was not idle after \(Int(wait)) s (read as it was)")
     }
 
     public func settle(quiet: Double, wait: Double) throws(BrowserFailure) {

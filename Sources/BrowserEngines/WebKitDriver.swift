@@ -76,7 +76,8 @@ public final class WebKitDriver: BrowserDriver {
             newGroup: true)
         try waitForDriver(port: port, process: process)
         let browserOptions = BrowserOptions(
-            binary: miniBrowser, args: ["--automation", "--proxy=http://127.0.0.1:\(options.proxyPort)", "--ignore-host="])
+            binary: miniBrowser,
+            args: ["--automation", "--proxy=http://127.0.0.1:\(options.proxyPort)", "--ignore-host="])
         let driver = try WebKitDriver(
             channel: try options.channel(WebDriverChannel(port: port), .webkit), process: process,
             browserOptions: browserOptions)
@@ -124,7 +125,9 @@ public final class WebKitDriver: BrowserDriver {
     public func stop() {
         guard !stopped else { return }
         stopped = true
-        let polite = { [self] in if !channel.closed { _ = try? request("DELETE", "/session/\(session)", as: Ignored.self) } }
+        let polite = { [self] in
+            if !channel.closed { _ = try? request("DELETE", "/session/\(session)", as: Ignored.self) }
+        }
         if let process { process.stop(polite: polite) } else { polite() }
     }
 
@@ -178,7 +181,8 @@ public final class WebKitDriver: BrowserDriver {
             throw BrowserFailure("WebKitWebDriver refused \(method) \(path): \(why)")
         }
         guard let value = decodeJSON(Answer<V>.self, body)?.value else {
-            throw BrowserFailure("WebKitWebDriver answered \(method) \(path) in an unexpected shape: \(body.prefix(200))")
+            throw BrowserFailure(
+                "WebKitWebDriver answered \(method) \(path) in an unexpected shape: \(body.prefix(200))")
         }
         return value
     }
@@ -202,7 +206,8 @@ public final class WebKitDriver: BrowserDriver {
             try command("POST", "/url", ["url": url], seconds: wait)
         } catch {
             guard isAlive else { throw error }
-            return PageLoad(status: nil, problem: "WebKit could not load the page within \(Int(wait)) s: \(error.description)")
+            return PageLoad(
+                status: nil, problem: "WebKit could not load the page within \(Int(wait)) s: \(error.description)")
         }
         guard ready == .quiet else { return PageLoad(status: nil, problem: nil) }
         let idle = try quiet(0.5, until: end)

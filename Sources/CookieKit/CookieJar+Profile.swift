@@ -318,7 +318,7 @@ extension CookieJar {
             byDomain[victim.domain] = list.isEmpty ? nil : list
             count -= 1
             generation &+= 1
-            onChange?(.removed(removed, .evicted))
+            evicted(removed)
         }
     }
 }

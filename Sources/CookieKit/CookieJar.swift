@@ -65,7 +65,14 @@ public struct CookieJar: Sendable {
     public var profile: Profile
     public let unit: TimeUnit
 
-    private let clock: @Sendable () -> Int64
+    private let clock: (@Sendable () -> Int64)?
+    /// The time, when the caller brings it with each call (sans I/O: a jar fed with what a proxy saw, at the times
+    /// it saw it) instead of a clock; in ``unit``s since the epoch.
+    public var time: Int64 = 0
+    /// Whether the jar keeps the cookies its limits took out (§5.7, "remove excess cookies") for
+    /// ``takeEvictions()``.
+    public var recordsEvictions = false
+    private var evictions: [StoredCookie] = []
     let suffixes: PublicSuffixList
     var byDomain: [String: [StoredCookie]] = [:]
     var bucketCache: [String: String] = [:]
@@ -75,16 +82,32 @@ public struct CookieJar: Sendable {
     /// caller that saw one generation can tell that nothing was stored or removed since.
     public internal(set) var generation: UInt64 = 0
 
-    /// A jar. `clock` returns the current time since the epoch in `unit`s.
+    /// A jar. `clock` returns the current time since the epoch in `unit`s; nil: the caller sets ``time``.
     public init(
         acceptPolicy: AcceptPolicy = .always, publicSuffixes: PublicSuffixList = .system,
-        profile: Profile = .rfc6265bis, unit: TimeUnit = .seconds, clock: @escaping @Sendable () -> Int64
+        profile: Profile = .rfc6265bis, unit: TimeUnit = .seconds, clock: (@Sendable () -> Int64)?
     ) {
         self.acceptPolicy = acceptPolicy
         self.suffixes = publicSuffixes
         self.profile = profile
         self.unit = unit
         self.clock = clock
+    }
+
+    /// The clock's time, or the caller's.
+    private func now() -> Int64 { clock?() ?? time }
+
+    /// The cookies the jar's limits took out since the last call (when it ``recordsEvictions``), oldest first.
+    public mutating func takeEvictions() -> [StoredCookie] {
+        guard !evictions.isEmpty else { return [] }
+        defer { evictions.removeAll() }
+        return evictions
+    }
+
+    /// Reports an eviction: to the observer, and to ``takeEvictions()`` when asked.
+    mutating func evicted(_ cookie: StoredCookie) {
+        if recordsEvictions { evictions.append(cookie) }
+        onChange?(.removed(cookie, .evicted))
     }
 
     // MARK: - Storage (§5.7)
@@ -96,7 +119,7 @@ public struct CookieJar: Sendable {
         _ setCookie: SetCookie, from url: RequestURL, via channel: Channel = .http,
         context: RequestContext = .sameSite, mainDocumentURL: RequestURL? = nil
     ) -> Result<StoredCookie, CookieRejection> {
-        let now = clock()
+        let now = now()
         var cookie: StoredCookie
         switch Self.evaluate(
             setCookie, from: url, via: channel, context: context, now: now, suffixes: suffixes, unit: unit,
@@ -315,7 +338,7 @@ public struct CookieJar: Sendable {
     public mutating func cookies(
         for url: RequestURL, via channel: Channel = .http, context: RequestContext = .sameSite
     ) -> [StoredCookie] {
-        let now = clock()
+        let now = now()
         purgeExpired(now: now)
         let host = url.host
         let requestPath = url.path.isEmpty ? "/" : url.path
@@ -379,13 +402,13 @@ public struct CookieJar: Sendable {
     }
 
     /// Removes the cookies whose expiry has passed (§5.7), as every other call does first.
-    public mutating func purgeExpired() { purgeExpired(now: clock()) }
+    public mutating func purgeExpired() { purgeExpired(now: now()) }
 
     /// What receiving `cookie`'s line again would do when the jar holds it: a new expiry (computed by the caller
     /// from the line's attributes, as at storage) and the access time now, the creation time kept (§5.7 step 23).
     /// The generation does not change. False when the jar does not hold it.
     public mutating func refresh(_ cookie: StoredCookie, expiry: Int64?) -> Bool {
-        let now = clock()
+        let now = now()
         // Changed in place, in one access to the domain's list (a copy out and back would copy the list).
         let found =
             byDomain[cookie.domain]?.updateFirst(where: { $0.sameIdentity(cookie) }) {
@@ -398,7 +421,7 @@ public struct CookieJar: Sendable {
 
     /// Sets the last-access time of the cookies given, as retrieving them would (§5.8.3 step 3).
     public mutating func touch(_ cookies: [StoredCookie]) {
-        let now = clock()
+        let now = now()
         let interval = profile.accessUpdateInterval * unit.perSecond
         for c in cookies {
             _ = byDomain[c.domain]?.updateFirst(where: { $0.sameIdentity(c) }) {
@@ -409,7 +432,7 @@ public struct CookieJar: Sendable {
 
     /// Every cookie in the jar (unordered), expired ones removed first.
     public mutating func allCookies() -> [StoredCookie] {
-        purgeExpired(now: clock())
+        purgeExpired(now: now())
         return byDomain.values.flatMap { $0 }
     }
 

@@ -7,14 +7,14 @@ extension ClientCookies {
     /// value is sent-other-value; a name the jar does not hold here is sent-not-set; what is left of the jar's
     /// prediction is expected-not-sent, each with its likely reason.
     public mutating func request(_ request: Request, cookieHeader: CookieHeader?) -> [CookieVerdict] {
-        clock.now = request.time
+        now = request.time
         if cookieHeader != nil || request.site.fetchMetadata { keepsCookies = true }
         guard keepsCookies else {
             _ = jarContext(request)
             return []
         }
         settle()
-        clock.now = request.time
+        now = request.time
         let context = jarContext(request)
         if let repeated = repeatLastRequest(request, cookieHeader) { return repeated }
         var expected = jar.cookies(for: request.url, context: context)
@@ -123,7 +123,7 @@ extension ClientCookies {
     /// seconds, what this request's site context says (set cross-site, third-party blocking), then the line's lint.
     func whyNotSent(_ c: StoredCookie, _ r: Request) -> CookieVerdict.Reason {
         let origin = origins[Key(c)]
-        if let expiry = c.expiry, expiry - clock.now <= 2000 {
+        if let expiry = c.expiry, expiry - now <= 2000 {
             return .init(
                 .expiring,
                 "it expires at \(CookieDate.rfc3339(milliseconds: expiry)), within seconds of this request: the client's clock or its rounding of Max-Age may have expired it"
@@ -177,11 +177,11 @@ extension ClientCookies {
             let which = c.sameSite == .lax ? "SameSite=Lax" : "no SameSite (Lax by default)"
             // The window is Chromium's profile's (this jar's own, when it is Chromium's, already sent it).
             if c.sameSite == .default && unsafeNavigation,
-                let window = CookieJar.Profile.chromium.laxAllowingUnsafe, clock.now - c.creationTime <= window * 1000
+                let window = CookieJar.Profile.chromium.laxAllowingUnsafe, now - c.creationTime <= window * 1000
             {
                 return .init(
                     .withheld, engines: ["Chromium"],
-                    "\(which), and this request is a cross-site top-level \(r.method): the draft's jar withholds it, but Chromium sends a cookie without SameSite on such a request within two minutes of its creation (Lax-allowing-unsafe, RFC 6265bis §5.6.7.1), and this one is \((clock.now - c.creationTime) / 1000) s old"
+                    "\(which), and this request is a cross-site top-level \(r.method): the draft's jar withholds it, but Chromium sends a cookie without SameSite on such a request within two minutes of its creation (Lax-allowing-unsafe, RFC 6265bis §5.6.7.1), and this one is \((now - c.creationTime) / 1000) s old"
                 )
             }
             return .init(.withheld, "\(which), and this request is \(kind.rawValue) (\(r.method))")

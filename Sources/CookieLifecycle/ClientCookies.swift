@@ -9,15 +9,14 @@ public struct ClientCookies {
     public static let eventsPerCookie = 64
     public static let namesPerClient = 256
 
-    /// The jar's clock (milliseconds: a `Max-Age=2` cookie set at :22.7 expires at :24.7, as in a browser) and what
-    /// the jar evicted since it was last asked (its change observer writes here; the jar is changed only under the
-    /// caller's exclusive access, so is this).
-    final class Clock: @unchecked Sendable {
-        var now: Int64 = 0
-        var evicted: [StoredCookie] = []
-    }
-    let clock = Clock()
+    /// The jar, on the times of the calls (milliseconds: a `Max-Age=2` cookie set at :22.7 expires at :24.7, as
+    /// in a browser), keeping what its limits evict for the timelines.
     var jar: CookieJar
+    /// The time of the call in hand (the jar's).
+    var now: Int64 {
+        get { jar.time }
+        set { jar.time = newValue }
+    }
     let suffixes: PublicSuffixList
     /// What is known of the line that set each stored cookie (linted only when a verdict needs it).
     struct Origin: Sendable {
@@ -80,12 +79,9 @@ public struct ClientCookies {
         suffixes: PublicSuffixList = .system, keepsCookies: Bool = false, profile: CookieJar.Profile = .rfc6265bis
     ) {
         self.keepsCookies = keepsCookies
-        let clock = self.clock
         self.suffixes = suffixes
-        jar = CookieJar(publicSuffixes: suffixes, profile: profile, unit: .milliseconds, clock: { clock.now })
-        jar.onChange = { change in
-            if case .removed(let cookie, .evicted) = change { clock.evicted.append(cookie) }
-        }
+        jar = CookieJar(publicSuffixes: suffixes, profile: profile, unit: .milliseconds, clock: nil)
+        jar.recordsEvictions = true
     }
 
     /// The engine whose jar this client's is (set when its `User-Agent` tells, or by `--engine`).
@@ -97,7 +93,7 @@ public struct ClientCookies {
     /// The cookies the jar holds now.
     public mutating func cookies(at time: Int64) -> [StoredCookie] {
         settle()
-        clock.now = time
+        now = time
         return jar.allCookies()
     }
 
@@ -211,9 +207,9 @@ public struct ClientCookies {
         for (timeline, stored) in last.outcomes {
             var expiry: Int64? = nil
             if let (cookie, attributes) = stored {
-                expiry = attributes.expiry(now: clock.now, perSecond: 1000)
+                expiry = attributes.expiry(now: now, perSecond: 1000)
                 // A lifetime of zero or less deletes: not a refresh.
-                if let e = expiry, e <= clock.now { return nil }
+                if let e = expiry, e <= now { return nil }
                 guard jar.refresh(cookie, expiry: expiry) else { return nil }
             }
             if bump(timeline, request, times: times, expiry: expiry), wanted {
@@ -236,7 +232,7 @@ public struct ClientCookies {
         case .firefox: engine = .firefox
         case .webkit: engine = .webkit
         }
-        let findings = CookieLint.findings(for: line, from: url, now: clock.now / 1000, suffixes: suffixes)
+        let findings = CookieLint.findings(for: line, from: url, now: now / 1000, suffixes: suffixes)
         let prefix = engine.rawValue.lowercased() + "-"
         guard findings.contains(where: { $0.severity != .info && $0.code.hasPrefix(prefix) }),
             !findings.contains(where: { $0.severity == .rejects }),
@@ -247,7 +243,7 @@ public struct ClientCookies {
     }
 
     mutating func replay(_ request: Request, _ lines: SetLines, times: Int = 1, wanted: Bool = true) -> [Event] {
-        clock.now = request.time
+        now = request.time
         if let repeated = repeatLastReplay(request, lines, times: times, wanted: wanted) { return repeated }
         var outcomes: [(timeline: Timeline, stored: (StoredCookie, CookieAttributes)?)] = []
         var names: [String] = []
@@ -282,13 +278,13 @@ public struct ClientCookies {
                 e.kind = .rejected
                 e.why = .rejection(rejection)
             case .success(let cookie):
-                if cookie.isExpired(at: clock.now) {
+                if cookie.isExpired(at: now) {
                     origins[Key(cookie)] = nil
                     e.kind = .deleted
                     e.why = .text("expired on arrival: the server deletes the cookie")
                 } else {
                     origins[Key(cookie)] = Origin(
-                        requestID: request.id, site: request.site.kind, line: sent, url: url, time: clock.now)
+                        requestID: request.id, site: request.site.kind, line: sent, url: url, time: now)
                     e.kind = .stored
                     e.value = cookie.value
                     e.why = .stored(cookie)
@@ -310,11 +306,12 @@ public struct ClientCookies {
             }
             names.append(name)
             events.append(kept)
-            if !clock.evicted.isEmpty {
+            let evictions = jar.takeEvictions()
+            if !evictions.isEmpty {
                 // The store's limit took cookies out: each name's timeline says so, and a later request that still
                 // sends one is told why (``notSet``).
                 memoable = false
-                for cookie in clock.evicted {
+                for cookie in evictions {
                     origins[Key(cookie)] = nil
                     var evicted = Event(kind: .evicted, request)
                     evicted.value = cookie.value
@@ -323,7 +320,6 @@ public struct ClientCookies {
                     )
                     append(evicted, name: cookie.name)
                 }
-                clock.evicted.removeAll()
             }
         }
         memoable = memoable && Set(names).count == names.count

@@ -5,6 +5,7 @@ import Foundation
 import HTTPGrammar
 import JSONStream
 import Locking
+import LogWriter
 import ProxyCore
 
 /// `run --access-log FILE|-`: one line per exchange, whatever became of it (relayed, answered by the proxy itself,
@@ -49,14 +50,12 @@ package final class AccessLog: ExchangeObserver {
         do {
             sink = try LogSink(
                 destination: path == "-" ? .standardOutput(compact: false, color: false) : .file(path),
-                redaction: Redaction(showValues: false, key: []), overflow: .block, label: "the access log",
+                overflow: .block, label: "the access log",
                 gapRecord: { lost, reason, since, now in
                     AccessLog.gapLine(format, lost: lost, reason: reason, since: since, now: now)
                 })
-        } catch let error as RulesLoadError {
-            throw error
         } catch {
-            throw RulesLoadError(description: "cannot open access log \(path): \(error)")
+            throw RulesLoadError(description: error.description)
         }
     }
 

@@ -1,5 +1,6 @@
 import BuildVersion
 import Foundation
+import LogWriter
 import ProxyServer
 
 /// The proxy's counters in the Prometheus text exposition format (version 0.0.4): names `cookie_proxy_…`, counters

@@ -6,6 +6,7 @@ import Foundation
 import HTTPGrammar
 import JSONStream
 import Locking
+import LogWriter
 import ProxyCore
 import ProxyServer
 import ProxyTLS
@@ -172,10 +173,14 @@ public enum ProxyApp {
         let tracker = LifecycleTracker(clientKey: c.clientKey, engine: c.engine)
         do {
             key = try LogKey.load(directory: c.home)
-            sink = try c.log.map {
-                try LogSink(
-                    destination: $0.destination, redaction: Redaction(showValues: c.showValues, key: key),
-                    overflow: $0.overflow, capacity: $0.capacity, terminal: $0.terminal, clients: tracker,
+            sink = try c.log.map { log throws(LogSink.OpenError) in
+                var printAbove: LogSink.PrintAbove? = nil
+                if let terminal = log.terminal {
+                    printAbove = { fd, bytes in terminal.printAbove(fd: fd, bytes) }
+                }
+                return try LogSink(
+                    destination: log.destination, overflow: log.overflow, capacity: log.capacity,
+                    printAbove: printAbove,
                     gapRecord: { lost, reason, since, now in
                         JSONValue.object([
                             ("time", .string(TransformationRecord.timestamp(now))), ("event", .string("log-gap")),
@@ -199,7 +204,10 @@ public enum ProxyApp {
         let report = c.report ? RunReport() : nil
         let observers =
             builtInObservers(
-                log: sink, inspector: store, tracker: tracker, lifecycle: lifecycle, report: report,
+                log: sink.map {
+                    TransformationLog(
+                        sink: $0, redaction: Redaction(showValues: c.showValues, key: key), clients: tracker)
+                }, inspector: store, tracker: tracker, lifecycle: lifecycle, report: report,
                 metrics: metricsObserver,
                 accessLog: accessLog) + c.observers
         let hooks = RulesHooks(

@@ -4,6 +4,7 @@ import CookieRules
 import Foundation
 import JSONStream
 import Locking
+import LogWriter
 import ProxyServer
 import Terminal
 

@@ -10,7 +10,7 @@ import ProxyCore
 /// The built-in observers, in the order they are told: the log, the inspector, the lifecycle, the run report, the
 /// metrics, the access log. Each given is nil when off.
 package func builtInObservers(
-    log: LogSink?, inspector: InspectorStore?, tracker: LifecycleTracker, lifecycle: Bool, report: RunReport?,
+    log: TransformationLog?, inspector: InspectorStore?, tracker: LifecycleTracker, lifecycle: Bool, report: RunReport?,
     metrics: MetricsObserver?, accessLog: AccessLog?
 ) -> [any ExchangeObserver] {
     let all: [(any ExchangeObserver)?] = [
@@ -20,26 +20,19 @@ package func builtInObservers(
     return all.compactMap { $0 }
 }
 
-/// The log as an observer: each loop formats its responses' records into its own ``LogSink/Recorder``; a request
-/// whose cookies a `request-cookie` rule changed gets a record per change, and one whose cookies were not all sent as
-/// expected a record of its verdicts.
-extension LogSink: ExchangeObserver {
-    public func makeLoopObserver() -> (any LoopObserver)? { Recorder(sink: self) }
-}
-
-extension LogSink.Recorder: LoopObserver {
+extension TransformationLog.Recorder: LoopObserver {
     package func didForwardRequest(_ request: borrowing ForwardedRequest) {
         if !request.cookieEdits.isEmpty {
             sink.submit(
                 records: LifecycleLog.requestCookieRecords(
                     request.cookieEdits, context: request.context, client: request.client, time: request.time,
-                    dryRun: request.dryRun, redaction: sink.redaction),
+                    dryRun: request.dryRun, redaction: log.redaction),
                 count: request.cookieEdits.count)
         }
         if let judged = request.judged, judged.verdicts.contains(where: { $0.kind != .sentAsExpected }) {
             sink.submit(
                 records: LifecycleLog.record(
-                    judged, context: request.context, time: request.time, redaction: sink.redaction),
+                    judged, context: request.context, time: request.time, redaction: log.redaction),
                 count: 1)
         }
     }
@@ -55,7 +48,7 @@ extension LogSink.Recorder: LoopObserver {
     package func didForwardResponse(_ response: borrowing ForwardedResponse) {
         guard started else { return }
         started = false
-        sink.submit(self)
+        if chunk.records > 0 { chunk = sink.submit(chunk) }
     }
 }
 

@@ -2,6 +2,7 @@ import ArgumentParsing
 import BrowserEngines
 import Foundation
 import ProxyApp
+import ProxyConsole
 import SiteAudit
 import SiteAuditRunner
 import Terminal

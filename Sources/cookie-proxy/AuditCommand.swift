@@ -1,9 +1,10 @@
 import ArgumentParsing
 import AuditFormats
-import ProxyApp
 import CookieAudit
 import CookieKit
 import CookieRules
+import ProxyApp
+import ProxyConsole
 import Terminal
 
 /// `cookie-proxy audit URL`: every cookie a site sets across its redirects, checked.

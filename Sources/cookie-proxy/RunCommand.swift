@@ -27,8 +27,6 @@ enum RunCommand {
                 "Address to listen on (numeric); https://HOST:PORT ends TLS there with leaves the local CA mints for"
                 + " the name asked (a local https origin for --route). Repeatable.",
             defaultValue: "127.0.0.1:8080", repeatable: true)
-        static let rules = OptionSpec(
-            names: ["--rules", "-r"], value: "path", help: "Rules file, or a folder of *.rules files.")
         static let reverse = OptionSpec(
             names: ["--reverse"], value: "url",
             help:
@@ -129,7 +127,7 @@ enum RunCommand {
         usage: "cookie-proxy run [--listen HOST:PORT] [--rules PATH] [--reverse URL] [options]",
         options: [
             Option.listen,
-            Option.rules,
+            RuntimeOptions.Option.rules,
             Option.reverse,
             RouteOption.route,
             RouteOption.noForwarded,

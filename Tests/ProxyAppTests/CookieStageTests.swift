@@ -5,6 +5,7 @@ import ExchangeFacts
 import Foundation
 import HTTPGrammar
 import Locking
+import LogWriter
 import ProxyApp
 import ProxyCore
 import Testing
@@ -22,14 +23,16 @@ import Testing
 
     /// The hooks with the built-in observers given and `observers` after them, as `run` makes them.
     static func hooks(
-        _ engine: RuleEngine, dryRun: Bool = false, log: LogSink? = nil, inspector: InspectorStore? = nil,
+        _ engine: RuleEngine, dryRun: Bool = false, log: LogSink? = nil,
+        redaction: Redaction = Redaction(showValues: true, key: []), inspector: InspectorStore? = nil,
         metrics: MetricsObserver? = nil, observers: [any ExchangeObserver] = []
     ) -> RulesHooks {
         let tracker = LifecycleTracker()
         return RulesHooks(
             engine: engine, dryRun: dryRun, intercept: HostPatternList(), tracker: tracker,
             observers: builtInObservers(
-                log: log, inspector: inspector, tracker: tracker, lifecycle: false, report: nil, metrics: metrics,
+                log: log.map { TransformationLog(sink: $0, redaction: redaction, clients: tracker) },
+                inspector: inspector, tracker: tracker, lifecycle: false, report: nil, metrics: metrics,
                 accessLog: nil) + observers)
     }
 
@@ -122,7 +125,7 @@ import Testing
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("cp-obs-\(UUID().uuidString).jsonl")
             .path
         defer { try? FileManager.default.removeItem(atPath: path) }
-        let sink = try LogSink(destination: .file(path), redaction: Redaction(showValues: true, key: []))
+        let sink = try LogSink(destination: .file(path))
         let recording = Recording()
         let hooks = Self.hooks(try Self.engine(Self.rules), log: sink, observers: [recording])
         _ = try Self.forward(
@@ -281,7 +284,7 @@ import Testing
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("cp-stage-\(UUID().uuidString).jsonl")
             .path
         defer { try? FileManager.default.removeItem(atPath: path) }
-        let sink = try LogSink(destination: .file(path), redaction: Redaction(showValues: true, key: []))
+        let sink = try LogSink(destination: .file(path))
         let hooks = Self.hooks(try Self.engine(Self.rules), dryRun: true, log: sink)
         let lines = [
             "Set-Cookie: Bin-Auth-Token=abc; Domain=bin.example.com", "Set-Cookie: track=1", "Set-Cookie: x=2",
@@ -355,9 +358,9 @@ import Testing
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("cp-sink-\(UUID().uuidString).jsonl")
             .path
         defer { try? FileManager.default.removeItem(atPath: path) }
-        let sink = try LogSink(
-            destination: .file(path), redaction: Redaction(showValues: false, key: Array("k".utf8)), capacity: 4)
-        let hooks = Self.hooks(try Self.engine(Self.rules), log: sink)
+        let sink = try LogSink(destination: .file(path), capacity: 4)
+        let hooks = Self.hooks(
+            try Self.engine(Self.rules), log: sink, redaction: Redaction(showValues: false, key: Array("k".utf8)))
         let stage = hooks.makeStage()
         for n in 0..<50 {
             _ = try Self.forward(hooks, ["Set-Cookie: Bin-Auth-Token=v\(n); Domain=bin.example.com"], stage: stage)

@@ -1,84 +1,85 @@
 import ArgumentParsing
-import ProxyApp
-import CookieInspector
 import CookieKit
 import CookieRules
 import Foundation
-import ProxyConsole
+import LogWriter
+import ProxyApp
 import Terminal
 import TrustStores
 
-/// The command line of the proxy's runtime (rules, log, interception, lifecycle): its options, and what they put
-/// into the app's configuration.
-enum RuntimeOptions {
+/// The command line of the proxy's runtime (rules, log, interception, lifecycle), shared by the commands that run
+/// the proxy (`run`, `audit --browser`): its options, and what they put into the app's configuration.
+public enum RuntimeOptions {
     /// The options every proxy-running command reads, declared once (parsing, `--help`, every read of a value).
-    enum Option {
-        static let dryRun = OptionSpec(
+    public enum Option {
+        public static let rules = OptionSpec(
+            names: ["--rules", "-r"], value: "path", help: "Rules file, or a folder of *.rules files.")
+        public static let dryRun = OptionSpec(
             names: ["--dry-run"], value: nil,
             help: "Audit mode: change nothing, log what the rules would do to every cookie.")
-        static let log = OptionSpec(
+        public static let log = OptionSpec(
             names: ["--log"], value: "file",
             help: "Write the transformation log (JSON Lines) to this file; 'none' for no log.", defaultValue: "stdout")
-        static let accessLog = OptionSpec(
+        public static let accessLog = OptionSpec(
             names: ["--access-log"], value: "file|-",
             help:
                 "Append a line per request to this file ('-': stdout), whatever became of it (relayed, answered by"
                 + " the proxy, cut short).")
-        static let accessLogFormat = OptionSpec(
+        public static let accessLogFormat = OptionSpec(
             names: ["--access-log-format"], value: "format",
             help:
                 "The access log's lines: combined (nginx's format, which GoAccess reads) or json (Caddy's field names,"
                 + " with the route, the target and Host sent upstream, cookies changed and verdicts).",
             defaultValue: "combined",
             choices: ["combined", "json"])
-        static let logFormat = OptionSpec(
+        public static let logFormat = OptionSpec(
             names: ["--log-format"], value: "format", help: "Log on stdout as json or line (compact).",
             defaultValue: "line on a terminal, else json",
             choices: ["json", "line"])
-        static let logValues = OptionSpec(
+        public static let logValues = OptionSpec(
             names: ["--log-values"], value: nil,
             help: "Show cookie values in the log (redacted to a short keyed hash by default).")
-        static let logOverflow = OptionSpec(
+        public static let logOverflow = OptionSpec(
             names: ["--log-overflow"], value: "policy",
             help: "When the log falls behind: block (slow down, lose nothing) or drop (count and report).",
             defaultValue: "block",
             choices: ["block", "drop"])
-        static let logQueue = OptionSpec(
+        public static let logQueue = OptionSpec(
             names: ["--log-queue"], value: "records", help: "Log records that may wait for the writer.",
             defaultValue: "10000")
-        static let intercept = OptionSpec(
+        public static let intercept = OptionSpec(
             names: ["--intercept"], value: "host",
             help: "Intercept https to this host (*.suffix allowed); hosts rules target are intercepted too.",
             repeatable: true)
-        static let interceptAll = OptionSpec(
+        public static let interceptAll = OptionSpec(
             names: ["--intercept-all"], value: nil, help: "Intercept https to every host.")
-        static let upstreamCa = OptionSpec(
+        public static let upstreamCa = OptionSpec(
             names: ["--upstream-ca"], value: "file", help: "Also trust this CA (PEM) for upstream certificates.")
-        static let insecureUpstream = OptionSpec(
+        public static let insecureUpstream = OptionSpec(
             names: ["--insecure-upstream"], value: "host",
             help: "Do not verify this upstream's certificate (dev backends).",
             repeatable: true)
-        static let lifecycle = OptionSpec(
+        public static let lifecycle = OptionSpec(
             names: ["--lifecycle"], value: "on|off",
             help:
                 "Replay each client's cookies and judge every request's Cookie header against them (expected vs"
                 + " sent), for the log and the inspector.",
             defaultValue: "on",
             choices: ["on", "off"])
-        static let emulate = OptionSpec(
+        public static let emulate = OptionSpec(
             names: ["--emulate"], value: "browser",
             help:
                 "Add a browser's cookie policy to the rules: safari (WebKit, every WKWebView: unpartitioned"
                 + " third-party cookies neither kept nor sent).",
             choices: ["safari"])
-        static let clientBy = OptionSpec(
+        public static let clientBy = OptionSpec(
             names: ["--client-by"], value: "auto|address|header:NAME",
             help:
                 "What tells clients apart for the lifecycle: the address (auto: on loopback with the User-Agent's"
                 + " engine or product), or a request header (devices behind one NAT).",
             defaultValue: "auto",
             choices: ["auto", "address", "header:"])
-        static let engine = OptionSpec(
+        public static let engine = OptionSpec(
             names: ["--engine"], value: "auto|rfc6265bis|chromium|firefox|webkit",
             help:
                 "Whose cookie store the lifecycle replays for each client (limits, eviction, SameSite defaults,"
@@ -87,7 +88,7 @@ enum RuntimeOptions {
             choices: ["auto"] + CookieJar.Profile.Engine.allCases.map(\.rawValue))
     }
 
-    static let options: [OptionSpec] = [
+    public static let options: [OptionSpec] = [
         Option.dryRun, Option.log, Option.accessLog, Option.accessLogFormat, Option.logFormat, Option.logValues,
         Option.logOverflow,
         Option.logQueue,
@@ -97,10 +98,10 @@ enum RuntimeOptions {
 
     /// What the runtime's options say, into `c` (rules, log, interception, lifecycle), and the banner's lines for
     /// them. `terminal`: the shared view of stdout and stderr when both are a terminal with a live status line.
-    static func apply(
+    public static func apply(
         _ args: ParsedArguments, command: String, terminal: TerminalView? = nil, to c: inout ProxyApp.Configuration
     ) throws(UsageError) -> String {
-        let rulesPath = args.value(RunCommand.Option.rules)
+        let rulesPath = args.value(Option.rules)
         if let rulesPath {
             do {
                 c.rules = try RulesFiles.load(rulesPath)

@@ -1,14 +1,12 @@
-import CookieKit
-import CookieRules
 import Foundation
 import JSONStream
 import Locking
 import Terminal
 
-/// The transformation log. Each response's records are formatted on the event loop that forwarded it, into bytes
-/// (``Recorder``, one per loop thread), and handed over in one copy to a writer thread that only writes: the data
-/// is formatted where it already is, so nothing is allocated, copied into objects or reference-counted per
-/// record on the way. Records wait in a bounded buffer; when the writer falls behind, the event loop that submits
+/// A log file's writer: the transformation log's and the access log's. Each response's records are formatted on the
+/// event loop that forwarded it, into bytes (a ``Chunk``, one per loop thread), and handed over in one copy to a
+/// writer thread that only writes: the data is formatted where it already is, so nothing is allocated, copied into
+/// objects or reference-counted per record on the way. Records wait in a bounded buffer; when the writer falls behind, the event loop that submits
 /// waits for room (backpressure: the proxy reads no more requests until the log has caught up), so no record is
 /// lost and memory stays bounded. `--log-overflow drop` drops and counts a response's records instead.
 public final class LogSink: Sendable {
@@ -26,11 +24,12 @@ public final class LogSink: Sendable {
 
     /// Whole lines and how many records they hold: a response's, or a line of the proxy's own. A loop fills one
     /// and hands it over; the writer writes it and gives it back for reuse.
-    final class Chunk {
-        var bytes = JSONWriter(capacity: 8 * 1024)
-        var records = 0
+    package final class Chunk {
+        package var bytes = JSONWriter(capacity: 8 * 1024)
+        package var records = 0
         /// Lines of the proxy's own (`exchange-closed`, `rules-reloaded`): counted apart from the cookies' records.
-        var events = 0
+        package var events = 0
+        package init() {}
     }
 
     private struct State {
@@ -67,38 +66,34 @@ public final class LogSink: Sendable {
     private let room = DispatchSemaphore(value: 0)
     private let done = DispatchSemaphore(value: 0)
     let capacity: Int
-    let redaction: Redaction
     package let overflow: Overflow
-    let destination: Destination
-    let terminal: TerminalView?
+    package let destination: Destination
+    /// Writes whole lines to a descriptor above a terminal's live status line (0, or the errno of a failed write):
+    /// standard output shared with the status line.
+    package typealias PrintAbove = @Sendable (_ fd: Int32, _ bytes: UnsafeBufferPointer<UInt8>) -> Int32
+    let printAbove: PrintAbove?
     /// The log's name in what is said about it on stderr (`the log cookies.jsonl`).
     let label: String
     /// The line that says, after a gap, how many records were lost and why, in this log's own format (nil: none;
     /// the terminal's lines).
     let gapRecord: (@Sendable (_ lost: Int, _ reason: String, _ since: Int64, _ now: Int64) -> String)?
-    /// Where each request's client key is kept (the lifecycle's, `--client-by`), so that every record names a client
-    /// as the lifecycle's records and the inspector do (docs/lifecycle.md: one key); nil, or a request it does not
-    /// hold: the address.
-    let clients: LifecycleTracker?
     /// Emptied chunks kept for reuse (more are freed).
     static let freeLimit = 256
 
     package init(
-        destination: Destination, redaction: Redaction, overflow: Overflow = .block, capacity: Int = 10_000,
-        terminal: TerminalView? = nil, clients: LifecycleTracker? = nil, label: String = "the log",
+        destination: Destination, overflow: Overflow = .block, capacity: Int = 10_000, printAbove: PrintAbove? = nil,
+        label: String = "the log",
         gapRecord: (@Sendable (_ lost: Int, _ reason: String, _ since: Int64, _ now: Int64) -> String)? = nil
-    ) throws {
-        self.clients = clients
+    ) throws(OpenError) {
         self.gapRecord = gapRecord
         switch destination {
         case .standardOutput: self.label = "\(label) (stdout)"
         case .file(let path): self.label = "\(label) \(path)"
         }
         self.destination = destination
-        self.redaction = redaction
         self.overflow = overflow
         self.capacity = capacity
-        self.terminal = terminal
+        self.printAbove = printAbove
         switch destination {
         case .standardOutput: state.withLock { $0.fd = 1 }
         case .file(let path):
@@ -110,10 +105,15 @@ public final class LogSink: Sendable {
         thread.start()
     }
 
-    static func open(_ path: String) throws(RulesLoadError) -> Int32 {
+    /// A log file that cannot be opened, and why.
+    package struct OpenError: Error, CustomStringConvertible {
+        package let description: String
+    }
+
+    static func open(_ path: String) throws(OpenError) -> Int32 {
         let f = Foundation.open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o600)
         guard f >= 0 else {
-            throw RulesLoadError(description: "cannot open log file \(path): \(String(cString: strerror(errno)))")
+            throw OpenError(description: "cannot open log file \(path): \(String(cString: strerror(errno)))")
         }
         return f
     }
@@ -123,22 +123,15 @@ public final class LogSink: Sendable {
     /// The proxy's own lines written (``submit(line:)``).
     package var eventsWritten: Int { state.withLock { $0.eventsWritten } }
     /// Records that could not be written (the file failed), and why.
-    var failure: (records: Int, reason: String)? {
+    package var failure: (records: Int, reason: String)? {
         state.withLock { s in s.failure.map { (s.failedRecords, $0) } }
     }
 
-    /// Hands over the records `recorder` holds (one response's), and gives it an empty chunk for the next. At
-    /// most `capacity` records wait: a loop that finds no room waits for the writer (or, with
-    /// `--log-overflow drop`, the records are dropped and counted). A response with more records than the whole
-    /// capacity goes in alone.
-    func submit(_ recorder: Recorder) {
-        guard recorder.chunk.records > 0 else { return }
-        recorder.chunk = submit(recorder.chunk)
-    }
-
-    /// Hands over `chunk` (whole lines, its records counted) as ``submit(_:)-(Recorder)`` does; returns an empty
-    /// chunk to fill next (`chunk` itself, emptied, when its records were dropped).
-    func submit(_ chunk: Chunk) -> Chunk {
+    /// Hands over `chunk` (whole lines, its records counted: one response's); returns an empty chunk to fill next
+    /// (`chunk` itself, emptied, when its records were dropped). At most `capacity` records wait: a loop that finds
+    /// no room waits for the writer (or, with `--log-overflow drop`, the records are dropped and counted). A
+    /// response with more records than the whole capacity goes in alone.
+    package func submit(_ chunk: Chunk) -> Chunk {
         if let next = enqueue(chunk) { return next }
         chunk.bytes.removeAll()
         chunk.records = 0
@@ -147,7 +140,7 @@ public final class LogSink: Sendable {
 
     /// Records formatted elsewhere (`count` of them, one per line, without the last newline): counted, held to the
     /// capacity and dropped under `--log-overflow drop` like a response's.
-    func submit(records text: String, count: Int) {
+    package func submit(records text: String, count: Int) {
         let chunk = Chunk()
         var bytes = Array(text.utf8)
         bytes.append(0x0A)
@@ -157,7 +150,7 @@ public final class LogSink: Sendable {
     }
 
     /// A line of its own, e.g. a reload event (never dropped; these are rare).
-    func submit(line: String) {
+    package func submit(line: String) {
         let chunk = Chunk()
         var bytes = Array(line.utf8)
         bytes.append(0x0A)
@@ -167,7 +160,7 @@ public final class LogSink: Sendable {
     }
 
     /// SIGUSR1: reopen the file (logrotate moves it, then signals).
-    func reopen() {
+    package func reopen() {
         state.withLock { s in
             s.reopens.append(s.pending.count)
             s.writerIdle = false
@@ -301,11 +294,11 @@ public final class LogSink: Sendable {
         var error: Int32 = 0
         var recordsWritten = records
         var eventsWritten = events
-        if let terminal, case .standardOutput = destination {
+        if let printAbove, case .standardOutput = destination {
             // Above the status line, under its lock: one buffer (the terminal's volume is small).
             var all: [UInt8] = []
             for chunk in chunks { chunk.bytes.withBytes { all.append(contentsOf: $0) } }
-            error = all.withUnsafeBufferPointer { terminal.printAbove(fd: fd, $0) }
+            error = all.withUnsafeBufferPointer { printAbove(fd, $0) }
             if error != 0 { (recordsWritten, eventsWritten) = (0, 0) }
         } else {
             // What goes before the chunks, only after a fault (nothing is made for a write that follows a good
@@ -398,7 +391,7 @@ public final class LogSink: Sendable {
     }
 
     /// An errno as a person and a search engine read it: `No space left on device (ENOSPC, errno 28)`.
-    static func describe(errno e: Int32) -> String {
+    package static func describe(errno e: Int32) -> String {
         let names: [Int32: String] = [
             ENOSPC: "ENOSPC", EIO: "EIO", EPIPE: "EPIPE", EDQUOT: "EDQUOT", EFBIG: "EFBIG", EROFS: "EROFS",
             EBADF: "EBADF", EACCES: "EACCES", EPERM: "EPERM", ENXIO: "ENXIO", EAGAIN: "EAGAIN",
@@ -466,89 +459,5 @@ public final class LogSink: Sendable {
         signal.signal()
         done.wait()
         if case .file = destination { _ = Foundation.close(state.withLock { $0.fd }) }
-    }
-}
-
-extension LogSink {
-    /// One event loop's record formatting: the response's lines (handed over by ``LogSink/submit(_:)``) and the
-    /// fields its records share; the rest of a record (`,"cookie":` to the end) is kept with the line's memo
-    /// (``LineMemo``), so that a repeated cookie is neither parsed, diffed, linted nor escaped again. Used by one
-    /// thread only (its loop's part of the log as an observer of the cookie stage).
-    final class Recorder {
-        let sink: LogSink
-        /// This response's lines (handed over whole by ``LogSink/submit(_:)``, which puts an empty one here).
-        var chunk = Chunk()
-        /// This response's first record is written (its shared fields are set).
-        var started = false
-        private var fragment = JSONWriter(capacity: 4096)
-        /// The fields every record of this response shares (written at its first record).
-        private var exchangeFields = JSONWriter(capacity: 1024)
-        /// The last response's time as text.
-        private var stamp = TransformationRecord.Timestamp()
-        /// The sink's: the terminal's compact lines instead of JSON (and in color), and how values are shown.
-        private var compact: (on: Bool, color: Bool) = (false, false)
-        private var redaction = Redaction(showValues: false, key: [])
-
-        init(sink: LogSink) {
-            self.sink = sink
-            if case .standardOutput(let on, let color) = sink.destination { compact = (on, color) }
-            redaction = sink.redaction
-        }
-
-        /// Starts a response's records (at its first).
-        func start() {
-            started = true
-            chunk.bytes.removeAll()
-            chunk.records = 0
-            exchangeFields.removeAll()
-        }
-
-        /// Adds the line's record: the line as received and as the rules left it, the rules that matched, the
-        /// changes and the findings (the stage's, worked out once: ``SetCookieLine``).
-        func add(_ line: borrowing SetCookieLine) {
-            let response = line.response
-            let chunk = self.chunk  // one reference for the record's appends, not one per append
-            chunk.records += 1
-            if compact.on {
-                let full = record(line)
-                var text = Array(full.line(showValues: redaction.showValues, color: compact.color).utf8)
-                text.withUnsafeMutableBufferPointer { chunk.bytes.raw(UnsafeBufferPointer($0)) }
-                chunk.bytes.raw(0x0A)
-                return
-            }
-            if exchangeFields.count == 0 {
-                // Written once per response, into storage kept across responses (no allocation per response).
-                stamp.set(response.time)
-                stamp.bytes.withUnsafeBufferPointer { stamp in
-                    let context = response.context
-                    TransformationRecord.writeExchangeFields(
-                        of: context, client: sink.clients?.client(ofRequest: context.requestID), stamp: stamp,
-                        to: &exchangeFields)
-                }
-            }
-            chunk.bytes.raw(exchangeFields)
-            // The cookie part, written once for a line decided the same way before (kept with the line's memo).
-            let memo = line.memo
-            if !memo.recorded {
-                let full = record(line)
-                fragment.removeAll()
-                full.writeCookiePart(to: &fragment, redaction: redaction, changes: full.outcome.changes)
-                fragment.withBytes { json in
-                    var copy = JSONWriter(capacity: json.count)
-                    copy.raw(json)
-                    memo.record = copy
-                }
-                memo.recorded = true
-            }
-            chunk.bytes.raw(memo.record)
-            chunk.bytes.raw(0x0A)
-        }
-
-        /// The whole record (a cache miss, the terminal's compact line).
-        private func record(_ line: borrowing SetCookieLine) -> TransformationRecord {
-            TransformationRecord(
-                time: line.time, exchange: line.context, outcome: line.transformation, findings: line.findings,
-                dryRun: line.response.dryRun)
-        }
     }
 }
