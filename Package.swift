@@ -61,13 +61,21 @@ let package = Package(
         // Runs the scenario corpora of conformance/ against the jar (tests and `cookie-proxy conformance`).
         .target(name: "CookieConformance", dependencies: ["CookieKit", "Terminal"]),
         // Sans-I/O HTTP/1.1 codec and the per-connection proxy state machine.
-        .target(name: "ProxyCore", dependencies: ["ExchangeFacts", "HTTPGrammar"], swiftSettings: hotPath),
+        // An HTTP message's head as both codecs see it: as received (HTTPHead, read by the strict HTTP/1.1 head
+        // parser), as sent (OutgoingHead: untouched lines byte for byte), its known fields, trailers (FieldSection),
+        // authorities and origins. Imported by the codecs, the shell, and what reads heads (the inspector, the
+        // browsers' loopback clients) without the machine.
+        .target(name: "HTTPHeads", dependencies: ["HTTPGrammar"], swiftSettings: hotPath),
+        .target(
+            name: "ProxyCore", dependencies: ["ExchangeFacts", "HTTPGrammar", "HTTPHeads"], swiftSettings: hotPath),
         // libnghttp2 through a system-library target (HPACK, frames, flow control, RFC 9113's request checks).
         .systemLibrary(
             name: "CNGHTTP2", pkgConfig: "libnghttp2", providers: [.apt(["libnghttp2-dev"]), .brew(["nghttp2"])]),
         // HTTP/2 with clients, without I/O: an nghttp2 server session whose streams are HTTP/1.1 exchanges for the
         // connection machine.
-        .target(name: "ProxyHTTP2", dependencies: ["CNGHTTP2", "ProxyCore", "HTTPGrammar"], swiftSettings: hotPath),
+        .target(
+            name: "ProxyHTTP2", dependencies: ["HTTPHeads", "CNGHTTP2", "ProxyCore", "HTTPGrammar"],
+            swiftSettings: hotPath),
         // The only C of the proxy shell: the poller (epoll, kqueue, poll), sockets, getaddrinfo, posix_spawn,
         // signals. Only ProxyServer imports it (its Platform folder holds what the commands use: spawning, the
         // loopback client, descriptors).
@@ -88,6 +96,7 @@ let package = Package(
         .target(
             name: "ProxyServer",
             dependencies: [
+                "HTTPHeads",
                 "ExchangeFacts", "HTTPGrammar", "ProxyCore", "ProxyHTTP2", "CProxyShims", "ProxyPlatform", "ProxyTLS",
                 "Locking",
             ],
@@ -97,7 +106,8 @@ let package = Package(
         .target(
             name: "CookieInspector",
             dependencies: [
-                "ExchangeFacts", "CookieKit", "CookieRules", "CookieLifecycle", "ProxyCore", "Locking", "HTTPGrammar",
+                "HTTPHeads",
+                "ExchangeFacts", "CookieKit", "CookieRules", "CookieLifecycle", "Locking", "HTTPGrammar",
                 "JSONStream",
             ],
             swiftSettings: hotPath),
@@ -106,6 +116,7 @@ let package = Package(
         .target(
             name: "ProxyApp",
             dependencies: [
+                "HTTPHeads",
                 "ExchangeFacts", "CookieKit", "CookieRules", "CookieInspector", "CookieLifecycle", "CookieReports",
                 "ProxyCore", "ProxyServer", "ProxyPlatform", "ProxyTLS", "Locking", "HTTPGrammar", "JSONStream",
                 "Terminal", "BuildVersion", "LogWriter",
@@ -156,7 +167,8 @@ let package = Package(
         .target(
             name: "BrowserEngines",
             dependencies: [
-                "CookieKit", "HTTPGrammar", "ProxyCore", "ProxyPlatform", "ProxyTLS", "Locking", "SiteAudit",
+                "HTTPHeads",
+                "CookieKit", "HTTPGrammar", "ProxyPlatform", "ProxyTLS", "Locking", "SiteAudit",
                 "JSONStream", "Terminal",
             ]),
         // The command line's small parser in swift-argument-parser's shape (options declared once: parsing, `--help`,
@@ -178,10 +190,10 @@ let package = Package(
         .testTarget(name: "CookieKitTests", dependencies: ["CookieKit", "CookieFoundation", "CookieConformance"]),
         .testTarget(name: "CookieLifecycleTests", dependencies: ["CookieLifecycle", "CookieKit", "JSONStream"]),
         .testTarget(name: "CookieReportsTests", dependencies: ["CookieReports", "CookieLifecycle", "CookieKit"]),
-        .testTarget(name: "ProxyCoreTests", dependencies: ["ExchangeFacts", "ProxyCore", "HTTPGrammar"]),
+        .testTarget(name: "ProxyCoreTests", dependencies: ["HTTPHeads", "ExchangeFacts", "ProxyCore", "HTTPGrammar"]),
         .testTarget(
             name: "ProxyServerTests",
-            dependencies: ["ProxyServer", "ProxyPlatform", "ProxyCore", "Locking", "HTTPGrammar"]),
+            dependencies: ["HTTPHeads", "ProxyServer", "ProxyPlatform", "ProxyCore", "Locking", "HTTPGrammar"]),
         .testTarget(name: "HTTPGrammarTests", dependencies: ["HTTPGrammar"]),
         .testTarget(name: "TerminalTests", dependencies: ["Terminal"]),
         .testTarget(name: "AuditFormatsTests", dependencies: ["CookieLifecycle", "JSONStream", "AuditFormats"]),
@@ -196,10 +208,12 @@ let package = Package(
         .testTarget(name: "SiteAuditTests", dependencies: ["SiteAudit", "CookieKit"]),
         .testTarget(name: "ArgumentParsingTests", dependencies: ["ArgumentParsing"]),
         .testTarget(name: "ProxyTLSTests", dependencies: ["ProxyTLS"]),
-        .testTarget(name: "ProxyHTTP2Tests", dependencies: ["ProxyHTTP2", "CNGHTTP2", "ProxyCore"]),
+        .testTarget(name: "ProxyHTTP2Tests", dependencies: ["HTTPHeads", "ProxyHTTP2", "CNGHTTP2", "ProxyCore"]),
         .testTarget(
             name: "CookieInspectorTests",
-            dependencies: ["ExchangeFacts", "CookieInspector", "CookieKit", "CookieRules", "ProxyCore", "HTTPGrammar"]),
+            dependencies: [
+                "HTTPHeads", "ExchangeFacts", "CookieInspector", "CookieKit", "CookieRules", "ProxyCore", "HTTPGrammar",
+            ]),
         .testTarget(
             name: "CookieRulesTests",
             dependencies: [
@@ -208,6 +222,7 @@ let package = Package(
         .testTarget(
             name: "ProxyAppTests",
             dependencies: [
+                "HTTPHeads",
                 "ExchangeFacts", "ProxyApp", "CookieRules", "ProxyCore", "CookieInspector", "CookieLifecycle",
                 "HTTPGrammar", "CookieKit", "JSONStream", "TestSupport", "Locking", "LogWriter",
             ], exclude: ["golden"]),

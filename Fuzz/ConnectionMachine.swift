@@ -4,6 +4,7 @@
 // the machine forwards, where it forwards a whole message, has one reading (the strict and the lenient reader
 // agree); where it refuses part-way, it closes the connection. Whatever happened, the buffers the machine then
 // gives up (for an event loop's next connection) carry nothing of it.
+import HTTPHeads
 import ProxyCore
 
 @_cdecl("LLVMFuzzerTestOneInput")

@@ -4,6 +4,7 @@
 // the session delivers goes through a connection machine to an HTTP/1.1 client, as the proxy relays it. Whatever
 // the upstream sends: no crash, and once the exchange has finished, the bytes the client got parse and have one
 // reading (the strict and the lenient reader of Tests/ProxyCoreTests/TwoReadings.swift agree).
+import HTTPHeads
 import ProxyCore
 import ProxyHTTP2
 

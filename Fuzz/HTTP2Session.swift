@@ -5,6 +5,7 @@
 // end and trailers, through a connection machine towards an HTTP/1.1 upstream, as the proxy sends it. Whatever the
 // frames: no crash, and every request forwarded whole has one reading (the strict and the lenient reader of
 // Tests/ProxyCoreTests/TwoReadings.swift agree).
+import HTTPHeads
 import ProxyCore
 import ProxyHTTP2
 

@@ -2,6 +2,7 @@
 // (its normalised bytes have one reading), and its framing is decided or refused without a crash. The same bytes
 // sent as plain HTTP to a TLS listener get a 400 of one reading: three fields, and a body of its declared length
 // (what it reflects of the request cannot add a line).
+import HTTPHeads
 import ProxyCore
 
 @_cdecl("LLVMFuzzerTestOneInput")

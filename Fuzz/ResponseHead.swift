@@ -1,4 +1,5 @@
 // libFuzzer target: the response-head parser, with the same checks as the request head's.
+import HTTPHeads
 import ProxyCore
 
 @_cdecl("LLVMFuzzerTestOneInput")

@@ -27,6 +27,7 @@ module Terminal Sources/Terminal/*.swift
 module JSONStream Sources/JSONStream/*.swift
 module ArgumentParsing Sources/ArgumentParsing/*.swift
 module ExchangeFacts Sources/ExchangeFacts/*.swift
+module HTTPHeads Sources/HTTPHeads/*.swift
 module ProxyCore Sources/ProxyCore/*.swift
 module CookieKit Sources/CookieKit/*.swift
 module CookieRules Sources/CookieRules/*.swift
@@ -41,9 +42,9 @@ for t in "${TARGETS[@]}"; do
       libs=(-lCookieRules -lArgumentParsing -lCookieKit -lJSONStream -lTerminal -lExchangeFacts -lHTTPGrammar)
       extra=() ;;
     HTTP2Session | HTTP2ClientSession)
-      libs=(-lProxyHTTP2 -lProxyCore -lExchangeFacts -lHTTPGrammar -lnghttp2)
+      libs=(-lProxyHTTP2 -lProxyCore -lHTTPHeads -lExchangeFacts -lHTTPGrammar -lnghttp2)
       extra=(Tests/ProxyCoreTests/TwoReadings.swift Fuzz/H2FuzzFrames.swift) ;;
-    *) libs=(-lProxyCore -lExchangeFacts -lHTTPGrammar); extra=(Tests/ProxyCoreTests/TwoReadings.swift) ;;
+    *) libs=(-lProxyCore -lHTTPHeads -lExchangeFacts -lHTTPGrammar); extra=(Tests/ProxyCoreTests/TwoReadings.swift) ;;
   esac
   # (ld.gold warns about every ASan helper symbol: the warnings go to the build log)
   swiftc "${FLAGS[@]}" "Fuzz/$t.swift" "${extra[@]}" "${libs[@]}" -module-name "Fuzz$t" -o "$OUT/fuzz-$t" \

@@ -1,8 +1,8 @@
 import CookieKit
 import Foundation
 import HTTPGrammar
+import HTTPHeads
 import Locking
-import ProxyCore
 import ProxyPlatform
 import ProxyTLS
 

@@ -1,4 +1,4 @@
-import ProxyCore
+import HTTPHeads
 import ProxyPlatform
 
 #if canImport(Glibc)

@@ -1,5 +1,5 @@
 import Foundation
-import ProxyCore
+import HTTPHeads
 import ProxyPlatform
 
 /// A blocking WebSocket client (RFC 6455) for one loopback automation endpoint, Firefox's WebDriver BiDi, as its

@@ -3,8 +3,8 @@ import CookieLifecycle
 import CookieRules
 import ExchangeFacts
 import HTTPGrammar
+import HTTPHeads
 import Locking
-import ProxyCore
 
 /// One recorded exchange: what the proxy saw, as it saw it, and (computed on first look) what that means.
 public final class Exchange: Sendable {

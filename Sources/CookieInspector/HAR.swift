@@ -1,7 +1,7 @@
 import CookieKit
 import CookieRules
+import HTTPHeads
 import JSONStream
-import ProxyCore
 
 /// HAR 1.2 (http://www.softwareishard.com/blog/har-12-spec/) of the held exchanges: the heads as the client sent
 /// and received them (no bodies: the proxy streams them and keeps none), with the Set-Cookie lines as the upstream

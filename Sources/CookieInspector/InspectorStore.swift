@@ -3,8 +3,8 @@ import CookieLifecycle
 import CookieRules
 import ExchangeFacts
 import HTTPGrammar
+import HTTPHeads
 import Locking
-import ProxyCore
 
 /// The exchanges the inspector holds: the last `capacity` that carried cookies (a Set-Cookie received or a Cookie
 /// sent), in a ring. Recording copies the three heads and each received line's outcome (``LineEdits``) into one

@@ -1,9 +1,9 @@
-import HTTPGrammar
-import JSONStream
-import Locking
 import CookieKit
 import CookieRules
-import ProxyCore
+import HTTPGrammar
+import HTTPHeads
+import JSONStream
+import Locking
 
 /// The inspector's JSON: the list, one exchange in detail, the jar a browser would hold, the rules, HAR. Values
 /// are redacted as in the log (a keyed hash) unless the redaction shows them.

@@ -3,6 +3,7 @@ import CookieRules
 import ExchangeFacts
 import Foundation
 import HTTPGrammar
+import HTTPHeads
 import JSONStream
 import Locking
 import LogWriter

@@ -3,6 +3,7 @@ import CookieLifecycle
 import CookieRules
 import ExchangeFacts
 import HTTPGrammar
+import HTTPHeads
 import ProxyCore
 
 /// The cookie stage of one event loop (``RulesHooks/makeStage()``): each request's cookies through the request-side

@@ -3,6 +3,7 @@ import CookieLifecycle
 import CookieRules
 import ExchangeFacts
 import HTTPGrammar
+import HTTPHeads
 import ProxyCore
 
 /// What is told what the proxy carried, exchange by exchange (mitmproxy's hooks and hummingbird's middleware are the

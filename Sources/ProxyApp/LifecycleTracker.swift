@@ -2,6 +2,7 @@ import CookieKit
 import CookieLifecycle
 import ExchangeFacts
 import HTTPGrammar
+import HTTPHeads
 import Locking
 import ProxyCore
 

@@ -1,5 +1,6 @@
 import Foundation
 import HTTPGrammar
+import HTTPHeads
 import Locking
 import ProxyCore
 import ProxyPlatform

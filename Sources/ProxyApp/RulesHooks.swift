@@ -5,6 +5,7 @@ import CookieRules
 import ExchangeFacts
 import Foundation
 import HTTPGrammar
+import HTTPHeads
 import Locking
 import ProxyCore
 

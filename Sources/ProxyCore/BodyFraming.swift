@@ -1,4 +1,5 @@
 import HTTPGrammar
+import HTTPHeads
 
 /// How a message body is delimited (RFC 9112 §6).
 public enum BodyFraming: Sendable, Hashable {

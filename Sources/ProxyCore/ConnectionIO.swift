@@ -1,3 +1,5 @@
+import HTTPHeads
+
 /// Bytes and commands the I/O shell carries out after each event. The shell owns these buffers: it sends
 /// from the front of `toClient` / `toUpstream`, and stops reading from the other side while they are full
 /// (backpressure), so memory stays bounded whatever the body size.

@@ -1,5 +1,6 @@
 import ExchangeFacts
 import HTTPGrammar
+import HTTPHeads
 
 /// What the proxy changes in a head it forwards, and nothing else (RFC 9110 §7.6, RFC 9112 §3.2, §6, §9.6):
 /// hop-by-hop fields out, framing fields with one reading, the request line and Host for the next hop, `Via`, and

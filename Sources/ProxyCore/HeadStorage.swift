@@ -1,3 +1,5 @@
+import HTTPHeads
+
 /// The storage heads are parsed and rewritten into — the received head's bytes, its field list, the outgoing line
 /// list and the buffer of the lines the proxy writes — kept from one head to the next, so that an exchange
 /// allocates none of them. One per event loop, shared by its connections (an idle connection holds none), used by

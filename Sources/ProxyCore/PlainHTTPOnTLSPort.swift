@@ -1,3 +1,5 @@
+import HTTPHeads
+
 /// A TLS listener's first bytes when they are plain HTTP, and the answer they get (nginx's "The plain HTTP request
 /// was sent to HTTPS port"): a person who typed `http://` gets told which URL works, where a TLS engine fed an HTTP
 /// request line would only fail its handshake and close with nothing said.

@@ -1,3 +1,5 @@
+import HTTPHeads
+
 /// A response of the proxy's own (a refusal, an upstream failure, a timeout): the status, a one-line plain-text
 /// reason as the body, and nothing a client could mistake for the upstream's. Every answer the proxy writes on a
 /// proxied connection is built here: the connection machine's and the event loop's (`403` for a client not

@@ -1,4 +1,5 @@
 import HTTPGrammar
+import HTTPHeads
 
 #if canImport(Glibc)
     import Glibc

@@ -1,5 +1,6 @@
 import ExchangeFacts
 import HTTPGrammar
+import HTTPHeads
 
 /// Requests: parsing them, routing, the request head rewritten and the body forwarded.
 extension ProxyConnectionMachine {

@@ -1,5 +1,6 @@
 import ExchangeFacts
 import HTTPGrammar
+import HTTPHeads
 
 /// Responses: heads parsed and rewritten, bodies framed, and how an exchange ends (finished, failed, answered by
 /// the proxy itself).

@@ -1,4 +1,5 @@
 import HTTPGrammar
+import HTTPHeads
 
 /// A client whose codec reads its own protocol and hands the machine typed messages (an HTTP/2 stream: a machine
 /// made with `client: .http2`): one request, its head made without parsing (``HeadBuilder``), its body's payload and its

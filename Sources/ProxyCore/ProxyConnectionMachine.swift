@@ -1,5 +1,6 @@
 import ExchangeFacts
 import HTTPGrammar
+import HTTPHeads
 
 /// The per-client-connection state machine of the proxy (sans-I/O): events in, bytes and commands out.
 /// Two halves read the two sides: ``RequestReader`` the client's bytes as requests, ``ResponseReader`` the

@@ -1,5 +1,6 @@
 import ExchangeFacts
 import HTTPGrammar
+import HTTPHeads
 
 /// Where the rules layer meets the proxy: which tunnels are intercepted, and a stage per event loop that sees each
 /// exchange's heads and end. The default changes nothing.

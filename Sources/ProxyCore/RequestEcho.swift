@@ -1,4 +1,5 @@
 import HTTPGrammar
+import HTTPHeads
 
 /// What of a request the proxy read, for an exchange that forwarded none (one the proxy answered itself, a CONNECT
 /// tunnel): the facts an access log line names, which a forwarded request gives its observers instead. Scanned

@@ -1,4 +1,5 @@
 import HTTPGrammar
+import HTTPHeads
 
 /// The client half of the connection machine: the bytes a client sent, read as requests (RFC 9112 §2.2: a head,
 /// then a body in the framing the head gives it, then the next request). It decides nothing: where a request goes,

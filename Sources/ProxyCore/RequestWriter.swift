@@ -1,5 +1,6 @@
 import ExchangeFacts
 import HTTPGrammar
+import HTTPHeads
 
 /// The writing half of the upstream's codec: the request as the hooks left it, written in the upstream's protocol
 /// once its connection says which (``connected(_:method:body:headBytes:_:)``). HTTP/1.1's request line, its chunked

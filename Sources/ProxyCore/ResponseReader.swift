@@ -1,4 +1,5 @@
 import HTTPGrammar
+import HTTPHeads
 
 /// The upstream half of the connection machine: the bytes an upstream sent for the exchange in flight, read as
 /// its response (RFC 9112 §2.2: interim heads, a final head, then a body in the framing the head and the request

@@ -1,5 +1,6 @@
 import ExchangeFacts
 import HTTPGrammar
+import HTTPHeads
 
 /// The writing half of the client's codec: the machine hands it a response as parts (interim heads, the final head,
 /// body bytes, the end with its trailers; or an answer of the proxy's own) and it writes them in the client's

@@ -1,5 +1,6 @@
 import ExchangeFacts
 import HTTPGrammar
+import HTTPHeads
 
 /// One route of a reverse proxy (`--route [HOST]/PREFIX=URL`): the requests for `host` (any host when nil) whose
 /// path starts with `prefix` go to `upstream`. The URL's path has nginx's `proxy_pass` meaning: with one, the

@@ -1,4 +1,5 @@
 import HTTPGrammar
+import HTTPHeads
 
 /// A message head made field by field by a codec that reads no HTTP/1.1 text (HTTP/2's, from nghttp2's header
 /// callbacks), for the machine to take as a received head: nothing is parsed. Its storage is the head's lines, the

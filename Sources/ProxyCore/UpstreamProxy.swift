@@ -1,4 +1,5 @@
 import HTTPGrammar
+import HTTPHeads
 
 /// Another HTTP proxy between this one and the origins (`--upstream-proxy http://[user:pass@]host:port`), as offices
 /// put one between developers and the internet.

@@ -1,5 +1,6 @@
 internal import CNGHTTP2
 import HTTPGrammar
+import HTTPHeads
 import ProxyCore
 
 /// The client side of one HTTP/2 connection to an upstream (RFC 9113), without I/O, shared by the exchanges that

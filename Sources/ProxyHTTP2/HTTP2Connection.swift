@@ -1,4 +1,5 @@
 internal import CNGHTTP2
+import HTTPHeads
 import ProxyCore
 
 /// A header block's size as it is decoded (RFC 9113 §6.5.2: each field's name and value lengths plus 32), held to

@@ -1,5 +1,6 @@
 internal import CNGHTTP2
 import HTTPGrammar
+import HTTPHeads
 import ProxyCore
 
 /// The server side of one HTTP/2 connection with a client (RFC 9113), without I/O: the connection's bytes in

@@ -1,5 +1,6 @@
 internal import CNGHTTP2
 import HTTPGrammar
+import HTTPHeads
 import ProxyCore
 
 /// One stream of an ``HTTP2ServerSession``: its request as received (pseudo-headers, fields, trailers), and its

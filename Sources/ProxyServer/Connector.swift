@@ -1,4 +1,5 @@
 import HTTPGrammar
+import HTTPHeads
 import ProxyCore
 import ProxyPlatform
 

@@ -1,8 +1,9 @@
 import Dispatch
 import ExchangeFacts
 import HTTPGrammar
-import ProxyCore
+import HTTPHeads
 import Locking
+import ProxyCore
 import ProxyPlatform
 
 #if canImport(Glibc)

@@ -1,4 +1,5 @@
 import HTTPGrammar
+import HTTPHeads
 import ProxyCore
 import ProxyHTTP2
 import ProxyPlatform

@@ -1,4 +1,5 @@
 import ExchangeFacts
+import HTTPHeads
 import ProxyCore
 import ProxyHTTP2
 import ProxyPlatform

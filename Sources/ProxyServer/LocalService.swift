@@ -1,6 +1,7 @@
 import HTTPGrammar
-import ProxyCore
+import HTTPHeads
 import Locking
+import ProxyCore
 import ProxyPlatform
 
 #if canImport(Glibc)

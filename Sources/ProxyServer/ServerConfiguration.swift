@@ -1,6 +1,7 @@
 internal import CProxyShims
-import HTTPGrammar
 import Foundation
+import HTTPGrammar
+import HTTPHeads
 import ProxyCore
 import ProxyPlatform
 import ProxyTLS

@@ -1,5 +1,6 @@
 import Dispatch
 import HTTPGrammar
+import HTTPHeads
 import ProxyCore
 import ProxyHTTP2
 import ProxyPlatform

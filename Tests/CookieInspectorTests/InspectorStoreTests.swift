@@ -1,8 +1,9 @@
 import CookieKit
 import CookieRules
 import ExchangeFacts
-import HTTPGrammar
 import Foundation
+import HTTPGrammar
+import HTTPHeads
 import ProxyCore
 import Testing
 

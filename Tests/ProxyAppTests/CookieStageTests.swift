@@ -4,6 +4,7 @@ import CookieRules
 import ExchangeFacts
 import Foundation
 import HTTPGrammar
+import HTTPHeads
 import Locking
 import LogWriter
 import ProxyApp

@@ -1,6 +1,7 @@
 @testable import ProxyCore
 import ExchangeFacts
 import HTTPGrammar
+import HTTPHeads
 import Testing
 
 /// RFC 9112 §11.2: what the proxy forwards has one reading. Every table runs twice, fed all at once and one byte

@@ -1,4 +1,5 @@
 @testable import ProxyCore
+import HTTPHeads
 import Testing
 
 @Suite struct HTTPCodecTests {

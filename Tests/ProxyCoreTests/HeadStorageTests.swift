@@ -1,6 +1,7 @@
 @testable import ProxyCore
 import ExchangeFacts
 import HTTPGrammar
+import HTTPHeads
 import Testing
 
 /// One event loop's head storage (``HeadStorage``), shared by its connections: every head is parsed and rewritten

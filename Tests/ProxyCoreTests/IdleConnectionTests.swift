@@ -1,3 +1,4 @@
+import HTTPHeads
 import Testing
 
 @testable import ProxyCore

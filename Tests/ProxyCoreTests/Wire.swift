@@ -1,3 +1,4 @@
+import HTTPHeads
 import ProxyCore
 
 /// A byte-level transcript of one client connection through the machine: bytes in, bytes and commands out.

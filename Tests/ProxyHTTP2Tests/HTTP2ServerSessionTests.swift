@@ -1,4 +1,5 @@
 import CNGHTTP2
+import HTTPHeads
 import ProxyCore
 import Testing
 

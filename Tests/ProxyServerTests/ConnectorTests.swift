@@ -1,3 +1,4 @@
+import HTTPHeads
 import ProxyCore
 import Testing
 

@@ -38,7 +38,7 @@ public struct HTTPHead: Sendable {
     }
 
     /// As the parser makes it: `knownFields` gathered while the fields were read.
-    init(bytes: [UInt8], startLine: Range<Int>, fields: [Field], knownFields: UInt64) {
+    package init(bytes: [UInt8], startLine: Range<Int>, fields: [Field], knownFields: UInt64) {
         self.bytes = bytes
         self.startLineBounds = Self.bounds(startLine)
         self.fields = fields
@@ -58,6 +58,11 @@ public struct HTTPHead: Sendable {
         public var value: Range<Int>
         /// The name, when it is one the proxy acts on (classified once, while parsing).
         public var known: KnownField = .other
+
+        @inlinable
+        package init(line: Range<Int>, name: Range<Int>, value: Range<Int>, known: KnownField = .other) {
+            (self.line, self.name, self.value, self.known) = (line, name, value, known)
+        }
     }
 
     public func name(_ field: Field) -> String { String(decoding: bytes[field.name], as: UTF8.self) }
@@ -131,7 +136,7 @@ public struct HTTPHead: Sendable {
 
     /// Calls `body` with the byte range of each comma-separated element (RFC 9110 §5.6.1) of the fields `wanted`
     /// selects, optional whitespace trimmed, in order; empty elements included (callers decide about them).
-    func forEachListElement<E: Error>(
+    package func forEachListElement<E: Error>(
         where wanted: (Field) -> Bool, _ body: (Range<Int>) throws(E) -> Void
     ) throws(E) {
         for field in fields where wanted(field) {
@@ -175,6 +180,10 @@ public struct RequestHead: Sendable {
     public var targetRange: Range<Int>
     public var version: HTTPVersion
 
+    package init(head: HTTPHead, method: String, targetRange: Range<Int>, version: HTTPVersion) {
+        (self.head, self.method, self.targetRange, self.version) = (head, method, targetRange, version)
+    }
+
     /// The request-target (RFC 9112 §3.2).
     public var target: String { String(decoding: head.bytes[targetRange], as: UTF8.self) }
 
@@ -189,4 +198,8 @@ public struct ResponseHead: Sendable {
     public var head: HTTPHead
     public var version: HTTPVersion
     public var status: Int
+
+    package init(head: HTTPHead, version: HTTPVersion, status: Int) {
+        (self.head, self.version, self.status) = (head, version, status)
+    }
 }

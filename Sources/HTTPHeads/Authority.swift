@@ -23,7 +23,7 @@ public enum Authority {
     public static func isValid(_ a: UnsafeBufferPointer<UInt8>) -> Bool { scan(a, defaultPort: 80) != nil }
 
     /// Where the host is (brackets and a trailing root dot excluded) and the port.
-    static func scan(_ a: UnsafeBufferPointer<UInt8>, defaultPort: Int) -> (Range<Int>, Int)? {
+    package static func scan(_ a: UnsafeBufferPointer<UInt8>, defaultPort: Int) -> (Range<Int>, Int)? {
         guard let split = HostPort.split(a) else { return nil }
         let bracketed = split.bracketed
         let hostStart = split.host.lowerBound

@@ -20,7 +20,7 @@ public struct OutgoingHead: Sendable {
         _modify { yield &storage.lines }
     }
     /// The written-line buffer, for ``HeadStorage`` to reuse once the head is gone.
-    var writtenStorage: EditedLines? { storage.lines }
+    package var writtenStorage: EditedLines? { storage.lines }
     /// The bytes of the written and edited lines (and of a new start line), in the order they were written.
     public var editedBytes: [UInt8] { withEditedBytes { Array($0) } }
 
@@ -51,13 +51,13 @@ public struct OutgoingHead: Sendable {
         var lines: [Line]
         var written: EditedLines?
         public init() { (lines, written) = ([], nil) }
-        init(lines: consuming [Line], written: consuming EditedLines?) {
+        package init(lines: consuming [Line], written: consuming EditedLines?) {
             self.lines = lines
             self.written = written
         }
     }
 
-    func withEditedBytes<R>(_ body: (UnsafeBufferPointer<UInt8>) -> R) -> R {
+    package func withEditedBytes<R>(_ body: (UnsafeBufferPointer<UInt8>) -> R) -> R {
         guard let edited else { return body(UnsafeBufferPointer(start: nil, count: 0)) }
         return edited.withBytes(body)
     }
@@ -127,7 +127,7 @@ public struct OutgoingHead: Sendable {
     public func known(at index: Int) -> KnownField { Self.known(of: lines[index], in: source) }
 
     @inlinable
-    static func known(of line: Line, in source: HTTPHead) -> KnownField {
+    package static func known(of line: Line, in source: HTTPHead) -> KnownField {
         switch line {
         case .original(let i), .edited(let i, _): return source.fields[i].known
         case .written(_, _, let known): return known
@@ -143,7 +143,7 @@ public struct OutgoingHead: Sendable {
     }
 
     /// Where the value of an edited line is in ``editedBytes``: after `Name: `, before CRLF.
-    func editedValue(_ field: Int, _ line: Range<Int>) -> Range<Int> {
+    package func editedValue(_ field: Int, _ line: Range<Int>) -> Range<Int> {
         line.lowerBound + source.fields[field].name.count + 2..<line.upperBound - 2
     }
 
@@ -211,12 +211,12 @@ public struct OutgoingHead: Sendable {
     }
 
     /// ``append(name:value:)`` for a name whose classification the caller knows (the proxy's own lines).
-    mutating func append(name: String, value: [UInt8], known: KnownField) {
+    package mutating func append(name: String, value: [UInt8], known: KnownField) {
         value.withUnsafeBufferPointer { append(name: name, value: $0, known: known) }
     }
 
     /// The line `name: value` at the end, its bytes copied.
-    mutating func append(name: String, value: UnsafeBufferPointer<UInt8>, known: KnownField) {
+    package mutating func append(name: String, value: UnsafeBufferPointer<UInt8>, known: KnownField) {
         var name = name
         name.withUTF8 { name in
             makeRoom(name.count + value.count + 4)
@@ -333,29 +333,29 @@ public struct OutgoingHead: Sendable {
 }
 
 /// A head's ``EditedLines``: sendable as the head is, since only a head that holds the only reference writes to it.
-struct EditedStorage: @unchecked Sendable {
-    var lines: EditedLines?
+package struct EditedStorage: @unchecked Sendable {
+    package var lines: EditedLines?
 }
 
 /// The bytes of a head's edited lines, in one allocation (header and bytes): appended to in place, where an append
 /// to an Array goes through the generic sequence machinery at several times the cost of copying a line. Written
 /// only while its head holds the only reference (``OutgoingHead`` copies it first otherwise).
-final class EditedLines: ManagedBuffer<EditedLines.Header, UInt8> {
-    struct Header {
+package final class EditedLines: ManagedBuffer<EditedLines.Header, UInt8> {
+    package struct Header {
         var count: Int
         var capacity: Int
     }
 
-    static func make(capacity: Int) -> EditedLines {
+    package static func make(capacity: Int) -> EditedLines {
         let made = EditedLines.create(minimumCapacity: capacity) { _ in Header(count: 0, capacity: capacity) }
         return unsafeDowncast(made, to: EditedLines.self)
     }
 
-    var count: Int { header.count }
-    var room: Int { header.capacity }
+    package var count: Int { header.count }
+    package var room: Int { header.capacity }
 
     /// A copy with room for `capacity` bytes.
-    func copy(capacity: Int) -> EditedLines {
+    package func copy(capacity: Int) -> EditedLines {
         let copy = EditedLines.make(capacity: max(capacity, count))
         withUnsafeMutablePointerToElements { from in
             copy.withUnsafeMutablePointerToElements { $0.initialize(from: from, count: count) }
@@ -364,12 +364,12 @@ final class EditedLines: ManagedBuffer<EditedLines.Header, UInt8> {
         return copy
     }
 
-    func withBytes<R>(_ body: (UnsafeBufferPointer<UInt8>) -> R) -> R {
+    package func withBytes<R>(_ body: (UnsafeBufferPointer<UInt8>) -> R) -> R {
         withUnsafeMutablePointerToElements { body(UnsafeBufferPointer(start: $0, count: header.count)) }
     }
 
     /// Appends `line\r\n` (the room for it is there); returns where it is.
-    func appendLine(_ line: UnsafeBufferPointer<UInt8>) -> Range<Int> {
+    package func appendLine(_ line: UnsafeBufferPointer<UInt8>) -> Range<Int> {
         let start = header.count
         withUnsafeMutablePointerToElements { elements in
             let p = elements + start
@@ -382,10 +382,10 @@ final class EditedLines: ManagedBuffer<EditedLines.Header, UInt8> {
     }
 
     /// Empties the buffer for reuse by its only holder.
-    func removeAll() { header.count = 0 }
+    package func removeAll() { header.count = 0 }
 
     /// Appends `name: value\r\n` (the room for it is there); returns where the line is.
-    func appendLine(name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>) -> Range<Int> {
+    package func appendLine(name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>) -> Range<Int> {
         let start = header.count
         withUnsafeMutablePointerToElements { elements in
             let p = elements + start

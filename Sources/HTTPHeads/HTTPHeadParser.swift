@@ -143,7 +143,7 @@ public struct HTTPHeadParser: Sendable {
 
     /// The index of the next LF at or after `from`, or `b.count` (libc's vectorised memchr).
     @inline(__always)
-    static func nextLF(_ b: UnsafeBufferPointer<UInt8>, from: Int) -> Int {
+    package static func nextLF(_ b: UnsafeBufferPointer<UInt8>, from: Int) -> Int {
         guard from < b.count, let base = b.baseAddress, let hit = memchr(base + from, 0x0A, b.count - from) else {
             return b.count
         }
@@ -152,7 +152,7 @@ public struct HTTPHeadParser: Sendable {
 
     /// Why a head is refused before it is split into lines: a NUL, or a CR not followed by LF, anywhere in it
     /// (libc's memchr does the scanning: a head has a CR per line).
-    static func nulOrBareCR(_ b: UnsafeBufferPointer<UInt8>) -> (String, Int)? {
+    package static func nulOrBareCR(_ b: UnsafeBufferPointer<UInt8>) -> (String, Int)? {
         guard let base = b.baseAddress else { return nil }
         if let nul = memchr(base, 0x00, b.count) {
             return ("NUL in message head", UnsafeRawPointer(nul) - UnsafeRawPointer(base))
@@ -167,7 +167,7 @@ public struct HTTPHeadParser: Sendable {
     }
 
     /// The head with a CR inserted before every LF that has none.
-    static func normalisingLineEnds(_ bytes: [UInt8]) -> [UInt8] {
+    package static func normalisingLineEnds(_ bytes: [UInt8]) -> [UInt8] {
         var out: [UInt8] = []
         out.reserveCapacity(bytes.count + 32)
         var previous: UInt8 = 0
@@ -291,7 +291,7 @@ public struct HTTPHeadParser: Sendable {
         return ResponseHead(head: head, version: version, status: status)
     }
 
-    static func parseVersion(_ a: ArraySlice<UInt8>) -> HTTPVersion? {
+    package static func parseVersion(_ a: ArraySlice<UInt8>) -> HTTPVersion? {
         let s = a.startIndex
         guard a.count == 8, a[s] == 0x48, a[s + 1] == 0x54, a[s + 2] == 0x54, a[s + 3] == 0x50, a[s + 4] == 0x2F,
             a[s + 6] == 0x2E, a[s + 5] == 0x31, a[s + 7] &- 0x30 < 10
@@ -299,19 +299,21 @@ public struct HTTPHeadParser: Sendable {
         return HTTPVersion(major: 1, minor: Int(a[s + 7] - 0x30))
     }
 
-    static func malformed(_ reason: String, at offset: Int? = nil) -> HTTPParseError {
+    package static func malformed(_ reason: String, at offset: Int? = nil) -> HTTPParseError {
         HTTPParseError(kind: .malformed, description: reason, offset: offset)
     }
 
     /// tchar (RFC 9110 §5.6.2), shared with the cookie grammar.
-    static func isTokenChar(_ byte: UInt8) -> Bool { ByteClass.isTokenChar(byte) }
+    package static func isTokenChar(_ byte: UInt8) -> Bool { ByteClass.isTokenChar(byte) }
 
     /// A field name from `start`: the index of the first `:` before `end` (or `end`), and whether every byte before
     /// it is a tchar (RFC 9110 §5.6.2). Eight bytes at a time while all are letters, digits or `-` (the bytes of
     /// nearly every field name), each byte tested exactly; from the first word with any other byte (a rarer
     /// tchar, or one that is not) on, one byte at a time.
     @inline(__always)
-    static func scanName(_ b: UnsafeBufferPointer<UInt8>, from start: Int, to end: Int) -> (colon: Int, isToken: Bool) {
+    package static func scanName(_ b: UnsafeBufferPointer<UInt8>, from start: Int, to end: Int) -> (
+        colon: Int, isToken: Bool
+    ) {
         var i = start
         if let base = b.baseAddress {
             let high: UInt64 = 0x8080_8080_8080_8080
@@ -348,7 +350,7 @@ public struct HTTPHeadParser: Sendable {
     /// sum below carries into the next byte): a byte is at least `low` when `byte + 0x80 - low` has its high bit,
     /// and above `high` when `byte + 0x7F - high` has it.
     @inline(__always)
-    static func bytes(_ w: UInt64, from low: UInt64, to high: UInt64) -> UInt64 {
+    package static func bytes(_ w: UInt64, from low: UInt64, to high: UInt64) -> UInt64 {
         let ones: UInt64 = 0x0101_0101_0101_0101
         return (w &+ ones &* (0x80 &- low)) & ~(w &+ ones &* (0x7F &- high)) & (ones &* 0x80)
     }

@@ -51,26 +51,26 @@ public struct FieldSection: Sendable, Hashable {
     // MARK: Read byte by byte (the chunked decoder's trailer section)
 
     /// The first byte of a field's name.
-    mutating func startField(_ byte: UInt8) {
+    package mutating func startField(_ byte: UInt8) {
         valueStart = nil
         storage.append(byte)
     }
 
     /// A byte of the name, or of the value once ``endName()`` was called; the value's leading whitespace
     /// (OWS, RFC 9110 §5.6.3) is not part of it.
-    mutating func appendByte(_ byte: UInt8) {
+    package mutating func appendByte(_ byte: UInt8) {
         if let valueStart, storage.count == valueStart, byte == 0x20 || byte == 0x09 { return }
         storage.append(byte)
     }
 
     /// The name has ended (its colon was read).
-    mutating func endName() {
+    package mutating func endName() {
         bounds.append(storage.count)
         valueStart = storage.count
     }
 
     /// The value has ended (its CR was read): its trailing whitespace is not part of it.
-    mutating func endValue() {
+    package mutating func endValue() {
         let start = valueStart ?? storage.count
         while storage.count > start, storage[storage.count - 1] == 0x20 || storage[storage.count - 1] == 0x09 {
             storage.removeLast()
@@ -80,13 +80,13 @@ public struct FieldSection: Sendable, Hashable {
     }
 
     /// Leaves out the field just read (one a trailer section must not carry).
-    mutating func dropLast() {
+    package mutating func dropLast() {
         bounds.removeLast(2)
         storage.removeSubrange((bounds.last ?? 0)...)
     }
 
     /// The last field's name.
-    var lastName: ArraySlice<UInt8> {
+    package var lastName: ArraySlice<UInt8> {
         storage[(bounds.count > 2 ? bounds[bounds.count - 3] : 0)..<bounds[bounds.count - 2]]
     }
 }

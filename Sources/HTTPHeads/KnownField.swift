@@ -122,7 +122,7 @@ public enum KnownField: UInt8, Sendable {
     /// Bytes `from ..< min(end, from + 8)` of `b`, `| 0x20`, packed little-endian (one load when eight bytes lie
     /// inside the buffer, as they do for every name followed by its colon and value).
     @inline(__always)
-    static func word(_ b: UnsafeBufferPointer<UInt8>, _ from: Int, _ end: Int) -> UInt64 {
+    package static func word(_ b: UnsafeBufferPointer<UInt8>, _ from: Int, _ end: Int) -> UInt64 {
         let count = min(8, end - from)
         let mask: UInt64 = count == 8 ? ~0 : (1 << UInt64(8 * count)) - 1
         var w: UInt64 = 0
