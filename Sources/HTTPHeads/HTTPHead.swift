@@ -67,6 +67,7 @@ public struct HTTPHead: Sendable {
 
     public func name(_ field: Field) -> String { String(decoding: bytes[field.name], as: UTF8.self) }
     public func value(_ field: Field) -> String { String(decoding: bytes[field.value], as: UTF8.self) }
+    @inlinable
     public func valueBytes(_ field: Field) -> ArraySlice<UInt8> { bytes[field.value] }
 
     /// Whether a field's name equals `lowercaseName`, ignoring ASCII case.
@@ -136,6 +137,7 @@ public struct HTTPHead: Sendable {
 
     /// Calls `body` with the byte range of each comma-separated element (RFC 9110 §5.6.1) of the fields `wanted`
     /// selects, optional whitespace trimmed, in order; empty elements included (callers decide about them).
+    @inlinable
     package func forEachListElement<E: Error>(
         where wanted: (Field) -> Bool, _ body: (Range<Int>) throws(E) -> Void
     ) throws(E) {
@@ -188,6 +190,7 @@ public struct RequestHead: Sendable {
     public var target: String { String(decoding: head.bytes[targetRange], as: UTF8.self) }
 
     /// The request-target's bytes, in place for the duration of `body`.
+    @inlinable
     public func withTargetBytes<R>(_ body: (UnsafeBufferPointer<UInt8>) -> R) -> R {
         head.bytes.withUnsafeBufferPointer { body(UnsafeBufferPointer(rebasing: $0[targetRange])) }
     }

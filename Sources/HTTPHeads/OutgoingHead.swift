@@ -98,6 +98,7 @@ public struct OutgoingHead: Sendable {
         line.lowerBound + nameLength + 2..<line.upperBound - 2
     }
 
+    @inlinable
     public var count: Int { lines.count }
 
     /// The field name at `index`, as written.
