@@ -15,14 +15,20 @@ package final class BrowserProcess {
 
     /// A fresh profile folder for `engine`; nothing runs yet.
     package init(engine: String) throws(BrowserFailure) {
-        let path = NSTemporaryDirectory() + "cookie-proxy-\(engine)-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        profile = try Self.makeFolder(engine)
+    }
+
+    /// A fresh folder (mode 0700) in the temporary directory, named `cookie-proxy-NAME-PID-RANDOM` (the audit's
+    /// cleanup finds a browser left running by it); its owner removes it.
+    static func makeFolder(_ name: String, what: String = "a profile folder") throws(BrowserFailure) -> String {
+        let path = NSTemporaryDirectory() + "cookie-proxy-\(name)-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
         do {
             try FileManager.default.createDirectory(
                 atPath: path, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         } catch {
-            throw BrowserFailure("cannot create a profile folder \(path): \(error.localizedDescription)")
+            throw BrowserFailure("cannot create \(what) \(path): \(error.localizedDescription)")
         }
-        profile = path
+        return path
     }
 
     deinit {

@@ -22,10 +22,8 @@ final class LineServer: Sendable {
     private let folder: String
 
     init() throws(BrowserFailure) {
-        folder = NSTemporaryDirectory() + "cookie-proxy-lines-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        folder = try BrowserProcess.makeFolder("lines", what: "the line server's folder")
         do {
-            try FileManager.default.createDirectory(
-                atPath: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
             let ca = try CertificateAuthority.create(
                 in: folder + "/ca", force: true, commonName: "cookie-proxy parse --browser (throwaway)")
             tls = try TLSServerContext(leaves: try LeafCache(ca: ca))
