@@ -157,7 +157,8 @@ let package = Package(
             name: "SiteAuditRunner",
             dependencies: [
                 "CookieKit", "ExchangeFacts", "Locking", "ProxyApp", "SiteAudit", "Terminal", "BrowserEngines",
-                "BuildVersion", "CookieInspector", "CookieRules", "JSONStream", "ProxyTLS", "ProxyPlatform",
+                "BuildVersion", "CookieInspector", "CookieReports", "CookieRules", "JSONStream", "ProxyTLS",
+                "ProxyPlatform",
             ]),
         // Writes the commit a build is made from into BuildVersion.
         .executableTarget(name: "build-info"),
@@ -205,7 +206,7 @@ let package = Package(
         .testTarget(name: "SiteAuditRunnerTests", dependencies: ["ExchangeFacts", "SiteAudit", "SiteAuditRunner"]),
         .testTarget(name: "CookieMCPTests", dependencies: ["CookieMCP", "TestSupport"]),
         .testTarget(name: "JSONStreamTests", dependencies: ["JSONStream"]),
-        .testTarget(name: "SiteAuditTests", dependencies: ["SiteAudit", "CookieKit"]),
+        .testTarget(name: "SiteAuditTests", dependencies: ["SiteAudit", "CookieKit", "JSONStream"]),
         .testTarget(name: "ArgumentParsingTests", dependencies: ["ArgumentParsing"]),
         .testTarget(name: "ProxyTLSTests", dependencies: ["ProxyTLS"]),
         .testTarget(name: "ProxyHTTP2Tests", dependencies: ["HTTPHeads", "ProxyHTTP2", "CNGHTTP2", "ProxyCore"]),

@@ -291,6 +291,7 @@ extension JSONValue {
     }
     public var string: String? { if case .string(let s) = self { s } else { nil } }
     public var array: [JSONValue]? { if case .array(let a) = self { a } else { nil } }
+    public var bool: Bool? { if case .bool(let b) = self { b } else { nil } }
     public var int: Int64? {
         switch self {
         case .int(let i): return i

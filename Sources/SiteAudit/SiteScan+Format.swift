@@ -38,7 +38,7 @@ extension SiteScan {
                     })
             ),
             ("cookies", .array(cookies.map(\.json))),
-            ("rules", rules.map(\.json) ?? .null),
+            ("rules", rules.map(\.json) ?? .null), ("baseline", baseline.map(\.json) ?? .null),
             (
                 "refused",
                 .array(
@@ -73,6 +73,7 @@ extension SiteScan {
         for p in pages where p.problem != nil {
             out += "  page \(p.url) [\(p.state.rawValue)]: \(p.problem!)\n"
         }
+        if let baseline { out += "\n\(baseline.text)" }
         let sorted = cookies.sorted { ($0.party, $0.domain, $0.name) < ($1.party, $1.domain, $1.name) }
         out += "\n\(cookies.count) cookie(s):\n"
         for c in sorted {

@@ -39,8 +39,10 @@ extension SiteScan {
                 "<tr><td>\(s.state.rawValue)</td><td>\(Self.tag(s.applied ? "applied" : "not applied", s.applied ? "good" : "bad"))"
             h += "</td><td>\(Self.escape(s.detail))</td><td>\(count)</td></tr>\n"
         }
+        h += "</table>\n"
+        if let baseline { h += "<h2>Since the baseline</h2>\n" + baseline.html() }
         // Fixed columns: a long URL or value wraps in its own column instead of widening the table.
-        h += "</table>\n<h2>Cookies</h2>\n<table class=\"cookies\"><colgroup>"
+        h += "<h2>Cookies</h2>\n<table class=\"cookies\"><colgroup>"
         for width in [14, 7, 16, 15, 9, 7, 11, 10, 11] { h += "<col style=\"width:\(width)%\">" }
         h += "</colgroup><tr><th>cookie</th><th>party</th><th>set by</th><th>first seen</th>"
         h += "<th>states</th><th>lifetime</th><th>attributes</th><th>category</th><th>findings</th></tr>\n"

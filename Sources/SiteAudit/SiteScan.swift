@@ -179,6 +179,8 @@ public struct SiteScan: Sendable {
     public var thirdParty = "default"
     /// With `--rules`: the same pages through the rules, cookie by cookie.
     public var rules: RulesComparison? = nil
+    /// With `--baseline`: every cookie compared with the same site's in an earlier run.
+    public var baseline: BaselineComparison? = nil
     /// What this engine's report cannot show (its automation protocol's limits).
     public var notes: [String] = []
     public var states: [ConsentOutcome]
@@ -327,7 +329,8 @@ extension SiteScan {
     /// refused for what the line says (`rejects`), the lines it refused for its own privacy settings alone
     /// (`blocked`: third-party cookie blocking, not the site's fault and not in the default), analytics and marketing
     /// cookies set before consent (``failures(of:)``).
-    public static let failKinds = ["undeclared", "violations", "rejects", "blocked", "set-before-consent"]
+    public static let failKinds =
+        ["undeclared", "violations", "rejects", "blocked", "set-before-consent"] + BaselineComparison.failKinds
 
     /// Refusal reasons that are the browser's privacy settings, not anything the line says: Chromium's
     /// `UserPreferences` (third-party cookies blocked), `ThirdPartyPhaseout` and `ThirdPartyBlockedInFirstPartySet`.
@@ -356,10 +359,11 @@ extension SiteScan {
         return (Set(names), names.first { !failKinds.contains($0) })
     }
 
-    /// What a CI gate fails on, of the `kinds` asked (`undeclared`, `violations`, `rejects`, `set-before-consent`):
-    /// a line per cookie or refusal, empty when the gate passes.
+    /// What a CI gate fails on, of the `kinds` asked (`undeclared`, `violations`, `rejects`, `set-before-consent`;
+    /// with a baseline `new`, `changed`, `gone`): a line per cookie or refusal, empty when the gate passes.
     public func failures(of kinds: Set<String>) -> [String] {
         var out: [String] = []
+        if let baseline { out += baseline.failures(of: kinds) }
         for c in cookies {
             for f in c.findings {
                 let kind =

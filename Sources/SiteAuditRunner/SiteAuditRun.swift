@@ -26,14 +26,25 @@ public enum SiteAuditRun {
     public static func runInForeground(
         engines: [Browser], _ options: Options, out: String?, terminal: Bool
     ) -> (outcome: Outcome, interrupted: Bool) {
+        inForeground(options, terminal: terminal) { options, bar in
+            run(engines: engines, options, out: out, progress: bar.show)
+        }
+    }
+
+    /// `body` on a thread of its own with `options` whose `cancelled` turns true on SIGINT or SIGTERM, while this
+    /// one waits for it or for the signals (its progress drawn by the ``ProgressBar`` it is given). What it
+    /// returned, and whether a signal cut it short.
+    static func inForeground<T: Sendable>(
+        _ options: Options, terminal: Bool, _ body: @escaping @Sendable (Options, ProgressBar) -> T
+    ) -> (outcome: T, interrupted: Bool) {
         var signals = BlockedSignals([SIGINT, SIGTERM])
         let stop = Locked(false)
-        let done = Locked<Outcome?>(nil)
+        let done = Locked<T?>(nil)
         var options = options
         options.cancelled = { stop.withLock { $0 } }
         let bar = ProgressBar(terminal: terminal)
         let worker = Thread { [options] in
-            let outcome = run(engines: engines, options, out: out, progress: bar.show)
+            let outcome = body(options, bar)
             done.withLock { $0 = outcome }
         }
         worker.start()
@@ -71,6 +82,8 @@ public enum SiteAuditRun {
         public var cancelled: @Sendable () -> Bool = { false }
         /// Screenshots of each page go here (`--out`), when set.
         public var screenshots: String? = nil
+        /// `--baseline`: an earlier run's cookies, compared with this run's site by site.
+        public var baseline: AuditSnapshot? = nil
         public init(url: String) { self.url = url }
     }
 
@@ -135,6 +148,12 @@ public enum SiteAuditRun {
                 o, binary: binary, home: home, rules: rules.set, pages: before.pages, label: "rules", progress: progress
             )
             scan.rules = RulesComparison(path: rules.path, before: scan, after: report(after))
+        }
+        // A run that reached no page has nothing to compare: its cookies would all read as gone.
+        if let baseline = o.baseline, let site = FleetList.site(of: o.url)?.site, scan.pages.contains(where: \.reached)
+        {
+            scan.baseline = BaselineComparison(
+                from: baseline.path, before: baseline.cookies(of: site), after: scan.cookies.map(RecordedCookie.init))
         }
         return scan
     }

@@ -16,13 +16,22 @@ import Terminal
 /// `cookie-proxy audit URL --browser chromium`: the options read into ``SiteAuditRun/Options``, the report printed.
 extension AuditCommand {
     static func runBrowser(_ args: ParsedArguments) throws(UsageError) -> Int32 {
-        guard args.positionals.count == 1 else {
+        let urls = args.value(Option.urls)
+        if urls != nil, !args.positionals.isEmpty {
             throw UsageError(
-                message: "give one URL, e.g. cookie-proxy audit --browser chromium https://shop.example/",
+                message: "give the sites either in --urls FILE or as one URL, not both", command: spec.name)
+        }
+        guard urls != nil || args.positionals.count == 1 else {
+            throw UsageError(
+                message:
+                    "give one URL, e.g. cookie-proxy audit --browser chromium https://shop.example/, or --urls FILE",
                 command: spec.name)
         }
+        if urls == nil, args.value(Option.shard) != nil {
+            throw UsageError(message: "--shard splits a --urls list: give --urls FILE", command: spec.name)
+        }
         let format = try args.choice(Option.format, command: spec.name)
-        var o = SiteAuditRun.Options(url: args.positionals[0])
+        var o = SiteAuditRun.Options(url: args.positionals.first ?? "")
 
         o.pages = try args.integer(Option.pages, in: 1...10_000, orDefault: true, command: spec.name) ?? 10
         if let seed = args.value(Option.seed) {
@@ -69,6 +78,17 @@ extension AuditCommand {
             }
             failOn = read.kinds
         }
+        if let path = args.value(Option.baseline) {
+            do {
+                o.baseline = try AuditSnapshot.load(path)
+            } catch {
+                Console.err("error: --baseline: \(error)")
+                return 2
+            }
+        } else if let kind = BaselineComparison.failKinds.first(where: failOn.contains) {
+            throw UsageError(
+                message: "--fail-on \(kind) compares with an earlier run: give --baseline PATH", command: spec.name)
+        }
         if let path = args.value(Option.rules) {
             do {
                 o.rules = (path, try RulesFiles.load(path))
@@ -87,6 +107,15 @@ extension AuditCommand {
             }
             o.screenshots = out
         }
+        if let urls {
+            guard engines.count == 1 else {
+                throw UsageError(
+                    message: "--urls audits with one engine: run it once per engine (--browser all is one site's)",
+                    command: spec.name)
+            }
+            o.engine = engines[0]
+            return try runFleet(urls, o, failOn: failOn, out: out, format: format, args)
+        }
         let (outcome, interrupted) = SiteAuditRun.runInForeground(
             engines: engines, o, out: out, terminal: isatty(2) == 1)
         for error in outcome.errors { Console.err("error: \(error)") }
@@ -101,5 +130,63 @@ extension AuditCommand {
         let failures = outcome.failures(of: failOn)
         for line in failures { Console.err("fails: \(line)") }
         return failures.isEmpty ? 0 : 1
+    }
+
+    /// `--urls FILE` (and `--shard K/N`): the fleet audited site by site, its report printed in `format`.
+    static func runFleet(
+        _ file: String, _ o: SiteAuditRun.Options, failOn: Set<String>, out: String?, format: String,
+        _ args: ParsedArguments
+    ) throws(UsageError) -> Int32 {
+        let list: FleetList
+        do {
+            list = try FleetList(text: try String(contentsOfFile: file, encoding: .utf8), file: file)
+        } catch let error as FleetList.Failure {
+            Console.err("error: --urls: \(error)")
+            return 2
+        } catch {
+            Console.err("error: --urls: cannot read \(file): \(error.localizedDescription)")
+            return 2
+        }
+        var fleet = FleetRun.Options(sites: list.sites, site: o, failOn: failOn)
+        fleet.out = out
+        if let shard = args.value(Option.shard) {
+            let (k, n) = try Self.shard(shard, environment: ProcessInfo.processInfo.environment)
+            fleet.sites = list.shard(k, of: n)
+            fleet.shard = "\(k)/\(n)"
+            Console.err("shard \(k)/\(n): \(fleet.sites.count) of the \(list.sites.count) site(s) in \(file)")
+        }
+        let (outcome, interrupted) = FleetRun.runInForeground(fleet, terminal: isatty(2) == 1)
+        for error in outcome.errors { Console.err("error: \(error)") }
+        Console.document(outcome.document(format: format))
+        if interrupted { return 130 }
+        for site in outcome.report.sites {
+            if let error = site.error { Console.err("error: \(site.site): \(error)") }
+            for line in site.failures { Console.err("fails: \(site.site): \(line)") }
+        }
+        // An empty shard has nothing to fail on.
+        if fleet.sites.isEmpty { return 0 }
+        return outcome.errors.isEmpty ? outcome.report.status : 2
+    }
+
+    /// `--shard K/N` read: K from 1 to N, or `JOB_COMPLETION_INDEX/N` (a Kubernetes Indexed Job's index, 0-based,
+    /// from the environment).
+    static func shard(_ text: String, environment: [String: String]) throws(UsageError) -> (Int, Int) {
+        let parts = text.split(separator: "/", omittingEmptySubsequences: false)
+        guard parts.count == 2, let n = Int(parts[1]), (1...10_000).contains(n) else {
+            throw UsageError(message: "--shard '\(text)' is K/N, e.g. 2/5 (N from 1 to 10000)", command: spec.name)
+        }
+        if parts[0] == "JOB_COMPLETION_INDEX" {
+            guard let index = environment["JOB_COMPLETION_INDEX"].flatMap({ Int($0) }), (0..<n).contains(index) else {
+                throw UsageError(
+                    message:
+                        "--shard JOB_COMPLETION_INDEX/\(n): the variable is \(environment["JOB_COMPLETION_INDEX"].map { "'\($0)'" } ?? "not set"), not an index from 0 to \(n - 1)",
+                    command: spec.name)
+            }
+            return (index + 1, n)
+        }
+        guard let k = Int(parts[0]), (1...n).contains(k) else {
+            throw UsageError(message: "--shard '\(text)': K is from 1 to \(n)", command: spec.name)
+        }
+        return (k, n)
     }
 }

@@ -86,11 +86,28 @@ enum AuditCommand {
             help:
                 "With --browser: what makes the exit status 1, comma-separated: undeclared, violations, rejects (a"
                 + " line refused for what it says), blocked (refused by the browser's privacy settings alone),"
-                + " set-before-consent.",
+                + " set-before-consent; with --baseline also new, changed, gone (cookies since the baseline).",
             defaultValue: "rejects,set-before-consent (and undeclared,violations with --policy)")
         static let out = OptionSpec(
             names: ["--out"], value: "dir",
-            help: "With --browser: write report.json, report.txt, a screenshot per page and manifest.json (SHA-256).")
+            help:
+                "With --browser: write report.json, report.txt, a screenshot per page and manifest.json (SHA-256); with"
+                + " --urls a folder per site and fleet.json, fleet.txt, fleet.html.")
+        static let urls = OptionSpec(
+            names: ["--urls"], value: "file",
+            help:
+                "With --browser: audit each site of this file (a start URL per line, # comments) with the same options;"
+                + " exit status the worst site's.")
+        static let baseline = OptionSpec(
+            names: ["--baseline"], value: "path",
+            help:
+                "With --browser: compare each cookie with an earlier run (its --out folder, report.json or fleet.json):"
+                + " new, changed (which facts), gone or same.")
+        static let shard = OptionSpec(
+            names: ["--shard"], value: "K/N",
+            help:
+                "With --urls: audit only the K-th of N disjoint parts of the list (a site always in the same part);"
+                + " JOB_COMPLETION_INDEX/N reads K from that variable (Kubernetes, 0-based).")
         static let har = OptionSpec(
             names: ["--har"], value: "file",
             help:
@@ -102,7 +119,7 @@ enum AuditCommand {
         name: "audit",
         abstract: "Fetch a URL (following redirects like a browser) and check every cookie it sets.",
         usage:
-            "cookie-proxy audit [options] URL\n       cookie-proxy audit --browser chromium [--pages N] [--consent STATE] [--out DIR] URL\n       cookie-proxy audit --har FILE [--rules PATH] [--format text|json|junit|sarif]",
+            "cookie-proxy audit [options] URL\n       cookie-proxy audit --browser chromium [--pages N] [--consent STATE] [--out DIR] [--baseline PATH] URL\n       cookie-proxy audit --browser chromium --urls FILE [--shard K/N] [--out DIR] [--baseline PATH]\n       cookie-proxy audit --har FILE [--rules PATH] [--format text|json|junit|sarif]",
         options: [
             Option.request,
             Option.data,
@@ -132,6 +149,9 @@ enum AuditCommand {
             Option.policy,
             Option.failOn,
             Option.out,
+            Option.urls,
+            Option.baseline,
+            Option.shard,
         ] + [.psl],
         arguments: "  URL      An http:// or https:// URL.",
         discussion: """
@@ -151,13 +171,19 @@ enum AuditCommand {
             analytics or marketing cookie was there before consent; with --policy also undeclared cookies and
             breaches; a refusal by the browser's privacy settings alone only with --fail-on blocked); 2 when no page
             could be scanned or the policy is invalid (file:line:column).
+            With --urls, each site of the file is audited in turn (a bad line is refused with its line number, exit
+            2); --out gets a folder per site (HOST-PORT) and the fleet's report; the exit status is the worst site's
+            (2 when a site could not be audited). --shard K/N audits one part of the list for a CI matrix or a
+            Kubernetes Indexed Job; 'cookie-proxy report merge' joins the parts. With --baseline, each cookie (site,
+            name, domain, path) is new, changed (each fact before -> after), gone or same; 'cookie-proxy report diff'
+            compares two --out folders without auditing.
             """)
 
     /// The options that mean something only with `--browser` (the site audit's): refused without it, not ignored.
     static let browserOnly: [OptionSpec] = [
         Option.pages, Option.seed, Option.wait, Option.consent, Option.accept, Option.reject,
         RuntimeOptions.Option.upstreamCa, RuntimeOptions.Option.insecureUpstream, Option.thirdParty, Option.policy,
-        Option.failOn, Option.out,
+        Option.failOn, Option.out, Option.urls, Option.baseline, Option.shard,
     ]
 
     static func run(_ args: ParsedArguments, now: Int64) throws(UsageError) -> Int32 {

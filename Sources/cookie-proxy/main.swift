@@ -22,6 +22,7 @@ let program = Program(
         Subcommand(TryCommand.spec) { args throws(UsageError) in try TryCommand.run(args, now: currentTime()) },
         Subcommand(CACommand.spec) { args throws(UsageError) in try CACommand.run(args) },
         Subcommand(AuditCommand.spec) { args throws(UsageError) in try AuditCommand.run(args, now: currentTime()) },
+        Subcommand(ReportCommand.spec) { args throws(UsageError) in try ReportCommand.run(args) },
         Subcommand(ParseCommand.spec) { args throws(UsageError) in try ParseCommand.run(args, now: currentTime()) },
         Subcommand(ConformanceCommand.spec) { args throws(UsageError) in try ConformanceCommand.run(args) },
         Subcommand(MCPCommand.spec) { args throws(UsageError) in try MCPCommand.run(args) },

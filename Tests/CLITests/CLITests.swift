@@ -4,7 +4,9 @@ import Testing
 
 @Suite struct CLITests {
     /// `--help` of every subcommand matches its golden file (Tests/CLITests/golden/).
-    @Test(arguments: ["", "run", "check", "try", "audit", "ca", "parse", "conformance", "mcp", "ui", "completions"])
+    @Test(arguments: [
+        "", "run", "check", "try", "audit", "report", "ca", "parse", "conformance", "mcp", "ui", "completions",
+    ])
     func helpMatchesGoldenText(_ subcommand: String) throws {
         let args = subcommand.isEmpty ? ["--help"] : [subcommand, "--help"]
         let result = try Binary.run(args)
@@ -275,5 +277,71 @@ import Testing
                 {"before":"other=1","after":"other=1","rules":[],"changes":[],"findings":[],"engines":null,"notes":[]}
 
                 """)
+    }
+
+    /// A fleet's and a comparison's usage mistakes are refused before any browser starts, exit 2, saying what to do
+    /// (`LIST` is a file with a bad third line).
+    @Test(arguments: [
+        (
+            ["audit", "--browser", "chromium", "--urls", "LIST"],
+            "LIST:3: 'ftp://c.example/' is not an http:// or https:// URL with a host"
+        ),
+        (
+            ["audit", "--browser", "chromium", "--urls", "LIST", "https://a.example/"],
+            "give the sites either in --urls FILE or as one URL"
+        ),
+        (["audit", "--browser", "chromium", "--shard", "1/2", "https://a.example/"], "--shard splits a --urls list"),
+        (
+            ["audit", "--browser", "chromium", "--fail-on", "new", "https://a.example/"],
+            "--fail-on new compares with an earlier run: give --baseline PATH"
+        ),
+        (
+            ["audit", "--browser", "chromium", "--baseline", "/nonexistent/run", "https://a.example/"],
+            "--baseline: /nonexistent/run: no such file or folder"
+        ),
+        (["audit", "--browser", "all", "--urls", "LIST"], "--urls audits with one engine"),
+        (["audit", "--urls", "LIST"], "--urls means something only with --browser"),
+        (["report", "diff", "/nonexistent/a"], "give two folders: cookie-proxy report diff OLD NEW"),
+        (["report", "diff", "/nonexistent/a", "/nonexistent/b"], "error: /nonexistent/a: no such file or folder"),
+        (["report", "merge", "/nonexistent/a"], "give the merged fleet's folder: --out MERGED"),
+        (["report", "merge", "/nonexistent/a", "--out", "/nonexistent/m"], "cannot read /nonexistent/a/fleet.json"),
+        (["report", "sum"], "unknown action 'sum'; the actions are: diff, merge"),
+    ])
+    func aFleetOrComparisonMistakeIsRefusedWithWhatToDo(arguments: [String], says: String) throws {
+        let list = NSTemporaryDirectory() + "cp-fleet-\(UUID().uuidString.prefix(8)).txt"
+        try "https://a.example/\n# a comment\nftp://c.example/\n".write(toFile: list, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(atPath: list) }
+        let result = try Binary.run(arguments.map { $0 == "LIST" ? list : $0 })
+        #expect(result.status == 2, "\(result.stderr)")
+        #expect(result.stderr.contains(says.replacingOccurrences(of: "LIST", with: list)), "\(result.stderr)")
+    }
+
+    /// `--shard K/N` takes each site in exactly one of the N parts, and `JOB_COMPLETION_INDEX/N` is part index+1.
+    /// (The part that holds the one site audits a closed loopback port: the browser reaches nothing, exit 2.)
+    @Test func eachSiteIsInExactlyOneShardAndKubernetesIndexIsTheSameShard() throws {
+        let list = NSTemporaryDirectory() + "cp-fleet-\(UUID().uuidString.prefix(8)).txt"
+        try "http://127.0.0.1:9/\n".write(toFile: list, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(atPath: list) }
+        var holding: [Int] = []
+        for k in 1...4 {
+            let args = ["audit", "--browser", "chromium", "--consent", "none", "--pages", "1", "--wait", "2"]
+            let byNumber = try TestSupport.run(Binary.path, args + ["--urls", list, "--shard", "\(k)/4"])
+            let byIndex = try TestSupport.run(
+                Binary.path, args + ["--urls", list, "--shard", "JOB_COMPLETION_INDEX/4"],
+                environment: ["JOB_COMPLETION_INDEX": "\(k - 1)"])
+            for result in [byNumber, byIndex] {
+                let line = result.stderr.split(separator: "\n").first { $0.hasPrefix("shard ") } ?? ""
+                #expect(line.hasPrefix("shard \(k)/4: "), "\(result.stderr)")
+                if line.hasPrefix("shard \(k)/4: 1 of the 1 site(s)") {
+                    #expect(result.status == 2, "\(result.stderr)")
+                } else {
+                    #expect(
+                        line.hasPrefix("shard \(k)/4: 0 of the 1 site(s)") && result.status == 0, "\(result.stderr)")
+                }
+            }
+            if byNumber.stderr.contains("1 of the 1 site(s)") { holding.append(k) }
+            #expect(byNumber.status == byIndex.status)
+        }
+        #expect(holding.count == 1)
     }
 }

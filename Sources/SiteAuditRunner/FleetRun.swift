@@ -1,0 +1,258 @@
+import BrowserEngines
+import BuildVersion
+import CookieReports
+import Foundation
+import JSONStream
+import SiteAudit
+import Terminal
+
+/// `audit --browser ENGINE --urls FILE`: each site of the list (or of its shard) audited in turn with the same
+/// options, as `audit URL --browser ENGINE` would audit it alone; with `--out DIR`, each site's evidence in a folder
+/// of its own and the fleet's report beside them (`fleet.json`, `fleet.txt`, `fleet.html`, a manifest over all).
+public enum FleetRun {
+    public struct Options: Sendable {
+        /// The sites to audit (already the shard's, with `--shard`).
+        public var sites: [FleetList.Site]
+        /// What every site is audited with (its `url` is each site's).
+        public var site: SiteAuditRun.Options
+        public var out: String?
+        /// What a site fails on (`--fail-on`).
+        public var failOn: Set<String>
+        /// `K/N` with `--shard`.
+        public var shard: String?
+
+        public init(sites: [FleetList.Site], site: SiteAuditRun.Options, failOn: Set<String>) {
+            (self.sites, self.site, self.failOn) = (sites, site, failOn)
+        }
+    }
+
+    /// The fleet's report, and each site's scan (in memory, for `--format junit|sarif`).
+    public struct Outcome: Sendable {
+        public var report: FleetReport
+        public var scans: [(site: String, scan: SiteScan)]
+        /// A fleet file that could not be written.
+        public var errors: [String]
+
+        /// The fleet in `format`: text and json as `fleet.txt` and `fleet.json`; junit and sarif every site's
+        /// suites or results in one document.
+        public func document(format: String) -> String {
+            switch format {
+            case "json": return report.json.serialized
+            case "junit":
+                var junit = JUnitReport()
+                for (site, scan) in scans { scan.addJUnit(to: &junit, site: site) }
+                return junit.text(name: "cookie-proxy audit --browser \(report.engine) --urls")
+            case "sarif":
+                var findings = FindingsReport()
+                let time = Int64(Date().timeIntervalSince1970 * 1000)
+                for (_, scan) in scans { scan.addFindings(to: &findings, time: time) }
+                return findings.sarif(toolVersion: cookieProxyBuildVersion)
+            default: return report.text.text
+            }
+        }
+    }
+
+    /// Where the fleet is, for the progress bar: the site in hand (1-based) of how many, the pages visited so far
+    /// over the fleet, and the sites that failed or could not be audited.
+    public struct Status: Sendable {
+        public var site: Int
+        public var sites: Int
+        public var url: String
+        public var pages: Int
+        public var failing: Int
+        public var started: Date
+
+        /// `site 2/20 · 37 pages, 41.2/min · 1 failing`.
+        public var line: String {
+            let minutes = max(Date().timeIntervalSince(started) / 60, 1.0 / 60)
+            let pace = (Double(pages) / minutes * 10).rounded() / 10
+            return "site \(site)/\(sites) · \(pages) pages, \(pace)/min · \(failing) failing"
+        }
+    }
+
+    /// Runs the fleet in the foreground (SIGINT or SIGTERM stop it after the page in hand: the sites done are
+    /// reported, the rest named as not visited), its progress on standard error.
+    public static func runInForeground(_ o: Options, terminal: Bool) -> (outcome: Outcome, interrupted: Bool) {
+        SiteAuditRun.inForeground(o.site, terminal: terminal) { site, bar in
+            var o = o
+            o.site = site
+            return run(o, bar: bar)
+        }
+    }
+
+    static func run(_ o: Options, bar: ProgressBar) -> Outcome {
+        var sites: [FleetSite] = []
+        var scans: [(String, SiteScan)] = []
+        var status = Status(site: 0, sites: o.sites.count, url: "", pages: 0, failing: 0, started: Date())
+        var notVisited: [String] = []
+        for (i, site) in o.sites.enumerated() {
+            guard !o.site.cancelled() else {
+                notVisited.append(site.site)
+                continue
+            }
+            (status.site, status.url) = (i + 1, site.url)
+            bar.fleet(status.line)
+            bar.say("site \(i + 1)/\(o.sites.count): \(site.url)")
+            var one = o.site
+            one.url = site.url
+            if let out = o.out {
+                let folder = "\(out)/\(site.folder)"
+                do {
+                    try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+                } catch {
+                    sites.append(
+                        FleetSite(
+                            site, engine: one.engine.rawValue,
+                            error: "cannot create \(folder): \(error.localizedDescription)"))
+                    status.failing += 1
+                    continue
+                }
+                one.screenshots = folder
+            }
+            let record: FleetSite
+            do {
+                let scan = try SiteAuditRun.run(one) { step in
+                    if step.message == nil { status.pages += 1 }
+                    bar.fleet(status.line)
+                    bar.show(step, engine: nil)
+                }
+                let failures = scan.failures(of: o.failOn)
+                if let folder = one.screenshots { try SiteAuditRun.writeEvidence(scan, to: folder) }
+                record = FleetSite(site, scan: scan, failures: failures)
+                scans.append((site.site, scan))
+            } catch {
+                record = FleetSite(site, engine: one.engine.rawValue, error: error.description)
+            }
+            if record.status != 0 { status.failing += 1 }
+            bar.say(
+                "site \(i + 1)/\(o.sites.count): \(site.site): \(record.pagesReached)/\(record.pagesVisited) pages"
+                    + " reached, \(record.cookies.count) cookie(s)"
+                    + (record.status == 0 ? "" : record.status == 1 ? ", fails" : ", not audited"))
+            sites.append(record)
+        }
+        bar.fleet(nil)
+        let report = FleetReport(
+            engine: o.site.engine.rawValue, sites: sites, shards: o.shard.map { [$0] } ?? [], notVisited: notVisited)
+        var errors: [String] = []
+        if let out = o.out {
+            do {
+                try write(report, to: out)
+            } catch {
+                errors.append(error.description)
+            }
+        }
+        return Outcome(report: report, scans: scans, errors: errors)
+    }
+
+    /// `fleet.json`, `fleet.txt`, `fleet.html` in `folder`, and `manifest.json` over every file in it and its
+    /// sites' folders.
+    public static func write(_ report: FleetReport, to folder: String) throws(SiteAuditRun.Failure) {
+        do {
+            try Data(report.json.serialized.utf8).write(to: URL(fileURLWithPath: "\(folder)/fleet.json"))
+            try Data(report.text.text.utf8).write(to: URL(fileURLWithPath: "\(folder)/fleet.txt"))
+            try Data(report.html.utf8).write(to: URL(fileURLWithPath: "\(folder)/fleet.html"))
+            try SiteAuditRun.writeManifest(folder, recursive: true)
+        } catch {
+            throw SiteAuditRun.Failure(
+                description: "cannot write the fleet's report in \(folder): \(error.localizedDescription)")
+        }
+    }
+
+    /// `report merge DIR… --out MERGED`: the shards' fleets as one, each site's folder copied into `out`. A site
+    /// in two of them is refused, as are fleets of different engines. The merged report, and what is worth a
+    /// warning (shards missing from a `K/N` set).
+    public static func merge(_ folders: [String], out: String) throws(SiteAuditRun.Failure) -> (
+        report: FleetReport, warnings: [String]
+    ) {
+        var engine: String? = nil
+        var sites: [FleetSite] = []
+        var from: [String: String] = [:]
+        var shards: [String] = []
+        var notVisited: [String] = []
+        for folder in folders {
+            let fleet: FleetReport
+            do {
+                let file = "\(folder)/fleet.json"
+                let text = try String(contentsOfFile: file, encoding: .utf8)
+                var reader = JSONReader(bytes: Array(text.utf8))
+                let value = try reader.readValue("")
+                fleet = try FleetReport(json: value, file: file)
+            } catch let error as FleetReport.ReadFailure {
+                throw SiteAuditRun.Failure(description: error.description)
+            } catch {
+                throw SiteAuditRun.Failure(description: "cannot read \(folder)/fleet.json: \(error)")
+            }
+            if let engine, engine != fleet.engine {
+                throw SiteAuditRun.Failure(
+                    description: "\(folder) is a \(fleet.engine) fleet, the others \(engine): merge one engine's shards"
+                )
+            }
+            engine = fleet.engine
+            for site in fleet.sites {
+                if let other = from[site.site] {
+                    throw SiteAuditRun.Failure(description: "\(site.site) is in both \(other) and \(folder)")
+                }
+                from[site.site] = folder
+                sites.append(site)
+            }
+            shards += fleet.shards
+            notVisited += fleet.notVisited
+        }
+        guard let engine else { throw SiteAuditRun.Failure(description: "no folder to merge") }
+        var warnings: [String] = []
+        let counts = Set(shards.compactMap { $0.split(separator: "/").last.flatMap { Int($0) } })
+        if counts.count > 1 {
+            warnings.append("the shards are of different splits (\(shards.joined(separator: ", ")))")
+        } else if let n = counts.first {
+            let missing = (1...n).map { "\($0)/\(n)" }.filter { !shards.contains($0) }
+            if !missing.isEmpty { warnings.append("shard(s) \(missing.joined(separator: ", ")) not merged") }
+        }
+        do {
+            try FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: true)
+            for site in sites {
+                let target = "\(out)/\(site.folder)"
+                let source = "\(from[site.site]!)/\(site.folder)"
+                guard FileManager.default.fileExists(atPath: source) else { continue }
+                if FileManager.default.fileExists(atPath: target) {
+                    throw SiteAuditRun.Failure(description: "\(target) exists: merge into a new folder")
+                }
+                try FileManager.default.copyItem(atPath: source, toPath: target)
+            }
+        } catch let error as SiteAuditRun.Failure {
+            throw error
+        } catch {
+            throw SiteAuditRun.Failure(description: "cannot copy the sites into \(out): \(error.localizedDescription)")
+        }
+        let report = FleetReport(engine: engine, sites: sites, shards: shards, notVisited: notVisited)
+        try write(report, to: out)
+        return (report, warnings)
+    }
+}
+
+extension AuditSnapshot {
+    /// `--baseline PATH` and `report diff`'s sides: a folder (its `fleet.json`, else its `report.json`), or the
+    /// file itself.
+    public static func load(_ path: String) throws(ReadFailure) -> AuditSnapshot {
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
+            throw ReadFailure(description: "\(path): no such file or folder")
+        }
+        var file = path
+        if isDirectory.boolValue {
+            file =
+                ["fleet.json", "report.json"].map { "\(path)/\($0)" }.first {
+                    FileManager.default.fileExists(atPath: $0)
+                } ?? ""
+            guard !file.isEmpty else {
+                throw ReadFailure(description: "\(path) has neither a fleet.json nor a report.json (an --out folder)")
+            }
+        }
+        let text: String
+        do {
+            text = try String(contentsOfFile: file, encoding: .utf8)
+        } catch {
+            throw ReadFailure(description: "cannot read \(file): \(error.localizedDescription)")
+        }
+        return try AuditSnapshot(text: text, file: file, path: path)
+    }
+}
