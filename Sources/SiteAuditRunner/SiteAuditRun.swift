@@ -82,6 +82,9 @@ public enum SiteAuditRun {
         public var cancelled: @Sendable () -> Bool = { false }
         /// Screenshots of each page go here (`--out`), when set.
         public var screenshots: String? = nil
+        /// `--sitemap`: the pages are the site's sitemaps' (robots.txt's `Sitemap:` lines, else /sitemap.xml), not
+        /// its links.
+        public var sitemap = false
         /// `--baseline`: an earlier run's cookies, compared with this run's site by site.
         public var baseline: AuditSnapshot? = nil
         public init(url: String) { self.url = url }
@@ -373,14 +376,20 @@ public enum SiteAuditRun {
         var chosen = pages
         var recorded: UInt64 = 0
         var trust: [String] = []
+        var sitemapPages: [String]? = nil
+        if o.sitemap, pages.isEmpty, !o.cancelled() {
+            let found = sitemap(
+                o, binary: binary, options: options(port: port, pin: pin, proxy: proxy, thirdParty: o.thirdParty))
+            sitemapPages = found.pages
+            trust.append(found.note)
+            // What the sitemaps' responses set is not a page's: their lines are dropped with the throwaway profile.
+            _ = lines.take()
+        }
         for state in o.states where !o.cancelled() {
             let session: any BrowserDriver
             do {
                 session = try o.engine.start(
-                    binary: binary,
-                    options: DriverOptions(
-                        proxyPort: port, pin: pin, authority: proxy.tls?.ca.certificatePath,
-                        thirdParty: o.thirdParty, window: (1280, 900)))
+                    binary: binary, options: options(port: port, pin: pin, proxy: proxy, thirdParty: o.thirdParty))
             } catch {
                 outcomes.append(
                     ConsentOutcome(state: state, applied: false, detail: "\(o.engine.title): \(error.description)"))
@@ -389,6 +398,7 @@ public enum SiteAuditRun {
             if !trust.contains(session.trust) { trust.append(session.trust) }
             _ = lines.take()
             var sample = PageSample(start: o.url, limit: o.pages, seed: o.seed, suffixes: .system)
+            if let sitemapPages { sample.found(sitemapPages) }
             var visited = 0
             var outcome = ConsentOutcome(state: state, applied: state == .none, detail: "no interaction")
             let picking = chosen.isEmpty
@@ -422,7 +432,7 @@ public enum SiteAuditRun {
                             choice, state: state, session: session,
                             selector: choice == .accept ? o.acceptSelector : o.rejectSelector, wait: o.wait)
                     }
-                    if picking, let links = try session.evaluate(ConsentButtons.linksScript),
+                    if picking, sitemapPages == nil, let links = try session.evaluate(ConsentButtons.linksScript),
                         let list = try? JSONSerialization.jsonObject(with: Data(links.utf8)) as? [String]
                     {
                         sample.found(list)
@@ -486,6 +496,57 @@ public enum SiteAuditRun {
             }
         }
         return (outcomes, visits, chosen, trust)
+    }
+
+    /// A browser's options: through the pass's proxy, trusting it by its leaves' pin.
+    static func options(port: Int, pin: String, proxy: RunningProxy, thirdParty: ThirdPartyCookies)
+        -> DriverOptions
+    {
+        DriverOptions(
+            proxyPort: port, pin: pin, authority: proxy.tls?.ca.certificatePath, thirdParty: thirdParty,
+            window: (1280, 900))
+    }
+
+    /// `--sitemap`: the page URLs of the site's sitemaps, read by a browser of their own (a throwaway profile,
+    /// through the pass's proxy) — robots.txt's `Sitemap:` lines, else /sitemap.xml, a sitemap index's sitemaps in
+    /// turn, at most ``Sitemaps/maximumSitemaps`` — and a note saying what was read. Nil pages: no sitemap was
+    /// found, and the pages are the start page's links.
+    static func sitemap(_ o: Options, binary: String, options: DriverOptions) -> (pages: [String]?, note: String) {
+        guard let origin = FleetList.site(of: o.url)?.site else { return (nil, "--sitemap: not an http(s) URL") }
+        let session: any BrowserDriver
+        do {
+            session = try o.engine.start(binary: binary, options: options)
+        } catch {
+            return (nil, "--sitemap: \(o.engine.title) could not start to read the sitemaps (\(error.description))")
+        }
+        defer { session.stop() }
+        var named: [String] = []
+        if let load = try? session.open(origin + "/robots.txt", wait: o.wait, until: .loaded),
+            load.problem == nil, (load.status ?? 200) < 400,
+            let text = (try? session.evaluate(Sitemaps.textScript)) ?? nil
+        {
+            named = Sitemaps.named(inRobots: text)
+        }
+        var queue = named.isEmpty ? [origin + "/sitemap.xml"] : named
+        var read = 0
+        var seen: Set<String> = []
+        var pages: [String] = []
+        while !queue.isEmpty, read < Sitemaps.maximumSitemaps, !o.cancelled() {
+            let url = queue.removeFirst()
+            guard seen.insert(url).inserted else { continue }
+            guard let load = try? session.open(url, wait: o.wait, until: .loaded), load.problem == nil,
+                (load.status ?? 200) < 400, let json = (try? session.evaluate(Sitemaps.readScript)) ?? nil,
+                let sitemap = Sitemaps.read(json)
+            else { continue }
+            read += 1
+            if sitemap.index { queue += sitemap.locations } else { pages += sitemap.locations }
+        }
+        let robots = named.isEmpty ? "robots.txt named none" : "robots.txt named \(named.count)"
+        guard read > 0 else {
+            let tried = named.isEmpty ? "/sitemap.xml is not one" : "none of them is one"
+            return (nil, "--sitemap: no sitemap found (\(robots); \(tried)): the pages are the start page's links")
+        }
+        return (pages, "pages from the sitemaps: \(pages.count) URL(s) in \(read) sitemap(s) (\(robots))")
     }
 
     /// The evidence in `folder` (the screenshots are already there): `report.json`, `report.txt`, `report.html`,

@@ -43,6 +43,7 @@ extension AuditCommand {
         o.wait = try args.seconds(Option.wait, orDefault: true, command: spec.name) ?? 10
         let consent = try args.choice(Option.consent, command: spec.name)
         o.states = consent == "all" ? ConsentState.allCases : [ConsentState(rawValue: consent)!]
+        o.sitemap = args.flag(Option.sitemap)
         o.acceptSelector = args.value(Option.accept)
         o.rejectSelector = args.value(Option.reject)
         for entry in args.all(Option.resolve) {

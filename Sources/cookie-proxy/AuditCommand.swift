@@ -98,6 +98,11 @@ enum AuditCommand {
             help:
                 "With --browser: audit each site of this file (a start URL per line, # comments) with the same options;"
                 + " exit status the worst site's.")
+        static let sitemap = OptionSpec(
+            names: ["--sitemap"], value: nil,
+            help:
+                "With --browser: take the pages from the site's sitemaps (robots.txt's Sitemap: lines, else"
+                + " /sitemap.xml) instead of following links.")
         static let baseline = OptionSpec(
             names: ["--baseline"], value: "path",
             help:
@@ -150,6 +155,7 @@ enum AuditCommand {
             Option.failOn,
             Option.out,
             Option.urls,
+            Option.sitemap,
             Option.baseline,
             Option.shard,
         ] + [.psl],
@@ -183,7 +189,7 @@ enum AuditCommand {
     static let browserOnly: [OptionSpec] = [
         Option.pages, Option.seed, Option.wait, Option.consent, Option.accept, Option.reject,
         RuntimeOptions.Option.upstreamCa, RuntimeOptions.Option.insecureUpstream, Option.thirdParty, Option.policy,
-        Option.failOn, Option.out, Option.urls, Option.baseline, Option.shard,
+        Option.failOn, Option.out, Option.urls, Option.sitemap, Option.baseline, Option.shard,
     ]
 
     static func run(_ args: ParsedArguments, now: Int64) throws(UsageError) -> Int32 {

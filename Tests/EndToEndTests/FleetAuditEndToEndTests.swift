@@ -120,6 +120,17 @@ import Testing
         let names = v1["cookies"] as? [[String: Any]] ?? []
         #expect(names.first?["name"] as? String == "sid")
         #expect((names.first?["sites"] as? [String])?.count == 5)
+        // fleet.html in Chromium at 1024 and 1920 px: no horizontal scrolling, a row per name in the table by name.
+        let layout = try run(
+            Paths.root + "/.build/test-python/bin/python",
+            [Paths.fixtures + "/report_layout.py", fleet.folder("v1") + "/fleet.html", "1024", "1920"])
+        #expect(layout.status == 0, "\(layout.stderr)")
+        let widths = try #require(try JSONSerialization.jsonObject(with: layout.stdout) as? [String: [String: Any]])
+        for width in ["1024", "1920"] {
+            let facts = try #require(widths[width], "\(layout.text)")
+            #expect(facts["scrollWidth"] as? Int ?? .max <= facts["innerWidth"] as? Int ?? 0, "\(width) px: \(facts)")
+            #expect(facts["cookieRows"] as? Int == names.count, "\(width) px: \(facts)")
+        }
         let manifest = try Self.object(fleet.folder("v1") + "/manifest.json")["files"] as? [String: Any] ?? [:]
         #expect(manifest["fleet.html"] != nil && manifest["alpha.test-\(fleet.port)/report.json"] != nil)
 
@@ -194,5 +205,42 @@ import Testing
             Paths.binary,
             ["report", "merge", fleet.folder("shard1"), fleet.folder("shard2"), "--out", fleet.folder("partial")])
         #expect(partial.stderr.contains("warning: shard(s) 3/3 not merged"), "\(partial.stderr)")
+    }
+
+    /// `--sitemap`: the pages are the sitemaps' — gamma's robots.txt names an index whose sitemap lists /secret,
+    /// epsilon's /sitemap.xml lists /hidden (no link leads to either) — and a site without one says so and follows
+    /// its links.
+    @Test func theSitemapsPagesAreVisitedInsteadOfTheLinks() throws {
+        let fleet = try Fleet()
+        let list = fleet.folder("sitemap-sites.txt")
+        try ["gamma", "epsilon", "alpha"].map { fleet.site($0) + "/" }.joined(separator: "\n").write(
+            toFile: list, atomically: true, encoding: .utf8)
+        let result = try run(
+            Paths.binary,
+            ["audit", "--browser", "chromium", "--consent", "none", "--pages", "5", "--wait", "8", "--sitemap"]
+                + ["--urls", list, "--upstream-ca", fleet.ca.caCert, "--out", fleet.folder("maps")]
+                + Self.names.flatMap { ["--resolve", "\($0).test:127.0.0.1"] },
+            timeout: 300)
+        #expect(result.status == 1, "\(result.stderr)")  // alpha's _ga before consent
+        let expected: [String: (pages: [String], note: String)] = [
+            "gamma": (
+                ["/", "/p/1", "/secret"], "pages from the sitemaps: 2 URL(s) in 2 sitemap(s) (robots.txt named 1)"
+            ),
+            "epsilon": (
+                ["/", "/hidden", "/p/2"], "pages from the sitemaps: 2 URL(s) in 1 sitemap(s) (robots.txt named none)"
+            ),
+            "alpha": (
+                ["/", "/p/1", "/p/2"], "--sitemap: no sitemap found (robots.txt named none; /sitemap.xml is not one)"
+            ),
+        ]
+        for (name, want) in expected {
+            let report = try Self.object(fleet.folder("maps") + "/\(name).test-\(fleet.port)/report.json")
+            let pages = (report["pages"] as? [[String: Any]] ?? []).compactMap { $0["url"] as? String }
+            #expect(Set(pages) == Set(want.pages.map { fleet.site(name) + $0 }), "\(name): \(pages)")
+            let notes = report["notes"] as? [String] ?? []
+            #expect(notes.contains { $0.hasPrefix(want.note) }, "\(name): \(notes)")
+        }
+        let gamma = try Self.object(fleet.folder("maps") + "/gamma.test-\(fleet.port)/report.json")
+        #expect((gamma["cookies"] as? [[String: Any]] ?? []).contains { $0["name"] as? String == "secret" })
     }
 }

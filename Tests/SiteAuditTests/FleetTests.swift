@@ -206,3 +206,27 @@ import Testing
             ])
     }
 }
+
+@Suite struct SitemapTests {
+    @Test(arguments: [
+        ("User-agent: *\nDisallow: /admin\nSitemap: https://a.example/s1.xml\n", ["https://a.example/s1.xml"]),
+        (
+            "sitemap:https://a.example/s1.xml\r\n  SITEMAP:  https://cdn.example/s2.xml  \r\nSitemap: https://a.example/s1.xml",
+            ["https://a.example/s1.xml", "https://cdn.example/s2.xml"]
+        ),
+        ("Sitemap: /relative.xml\nSitemap: ftp://a.example/s.xml\nSitemaps: https://a.example/x.xml\n", []),
+        ("# Sitemap: https://a.example/commented.xml\n", []),
+    ])
+    func robotsSitemapLinesAreAbsoluteHTTPURLsInOrderWithoutRepeats(robots: String, named: [String]) {
+        #expect(Sitemaps.named(inRobots: robots) == named)
+    }
+
+    @Test func aSitemapIsAnIndexOrAListOfPagesAndAnythingElseIsNone() {
+        #expect(Sitemaps.read(#"{"root":"sitemapindex","locs":["https://a.example/p.xml"]}"#)?.index == true)
+        #expect(
+            Sitemaps.read(#"{"root":"urlset","locs":["https://a.example/","https://a.example/b"]}"#)?.locations.count
+                == 2)
+        #expect(Sitemaps.read(#"{"root":"","locs":["https://a.example/"]}"#) == nil)
+        #expect(Sitemaps.read("not json") == nil)
+    }
+}

@@ -11,6 +11,9 @@ Every site's start page sets sid (HttpOnly, Secure, SameSite=Lax). Besides:
   gamma    /p/1 sets lang for a day; version 2 for a year with SameSite=Strict (changed: lifetime, sameSite)
   delta    / sets tmp (a session cookie); version 2 does not (gone)
   epsilon  nothing else
+And for --sitemap (pages no link leads to): gamma's robots.txt names a sitemap index (/maps/index.xml) whose one
+sitemap (/maps/pages.xml) lists /p/1 and /secret, which sets secret; epsilon has no robots.txt and a /sitemap.xml
+listing /p/2 and /hidden, which sets hidden.
 """
 import http.server, socketserver, ssl, sys
 
@@ -42,6 +45,23 @@ class Handler(http.server.BaseHTTPRequestHandler):
         host = (self.headers.get("Host") or "").split(":")[0]
         name = host[:-5] if host.endswith(".test") else ""
         path = self.path.split("?")[0]
+        origin = "https://%s:%d" % (host, self.server.server_address[1])
+        xml = '<?xml version="1.0" encoding="UTF-8"?>\n<%s xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">%s</%s>'
+        if name == "gamma" and path == "/robots.txt":
+            self.send(200, "text/plain", ("User-agent: *\nAllow: /\n\nSitemap: %s/maps/index.xml\n" % origin).encode())
+            return
+        if name == "gamma" and path == "/maps/index.xml":
+            body = xml % ("sitemapindex", "<sitemap><loc>%s/maps/pages.xml</loc></sitemap>" % origin, "sitemapindex")
+            self.send(200, "application/xml", body.encode())
+            return
+        if (name, path) in (("gamma", "/maps/pages.xml"), ("epsilon", "/sitemap.xml")):
+            pages = ["/p/1", "/secret"] if name == "gamma" else ["/p/2", "/hidden"]
+            body = xml % ("urlset", "".join("<url><loc>%s%s</loc></url>" % (origin, p) for p in pages), "urlset")
+            self.send(200, "application/xml", body.encode())
+            return
+        if (name, path) in (("gamma", "/secret"), ("epsilon", "/hidden")):
+            self.send(200, "text/html", b"<!doctype html><p>not linked</p>", ["%s=1; Path=/" % path[1:]])
+            return
         if name not in SITES or path not in ("/", "/p/1", "/p/2"):
             self.send(404, "text/plain", b"not here")
             return
