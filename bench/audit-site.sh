@@ -4,7 +4,7 @@
 # consent states, and the peak resident memory of the audit (the proxy runs in it) and of the browser (all its
 # processes, summed), sampled every 0.2 s. Everything listens on 127.0.0.1 and is stopped afterwards.
 # Usage: bench/audit-site.sh [pages=50] [wait=10]. Env: BIN, ENGINE (chromium, firefox or webkit; default
-# chromium).
+# chromium), PARALLEL (--parallel: 1 visits the consent states one at a time; default the audit's own).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PAGES=${1:-50}; WAIT=${2:-10}
@@ -33,6 +33,7 @@ for _ in $(seq 50); do grep -q PORT "$T/port" 2>/dev/null && break; sleep 0.1; d
 PORT=$(awk '/PORT/ {print $2}' "$T/port")
 start=$(date +%s.%N)
 "$BIN" audit --browser "$ENGINE" --pages "$PAGES" --wait "$WAIT" --upstream-ca "$T/ca.pem" --format json \
+  ${PARALLEL:+--parallel "$PARALLEL"} \
   --resolve shop.test:127.0.0.1 --resolve cdn.test:127.0.0.1 --resolve ads.test:127.0.0.1 \
   "https://shop.test:$PORT/" > "$T/report.json" 2> "$T/progress" &
 AUDIT=$!

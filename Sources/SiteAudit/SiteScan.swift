@@ -329,8 +329,9 @@ extension SiteScan {
     /// refused for what the line says (`rejects`), the lines it refused for its own privacy settings alone
     /// (`blocked`: third-party cookie blocking, not the site's fault and not in the default), analytics and marketing
     /// cookies set before consent (``failures(of:)``).
-    public static let failKinds =
-        ["undeclared", "violations", "rejects", "blocked", "set-before-consent"] + BaselineComparison.failKinds
+    public static let failKinds = auditKinds + BaselineComparison.failKinds
+    /// What a run finds of itself (the rest compare it with a baseline).
+    static let auditKinds = ["undeclared", "violations", "rejects", "blocked", "set-before-consent"]
 
     /// Refusal reasons that are the browser's privacy settings, not anything the line says: Chromium's
     /// `UserPreferences` (third-party cookies blocked), `ThirdPartyPhaseout` and `ThirdPartyBlockedInFirstPartySet`.
@@ -344,9 +345,10 @@ extension SiteScan {
         !reasons.isEmpty && reasons.allSatisfy { privacyReasons.contains($0) }
     }
 
-    /// What fails a run when no kinds are named: refusals and cookies set before consent; with a policy, every kind.
+    /// What fails a run when no kinds are named: refusals and cookies set before consent; with a policy, every kind
+    /// a run finds of itself (not the comparisons with a baseline, which are asked for by name).
     public static func defaultFailKinds(policy: Bool) -> Set<String> {
-        policy ? Set(failKinds) : ["rejects", "set-before-consent"]
+        policy ? Set(auditKinds) : ["rejects", "set-before-consent"]
     }
 
     /// A comma-separated list of kinds read: the kinds named, and the first name that is not a kind (nil when none).

@@ -3,6 +3,7 @@ import BuildVersion
 import CookieReports
 import Foundation
 import JSONStream
+import Locking
 import SiteAudit
 import Terminal
 
@@ -20,6 +21,8 @@ public enum FleetRun {
         public var failOn: Set<String>
         /// `K/N` with `--shard`.
         public var shard: String?
+        /// `--parallel`: how many sites are audited at once, each with its own proxy and browser.
+        public var parallel = 1
 
         public init(sites: [FleetList.Site], site: SiteAuditRun.Options, failOn: Set<String>) {
             (self.sites, self.site, self.failOn) = (sites, site, failOn)
@@ -70,6 +73,39 @@ public enum FleetRun {
         }
     }
 
+    /// `--parallel`'s default for `engine` on this machine: sites at once, and why. Each site's browser waits far
+    /// more than it computes (a page's idle timers: an audit uses about a sixth of the cores it runs on, measured in
+    /// docs/benchmarks.md), so two per core; and as many as the memory available holds at the engine's measured
+    /// peak (Chromium about 1 GiB, Firefox 1.3 GiB, WebKitGTK 0.7 GiB, each with its proxy) with a quarter left over.
+    public static func defaultParallel(_ engine: Browser) -> (sites: Int, why: String) {
+        let cores = ProcessInfo.processInfo.activeProcessorCount
+        let peak: Double =
+            switch engine {
+            case .chromium: 1.1
+            case .firefox: 1.35
+            case .webkit: 0.7
+            }
+        let available = Self.availableMemoryGiB()
+        let byMemory = Int(available * 0.75 / peak)
+        let sites = max(1, min(2 * cores, byMemory, 16))
+        let memory = (available * 10).rounded() / 10
+        return (
+            sites,
+            "\(cores) core(s), \(memory) GiB available, \(engine.title) near \(peak) GiB a site"
+        )
+    }
+
+    /// The memory available to new processes (Linux: /proc/meminfo's MemAvailable), else the physical memory.
+    static func availableMemoryGiB() -> Double {
+        if let text = try? String(contentsOfFile: "/proc/meminfo", encoding: .utf8),
+            let line = text.split(separator: "\n").first(where: { $0.hasPrefix("MemAvailable:") }),
+            let kiB = line.split(separator: " ").dropFirst().first.flatMap({ Double($0) })
+        {
+            return kiB / 1_048_576
+        }
+        return Double(ProcessInfo.processInfo.physicalMemory) / 1_073_741_824
+    }
+
     /// Runs the fleet in the foreground (SIGINT or SIGTERM stop it after the page in hand: the sites done are
     /// reported, the rest named as not visited), its progress on standard error.
     public static func runInForeground(_ o: Options, terminal: Bool) -> (outcome: Outcome, interrupted: Bool) {
@@ -81,56 +117,69 @@ public enum FleetRun {
     }
 
     static func run(_ o: Options, bar: ProgressBar) -> Outcome {
+        let count = o.sites.count
+        // Each site's outcome in its list position: the report is the same whichever site ended first.
+        let results = Locked<[(record: FleetSite, scan: SiteScan?)?]>(Array(repeating: nil, count: count))
+        let status = Locked(Status(site: 0, sites: count, url: "", pages: 0, failing: 0, started: Date()))
+        let next = Locked(0)
+        let label = o.parallel > 1
+        // `parallel` workers take the next site of the list until none is left (or the run is cancelled).
+        let work: @Sendable () -> Void = {
+            while !o.site.cancelled() {
+                let i = next.withLock { n in
+                    defer { n += 1 }
+                    return n
+                }
+                guard i < count else { return }
+                let site = o.sites[i]
+                bar.fleet(
+                    status.withLock {
+                        $0.site += 1; return $0.line
+                    })
+                bar.say("site \(i + 1)/\(count): \(site.url)")
+                let (record, scan) = audit(site, o) { step in
+                    let line = status.withLock { s in
+                        if step.message == nil { s.pages += 1 }
+                        return s.line
+                    }
+                    bar.fleet(line)
+                    bar.show(step, engine: label ? site.folder : nil)
+                }
+                bar.fleet(
+                    status.withLock { s in
+                        if record.status != 0 { s.failing += 1 }
+                        return s.line
+                    })
+                bar.say(
+                    "site \(i + 1)/\(count): \(site.site): \(record.pagesReached)/\(record.pagesVisited) pages"
+                        + " reached, \(record.cookies.count) cookie(s)"
+                        + (record.status == 0 ? "" : record.status == 1 ? ", fails" : ", not audited"))
+                results.withLock { $0[i] = (record, scan) }
+            }
+        }
+        let extra = max(0, min(o.parallel, count) - 1)
+        let done = DispatchSemaphore(value: 0)
+        for _ in 0..<extra {
+            Thread {
+                work()
+                done.signal()
+            }.start()
+        }
+        work()
+        for _ in 0..<extra { done.wait() }
+        bar.fleet(nil)
+        let held = results.withLock { $0 }
         var sites: [FleetSite] = []
         var scans: [(String, SiteScan)] = []
-        var status = Status(site: 0, sites: o.sites.count, url: "", pages: 0, failing: 0, started: Date())
         var notVisited: [String] = []
-        for (i, site) in o.sites.enumerated() {
-            guard !o.site.cancelled() else {
-                notVisited.append(site.site)
+        for (i, result) in held.enumerated() {
+            guard let result else {
+                notVisited.append(o.sites[i].site)
                 continue
             }
-            (status.site, status.url) = (i + 1, site.url)
-            bar.fleet(status.line)
-            bar.say("site \(i + 1)/\(o.sites.count): \(site.url)")
-            var one = o.site
-            one.url = site.url
-            if let out = o.out {
-                let folder = "\(out)/\(site.folder)"
-                do {
-                    try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-                } catch {
-                    sites.append(
-                        FleetSite(
-                            site, engine: one.engine.rawValue,
-                            error: "cannot create \(folder): \(error.localizedDescription)"))
-                    status.failing += 1
-                    continue
-                }
-                one.screenshots = folder
-            }
-            let record: FleetSite
-            do {
-                let scan = try SiteAuditRun.run(one) { step in
-                    if step.message == nil { status.pages += 1 }
-                    bar.fleet(status.line)
-                    bar.show(step, engine: nil)
-                }
-                let failures = scan.failures(of: o.failOn)
-                if let folder = one.screenshots { try SiteAuditRun.writeEvidence(scan, to: folder) }
-                record = FleetSite(site, scan: scan, failures: failures)
-                scans.append((site.site, scan))
-            } catch {
-                record = FleetSite(site, engine: one.engine.rawValue, error: error.description)
-            }
-            if record.status != 0 { status.failing += 1 }
-            bar.say(
-                "site \(i + 1)/\(o.sites.count): \(site.site): \(record.pagesReached)/\(record.pagesVisited) pages"
-                    + " reached, \(record.cookies.count) cookie(s)"
-                    + (record.status == 0 ? "" : record.status == 1 ? ", fails" : ", not audited"))
-            sites.append(record)
+            sites.append(result.record)
+            if let scan = result.scan { scans.append((o.sites[i].site, scan)) }
         }
-        bar.fleet(nil)
         let report = FleetReport(
             engine: o.site.engine.rawValue, sites: sites, shards: o.shard.map { [$0] } ?? [], notVisited: notVisited)
         var errors: [String] = []
@@ -142,6 +191,35 @@ public enum FleetRun {
             }
         }
         return Outcome(report: report, scans: scans, errors: errors)
+    }
+
+    /// One site audited as `audit URL --browser` would alone, its evidence in its folder under `out`: its fleet row
+    /// and its scan (nil when it could not be audited).
+    static func audit(
+        _ site: FleetList.Site, _ o: Options, progress: @escaping @Sendable (SiteAuditRun.Progress) -> Void
+    ) -> (
+        FleetSite, SiteScan?
+    ) {
+        var one = o.site
+        one.url = site.url
+        if let out = o.out {
+            let folder = "\(out)/\(site.folder)"
+            do {
+                try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+            } catch {
+                let why = "cannot create \(folder): \(error.localizedDescription)"
+                return (FleetSite(site, engine: one.engine.rawValue, error: why), nil)
+            }
+            one.screenshots = folder
+        }
+        do {
+            let scan = try SiteAuditRun.run(one, progress: progress)
+            let failures = scan.failures(of: o.failOn)
+            if let folder = one.screenshots { try SiteAuditRun.writeEvidence(scan, to: folder) }
+            return (FleetSite(site, scan: scan, failures: failures), scan)
+        } catch {
+            return (FleetSite(site, engine: one.engine.rawValue, error: error.description), nil)
+        }
     }
 
     /// `fleet.json`, `fleet.txt`, `fleet.html` in `folder`, and `manifest.json` over every file in it and its

@@ -117,6 +117,15 @@ extension AuditCommand {
             o.engine = engines[0]
             return try runFleet(urls, o, failOn: failOn, out: out, format: format, args)
         }
+        // One site: its consent states at once (a browser and a proxy each), as many as the machine allows.
+        if let n = try args.integer(Option.parallel, in: 1...64, orDefault: false, command: spec.name) {
+            o.parallel = n
+        } else if o.states.count > 1 {
+            let chosen = FleetRun.defaultParallel(o.engine)
+            o.parallel = min(chosen.sites, o.states.count)
+            Console.err(
+                "\(o.parallel) consent state(s) at once: \(chosen.why) (--parallel N to choose)")
+        }
         let (outcome, interrupted) = SiteAuditRun.runInForeground(
             engines: engines, o, out: out, terminal: isatty(2) == 1)
         for error in outcome.errors { Console.err("error: \(error)") }
@@ -138,6 +147,7 @@ extension AuditCommand {
         _ file: String, _ o: SiteAuditRun.Options, failOn: Set<String>, out: String?, format: String,
         _ args: ParsedArguments
     ) throws(UsageError) -> Int32 {
+        let parallel = try args.integer(Option.parallel, in: 1...64, orDefault: false, command: spec.name)
         let list: FleetList
         do {
             list = try FleetList(text: try String(contentsOfFile: file, encoding: .utf8), file: file)
@@ -155,6 +165,13 @@ extension AuditCommand {
             fleet.sites = list.shard(k, of: n)
             fleet.shard = "\(k)/\(n)"
             Console.err("shard \(k)/\(n): \(fleet.sites.count) of the \(list.sites.count) site(s) in \(file)")
+        }
+        if let n = parallel {
+            fleet.parallel = n
+        } else {
+            let chosen = FleetRun.defaultParallel(o.engine)
+            fleet.parallel = chosen.sites
+            Console.err("\(chosen.sites) site(s) at once: \(chosen.why) (--parallel N to choose)")
         }
         let (outcome, interrupted) = FleetRun.runInForeground(fleet, terminal: isatty(2) == 1)
         for error in outcome.errors { Console.err("error: \(error)") }

@@ -108,6 +108,11 @@ enum AuditCommand {
             help:
                 "With --browser: compare each cookie with an earlier run (its --out folder, report.json or fleet.json):"
                 + " new, changed (which facts), gone or same.")
+        static let parallel = OptionSpec(
+            names: ["--parallel"], value: "n",
+            help:
+                "With --browser: browsers at once, each with its own proxy: with --urls the sites, else the consent"
+                + " states (default: what this machine's cores and memory allow for the engine, said on stderr).")
         static let shard = OptionSpec(
             names: ["--shard"], value: "K/N",
             help:
@@ -158,6 +163,7 @@ enum AuditCommand {
             Option.sitemap,
             Option.baseline,
             Option.shard,
+            Option.parallel,
         ] + [.psl],
         arguments: "  URL      An http:// or https:// URL.",
         discussion: """
@@ -189,7 +195,7 @@ enum AuditCommand {
     static let browserOnly: [OptionSpec] = [
         Option.pages, Option.seed, Option.wait, Option.consent, Option.accept, Option.reject,
         RuntimeOptions.Option.upstreamCa, RuntimeOptions.Option.insecureUpstream, Option.thirdParty, Option.policy,
-        Option.failOn, Option.out, Option.urls, Option.sitemap, Option.baseline, Option.shard,
+        Option.failOn, Option.out, Option.urls, Option.sitemap, Option.baseline, Option.shard, Option.parallel,
     ]
 
     static func run(_ args: ParsedArguments, now: Int64) throws(UsageError) -> Int32 {

@@ -290,7 +290,14 @@ import Testing
             ["audit", "--browser", "chromium", "--urls", "LIST", "https://a.example/"],
             "give the sites either in --urls FILE or as one URL"
         ),
-        (["audit", "--browser", "chromium", "--shard", "1/2", "https://a.example/"], "--shard splits a --urls list"),
+        (
+            ["audit", "--browser", "chromium", "--shard", "1/2", "https://a.example/"],
+            "--shard splits a --urls list: give --urls FILE"
+        ),
+        (
+            ["audit", "--browser", "chromium", "--urls", "LIST", "--parallel", "0"],
+            "--parallel must be a whole number from 1 to 64"
+        ),
         (
             ["audit", "--browser", "chromium", "--fail-on", "new", "https://a.example/"],
             "--fail-on new compares with an earlier run: give --baseline PATH"
@@ -330,6 +337,8 @@ import Testing
                 Binary.path, args + ["--urls", list, "--shard", "JOB_COMPLETION_INDEX/4"],
                 environment: ["JOB_COMPLETION_INDEX": "\(k - 1)"])
             for result in [byNumber, byIndex] {
+                // Without --parallel, how many sites at once and why.
+                #expect(result.stderr.contains(" site(s) at once: "), "\(result.stderr)")
                 let line = result.stderr.split(separator: "\n").first { $0.hasPrefix("shard ") } ?? ""
                 #expect(line.hasPrefix("shard \(k)/4: "), "\(result.stderr)")
                 if line.hasPrefix("shard \(k)/4: 1 of the 1 site(s)") {

@@ -486,7 +486,9 @@ import Testing
         let shop = try Shop()
         let audit = try TestProcess(
             Paths.binary,
+            // One state at a time: the interrupt comes while the first state is at its second page.
             ["audit", "--browser", engine, "--upstream-ca", shop.ca.caCert, "--pages", "3", "--format", "json"]
+                + ["--parallel", "1"]
                 + shop.resolve + ["https://shop.test:\(shop.port)/"])
         _ = try audit.waitForLine(startingWith: "[none] page 2/3", onStderr: true, timeout: 60)
         audit.signal(SIGINT)
@@ -509,8 +511,9 @@ import Testing
         let shop = try Shop()
         let audit = try TestProcess(
             Paths.binary,
+            // One state at a time: the one browser killed is the first state's.
             ["audit", "--browser", "chromium", "--upstream-ca", shop.ca.caCert, "--pages", "3", "--consent", "all"]
-                + ["--format", "json"] + shop.resolve + ["https://shop.test:\(shop.port)/"])
+                + ["--format", "json", "--parallel", "1"] + shop.resolve + ["https://shop.test:\(shop.port)/"])
         _ = try audit.waitForLine(startingWith: "[none] page 2/3", onStderr: true, timeout: 60)
         // The state's Chromium: its profile folder names the audit's process.
         _ = try run(Paths.which("pkill"), ["-KILL", "-f", "cookie-proxy-chromium-\(audit.pid)-"])
@@ -525,5 +528,40 @@ import Testing
         for state in ["reject", "accept"] {
             #expect(pages.filter { $0["consent"] as? String == state && $0["reached"] as? Bool == true }.count == 3)
         }
+    }
+
+    /// The consent states at once (`--parallel 3`: a browser and a proxy each) give the report one state at a time
+    /// gives: the same pages in each state, the same cookies with the same facts, the same refused lines; and the
+    /// evidence's joined log holds every state's lines.
+    @Test func theStatesAtOnceReportWhatOneStateAtATimeReports() throws {
+        let shop = try Shop()
+        func facts(_ parallel: String) throws -> (pages: [String], cookies: [String], refused: [String], log: String) {
+            let out = shop.ca.dir + "/parallel-\(parallel)"
+            let result = try shop.audit(["--pages", "3", "--parallel", parallel, "--format", "json", "--out", out])
+            #expect(result.status == 1, "\(result.stderr)")
+            let report = try Self.object(result.stdout)
+            let pages = (report["pages"] as? [[String: Any]] ?? []).map {
+                "\($0["consent"] ?? "") \($0["url"] ?? "") \($0["reached"] ?? "")"
+            }
+            let cookies = (report["cookies"] as? [[String: Any]] ?? []).map { c in
+                ["name", "domain", "path", "party", "setBy", "states", "category", "secure", "httpOnly", "sameSite"]
+                    .map { "\(c[$0] ?? "")" }.joined(separator: " ")
+            }
+            let refused = (report["refused"] as? [[String: Any]] ?? []).map {
+                "\($0["consent"] ?? "") \($0["name"] ?? "") \($0["reasons"] ?? "")"
+            }
+            let log = try String(contentsOfFile: out + "/proxy-log.jsonl", encoding: .utf8)
+            return (pages, cookies.sorted(), refused.sorted(), log)
+        }
+        let serial = try facts("1")
+        let atOnce = try facts("3")
+        #expect(atOnce.pages == serial.pages)
+        #expect(atOnce.cookies == serial.cookies)
+        #expect(atOnce.refused == serial.refused)
+        #expect(serial.cookies.count == Self.table.count)
+        // The joined log: a record per line in every state, as one proxy writes it (one JSON object a line).
+        let records = atOnce.log.split(separator: "\n")
+        #expect(records.count == serial.log.split(separator: "\n").count, "\(records.count)")
+        #expect(records.allSatisfy { (try? JSONSerialization.jsonObject(with: Data($0.utf8))) != nil })
     }
 }

@@ -2,7 +2,8 @@
 """A fleet of five small sites for `audit --browser --urls`'s tests: alpha.test … epsilon.test on one https port
 (the certificate names them all; told apart by Host), each with a start page linking /p/1 and /p/2. Served in the
 version written in VERSION_FILE (1 or 2, read on every request, so a test switches versions without a new port).
-Prints "PORT <n>" on stdout and runs until killed. Usage: fleet_sites.py CERT KEY VERSION_FILE.
+Prints "PORT <n>" on stdout and runs until killed. Usage: fleet_sites.py CERT KEY VERSION_FILE [SITES=5]: more
+than five adds site6.test … siteN.test, each like epsilon (bench/audit-fleet.sh).
 
 Every site's start page sets sid (HttpOnly, Secure, SameSite=Lax). Besides:
   alpha    a script sets _ga (analytics, before any consent: the site fails the default --fail-on); version 2
@@ -18,6 +19,7 @@ listing /p/2 and /hidden, which sets hidden.
 import http.server, socketserver, ssl, sys
 
 SITES = ["alpha", "beta", "gamma", "delta", "epsilon"]
+SITES += ["site%d" % i for i in range(6, int(sys.argv[4]) + 1 if len(sys.argv) > 4 else 6)]
 
 def version():
     try:
