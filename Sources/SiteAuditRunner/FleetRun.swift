@@ -55,21 +55,21 @@ public enum FleetRun {
         }
     }
 
-    /// Where the fleet is, for the progress bar: the site in hand (1-based) of how many, the pages visited so far
-    /// over the fleet, and the sites that failed or could not be audited.
+    /// Where the fleet is, for the progress bar: the sites done of how many, the pages visited so far over the
+    /// fleet, and the sites that failed or could not be audited.
     public struct Status: Sendable {
-        public var site: Int
+        /// Sites done, of how many.
+        public var done: Int
         public var sites: Int
-        public var url: String
         public var pages: Int
         public var failing: Int
         public var started: Date
 
-        /// `site 2/20 · 37 pages, 41.2/min · 1 failing`.
+        /// `3/20 sites done · 37 pages, 41.2/min · 1 failing`.
         public var line: String {
             let minutes = max(Date().timeIntervalSince(started) / 60, 1.0 / 60)
             let pace = (Double(pages) / minutes * 10).rounded() / 10
-            return "site \(site)/\(sites) · \(pages) pages, \(pace)/min · \(failing) failing"
+            return "\(done)/\(sites) sites done · \(pages) pages, \(pace)/min · \(failing) failing"
         }
     }
 
@@ -120,7 +120,7 @@ public enum FleetRun {
         let count = o.sites.count
         // Each site's outcome in its list position: the report is the same whichever site ended first.
         let results = Locked<[(record: FleetSite, scan: SiteScan?)?]>(Array(repeating: nil, count: count))
-        let status = Locked(Status(site: 0, sites: count, url: "", pages: 0, failing: 0, started: Date()))
+        let status = Locked(Status(done: 0, sites: count, pages: 0, failing: 0, started: Date()))
         let next = Locked(0)
         let label = o.parallel > 1
         // `parallel` workers take the next site of the list until none is left (or the run is cancelled).
@@ -132,10 +132,7 @@ public enum FleetRun {
                 }
                 guard i < count else { return }
                 let site = o.sites[i]
-                bar.fleet(
-                    status.withLock {
-                        $0.site += 1; return $0.line
-                    })
+                bar.fleet(status.withLock { $0.line })
                 bar.say("site \(i + 1)/\(count): \(site.url)")
                 let (record, scan) = audit(site, o) { step in
                     let line = status.withLock { s in
@@ -148,12 +145,15 @@ public enum FleetRun {
                 bar.fleet(
                     status.withLock { s in
                         if record.status != 0 { s.failing += 1 }
+                        s.done += 1
                         return s.line
                     })
                 bar.say(
                     "site \(i + 1)/\(count): \(site.site): \(record.pagesReached)/\(record.pagesVisited) pages"
                         + " reached, \(record.cookies.count) cookie(s)"
                         + (record.status == 0 ? "" : record.status == 1 ? ", fails" : ", not audited"))
+                // A site the interrupt came to before its first page was not visited (it is named so).
+                if o.site.cancelled(), record.pagesVisited == 0 { return }
                 results.withLock { $0[i] = (record, scan) }
             }
         }

@@ -2,6 +2,10 @@ import Foundation
 import TestSupport
 import Testing
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// `audit --browser chromium --urls FILE` on a local fleet (Fixtures/fleet_sites.py: five https sites on one port,
 /// told apart by Host, with a CA of the test's own), served in two versions: the fleet's report against the sites'
 /// own table, the second version against the first as a baseline, `report diff`, and three shards merged against
@@ -245,5 +249,29 @@ import Testing
         }
         let gamma = try Self.object(fleet.folder("maps") + "/gamma.test-\(fleet.port)/report.json")
         #expect((gamma["cookies"] as? [[String: Any]] ?? []).contains { $0["name"] as? String == "secret" })
+    }
+
+    /// Ctrl-C in a fleet stops after the pages in hand: the sites done are in the fleet's report, the rest named as
+    /// not visited, exit 130, and no browser left running.
+    @Test func anInterruptedFleetReportsTheSitesDoneAndNamesTheRest() throws {
+        let fleet = try Fleet()
+        let audit = try TestProcess(
+            Paths.binary,
+            ["audit", "--browser", "chromium", "--consent", "none", "--pages", "3", "--parallel", "1", "--urls"]
+                + [fleet.list, "--upstream-ca", fleet.ca.caCert, "--out", fleet.folder("cut"), "--format", "json"]
+                + Self.names.flatMap { ["--resolve", "\($0).test:127.0.0.1"] })
+        _ = try audit.waitForLine(startingWith: "[none] page 1/3: https://beta", onStderr: true, timeout: 60)
+        audit.signal(SIGINT)
+        #expect(audit.waitForExit(timeout: 60) == 130, "\(audit.stderr)")
+        let report = try Self.object(fleet.folder("cut") + "/fleet.json")
+        let done = Self.sites(report).keys.sorted()
+        let left = (report["fleet"] as? [String: Any])?["notVisited"] as? [String] ?? []
+        // alpha whole, beta cut short (its pages in hand), the others not visited.
+        #expect(done == [fleet.site("alpha"), fleet.site("beta")], "\(done)")
+        #expect(left == ["delta", "epsilon", "gamma"].map(fleet.site), "\(left)")
+        let stdout = try #require(try JSONSerialization.jsonObject(with: Data(audit.stdout.utf8)) as? [String: Any])
+        #expect(Self.sites(stdout).count == 2)
+        let running = try run(Paths.which("pgrep"), ["-f", "cookie-proxy-chromium-\(audit.pid)-"])
+        #expect(running.text.isEmpty, "left running: \(running.text)")
     }
 }
