@@ -34,33 +34,8 @@ start=$(date +%s.%N)
   --upstream-ca "$T/ca.pem" "${resolve[@]}" ${PARALLEL:+--parallel "$PARALLEL"} --format json > "$T/fleet.json" \
   2> "$T/progress" &
 AUDIT=$!
-read -r peak_audit peak_browser < <(python3 - "$AUDIT" <<'PY'
-import os, sys, time
-root = int(sys.argv[1])
-def rss(pid):
-    try:
-        for line in open("/proc/%d/status" % pid):
-            if line.startswith("VmRSS:"): return int(line.split()[1])
-    except OSError: pass
-    return 0
-def children():
-    kids = {}
-    for d in os.listdir("/proc"):
-        if d.isdigit():
-            try: ppid = int(open("/proc/%s/stat" % d).read().rsplit(")", 1)[1].split()[1])
-            except (OSError, IndexError, ValueError): continue
-            kids.setdefault(ppid, []).append(int(d))
-    return kids
-peak_a = peak_b = 0
-while os.path.exists("/proc/%d" % root) and rss(root):
-    kids = children(); todo = list(kids.get(root, [])); total = 0
-    while todo:
-        pid = todo.pop(); total += rss(pid); todo += kids.get(pid, [])
-    peak_a = max(peak_a, rss(root)); peak_b = max(peak_b, total)
-    time.sleep(0.2)
-print(peak_a // 1024, peak_b // 1024)
-PY
-)
+# The audit's own RSS and the sum over its descendants (its browsers' processes), in KiB.
+read -r peak_audit peak_browser < <(python3 bench/peak-rss.py "$AUDIT")
 set +e; wait "$AUDIT"; status=$?; set -e
 end=$(date +%s.%N)
 python3 - "$T/fleet.json" "$start" "$end" "$ENGINE" "$status" "$peak_audit" "$peak_browser" <<'PY'
@@ -69,5 +44,5 @@ fleet = json.load(open(sys.argv[1])); start, end = float(sys.argv[2]), float(sys
 sites = fleet["sites"]; pages = sum(s["pages"]["visited"] for s in sites); secs = end - start
 reached = sum(1 for s in sites if s["status"] != 2)
 print("| %s | %d sites (%d audited), %d page visits | %.1f s | %.1f sites/min | %.1f pages/min | audit + proxy peak RSS %s MiB | browser peak RSS %s MiB | exit %s |"
-      % (sys.argv[4], len(sites), reached, pages, secs, len(sites) * 60 / secs, pages * 60 / secs, sys.argv[6], sys.argv[7], sys.argv[5]))
+      % (sys.argv[4], len(sites), reached, pages, secs, len(sites) * 60 / secs, pages * 60 / secs, int(sys.argv[6]) // 1024, int(sys.argv[7]) // 1024, sys.argv[5]))
 PY

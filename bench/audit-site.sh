@@ -38,33 +38,7 @@ start=$(date +%s.%N)
   "https://shop.test:$PORT/" > "$T/report.json" 2> "$T/progress" &
 AUDIT=$!
 # The audit's own RSS and the sum over its descendants (the browser's own processes: renderers, GPU, network).
-read -r peak_audit peak_browser < <(python3 - "$AUDIT" <<'PY'
-import os, sys, time
-root = int(sys.argv[1])
-def rss(pid):
-    try:
-        for line in open("/proc/%d/status" % pid):
-            if line.startswith("VmRSS:"): return int(line.split()[1])
-    except OSError: pass
-    return 0
-def children():
-    kids = {}
-    for d in os.listdir("/proc"):
-        if d.isdigit():
-            try: ppid = int(open("/proc/%s/stat" % d).read().rsplit(")", 1)[1].split()[1])
-            except (OSError, IndexError, ValueError): continue
-            kids.setdefault(ppid, []).append(int(d))
-    return kids
-peak_a = peak_b = 0
-while os.path.exists("/proc/%d" % root) and rss(root):
-    kids = children(); todo = list(kids.get(root, [])); total = 0
-    while todo:
-        p = todo.pop(); total += rss(p); todo += kids.get(p, [])
-    peak_a = max(peak_a, rss(root)); peak_b = max(peak_b, total)
-    time.sleep(0.2)
-print(peak_a, peak_b)
-PY
-)
+read -r peak_audit peak_browser < <(python3 bench/peak-rss.py "$AUDIT")
 status=0; wait $AUDIT || status=$?
 end=$(date +%s.%N)
 visits=$(python3 -c "import json,sys; r=json.load(open('$T/report.json')); print(len(r['pages']))")
