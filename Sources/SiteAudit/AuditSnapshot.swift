@@ -8,8 +8,8 @@ import Terminal
 public struct AuditSnapshot: Sendable {
     /// The path as given (it names the baseline in the reports).
     public var path: String
-    /// By site (``FleetList/site(of:)``): its start URL and cookies.
-    public var sites: [String: (url: String, cookies: [RecordedCookie])]
+    /// By site (``FleetList/site(of:)``): its start URL, cookies and the consent states visited.
+    public var sites: [String: (url: String, cookies: [RecordedCookie], states: [String])]
 
     public struct ReadFailure: Error, Sendable, CustomStringConvertible {
         public var description: String
@@ -35,7 +35,7 @@ public struct AuditSnapshot: Sendable {
                 throw ReadFailure(description: error.description)
             }
             sites = [:]
-            for s in fleet.sites where s.status != 2 { sites[s.site] = (s.url, s.cookies) }
+            for s in fleet.sites where s.status != 2 { sites[s.site] = (s.url, s.cookies, s.states) }
             return
         }
         if value["engines"] != nil {
@@ -48,11 +48,15 @@ public struct AuditSnapshot: Sendable {
         else {
             throw ReadFailure(description: "\(file) is neither a fleet.json nor an audit --browser report.json")
         }
-        sites = [site: (start, cookies.compactMap(RecordedCookie.init(json:)))]
+        let states: [String]
+        if case .object(let fields)? = value["consent"] { states = fields.map(\.0) } else { states = [] }
+        sites = [site: (start, cookies.compactMap(RecordedCookie.init(json:)), states)]
     }
 
     /// `site`'s cookies, nil when the snapshot does not have the site (or did not reach it).
     public func cookies(of site: String) -> [RecordedCookie]? { sites[site]?.cookies }
+    /// The consent states `site` was visited in (empty when not known).
+    public func states(of site: String) -> [String] { sites[site]?.states ?? [] }
 }
 
 /// `cookie-proxy report diff OLD NEW`: every site of either run compared (``BaselineComparison``); a site only in
@@ -68,10 +72,13 @@ public struct SnapshotDiff: Sendable {
         var sites: [(String, Bool, BaselineComparison)] = []
         for site in Set(old.sites.keys).union(new.sites.keys).sorted() {
             let after = new.sites[site]?.cookies
+            let states = (old.states(of: site), new.states(of: site))
             sites.append(
                 (
                     site, after != nil,
-                    BaselineComparison(from: old.path, before: old.sites[site]?.cookies, after: after ?? [])
+                    BaselineComparison(
+                        from: old.path, before: old.sites[site]?.cookies, after: after ?? [],
+                        states: states.0.isEmpty || states.1.isEmpty ? nil : states)
                 ))
         }
         self.sites = sites

@@ -155,10 +155,34 @@ public struct BaselineComparison: Sendable {
         (self.from, self.siteInBaseline, self.rows) = (from, siteInBaseline, rows)
     }
 
-    /// `after` compared with `before` (nil: the site is not in the baseline).
-    public init(from: String, before: [RecordedCookie]?, after: [RecordedCookie]) {
+    /// The consent states both runs visited, when they differ (nil: the same states, or not known): a cookie is
+    /// compared over those alone — its presence and its `states` — so that a run of `--consent none` against one
+    /// of all three does not read every accept-only cookie as gone.
+    public var comparedStates: [String]? = nil
+
+    /// `after` compared with `before` (nil: the site is not in the baseline). `states`: the consent states each run
+    /// visited, when known.
+    public init(
+        from: String, before: [RecordedCookie]?, after: [RecordedCookie],
+        states: (before: [String], after: [String])? = nil
+    ) {
         self.from = from
         siteInBaseline = before != nil
+        var before = before
+        var after = after
+        if let states, Set(states.before) != Set(states.after) {
+            let common = states.after.filter(states.before.contains)
+            comparedStates = common
+            func over(_ list: [RecordedCookie]) -> [RecordedCookie] {
+                list.compactMap { c in
+                    var c = c
+                    c.states = c.states.filter(common.contains)
+                    return c.states.isEmpty ? nil : c
+                }
+            }
+            before = before.map(over)
+            after = over(after)
+        }
         var rows: [CookieChange] = []
         var earlier: [String: [RecordedCookie]] = [:]
         for c in before ?? [] { earlier[c.identity, default: []].append(c) }
@@ -230,6 +254,7 @@ public struct BaselineComparison: Sendable {
     public var json: JSONValue {
         .object([
             ("from", .string(from)), ("siteInBaseline", .bool(siteInBaseline)),
+            ("comparedStates", comparedStates.map { .array($0.map { .string($0) }) } ?? .null),
             ("counts", .object(CookieChange.Kind.allCases.map { ($0.rawValue, .int(Int64(count($0)))) })),
             ("cookies", .array(rows.map(\.json))),
         ])
@@ -239,6 +264,7 @@ public struct BaselineComparison: Sendable {
         guard let from = v["from"]?.string, let rows = v["cookies"]?.array else { return nil }
         self.init(
             from: from, siteInBaseline: v["siteInBaseline"]?.bool ?? true, rows: rows.compactMap(CookieChange.init))
+        comparedStates = v["comparedStates"]?.array?.compactMap(\.string)
     }
 
     /// `3 new, 1 changed, 0 gone, 12 same`.
@@ -259,6 +285,9 @@ public struct BaselineComparison: Sendable {
     public var text: TerminalText {
         var out: TerminalText = "Since the baseline (\(from)): \(counts)\n"
         if !siteInBaseline { out += "  the site is not in the baseline: every cookie is new\n" }
+        if let comparedStates {
+            out += "  compared over the consent states both runs visited: \(comparedStates.joined(separator: ", "))\n"
+        }
         for row in rows where row.kind != .same { out += "  \(row.line)\n" }
         return out
     }
@@ -270,6 +299,10 @@ extension BaselineComparison {
     func html(site: String? = nil) -> String {
         var h = "<p class=\"meta\">\(SiteScan.escape(counts)) since <code>\(SiteScan.escape(from))</code>"
         if !siteInBaseline { h += " · " + SiteScan.tag("not in the baseline: every cookie is new", "warn") }
+        if let comparedStates {
+            h += " · compared over the consent states both runs visited: "
+            h += SiteScan.escape(comparedStates.isEmpty ? "none" : comparedStates.joined(separator: ", "))
+        }
         h += "</p>\n"
         let shown = rows.filter { $0.kind != .same }
         guard !shown.isEmpty else { return h }

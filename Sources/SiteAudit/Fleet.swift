@@ -102,6 +102,8 @@ public struct FleetSite: Sendable {
     public var problems: [String]
     public var cookies: [RecordedCookie]
     public var refused: Int
+    /// The consent states visited, in the audit's order.
+    public var states: [String]
     /// The consent states that were not applied, with why.
     public var consent: [String]
     /// What `--fail-on` failed on, a line each.
@@ -122,6 +124,7 @@ public struct FleetSite: Sendable {
             ($0.domain, $0.name, $0.path) < ($1.domain, $1.name, $1.path)
         }
         refused = scan.refused.count
+        states = scan.states.map(\.state.rawValue)
         consent = scan.states.filter { !$0.applied }.map { "\($0.state.rawValue): \($0.detail)" }
         self.failures = failures
         baseline = scan.baseline
@@ -131,6 +134,7 @@ public struct FleetSite: Sendable {
     public init(_ site: FleetList.Site, engine: String, error: String) {
         (self.site, url, folder, self.engine, self.error) = (site.site, site.url, site.folder, engine, error)
         (pagesVisited, pagesReached, problems, cookies, refused, consent, failures) = (0, 0, [], [], 0, [], [])
+        states = []
     }
 
     public var json: JSONValue {
@@ -146,6 +150,7 @@ public struct FleetSite: Sendable {
             ("status", .int(Int64(status))), ("error", JSONValue(error)),
             ("pages", .object([("visited", .int(Int64(pagesVisited))), ("reached", .int(Int64(pagesReached)))])),
             ("problems", .array(problems.map { .string($0) })),
+            ("consentStates", .array(states.map { .string($0) })),
             ("consentNotApplied", .array(consent.map { .string($0) })),
             (
                 "cookies",
@@ -176,6 +181,7 @@ public struct FleetSite: Sendable {
         pagesVisited = Int(v["pages"]?["visited"]?.int ?? 0)
         pagesReached = Int(v["pages"]?["reached"]?.int ?? 0)
         problems = v["problems"]?.array?.compactMap(\.string) ?? []
+        states = v["consentStates"]?.array?.compactMap(\.string) ?? []
         consent = v["consentNotApplied"]?.array?.compactMap(\.string) ?? []
         refused = Int(v["refused"]?.int ?? 0)
         failures = v["failures"]?.array?.compactMap(\.string) ?? []

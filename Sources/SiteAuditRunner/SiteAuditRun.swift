@@ -157,8 +157,10 @@ public enum SiteAuditRun {
         // A run that reached no page has nothing to compare: its cookies would all read as gone.
         if let baseline = o.baseline, let site = FleetList.site(of: o.url)?.site, scan.pages.contains(where: \.reached)
         {
+            let visited = baseline.states(of: site)
             scan.baseline = BaselineComparison(
-                from: baseline.path, before: baseline.cookies(of: site), after: scan.cookies.map(RecordedCookie.init))
+                from: baseline.path, before: baseline.cookies(of: site), after: scan.cookies.map(RecordedCookie.init),
+                states: visited.isEmpty ? nil : (visited, scan.states.map(\.state.rawValue)))
         }
         return scan
     }

@@ -128,6 +128,23 @@ import Testing
             ])
     }
 
+    /// Runs that visited different consent states are compared over the states both visited: an accept-only
+    /// cookie is not gone from a run of `none` alone, and a cookie's states are read within those.
+    @Test func runsOfDifferentConsentStatesAreComparedOverTheStatesBothVisited() {
+        let before = [
+            Self.cookie("sid", states: ["none", "reject", "accept"]), Self.cookie("_ga", states: ["accept"]),
+            Self.cookie("tmp", states: ["none"]),
+        ]
+        let after = [Self.cookie("sid", states: ["none"]), Self.cookie("new", states: ["none"])]
+        let c = BaselineComparison(
+            from: "old", before: before, after: after, states: (["none", "reject", "accept"], ["none"]))
+        #expect(c.rows.map { "\($0.kind.rawValue) \($0.name)" } == ["new new", "gone tmp", "same sid"])
+        #expect(c.comparedStates == ["none"])
+        #expect(c.text.text.contains("compared over the consent states both runs visited: none"))
+        let same = BaselineComparison(from: "old", before: before, after: before, states: (["none"], ["none"]))
+        #expect(same.comparedStates == nil && same.rows.allSatisfy { $0.kind == .same })
+    }
+
     @Test func theComparisonReadsBackFromItsJSON() throws {
         let c = BaselineComparison(
             from: "runs/monday", before: [Self.cookie("a"), Self.cookie("g")],
