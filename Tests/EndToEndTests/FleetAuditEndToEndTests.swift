@@ -207,6 +207,10 @@ import Testing
                 FileManager.default.fileExists(
                     atPath: fleet.folder("merged") + "/\(name).test-\(fleet.port)/report.json"))
         }
+        // Two runs of the unchanged fleet (the first, and the shards merged) compare as all the same.
+        let unchanged = try run(Paths.binary, ["report", "diff", fleet.folder("v1"), fleet.folder("merged")])
+        #expect(unchanged.status == 0, "\(unchanged.text)")
+        #expect(unchanged.text.contains("0 new, 0 changed, 0 gone, 9 same"), "\(unchanged.text)")
         // Two shards only: merged, with a warning naming the one left out.
         let partial = try run(
             Paths.binary,
