@@ -72,6 +72,29 @@ public struct FleetList: Sendable, Equatable {
         sites.filter { Self.shard(of: $0.site, among: n) == k }
     }
 
+    /// `--shard K/N` read: K from 1 to N, or `JOB_COMPLETION_INDEX/N` (a Kubernetes Indexed Job's index, 0-based,
+    /// from `environment`).
+    public static func shard(_ text: String, environment: [String: String]) throws(Failure) -> (Int, Int) {
+        let parts = text.split(separator: "/", omittingEmptySubsequences: false)
+        guard parts.count == 2, let n = Int(parts[1]), (1...10_000).contains(n) else {
+            throw Failure(description: "--shard '\(text)' is K/N, e.g. 2/5 (N from 1 to 10000)")
+        }
+        if parts[0] == "JOB_COMPLETION_INDEX" {
+            let given = environment["JOB_COMPLETION_INDEX"]
+            guard let index = given.flatMap({ Int($0) }), (0..<n).contains(index) else {
+                throw Failure(
+                    description:
+                        "--shard JOB_COMPLETION_INDEX/\(n): the variable is \(given.map { "'\($0)'" } ?? "not set"), not an index from 0 to \(n - 1)"
+                )
+            }
+            return (index + 1, n)
+        }
+        guard let k = Int(parts[0]), (1...n).contains(k) else {
+            throw Failure(description: "--shard '\(text)': K is from 1 to \(n)")
+        }
+        return (k, n)
+    }
+
     public static func shard(of site: String, among n: Int) -> Int {
         var hash: UInt64 = 0xcbf2_9ce4_8422_2325
         for byte in site.utf8 {

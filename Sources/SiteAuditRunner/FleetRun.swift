@@ -91,7 +91,7 @@ public enum FleetRun {
         let memory = (available * 10).rounded() / 10
         return (
             sites,
-            "\(cores) core(s), \(memory) GiB available, \(engine.title) near \(peak) GiB a site"
+            "\(cores) core(s), \(memory) GiB available, \(engine.title) near \(peak) GiB a browser"
         )
     }
 
@@ -157,16 +157,7 @@ public enum FleetRun {
                 results.withLock { $0[i] = (record, scan) }
             }
         }
-        let extra = max(0, min(o.parallel, count) - 1)
-        let done = DispatchSemaphore(value: 0)
-        for _ in 0..<extra {
-            Thread {
-                work()
-                done.signal()
-            }.start()
-        }
-        work()
-        for _ in 0..<extra { done.wait() }
+        together(max(1, min(o.parallel, count))) { _ in work() }
         bar.fleet(nil)
         let held = results.withLock { $0 }
         var sites: [FleetSite] = []
@@ -226,10 +217,9 @@ public enum FleetRun {
     /// sites' folders.
     public static func write(_ report: FleetReport, to folder: String) throws(SiteAuditRun.Failure) {
         do {
-            try Data(report.json.serialized.utf8).write(to: URL(fileURLWithPath: "\(folder)/fleet.json"))
-            try Data(report.text.text.utf8).write(to: URL(fileURLWithPath: "\(folder)/fleet.txt"))
-            try Data(report.html.utf8).write(to: URL(fileURLWithPath: "\(folder)/fleet.html"))
-            try SiteAuditRun.writeManifest(folder, recursive: true)
+            try SiteAuditRun.write(
+                [("fleet.json", report.json.serialized), ("fleet.txt", report.text.text), ("fleet.html", report.html)],
+                in: folder, recursive: true)
         } catch {
             throw SiteAuditRun.Failure(
                 description: "cannot write the fleet's report in \(folder): \(error.localizedDescription)")

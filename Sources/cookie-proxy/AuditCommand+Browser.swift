@@ -161,7 +161,12 @@ extension AuditCommand {
         var fleet = FleetRun.Options(sites: list.sites, site: o, failOn: failOn)
         fleet.out = out
         if let shard = args.value(Option.shard) {
-            let (k, n) = try Self.shard(shard, environment: ProcessInfo.processInfo.environment)
+            let (k, n): (Int, Int)
+            do {
+                (k, n) = try FleetList.shard(shard, environment: ProcessInfo.processInfo.environment)
+            } catch {
+                throw UsageError(message: error.description, command: spec.name)
+            }
             fleet.sites = list.shard(k, of: n)
             fleet.shard = "\(k)/\(n)"
             Console.err("shard \(k)/\(n): \(fleet.sites.count) of the \(list.sites.count) site(s) in \(file)")
@@ -184,27 +189,5 @@ extension AuditCommand {
         // An empty shard has nothing to fail on.
         if fleet.sites.isEmpty { return 0 }
         return outcome.errors.isEmpty ? outcome.report.status : 2
-    }
-
-    /// `--shard K/N` read: K from 1 to N, or `JOB_COMPLETION_INDEX/N` (a Kubernetes Indexed Job's index, 0-based,
-    /// from the environment).
-    static func shard(_ text: String, environment: [String: String]) throws(UsageError) -> (Int, Int) {
-        let parts = text.split(separator: "/", omittingEmptySubsequences: false)
-        guard parts.count == 2, let n = Int(parts[1]), (1...10_000).contains(n) else {
-            throw UsageError(message: "--shard '\(text)' is K/N, e.g. 2/5 (N from 1 to 10000)", command: spec.name)
-        }
-        if parts[0] == "JOB_COMPLETION_INDEX" {
-            guard let index = environment["JOB_COMPLETION_INDEX"].flatMap({ Int($0) }), (0..<n).contains(index) else {
-                throw UsageError(
-                    message:
-                        "--shard JOB_COMPLETION_INDEX/\(n): the variable is \(environment["JOB_COMPLETION_INDEX"].map { "'\($0)'" } ?? "not set"), not an index from 0 to \(n - 1)",
-                    command: spec.name)
-            }
-            return (index + 1, n)
-        }
-        guard let k = Int(parts[0]), (1...n).contains(k) else {
-            throw UsageError(message: "--shard '\(text)': K is from 1 to \(n)", command: spec.name)
-        }
-        return (k, n)
     }
 }

@@ -44,6 +44,30 @@ import Testing
         #expect(throws: FleetList.Failure(description: says)) { try FleetList(text: text, file: "sites.txt") }
     }
 
+    /// `--shard` read: K/N with K from 1, or Kubernetes' 0-based index from the environment; each mistake says why.
+    @Test(arguments: [
+        ("2/5", [:], "2/5"), ("5/5", [:], "5/5"), ("JOB_COMPLETION_INDEX/4", ["JOB_COMPLETION_INDEX": "3"], "4/4"),
+        ("0/5", [:], "--shard '0/5': K is from 1 to 5"), ("6/5", [:], "--shard '6/5': K is from 1 to 5"),
+        ("2", [:], "--shard '2' is K/N, e.g. 2/5 (N from 1 to 10000)"),
+        ("1/0", [:], "--shard '1/0' is K/N, e.g. 2/5 (N from 1 to 10000)"),
+        (
+            "JOB_COMPLETION_INDEX/4", [:],
+            "--shard JOB_COMPLETION_INDEX/4: the variable is not set, not an index from 0 to 3"
+        ),
+        (
+            "JOB_COMPLETION_INDEX/4", ["JOB_COMPLETION_INDEX": "4"],
+            "--shard JOB_COMPLETION_INDEX/4: the variable is '4', not an index from 0 to 3"
+        ),
+    ])
+    func aShardIsKOfNOrKubernetesIndexAndAMistakeSaysWhy(text: String, environment: [String: String], read: String) {
+        do {
+            let (k, n) = try FleetList.shard(text, environment: environment)
+            #expect("\(k)/\(n)" == read)
+        } catch {
+            #expect(error.description == read)
+        }
+    }
+
     @Test(arguments: [1, 2, 3, 7])
     func theShardsAreDisjointCoverTheListAndDoNotDependOnItsOrder(n: Int) throws {
         let urls = (1...40).map { "https://site\($0).example/" }
