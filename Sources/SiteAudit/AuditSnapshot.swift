@@ -11,42 +11,25 @@ public struct AuditSnapshot: Sendable {
     /// By site (``FleetList/site(of:)``): its start URL, cookies and the consent states visited.
     public var sites: [String: (url: String, cookies: [RecordedCookie], states: [String])]
 
-    public struct ReadFailure: Error, Sendable, CustomStringConvertible {
-        public var description: String
-        public init(description: String) { self.description = description }
-    }
-
     /// `text`, a `fleet.json` or a `report.json`, read from `file` (named in the failures) and known as `path`.
-    public init(text: String, file: String, path: String) throws(ReadFailure) {
+    public init(text: String, file: String, path: String) throws(ReportReadFailure) {
         self.path = path
-        let value: JSONValue
-        do {
-            var reader = JSONReader(bytes: Array(text.utf8))
-            value = try reader.readValue("")
-            try reader.finish()
-        } catch {
-            throw ReadFailure(description: "\(file) is not JSON: \(error)")
-        }
+        let value = try ReportReadFailure.json(text, file: file)
         if value["fleet"] != nil {
-            let fleet: FleetReport
-            do {
-                fleet = try FleetReport(json: value, file: file)
-            } catch {
-                throw ReadFailure(description: error.description)
-            }
+            let fleet = try FleetReport(json: value, file: file)
             sites = [:]
             for s in fleet.sites where s.status != 2 { sites[s.site] = (s.url, s.cookies, s.states) }
             return
         }
         if value["engines"] != nil {
-            throw ReadFailure(
+            throw ReportReadFailure(
                 description:
                     "\(file) holds several engines (--browser all): give one engine's folder or report.json instead")
         }
         guard let start = value["start"]?.string, let site = FleetList.site(of: start)?.site,
             let cookies = value["cookies"]?.array
         else {
-            throw ReadFailure(description: "\(file) is neither a fleet.json nor an audit --browser report.json")
+            throw ReportReadFailure(description: "\(file) is neither a fleet.json nor an audit --browser report.json")
         }
         let states: [String]
         if case .object(let fields)? = value["consent"] { states = fields.map(\.0) } else { states = [] }

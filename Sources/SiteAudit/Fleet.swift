@@ -300,19 +300,15 @@ public struct FleetReport: Sendable {
         ])
     }
 
-    public struct ReadFailure: Error, Sendable, CustomStringConvertible {
-        public var description: String
-    }
-
     /// `fleet.json` read back.
-    public init(json v: JSONValue, file: String) throws(ReadFailure) {
+    public init(json v: JSONValue, file: String) throws(ReportReadFailure) {
         guard let fleet = v["fleet"], let engine = fleet["engine"]?.string, let rows = v["sites"]?.array else {
-            throw ReadFailure(description: "\(file) is not a fleet.json (no fleet.engine or sites)")
+            throw ReportReadFailure(description: "\(file) is not a fleet.json (no fleet.engine or sites)")
         }
         var sites: [FleetSite] = []
         for (i, row) in rows.enumerated() {
             guard let site = FleetSite(json: row) else {
-                throw ReadFailure(description: "\(file): sites[\(i)] is not a site of a fleet")
+                throw ReportReadFailure(description: "\(file): sites[\(i)] is not a site of a fleet")
             }
             sites.append(site)
         }
@@ -422,5 +418,30 @@ public struct FleetReport: Sendable {
             h += "<td>\(e(r.parties.joined(separator: ", ")))</td><td>\(e(r.setBy.joined(separator: ", ")))</td></tr>\n"
         }
         return h + "</table>\n</body></html>\n"
+    }
+}
+
+/// A report that cannot be read back (a baseline, a shard's fleet): what is wrong with it, naming the file.
+public struct ReportReadFailure: Error, Sendable, CustomStringConvertible {
+    public var description: String
+    public init(description: String) { self.description = description }
+
+    /// `text` read as one JSON document (nothing after it), or why not.
+    static func json(_ text: String, file: String) throws(ReportReadFailure) -> JSONValue {
+        do {
+            var reader = JSONReader(bytes: Array(text.utf8))
+            let value = try reader.readValue("")
+            try reader.finish()
+            return value
+        } catch {
+            throw ReportReadFailure(description: "\(file) is not JSON: \(error)")
+        }
+    }
+}
+
+extension FleetReport {
+    /// `fleet.json`'s text read back.
+    public init(text: String, file: String) throws(ReportReadFailure) {
+        try self.init(json: try ReportReadFailure.json(text, file: file), file: file)
     }
 }

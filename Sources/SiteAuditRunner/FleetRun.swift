@@ -241,11 +241,8 @@ public enum FleetRun {
             let fleet: FleetReport
             do {
                 let file = "\(folder)/fleet.json"
-                let text = try String(contentsOfFile: file, encoding: .utf8)
-                var reader = JSONReader(bytes: Array(text.utf8))
-                let value = try reader.readValue("")
-                fleet = try FleetReport(json: value, file: file)
-            } catch let error as FleetReport.ReadFailure {
+                fleet = try FleetReport(text: try String(contentsOfFile: file, encoding: .utf8), file: file)
+            } catch let error as ReportReadFailure {
                 throw SiteAuditRun.Failure(description: error.description)
             } catch {
                 throw SiteAuditRun.Failure(description: "cannot read \(folder)/fleet.json: \(error)")
@@ -300,10 +297,10 @@ public enum FleetRun {
 extension AuditSnapshot {
     /// `--baseline PATH` and `report diff`'s sides: a folder (its `fleet.json`, else its `report.json`), or the
     /// file itself.
-    public static func load(_ path: String) throws(ReadFailure) -> AuditSnapshot {
+    public static func load(_ path: String) throws(ReportReadFailure) -> AuditSnapshot {
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
-            throw ReadFailure(description: "\(path): no such file or folder")
+            throw ReportReadFailure(description: "\(path): no such file or folder")
         }
         var file = path
         if isDirectory.boolValue {
@@ -312,14 +309,15 @@ extension AuditSnapshot {
                     FileManager.default.fileExists(atPath: $0)
                 } ?? ""
             guard !file.isEmpty else {
-                throw ReadFailure(description: "\(path) has neither a fleet.json nor a report.json (an --out folder)")
+                throw ReportReadFailure(
+                    description: "\(path) has neither a fleet.json nor a report.json (an --out folder)")
             }
         }
         let text: String
         do {
             text = try String(contentsOfFile: file, encoding: .utf8)
         } catch {
-            throw ReadFailure(description: "cannot read \(file): \(error.localizedDescription)")
+            throw ReportReadFailure(description: "cannot read \(file): \(error.localizedDescription)")
         }
         return try AuditSnapshot(text: text, file: file, path: path)
     }

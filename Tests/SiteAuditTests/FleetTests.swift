@@ -233,10 +233,10 @@ import Testing
             #"{"engine":"chromium","start":"https://b.example/x","cookies":[{"name":"a","domain":"b.example","path":"/"}]}"#
         let fromReport = try AuditSnapshot(text: report, file: "report.json", path: "report.json")
         #expect(fromReport.cookies(of: "https://b.example:443")?.map(\.name) == ["a"])
-        #expect(throws: AuditSnapshot.ReadFailure.self) {
+        #expect(throws: ReportReadFailure.self) {
             try AuditSnapshot(text: #"{"engines":{}}"#, file: "r.json", path: "r.json")
         }
-        #expect(throws: AuditSnapshot.ReadFailure.self) {
+        #expect(throws: ReportReadFailure.self) {
             try AuditSnapshot(text: "[1", file: "r.json", path: "r.json")
         }
         let diff = SnapshotDiff(old: fromFleet, new: fromReport)
