@@ -140,7 +140,7 @@ public enum FleetRun {
                         return s.line
                     }
                     bar.fleet(line)
-                    bar.show(step, engine: label ? site.folder : nil)
+                    bar.show(step, who: label ? site.folder : nil)
                 }
                 bar.fleet(
                     status.withLock { s in

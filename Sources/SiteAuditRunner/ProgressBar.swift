@@ -11,8 +11,9 @@ public final class ProgressBar: Sendable {
 
     public init(terminal: Bool) { self.terminal = terminal }
 
-    public func show(_ step: SiteAuditRun.Progress, engine: String?) {
-        let who = engine.map { "\($0) " } ?? ""
+    /// `who`: what the line is of when several run at once (an engine's name, a fleet's site), else nil.
+    public func show(_ step: SiteAuditRun.Progress, who: String?) {
+        let who = who.map { "\($0) " } ?? ""
         guard terminal, step.message == nil else {
             finish()
             Console.err("\(who)\(step.line)")
